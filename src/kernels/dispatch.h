@@ -1,0 +1,29 @@
+// Run-time choice of the fastest dot-product kernel per weight type: AVX-512 (with VNNI/BF16),
+// AVX2, or the scalar reference. SPECULA_SIMD=scalar|avx2|avx512 caps the level (tests use it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/types.h"
+
+namespace specula {
+
+enum class SimdLevel { Scalar = 0, AVX2 = 1, AVX512 = 2 };
+
+SimdLevel cpu_simd_level();     // what this CPU supports
+SimdLevel active_simd_level();  // min(cpu, SPECULA_SIMD)
+const char* simd_level_name(SimdLevel l);
+
+// out[t] = dot(w, a + t * a_stride) for t < ntok; w is a row of n elements of type wt, each
+// activation row is in vec_dot_type(wt). out[t] must not depend on ntok (batch invariance).
+using VecDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, int ntok,
+                          float* out);
+
+// The kernel for `wt` at exactly `level`, or nullptr if that level has none for this type.
+VecDotFn vec_dot_kernel(GGMLType wt, SimdLevel level);
+// The best kernel at or below active_simd_level() (the scalar reference always exists for a
+// supported type).
+VecDotFn best_vec_dot(GGMLType wt);
+
+}  // namespace specula

@@ -1,0 +1,48 @@
+// Matrix products of a weight matrix (any supported type) with a batch of token activations.
+//
+// Contract used by speculative decoding: the result for a token does not depend on how many
+// tokens share the call (batch invariance). Every output element y[t][r] is computed by the same
+// sequence of operations whether ntok is 1 or 16: the kernel streams each weight row once and
+// dots it with every token's activations, each with its own fixed-order reduction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/threadpool.h"
+#include "kernels/types.h"
+
+namespace specula {
+
+// A row-major matrix stored as GGUF lays it out: `rows` rows of `cols` elements of `type`.
+struct WeightView {
+    GGMLType type = GGMLType::F32;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    const uint8_t* data = nullptr;
+    size_t row_bytes() const { return row_size(type, cols); }
+    const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes(); }
+};
+
+// Reusable buffers so the per-token path does not allocate once warmed up.
+struct MatmulScratch {
+    std::vector<uint8_t> acts;  // activations quantized to the vec_dot_type
+};
+
+// y[t * ldy + r] = sum_c W[r][c] * x[t * ldx + c], for r < W.rows, t < ntok.
+// x is float; it is rounded to vec_dot_type(W.type) first. Threads split the rows.
+void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch);
+
+// Same, restricted to rows [r0, r1) of W (MoE experts, or a caller doing its own threading):
+// single-threaded, writes y[t * ldy + (r - r0)]. `acts` must come from quantize_acts().
+void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, int ntok,
+                 int64_t r0, int64_t r1, float* y, int64_t ldy);
+
+// Quantizes ntok rows of x to vec_dot_type(weight_type) into scratch.acts; returns the stride
+// (bytes per token) of the result.
+size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,
+                     MatmulScratch& scratch);
+
+}  // namespace specula

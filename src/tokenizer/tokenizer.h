@@ -1,0 +1,80 @@
+// Tokenizer built from a GGUF's tokenizer.* metadata, identical to llama.cpp's:
+//  - "llama": SentencePiece BPE by scores, with byte fallback (<0xNN>) and the "▁" space marker;
+//  - "gpt2": byte-level BPE by merge rank, after a pre-tokenizer chosen by tokenizer.ggml.pre
+//    (llama-bpe/llama3, qwen2, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
+//    refact, default), whose regexes run through PCRE2 with UTF and UCP.
+// Special (CONTROL) tokens are matched in the text only with parse_special; USER_DEFINED tokens
+// always are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace specula {
+
+class GGUFFile;
+
+using token_id = int32_t;
+
+// tokenizer.ggml.token_type values.
+enum class TokenAttr : int32_t {
+    UNDEFINED = 0,
+    NORMAL = 1,
+    UNKNOWN = 2,
+    CONTROL = 3,
+    USER_DEFINED = 4,
+    UNUSED = 5,
+    BYTE = 6,
+};
+
+class Tokenizer {
+public:
+    // Throws Error naming the key when the metadata is missing or malformed, or when the model
+    // or pre-tokenizer is not supported (the message lists what is).
+    static std::unique_ptr<Tokenizer> from_gguf(const GGUFFile& f);
+    virtual ~Tokenizer() = default;
+
+    // llama_tokenize(text, add_special, parse_special).
+    virtual std::vector<token_id> encode(std::string_view text, bool add_special,
+                                         bool parse_special) const = 0;
+
+    // Bytes of one token as llama_token_to_piece(id, lstrip=0, special): byte tokens give their
+    // byte, "▁" becomes a space (SPM), byte-level BPE maps back to raw bytes; CONTROL tokens give
+    // their text only when `special`; UNUSED tokens give "".
+    virtual std::string token_to_piece(token_id id, bool special = true) const = 0;
+
+    // llama_detokenize(tokens, remove_special, unparse_special): concatenated pieces, with the
+    // SPM leading-space rule and (where the vocabulary asks for it) clean_spaces.
+    virtual std::string decode(const std::vector<token_id>& tokens, bool remove_special = false,
+                               bool unparse_special = true) const = 0;
+
+    const std::string& model() const { return model_; }  // "llama" or "gpt2"
+    const std::string& pre() const { return pre_; }      // pre-tokenizer name ("" for SPM)
+    int32_t n_vocab() const { return static_cast<int32_t>(texts_.size()); }
+    const std::string& token_text(token_id id) const { return texts_.at(id); }
+    TokenAttr token_attr(token_id id) const { return attrs_.at(id); }
+    float token_score(token_id id) const { return scores_.empty() ? 0.f : scores_.at(id); }
+
+    token_id bos() const { return bos_; }  // -1 when none
+    token_id eos() const { return eos_; }
+    token_id eot() const { return eot_; }
+    bool add_bos() const { return add_bos_; }
+    bool add_eos() const { return add_eos_; }
+    // End-of-generation: eos, eot and the other end tokens llama.cpp auto-detects.
+    bool is_eog(token_id id) const;
+    const std::vector<token_id>& eog_ids() const { return eog_; }
+
+protected:
+    std::string model_, pre_;
+    std::vector<std::string> texts_;
+    std::vector<float> scores_;
+    std::vector<TokenAttr> attrs_;
+    token_id bos_ = -1, eos_ = -1, eot_ = -1, unk_ = -1, pad_ = -1, nl_ = -1;
+    bool add_bos_ = false, add_eos_ = false;
+    std::vector<token_id> eog_;
+};
+
+}  // namespace specula

@@ -1,0 +1,47 @@
+// Shared helpers for tests: where ../shared is, and reading its files. A missing file fails the
+// test with its full path (never a skip).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace specula::test {
+
+inline std::string shared_dir() {
+    const char* env = std::getenv("SPECULA_SHARED_DIR");
+    if (env && *env) return env;
+    return SPECULA_SHARED_DIR_DEFAULT;
+}
+
+// Full path of a file under ../shared; throws (failing the test) when it does not exist.
+inline std::string shared_path(const std::string& rel) {
+    std::string p = shared_dir() + "/" + rel;
+    if (!std::filesystem::exists(p)) {
+        throw std::runtime_error("missing test data file: " + p +
+                                 " (set SPECULA_SHARED_DIR to the shared/ folder)");
+    }
+    return p;
+}
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// A fresh temporary directory for files a test writes (corrupted GGUF copies, ...).
+inline std::string temp_dir(const std::string& tag) {
+    auto p = std::filesystem::temp_directory_path() /
+             ("specula-test-" + tag + "-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(p);
+    return p.string();
+}
+
+}  // namespace specula::test
