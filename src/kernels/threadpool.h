@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
