@@ -1,0 +1,596 @@
+// GGUF reader: maps the file read-only, parses the header with a bounds-checked cursor and
+// validates every count, type, shape and offset before open() returns. Any defect throws
+// specula::Error naming the file and the offending key / tensor / field.
+#include "gguf/gguf.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace specula {
+
+// ---------------------------------------------------------------------------------------------
+// Value helpers
+
+std::string_view gguf_type_name(GGUFType t) {
+    switch (t) {
+        case GGUFType::UINT8:
+            return "u8";
+        case GGUFType::INT8:
+            return "i8";
+        case GGUFType::UINT16:
+            return "u16";
+        case GGUFType::INT16:
+            return "i16";
+        case GGUFType::UINT32:
+            return "u32";
+        case GGUFType::INT32:
+            return "i32";
+        case GGUFType::FLOAT32:
+            return "f32";
+        case GGUFType::BOOL:
+            return "bool";
+        case GGUFType::STRING:
+            return "string";
+        case GGUFType::ARRAY:
+            return "array";
+        case GGUFType::UINT64:
+            return "u64";
+        case GGUFType::INT64:
+            return "i64";
+        case GGUFType::FLOAT64:
+            return "f64";
+    }
+    return "unknown";
+}
+
+static bool is_unsigned(GGUFType t) {
+    return t == GGUFType::UINT8 || t == GGUFType::UINT16 || t == GGUFType::UINT32 ||
+           t == GGUFType::UINT64;
+}
+static bool is_signed(GGUFType t) {
+    return t == GGUFType::INT8 || t == GGUFType::INT16 || t == GGUFType::INT32 ||
+           t == GGUFType::INT64;
+}
+static bool is_float(GGUFType t) {
+    return t == GGUFType::FLOAT32 || t == GGUFType::FLOAT64;
+}
+static bool is_numeric_type(GGUFType t) {
+    return is_unsigned(t) || is_signed(t) || is_float(t) || t == GGUFType::BOOL;
+}
+
+bool GGUFValue::is_integer() const {
+    return is_unsigned(type) || is_signed(type);
+}
+bool GGUFValue::is_number() const {
+    return is_integer() || is_float(type) || type == GGUFType::BOOL;
+}
+
+int64_t GGUFValue::as_int(std::string_view key) const {
+    if (is_signed(type)) return i;
+    if (is_unsigned(type)) {
+        if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+            fail("key ", key, ": value ", u, " overflows int64");
+        }
+        return static_cast<int64_t>(u);
+    }
+    if (type == GGUFType::BOOL) return b ? 1 : 0;
+    if (is_float(type)) {
+        if (!std::isfinite(f) || f != std::floor(f) || std::fabs(f) > 9.2e18) {
+            fail("key ", key, ": value ", f, " is not an integer");
+        }
+        return static_cast<int64_t>(f);
+    }
+    fail("key ", key, ": expected a number, found ", gguf_type_name(type));
+}
+
+double GGUFValue::as_float(std::string_view key) const {
+    if (is_float(type)) return f;
+    if (is_signed(type)) return static_cast<double>(i);
+    if (is_unsigned(type)) return static_cast<double>(u);
+    if (type == GGUFType::BOOL) return b ? 1.0 : 0.0;
+    fail("key ", key, ": expected a number, found ", gguf_type_name(type));
+}
+
+std::string GGUFValue::to_string(size_t max_elems) const {
+    std::ostringstream os;
+    if (is_unsigned(type)) {
+        os << u;
+    } else if (is_signed(type)) {
+        os << i;
+    } else if (is_float(type)) {
+        os << f;
+    } else if (type == GGUFType::BOOL) {
+        os << (b ? "true" : "false");
+    } else if (type == GGUFType::STRING) {
+        constexpr size_t kMaxChars = 80;
+        os << '"' << (s.size() > kMaxChars ? s.substr(0, kMaxChars) + "..." : s) << '"';
+    } else {
+        os << gguf_type_name(elem_type) << "[" << arr.size() << "] [";
+        for (size_t k = 0; k < arr.size() && k < max_elems; ++k) {
+            os << (k ? ", " : "") << arr[k].to_string(max_elems);
+        }
+        if (arr.size() > max_elems) os << ", ...";
+        os << "]";
+    }
+    return os.str();
+}
+
+int64_t GGUFTensor::n_elements() const {
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds-checked cursor over the mapped bytes
+
+namespace {
+
+constexpr uint32_t kMaxDims = 4;
+constexpr int kMaxArrayDepth = 16;
+
+class Cursor {
+  public:
+    Cursor(const std::string& path, const uint8_t* data, uint64_t size, uint32_t version)
+        : path_(path), data_(data), size_(size), version_(version) {}
+
+    uint64_t pos() const { return pos_; }
+    uint64_t remaining() const { return size_ - pos_; }
+    const std::string& path() const { return path_; }
+    uint32_t version() const { return version_; }
+
+    void need(uint64_t n, const std::string& what) const {
+        if (n > remaining()) {
+            fail(path_, ": truncated while reading ", what, " at offset ", pos_, " (need ", n,
+                 " bytes, ", remaining(), " left)");
+        }
+    }
+
+    template <class T>
+    T read(const std::string& what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, data_ + pos_, sizeof(T));
+        pos_ += sizeof(T);
+        return v;
+    }
+
+    // Counts and lengths are u32 in GGUF v1, u64 later.
+    uint64_t read_len(const std::string& what) {
+        return version_ == 1 ? read<uint32_t>(what) : read<uint64_t>(what);
+    }
+    uint64_t len_size() const { return version_ == 1 ? 4 : 8; }
+
+    std::string read_string(const std::string& what) {
+        uint64_t n = read_len(what + " length");
+        if (n > remaining()) {
+            fail(path_, ": ", what, ": string length ", n, " at offset ", pos_ - len_size(),
+                 " runs past the end of the file (", remaining(), " bytes left)");
+        }
+        std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
+        pos_ += n;
+        return s;
+    }
+
+  private:
+    const std::string& path_;
+    const uint8_t* data_;
+    uint64_t size_;
+    uint32_t version_;
+    uint64_t pos_ = 0;
+};
+
+// Smallest encoding of one value of type t (used to reject absurd counts before allocating).
+uint64_t min_value_size(GGUFType t, uint64_t len_size) {
+    switch (t) {
+        case GGUFType::UINT8:
+        case GGUFType::INT8:
+        case GGUFType::BOOL:
+            return 1;
+        case GGUFType::UINT16:
+        case GGUFType::INT16:
+            return 2;
+        case GGUFType::UINT32:
+        case GGUFType::INT32:
+        case GGUFType::FLOAT32:
+            return 4;
+        case GGUFType::UINT64:
+        case GGUFType::INT64:
+        case GGUFType::FLOAT64:
+            return 8;
+        case GGUFType::STRING:
+            return len_size;
+        case GGUFType::ARRAY:
+            return 4 + len_size;
+    }
+    return 1;
+}
+
+GGUFType read_value_type(Cursor& c, const std::string& key) {
+    uint32_t t = c.read<uint32_t>("value type of key '" + key + "'");
+    if (t > static_cast<uint32_t>(GGUFType::FLOAT64)) {
+        fail(c.path(), ": key '", key, "': unknown value type ", t, " at offset ", c.pos() - 4);
+    }
+    return static_cast<GGUFType>(t);
+}
+
+GGUFValue read_value(Cursor& c, GGUFType type, const std::string& key, int depth);
+
+void read_array(Cursor& c, GGUFValue& v, const std::string& key, int depth) {
+    if (depth >= kMaxArrayDepth) {
+        fail(c.path(), ": key '", key, "': arrays nested deeper than ", kMaxArrayDepth);
+    }
+    v.elem_type = read_value_type(c, key);
+    uint64_t n = c.read_len("array count of key '" + key + "'");
+    uint64_t min_size = min_value_size(v.elem_type, c.len_size());
+    if (n > c.remaining() / min_size) {
+        fail(c.path(), ": key '", key, "': array count ", n, " of ", gguf_type_name(v.elem_type),
+             " cannot fit in the ", c.remaining(), " bytes left");
+    }
+    v.arr.reserve(n);
+    for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(c, v.elem_type, key, depth + 1));
+}
+
+GGUFValue read_value(Cursor& c, GGUFType type, const std::string& key, int depth) {
+    GGUFValue v;
+    v.type = type;
+    const std::string what = "value of key '" + key + "'";
+    switch (type) {
+        case GGUFType::UINT8:
+            v.u = c.read<uint8_t>(what);
+            break;
+        case GGUFType::INT8:
+            v.i = c.read<int8_t>(what);
+            break;
+        case GGUFType::UINT16:
+            v.u = c.read<uint16_t>(what);
+            break;
+        case GGUFType::INT16:
+            v.i = c.read<int16_t>(what);
+            break;
+        case GGUFType::UINT32:
+            v.u = c.read<uint32_t>(what);
+            break;
+        case GGUFType::INT32:
+            v.i = c.read<int32_t>(what);
+            break;
+        case GGUFType::UINT64:
+            v.u = c.read<uint64_t>(what);
+            break;
+        case GGUFType::INT64:
+            v.i = c.read<int64_t>(what);
+            break;
+        case GGUFType::FLOAT32:
+            v.f = c.read<float>(what);
+            break;
+        case GGUFType::FLOAT64:
+            v.f = c.read<double>(what);
+            break;
+        case GGUFType::BOOL: {
+            uint8_t b = c.read<uint8_t>(what);
+            if (b > 1) fail(c.path(), ": key '", key, "': bool value ", int(b), " is not 0 or 1");
+            v.b = b != 0;
+            break;
+        }
+        case GGUFType::STRING:
+            v.s = c.read_string(what);
+            break;
+        case GGUFType::ARRAY:
+            read_array(c, v, key, depth);
+            break;
+    }
+    return v;
+}
+
+uint64_t align_up(uint64_t x, uint64_t a) {
+    return (x + a - 1) / a * a;
+}
+
+// RAII holder for the mapping while open() validates; released into the GGUFFile on success.
+struct Mapping {
+    void* ptr = nullptr;
+    uint64_t size = 0;
+    ~Mapping() {
+        if (ptr) munmap(ptr, size);
+    }
+};
+
+void map_file(const std::string& path, Mapping& m) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(path, ": not a regular file");
+    }
+    m.size = static_cast<uint64_t>(st.st_size);
+    if (m.size < 8) {
+        ::close(fd);
+        fail(path, ": file is ", m.size, " bytes, shorter than the GGUF header (truncated)");
+    }
+    void* p = mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(err));
+    m.ptr = p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+namespace {
+
+struct Parser {
+    Cursor& c;
+    std::vector<std::pair<std::string, GGUFValue>>& kv;
+    std::map<std::string, size_t, std::less<>>& kv_index;
+    std::vector<GGUFTensor>& tensors;
+    std::map<std::string, size_t, std::less<>>& tensor_index;
+
+    void read_kv(uint64_t n_kv) {
+        // key length + value type + at least one byte of value
+        uint64_t min_kv = c.len_size() + 4 + 1;
+        if (n_kv > c.remaining() / min_kv) {
+            fail(c.path(), ": kv count ", n_kv, " cannot fit in the ", c.remaining(),
+                 " bytes left");
+        }
+        for (uint64_t k = 0; k < n_kv; ++k) {
+            std::string key = c.read_string("key of kv #" + std::to_string(k));
+            if (kv_index.count(key)) fail(c.path(), ": duplicate key '", key, "'");
+            GGUFType t = read_value_type(c, key);
+            GGUFValue v = read_value(c, t, key, 0);
+            kv_index.emplace(key, kv.size());
+            kv.emplace_back(std::move(key), std::move(v));
+        }
+    }
+
+    void read_tensor_infos(uint64_t n_tensors) {
+        // name length + n_dims + one dim + type + offset
+        uint64_t min_info = c.len_size() + 4 + (c.version() == 1 ? 4 : 8) + 4 + 8;
+        if (n_tensors > c.remaining() / min_info) {
+            fail(c.path(), ": tensor count ", n_tensors, " cannot fit in the ", c.remaining(),
+                 " bytes left");
+        }
+        tensors.reserve(n_tensors);
+        for (uint64_t k = 0; k < n_tensors; ++k) read_tensor_info(k);
+    }
+
+    void read_tensor_info(uint64_t k) {
+        GGUFTensor t;
+        t.name = c.read_string("name of tensor #" + std::to_string(k));
+        const std::string what = "tensor '" + t.name + "'";
+        if (tensor_index.count(t.name)) fail(c.path(), ": duplicate tensor name '", t.name, "'");
+        uint32_t n_dims = c.read<uint32_t>("n_dims of " + what);
+        if (n_dims == 0 || n_dims > kMaxDims) {
+            fail(c.path(), ": ", what, ": n_dims ", n_dims, " (must be 1..", kMaxDims, ")");
+        }
+        int64_t n = 1;
+        for (uint32_t d = 0; d < n_dims; ++d) {
+            uint64_t dim = c.version() == 1 ? c.read<uint32_t>("dims of " + what)
+                                            : c.read<uint64_t>("dims of " + what);
+            if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+                fail(c.path(), ": ", what, ": dimension ", d, " is ", static_cast<int64_t>(dim),
+                     " (must be > 0)");
+            }
+            if (__builtin_mul_overflow(n, static_cast<int64_t>(dim), &n)) {
+                fail(c.path(), ": ", what, ": element count overflows int64");
+            }
+            t.ne.push_back(static_cast<int64_t>(dim));
+        }
+        uint32_t type = c.read<uint32_t>("type of " + what);
+        const TypeTraits& tr = type_traits(type);
+        if (!tr.known) fail(c.path(), ": ", what, ": unknown tensor type ", type);
+        t.type = static_cast<GGMLType>(type);
+        if (t.ne[0] % tr.block_size != 0) {
+            fail(c.path(), ": ", what, ": ne[0] = ", t.ne[0], " is not a multiple of the ", tr.name,
+                 " block size ", tr.block_size);
+        }
+        // n / block_size blocks of type_size bytes; n fits int64, the product may not.
+        uint64_t blocks = static_cast<uint64_t>(n / tr.block_size);
+        if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(tr.type_size), &t.nbytes)) {
+            fail(c.path(), ": ", what, ": byte size overflows");
+        }
+        t.offset = c.read<uint64_t>("offset of " + what);
+        tensor_index.emplace(t.name, tensors.size());
+        tensors.push_back(std::move(t));
+    }
+};
+
+uint64_t read_alignment(const std::string& path, const GGUFValue* v) {
+    if (!v) return 32;
+    if (v->type != GGUFType::UINT32) {
+        fail(path, ": general.alignment has type ", gguf_type_name(v->type), ", expected u32");
+    }
+    if (v->u == 0 || (v->u & (v->u - 1)) != 0) {
+        fail(path, ": general.alignment ", v->u, " is not a nonzero power of two");
+    }
+    return v->u;
+}
+
+}  // namespace
+
+std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path) {
+    Mapping m;
+    map_file(path, m);
+    const auto* bytes = static_cast<const uint8_t*>(m.ptr);
+
+    std::unique_ptr<GGUFFile> f(new GGUFFile());
+    f->path_ = path;
+    f->size_ = m.size;
+
+    if (std::memcmp(bytes, "GGUF", 4) != 0) {
+        fail(path, ": bad magic (not a GGUF file): first bytes ", int(bytes[0]), " ", int(bytes[1]),
+             " ", int(bytes[2]), " ", int(bytes[3]));
+    }
+    uint32_t version;
+    std::memcpy(&version, bytes + 4, 4);
+    if (version == 0 || version > 3) {
+        fail(path, ": unsupported GGUF version ", version,
+             (version > 0xFFFF ? " (big-endian file?)" : ""), "; supported are 1, 2 and 3");
+    }
+    f->version_ = version;
+
+    Cursor c(path, bytes, m.size, version);
+    c.read<uint64_t>("header");  // magic + version, checked above
+    uint64_t n_tensors = c.read_len("tensor count");
+    uint64_t n_kv = c.read_len("kv count");
+
+    Parser p{c, f->kv_, f->kv_index_, f->tensors_, f->tensor_index_};
+    p.read_kv(n_kv);
+    f->alignment_ = read_alignment(path, f->find("general.alignment"));
+    p.read_tensor_infos(n_tensors);
+
+    f->data_offset_ = align_up(c.pos(), f->alignment_);
+    if (!f->tensors_.empty() && f->data_offset_ > m.size) {
+        fail(path, ": truncated: data section would start at ", f->data_offset_,
+             " past the end of the file (", m.size, " bytes)");
+    }
+    const uint64_t data_size = f->tensors_.empty() ? 0 : m.size - f->data_offset_;
+    for (GGUFTensor& t : f->tensors_) {
+        if (t.offset % f->alignment_ != 0) {
+            fail(path, ": tensor '", t.name, "': offset ", t.offset, " is misaligned (alignment ",
+                 f->alignment_, ")");
+        }
+        if (t.offset > data_size || t.nbytes > data_size - t.offset) {
+            fail(path, ": tensor '", t.name, "': data [", t.offset, ", +", t.nbytes,
+                 ") extends past the end of the file (data section holds ", data_size, " bytes)");
+        }
+        t.data = bytes + f->data_offset_ + t.offset;
+    }
+
+    f->map_ = m.ptr;
+    m.ptr = nullptr;  // owned by f now
+    return f;
+}
+
+GGUFFile::~GGUFFile() {
+    if (map_) munmap(map_, size_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookup and typed getters
+
+const GGUFValue* GGUFFile::find(std::string_view key) const {
+    auto it = kv_index_.find(key);
+    return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
+}
+
+static void wrong_type(const std::string& path, std::string_view key, const GGUFValue& v,
+                       const char* expected) {
+    std::string found(gguf_type_name(v.type));
+    if (v.type == GGUFType::ARRAY) found += " of " + std::string(gguf_type_name(v.elem_type));
+    fail(path, ": key '", key, "' has type ", found, ", expected ", expected);
+}
+
+std::string GGUFFile::get_string(std::string_view key) const {
+    const GGUFValue* v = find(key);
+    if (!v) fail(path_, ": missing key '", key, "'");
+    if (v->type != GGUFType::STRING) wrong_type(path_, key, *v, "string");
+    return v->s;
+}
+
+std::string GGUFFile::get_string_or(std::string_view key, const std::string& def) const {
+    return has(key) ? get_string(key) : def;
+}
+
+int64_t GGUFFile::get_int(std::string_view key) const {
+    const GGUFValue* v = find(key);
+    if (!v) fail(path_, ": missing key '", key, "'");
+    if (!v->is_integer()) wrong_type(path_, key, *v, "an integer");
+    try {
+        return v->as_int(key);
+    } catch (const Error& e) {
+        fail(path_, ": ", e.what());
+    }
+}
+
+int64_t GGUFFile::get_int_or(std::string_view key, int64_t def) const {
+    return has(key) ? get_int(key) : def;
+}
+
+double GGUFFile::get_float_or(std::string_view key, double def) const {
+    const GGUFValue* v = find(key);
+    if (!v) return def;
+    if (!v->is_number() || v->type == GGUFType::BOOL) wrong_type(path_, key, *v, "a number");
+    return v->as_float(key);
+}
+
+bool GGUFFile::get_bool_or(std::string_view key, bool def) const {
+    const GGUFValue* v = find(key);
+    if (!v) return def;
+    if (v->type != GGUFType::BOOL) wrong_type(path_, key, *v, "bool");
+    return v->b;
+}
+
+std::vector<std::string> GGUFFile::get_string_array(std::string_view key) const {
+    const GGUFValue* v = find(key);
+    if (!v) return {};
+    if (v->type != GGUFType::ARRAY || v->elem_type != GGUFType::STRING) {
+        wrong_type(path_, key, *v, "array of string");
+    }
+    std::vector<std::string> out;
+    out.reserve(v->arr.size());
+    for (const GGUFValue& e : v->arr) out.push_back(e.s);
+    return out;
+}
+
+std::vector<float> GGUFFile::get_float_array(std::string_view key) const {
+    const GGUFValue* v = find(key);
+    if (!v) return {};
+    if (v->type != GGUFType::ARRAY || !is_numeric_type(v->elem_type)) {
+        wrong_type(path_, key, *v, "array of numbers");
+    }
+    std::vector<float> out;
+    out.reserve(v->arr.size());
+    for (const GGUFValue& e : v->arr) out.push_back(static_cast<float>(e.as_float(key)));
+    return out;
+}
+
+std::vector<int32_t> GGUFFile::get_int_array(std::string_view key) const {
+    const GGUFValue* v = find(key);
+    if (!v) return {};
+    if (v->type != GGUFType::ARRAY || !is_numeric_type(v->elem_type)) {
+        wrong_type(path_, key, *v, "array of numbers");
+    }
+    std::vector<int32_t> out;
+    out.reserve(v->arr.size());
+    for (size_t k = 0; k < v->arr.size(); ++k) {
+        int64_t x;
+        try {
+            x = v->arr[k].as_int(key);
+        } catch (const Error& e) {
+            fail(path_, ": ", e.what(), " (element ", k, ")");
+        }
+        if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+            fail(path_, ": key '", key, "': element ", k, " = ", x, " does not fit in int32");
+        }
+        out.push_back(static_cast<int32_t>(x));
+    }
+    return out;
+}
+
+const GGUFTensor* GGUFFile::find_tensor(std::string_view name) const {
+    auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const GGUFTensor& GGUFFile::tensor(std::string_view name) const {
+    const GGUFTensor* t = find_tensor(name);
+    if (!t) fail(path_, ": missing tensor ", name);
+    return *t;
+}
+
+}  // namespace specula
