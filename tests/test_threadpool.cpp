@@ -1,0 +1,88 @@
+// ThreadPool: every thread index runs exactly once per run(), runs do not overlap, results are
+// visible to the caller when run() returns, and parallel_for covers [0, n) exactly once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "kernels/threadpool.h"
+
+using specula::ThreadPool;
+
+TEST(ThreadPool, SizeIsAtLeastOne) {
+    EXPECT_EQ(ThreadPool(0).size(), 1);
+    EXPECT_EQ(ThreadPool(-3).size(), 1);
+    EXPECT_EQ(ThreadPool(3).size(), 3);
+}
+
+TEST(ThreadPool, SingleThreadRunsInline) {
+    ThreadPool pool(1);
+    const auto caller = std::this_thread::get_id();
+    int calls = 0;
+    pool.run([&](int ith, int nth) {
+        EXPECT_EQ(ith, 0);
+        EXPECT_EQ(nth, 1);
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        ++calls;
+    });
+    EXPECT_EQ(calls, 1);
+}
+
+TEST(ThreadPool, EveryIndexOncePerRunOverManyRuns) {
+    for (int n : {2, 3}) {
+        ThreadPool pool(n);
+        std::vector<int> counts(n, 0);  // plain ints: run() must publish the writes
+        constexpr int kRuns = 1000;
+        for (int run = 0; run < kRuns; ++run) {
+            pool.run([&](int ith, int nth) {
+                ASSERT_EQ(nth, n);
+                ASSERT_GE(ith, 0);
+                ASSERT_LT(ith, nth);
+                counts[ith] += 1;
+            });
+            // After each run every index has run exactly run+1 times: nothing is late.
+            for (int i = 0; i < n; ++i) ASSERT_EQ(counts[i], run + 1) << "thread " << i;
+        }
+    }
+}
+
+TEST(ThreadPool, WorkersWakeAfterSleeping) {
+    ThreadPool pool(2);
+    std::atomic<int> total{0};
+    for (int run = 0; run < 5; ++run) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin window
+        pool.run([&](int, int) { total.fetch_add(1); });
+        EXPECT_EQ(total.load(), 2 * (run + 1));
+    }
+}
+
+TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
+    ThreadPool pool(3);
+    for (int64_t n : {0, 1, 2, 3, 5, 17, 1000, 4099}) {
+        std::vector<int> hits(n, 0);
+        pool.parallel_for(n, [&](int64_t b, int64_t e) {
+            ASSERT_LE(0, b);
+            ASSERT_LT(b, e);
+            ASSERT_LE(e, n);
+            for (int64_t i = b; i < e; ++i) hits[i] += 1;
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << "n=" << n << " i=" << i;
+    }
+}
+
+TEST(ThreadPool, ParallelSumMatchesSerial) {
+    ThreadPool pool(2);
+    std::vector<int64_t> v(100000);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i * 7 % 13);
+    int64_t serial = 0;
+    for (auto x : v) serial += x;
+    for (int rep = 0; rep < 50; ++rep) {
+        std::atomic<int64_t> sum{0};
+        pool.parallel_for(static_cast<int64_t>(v.size()), [&](int64_t b, int64_t e) {
+            int64_t s = 0;
+            for (int64_t i = b; i < e; ++i) s += v[i];
+            sum.fetch_add(s);
+        });
+        ASSERT_EQ(sum.load(), serial);
+    }
+}
