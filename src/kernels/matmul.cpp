@@ -1,0 +1,102 @@
+// matmul: quantize the activations once, then let each thread stream a contiguous range of weight
+// rows. Within a range, rows are taken in tiles small enough to stay in L2 and tokens in chunks
+// small enough for their activations to stay in L1/L2; each (row, token-chunk) pair is one kernel
+// call. Every output is produced by the same kernel with the same per-token operation order, so
+// results do not depend on ntok, on the tiling or on the thread count.
+#include "kernels/matmul.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "kernels/dispatch.h"
+#include "kernels/quants.h"
+
+namespace specula {
+
+namespace {
+
+constexpr int kTokenChunk = 16;              // tokens per kernel call
+constexpr size_t kRowTileBytes = 64 * 1024;  // weight bytes per row tile
+
+void check_weight(const WeightView& W) {
+    const auto& tr = type_traits(W.type);
+    if (!tr.supported) {
+        fail("matmul: weight type ", static_cast<uint32_t>(W.type), " (",
+             tr.name.empty() ? "unknown" : tr.name, ") is not supported");
+    }
+    if (W.cols <= 0 || W.cols % tr.block_size != 0) {
+        fail("matmul: ", tr.name, " weight has ", W.cols, " columns, not a positive multiple of ",
+             tr.block_size);
+    }
+    const int64_t act_block = type_traits(vec_dot_type(W.type)).block_size;
+    if (W.cols % act_block != 0) {
+        fail("matmul: ", tr.name, " weight has ", W.cols, " columns; its activation type needs a ",
+             "multiple of ", act_block);
+    }
+}
+
+void rows_with_kernel(VecDotFn dot, const WeightView& W, const uint8_t* acts, size_t act_stride,
+                      int ntok, int64_t r0, int64_t r1, float* y, int64_t ldy) {
+    const size_t rb = W.row_bytes();
+    const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / rb));
+    float out[kTokenChunk];
+    for (int64_t tr0 = r0; tr0 < r1; tr0 += tile) {
+        const int64_t tr1 = std::min(r1, tr0 + tile);
+        for (int t0 = 0; t0 < ntok; t0 += kTokenChunk) {
+            const int nt = std::min(kTokenChunk, ntok - t0);
+            const uint8_t* a = acts + static_cast<size_t>(t0) * act_stride;
+            for (int64_t r = tr0; r < tr1; ++r) {
+                dot(W.cols, W.row(r), a, act_stride, nt, out);
+                for (int t = 0; t < nt; ++t) y[(t0 + t) * ldy + (r - r0)] = out[t];
+            }
+        }
+    }
+}
+
+VecDotFn kernel_for(GGMLType wt) {
+    VecDotFn dot = best_vec_dot(wt);
+    if (!dot) fail("matmul: no kernel for weight type ", type_name(wt));
+    return dot;
+}
+
+}  // namespace
+
+size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,
+                     MatmulScratch& scratch) {
+    const GGMLType at = vec_dot_type(weight_type);
+    const size_t stride = row_size(at, cols);
+    const size_t need = stride * static_cast<size_t>(std::max(ntok, 0));
+    if (scratch.acts.size() < need) scratch.acts.resize(need);
+    for (int t = 0; t < ntok; ++t) {
+        quantize_row(at, x + t * ldx, scratch.acts.data() + t * stride, cols);
+    }
+    return stride;
+}
+
+void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, int ntok, int64_t r0,
+                 int64_t r1, float* y, int64_t ldy) {
+    check_weight(W);
+    if (r0 < 0 || r1 > W.rows || r0 > r1) {
+        fail("matmul_rows: rows [", r0, ", ", r1, ") outside the weight's ", W.rows, " rows");
+    }
+    if (ntok <= 0 || r0 == r1) return;
+    rows_with_kernel(kernel_for(W.type), W, acts, act_stride, ntok, r0, r1, y, ldy);
+}
+
+void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch) {
+    check_weight(W);
+    if (ntok <= 0 || W.rows == 0) return;
+    const VecDotFn dot = kernel_for(W.type);
+    const size_t stride = quantize_acts(W.type, x, ldx, W.cols, ntok, scratch);
+    const uint8_t* acts = scratch.acts.data();
+    // Contiguous row ranges, rounded to multiples of 4 rows so the split is cache-line friendly.
+    const int64_t rows = W.rows;
+    pool.run([&](int ith, int nth) {
+        const int64_t per = ((rows + nth - 1) / nth + 3) / 4 * 4;
+        const int64_t b = std::min(rows, ith * per), e = std::min(rows, b + per);
+        if (b < e) rows_with_kernel(dot, W, acts, stride, ntok, b, e, y + b, ldy);
+    });
+}
+
+}  // namespace specula

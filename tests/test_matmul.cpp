@@ -1,0 +1,205 @@
+// matmul / matmul_rows / quantize_acts: results equal the scalar reference dot products, are
+// bit-identical whatever the number of tokens in a call and the number of threads (batch
+// invariance, at every SIMD level this CPU runs), honour the strides, reuse their scratch, and
+// reject bad weights with a specula::Error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+#include "kernel_test_util.h"
+#include "kernels/matmul.h"
+#include "kernels/quants.h"
+
+using namespace specula;
+using specula::test::random_floats;
+using specula::test::random_weights;
+using specula::test::runnable_levels;
+using specula::test::SimdCap;
+using specula::test::weight_types;
+
+namespace {
+
+constexpr int64_t kRows = 37;   // odd, so thread splits and row tiles have ragged ends
+constexpr int64_t kCols = 768;  // 3 super-blocks, 24 small blocks
+
+struct Problem {
+    GGMLType type;
+    std::vector<uint8_t> w;
+    WeightView W;
+    std::vector<float> x;  // ntok x kCols
+};
+
+Problem make_problem(GGMLType t, int ntok, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Problem p{t, random_weights(rng, t, kRows, kCols), {}, random_floats(rng, ntok * kCols)};
+    p.W = WeightView{t, kRows, kCols, p.w.data()};
+    return p;
+}
+
+bool same_bits(float a, float b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+}  // namespace
+
+TEST(Matmul, EqualsReferenceDotProducts) {
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    constexpr int ntok = 5;
+    for (GGMLType t : weight_types()) {
+        SCOPED_TRACE(std::string(type_name(t)));
+        Problem p = make_problem(t, ntok, 1234 + static_cast<uint32_t>(t));
+        std::vector<float> y(ntok * kRows, NAN);
+        matmul(p.W, p.x.data(), kCols, ntok, y.data(), kRows, pool, scratch);
+        // The reference: each token rounded to the activation type, then vec_dot_ref.
+        const GGMLType at = vec_dot_type(t);
+        std::vector<uint8_t> a(row_size(at, kCols));
+        std::vector<float> wf(kCols), af(kCols);
+        for (int tk = 0; tk < ntok; ++tk) {
+            quantize_row(at, p.x.data() + tk * kCols, a.data(), kCols);
+            dequantize_row(at, a.data(), af.data(), kCols);
+            for (int64_t r = 0; r < kRows; ++r) {
+                dequantize_row(t, p.W.row(r), wf.data(), kCols);
+                double mag = 0;
+                for (int64_t c = 0; c < kCols; ++c) mag += std::fabs(double(wf[c]) * af[c]);
+                const float ref = vec_dot_ref(t, kCols, p.W.row(r), a.data());
+                ASSERT_NEAR(y[tk * kRows + r], ref, 2e-5 * mag + 1e-6)
+                    << "row " << r << " tok " << tk;
+            }
+        }
+    }
+}
+
+// Token t of a call with ntok tokens gives exactly the bits of a call with that token alone,
+// for every ntok in 1..16 (and a large batch), every thread count, at every SIMD level.
+TEST(Matmul, BatchAndThreadInvariantAtEveryLevel) {
+    constexpr int kMaxTok = 40;  // more than one 16-token chunk
+    ThreadPool pool1(1), pool2(2), pool3(3);
+    MatmulScratch scratch;
+    for (SimdLevel level : runnable_levels()) {
+        SimdCap cap(level);
+        for (GGMLType t : weight_types()) {
+            SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
+            Problem p = make_problem(t, kMaxTok, 99 + static_cast<uint32_t>(t));
+            std::vector<float> single(kMaxTok * kRows);
+            for (int tk = 0; tk < kMaxTok; ++tk) {
+                matmul(p.W, p.x.data() + tk * kCols, kCols, 1, single.data() + tk * kRows, kRows,
+                       pool1, scratch);
+            }
+            std::vector<int> counts;
+            for (int n = 1; n <= 16; ++n) counts.push_back(n);
+            counts.push_back(kMaxTok);
+            for (int n : counts) {
+                for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
+                    std::vector<float> y(n * kRows);
+                    matmul(p.W, p.x.data(), kCols, n, y.data(), kRows, *pool, scratch);
+                    for (int i = 0; i < n * kRows; ++i) {
+                        ASSERT_TRUE(same_bits(y[i], single[i]))
+                            << "ntok " << n << " threads " << pool->size() << " token " << i / kRows
+                            << " row " << i % kRows << ": " << y[i] << " != " << single[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Matmul, HonoursStridesAndMatchesMatmulRows) {
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    constexpr int ntok = 3;
+    constexpr int64_t ldx = kCols + 13, ldy = kRows + 7;
+    for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::F16}) {
+        SCOPED_TRACE(std::string(type_name(t)));
+        Problem p = make_problem(t, ntok, 7);
+        std::vector<float> xs(ntok * ldx, 1e30f);  // padding must never be read
+        for (int tk = 0; tk < ntok; ++tk) {
+            std::memcpy(&xs[tk * ldx], &p.x[tk * kCols], kCols * sizeof(float));
+        }
+        std::vector<float> y(ntok * ldy, -7.f), dense(ntok * kRows);
+        matmul(p.W, xs.data(), ldx, ntok, y.data(), ldy, pool, scratch);
+        matmul(p.W, p.x.data(), kCols, ntok, dense.data(), kRows, pool, scratch);
+        for (int tk = 0; tk < ntok; ++tk) {
+            for (int64_t r = 0; r < ldy; ++r) {
+                if (r < kRows) {
+                    ASSERT_TRUE(same_bits(y[tk * ldy + r], dense[tk * kRows + r]));
+                } else {
+                    ASSERT_EQ(y[tk * ldy + r], -7.f) << "wrote outside the output rows";
+                }
+            }
+        }
+        // matmul_rows over a sub-range writes the same values at offset r - r0.
+        const size_t stride = quantize_acts(t, p.x.data(), kCols, kCols, ntok, scratch);
+        EXPECT_EQ(stride, row_size(vec_dot_type(t), kCols));
+        constexpr int64_t r0 = 5, r1 = 30;
+        std::vector<float> part(ntok * (r1 - r0));
+        matmul_rows(p.W, scratch.acts.data(), stride, ntok, r0, r1, part.data(), r1 - r0);
+        for (int tk = 0; tk < ntok; ++tk) {
+            for (int64_t r = r0; r < r1; ++r) {
+                ASSERT_TRUE(same_bits(part[tk * (r1 - r0) + r - r0], dense[tk * kRows + r]));
+            }
+        }
+    }
+}
+
+TEST(Matmul, ReusesScratchOnceWarm) {
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    Problem p = make_problem(GGMLType::Q4_0, 8, 3);
+    std::vector<float> y(8 * kRows);
+    matmul(p.W, p.x.data(), kCols, 8, y.data(), kRows, pool, scratch);
+    const uint8_t* buf = scratch.acts.data();
+    const size_t cap = scratch.acts.capacity();
+    for (int n : {1, 8, 4, 8}) {
+        matmul(p.W, p.x.data(), kCols, n, y.data(), kRows, pool, scratch);
+        EXPECT_EQ(scratch.acts.data(), buf);
+        EXPECT_EQ(scratch.acts.capacity(), cap);
+    }
+}
+
+TEST(Matmul, RejectsBadWeights) {
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<uint8_t> w(4096);
+    std::vector<float> x(512), y(8);
+    auto run = [&](GGMLType t, int64_t cols) {
+        WeightView W{t, 1, cols, w.data()};
+        matmul(W, x.data(), cols, 1, y.data(), 1, pool, scratch);
+    };
+    EXPECT_THROW(run(GGMLType::Q8_K, 256), Error);     // activation-only format
+    EXPECT_THROW(run(GGMLType::IQ2_XXS, 256), Error);  // not supported
+    EXPECT_THROW(run(static_cast<GGMLType>(4), 32), Error);
+    EXPECT_THROW(run(static_cast<GGMLType>(1000), 32), Error);
+    EXPECT_THROW(run(GGMLType::Q4_K, 128), Error);  // not a whole super-block
+    EXPECT_THROW(run(GGMLType::Q8_0, 40), Error);
+    EXPECT_THROW(run(GGMLType::Q8_0, 0), Error);
+    WeightView W{GGMLType::Q8_0, 4, 32, w.data()};
+    EXPECT_THROW(matmul_rows(W, w.data(), 34, 1, 2, 5, y.data(), 3), Error);
+    EXPECT_THROW(matmul_rows(W, w.data(), 34, 1, 3, 2, y.data(), 3), Error);
+}
+
+TEST(Dispatch, LevelsAndEnvironmentCap) {
+    const SimdLevel cpu = cpu_simd_level();
+    {
+        SimdCap cap(SimdLevel::Scalar);
+        EXPECT_EQ(active_simd_level(), SimdLevel::Scalar);
+    }
+    {
+        SimdCap cap(SimdLevel::AVX512);
+        EXPECT_EQ(active_simd_level(), cpu);
+    }
+    setenv("SPECULA_SIMD", "sse9", 1);
+    EXPECT_THROW(active_simd_level(), Error);
+    unsetenv("SPECULA_SIMD");
+    EXPECT_EQ(active_simd_level(), cpu);
+    for (GGMLType t : weight_types()) {
+        EXPECT_NE(vec_dot_kernel(t, SimdLevel::Scalar), nullptr) << type_name(t);
+        EXPECT_NE(best_vec_dot(t), nullptr) << type_name(t);
+    }
+    EXPECT_EQ(best_vec_dot(GGMLType::Q8_K), nullptr);
+    EXPECT_EQ(best_vec_dot(GGMLType::IQ2_XXS), nullptr);
+}
