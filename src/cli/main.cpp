@@ -1,6 +1,139 @@
-// Placeholder entry point; the CLI (run, info, tokenize) is being built.
+// `specula`: command-line entry point. Parses `run`, `info` and `tokenize` with CLI11 (options
+// named as in llama.cpp's tools) and dispatches to cli/cmd_*.cpp. Every failure, whether a bad
+// option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is left
+// to the command's own output.
+#include <CLI/CLI.hpp>
 #include <cstdio>
-int main() {
-    std::fprintf(stderr, "specula: not built yet\n");
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "common/error.h"
+
+#ifndef SPECULA_VERSION
+#define SPECULA_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using namespace specula::cli;
+
+void print_error(std::string msg) {
+    for (char& c : msg) {
+        if (c == '\n' || c == '\r') c = ' ';
+    }
+    while (!msg.empty() && msg.back() == ' ') msg.pop_back();
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", msg.c_str());
+}
+
+// llama.cpp spells some options as multi-letter single-dash words, which CLI11 would read as a
+// group of short flags. Map them to their long names before parsing.
+std::string normalize_arg(const std::string& a) {
+    if (a == "-ngl") return "--n-gpu-layers";
+    return a;
+}
+
+// A seed given as -1 means "random", as in llama.cpp.
+uint64_t seed_from_arg(int64_t s) {
+    if (s == -1) return 0xFFFFFFFFu;
+    if (s < 0) specula::fail("--seed must be -1 (random) or a non-negative number, got ", s);
+    return static_cast<uint64_t>(s);
+}
+
+void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
+    cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
+    cmd.add_option("-p,--prompt", o.prompt, "prompt text (default: empty, i.e. BOS only)");
+    cmd.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
+    cmd.add_option("-n,--n-predict", o.n_predict,
+                   "tokens to generate (-1: until end of generation or a full context)")
+        ->capture_default_str();
+    cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+    cmd.add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's training context)")
+        ->capture_default_str();
+    cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy)")->capture_default_str();
+    cmd.add_option("--top-k", o.top_k, "top-k sampling (<= 0: off)")->capture_default_str();
+    cmd.add_option("--top-p", o.top_p, "top-p sampling (1.0: off)")->capture_default_str();
+    cmd.add_option("--min-p", o.min_p, "min-p sampling (0.0: off)")->capture_default_str();
+    cmd.add_option("-s,--seed", seed, "RNG seed (-1: random)")->capture_default_str();
+    cmd.add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
+    cmd.add_option("--n-gpu-layers,--gpu-layers", o.n_gpu_layers,
+                   "-ngl: accepted for compatibility; specula runs on the CPU");
+    cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
+}
+
+void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {
+    static bool ignored = false;  // flags kept only so that llama-tokenize command lines work
+    cmd.add_option("-m,--model", o.model, "GGUF file (only its tokenizer is read)")->required();
+    cmd.add_option("-p,--prompt", o.prompt, "text to tokenize");
+    cmd.add_option("-f,--file", o.prompt_file, "read the text from a file");
+    cmd.add_flag("!--no-parse-special", o.parse_special,
+                 "treat special-token texts such as <s> as plain text");
+    cmd.add_flag("--ids", ignored,
+                 "print ids only (the only output format; for llama-tokenize users)");
+    cmd.add_flag("--log-disable", ignored, "accepted for compatibility");
+}
+
+int run_cli(int argc, char** argv) {
+    CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
+                 "specula"};
+    app.set_version_flag("--version", std::string("specula ") + SPECULA_VERSION);
+    app.require_subcommand(1);
+
+    RunOptions run_opt;
+    int64_t seed = -1;
+    CLI::App* run = app.add_subcommand("run", "generate text from a prompt");
+    add_run_options(*run, run_opt, seed);
+
+    InfoOptions info_opt;
+    CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
+    info->add_option("file,-m,--model", info_opt.model, "GGUF model file")->required();
+
+    TokenizeOptions tok_opt;
+    CLI::App* tokenize = app.add_subcommand("tokenize", "print the token ids of a text");
+    add_tokenize_options(*tokenize, tok_opt);
+
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (!first.empty() && first[0] != '-' && first != "run" && first != "info" &&
+        first != "tokenize") {
+        specula::fail("unknown command '", argv[1], "' (commands: run, info, tokenize)");
+    }
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
+    try {
+        app.parse(args);               // CLI11 takes the arguments in reverse order
+    } catch (const CLI::Success& e) {  // --help, --version
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        print_error(e.what());
+        return 1;
+    }
+
+    if (run->parsed()) {
+        run_opt.seed = seed_from_arg(seed);
+        log_set_enabled(!run_opt.quiet);
+        return cmd_run(run_opt);
+    }
+    if (info->parsed()) return cmd_info(info_opt);
+    return cmd_tokenize(tok_opt);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run_cli(argc, argv);
+    } catch (const specula::Error& e) {
+        print_error(e.what());
+    } catch (const std::bad_alloc&) {
+        print_error("out of memory");
+    } catch (const std::exception& e) {
+        print_error(e.what());
+    } catch (...) {
+        print_error("unknown failure");
+    }
     return 1;
 }

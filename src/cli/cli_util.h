@@ -1,0 +1,39 @@
+// Small helpers shared by the subcommands: stderr logging that --log-disable silences, reading a
+// prompt from -p or -f, human-readable sizes and a wall-clock timer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace specula::cli {
+
+// printf-style line to stderr, unless logging is disabled. Never touches stdout.
+void log_set_enabled(bool enabled);
+[[gnu::format(printf, 1, 2)]] void log(const char* fmt, ...);
+
+// Whole file as bytes; throws Error naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
+
+// The prompt text: the contents of `file` when given (then `text` must be empty), else `text`.
+std::string resolve_prompt(const std::string& text, const std::string& file);
+
+// "1.23 MiB" style.
+std::string format_bytes(uint64_t bytes);
+
+// "292.80 K" / "946.32 M" / "7.24 B" style count.
+std::string format_count(int64_t n);
+
+class Timer {
+  public:
+    Timer() : t0_(std::chrono::steady_clock::now()) {}
+    double ms() const {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_)
+            .count();
+    }
+
+  private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace specula::cli

@@ -1,0 +1,147 @@
+// `specula info FILE`: a GGUF file described on stdout. Everything up to the tokenizer comes from
+// the GGUF container alone (version, metadata, the `{arch}.*` hyperparameters, a tensor-type
+// histogram, parameter count and memory needs), so it also works for architectures the engine
+// cannot run; the last section says whether the engine can load the model, and if not, why.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specula::cli {
+
+namespace {
+
+void line(const std::string& key, const std::string& value) {
+    std::printf("  %-22s %s\n", (key + ":").c_str(), value.c_str());
+}
+
+void print_file(const GGUFFile& f) {
+    std::printf("file:\n");
+    line("path", f.path());
+    line("size", std::to_string(f.file_size()) + " bytes (" + format_bytes(f.file_size()) + ")");
+    line("gguf version", std::to_string(f.version()));
+    line("alignment", std::to_string(f.alignment()));
+    line("metadata keys", std::to_string(f.metadata().size()));
+    line("tensors", std::to_string(f.tensors().size()));
+    for (const char* key : {"general.name", "general.architecture", "general.file_type",
+                            "general.quantization_version"}) {
+        if (const GGUFValue* v = f.find(key)) line(key, v->to_string());
+    }
+}
+
+// Every `{arch}.*` key, as stored: this works for any architecture.
+void print_hparams(const GGUFFile& f, const std::string& arch) {
+    std::printf("hyperparameters (%s.*):\n", arch.c_str());
+    const std::string prefix = arch + ".";
+    for (const auto& [key, value] : f.metadata()) {
+        if (key.compare(0, prefix.size(), prefix) == 0)
+            line(key.substr(prefix.size()), value.to_string());
+    }
+}
+
+struct TypeUse {
+    int count = 0;
+    uint64_t bytes = 0;
+};
+
+uint64_t print_tensors(const GGUFFile& f) {
+    std::map<std::string, TypeUse> hist;
+    int64_t n_params = 0;
+    uint64_t n_bytes = 0;
+    for (const GGUFTensor& t : f.tensors()) {
+        std::string name(type_name(t.type));
+        if (name.empty()) name = "type " + std::to_string(static_cast<uint32_t>(t.type));
+        hist[name].count += 1;
+        hist[name].bytes += t.nbytes;
+        n_params += t.n_elements();
+        n_bytes += t.nbytes;
+    }
+    std::printf("tensor types:\n");
+    for (const auto& [name, use] : hist) {
+        line(name, std::to_string(use.count) + " tensors, " + format_bytes(use.bytes));
+    }
+    std::printf("parameters:\n");
+    line("count", std::to_string(n_params) + " (" + format_count(n_params) + ")");
+    line("weights", format_bytes(n_bytes));
+    return n_bytes;
+}
+
+// F32 K and V for every layer at the training context, from the GGUF keys; 0 when unknown.
+uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch) {
+    const int64_t n_ctx = f.get_int_or(arch + ".context_length", 0);
+    const int64_t n_layer = f.get_int_or(arch + ".block_count", 0);
+    const int64_t n_embd = f.get_int_or(arch + ".embedding_length", 0);
+    const int64_t n_head = f.get_int_or(arch + ".attention.head_count", 0);
+    const int64_t n_head_kv = f.get_int_or(arch + ".attention.head_count_kv", n_head);
+    if (n_ctx <= 0 || n_layer <= 0 || n_embd <= 0 || n_head <= 0) return 0;
+    const int64_t k_dim = f.get_int_or(arch + ".attention.key_length", n_embd / n_head);
+    const int64_t v_dim = f.get_int_or(arch + ".attention.value_length", k_dim);
+    return static_cast<uint64_t>(n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 4);
+}
+
+void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_bytes) {
+    const uint64_t kv = kv_cache_bytes(f, arch);
+    std::printf("memory:\n");
+    line("weights", format_bytes(weight_bytes));
+    if (kv == 0) {
+        line("kv cache", "unknown (hyperparameters missing)");
+        return;
+    }
+    const int64_t n_ctx = f.get_int_or(arch + ".context_length", 0);
+    line("kv cache (f32)", format_bytes(kv) + " at n_ctx " + std::to_string(n_ctx));
+    line("total", format_bytes(weight_bytes + kv));
+}
+
+void print_tokenizer(const GGUFFile& f) {
+    std::printf("tokenizer:\n");
+    std::unique_ptr<Tokenizer> tok;
+    try {
+        tok = Tokenizer::from_gguf(f);
+    } catch (const Error& e) {
+        line("unusable", e.what());
+        return;
+    }
+    const GGUFValue* merges = f.find("tokenizer.ggml.merges");
+    line("model", tok->model());
+    line("pre", tok->pre().empty() ? "(none)" : tok->pre());
+    line("n_vocab", std::to_string(tok->n_vocab()));
+    line("bos", std::to_string(tok->bos()));
+    line("eos", std::to_string(tok->eos()));
+    line("add_bos", tok->add_bos() ? "true" : "false");
+    line("merges", std::to_string(merges ? merges->arr.size() : 0));
+    line("chat template", f.has("tokenizer.chat_template") ? "present" : "none");
+}
+
+// Loads the model for real: the only way to know that the engine can run it.
+void print_support(const std::string& path) {
+    std::printf("engine:\n");
+    try {
+        auto model = Model::load(path);
+        line("supported", "yes: " + model->describe());
+    } catch (const Error& e) {
+        line("supported", std::string("no: ") + e.what());
+    }
+}
+
+}  // namespace
+
+int cmd_info(const InfoOptions& opt) {
+    auto file = GGUFFile::open(opt.model);
+    const std::string arch = file->get_string_or("general.architecture", "");
+    print_file(*file);
+    if (!arch.empty()) print_hparams(*file, arch);
+    const uint64_t weight_bytes = print_tensors(*file);
+    print_memory(*file, arch, weight_bytes);
+    print_tokenizer(*file);
+    file.reset();
+    print_support(opt.model);
+    return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+}  // namespace specula::cli

@@ -1,0 +1,124 @@
+// `specula run`: llama-cli style generation. The prompt is tokenized with BOS as the vocabulary
+// says and special tokens parsed, evaluated in one batch, and the sampled tokens' pieces stream to
+// stdout byte for byte (nothing else goes there). Options are checked and the context budget is
+// enforced before any token is generated; logs and the closing statistics line go to stderr.
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/generate.h"
+#include "common/error.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+
+namespace specula::cli {
+
+namespace {
+
+void check_options(const RunOptions& o) {
+    if (o.n_predict < -1) fail("-n (--n-predict) must be -1 or >= 0, got ", o.n_predict);
+    if (o.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.n_threads);
+    if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
+    if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
+    if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
+}
+
+// Prompt tokens as llama-cli makes them; an empty result (a vocabulary that adds no BOS and an
+// empty prompt) starts from BOS alone, so there is always something to evaluate.
+std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text) {
+    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
+    if (ids.empty()) {
+        if (tok.bos() < 0) fail("the prompt is empty and the vocabulary has no BOS token");
+        ids.push_back(tok.bos());
+    }
+    return ids;
+}
+
+// Refuses a prompt or a token budget that cannot fit in the context before anything runs.
+void check_context(int n_prompt, int n_predict, int n_ctx) {
+    if (n_prompt > n_ctx) {
+        fail("the prompt is ", n_prompt, " tokens but the context (-c) holds ", n_ctx);
+    }
+    if (n_predict >= 0 && n_prompt + n_predict > n_ctx) {
+        fail("prompt (", n_prompt, " tokens) + -n ", n_predict, " exceeds the context (-c) of ",
+             n_ctx, " tokens");
+    }
+}
+
+// Writes token pieces to stdout as they come. llama2.c drops the space that SentencePiece puts
+// in front of the first word when generation starts from BOS alone; so do we, for that case only.
+class PieceWriter {
+  public:
+    PieceWriter(const Tokenizer& tok, bool strip_first_space)
+        : tok_(tok), strip_first_space_(strip_first_space) {}
+
+    void operator()(token_id id) {
+        std::string piece = tok_.token_to_piece(id, /*special=*/false);
+        if (first_ && strip_first_space_ && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+        first_ = false;
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+    }
+
+  private:
+    const Tokenizer& tok_;
+    bool strip_first_space_;
+    bool first_ = true;
+};
+
+double per_second(int n, double ms) {
+    return ms > 0 ? n * 1000.0 / ms : 0.0;
+}
+
+void print_stats(const GenerateStats& st, double load_ms) {
+    if (st.context_full) log("warning: the context is full; generation stopped");
+    if (st.n_generated > 0) log("%s", "");  // end the streamed text's line on a terminal
+    log("prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | load: %.0f ms",
+        st.n_prompt, per_second(st.n_prompt, st.prompt_ms), st.n_generated,
+        per_second(st.n_generated, st.gen_ms), load_ms);
+}
+
+}  // namespace
+
+int cmd_run(const RunOptions& opt) {
+    check_options(opt);
+    if (opt.n_gpu_layers > 0) {
+        log("warning: -ngl %d ignored: specula has no GPU backend, running on the CPU",
+            opt.n_gpu_layers);
+    }
+    const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
+
+    Timer load_timer;
+    auto model = Model::load(opt.model);
+    const double load_ms = load_timer.ms();
+    const Tokenizer& tok = model->tokenizer();
+    const auto prompt = tokenize_prompt(tok, prompt_text);
+
+    const int n_ctx_train = model->hparams().n_ctx_train;
+    const int n_ctx = opt.n_ctx > 0 ? opt.n_ctx : n_ctx_train;
+    if (opt.n_ctx > n_ctx_train && n_ctx_train > 0) {
+        log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
+            n_ctx_train);
+    }
+    check_context(static_cast<int>(prompt.size()), opt.n_predict, n_ctx);
+
+    const int n_threads =
+        opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+    Session session(*model, SessionParams{n_ctx, n_threads});
+    Sampler sampler(SamplingParams{opt.temp, opt.top_k, opt.top_p, opt.min_p, opt.seed});
+    log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model->describe().c_str(), n_ctx,
+        n_threads, static_cast<unsigned long long>(sampler.seed()));
+
+    const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
+    PieceWriter writer(tok, tok.model() == "llama" && bos_only);
+    const GenerateStats st =
+        generate_plain(session, sampler, prompt, GenerateLimits{opt.n_predict, opt.ignore_eos},
+                       [&](token_id id) { writer(id); });
+    print_stats(st, load_ms);
+    return 0;
+}
+
+}  // namespace specula::cli

@@ -1,0 +1,30 @@
+// `specula tokenize`: the token ids of a text on one line, space separated, as llama-tokenize
+// --ids computes them (BOS as the vocabulary says; special tokens parsed unless
+// --no-parse-special). Reads only the tokenizer metadata, never the weights.
+#include <cstdio>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specula::cli {
+
+int cmd_tokenize(const TokenizeOptions& opt) {
+    const std::string text = resolve_prompt(opt.prompt, opt.prompt_file);
+    auto file = GGUFFile::open(opt.model);
+    auto tok = Tokenizer::from_gguf(*file);
+    const auto ids = tok->encode(text, /*add_special=*/true, opt.parse_special);
+
+    std::string line;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) line += ' ';
+        line += std::to_string(ids[i]);
+    }
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+}  // namespace specula::cli

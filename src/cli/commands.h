@@ -1,0 +1,47 @@
+// The `specula` subcommands. main.cpp parses the command line into these option structs and calls
+// one cmd_* function; each returns the process exit status and throws specula::Error (printed by
+// main as one `error: ...` line) for bad input. stdout carries only the command's output (for
+// `run`: the generated text, byte for byte); logs and statistics go to stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace specula::cli {
+
+// `specula run`: llama-cli style text generation. Defaults are llama.cpp's.
+struct RunOptions {
+    std::string model;        // -m
+    std::string prompt;       // -p
+    std::string prompt_file;  // -f (replaces -p)
+    int n_predict = -1;       // -n; -1: until end-of-generation or a full context
+    int n_threads = 0;        // -t; 0: hardware threads
+    int n_ctx = 0;            // -c; 0: the model's training context
+    float temp = 0.8f;
+    int top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    uint64_t seed = 0xFFFFFFFFu;  // llama.cpp's LLAMA_DEFAULT_SEED: pick a random seed
+    bool ignore_eos = false;
+    int n_gpu_layers = 0;  // -ngl; accepted for compatibility, there is only the CPU backend
+    bool quiet = false;    // --log-disable: no logs or stats on stderr (errors still print)
+};
+
+// `specula info FILE`: what the GGUF holds and what running it needs.
+struct InfoOptions {
+    std::string model;
+};
+
+// `specula tokenize`: token ids of a text, one line, space separated (llama-tokenize --ids).
+struct TokenizeOptions {
+    std::string model;
+    std::string prompt;
+    std::string prompt_file;
+    bool parse_special = true;
+};
+
+int cmd_run(const RunOptions& opt);
+int cmd_info(const InfoOptions& opt);
+int cmd_tokenize(const TokenizeOptions& opt);
+
+}  // namespace specula::cli

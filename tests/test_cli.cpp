@@ -1,0 +1,346 @@
+// End-to-end tests of the `specula` binary: it is spawned with real models from ../shared and its
+// stdout, stderr and exit status are checked separately. stdout must carry exactly the generated
+// text (llama.cpp's reference continuations and llama2.c's golden story), tokenize must print the
+// reference ids, and every kind of bad input must end as one `error:` line with status 1.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "test_util.h"
+
+extern char** environ;
+
+namespace {
+
+using specula::test::read_file;
+using specula::test::shared_path;
+using json = nlohmann::json;
+
+struct ProcResult {
+    std::string out, err;
+    int status = -1;  // exit code, or 128 + signal
+};
+
+// Runs bin/specula with `args`, reading stdout and stderr concurrently until both close.
+ProcResult run_specula(const std::vector<std::string>& args) {
+    const std::string bin = std::string(SPECULA_BINARY_DIR) + "/bin/specula";
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+
+    int out_pipe[2], err_pipe[2];
+    if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+        posix_spawn_file_actions_addclose(&fa, fd);
+    }
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    if (rc != 0) throw std::runtime_error("cannot start " + bin);
+
+    ProcResult r;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string* sinks[2] = {&r.out, &r.err};
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (poll(fds, 2, -1) < 0) continue;
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char buf[4096];
+            const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                sinks[i]->append(buf, static_cast<size_t>(n));
+            } else {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_fds;
+            }
+        }
+    }
+    int wstatus = 0;
+    waitpid(pid, &wstatus, 0);
+    r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    return r;
+}
+
+std::string describe(const ProcResult& r) {
+    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
+           "\n--- stderr ---\n" + r.err;
+}
+
+// A failure as the CLI promises it: status 1, nothing on stdout, one `error: ` line on stderr.
+void expect_clean_error(const ProcResult& r, const std::string& must_contain) {
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_EQ(r.out, "") << describe(r);
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << describe(r);
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not exactly one line: " << describe(r);
+    EXPECT_NE(r.err.find(must_contain), std::string::npos)
+        << "expected '" << must_contain << "' in: " << r.err;
+}
+
+json load_json(const std::string& rel) {
+    return json::parse(read_file(shared_path(rel)));
+}
+
+std::string unhex(const std::string& hex) {
+    std::string out;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+        out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    }
+    return out;
+}
+
+std::string join_ids(const json& ids) {
+    std::string s;
+    for (const auto& id : ids) s += (s.empty() ? "" : " ") + std::to_string(id.get<int>());
+    return s;
+}
+
+// The line of `text` that contains `key` ("" if none).
+std::string line_with(const std::string& text, const std::string& key) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find(key) != std::string::npos) return line;
+    }
+    return "";
+}
+
+const std::string kStoriesRel = "models/tinystories/stories260K.gguf";
+
+// llama2.c's published greedy story: the lines after the `./run ... -t 0.0` command in the
+// markdown's code block.
+std::string golden_story() {
+    std::istringstream md(read_file(shared_path("models/tinystories/stories260K.md")));
+    std::string line, text;
+    bool in_block = false;
+    while (std::getline(md, line)) {
+        if (!in_block) {
+            in_block = line.rfind("$ ./run ", 0) == 0 && line.find("-t 0.0") != std::string::npos;
+            continue;
+        }
+        if (line.rfind("```", 0) == 0) break;
+        text += (text.empty() ? "" : "\n") + line;
+    }
+    if (text.empty()) throw std::runtime_error("golden text not found in stories260K.md");
+    return text;
+}
+
+TEST(Cli, GoldenTextMatchesTheReferenceJson) {
+    const json ref = load_json("reference/stories260K.json");
+    EXPECT_EQ(golden_story(), ref["golden_check"]["golden_text"].get<std::string>());
+}
+
+TEST(Cli, TokenizeMatchesReferenceIds) {
+    for (const char* stem :
+         {"stories260K", "rand-llama-d256-l2-Q4_K_M", "rand-llama-gpt2vocab-d64-l1-tied-F16",
+          "rand-llama-llama3vocab-d64-l1-tied-Q8_0"}) {
+        const json ref = load_json(std::string("reference/") + stem + ".json");
+        const std::string model = shared_path(ref["model"]["path"].get<std::string>());
+        for (const auto& p : ref["prompts"]) {
+            const auto r = run_specula({"tokenize", "-m", model, "-p", p["text"].get<std::string>(),
+                                        "--no-parse-special"});
+            ASSERT_EQ(r.status, 0) << stem << " " << p["name"] << "\n" << describe(r);
+            EXPECT_EQ(r.out, join_ids(p["token_ids"]) + "\n") << stem << " " << p["name"];
+            EXPECT_EQ(r.err, "");
+        }
+    }
+}
+
+TEST(Cli, TokenizeParsesSpecialTokensByDefault) {
+    const json ref = load_json("reference/stories260K.json");
+    const std::string bos = std::to_string(ref["model"]["bos_id"].get<int>());
+    const std::string model = shared_path(kStoriesRel);
+    const auto parsed = run_specula({"tokenize", "-m", model, "-p", "<s>"});
+    ASSERT_EQ(parsed.status, 0) << describe(parsed);
+    EXPECT_EQ(parsed.out, bos + " " + bos + "\n");
+    const auto plain = run_specula({"tokenize", "-m", model, "-p", "<s>", "--no-parse-special"});
+    ASSERT_EQ(plain.status, 0) << describe(plain);
+    EXPECT_NE(plain.out, parsed.out);
+    EXPECT_EQ(plain.out.rfind(bos + " ", 0), 0u) << plain.out;
+}
+
+TEST(Cli, GreedyFromBosPrintsTheGoldenStoryOnly) {
+    const auto r =
+        run_specula({"run", "-m", shared_path(kStoriesRel), "-p", "", "-n", "256", "--temp", "0"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(r.out, golden_story());
+    EXPECT_NE(r.err.find("prompt: 1 tokens"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("generated: 256 tokens"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("load: "), std::string::npos) << r.err;
+}
+
+TEST(Cli, GreedyContinuationsMatchLlamaCpp) {
+    const json ref = load_json("reference/stories260K.json");
+    for (const auto& p : ref["prompts"]) {
+        if (p["name"] == "bos_only") continue;
+        const int n = static_cast<int>(p["greedy"]["token_ids"].size());
+        const auto r =
+            run_specula({"run", "-m", shared_path(kStoriesRel), "-p", p["text"].get<std::string>(),
+                         "-n", std::to_string(n), "--temp", "0", "-t", "1"});
+        ASSERT_EQ(r.status, 0) << p["name"] << "\n" << describe(r);
+        EXPECT_EQ(r.out, unhex(p["greedy"]["text_hex"].get<std::string>())) << p["name"];
+        const std::string stats = "prompt: " + std::to_string(p["n_prompt_tokens"].get<int>());
+        EXPECT_NE(r.err.find(stats), std::string::npos) << r.err;
+    }
+}
+
+TEST(Cli, SameSeedSameText) {
+    auto sample = [](const std::string& seed) {
+        return run_specula({"run", "-m", shared_path(kStoriesRel), "-p", "Once upon a time", "-n",
+                            "64", "--temp", "0.8", "--seed", seed, "--ignore-eos"});
+    };
+    const auto a = sample("42"), b = sample("42"), c = sample("1234");
+    ASSERT_EQ(a.status, 0) << describe(a);
+    ASSERT_EQ(c.status, 0) << describe(c);
+    EXPECT_FALSE(a.out.empty());
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_NE(a.out, c.out) << "different seeds gave the same 64 sampled tokens";
+    EXPECT_NE(a.err.find("seed: 42"), std::string::npos) << a.err;
+}
+
+TEST(Cli, UnlimitedGenerationStopsAtAFullContext) {
+    const auto r = run_specula(
+        {"run", "-m", shared_path(kStoriesRel), "-c", "32", "--temp", "0", "--ignore-eos"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    // BOS fills one slot; the token sampled after the last slot is still printed.
+    EXPECT_NE(r.err.find("generated: 32 tokens"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
+    EXPECT_FALSE(r.out.empty());
+    EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << "not a prefix of the golden story: " << r.out;
+}
+
+TEST(Cli, GpuLayersWarnAndRunOnCpu) {
+    const auto r = run_specula(
+        {"run", "-m", shared_path(kStoriesRel), "-n", "16", "--temp", "0", "-ngl", "99"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+    EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << r.out;
+    EXPECT_FALSE(r.out.empty());
+}
+
+TEST(Cli, InfoDescribesTheModel) {
+    const json ref = load_json("reference/stories260K.json");
+    const auto r = run_specula({"info", shared_path(kStoriesRel)});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const std::string n_params = std::to_string(ref["model"]["n_params"].get<int64_t>());
+    const std::string n_vocab = std::to_string(ref["model"]["n_vocab"].get<int>());
+    for (const std::string& s : {std::string("gguf version:"), std::string("F32"), n_params,
+                                 std::string("n_vocab"), n_vocab, std::string("kv cache")}) {
+        EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.out;
+    }
+    EXPECT_NE(line_with(r.out, "supported:").find("yes"), std::string::npos) << r.out;
+}
+
+TEST(Cli, VersionAndHelp) {
+    const auto v = run_specula({"--version"});
+    EXPECT_EQ(v.status, 0);
+    EXPECT_EQ(v.out.rfind("specula ", 0), 0u) << v.out;
+    const auto h = run_specula({"--help"});
+    EXPECT_EQ(h.status, 0);
+    for (const char* cmd : {"run", "info", "tokenize"}) {
+        EXPECT_NE(h.out.find(cmd), std::string::npos) << h.out;
+    }
+    const auto rh = run_specula({"run", "--help"});
+    EXPECT_EQ(rh.status, 0);
+    EXPECT_NE(rh.out.find("--top-k"), std::string::npos) << rh.out;
+}
+
+class CliErrors : public ::testing::Test {
+  protected:
+    void SetUp() override { dir_ = specula::test::temp_dir("cli"); }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    std::string path(const std::string& name) const { return dir_ + "/" + name; }
+    std::string dir_;
+};
+
+TEST_F(CliErrors, MissingFile) {
+    const std::string missing = path("no-such-model.gguf");
+    expect_clean_error(run_specula({"run", "-m", missing, "-n", "4"}), missing);
+    expect_clean_error(run_specula({"info", missing}), missing);
+    expect_clean_error(run_specula({"tokenize", "-m", missing, "-p", "hi"}), missing);
+}
+
+TEST_F(CliErrors, NotAGguf) {
+    const std::string p = path("text.gguf");
+    std::ofstream(p) << "this is not a model, just some text that is long enough to read\n";
+    expect_clean_error(run_specula({"run", "-m", p, "-n", "4"}), p);
+    expect_clean_error(run_specula({"info", p}), p);
+}
+
+TEST_F(CliErrors, TruncatedGguf) {
+    const std::string bytes = read_file(shared_path(kStoriesRel));
+    const std::string p = path("truncated.gguf");
+    std::ofstream(p, std::ios::binary).write(bytes.data(), bytes.size() / 2);
+    expect_clean_error(run_specula({"run", "-m", p, "-n", "4"}), p);
+    expect_clean_error(run_specula({"info", p}), p);
+}
+
+// stories260K with its architecture renamed: a valid GGUF the engine cannot run.
+TEST_F(CliErrors, UnsupportedArchitecture) {
+    auto src = specula::GGUFFile::open(shared_path(kStoriesRel));
+    specula::GGUFWriter w;
+    for (const auto& [key, value] : src->metadata()) {
+        if (key == "general.architecture") {
+            w.set_string(key, "mamba");
+        } else if (key.rfind("llama.", 0) == 0) {
+            w.set("mamba." + key.substr(6), value);
+        } else {
+            w.set(key, value);
+        }
+    }
+    for (const auto& t : src->tensors()) w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
+    const std::string p = path("mamba.gguf");
+    w.write(p);
+
+    expect_clean_error(run_specula({"run", "-m", p, "-n", "4"}), "mamba");
+    const auto info = run_specula({"info", p});
+    EXPECT_EQ(info.status, 0) << describe(info);
+    EXPECT_NE(info.out.find("mamba"), std::string::npos) << info.out;
+    EXPECT_NE(line_with(info.out, "supported:").find("no"), std::string::npos) << info.out;
+}
+
+TEST_F(CliErrors, PromptLongerThanContext) {
+    const std::string model = shared_path(kStoriesRel);
+    expect_clean_error(run_specula({"run", "-m", model, "-p",
+                                    "Once upon a time, there was a little girl named "
+                                    "Lily. She loved to play outside in the park.",
+                                    "-c", "8", "-n", "4"}),
+                       "context");
+    expect_clean_error(run_specula({"run", "-m", model, "-p", "Once", "-c", "64", "-n", "100"}),
+                       "context");
+}
+
+TEST_F(CliErrors, BadOptions) {
+    const std::string model = shared_path(kStoriesRel);
+    expect_clean_error(run_specula({"run", "-m", model, "--bogus"}), "--bogus");
+    expect_clean_error(run_specula({"run", "-m", model, "-n", "many"}), "n-predict");
+    expect_clean_error(run_specula({"run", "-m", model, "-n", "-5"}), "-n");
+    expect_clean_error(run_specula({"run", "-m", model, "--top-p", "2"}), "top-p");
+    expect_clean_error(run_specula({"run", "-p", "hello"}), "model");
+    expect_clean_error(run_specula({"explode"}), "explode");
+    expect_clean_error(run_specula({}), "subcommand");
+}
+
+}  // namespace
