@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# THE demo. Installs what is missing, builds `specula`, makes (once) the ~1B-parameter Q8_0
+# benchmark target by widening stories260K with ../shared/tools/widen_model.py, then generates a
+# TinyStories continuation with it and prints the speed (tokens/s, on stderr's stats line).
+#
+# Environment: SPECULA_SHARED_DIR (default ../shared), SPECULA_THREADS (default: all cores),
+# SPECULA_DEMO_TOKENS (default 128), SPECULA_DEMO_PROMPT.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SHARED="${SPECULA_SHARED_DIR:-../shared}"
+SOURCE="$SHARED/models/tinystories/stories260K.gguf"
+TARGET="models/w-d2048-f5632-l20-Q8_0.gguf"
+DRAFT="$SOURCE"
+PROMPT="${SPECULA_DEMO_PROMPT:-Once upon a time, there was a little girl named Lily. She loved to}"
+N_TOKENS="${SPECULA_DEMO_TOKENS:-128}"
+THREADS="${SPECULA_THREADS:-$(nproc)}"
+JOBS="${SPECULA_JOBS:-$(nproc)}"
+
+scripts/setup.sh
+
+echo "== building specula (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build --target specula -j "$JOBS"
+SPECULA=build/bin/specula
+
+# Debian's python3 has numpy (python3-numpy); a pyenv python first in PATH may not.
+python_with_numpy() {
+    if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+        /usr/bin/python3 "$@"
+    else
+        PYENV_VERSION=system python3 "$@"
+    fi
+}
+
+if [ ! -s "$TARGET" ]; then
+    echo "== making the ~1B Q8_0 target $TARGET from stories260K (about 30 s, once)"
+    mkdir -p models
+    python_with_numpy "$SHARED/tools/widen_model.py" "$SOURCE" --dim 2048 --ffn 5632 \
+        --layers 20 --outtype q8_0 --out "$TARGET.partial"
+    mv "$TARGET.partial" "$TARGET"
+fi
+
+echo "== plain generation: $TARGET, $N_TOKENS tokens, greedy, $THREADS threads"
+echo "== prompt: $PROMPT"
+"$SPECULA" run -m "$TARGET" -p "$PROMPT" -n "$N_TOKENS" --temp 0 -t "$THREADS"
+echo
+
+# Speculative decoding hook: once `specula run` takes a draft model (llama.cpp's option names:
+# -md/--model-draft, --draft-max), the same generation runs again with stories260K drafting for
+# the 1B target, and the two stats lines compare plain and speculative tokens/s.
+if "$SPECULA" run --help | grep -q -- '--model-draft'; then
+    echo "== speculative generation: draft $DRAFT"
+    "$SPECULA" run -m "$TARGET" --model-draft "$DRAFT" -p "$PROMPT" -n "$N_TOKENS" --temp 0 \
+        -t "$THREADS"
+    echo
+fi

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# THE test command. Installs what is missing (setup.sh), builds Release in build/ and runs every
+# test, then builds again with AddressSanitizer + UBSan in build-asan/ (no benchmarks) and runs
+# every test there too. Exits non-zero on the first failure. Tests find the shared test data in
+# ../shared next to the repository, or in $SPECULA_SHARED_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS="${SPECULA_JOBS:-$(nproc)}"
+
+scripts/setup.sh
+
+echo "== Release build (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== AddressSanitizer + UBSan build (build-asan/)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPECULA_SANITIZE=ON \
+    -DSPECULA_BUILD_BENCH=OFF
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+
+echo "== all tests passed (Release and ASan/UBSan)"
