@@ -12,7 +12,7 @@
 namespace specula {
 
 class GGUFWriter {
-public:
+  public:
     explicit GGUFWriter(uint32_t version = 3) : version_(version) {}
 
     void set(const std::string& key, GGUFValue value);
@@ -32,10 +32,13 @@ public:
     // Copies every key and tensor of `src` (handy to start from a real model).
     void copy_from(const GGUFFile& src);
 
+    // general.alignment if set (must be a u32 power of two, else Error), otherwise 32.
+    uint64_t alignment() const;
+
     std::vector<uint8_t> to_bytes() const;
     void write(const std::string& path) const;  // throws Error
 
-private:
+  private:
     struct Tensor {
         std::string name;
         std::vector<int64_t> ne;
