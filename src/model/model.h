@@ -1,8 +1,16 @@
 // A loaded model (weights mapped from GGUF, hyperparameters, tokenizer) and a Session that
-// evaluates it with a KV cache.
+// evaluates it with a KV cache, numerically following llama.cpp's CPU graph.
 //
 // Architectures: "llama" (GQA, tied embeddings, Llama 3 rope_freqs, Mistral, Mixtral-style MoE
 // via ffn_gate_inp / *_exps) and "qwen2" (q/k/v biases, NEOX rope).
+//
+// Promises:
+//  - Model::load validates every tensor it uses (presence, shape, supported type) and throws
+//    specula::Error naming the file and tensor/key at fault; it never reads outside the file.
+//  - Session::eval is batch invariant: the logits of a position are bit-identical whether its
+//    token was evaluated alone or together with others, so speculative verification can run a
+//    whole draft in one pass.
+//  - After warm-up (the first eval of the largest batch size) eval allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -28,29 +36,38 @@ struct HParams {
     int n_layer = 0;
     int n_head = 0;
     int n_head_kv = 0;
-    int head_dim = 0;     // n_embd / n_head unless the file says otherwise
+    int head_dim = 0;  // n_embd / n_head unless the file says otherwise
     int n_ff = 0;
-    int n_expert = 0;     // 0: dense FFN
+    int n_expert = 0;  // 0: dense FFN
     int n_expert_used = 0;
-    int n_rot = 0;        // rope dimensions (rope.dimension_count, default head_dim)
+    int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
     bool rope_neox = false;
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
     float rms_eps = 1e-5f;
+
+    int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
+    int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
 };
+
+// Reads and checks the `{arch}.*` hyperparameters of `f`; n_vocab is given by the caller (the
+// tokenizer's size). Throws Error naming the key for missing or out-of-range values and for an
+// unsupported architecture.
+HParams read_hparams(const GGUFFile& f, int n_vocab);
 
 struct LayerWeights {
     const float* attn_norm = nullptr;
     WeightView wq, wk, wv, wo;
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // qwen2
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // qwen2 (optional for llama)
+    const float* bo = nullptr;                                // optional attn_output bias
     const float* ffn_norm = nullptr;
-    WeightView ffn_gate, ffn_up, ffn_down;       // dense
-    const float* ffn_gate_inp = nullptr;         // MoE router [n_embd x n_expert], F32
+    WeightView ffn_gate, ffn_up, ffn_down;                 // dense
+    const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
     WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps;  // MoE: rows = n_expert * per-expert
 };
 
 class Model {
-public:
+  public:
     // Loads a GGUF file. Throws Error for unsupported architectures (naming the supported ones),
     // missing or misshapen tensors, and bad metadata.
     static std::unique_ptr<Model> load(const std::string& path);
@@ -65,44 +82,51 @@ public:
     WeightView tok_embd, output;
     const float* output_norm = nullptr;
     std::vector<LayerWeights> layers;
-    std::vector<float> rope_freq_factors;  // Llama 3 rope_freqs, empty if none
+    std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
 
-private:
+  private:
     HParams hp_;
     std::unique_ptr<GGUFFile> file_;
     std::unique_ptr<Tokenizer> tok_;
 };
 
 struct SessionParams {
-    int n_ctx = 0;      // 0: the model's training context
+    int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
     int n_threads = 0;  // 0: hardware concurrency
+
+    // The F32 KV cache is preallocated for the whole context, so a default context is capped
+    // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
+    static constexpr int kDefaultMaxCtx = 4096;
 };
 
 // One sequence's state: KV cache and the logits of the last eval. Not thread-safe; many sessions
 // may share one Model.
 class Session {
-public:
+  public:
     Session(const Model& model, const SessionParams& params);
     ~Session();
 
     // Evaluates tokens at positions n_past() .. n_past()+n-1 in ONE pass (each weight streamed
     // once for all of them) and appends them to the cache. Afterwards logits(i) holds the n_vocab
     // logits after token i. A position's logits do not depend on how many tokens shared the pass.
-    // Throws Error if the context would overflow (naming n_ctx).
+    // Throws Error if the context would overflow (naming n_ctx) or a token id is out of range;
+    // the session is unchanged then.
     void eval(std::span<const token_id> tokens);
 
     const float* logits(int i) const;
     int n_logits() const;  // tokens of the last eval
     int n_past() const;
     int n_ctx() const;
+    int n_threads() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
+    // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);
     void reset() { rollback(0); }
 
     const Model& model() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

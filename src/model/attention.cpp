@@ -1,0 +1,40 @@
+// Attention over the KV cache (see attention.h).
+#include "model/attention.h"
+
+#include <cstring>
+
+#include "model/ops.h"
+
+namespace specula {
+
+namespace {
+
+// One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv).
+void attend_head(const KVCache& kv, int layer, int n_kv, int kv_off, const float* q, float* out,
+                 const AttentionShape& s, float* scores) {
+    const int hd = s.head_dim;
+    for (int j = 0; j < n_kv; ++j) scores[j] = dot_f32(q, kv.k(layer, j) + kv_off, hd) * s.scale;
+    softmax(scores, n_kv);
+    std::memset(out, 0, sizeof(float) * hd);
+    for (int j = 0; j < n_kv; ++j) axpy(scores[j], kv.v(layer, j) + kv_off, out, hd);
+}
+
+}  // namespace
+
+void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,
+               const AttentionShape& s, ThreadPool& pool, float* scores) {
+    const int group = s.n_head / s.n_head_kv;
+    const int64_t ldq = static_cast<int64_t>(s.n_head) * s.head_dim;
+    const int64_t n_pairs = static_cast<int64_t>(ntok) * s.n_head;
+    pool.run([&](int ith, int nth) {
+        float* sc = scores + static_cast<int64_t>(ith) * kv.n_ctx();
+        for (int64_t i = ith; i < n_pairs; i += nth) {
+            const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
+            const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
+            attend_head(kv, layer, pos0 + t + 1, (h / group) * s.head_dim, q + off, out + off, s,
+                        sc);
+        }
+    });
+}
+
+}  // namespace specula

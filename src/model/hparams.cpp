@@ -1,0 +1,119 @@
+// Hyperparameters from a GGUF's `{arch}.*` keys, with llama.cpp's defaults, range-checked so
+// the forward pass can size its buffers from them without further checks.
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "model/model.h"
+
+namespace specula {
+
+const char* arch_name(Arch a) {
+    switch (a) {
+        case Arch::Llama:
+            return "llama";
+        case Arch::Qwen2:
+            return "qwen2";
+    }
+    return "?";
+}
+
+namespace {
+
+// Generous upper bounds: anything above is a corrupt file, not a model we could run anyway.
+constexpr int64_t kMaxEmbd = 1 << 16;
+constexpr int64_t kMaxLayers = 1 << 10;
+constexpr int64_t kMaxHeads = 1 << 12;
+constexpr int64_t kMaxFF = 1 << 20;
+constexpr int64_t kMaxCtx = 1 << 24;
+constexpr int64_t kMaxExperts = 1 << 10;
+
+Arch parse_arch(const GGUFFile& f) {
+    const std::string a = f.get_string("general.architecture");
+    if (a == "llama") return Arch::Llama;
+    if (a == "qwen2") return Arch::Qwen2;
+    fail(f.path(), ": unsupported architecture '", a, "' (supported: llama, qwen2)");
+}
+
+// Integer key `{arch}.name` (or `def` when absent and def >= 0), checked to lie in [lo, hi].
+int get_checked(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
+    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
+    const int64_t v = f.get_int_or(key, def);
+    if (v < lo || v > hi) {
+        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
+    }
+    return static_cast<int>(v);
+}
+
+float get_positive_float(const GGUFFile& f, const std::string& key, double def) {
+    const double v = f.get_float_or(key, def);
+    if (!std::isfinite(v) || v <= 0) fail(f.path(), ": key '", key, "' = ", v, " must be > 0");
+    return static_cast<float>(v);
+}
+
+// rope.scaling.{type,factor} (or the older rope.scale_linear): only linear scaling is supported.
+float read_rope_freq_scale(const GGUFFile& f, const std::string& p) {
+    const std::string type = f.get_string_or(p + "rope.scaling.type", "linear");
+    double factor = f.get_float_or(p + "rope.scaling.factor", 0.0);
+    if (factor == 0.0) factor = f.get_float_or(p + "rope.scale_linear", 0.0);
+    if (type == "none" || factor == 0.0) return 1.f;
+    if (type != "linear") {
+        fail(f.path(), ": key '", p, "rope.scaling.type' = '", type,
+             "' is not supported (supported: none, linear)");
+    }
+    if (!std::isfinite(factor) || factor < 0) {
+        fail(f.path(), ": key '", p, "rope.scaling.factor' = ", factor, " must be > 0");
+    }
+    return static_cast<float>(1.0 / factor);
+}
+
+void check_heads(const GGUFFile& f, const std::string& p, const HParams& hp) {
+    if (hp.n_head % hp.n_head_kv != 0) {
+        fail(f.path(), ": ", p, "attention.head_count (", hp.n_head,
+             ") is not a multiple of attention.head_count_kv (", hp.n_head_kv, ")");
+    }
+    if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
+        fail(f.path(), ": ", p, "rope.dimension_count = ", hp.n_rot,
+             " must be even and <= the head size ", hp.head_dim);
+    }
+}
+
+}  // namespace
+
+HParams read_hparams(const GGUFFile& f, int n_vocab) {
+    HParams hp;
+    hp.arch = parse_arch(f);
+    const std::string p = std::string(arch_name(hp.arch)) + ".";
+    hp.n_vocab = n_vocab;
+    hp.n_ctx_train = get_checked(f, p + "context_length", -1, 1, kMaxCtx);
+    hp.n_embd = get_checked(f, p + "embedding_length", -1, 1, kMaxEmbd);
+    hp.n_layer = get_checked(f, p + "block_count", -1, 1, kMaxLayers);
+    hp.n_ff = get_checked(f, p + "feed_forward_length", -1, 1, kMaxFF);
+    hp.n_head = get_checked(f, p + "attention.head_count", -1, 1, kMaxHeads);
+    hp.n_head_kv = get_checked(f, p + "attention.head_count_kv", hp.n_head, 1, hp.n_head);
+    if (!f.has(p + "attention.key_length") && hp.n_embd % hp.n_head != 0) {
+        fail(f.path(), ": ", p, "embedding_length (", hp.n_embd,
+             ") is not a multiple of attention.head_count (", hp.n_head, ")");
+    }
+    hp.head_dim = get_checked(f, p + "attention.key_length", hp.n_embd / hp.n_head, 1, kMaxEmbd);
+    get_checked(f, p + "attention.value_length", hp.head_dim, hp.head_dim, hp.head_dim);
+    hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
+    check_heads(f, p, hp);
+    hp.n_expert = get_checked(f, p + "expert_count", 0, 0, kMaxExperts);
+    hp.n_expert_used = get_checked(f, p + "expert_used_count", 0, 0, hp.n_expert);
+    if (hp.n_expert > 0 && hp.n_expert_used == 0) {
+        fail(f.path(), ": ", p, "expert_used_count must be >= 1 when expert_count is ",
+             hp.n_expert);
+    }
+    if (hp.n_expert > 0 && hp.arch != Arch::Llama) {
+        fail(f.path(), ": mixture of experts is supported for the llama architecture only");
+    }
+    hp.rope_neox = hp.arch == Arch::Qwen2;
+    hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
+    hp.rope_freq_scale = read_rope_freq_scale(f, p);
+    hp.rms_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", 1e-5);
+    if (n_vocab <= 0) fail(f.path(), ": the vocabulary is empty");
+    return hp;
+}
+
+}  // namespace specula

@@ -1,0 +1,35 @@
+// The F32 key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv floats for K
+// (stored after RoPE) and for V, allocated once. Rows [0, n_past) are valid; rollback simply
+// lowers n_past, since later evals overwrite rows in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace specula {
+
+class KVCache {
+  public:
+    KVCache(int n_layer, int n_ctx, int n_embd_kv);
+
+    float* k(int layer, int pos) { return k_.data() + offset(layer, pos); }
+    float* v(int layer, int pos) { return v_.data() + offset(layer, pos); }
+    const float* k(int layer, int pos) const { return k_.data() + offset(layer, pos); }
+    const float* v(int layer, int pos) const { return v_.data() + offset(layer, pos); }
+
+    int n_ctx() const { return n_ctx_; }
+    int n_embd_kv() const { return n_embd_kv_; }
+    int n_past() const { return n_past_; }
+    void set_n_past(int n) { n_past_ = n; }
+
+  private:
+    size_t offset(int layer, int pos) const {
+        return (static_cast<size_t>(layer) * n_ctx_ + pos) * n_embd_kv_;
+    }
+    int n_layer_, n_ctx_, n_embd_kv_;
+    int n_past_ = 0;
+    std::vector<float> k_, v_;
+};
+
+}  // namespace specula

@@ -1,0 +1,115 @@
+// Mixture-of-experts FFN (see moe.h).
+#include "model/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/ops.h"
+
+namespace specula {
+
+namespace {
+
+// Rows [e * rows_per, (e+1) * rows_per) of a stacked expert tensor.
+WeightView expert_view(const WeightView& w, int e, int n_expert) {
+    WeightView v = w;
+    v.rows = w.rows / n_expert;
+    v.data = w.data + static_cast<size_t>(e) * v.rows * w.row_bytes();
+    return v;
+}
+
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+void MoeFFN::reserve(const HParams& hp, int ntok) {
+    const size_t n = static_cast<size_t>(ntok), k = hp.n_expert_used;
+    grow(logits_, n * hp.n_expert);
+    grow(sel_, n * k);
+    grow(w_, n * k);
+    grow(slots_, n * k);
+    grow(xg_, n * hp.n_embd);
+    grow(g_, n * hp.n_ff);
+    grow(u_, n * hp.n_ff);
+    grow(d_, n * hp.n_embd);
+    grow(eo_, n * k * hp.n_embd);
+}
+
+void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int ntok,
+                   ThreadPool& pool, MatmulScratch& scratch) {
+    const int ne = hp.n_expert, k = hp.n_expert_used;
+    WeightView router{GGMLType::F32, ne, hp.n_embd,
+                      reinterpret_cast<const uint8_t*>(l.ffn_gate_inp)};
+    matmul(router, x, hp.n_embd, ntok, logits_.data(), ne, pool, scratch);
+    for (int t = 0; t < ntok; ++t) {
+        float* p = logits_.data() + static_cast<size_t>(t) * ne;
+        softmax(p, ne);
+        int* sel = sel_.data() + static_cast<size_t>(t) * k;
+        // Top-k by probability, ties to the lower expert id (k and ne are tiny).
+        for (int r = 0; r < k; ++r) {
+            int best = -1;
+            for (int e = 0; e < ne; ++e) {
+                if (std::find(sel, sel + r, e) != sel + r) continue;
+                if (best < 0 || p[e] > p[best]) best = e;
+            }
+            sel[r] = best;
+        }
+        float* w = w_.data() + static_cast<size_t>(t) * k;
+        double sum = 0.0;
+        for (int r = 0; r < k; ++r) {
+            w[r] = p[sel[r]];
+            sum += static_cast<double>(w[r]);
+        }
+        const float fsum = static_cast<float>(sum);
+        for (int r = 0; r < k; ++r) w[r] /= fsum;
+    }
+}
+
+void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
+                        ThreadPool& pool, MatmulScratch& scratch) {
+    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff;
+    int n = 0;
+    for (int i = 0; i < ntok * k; ++i) {
+        if (sel_[i] != e) continue;
+        slots_[n] = i;
+        std::memcpy(xg_.data() + static_cast<size_t>(n) * d, x + static_cast<size_t>(i / k) * d,
+                    sizeof(float) * d);
+        ++n;
+    }
+    if (n == 0) return;
+    matmul(expert_view(l.ffn_gate_exps, e, hp.n_expert), xg_.data(), d, n, g_.data(), ff, pool,
+           scratch);
+    matmul(expert_view(l.ffn_up_exps, e, hp.n_expert), xg_.data(), d, n, u_.data(), ff, pool,
+           scratch);
+    for (int i = 0; i < n; ++i) {
+        silu_mul(g_.data() + static_cast<size_t>(i) * ff, u_.data() + static_cast<size_t>(i) * ff,
+                 ff);
+    }
+    matmul(expert_view(l.ffn_down_exps, e, hp.n_expert), g_.data(), ff, n, d_.data(), d, pool,
+           scratch);
+    for (int i = 0; i < n; ++i) {
+        std::memcpy(eo_.data() + static_cast<size_t>(slots_[i]) * d,
+                    d_.data() + static_cast<size_t>(i) * d, sizeof(float) * d);
+    }
+}
+
+void MoeFFN::forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
+                     ThreadPool& pool, MatmulScratch& scratch) {
+    reserve(hp, ntok);
+    route(l, hp, x, ntok, pool, scratch);
+    for (int e = 0; e < hp.n_expert; ++e) run_expert(l, hp, e, x, ntok, pool, scratch);
+    const int k = hp.n_expert_used, d = hp.n_embd;
+    for (int t = 0; t < ntok; ++t) {
+        float* o = out + static_cast<size_t>(t) * d;
+        for (int r = 0; r < k; ++r) {
+            const float w = w_[static_cast<size_t>(t) * k + r];
+            const float* y = eo_.data() + (static_cast<size_t>(t) * k + r) * d;
+            for (int i = 0; i < d; ++i) o[i] = r == 0 ? y[i] * w : o[i] + y[i] * w;
+        }
+    }
+}
+
+}  // namespace specula

@@ -1,0 +1,39 @@
+// Mixtral-style mixture-of-experts FFN, as llama.cpp's llm_build_moe_ffn with softmax gating and
+// normalised weights: router logits = W_inp x (F32), softmax over experts, the n_expert_used
+// most probable experts, their probabilities renormalised to sum 1, and
+// out = sum_k w_k * down_k(silu(gate_k(x)) * up_k(x)), summed in rank order.
+// Tokens routed to the same expert share one matmul per weight; since matmul results are
+// per-token, a token's output does not depend on the batch.
+#pragma once
+
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "model/model.h"
+
+namespace specula {
+
+class MoeFFN {
+  public:
+    // Sizes the buffers for up to `ntok` tokens (allocates only when growing).
+    void reserve(const HParams& hp, int ntok);
+
+    // out[t * n_embd ...] = MoE(x[t * n_embd ...]) for t < ntok.
+    void forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
+                 ThreadPool& pool, MatmulScratch& scratch);
+
+  private:
+    void route(const LayerWeights& l, const HParams& hp, const float* x, int ntok, ThreadPool& pool,
+               MatmulScratch& scratch);
+    void run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
+                    ThreadPool& pool, MatmulScratch& scratch);
+
+    std::vector<float> logits_;          // [ntok][n_expert]
+    std::vector<int> sel_;               // [ntok][n_used] chosen experts, most probable first
+    std::vector<float> w_;               // [ntok][n_used] their normalised weights
+    std::vector<int> slots_;             // rows routed to the current expert: t * n_used + rank
+    std::vector<float> xg_, g_, u_, d_;  // gathered inputs and the expert's intermediates
+    std::vector<float> eo_;              // [ntok][n_used][n_embd] expert outputs
+};
+
+}  // namespace specula

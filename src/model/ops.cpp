@@ -1,0 +1,56 @@
+// Scalar row operations (see ops.h). Summation orders are fixed, independent of the batch.
+#include "model/ops.h"
+
+#include <cmath>
+#include <limits>
+
+namespace specula {
+
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+void softmax(float* x, int64_t n) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = std::exp(x[i] - max);
+        sum += static_cast<double>(e);
+        x[i] = e;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void silu_mul(float* g, const float* u, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = g[i];
+        g[i] = (v / (1.0f + std::exp(-v))) * u[i];
+    }
+}
+
+void add_into(float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+float dot_f32(const float* x, const float* w, int64_t n) {
+    // Eight independent partial sums (vectorisable), combined in a fixed tree.
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * w[i + k];
+    }
+    for (int k = 0; i < n; ++i, ++k) acc[k] += x[i] * w[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace specula

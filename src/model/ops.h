@@ -1,0 +1,29 @@
+// Row-wise float operations of the forward pass, written to round like ggml's CPU ops so that
+// F32 models match llama.cpp to ~1e-6: RMSNorm sums squares in double, softmax sums exponentials
+// in double and scales by the reciprocal. Each function works on one row; callers loop over
+// tokens, so a token's result never depends on the batch it came in.
+#pragma once
+
+#include <cstdint>
+
+namespace specula {
+
+// y = x / sqrt(mean(x^2) + eps) * w (y may alias x).
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
+
+// x = softmax(x) in place.
+void softmax(float* x, int64_t n);
+
+// g = silu(g) * u.
+void silu_mul(float* g, const float* u, int64_t n);
+
+// y += x.
+void add_into(float* y, const float* x, int64_t n);
+
+// y = x . w over n elements, fixed summation order (used by attention).
+float dot_f32(const float* x, const float* w, int64_t n);
+
+// y += a * x.
+void axpy(float a, const float* x, float* y, int64_t n);
+
+}  // namespace specula
