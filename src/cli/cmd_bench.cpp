@@ -1,0 +1,142 @@
+// `specula bench`: see cmd_bench.h.
+#include "cli/cmd_bench.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+#include "spec/bench.h"
+
+namespace specula::cli {
+
+namespace {
+
+const char* kDefaultPrompt = "Once upon a time, there was a little girl named Lily. She loved to";
+
+std::vector<int> parse_list(const std::string& s) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            size_t used = 0;
+            const int n = std::stoi(item, &used);
+            if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
+            out.push_back(n);
+        } catch (const std::exception&) {
+            fail("--draft-list: expected comma-separated lengths 1..64, got '", s, "'");
+        }
+    }
+    if (out.empty()) fail("--draft-list is empty");
+    return out;
+}
+
+std::vector<std::string> read_prompts(const BenchOptions& o) {
+    std::vector<std::string> prompts;
+    if (!o.prompt_file.empty()) {
+        std::ifstream f(o.prompt_file);
+        if (!f) fail("cannot open prompts file ", o.prompt_file);
+        std::string line;
+        while (std::getline(f, line))
+            if (!line.empty()) prompts.push_back(line);
+        if (prompts.empty()) fail("prompts file ", o.prompt_file, " has no non-empty line");
+    } else {
+        prompts.push_back(o.prompt.empty() ? kDefaultPrompt : o.prompt);
+    }
+    return prompts;
+}
+
+nlohmann::json to_json(const BenchResult& r) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const BenchRow& row : r.rows)
+        rows.push_back({{"n", row.label},
+                        {"acceptance", row.accept},
+                        {"mean_length", row.mean_len},
+                        {"conditional_acceptance", row.cond_accept},
+                        {"tokens_per_s", row.tps},
+                        {"median_tokens_per_s", row.median_tps},
+                        {"speedup", row.speedup},
+                        {"mean_auto_length", row.mean_auto_n}});
+    return {{"synthetic_acceptance", r.params.synthetic_accept},
+            {"a", r.a},
+            {"c", r.c},
+            {"tau_slope", r.tau_slope},
+            {"rows", rows}};
+}
+
+}  // namespace
+
+void add_bench_options(CLI::App& cmd, BenchOptions& o) {
+    cmd.add_option("-m,--model", o.model, "target GGUF model")->required();
+    cmd.add_option("--model-draft,--md", o.model_draft, "draft GGUF model (-md)");
+    cmd.add_flag("--lookup", o.lookup, "n-gram prompt-lookup drafting instead of a draft model");
+    cmd.add_option("-p,--prompt", o.prompt, "prompt text");
+    cmd.add_option("-f,--file", o.prompt_file, "prompts file, one prompt per line");
+    cmd.add_option("-n,--n-predict", o.n_predict, "tokens per generation")->capture_default_str();
+    cmd.add_option("-r,--repetitions", o.reps, "repetitions")->capture_default_str();
+    cmd.add_option("--draft-list", o.draft_list, "fixed draft lengths")->capture_default_str();
+    cmd.add_flag("--no-auto", o.no_auto, "skip --draft auto");
+    cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy)")->capture_default_str();
+    cmd.add_option("--top-k", o.top_k)->capture_default_str();
+    cmd.add_option("--top-p", o.top_p)->capture_default_str();
+    cmd.add_option("--min-p", o.min_p)->capture_default_str();
+    cmd.add_option("-s,--seed", o.seed)->capture_default_str();
+    cmd.add_option("--draft-p-min", o.p_min, "stop drafting below this top probability")
+        ->capture_default_str();
+    cmd.add_option("--synthetic-acceptance", o.synthetic_acceptance,
+                   "accept each draft token with this probability (SYNTHETIC, timing only)");
+    cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
+    cmd.add_option("--json", o.json, "write the results as JSON");
+    cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+}
+
+int cmd_bench(const BenchOptions& o) {
+    if (o.synthetic_acceptance > 1.0)
+        fail("--synthetic-acceptance must be in [0, 1], got ", o.synthetic_acceptance);
+    if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);
+    if (o.seed < 0) fail("--seed must be >= 0 for bench, got ", o.seed);
+    BenchParams p;
+    p.target_path = o.model;
+    p.draft_path = o.model_draft;
+    p.lookup = o.lookup;
+    p.prompts = read_prompts(o);
+    p.n_predict = o.n_predict;
+    p.reps = o.reps;
+    p.draft_list = parse_list(o.draft_list);
+    p.with_auto = !o.no_auto;
+    p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, uint64_t(o.seed)};
+    p.synthetic_accept = o.synthetic_acceptance;
+    p.p_min = o.p_min;
+    p.n_threads = o.n_threads;
+    const BenchResult r = run_bench(p);
+    print_bench_table(r, stdout);
+    if (!o.plot.empty()) write_bench_svg(r, o.plot);
+    if (!o.json.empty()) {
+        std::ofstream f(o.json);
+        if (!f) fail("cannot write ", o.json);
+        f << to_json(r).dump(1) << "\n";
+    }
+    return 0;
+}
+
+int cmd_bench(int argc, char** argv) {
+    CLI::App app{"specula bench: plain vs speculative decoding", "specula bench"};
+    BenchOptions o;
+    add_bench_options(app, o);
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) {
+        const std::string a = argv[i];
+        args.push_back(a == "-md" ? "--model-draft" : a);
+    }
+    try {
+        app.parse(args);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    return cmd_bench(o);
+}
+
+}  // namespace specula::cli

@@ -1,0 +1,63 @@
+// Speculative-decoding benchmark (`specula bench`): plain decoding against speculative decoding
+// with each fixed draft length and with `auto`, over one or more prompts and several repetitions
+// (configurations interleaved within each repetition, so slow drifts hit all alike). Reports per
+// configuration the acceptance, tokens per target pass, median generation tok/s and the speedup
+// over plain, and fits the simple model
+//
+//   speedup(N) = E(N) / (N c + tau(N + 1)),   E(N) = (1 - a^(N+1)) / (1 - a)
+//
+// with a = measured conditional acceptance per draft position, c = draft step / target pass
+// (batch 1) and tau(b) = target pass over b tokens / target pass over 1 token (measured line).
+// write_bench_svg() plots measured and modelled speedup against N.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace specula {
+
+struct BenchParams {
+    std::string target_path, draft_path;  // draft "" with lookup: n-gram drafting
+    bool lookup = false;
+    std::vector<std::string> prompts;
+    int n_predict = 128;
+    int reps = 3;
+    std::vector<int> draft_list{1, 2, 3, 4, 5, 6, 7, 8};
+    bool with_auto = true;
+    int n_draft_default = 4;  // the fixed length `run` uses without --draft (marked in the table)
+    SamplingParams sampling{.temp = 0.f, .seed = 42};
+    double synthetic_accept = -1.0;  // >= 0: SYNTHETIC acceptance (timing study only)
+    float p_min = 0.0f;
+    int n_threads = 0;
+    bool verbose = true;  // progress lines on stderr
+};
+
+struct BenchRow {
+    std::string label;                // "plain", "1".."8", "auto"
+    int n_draft = 0;                  // 0 plain, -1 auto
+    double accept = 0, mean_len = 0;  // acceptance rate, tokens per target pass
+    double cond_accept = 0;           // conditional acceptance per reached position
+    std::vector<double> tps;          // generation tok/s per repetition
+    double median_tps = 0, speedup = 0;
+    double draft_step_ms = 0, target_pass_ms = 0;
+    double mean_auto_n = 0;  // auto: mean chosen length (drafted / drafts)
+};
+
+struct BenchResult {
+    BenchParams params;
+    std::vector<BenchRow> rows;  // rows[0] is plain
+    double a = 0, c = 0;         // fitted acceptance and cost ratio
+    double tau_slope = 0;        // tau(b) = 1 + tau_slope (b - 1)
+    double model_speedup(int n) const;
+    const BenchRow* best_fixed() const;
+    const BenchRow* row(const std::string& label) const;
+};
+
+BenchResult run_bench(const BenchParams& params);
+void print_bench_table(const BenchResult& r, std::FILE* out);
+void write_bench_svg(const BenchResult& r, const std::string& path);
+
+}  // namespace specula

@@ -1,0 +1,55 @@
+// Adaptive draft length (`--draft auto`): before each step, pick the draft length N that
+// maximises the expected number of tokens per second,
+//
+//   E(N) = 1 + sum_{k=1..N} prod_{i=1..k} a_i          (tokens produced by one target pass)
+//   T(N) = N * t_draft + t_target(N + 1) + t_overhead   (time of the step)
+//
+// where a_i is the running estimate of the conditional acceptance at draft position i (given
+// 1..i-1 accepted), t_draft the measured cost of one draft step and t_target(b) the cost of a
+// target pass over b tokens (a least-squares line through the measured per-batch-size averages).
+// Estimates use exponentially decayed counts; a position with few observations leans on the
+// estimate of the position before it, so lengths never tried are extrapolated, not ignored.
+#pragma once
+
+#include <vector>
+
+namespace specula {
+
+struct DraftLengthParams {
+    int n_min = 1;
+    int n_max = 16;
+    double decay = 0.995;       // weight kept by old observations at each new one
+    double prior_accept = 0.6;  // a_1 before any observation
+    double prior_weight = 2.0;  // pseudo-observations of the prior
+    double prior_slope = 0.05;  // t_target(b) slope / t_target(1) until two sizes are measured
+};
+
+class DraftLengthController {
+  public:
+    explicit DraftLengthController(const DraftLengthParams& params = {});
+
+    int choose() const;  // N for the next step, in [n_min, n_max]
+
+    void observe_accept(int n_drafted, int n_accepted);
+    void observe_target(int batch, double ms);
+    void observe_draft(int steps, double ms);
+    void observe_overhead(double ms);
+
+    double accept_estimate(int pos) const;  // a_pos, pos >= 1
+    double expected_tokens(int n) const;    // E(N)
+    double target_cost(int batch) const;    // t_target(b) in ms (0 before any measurement)
+    double draft_cost() const { return draft_ms_; }
+    double expected_time(int n) const;  // T(N) in ms
+    const DraftLengthParams& params() const { return params_; }
+
+  private:
+    void fit_target();
+
+    DraftLengthParams params_;
+    std::vector<double> reached_, accepted_;  // decayed counts per position
+    std::vector<double> batch_ms_, batch_n_;  // per batch size: decayed sum of ms and count
+    double t0_ = 0, t1_ = 0;                  // t_target(b) = t0 + t1 * (b - 1)
+    double draft_ms_ = 0, draft_n_ = 0, overhead_ms_ = 0, overhead_n_ = 0;
+};
+
+}  // namespace specula

@@ -1,0 +1,122 @@
+// DraftModelDrafter: see draft_model_drafter.h.
+#include "spec/draft_model_drafter.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "spec/categorical.h"
+
+namespace specula {
+
+namespace {
+
+// The draft samples with its own generator: same parameters, a different (derived) seed, so that
+// its draws are independent of the target's acceptance draws.
+SamplingParams draft_sampling(SamplingParams p) {
+    const uint64_t random_seed = 0xFFFFFFFFu;
+    if (p.seed != random_seed) p.seed = (p.seed * 0x9E3779B97F4A7C15ull) ^ 0xD1B54A32D192ED03ull;
+    if (p.seed == random_seed) p.seed ^= 1;
+    return p;
+}
+
+// Largest softmax probability of raw logits.
+float top_prob(const float* logits, int n) {
+    const float mx = *std::max_element(logits, logits + n);
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - mx);
+    return float(1.0 / sum);
+}
+
+}  // namespace
+
+DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams& params)
+    : model_(draft),
+      params_(params),
+      session_(std::make_unique<Session>(draft, SessionParams{params.n_ctx, params.n_threads})),
+      sampler_(draft_sampling(params.sampling)) {
+    cached_.reserve(session_->n_ctx());
+    batch_.reserve(64);
+}
+
+void DraftModelDrafter::eval(std::span<const token_id> tokens) {
+    session_->eval(tokens);
+    cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+}
+
+void DraftModelDrafter::begin(std::span<const token_id> prompt) {
+    session_->reset();
+    cached_.clear();
+    n_history_ = 0;
+    // Everything but the last prompt token, which the first proposal evaluates (it needs its
+    // logits). A prompt longer than the draft's context is left for sync() to decline.
+    if (prompt.size() >= 2 && int(prompt.size()) - 1 <= session_->n_ctx())
+        eval(prompt.first(prompt.size() - 1));
+}
+
+// Rolls the cache back to the longest prefix shared with `history`, keeping at least one history
+// token unevaluated (its logits start the proposal). Returns the new cache length.
+int DraftModelDrafter::sync(std::span<const token_id> history) {
+    size_t k = 0;
+    const size_t lim = std::min(cached_.size(), history.size() - 1);
+    while (k < lim && cached_[k] == history[k]) ++k;
+    if (k < cached_.size()) {
+        session_->rollback(int(k));
+        cached_.resize(k);
+    }
+    return int(k);
+}
+
+bool DraftModelDrafter::confident(const float* logits, const std::vector<TokenProb>* q) const {
+    if (params_.p_min <= 0.f) return true;
+    const float top =
+        q ? (q->empty() ? 0.f : (*q)[0].p) : top_prob(logits, model_.hparams().n_vocab);
+    return top >= params_.p_min;
+}
+
+int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
+    out.clear();
+    out.has_q = !sampler_.greedy();
+    n_history_ = history.size();
+    if (history.empty() || n_max <= 0) return 0;
+
+    const int n_cached = sync(history);
+    const int n_pending = int(history.size()) - n_cached;
+    // Evaluations needed: the pending batch, then one per further draft token.
+    const int room = session_->n_ctx() - n_cached;
+    n_max = std::min(n_max, room - n_pending + 1);
+    if (n_max <= 0) return 0;
+
+    const int n_vocab = model_.hparams().n_vocab;
+    batch_.assign(history.begin() + n_cached, history.end());
+    int steps = 0;
+    for (int i = 0; i < n_max; ++i) {
+        eval(batch_);
+        ++steps;
+        const float* logits = session_->logits(session_->n_logits() - 1);
+        token_id tok;
+        if (out.has_q) {
+            std::vector<TokenProb>& q = out.next_q();
+            sampler_.distribution(logits, n_vocab, q);
+            if (!confident(logits, &q)) break;
+            tok = sample_categorical(q, sampler_.uniform());
+        } else {
+            if (!confident(logits, nullptr)) break;
+            tok = argmax(logits, n_vocab);
+        }
+        out.tokens.push_back(tok);
+        batch_.assign(1, tok);
+    }
+    return steps;
+}
+
+void DraftModelDrafter::accept(int n_kept) {
+    // The cache holds history + d_1..d_{n-1}; keep history + d_1..d_{n_kept}. The target's own
+    // token that follows is evaluated by the next proposal.
+    const size_t keep = std::min(cached_.size(), n_history_ + size_t(std::max(n_kept, 0)));
+    if (keep < cached_.size()) {
+        session_->rollback(int(keep));
+        cached_.resize(keep);
+    }
+}
+
+}  // namespace specula

@@ -1,0 +1,58 @@
+// DraftModelDrafter: proposes tokens with a small draft model running in its own Session.
+//
+// Its KV cache always holds a prefix of the generation history: after a verification it rolls
+// back past the rejected tokens, and the next proposal first evaluates only the tokens it has not
+// seen (the target's correction or bonus token, usually 1-2 tokens) in one batch, never
+// re-evaluating what it already has. Greedy targets get greedy drafts (argmax, q one-hot);
+// sampling targets get tokens drawn from the draft's own transformed distribution q, which is kept
+// for rejection sampling.
+//
+// p_min (--draft-p-min) stops a proposal early when the draft's most likely next token has
+// probability below p_min (softmax of the raw logits when greedy, of q when sampling). The default
+// is 0.0 (always draft the requested length) so that a fixed N means N, as llama-speculative does;
+// `--draft auto` chooses the length from measured acceptance instead.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "spec/drafter.h"
+
+namespace specula {
+
+struct DraftModelParams {
+    int n_ctx = 0;      // 0: the draft model's training context
+    int n_threads = 0;  // 0: hardware concurrency
+    float p_min = 0.0f;
+    SamplingParams sampling;  // the target's sampling parameters (temp <= 0: greedy drafting)
+};
+
+class DraftModelDrafter final : public Drafter {
+  public:
+    DraftModelDrafter(const Model& draft, const DraftModelParams& params);
+
+    const char* name() const override { return "draft-model"; }
+    void begin(std::span<const token_id> prompt) override;
+    int propose(std::span<const token_id> history, int n_max, Draft& out) override;
+    void accept(int n_kept) override;
+
+    const Session& session() const { return *session_; }
+    // Tokens held in the draft's KV cache (a prefix of the history plus unverified drafts).
+    const std::vector<token_id>& cached() const { return cached_; }
+
+  private:
+    int sync(std::span<const token_id> history);
+    void eval(std::span<const token_id> tokens);
+    bool confident(const float* logits, const std::vector<TokenProb>* q) const;
+
+    const Model& model_;
+    DraftModelParams params_;
+    std::unique_ptr<Session> session_;
+    Sampler sampler_;
+    std::vector<token_id> cached_;  // token at each cache position
+    std::vector<token_id> batch_;
+    size_t n_history_ = 0;  // history length at the last propose()
+};
+
+}  // namespace specula

@@ -1,0 +1,52 @@
+// Drafters: cheap proposers of the next few tokens, checked afterwards by the target model.
+//
+// The generation loop owns the token history (prompt + accepted output). Each step it asks the
+// drafter for up to n_max tokens continuing that history, lets the target verify them, and then
+// tells the drafter how many of its tokens were kept. A drafter never sees tokens the target did
+// not accept, so its own state (a draft model's KV cache) must follow the history exactly.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specula {
+
+// One proposal: tokens d_1..d_n and, when drafting by sampling, the draft distribution q_i each
+// d_i was drawn from (the same temp/top-k/top-p/min-p transforms as the target's sampler).
+// Buffers keep their capacity between steps, so a running loop does not allocate.
+struct Draft {
+    std::vector<token_id> tokens;
+    std::vector<std::vector<TokenProb>> q;  // q[i] for tokens[i]; unused when has_q is false
+    bool has_q = false;                     // false: greedy / deterministic drafter (q = one-hot)
+
+    int size() const { return static_cast<int>(tokens.size()); }
+    void clear() { tokens.clear(); }  // q's inner vectors are reused, never freed
+    // Slot for the distribution of the next token (tokens.size()), growing q when needed.
+    std::vector<TokenProb>& next_q() {
+        if (q.size() <= tokens.size()) q.resize(tokens.size() + 1);
+        return q[tokens.size()];
+    }
+};
+
+class Drafter {
+  public:
+    virtual ~Drafter() = default;
+    virtual const char* name() const = 0;
+
+    // A new sequence starts with `prompt` (the target has it, or is about to evaluate it).
+    virtual void begin(std::span<const token_id> prompt) = 0;
+
+    // Proposes up to n_max tokens that continue `history` (prompt + every accepted token; its last
+    // token is the one the target evaluates next). May propose fewer, or none. Returns the number
+    // of draft-model evaluation steps spent (0 for drafters without a model).
+    virtual int propose(std::span<const token_id> history, int n_max, Draft& out) = 0;
+
+    // The target kept the first n_kept tokens of the last proposal and then appended its own
+    // token (the correction or bonus); history grows by n_kept + 1.
+    virtual void accept(int n_kept) = 0;
+};
+
+}  // namespace specula

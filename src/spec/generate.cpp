@@ -1,0 +1,138 @@
+// Generator: see generate.h.
+#include "spec/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace specula {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+}  // namespace
+
+Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params)
+    : target_(target),
+      sampler_(sampler),
+      drafter_(drafter),
+      params_(params),
+      verifier_(target.model().hparams().n_vocab, params.synthetic_accept,
+                sampler.seed() ^ 0x5DEECE66Dull),
+      ctl_(params.auto_params) {
+    if (params.n_draft < 0) fail("draft length must be >= 0, got ", params.n_draft);
+    history_.reserve(size_t(target.n_ctx()) + 1);
+    output_.reserve(size_t(target.n_ctx()) + 1);
+    draft_.tokens.reserve(size_t(std::max(params.n_draft, params.auto_params.n_max)) + 1);
+}
+
+int Generator::draft_length_for_step() const {
+    if (!drafter_) return 0;
+    return params_.draft_auto ? ctl_.choose() : params_.n_draft;
+}
+
+// Appends one generated token; false when generation must stop.
+bool Generator::emit(token_id tok, const TokenCallback& on_token, SpecStats& st) {
+    if (!params_.ignore_eos && target_.model().tokenizer().is_eog(tok)) {
+        st.stop_reason = "eog";
+        return false;
+    }
+    history_.push_back(tok);
+    output_.push_back(tok);
+    ++st.n_generated;
+    if (on_token && !on_token(tok)) {
+        st.stop_reason = "callback";
+        return false;
+    }
+    if (params_.n_predict >= 0 && st.n_generated >= params_.n_predict) {
+        st.stop_reason = "n_predict";
+        return false;
+    }
+    return true;
+}
+
+SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
+    if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
+    const int n_ctx = target_.n_ctx();
+    if (int(prompt.size()) > n_ctx)
+        fail("prompt of ", prompt.size(), " tokens does not fit the context (n_ctx = ", n_ctx, ")");
+
+    SpecStats st;
+    st.drafter = drafter_ ? drafter_->name() : "";
+    st.synthetic = verifier_.synthetic() && drafter_;
+    st.n_prompt = int(prompt.size());
+    history_.assign(prompt.begin(), prompt.end());
+    output_.clear();
+
+    auto t0 = clock_type::now();
+    target_.reset();
+    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1));
+    if (drafter_) drafter_->begin(prompt);
+    st.t_prompt_ms = ms_since(t0);
+
+    const auto t_gen = clock_type::now();
+    bool running = params_.n_predict != 0;
+    if (!running) st.stop_reason = "n_predict";
+    while (running) {
+        // The target evaluates `last` at position history.size() - 1, plus the drafts.
+        const int room = n_ctx - int(history_.size());
+        if (room < 0) {
+            st.stop_reason = "context";
+            break;
+        }
+        int n = std::min(draft_length_for_step(), room);
+        if (params_.n_predict >= 0) n = std::min(n, params_.n_predict - st.n_generated - 1);
+
+        draft_.clear();
+        if (n > 0) {
+            auto t = clock_type::now();
+            const int steps = drafter_->propose(history_, n, draft_);
+            const double ms = ms_since(t);
+            st.t_draft_ms += ms;
+            st.n_draft_steps += steps;
+            ctl_.observe_draft(steps, ms);
+            if (draft_.size() > n) draft_.tokens.resize(size_t(n));
+        }
+
+        auto t = clock_type::now();
+        verifier_.evaluate(target_, history_.back(), draft_);
+        const double ms_verify = ms_since(t);
+        st.t_verify_ms += ms_verify;
+        ctl_.observe_target(draft_.size() + 1, ms_verify);
+
+        t = clock_type::now();
+        const VerifyResult r = verifier_.decide(target_, draft_, sampler_);
+        if (drafter_) drafter_->accept(r.n_accepted);
+        const double ms_sample = ms_since(t);
+        st.t_sample_ms += ms_sample;
+        ctl_.observe_overhead(ms_sample);
+        ctl_.observe_accept(draft_.size(), r.n_accepted);
+        st.add_pass(draft_.size(), r.n_accepted);
+
+        for (int i = 0; i < r.n_accepted && running; ++i)
+            running = emit(draft_.tokens[i], on_token, st);
+        if (running) running = emit(r.next, on_token, st);
+    }
+    st.t_gen_ms = ms_since(t_gen);
+    // Keep the invariant "target holds all of history but its last token" for a caller that
+    // continues (tokens after an early stop are dropped).
+    target_.rollback(std::min(target_.n_past(), int(history_.size()) - 1));
+    return st;
+}
+
+std::vector<token_id> generate_tokens(Session& target, Sampler& sampler, Drafter* drafter,
+                                      std::span<const token_id> prompt, const GenParams& params,
+                                      SpecStats* stats) {
+    Generator gen(target, sampler, drafter, params);
+    SpecStats st = gen.generate(prompt);
+    if (stats) *stats = st;
+    return gen.output();
+}
+
+}  // namespace specula

@@ -1,0 +1,69 @@
+// Generator: THE generation loop, for plain and speculative decoding alike (plain = no drafter or
+// n_draft 0). Each step the drafter proposes up to N tokens, the target verifies [last, drafts]
+// in one pass (spec/verifier.h), and the accepted tokens plus the target's own token are streamed
+// through the callback one by one. It stops at an end-of-generation token (not emitted, unless
+// ignore_eos), after n_predict tokens, when the target's context is full, or when the callback
+// returns false. Buffers are reserved up front: a running loop does not allocate.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "spec/draft_length.h"
+#include "spec/drafter.h"
+#include "spec/stats.h"
+#include "spec/verifier.h"
+
+namespace specula {
+
+struct GenParams {
+    int n_predict = -1;       // -1: until end of generation or a full context
+    bool ignore_eos = false;  // keep going past end-of-generation tokens (they are emitted)
+    int n_draft = 4;          // fixed draft length (--draft N); 0: plain decoding
+    bool draft_auto = false;  // --draft auto: choose N per step (spec/draft_length.h)
+    DraftLengthParams auto_params;
+    double synthetic_accept = -1.0;  // bench only: accept each draft token with this probability
+};
+
+// Called with each generated token; return false to stop.
+using TokenCallback = std::function<bool(token_id)>;
+
+class Generator {
+  public:
+    // `drafter` may be null (plain decoding). Target, sampler and drafter must outlive the
+    // Generator.
+    Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params);
+
+    // Starts from an empty target cache, evaluates the prompt (all but its last token, which the
+    // first step evaluates with the first draft), then generates. Throws Error when the prompt is
+    // empty or does not fit the context.
+    SpecStats generate(std::span<const token_id> prompt, const TokenCallback& on_token = {});
+
+    const std::vector<token_id>& output() const { return output_; }    // generated tokens
+    const std::vector<token_id>& history() const { return history_; }  // prompt + output
+    const DraftLengthController& draft_length() const { return ctl_; }
+
+  private:
+    int draft_length_for_step() const;
+    bool emit(token_id tok, const TokenCallback& on_token, SpecStats& st);
+
+    Session& target_;
+    Sampler& sampler_;
+    Drafter* drafter_;
+    GenParams params_;
+    Verifier verifier_;
+    DraftLengthController ctl_;
+    Draft draft_;
+    std::vector<token_id> history_, output_;
+};
+
+// Convenience: plain or speculative generation of a whole sequence, returning the generated ids.
+std::vector<token_id> generate_tokens(Session& target, Sampler& sampler, Drafter* drafter,
+                                      std::span<const token_id> prompt, const GenParams& params,
+                                      SpecStats* stats = nullptr);
+
+}  // namespace specula

@@ -1,0 +1,43 @@
+// check_vocab_compatible: see vocab_check.h.
+#include "spec/vocab_check.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace specula {
+
+namespace {
+
+void check_special(const char* what, token_id t, token_id d, const std::string& tn,
+                   const std::string& dn) {
+    if (t != d)
+        fail("draft vocabulary mismatch: ", what, " id is ", t, " in ", tn, " but ", d, " in ", dn);
+}
+
+}  // namespace
+
+void check_vocab_compatible(const Tokenizer& target, const Tokenizer& draft, const std::string& tn,
+                            const std::string& dn) {
+    if (target.model() != draft.model())
+        fail("draft vocabulary mismatch: tokenizer model '", target.model(), "' in ", tn, " but '",
+             draft.model(), "' in ", dn);
+    check_special("BOS", target.bos(), draft.bos(), tn, dn);
+    check_special("EOS", target.eos(), draft.eos(), tn, dn);
+    check_special("EOT", target.eot(), draft.eot(), tn, dn);
+    if (target.add_bos() != draft.add_bos())
+        fail("draft vocabulary mismatch: add_bos is ", target.add_bos(), " in ", tn, " but ",
+             draft.add_bos(), " in ", dn);
+    const int nt = target.n_vocab(), nd = draft.n_vocab();
+    if (std::abs(nt - nd) > kSpecVocabMaxSizeDifference)
+        fail("draft vocabulary mismatch: ", nt, " tokens in ", tn, " but ", nd, " in ", dn,
+             " (the sizes may differ by at most ", kSpecVocabMaxSizeDifference, ")");
+    for (token_id id = 0; id < std::min(nt, nd); ++id) {
+        if (target.token_text(id) != draft.token_text(id))
+            fail("draft vocabulary mismatch at token id ", id, ": '", target.token_text(id),
+                 "' in ", tn, " but '", draft.token_text(id), "' in ", dn);
+    }
+}
+
+}  // namespace specula
