@@ -1,0 +1,142 @@
+// SIMD dot-product kernels: at every level this CPU runs, each kernel equals the scalar reference
+// vec_dot_ref (integer parts exactly, float rounding within 1e-5 of the sum of |terms|) on random
+// rows, for several row lengths and token counts, and is bit-identical whatever ntok is.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/dispatch.h"
+#include "kernels/quants.h"
+
+using namespace specula;
+using specula::test::random_floats;
+using specula::test::random_weights;
+using specula::test::runnable_levels;
+using specula::test::weight_types;
+
+namespace {
+
+bool is_float_type(GGMLType t) {
+    return t == GGMLType::F32 || t == GGMLType::F16 || t == GGMLType::BF16;
+}
+
+// Row lengths to try: ragged ones for the float types, 1..9 blocks for the block formats.
+std::vector<int64_t> lengths(GGMLType t) {
+    if (is_float_type(t)) return {1, 7, 8, 15, 16, 17, 33, 100, 773, 2048};
+    const int64_t bs = type_traits(t).block_size;
+    return {bs, 2 * bs, 3 * bs, 8 * bs, 9 * bs};
+}
+
+struct Case {
+    std::vector<uint8_t> w;     // one weight row
+    std::vector<uint8_t> acts;  // ntok activation rows, `stride` bytes apart (with padding)
+    size_t stride = 0;
+    std::vector<float> ref;  // vec_dot_ref per token
+    std::vector<float> mag;  // sum over elements of |w * a| per token
+};
+
+Case make_case(GGMLType t, int64_t n, int ntok, std::mt19937& rng) {
+    Case c;
+    c.w = random_weights(rng, t, 1, n);
+    const GGMLType at = vec_dot_type(t);
+    const size_t rb = row_size(at, n);
+    c.stride = rb + 8;  // padding between token rows: kernels must use the stride
+    c.acts.assign(c.stride * ntok, 0xA5);
+    std::vector<float> wf(n), af(n);
+    dequantize_row(t, c.w.data(), wf.data(), n);
+    for (int tk = 0; tk < ntok; ++tk) {
+        // Some tokens have a large dynamic range, one is all zeros.
+        const float scale = tk % 3 == 2 ? 30.f : 1.f;
+        auto x = random_floats(rng, n, -scale, scale);
+        if (tk == 4) std::fill(x.begin(), x.end(), 0.f);
+        uint8_t* a = c.acts.data() + tk * c.stride;
+        quantize_row(at, x.data(), a, n);
+        dequantize_row(at, a, af.data(), n);
+        double m = 0;
+        for (int64_t i = 0; i < n; ++i) m += std::fabs(double(wf[i]) * af[i]);
+        c.mag.push_back(static_cast<float>(m));
+        c.ref.push_back(vec_dot_ref(t, n, c.w.data(), a));
+    }
+    return c;
+}
+
+}  // namespace
+
+TEST(Simd, EveryTypeHasAKernelAtEveryRunnableLevel) {
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : weight_types()) {
+            EXPECT_NE(vec_dot_kernel(t, level), nullptr)
+                << type_name(t) << " at " << simd_level_name(level);
+        }
+    }
+    EXPECT_EQ(vec_dot_kernel(GGMLType::Q8_K, SimdLevel::AVX2), nullptr);
+    EXPECT_EQ(vec_dot_kernel(GGMLType::IQ2_XXS, SimdLevel::AVX512), nullptr);
+    ::testing::Test::RecordProperty("cpu_simd_level", simd_level_name(cpu_simd_level()));
+}
+
+TEST(Simd, KernelsEqualReference) {
+    std::mt19937 rng(2024);
+    constexpr int kTok = 7;
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : weight_types()) {
+            const VecDotFn fn = vec_dot_kernel(t, level);
+            ASSERT_NE(fn, nullptr);
+            for (int64_t n : lengths(t)) {
+                SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level) +
+                             " n=" + std::to_string(n));
+                for (int rep = 0; rep < 3; ++rep) {
+                    const Case c = make_case(t, n, kTok, rng);
+                    std::vector<float> out(kTok, NAN);
+                    fn(n, c.w.data(), c.acts.data(), c.stride, kTok, out.data());
+                    for (int tk = 0; tk < kTok; ++tk) {
+                        ASSERT_NEAR(out[tk], c.ref[tk], 1e-5 * c.mag[tk] + 1e-30)
+                            << "token " << tk << " (sum |terms| " << c.mag[tk] << ")";
+                    }
+                }
+            }
+        }
+    }
+}
+
+// out[t] does not depend on how many tokens share the call (nor on the token's position in it).
+TEST(Simd, KernelsAreBatchInvariant) {
+    std::mt19937 rng(77);
+    constexpr int kTok = 16;
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : weight_types()) {
+            const VecDotFn fn = vec_dot_kernel(t, level);
+            ASSERT_NE(fn, nullptr);
+            const int64_t n = is_float_type(t) ? 777 : 4 * type_traits(t).block_size;
+            SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
+            const Case c = make_case(t, n, kTok, rng);
+            std::vector<float> single(kTok);
+            for (int tk = 0; tk < kTok; ++tk) {
+                fn(n, c.w.data(), c.acts.data() + tk * c.stride, c.stride, 1, &single[tk]);
+            }
+            for (int ntok = 1; ntok <= kTok; ++ntok) {
+                for (int first = 0; first + ntok <= kTok; first += 5) {
+                    std::vector<float> out(ntok);
+                    fn(n, c.w.data(), c.acts.data() + first * c.stride, c.stride, ntok, out.data());
+                    ASSERT_EQ(std::memcmp(out.data(), &single[first], ntok * sizeof(float)), 0)
+                        << "ntok " << ntok << " from token " << first;
+                }
+            }
+        }
+    }
+}
+
+// Zero-length rows and zero tokens are harmless no-ops.
+TEST(Simd, EmptyCallsWriteNothing) {
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : weight_types()) {
+            const VecDotFn fn = vec_dot_kernel(t, level);
+            float out[2] = {5.f, 5.f};
+            fn(type_traits(t).block_size, nullptr, nullptr, 0, 0, out);
+            EXPECT_EQ(out[0], 5.f);
+        }
+    }
+}
