@@ -403,6 +403,60 @@ TEST(ActivationQuant, ZeroBlocksGiveZeros) {
     for (int j = 0; j < QK_K; ++j) EXPECT_EQ(y[j], 0.0f);
 }
 
+// The CPU-backend flavour rounds ties to even and uses id = 127 / amax; the reference rounds ties
+// away from zero. With amax = 127 (d = 1) every x.5 is an exact tie.
+TEST(ActivationQuant, GgmlCpuRoundsTiesToEven) {
+    std::vector<float> x(QK8_0, 0.0f);
+    const float in[] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, -3.5f, 126.5f};
+    const int cpu[] = {127, 0, 2, 2, 0, -2, -4, 126};
+    const int refq[] = {127, 1, 2, 3, -1, -3, -4, 127};
+    std::copy(std::begin(in), std::end(in), x.begin());
+    for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q8_1}) {
+        std::vector<uint8_t> a(row_size(t, QK8_0)), b(row_size(t, QK8_0));
+        quantize_row_ggml_cpu(t, x.data(), a.data(), QK8_0);
+        quantize_row(t, x.data(), b.data(), QK8_0);
+        const size_t off = t == GGMLType::Q8_0 ? 2 : 4;  // qs follow d (and s)
+        const auto* qa = reinterpret_cast<const int8_t*>(a.data() + off);
+        const auto* qb = reinterpret_cast<const int8_t*>(b.data() + off);
+        for (size_t j = 0; j < std::size(in); ++j) {
+            EXPECT_EQ(qa[j], cpu[j]) << type_name(t) << " x=" << in[j];
+            EXPECT_EQ(qb[j], refq[j]) << type_name(t) << " x=" << in[j];
+        }
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), 2), 0);  // same d
+    }
+    std::vector<block_q8_1> q1(1);
+    quantize_row_ggml_cpu(GGMLType::Q8_1, x.data(), q1.data(), QK8_0);
+    EXPECT_EQ(fp16_to_fp32(q1[0].s), 127.0f + 0 + 2 + 2 + 0 - 2 - 4 + 126);
+}
+
+// On real rows the two flavours agree except on rare elements, and then by one step.
+TEST(ActivationQuant, GgmlCpuCloseToReference) {
+    int64_t total = 0, differ = 0;
+    for (const auto& x : activation_rows()) {
+        const int64_t n = x.size();
+        std::vector<block_q8_0> a(n / QK8_0), b(n / QK8_0);
+        quantize_row_ggml_cpu(GGMLType::Q8_0, x.data(), a.data(), n);
+        quantize_row(GGMLType::Q8_0, x.data(), b.data(), n);
+        for (int64_t i = 0; i < n / QK8_0; ++i) {
+            EXPECT_EQ(a[i].d, b[i].d);
+            for (int j = 0; j < QK8_0; ++j) {
+                EXPECT_LE(std::abs(a[i].qs[j] - b[i].qs[j]), 1);
+                differ += a[i].qs[j] != b[i].qs[j];
+                ++total;
+            }
+        }
+    }
+    EXPECT_LE(differ, total / 1000);
+    // Types other than Q8_0/Q8_1 are rounded exactly as quantize_row does.
+    const auto x = random_gaussian(QK_K, 9);
+    for (GGMLType t : {GGMLType::Q8_K, GGMLType::F16, GGMLType::BF16, GGMLType::F32}) {
+        std::vector<uint8_t> a(row_size(t, QK_K)), b(row_size(t, QK_K));
+        quantize_row_ggml_cpu(t, x.data(), a.data(), QK_K);
+        quantize_row(t, x.data(), b.data(), QK_K);
+        EXPECT_EQ(a, b) << type_name(t);
+    }
+}
+
 TEST(ActivationQuant, HalfFloatRoundTrip) {
     const auto x = random_gaussian(1024, 3, 10.0f);
     std::vector<uint16_t> h(1024);

@@ -170,13 +170,30 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
         case GGMLType::Q5_1:
             return ref::quantize_q5_1(src, static_cast<block_q5_1*>(dst), n);
         case GGMLType::Q8_0:
-            return ref::quantize_q8_0(src, static_cast<block_q8_0*>(dst), n);
+            return ref::quantize_q8_0(src, static_cast<block_q8_0*>(dst), n,
+                                      ref::Q8Rounding::Reference);
         case GGMLType::Q8_1:
-            return ref::quantize_q8_1(src, static_cast<block_q8_1*>(dst), n);
+            return ref::quantize_q8_1(src, static_cast<block_q8_1*>(dst), n,
+                                      ref::Q8Rounding::Reference);
         case GGMLType::Q8_K:
             return ref::quantize_q8_K(src, static_cast<block_q8_K*>(dst), n);
         default:
             unsupported("quantize_row", t);
+    }
+}
+
+void quantize_row_ggml_cpu(GGMLType t, const float* src, void* dst, int64_t n) {
+    switch (t) {
+        case GGMLType::Q8_0:
+            check_row("quantize_row_ggml_cpu", t, n);
+            return ref::quantize_q8_0(src, static_cast<block_q8_0*>(dst), n,
+                                      ref::Q8Rounding::CpuBackend);
+        case GGMLType::Q8_1:
+            check_row("quantize_row_ggml_cpu", t, n);
+            return ref::quantize_q8_1(src, static_cast<block_q8_1*>(dst), n,
+                                      ref::Q8Rounding::CpuBackend);
+        default:
+            return quantize_row(t, src, dst, n);
     }
 }
 

@@ -25,6 +25,14 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 // types) and Q4_0, Q4_1, Q5_0, Q5_1 (simple round-to-nearest, for tests and tools).
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 
+// The activation rounding of llama.cpp's x86 CPU backend, bit for bit: ggml-cpu's SIMD
+// quantize_row_q8_0 / q8_1 compute id = 127 / amax and round ties to even, where the reference
+// quantizers above (ggml's *_ref, also what llama-quantize writes) use id = 1 / d and roundf; the
+// two differ on about 2e-6 of the elements. Identical to quantize_row for every other type (Q8_K,
+// F16 and BF16 activations are rounded the same way by both). Use it for matmul activations to
+// reproduce llama.cpp's logits to the last bits.
+void quantize_row_ggml_cpu(GGMLType t, const float* src, void* dst, int64_t n);
+
 // Scalar dot product: weight row `w` (type t, n elements) with activation row `a` already
 // quantized to vec_dot_type(t).
 float vec_dot_ref(GGMLType t, int64_t n, const void* w, const void* a);

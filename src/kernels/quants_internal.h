@@ -27,8 +27,10 @@ void quantize_q4_0(const float* x, block_q4_0* y, int64_t n);
 void quantize_q4_1(const float* x, block_q4_1* y, int64_t n);
 void quantize_q5_0(const float* x, block_q5_0* y, int64_t n);
 void quantize_q5_1(const float* x, block_q5_1* y, int64_t n);
-void quantize_q8_0(const float* x, block_q8_0* y, int64_t n);
-void quantize_q8_1(const float* x, block_q8_1* y, int64_t n);
+// How the 8-bit activation quantizers round (see quantize_block_q8 in quants_legacy.cpp).
+enum class Q8Rounding { Reference, CpuBackend };
+void quantize_q8_0(const float* x, block_q8_0* y, int64_t n, Q8Rounding rounding);
+void quantize_q8_1(const float* x, block_q8_1* y, int64_t n, Q8Rounding rounding);
 
 float vec_dot_q4_0_q8_0(int64_t n, const block_q4_0* x, const block_q8_0* y);
 float vec_dot_q4_1_q8_1(int64_t n, const block_q4_1* x, const block_q8_1* y);

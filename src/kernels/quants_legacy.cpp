@@ -189,30 +189,40 @@ void quantize_q5_1(const float* x, block_q5_1* y, int64_t n) {
     }
 }
 
-// Q8_0: d = amax / 127, q = roundf(x / d) (round half away from zero).
-void quantize_q8_0(const float* x, block_q8_0* y, int64_t n) {
-    for (int64_t i = 0; i < n / QK8_0; ++i, x += QK8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
+namespace {
+
+// One 32-element block to 8 bits: d = amax / 127 and q = round(x / d), returning d (as float).
+// Reference (quantize_row_q8_0_ref): id = 1 / d, roundf (ties away from zero). CpuBackend
+// (ggml-cpu's AVX2 quantize_row_q8_0/q8_1, what llama.cpp runs on x86): id = 127 / amax, ties to
+// even.
+float quantize_block_q8(const float* x, int8_t* q, Q8Rounding rounding) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    if (rounding == Q8Rounding::Reference) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = fp32_to_fp16(d);
-        for (int j = 0; j < QK8_0; ++j) y[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+        for (int j = 0; j < QK8_0; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    } else {
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        for (int j = 0; j < QK8_0; ++j) q[j] = static_cast<int8_t>(nearest_int(x[j] * id));
+    }
+    return d;
+}
+
+}  // namespace
+
+void quantize_q8_0(const float* x, block_q8_0* y, int64_t n, Q8Rounding rounding) {
+    for (int64_t i = 0; i < n / QK8_0; ++i, x += QK8_0) {
+        y[i].d = fp32_to_fp16(quantize_block_q8(x, y[i].qs, rounding));
     }
 }
 
 // Q8_1: as Q8_0, plus s = d * sum(q) computed from the float d (before rounding it to fp16).
-void quantize_q8_1(const float* x, block_q8_1* y, int64_t n) {
+void quantize_q8_1(const float* x, block_q8_1* y, int64_t n, Q8Rounding rounding) {
     for (int64_t i = 0; i < n / QK8_1; ++i, x += QK8_1) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_1; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float d = quantize_block_q8(x, y[i].qs, rounding);
         int sum = 0;
-        for (int j = 0; j < QK8_1; ++j) {
-            y[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-            sum += y[i].qs[j];
-        }
+        for (int j = 0; j < QK8_1; ++j) sum += y[i].qs[j];
         y[i].d = fp32_to_fp16(d);
         y[i].s = fp32_to_fp16(static_cast<float>(sum) * d);
     }
