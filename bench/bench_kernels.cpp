@@ -1,0 +1,145 @@
+// Microbenchmarks of matmul (kernels/matmul.h) for the main weight types at the shapes of a ~1B
+// model (dim 2048, ffn 5632), with 1..16 tokens on 2 threads. Each iteration uses a different
+// copy of the weights out of >= 256 MiB, so the weights stream from memory as in real decoding
+// rather than from the 32 MiB L3. Counters: GB/s of weights streamed and that as a fraction of the
+// machine's ~55 GB/s read bandwidth.
+//
+//   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+
+using namespace specula;
+
+namespace {
+
+constexpr double kMachineBandwidth = 55e9;  // bytes/s, read
+constexpr size_t kWeightPoolBytes = size_t(256) << 20;
+
+uint64_t next_random(uint64_t& s) {  // xorshift64*
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1Dull;
+}
+
+// Offset of the fp16 scale `d` (and of the second scale, or -1) in a block of type t.
+std::pair<int, int> scale_offsets(GGMLType t) {
+    switch (t) {
+        case GGMLType::Q4_0:
+            return {offsetof(block_q4_0, d), -1};
+        case GGMLType::Q8_0:
+            return {offsetof(block_q8_0, d), -1};
+        case GGMLType::Q4_K:
+            return {offsetof(block_q4_K, d), offsetof(block_q4_K, dmin)};
+        case GGMLType::Q5_K:
+            return {offsetof(block_q5_K, d), offsetof(block_q5_K, dmin)};
+        case GGMLType::Q6_K:
+            return {offsetof(block_q6_K, d), -1};
+        case GGMLType::IQ4_XS:
+            return {offsetof(block_iq4_xs, d), -1};
+        default:
+            return {-1, -1};
+    }
+}
+
+// Random bytes, with every fp16 field set to a small normal number (no NaN/denormal slow paths).
+struct WeightPool {
+    GGMLType type = GGMLType::COUNT;
+    std::vector<uint8_t> bytes;
+
+    void fill(GGMLType t) {
+        if (t == type) return;
+        type = t;
+        bytes.assign(kWeightPoolBytes, 0);
+        uint64_t s = 0x9E3779B97F4A7C15ull;
+        for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+            const uint64_t r = next_random(s);
+            std::memcpy(&bytes[i], &r, 8);
+        }
+        const fp16_t small = fp32_to_fp16(0.01f);
+        if (t == GGMLType::F16 || t == GGMLType::BF16) {
+            const uint16_t v = t == GGMLType::F16 ? small : fp32_to_bf16(0.01f);
+            for (size_t i = 0; i + 2 <= bytes.size(); i += 4) std::memcpy(&bytes[i], &v, 2);
+            return;
+        }
+        const auto [d, m] = scale_offsets(t);
+        const size_t bs = type_traits(t).type_size;
+        for (size_t off = 0; off + bs <= bytes.size(); off += bs) {
+            std::memcpy(&bytes[off + d], &small, 2);
+            if (m >= 0) std::memcpy(&bytes[off + m], &small, 2);
+        }
+    }
+};
+
+WeightPool& pool_for(GGMLType t) {
+    static WeightPool pool;
+    pool.fill(t);
+    return pool;
+}
+
+ThreadPool& threads(int n) {
+    static ThreadPool one(1), two(2);
+    return n == 1 ? one : two;
+}
+
+// Args: rows, cols, ntok, threads.
+void BM_matmul(benchmark::State& state, GGMLType type) {
+    const int64_t rows = state.range(0), cols = state.range(1);
+    const int ntok = static_cast<int>(state.range(2));
+    ThreadPool& tp = threads(static_cast<int>(state.range(3)));
+    WeightPool& pool = pool_for(type);
+    const size_t mat_bytes = row_size(type, cols) * rows;
+    const size_t copies = pool.bytes.size() / mat_bytes;
+    std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
+    for (size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
+    MatmulScratch scratch;
+    size_t copy = 0;
+    for (auto _ : state) {
+        WeightView W{type, rows, cols, pool.bytes.data() + copy * mat_bytes};
+        matmul(W, x.data(), cols, ntok, y.data(), rows, tp, scratch);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+        copy = (copy + 1) % copies;
+    }
+    const double b = static_cast<double>(mat_bytes);
+    state.counters["GB/s"] =
+        benchmark::Counter(b / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bw_frac"] =
+        benchmark::Counter(b / kMachineBandwidth, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] =
+        benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (auto [r, c] : {std::pair{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
+        for (int ntok : {1, 2, 4, 8, 16}) b->Args({r, c, ntok, 2});
+    }
+    b->Args({5632, 2048, 1, 1});  // one thread, for per-core throughput
+    b->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_matmul, Q8_0, GGMLType::Q8_0)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q4_0, GGMLType::Q4_0)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q4_K, GGMLType::Q4_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q5_K, GGMLType::Q5_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q6_K, GGMLType::Q6_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, IQ4_XS, GGMLType::IQ4_XS)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, F16, GGMLType::F16)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_matmul, BF16, GGMLType::BF16)->Apply(shapes);
+
+BENCHMARK_MAIN();
