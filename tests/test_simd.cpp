@@ -140,3 +140,25 @@ TEST(Simd, EmptyCallsWriteNothing) {
         }
     }
 }
+
+// The AVX-512 build runs the same kernels with VNNI byte dot products, so on a CPU that has both
+// levels the two agree bit for bit (here: every runnable level from AVX2 up against AVX2).
+TEST(Simd, WideLevelsAgreeBitwiseWithAvx2) {
+    std::mt19937 rng(5);
+    constexpr int kTok = 5;
+    int compared = 0;
+    for (SimdLevel level : runnable_levels()) {
+        if (level == SimdLevel::Scalar) continue;
+        for (GGMLType t : weight_types()) {
+            const int64_t n = is_float_type(t) ? 515 : 5 * type_traits(t).block_size;
+            const Case c = make_case(t, n, kTok, rng);
+            float base[kTok], out[kTok];
+            vec_dot_kernel(t, SimdLevel::AVX2)(n, c.w.data(), c.acts.data(), c.stride, kTok, base);
+            vec_dot_kernel(t, level)(n, c.w.data(), c.acts.data(), c.stride, kTok, out);
+            EXPECT_EQ(std::memcmp(base, out, sizeof out), 0)
+                << type_name(t) << " at " << simd_level_name(level);
+            ++compared;
+        }
+    }
+    if (cpu_simd_level() >= SimdLevel::AVX2) EXPECT_GT(compared, 0);
+}

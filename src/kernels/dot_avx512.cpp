@@ -1,10 +1,17 @@
-// AVX-512 (F/BW/VL/DQ/VNNI/BF16) dot-product kernels (placeholder table: filled in type by type).
+// AVX-512 build (F/BW/VL/DQ/VNNI/BF16) of the x86 dot-product kernels (kernels/dot_x86_impl.h):
+// the same kernels as the AVX2 build with VNNI byte dot products and 32 vector registers, giving
+// bit-identical results. dispatch only calls it after checking every one of those features.
 #include "kernels/dot_kernels.h"
+#include "kernels/dot_x86_impl.h"
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__)
+#error "dot_avx512.cpp must be compiled with AVX-512 VL and VNNI enabled"
+#endif
 
 namespace specula::simd {
 
 VecDotFn avx512_vec_dot(GGMLType wt) {
-    return nullptr;
+    return x86_vec_dot(wt);
 }
 
 }  // namespace specula::simd
