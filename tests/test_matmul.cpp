@@ -55,12 +55,13 @@ TEST(Matmul, EqualsReferenceDotProducts) {
         Problem p = make_problem(t, ntok, 1234 + static_cast<uint32_t>(t));
         std::vector<float> y(ntok * kRows, NAN);
         matmul(p.W, p.x.data(), kCols, ntok, y.data(), kRows, pool, scratch);
-        // The reference: each token rounded to the activation type, then vec_dot_ref.
+        // The reference: each token rounded to the activation type as llama.cpp's CPU backend
+        // does, then vec_dot_ref.
         const GGMLType at = vec_dot_type(t);
         std::vector<uint8_t> a(row_size(at, kCols));
         std::vector<float> wf(kCols), af(kCols);
         for (int tk = 0; tk < ntok; ++tk) {
-            quantize_row(at, p.x.data() + tk * kCols, a.data(), kCols);
+            quantize_row_ggml_cpu(at, p.x.data() + tk * kCols, a.data(), kCols);
             dequantize_row(at, a.data(), af.data(), kCols);
             for (int64_t r = 0; r < kRows; ++r) {
                 dequantize_row(t, p.W.row(r), wf.data(), kCols);

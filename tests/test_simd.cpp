@@ -160,5 +160,7 @@ TEST(Simd, WideLevelsAgreeBitwiseWithAvx2) {
             ++compared;
         }
     }
-    if (cpu_simd_level() >= SimdLevel::AVX2) EXPECT_GT(compared, 0);
+    if (cpu_simd_level() >= SimdLevel::AVX2) {
+        EXPECT_GT(compared, 0);
+    }
 }

@@ -1,4 +1,5 @@
-// matmul: quantize the activations once, then let each thread stream a contiguous range of weight
+// matmul: quantize the activations once (rounded as llama.cpp's x86 CPU backend does, so logits
+// can match it to the last bits), then let each thread stream a contiguous range of weight
 // rows. Within a range, rows are taken in tiles small enough to stay in L2 and tokens in chunks
 // small enough for their activations to stay in L1/L2; each (row, token-chunk) pair is one kernel
 // call. Every output is produced by the same kernel with the same per-token operation order, so
@@ -68,7 +69,7 @@ size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t 
     const size_t need = stride * static_cast<size_t>(std::max(ntok, 0));
     if (scratch.acts.size() < need) scratch.acts.resize(need);
     for (int t = 0; t < ntok; ++t) {
-        quantize_row(at, x + t * ldx, scratch.acts.data() + t * stride, cols);
+        quantize_row_ggml_cpu(at, x + t * ldx, scratch.acts.data() + t * stride, cols);
     }
     return stride;
 }
