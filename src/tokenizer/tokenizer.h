@@ -31,7 +31,7 @@ enum class TokenAttr : int32_t {
 };
 
 class Tokenizer {
-public:
+  public:
     // Throws Error naming the key when the metadata is missing or malformed, or when the model
     // or pre-tokenizer is not supported (the message lists what is).
     static std::unique_ptr<Tokenizer> from_gguf(const GGUFFile& f);
@@ -61,20 +61,29 @@ public:
     token_id bos() const { return bos_; }  // -1 when none
     token_id eos() const { return eos_; }
     token_id eot() const { return eot_; }
+    token_id unk() const { return unk_; }
+    token_id pad() const { return pad_; }
+    token_id nl() const { return nl_; }  // the token "\n" starts with (llama.cpp's linefeed id)
+    // Fill-in-the-middle tokens (from keys, else found by text as llama.cpp does); -1 when none.
+    struct FimIds {
+        token_id pre = -1, suf = -1, mid = -1, pad = -1, rep = -1, sep = -1;
+    };
+    const FimIds& fim() const { return fim_; }
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
     // End-of-generation: eos, eot and the other end tokens llama.cpp auto-detects.
     bool is_eog(token_id id) const;
     const std::vector<token_id>& eog_ids() const { return eog_; }
 
-protected:
+  protected:
     std::string model_, pre_;
     std::vector<std::string> texts_;
     std::vector<float> scores_;
     std::vector<TokenAttr> attrs_;
     token_id bos_ = -1, eos_ = -1, eot_ = -1, unk_ = -1, pad_ = -1, nl_ = -1;
     bool add_bos_ = false, add_eos_ = false;
-    std::vector<token_id> eog_;
+    FimIds fim_;
+    std::vector<token_id> eog_;  // sorted
 };
 
 }  // namespace specula

@@ -1,0 +1,259 @@
+// The pre-tokenizer regexes of each tokenizer.ggml.pre value and the PCRE2 splitter (see
+// pretokenizer.h).
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer/pretokenizer.h"
+
+#include <pcre2.h>
+
+#include "common/error.h"
+#include "tokenizer/unicode.h"
+
+namespace specula {
+
+namespace {
+
+// Llama 3: contractions, letters with one leading non-letter, digits in groups of up to three.
+const char* const kLlama3 =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen2: as Llama 3 but single digits.
+const char* const kQwen2 =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// GPT-2.
+const char* const kGpt2 =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+// CJK ideographs, the range below them and Hangul, as DeepSeek's tokenizers split them.
+const char* const kCjk = R"([\x{4E00}-\x{9FA5}\x{800}-\x{4E00}\x{AC00}-\x{D7FF}]+)";
+// DeepSeek LLM's letters: the cased-letter ranges of its tokenizer.json.
+const char* const kDeepseekLetters =
+    R"(\s?[A-Za-z\x{B5}\x{C0}-\x{D6}\x{D8}-\x{F6}\x{F8}-\x{1BA}\x{1BC}-\x{1BF}\x{1C4}-\x{293})"
+    R"(\x{295}-\x{2AF}\x{370}-\x{373}\x{376}\x{377}\x{37B}-\x{37D}\x{37F}\x{386}\x{388}-\x{38A})"
+    R"(\x{38C}\x{38E}-\x{3A1}\x{3A3}-\x{3F5}\x{3F7}-\x{481}\x{48A}-\x{52F}\x{531}-\x{556})"
+    R"(\x{10A0}-\x{10C5}\x{13A0}-\x{13F5}\x{13F8}-\x{13FD}\x{1C90}-\x{1CBA}\x{1CBD}-\x{1CBF})"
+    R"(\x{1D00}-\x{1D2B}\x{1D6B}-\x{1D77}\x{1D79}-\x{1D9A}\x{1E00}-\x{1F15}\x{1F18}-\x{1F1D})"
+    R"(\x{1F20}-\x{1F45}\x{1F48}-\x{1F4D}\x{1F50}-\x{1F57}\x{1F59}\x{1F5B}\x{1F5D})"
+    R"(\x{1F5F}-\x{1F7D}\x{1F80}-\x{1FB4}\x{1FB6}-\x{1FBC}\x{1FBE}\x{1FC2}-\x{1FC4})"
+    R"(\x{1FC6}-\x{1FCC}\x{1FD0}-\x{1FD3}\x{1FD6}-\x{1FDB}\x{1FE0}-\x{1FEC}\x{1FF2}-\x{1FF4})"
+    R"(\x{1FF6}-\x{1FFC}\x{2102}\x{2107}\x{210A}-\x{2113}\x{2115}\x{2119}-\x{211D}\x{2124})"
+    R"(\x{2126}\x{2128}\x{212A}-\x{212D}\x{212F}-\x{2134}\x{2139}\x{213C}-\x{213F})"
+    R"(\x{2145}-\x{2149}\x{214E}\x{2183}\x{2184}\x{2C00}-\x{2C7B}\x{2C7E}-\x{2CE4})"
+    R"(\x{2CEB}-\x{2CEE}\x{2CF2}\x{2CF3}\x{A640}-\x{A66D}\x{A680}-\x{A69B}\x{A722}-\x{A76F})"
+    R"(\x{A771}-\x{A787}\x{A78B}-\x{A78E}\x{AB70}-\x{ABBF}\x{FB00}-\x{FB06}\x{FB13}-\x{FB17})"
+    R"(\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x{10400}-\x{1044F}\x{104B0}-\x{104D3})"
+    R"(\x{104D8}-\x{104FB}\x{10C80}-\x{10CB2}\x{10CC0}-\x{10CF2}\x{118A0}-\x{118DF})"
+    R"(\x{1E900}-\x{1E943}]+)";
+// DeepSeek LLM's punctuation: ASCII and full-width punctuation, quotes, CJK marks.
+const char* const kDeepseekPunct =
+    R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
+
+PreTokenizerSpec make_spec(std::string name, std::vector<std::string> regexes) {
+    PreTokenizerSpec s;
+    s.name = std::move(name);
+    s.regexes = std::move(regexes);
+    return s;
+}
+
+PreTokenizerSpec spec_by_canonical(const std::string& pre) {
+    if (pre == "default") {
+        return make_spec(pre, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"});
+    }
+    if (pre == "llama3") {
+        auto s = make_spec(pre, {kLlama3});
+        s.ignore_merges = true;
+        s.add_bos = true;
+        return s;
+    }
+    if (pre == "dbrx" || pre == "smaug-bpe") return make_spec(pre, {kLlama3});
+    if (pre == "qwen2" || pre == "deepseek-r1-qwen") {
+        auto s = make_spec("qwen2", {kQwen2});
+        s.clean_spaces = false;
+        return s;
+    }
+    if (pre == "stablelm2") return make_spec(pre, {kQwen2});
+    if (pre == "deepseek-llm") {
+        auto s = make_spec(
+            pre, {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kCjk, R"(\p{N}+)"});
+        s.clean_spaces = false;
+        return s;
+    }
+    if (pre == "deepseek-coder") {
+        auto s = make_spec(pre, {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"});
+        s.clean_spaces = false;
+        return s;
+    }
+    if (pre == "falcon") {
+        return make_spec(pre, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"});
+    }
+    if (pre == "starcoder" || pre == "refact" || pre == "codeshell" || pre == "exaone" ||
+        pre == "minerva-7b") {
+        return make_spec(pre, {R"(\p{N})", kGpt2});
+    }
+    if (pre == "command-r" || pre == "smollm") {
+        auto s = make_spec(pre, {R"(\p{N})", kGpt2});
+        s.clean_spaces = false;
+        return s;
+    }
+    if (pre == "gpt-2" || pre == "mpt" || pre == "olmo") return make_spec(pre, {kGpt2});
+    return {};
+}
+
+// Other names llama.cpp gives the same pre-tokenizers.
+std::string canonical_pre(const std::string& pre) {
+    if (pre.empty()) return "default";
+    if (pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3") return "llama3";
+    if (pre == "phi-2") return "gpt-2";
+    return pre;
+}
+
+}  // namespace
+
+std::string supported_pre_tokenizers() {
+    return "default, llama3, llama-bpe, llama-v3, falcon3, dbrx, smaug-bpe, qwen2, "
+           "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, falcon, starcoder, "
+           "refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, mpt, olmo";
+}
+
+PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
+    PreTokenizerSpec s = spec_by_canonical(canonical_pre(pre));
+    if (s.regexes.empty()) {
+        fail("tokenizer.ggml.pre '", pre,
+             "' is not supported (supported: ", supported_pre_tokenizers(), ")");
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PCRE2 splitter
+
+struct PreTokenizer::Regex {
+    pcre2_code* code = nullptr;
+    std::string source;
+    ~Regex() { pcre2_code_free(code); }
+};
+
+PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) {
+    for (const std::string& src : regexes) {
+        auto r = std::make_unique<Regex>();
+        r->source = src;
+        int err = 0;
+        PCRE2_SIZE err_off = 0;
+        const uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY;
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(src.data()), src.size(), opts, &err,
+                                &err_off, nullptr);
+        if (!r->code) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(err, msg, sizeof msg);
+            fail("pre-tokenizer regex '", src, "' rejected by PCRE2 at offset ", err_off, ": ",
+                 reinterpret_cast<const char*>(msg));
+        }
+        pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);  // optional speed-up; errors are fine
+        regexes_.push_back(std::move(r));
+    }
+}
+
+PreTokenizer::~PreTokenizer() = default;
+
+namespace {
+
+struct Piece {
+    size_t begin, end;  // byte offsets into the subject
+};
+
+class MatchData {
+  public:
+    explicit MatchData(const pcre2_code* code)
+        : md_(pcre2_match_data_create_from_pattern(code, nullptr)) {
+        if (!md_) fail("pre-tokenizer: out of memory for PCRE2 match data");
+    }
+    ~MatchData() { pcre2_match_data_free(md_); }
+    pcre2_match_data* get() const { return md_; }
+
+  private:
+    pcre2_match_data* md_;
+};
+
+// Finds the first match of `code` in subject[0, len) at or after `start`. Returns false when there
+// is none; throws when PCRE2 gives up.
+bool find_match(const pcre2_code* code, const char* subject, size_t len, size_t start,
+                pcre2_match_data* md, size_t& ms, size_t& me) {
+    auto run = [&](uint32_t opts) {
+        return pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject), len, start,
+                           opts | PCRE2_NO_UTF_CHECK, md, nullptr);
+    };
+    int rc = run(0);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = run(PCRE2_NO_JIT);
+    if (rc == PCRE2_ERROR_NOMATCH) return false;
+    if (rc < 0) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(rc, msg, sizeof msg);
+        fail("pre-tokenizer: PCRE2 match failed: ", reinterpret_cast<const char*>(msg));
+    }
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    ms = ov[0];
+    me = ov[1];
+    return true;
+}
+
+// Splits one piece by one regex: matches and the gaps between them all become pieces.
+void split_piece(const pcre2_code* code, const std::string& subject, Piece p, pcre2_match_data* md,
+                 std::vector<Piece>& out) {
+    const char* base = subject.data() + p.begin;
+    const size_t len = p.end - p.begin;
+    size_t start = 0, last = 0, ms = 0, me = 0;
+    while (start <= len && find_match(code, base, len, start, md, ms, me)) {
+        if (me == ms) {  // empty match: yields no piece; step over one character
+            if (ms >= len) break;
+            start = ms + unicode::utf8_len(static_cast<uint8_t>(base[ms]));
+            continue;
+        }
+        if (ms > last) out.push_back({p.begin + last, p.begin + ms});
+        out.push_back({p.begin + ms, p.begin + me});
+        last = start = me;
+    }
+    if (last < len) out.push_back({p.begin + last, p.end});
+}
+
+}  // namespace
+
+std::vector<std::string> PreTokenizer::split(std::string_view text) const {
+    const std::vector<uint32_t> cpts = unicode::decode_utf8(text);
+
+    // The subject the regexes see: the codepoints re-encoded, non-ASCII whitespace as \v.
+    // cpt_at[b] is the codepoint index of the character starting at subject byte b.
+    std::string subject;
+    std::vector<uint32_t> cpt_at;
+    subject.reserve(text.size());
+    cpt_at.reserve(text.size() + 1);
+    for (size_t i = 0; i < cpts.size(); ++i) {
+        const uint32_t cp = unicode::is_non_ascii_space(cpts[i]) ? 0x0B : cpts[i];
+        unicode::append_utf8(subject, cp);
+        cpt_at.resize(subject.size(), static_cast<uint32_t>(i));
+    }
+    cpt_at.push_back(static_cast<uint32_t>(cpts.size()));
+
+    std::vector<Piece> pieces;
+    if (!subject.empty()) pieces.push_back({0, subject.size()});
+    for (const auto& r : regexes_) {
+        MatchData md(r->code);
+        std::vector<Piece> next;
+        next.reserve(pieces.size() * 2);
+        for (const Piece& p : pieces) split_piece(r->code, subject, p, md.get(), next);
+        pieces.swap(next);
+    }
+
+    // Each piece's original codepoints, byte by byte in the GPT-2 alphabet.
+    std::vector<std::string> words;
+    words.reserve(pieces.size());
+    std::string utf8;
+    for (const Piece& p : pieces) {
+        std::string w;
+        for (uint32_t i = cpt_at[p.begin]; i < cpt_at[p.end]; ++i) {
+            utf8.clear();
+            unicode::append_utf8(utf8, cpts[i]);
+            for (unsigned char b : utf8) unicode::append_utf8(w, unicode::byte_to_cpt(b));
+        }
+        words.push_back(std::move(w));
+    }
+    return words;
+}
+
+}  // namespace specula

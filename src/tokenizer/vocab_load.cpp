@@ -1,0 +1,211 @@
+// VocabTokenizer::load: the tokenizer.* keys of a GGUF turned into a vocabulary the way llama.cpp
+// loads it: token list and types, per-model defaults, special ids from keys, add_bos/add_eos,
+// special tokens recognised by their text (EOT, EOM, FIM, end-of-generation; such tokens are
+// forced to CONTROL), the special-token list used to split text, and the piece cache.
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer_impl.h"
+
+namespace specula {
+
+namespace {
+
+TokenAttr attr_from_type(int32_t type) {
+    switch (type) {
+        case 1:
+            return TokenAttr::NORMAL;
+        case 2:
+            return TokenAttr::UNKNOWN;
+        case 3:
+            return TokenAttr::CONTROL;
+        case 4:
+            return TokenAttr::USER_DEFINED;
+        case 5:
+            return TokenAttr::UNUSED;
+        case 6:
+            return TokenAttr::BYTE;
+        default:
+            return TokenAttr::UNDEFINED;
+    }
+}
+
+bool is_one_of(const std::string& s, std::initializer_list<const char*> list) {
+    for (const char* x : list) {
+        if (s == x) return true;
+    }
+    return false;
+}
+
+// Token texts llama.cpp recognises when the GGUF does not name the token.
+const std::initializer_list<const char*> kEotTexts = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};  // DeepSeek
+const std::initializer_list<const char*> kEogTexts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+const std::initializer_list<const char*> kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81"
+                                                         "begin\xEF\xBD\x9C>",
+                                                         "<PRE>"};
+const std::initializer_list<const char*> kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                                                         "<SUF>"};
+const std::initializer_list<const char*> kFimMidTexts = {"<|fim_middle|>", "<fim-middle>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81"
+                                                         "end\xEF\xBD\x9C>",
+                                                         "<MID>"};
+const std::initializer_list<const char*> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
+const std::initializer_list<const char*> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>",
+                                                         "<fim-repo>", "<REPO>"};
+const std::initializer_list<const char*> kFimSepTexts = {"<|file_sep|>"};
+
+}  // namespace
+
+void VocabTokenizer::read_tokens(const GGUFFile& f) {
+    std::vector<std::string> tokens = f.get_string_array("tokenizer.ggml.tokens");
+    if (tokens.empty()) fail(f.path(), ": tokenizer.ggml.tokens is missing or empty");
+    if (tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+        fail(f.path(), ": tokenizer.ggml.tokens has ", tokens.size(), " entries (max 2^31-1)");
+    }
+    const size_t n = tokens.size();
+    scores_ = f.get_float_array("tokenizer.ggml.scores");
+    if (!scores_.empty() && scores_.size() != n) {
+        fail(f.path(), ": tokenizer.ggml.scores has ", scores_.size(), " entries, expected ", n);
+    }
+    const std::vector<int32_t> types = f.get_int_array("tokenizer.ggml.token_type");
+    if (!types.empty() && types.size() != n) {
+        fail(f.path(), ": tokenizer.ggml.token_type has ", types.size(), " entries, expected ", n);
+    }
+    texts_ = std::move(tokens);
+    attrs_.assign(n, TokenAttr::NORMAL);
+    token_to_id_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (texts_[i].empty()) texts_[i] = "[EMPTY_" + std::to_string(i) + "]";
+        token_to_id_[texts_[i]] = static_cast<token_id>(i);
+        if (!types.empty()) attrs_[i] = attr_from_type(types[i]);
+    }
+}
+
+void VocabTokenizer::read_special_ids(const GGUFFile& f) {
+    // A default the vocabulary is too small for means "none".
+    for (token_id* id : {&bos_, &eos_, &eot_, &unk_, &pad_}) {
+        if (*id >= n_vocab()) *id = -1;
+    }
+    token_id sep = -1, eom = -1;
+    const std::pair<const char*, token_id*> keys[] = {
+        {"tokenizer.ggml.bos_token_id", &bos_},
+        {"tokenizer.ggml.eos_token_id", &eos_},
+        {"tokenizer.ggml.eot_token_id", &eot_},
+        {"tokenizer.ggml.eom_token_id", &eom},
+        {"tokenizer.ggml.unknown_token_id", &unk_},
+        {"tokenizer.ggml.seperator_token_id", &sep},
+        {"tokenizer.ggml.padding_token_id", &pad_},
+        {"tokenizer.ggml.fim_pre_token_id", &fim_.pre},
+        {"tokenizer.ggml.fim_suf_token_id", &fim_.suf},
+        {"tokenizer.ggml.fim_mid_token_id", &fim_.mid},
+        {"tokenizer.ggml.fim_pad_token_id", &fim_.pad},
+        {"tokenizer.ggml.fim_rep_token_id", &fim_.rep},
+        {"tokenizer.ggml.fim_sep_token_id", &fim_.sep},
+        {"tokenizer.ggml.prefix_token_id", &fim_.pre},  // older names of the FIM keys
+        {"tokenizer.ggml.suffix_token_id", &fim_.suf},
+        {"tokenizer.ggml.middle_token_id", &fim_.mid},
+    };
+    for (const auto& [key, id] : keys) {
+        const int64_t v = f.get_int_or(key, -1);
+        // Like llama.cpp, an id outside the vocabulary keeps the default.
+        if (v >= 0 && v < n_vocab()) *id = static_cast<token_id>(v);
+    }
+    eom_ = eom;
+    add_bos_ = f.get_bool_or("tokenizer.ggml.add_bos_token", add_bos_);
+    add_eos_ = f.get_bool_or("tokenizer.ggml.add_eos_token", add_eos_);
+}
+
+// One pass over the vocabulary in id order: the first token with a known text fills each
+// still-unknown id, and is forced to CONTROL.
+void VocabTokenizer::detect_special_tokens() {
+    auto claim = [&](token_id& slot, token_id id, std::initializer_list<const char*> texts) {
+        if (slot >= 0 || !is_one_of(texts_[id], texts)) return;
+        slot = id;
+        attrs_[id] = TokenAttr::CONTROL;
+    };
+    const token_id n = n_vocab();
+    for (token_id id = 0; id < n; ++id) {
+        if (token_to_id_.at(texts_[id]) != id) continue;  // a duplicate text: llama.cpp sees one
+        claim(eot_, id, kEotTexts);
+        claim(eom_, id, {"<|eom_id|>"});
+        claim(fim_.pre, id, kFimPreTexts);
+        claim(fim_.suf, id, kFimSufTexts);
+        claim(fim_.mid, id, kFimMidTexts);
+        claim(fim_.pad, id, kFimPadTexts);
+        claim(fim_.rep, id, kFimRepTexts);
+        claim(fim_.sep, id, kFimSepTexts);
+    }
+    std::vector<token_id> eog;
+    for (token_id id : {fim_.pad, fim_.rep, fim_.sep}) {
+        if (id >= 0) eog.push_back(id);
+    }
+    for (token_id id = 0; id < n; ++id) {
+        if (token_to_id_.at(texts_[id]) != id || !is_one_of(texts_[id], kEogTexts)) continue;
+        eog.push_back(id);
+        attrs_[id] = TokenAttr::CONTROL;
+    }
+    for (token_id id : {eos_, eot_, eom_}) {
+        if (id >= 0) eog.push_back(id);
+    }
+    std::sort(eog.begin(), eog.end());
+    eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+    eog_ = std::move(eog);
+}
+
+void VocabTokenizer::build_caches(const GGUFFile& f) {
+    const token_id n = n_vocab();
+    special_tokens_.clear();
+    for (token_id id = 0; id < n; ++id) {
+        const TokenAttr a = attrs_[id];
+        if (a == TokenAttr::CONTROL || a == TokenAttr::USER_DEFINED || a == TokenAttr::UNKNOWN) {
+            special_tokens_.push_back(id);
+        }
+    }
+    std::stable_sort(special_tokens_.begin(), special_tokens_.end(),
+                     [&](token_id a, token_id b) { return texts_[a].size() > texts_[b].size(); });
+
+    pieces_.resize(n);
+    for (token_id id = 0; id < n; ++id) pieces_[id] = make_piece(id);
+
+    // Phi-3: special tokens swallow the whitespace after them, except <unk>, <s>, <|endoftext|>.
+    strip_.assign(n, 0);
+    std::string name = f.get_string_or("general.name", "");
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+        for (token_id id : special_tokens_) strip_[id] |= kRstrip;
+        if (token_id id = find_token("</s>"); id >= 0) strip_[id] |= kRstrip;
+        for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) {
+            if (token_id id = find_token(t); id >= 0) strip_[id] &= ~kRstrip;
+        }
+    }
+}
+
+void VocabTokenizer::load(const GGUFFile& f) {
+    read_tokens(f);
+    configure(f);
+    add_space_prefix_ = f.get_bool_or("tokenizer.ggml.add_space_prefix", add_space_prefix_);
+    read_special_ids(f);
+    detect_special_tokens();
+    build_caches(f);
+    nl_ = find_newline();
+}
+
+}  // namespace specula
