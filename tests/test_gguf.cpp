@@ -27,8 +27,11 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
+// Writes a fresh file (removing any old one first: truncating a file in place makes ext4 flush it
+// to disk on close, which made the fuzz loop slow).
 void write_bytes(const std::string& path, const Bytes& b) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    fs::remove(path);
+    std::ofstream f(path, std::ios::binary);
     f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 

@@ -140,6 +140,21 @@ namespace {
 constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxArrayDepth = 16;
 
+// Names the field being read, for error messages; formatted only when a read fails, so the hot
+// path (hundreds of thousands of vocab strings) builds no strings.
+struct Field {
+    const char* label;           // "value of key", "dims of tensor", ...
+    std::string_view name = {};  // key or tensor name, quoted when present
+    int64_t index = -1;          // kv / tensor number, printed as #index when >= 0
+};
+
+std::ostream& operator<<(std::ostream& os, const Field& f) {
+    os << f.label;
+    if (!f.name.empty()) os << " '" << f.name << "'";
+    if (f.index >= 0) os << " #" << f.index;
+    return os;
+}
+
 class Cursor {
   public:
     Cursor(const std::string& path, const uint8_t* data, uint64_t size, uint32_t version)
@@ -150,7 +165,7 @@ class Cursor {
     const std::string& path() const { return path_; }
     uint32_t version() const { return version_; }
 
-    void need(uint64_t n, const std::string& what) const {
+    void need(uint64_t n, const Field& what) const {
         if (n > remaining()) {
             fail(path_, ": truncated while reading ", what, " at offset ", pos_, " (need ", n,
                  " bytes, ", remaining(), " left)");
@@ -158,7 +173,7 @@ class Cursor {
     }
 
     template <class T>
-    T read(const std::string& what) {
+    T read(const Field& what) {
         need(sizeof(T), what);
         T v;
         std::memcpy(&v, data_ + pos_, sizeof(T));
@@ -167,13 +182,13 @@ class Cursor {
     }
 
     // Counts and lengths are u32 in GGUF v1, u64 later.
-    uint64_t read_len(const std::string& what) {
+    uint64_t read_len(const Field& what) {
         return version_ == 1 ? read<uint32_t>(what) : read<uint64_t>(what);
     }
     uint64_t len_size() const { return version_ == 1 ? 4 : 8; }
 
-    std::string read_string(const std::string& what) {
-        uint64_t n = read_len(what + " length");
+    std::string read_string(const Field& what) {
+        uint64_t n = read_len(what);
         if (n > remaining()) {
             fail(path_, ": ", what, ": string length ", n, " at offset ", pos_ - len_size(),
                  " runs past the end of the file (", remaining(), " bytes left)");
@@ -218,34 +233,34 @@ uint64_t min_value_size(GGUFType t, uint64_t len_size) {
 }
 
 GGUFType read_value_type(Cursor& c, const std::string& key) {
-    uint32_t t = c.read<uint32_t>("value type of key '" + key + "'");
+    uint32_t t = c.read<uint32_t>(Field{"value type of key", key});
     if (t > static_cast<uint32_t>(GGUFType::FLOAT64)) {
         fail(c.path(), ": key '", key, "': unknown value type ", t, " at offset ", c.pos() - 4);
     }
     return static_cast<GGUFType>(t);
 }
 
-GGUFValue read_value(Cursor& c, GGUFType type, const std::string& key, int depth);
+void read_value(Cursor& c, GGUFValue& v, GGUFType type, const std::string& key, int depth);
 
 void read_array(Cursor& c, GGUFValue& v, const std::string& key, int depth) {
     if (depth >= kMaxArrayDepth) {
         fail(c.path(), ": key '", key, "': arrays nested deeper than ", kMaxArrayDepth);
     }
     v.elem_type = read_value_type(c, key);
-    uint64_t n = c.read_len("array count of key '" + key + "'");
+    uint64_t n = c.read_len(Field{"array count of key", key});
     uint64_t min_size = min_value_size(v.elem_type, c.len_size());
     if (n > c.remaining() / min_size) {
         fail(c.path(), ": key '", key, "': array count ", n, " of ", gguf_type_name(v.elem_type),
              " cannot fit in the ", c.remaining(), " bytes left");
     }
-    v.arr.reserve(n);
-    for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(c, v.elem_type, key, depth + 1));
+    v.arr.resize(n);
+    for (GGUFValue& e : v.arr) read_value(c, e, v.elem_type, key, depth + 1);
 }
 
-GGUFValue read_value(Cursor& c, GGUFType type, const std::string& key, int depth) {
-    GGUFValue v;
+// Reads one value of `type` into v (in place: vocab arrays hold 100k+ elements).
+void read_value(Cursor& c, GGUFValue& v, GGUFType type, const std::string& key, int depth) {
     v.type = type;
-    const std::string what = "value of key '" + key + "'";
+    const Field what{"value of key", key};
     switch (type) {
         case GGUFType::UINT8:
             v.u = c.read<uint8_t>(what);
@@ -290,7 +305,6 @@ GGUFValue read_value(Cursor& c, GGUFType type, const std::string& key, int depth
             read_array(c, v, key, depth);
             break;
     }
-    return v;
 }
 
 uint64_t align_up(uint64_t x, uint64_t a) {
@@ -348,10 +362,11 @@ struct Parser {
                  " bytes left");
         }
         for (uint64_t k = 0; k < n_kv; ++k) {
-            std::string key = c.read_string("key of kv #" + std::to_string(k));
+            std::string key = c.read_string(Field{"key of kv", {}, static_cast<int64_t>(k)});
             if (kv_index.count(key)) fail(c.path(), ": duplicate key '", key, "'");
             GGUFType t = read_value_type(c, key);
-            GGUFValue v = read_value(c, t, key, 0);
+            GGUFValue v;
+            read_value(c, v, t, key, 0);
             kv_index.emplace(key, kv.size());
             kv.emplace_back(std::move(key), std::move(v));
         }
@@ -370,17 +385,17 @@ struct Parser {
 
     void read_tensor_info(uint64_t k) {
         GGUFTensor t;
-        t.name = c.read_string("name of tensor #" + std::to_string(k));
+        t.name = c.read_string(Field{"name of tensor", {}, static_cast<int64_t>(k)});
         const std::string what = "tensor '" + t.name + "'";
         if (tensor_index.count(t.name)) fail(c.path(), ": duplicate tensor name '", t.name, "'");
-        uint32_t n_dims = c.read<uint32_t>("n_dims of " + what);
+        uint32_t n_dims = c.read<uint32_t>(Field{"n_dims of tensor", t.name});
         if (n_dims == 0 || n_dims > kMaxDims) {
             fail(c.path(), ": ", what, ": n_dims ", n_dims, " (must be 1..", kMaxDims, ")");
         }
         int64_t n = 1;
         for (uint32_t d = 0; d < n_dims; ++d) {
-            uint64_t dim = c.version() == 1 ? c.read<uint32_t>("dims of " + what)
-                                            : c.read<uint64_t>("dims of " + what);
+            uint64_t dim = c.version() == 1 ? c.read<uint32_t>(Field{"dims of tensor", t.name})
+                                            : c.read<uint64_t>(Field{"dims of tensor", t.name});
             if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
                 fail(c.path(), ": ", what, ": dimension ", d, " is ", static_cast<int64_t>(dim),
                      " (must be > 0)");
@@ -390,7 +405,7 @@ struct Parser {
             }
             t.ne.push_back(static_cast<int64_t>(dim));
         }
-        uint32_t type = c.read<uint32_t>("type of " + what);
+        uint32_t type = c.read<uint32_t>(Field{"type of tensor", t.name});
         const TypeTraits& tr = type_traits(type);
         if (!tr.known) fail(c.path(), ": ", what, ": unknown tensor type ", type);
         t.type = static_cast<GGMLType>(type);
@@ -403,7 +418,7 @@ struct Parser {
         if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(tr.type_size), &t.nbytes)) {
             fail(c.path(), ": ", what, ": byte size overflows");
         }
-        t.offset = c.read<uint64_t>("offset of " + what);
+        t.offset = c.read<uint64_t>(Field{"offset of tensor", t.name});
         tensor_index.emplace(t.name, tensors.size());
         tensors.push_back(std::move(t));
     }
@@ -444,9 +459,9 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path) {
     f->version_ = version;
 
     Cursor c(path, bytes, m.size, version);
-    c.read<uint64_t>("header");  // magic + version, checked above
-    uint64_t n_tensors = c.read_len("tensor count");
-    uint64_t n_kv = c.read_len("kv count");
+    c.read<uint64_t>(Field{"header"});  // magic + version, checked above
+    uint64_t n_tensors = c.read_len(Field{"tensor count"});
+    uint64_t n_kv = c.read_len(Field{"kv count"});
 
     Parser p{c, f->kv_, f->kv_index_, f->tensors_, f->tensor_index_};
     p.read_kv(n_kv);
