@@ -164,3 +164,45 @@ TEST(Simd, WideLevelsAgreeBitwiseWithAvx2) {
         EXPECT_GT(compared, 0);
     }
 }
+
+// The activation quantizers are bit-identical to quantize_row_ggml_cpu at every level: random
+// rows, exact rounding ties, rows whose largest magnitude occurs with both signs, zero rows,
+// tiny and huge values.
+TEST(Simd, QuantizersMatchReferenceBitwise) {
+    std::mt19937 rng(11);
+    const GGMLType act_types[] = {GGMLType::Q8_0, GGMLType::Q8_1, GGMLType::Q8_K,
+                                  GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
+    for (SimdLevel level : runnable_levels()) {
+        specula::test::SimdCap cap(level);
+        for (GGMLType at : act_types) {
+            const QuantizeRowFn fn = best_quantize_row(at);
+            ASSERT_NE(fn, nullptr) << type_name(at);
+            const int64_t bs = type_traits(at).block_size;
+            const int64_t n = bs == 1 ? 77 : 3 * bs;
+            std::vector<std::vector<float>> rows;
+            rows.push_back(random_floats(rng, n));
+            rows.push_back(random_floats(rng, n, -1e-3f, 1e-3f));
+            rows.push_back(random_floats(rng, n, -3e4f, 3e4f));
+            rows.push_back(std::vector<float>(n, 0.f));
+            std::vector<float> ties(n);  // amax 127 per block: x * id lands on .5 exactly
+            for (int64_t i = 0; i < n; ++i) ties[i] = (i % 32 == 0) ? 127.f : float(i % 9) - 4.5f;
+            rows.push_back(ties);
+            std::vector<float> both = random_floats(rng, n);  // +m then -m in every block
+            for (int64_t i = 0; i + bs <= n && bs > 1; i += bs) {
+                both[i + 3] = 2.f;
+                both[i + 1] = -2.f;
+            }
+            rows.push_back(both);
+            std::vector<float> odd = random_floats(rng, n, -1e-38f, 1e-38f);  // subnormal-ish
+            rows.push_back(odd);
+            for (size_t k = 0; k < rows.size(); ++k) {
+                const size_t bytes = row_size(at, n);
+                std::vector<uint8_t> want(bytes, 0x11), got(bytes, 0x22);
+                quantize_row_ggml_cpu(at, rows[k].data(), want.data(), n);
+                fn(rows[k].data(), got.data(), n);
+                EXPECT_EQ(want, got)
+                    << type_name(at) << " row kind " << k << " at " << simd_level_name(level);
+            }
+        }
+    }
+}

@@ -72,6 +72,30 @@ VecDotFn scalar_kernel(GGMLType wt) {
     }
 }
 
+template <GGMLType T>
+void scalar_quantize(const float* x, void* dst, int64_t n) {
+    quantize_row_ggml_cpu(T, x, dst, n);
+}
+
+QuantizeRowFn scalar_quantizer(GGMLType at) {
+    switch (at) {
+        case GGMLType::Q8_0:
+            return &scalar_quantize<GGMLType::Q8_0>;
+        case GGMLType::Q8_1:
+            return &scalar_quantize<GGMLType::Q8_1>;
+        case GGMLType::Q8_K:
+            return &scalar_quantize<GGMLType::Q8_K>;
+        case GGMLType::F16:
+            return &scalar_quantize<GGMLType::F16>;
+        case GGMLType::BF16:
+            return &scalar_quantize<GGMLType::BF16>;
+        case GGMLType::F32:
+            return &scalar_quantize<GGMLType::F32>;
+        default:
+            return nullptr;
+    }
+}
+
 }  // namespace
 
 SimdLevel cpu_simd_level() {
@@ -113,6 +137,13 @@ VecDotFn best_vec_dot(GGMLType wt) {
         if (VecDotFn fn = vec_dot_kernel(wt, static_cast<SimdLevel>(l))) return fn;
     }
     return nullptr;
+}
+
+QuantizeRowFn best_quantize_row(GGMLType act_type) {
+    if (active_simd_level() >= SimdLevel::AVX2) {
+        if (QuantizeRowFn fn = simd::avx2_quantize_row(act_type)) return fn;
+    }
+    return scalar_quantizer(act_type);
 }
 
 }  // namespace specula

@@ -26,4 +26,12 @@ VecDotFn vec_dot_kernel(GGMLType wt, SimdLevel level);
 // supported type).
 VecDotFn best_vec_dot(GGMLType wt);
 
+// Rounds a row of n floats to an activation type (Q8_0, Q8_1, Q8_K, F16, BF16, F32) with results
+// bit-identical to quantize_row_ggml_cpu (kernels/quants.h); n must be a multiple of the block
+// size.
+using QuantizeRowFn = void (*)(const float* x, void* dst, int64_t n);
+
+// The fastest such quantizer at or below active_simd_level(), or nullptr for other types.
+QuantizeRowFn best_quantize_row(GGMLType act_type);
+
 }  // namespace specula

@@ -68,9 +68,9 @@ size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t 
     const size_t stride = row_size(at, cols);
     const size_t need = stride * static_cast<size_t>(std::max(ntok, 0));
     if (scratch.acts.size() < need) scratch.acts.resize(need);
-    for (int t = 0; t < ntok; ++t) {
-        quantize_row_ggml_cpu(at, x + t * ldx, scratch.acts.data() + t * stride, cols);
-    }
+    const QuantizeRowFn quantize = best_quantize_row(at);
+    if (!quantize) fail("quantize_acts: no quantizer for activation type ", type_name(at));
+    for (int t = 0; t < ntok; ++t) quantize(x + t * ldx, scratch.acts.data() + t * stride, cols);
     return stride;
 }
 
