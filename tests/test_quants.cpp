@@ -505,6 +505,28 @@ TEST(QuantErrors, UnsupportedTypesThrowNamingTheType) {
     EXPECT_THROW(dequantize_row(static_cast<GGMLType>(1000), buf, f, 32), Error);
 }
 
+// Rows holding Inf/NaN (e.g. from a file with corrupt weights) must not trip UB or crash; the
+// finite blocks next to them are quantized normally.
+TEST(QuantErrors, NonFiniteInputsDoNotCrash) {
+    auto x = random_gaussian(2 * QK_K, 21);
+    x[3] = INFINITY;
+    x[40] = NAN;
+    x[70] = -INFINITY;
+    std::vector<float> y(x.size());
+    for (GGMLType t :
+         {GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q8_1, GGMLType::Q8_K,
+          GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1}) {
+        std::vector<uint8_t> q(row_size(t, x.size()));
+        quantize_row(t, x.data(), q.data(), x.size());
+        quantize_row_ggml_cpu(t, x.data(), q.data(), x.size());
+        dequantize_row(t, q.data(), y.data(), x.size());
+        // The last Q8_K block / 32-block is all finite and round-trips closely.
+        for (size_t j = x.size() - 32; j < x.size(); ++j) {
+            EXPECT_NEAR(y[j], x[j], 0.5f) << type_name(t);
+        }
+    }
+}
+
 TEST(QuantErrors, RowLengthMustBeAMultipleOfTheBlock) {
     float f[256] = {};
     uint8_t buf[1024] = {};

@@ -43,6 +43,13 @@ float max_abs_signed(const float* x, int n) {  // the value of largest magnitude
     return max;
 }
 
+// ggml's MIN(top, (int8_t)v) for the v >= 0 of finite inputs: truncation toward zero, at most top.
+// Non-finite v (from Inf/NaN inputs) gives 0 instead of an undefined conversion.
+int trunc_level(float v, int top) {
+    if (!(v >= 0.0f)) return 0;
+    return v >= static_cast<float>(top) ? top : static_cast<int>(v);
+}
+
 void min_max(const float* x, int n, float* mn, float* mx) {
     *mn = INFINITY;
     *mx = -INFINITY;
@@ -122,9 +129,8 @@ void quantize_q4_0(const float* x, block_q4_0* y, int64_t n) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = fp32_to_fp16(d);
         for (int j = 0; j < kHalf; ++j) {
-            const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-            const int q1 =
-                std::min(15, static_cast<int>(static_cast<int8_t>(x[j + kHalf] * id + 8.5f)));
+            const int q0 = trunc_level(x[j] * id + 8.5f, 15);
+            const int q1 = trunc_level(x[j + kHalf] * id + 8.5f, 15);
             y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
         }
     }
@@ -140,10 +146,8 @@ void quantize_q4_1(const float* x, block_q4_1* y, int64_t n) {
         y[i].d = fp32_to_fp16(d);
         y[i].m = fp32_to_fp16(mn);
         for (int j = 0; j < kHalf; ++j) {
-            const int q0 =
-                std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - mn) * id + 0.5f)));
-            const int q1 = std::min(
-                15, static_cast<int>(static_cast<int8_t>((x[j + kHalf] - mn) * id + 0.5f)));
+            const int q0 = trunc_level((x[j] - mn) * id + 0.5f, 15);
+            const int q1 = trunc_level((x[j + kHalf] - mn) * id + 0.5f, 15);
             y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
         }
     }
@@ -157,9 +161,8 @@ void quantize_q5_0(const float* x, block_q5_0* y, int64_t n) {
         y[i].d = fp32_to_fp16(d);
         uint32_t qh = 0;
         for (int j = 0; j < kHalf; ++j) {
-            const int q0 = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
-            const int q1 =
-                std::min(31, static_cast<int>(static_cast<int8_t>(x[j + kHalf] * id + 16.5f)));
+            const int q0 = trunc_level(x[j] * id + 16.5f, 31);
+            const int q1 = trunc_level(x[j + kHalf] * id + 16.5f, 31);
             y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
             qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
             qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + kHalf);
@@ -179,8 +182,8 @@ void quantize_q5_1(const float* x, block_q5_1* y, int64_t n) {
         y[i].m = fp32_to_fp16(mn);
         uint32_t qh = 0;
         for (int j = 0; j < kHalf; ++j) {
-            const int q0 = std::min(31, static_cast<int>((x[j] - mn) * id + 0.5f));
-            const int q1 = std::min(31, static_cast<int>((x[j + kHalf] - mn) * id + 0.5f));
+            const int q0 = trunc_level((x[j] - mn) * id + 0.5f, 31);
+            const int q1 = trunc_level((x[j + kHalf] - mn) * id + 0.5f, 31);
             y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
             qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
             qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + kHalf);
@@ -192,7 +195,7 @@ void quantize_q5_1(const float* x, block_q5_1* y, int64_t n) {
 namespace {
 
 // One 32-element block to 8 bits: d = amax / 127 and q = round(x / d), returning d (as float).
-// Reference (quantize_row_q8_0_ref): id = 1 / d, roundf (ties away from zero). CpuBackend
+// Reference (quantize_row_q8_0_ref): id = 1 / d, ties away from zero (roundf). CpuBackend
 // (ggml-cpu's AVX2 quantize_row_q8_0/q8_1, what llama.cpp runs on x86): id = 127 / amax, ties to
 // even.
 float quantize_block_q8(const float* x, int8_t* q, Q8Rounding rounding) {
@@ -201,7 +204,7 @@ float quantize_block_q8(const float* x, int8_t* q, Q8Rounding rounding) {
     const float d = amax / 127.0f;
     if (rounding == Q8Rounding::Reference) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        for (int j = 0; j < QK8_0; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+        for (int j = 0; j < QK8_0; ++j) q[j] = static_cast<int8_t>(std::lroundf(x[j] * id));
     } else {
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         for (int j = 0; j < QK8_0; ++j) q[j] = static_cast<int8_t>(nearest_int(x[j] * id));
