@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -20,9 +21,15 @@ using specula::test::shared_path;
 
 namespace {
 
-std::unique_ptr<Tokenizer> load_vocab(const std::string& name) {
-    auto f = GGUFFile::open(shared_path("vocab/ggml-vocab-" + name + ".gguf"));
-    return Tokenizer::from_gguf(*f);
+// Each vocabulary is loaded once per test run (a Tokenizer is immutable after loading).
+const Tokenizer* load_vocab(const std::string& name) {
+    static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+    auto& slot = cache[name];
+    if (!slot) {
+        auto f = GGUFFile::open(shared_path("vocab/ggml-vocab-" + name + ".gguf"));
+        slot = Tokenizer::from_gguf(*f);
+    }
+    return slot.get();
 }
 
 // The 46 strings of a .inp file ("\n__ggml_vocab_test__\n" ends each one).

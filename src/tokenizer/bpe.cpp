@@ -85,22 +85,16 @@ class BpeTokenizer final : public VocabTokenizer {
     }
 
   private:
-    void read_merges(const std::vector<std::string>& merges) {
-        ranks_.reserve(merges.size());
-        for (size_t i = 0; i < merges.size(); ++i) {
-            // "left right", split at the first space after the first byte; the first entry of a
-            // pair wins.
-            if (merges[i].find(' ', 1) == std::string::npos) continue;
-            ranks_.emplace(merges[i], static_cast<int32_t>(i));
-        }
+    // Merge lines are "left right"; a pair's rank is its line number (the first line wins).
+    // Symbols are in the byte alphabet and never contain a space, so looking up the joined
+    // string is the same as llama.cpp's split at the first space.
+    void read_merges(std::vector<std::string> merges) {
+        merges_ = std::move(merges);
+        ranks_.build(merges_, StringIndex::Duplicates::kKeepFirst);
     }
 
     int32_t rank(std::string_view left, std::string_view right) const {
-        std::string key;
-        key.reserve(left.size() + 1 + right.size());
-        key.append(left).append(1, ' ').append(right);
-        auto it = ranks_.find(key);
-        return it == ranks_.end() ? -1 : it->second;
+        return ranks_.find_pair(left, right);
     }
 
     // Token text in the byte alphabet -> raw bytes; a codepoint outside the alphabet is written
@@ -184,7 +178,8 @@ class BpeTokenizer final : public VocabTokenizer {
     }
 
     std::unique_ptr<PreTokenizer> pre_tok_;
-    StringMap<int32_t> ranks_;
+    std::vector<std::string> merges_;
+    StringIndex ranks_;
     bool ignore_merges_ = false;
 };
 

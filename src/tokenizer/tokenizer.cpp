@@ -32,8 +32,7 @@ bool Tokenizer::is_eog(token_id id) const {
 }
 
 token_id VocabTokenizer::find_token(std::string_view text) const {
-    auto it = token_to_id_.find(text);
-    return it == token_to_id_.end() ? -1 : it->second;
+    return token_index_.find(text);
 }
 
 bool VocabTokenizer::is_special_attr(token_id id) const {

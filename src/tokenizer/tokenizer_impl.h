@@ -6,20 +6,12 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "tokenizer/string_index.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
-
-// unordered_map<std::string, V> that can be searched with a string_view.
-struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-template <class V>
-using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
 class VocabTokenizer : public Tokenizer {
   public:
@@ -65,7 +57,7 @@ class VocabTokenizer : public Tokenizer {
     void detect_special_tokens();
     void build_caches(const GGUFFile& f);
 
-    StringMap<token_id> token_to_id_;
+    StringIndex token_index_;  // text -> id (the last id when texts repeat, as llama.cpp)
     std::vector<token_id> special_tokens_;  // CONTROL, USER_DEFINED, UNKNOWN; longest text first
     std::vector<uint8_t> strip_;            // kLstrip / kRstrip per token
     std::vector<std::string> pieces_;       // make_piece of every token

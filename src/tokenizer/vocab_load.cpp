@@ -33,13 +33,6 @@ TokenAttr attr_from_type(int32_t type) {
     }
 }
 
-bool is_one_of(const std::string& s, std::initializer_list<const char*> list) {
-    for (const char* x : list) {
-        if (s == x) return true;
-    }
-    return false;
-}
-
 // Token texts llama.cpp recognises when the GGUF does not name the token.
 const std::initializer_list<const char*> kEotTexts = {
     "<|eot_id|>",
@@ -90,12 +83,11 @@ void VocabTokenizer::read_tokens(const GGUFFile& f) {
     }
     texts_ = std::move(tokens);
     attrs_.assign(n, TokenAttr::NORMAL);
-    token_to_id_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         if (texts_[i].empty()) texts_[i] = "[EMPTY_" + std::to_string(i) + "]";
-        token_to_id_[texts_[i]] = static_cast<token_id>(i);
         if (!types.empty()) attrs_[i] = attr_from_type(types[i]);
     }
+    token_index_.build(texts_, StringIndex::Duplicates::kKeepLast);
 }
 
 void VocabTokenizer::read_special_ids(const GGUFFile& f) {
@@ -132,36 +124,39 @@ void VocabTokenizer::read_special_ids(const GGUFFile& f) {
     add_eos_ = f.get_bool_or("tokenizer.ggml.add_eos_token", add_eos_);
 }
 
-// One pass over the vocabulary in id order: the first token with a known text fills each
-// still-unknown id, and is forced to CONTROL.
+// Ids still unknown are filled from the first (lowest-id) token with a known text, and such
+// tokens are forced to CONTROL. A repeated text stands for its last id, as in llama.cpp's map.
 void VocabTokenizer::detect_special_tokens() {
-    auto claim = [&](token_id& slot, token_id id, std::initializer_list<const char*> texts) {
-        if (slot >= 0 || !is_one_of(texts_[id], texts)) return;
-        slot = id;
-        attrs_[id] = TokenAttr::CONTROL;
+    auto lowest = [&](std::initializer_list<const char*> texts) {
+        token_id best = -1;
+        for (const char* t : texts) {
+            const token_id id = find_token(t);
+            if (id >= 0 && (best < 0 || id < best)) best = id;
+        }
+        return best;
     };
-    const token_id n = n_vocab();
-    for (token_id id = 0; id < n; ++id) {
-        if (token_to_id_.at(texts_[id]) != id) continue;  // a duplicate text: llama.cpp sees one
-        claim(eot_, id, kEotTexts);
-        claim(eom_, id, {"<|eom_id|>"});
-        claim(fim_.pre, id, kFimPreTexts);
-        claim(fim_.suf, id, kFimSufTexts);
-        claim(fim_.mid, id, kFimMidTexts);
-        claim(fim_.pad, id, kFimPadTexts);
-        claim(fim_.rep, id, kFimRepTexts);
-        claim(fim_.sep, id, kFimSepTexts);
-    }
+    auto claim = [&](token_id& slot, std::initializer_list<const char*> texts) {
+        if (slot >= 0) return;
+        slot = lowest(texts);
+        if (slot >= 0) attrs_[slot] = TokenAttr::CONTROL;
+    };
+    claim(eot_, kEotTexts);
+    claim(eom_, {"<|eom_id|>"});
+    claim(fim_.pre, kFimPreTexts);
+    claim(fim_.suf, kFimSufTexts);
+    claim(fim_.mid, kFimMidTexts);
+    claim(fim_.pad, kFimPadTexts);
+    claim(fim_.rep, kFimRepTexts);
+    claim(fim_.sep, kFimSepTexts);
+
     std::vector<token_id> eog;
-    for (token_id id : {fim_.pad, fim_.rep, fim_.sep}) {
-        if (id >= 0) eog.push_back(id);
-    }
-    for (token_id id = 0; id < n; ++id) {
-        if (token_to_id_.at(texts_[id]) != id || !is_one_of(texts_[id], kEogTexts)) continue;
+    for (const char* t : kEogTexts) {
+        const token_id id = find_token(t);
+        if (id < 0) continue;
         eog.push_back(id);
         attrs_[id] = TokenAttr::CONTROL;
     }
-    for (token_id id : {eos_, eot_, eom_}) {
+    for (token_id id : {fim_.pad, fim_.rep, fim_.sep, eos_, eot_, eom_}) {
         if (id >= 0) eog.push_back(id);
     }
     std::sort(eog.begin(), eog.end());
