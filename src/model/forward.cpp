@@ -104,12 +104,11 @@ struct Session::Impl {
     }
 
     void embed(std::span<const token_id> tokens) {
+        const WeightView& e = model.tok_embd;
         for (size_t t = 0; t < tokens.size(); ++t) {
-            dequantize_row_into(tokens[t], x.data() + t * hp.n_embd);
+            dequantize_row(e.type, e.row(tokens[t]), x.data() + t * hp.n_embd, e.cols);
         }
     }
-
-    void dequantize_row_into(token_id id, float* dst);
 
     void attention_block(const LayerWeights& l, int il, int pos0, int ntok) {
         const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
@@ -159,7 +158,7 @@ struct Session::Impl {
         }
     }
 
-    void eval(std::span<const token_id> tokens) {
+    void eval(std::span<const token_id> tokens, bool all_logits) {
         check(tokens);
         const int ntok = static_cast<int>(tokens.size());
         n_logits = 0;
@@ -174,25 +173,23 @@ struct Session::Impl {
             attention_block(model.layers[il], il, pos0, ntok);
             ffn_block(model.layers[il], ntok);
         }
-        norm_rows(x.data(), model.output_norm, ntok, h.data());
-        mm_(model.output, h.data(), hp.n_embd, ntok, logits.data(), hp.n_vocab);
+        // Only the rows whose logits are wanted go through the final norm and output matmul.
+        const int n_out = all_logits ? ntok : 1;
+        const float* last = x.data() + static_cast<size_t>(ntok - n_out) * hp.n_embd;
+        norm_rows(last, model.output_norm, n_out, h.data());
+        mm_(model.output, h.data(), hp.n_embd, n_out, logits.data(), hp.n_vocab);
         kv.set_n_past(pos0 + ntok);
-        n_logits = ntok;
+        n_logits = n_out;
     }
 };
-
-void Session::Impl::dequantize_row_into(token_id id, float* dst) {
-    const WeightView& e = model.tok_embd;
-    dequantize_row(e.type, e.row(id), dst, e.cols);
-}
 
 Session::Session(const Model& model, const SessionParams& params)
     : impl_(std::make_unique<Impl>(model, params)) {}
 
 Session::~Session() = default;
 
-void Session::eval(std::span<const token_id> tokens) {
-    impl_->eval(tokens);
+void Session::eval(std::span<const token_id> tokens, bool all_logits) {
+    impl_->eval(tokens, all_logits);
 }
 
 const float* Session::logits(int i) const {

@@ -112,7 +112,10 @@ class Session {
     // logits after token i. A position's logits do not depend on how many tokens shared the pass.
     // Throws Error if the context would overflow (naming n_ctx) or a token id is out of range;
     // the session is unchanged then.
-    void eval(std::span<const token_id> tokens);
+    // With all_logits = false only the last token's logits are computed (n_logits() == 1,
+    // logits(0) is the last token's): a prompt then skips the n_vocab-wide output matmul for
+    // every other position. That row is bit-identical to the all_logits one.
+    void eval(std::span<const token_id> tokens, bool all_logits = true);
 
     const float* logits(int i) const;
     int n_logits() const;  // tokens of the last eval

@@ -1,0 +1,336 @@
+// Session behaviour beyond parity: batch invariance (one pass of N tokens gives bit-identical
+// logits to N single-token passes, and to any other split), rollback and re-eval, context
+// overflow, and clear load errors for unsupported or malformed models.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "gguf/gguf_writer.h"
+#include "model/model.h"
+#include "test_util.h"
+
+// Counts heap allocations made while `g_counting` is set (to check that decoding allocates
+// nothing once warmed up).
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocs{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+    if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1);
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+
+namespace {
+
+using json = nlohmann::json;
+using specula::token_id;
+
+std::string model_path(const std::string& stem) {
+    return specula::test::shared_path("models/synthetic/" + stem + ".gguf");
+}
+
+// The reference token ids of the model's first prompt (real tokenizer output of llama.cpp).
+std::vector<token_id> first_prompt_ids(const std::string& stem) {
+    const json ref = json::parse(
+        specula::test::read_file(specula::test::shared_path("reference/" + stem + ".json")));
+    return ref["prompts"][0]["token_ids"].get<std::vector<token_id>>();
+}
+
+specula::Session make_session(const specula::Model& m, int n_ctx = 256, int n_threads = 2) {
+    specula::SessionParams sp;
+    sp.n_ctx = n_ctx;
+    sp.n_threads = n_threads;
+    return specula::Session(m, sp);
+}
+
+// Evaluates `ids` in chunks of the given sizes (cycled) and returns all logits rows.
+std::vector<float> eval_in_chunks(specula::Session& s, const std::vector<token_id>& ids,
+                                  const std::vector<int>& chunks) {
+    const int n_vocab = s.model().hparams().n_vocab;
+    std::vector<float> out;
+    size_t i = 0, c = 0;
+    while (i < ids.size()) {
+        const size_t n = std::min<size_t>(chunks[c++ % chunks.size()], ids.size() - i);
+        s.eval(std::span<const token_id>(ids.data() + i, n));
+        for (size_t t = 0; t < n; ++t) {
+            const float* l = s.logits(static_cast<int>(t));
+            out.insert(out.end(), l, l + n_vocab);
+        }
+        i += n;
+    }
+    return out;
+}
+
+// First row (token index) where two logits dumps differ, or -1.
+int first_difference(const std::vector<float>& a, const std::vector<float>& b, int n_vocab) {
+    if (a.size() != b.size()) return 0;
+    for (size_t r = 0; r * n_vocab < a.size(); ++r) {
+        if (std::memcmp(a.data() + r * n_vocab, b.data() + r * n_vocab, sizeof(float) * n_vocab)) {
+            return static_cast<int>(r);
+        }
+    }
+    return -1;
+}
+
+class BatchInvariance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BatchInvariance, BatchEqualsSingleTokenEvals) {
+    const auto model = specula::Model::load(model_path(GetParam()));
+    const int n_vocab = model->hparams().n_vocab;
+    auto ids = first_prompt_ids(GetParam());
+    ids.resize(std::min<size_t>(ids.size(), 40));
+
+    auto batched = make_session(*model);
+    const auto all = eval_in_chunks(batched, ids, {static_cast<int>(ids.size())});
+    auto single = make_session(*model);
+    const auto one = eval_in_chunks(single, ids, {1});
+    EXPECT_EQ(first_difference(all, one, n_vocab), -1)
+        << "batch of " << ids.size() << " vs single-token evals";
+    auto mixed = make_session(*model);
+    const auto mix = eval_in_chunks(mixed, ids, {3, 1, 7, 2, 5});
+    EXPECT_EQ(first_difference(all, mix, n_vocab), -1) << "batch vs chunks 3,1,7,2,5";
+    // A different thread count splits the matmul rows differently: results must not change.
+    auto one_thread = make_session(*model, 256, 1);
+    const auto t1 = eval_in_chunks(one_thread, ids, {4});
+    EXPECT_EQ(first_difference(all, t1, n_vocab), -1) << "2 threads vs 1 thread";
+    EXPECT_EQ(batched.n_past(), static_cast<int>(ids.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchInvariance,
+    ::testing::Values("rand-llama-tok512-d256-l2-F32", "rand-llama-tok512-d256-l2-Q8_0",
+                      "rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-moe4x2-tok512-d256-l2-Q8_0",
+                      "rand-llama-moe4x2-tok512-d256-l2-Q4_K_M", "rand-qwen2-tok512-d256-l2-F16"),
+    [](const auto& info) {
+        std::string s = info.param;
+        for (char& c : s) {
+            if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+        }
+        return s;
+    });
+
+TEST(Session, RollbackThenReevalIsIdentical) {
+    const std::string stem = "rand-llama-tok512-d256-l2-Q8_0";
+    const auto model = specula::Model::load(model_path(stem));
+    const int n_vocab = model->hparams().n_vocab;
+    const auto ids = first_prompt_ids(stem);
+    ASSERT_GE(ids.size(), 30u);
+    const std::vector<token_id> prefix(ids.begin(), ids.begin() + 20);
+    const std::vector<token_id> draft(ids.begin() + 20, ids.begin() + 26);
+    const std::vector<token_id> other(ids.begin() + 2, ids.begin() + 8);  // a rejected draft
+
+    auto s = make_session(*model);
+    eval_in_chunks(s, prefix, {20});
+    const auto first = eval_in_chunks(s, draft, {6});
+    s.rollback(20);
+    EXPECT_EQ(s.n_past(), 20);
+    eval_in_chunks(s, other, {6});
+    s.rollback(20);
+    const auto again = eval_in_chunks(s, draft, {6});
+    EXPECT_EQ(first_difference(first, again, n_vocab), -1);
+
+    // Partial acceptance: keep 2 draft tokens, re-evaluate the rest one by one.
+    s.rollback(22);
+    const std::vector<token_id> rest(draft.begin() + 2, draft.end());
+    const auto tail = eval_in_chunks(s, rest, {1});
+    const std::vector<float> first_tail(first.begin() + 2 * n_vocab, first.end());
+    EXPECT_EQ(first_difference(first_tail, tail, n_vocab), -1);
+    EXPECT_EQ(s.n_past(), 26);
+
+    EXPECT_THROW(s.rollback(27), specula::Error);
+    EXPECT_THROW(s.rollback(-1), specula::Error);
+    s.reset();
+    EXPECT_EQ(s.n_past(), 0);
+}
+
+// After one eval of the largest batch size, further evals (decode steps and smaller batches)
+// allocate nothing.
+TEST(Session, NoAllocationAfterWarmup) {
+    for (const std::string stem :
+         {"rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-moe4x2-tok512-d256-l2-Q8_0"}) {
+        const auto model = specula::Model::load(model_path(stem));
+        const auto ids = first_prompt_ids(stem);
+        g_allocs = 0;
+        g_counting = true;
+        auto s = make_session(*model);
+        s.eval(std::span<const token_id>(ids.data(), 8));  // warm-up: largest batch
+        g_counting = false;
+        ASSERT_GT(g_allocs.load(), 0) << "the allocation counter does not work";
+        s.rollback(0);
+        g_allocs = 0;
+        g_counting = true;
+        s.eval(std::span<const token_id>(ids.data(), 5));
+        for (int i = 5; i < 20; ++i) s.eval(std::span<const token_id>(&ids[i], 1));
+        s.rollback(10);
+        s.eval(std::span<const token_id>(ids.data() + 10, 8));
+        g_counting = false;
+        EXPECT_EQ(g_allocs.load(), 0) << stem << ": heap allocations during warmed-up evals";
+    }
+}
+
+// all_logits = false computes only the last row, bit-identical to the full computation.
+TEST(Session, LastLogitsOnlyMatchesFullRow) {
+    const std::string stem = "rand-llama-tok512-d256-l2-Q8_0";
+    const auto model = specula::Model::load(model_path(stem));
+    const int n_vocab = model->hparams().n_vocab;
+    const auto ids = first_prompt_ids(stem);
+    const std::span<const token_id> prompt(ids.data(), 12);
+    auto a = make_session(*model);
+    a.eval(prompt);
+    auto b = make_session(*model);
+    b.eval(prompt, false);
+    ASSERT_EQ(b.n_logits(), 1);
+    EXPECT_EQ(b.n_past(), 12);
+    EXPECT_EQ(std::memcmp(a.logits(11), b.logits(0), sizeof(float) * n_vocab), 0);
+}
+
+TEST(Session, LogitsStayReadableAfterRollback) {
+    const std::string stem = "rand-llama-tok512-d256-l2-F32";
+    const auto model = specula::Model::load(model_path(stem));
+    const auto ids = first_prompt_ids(stem);
+    auto s = make_session(*model);
+    s.eval(std::span<const token_id>(ids.data(), 8));
+    std::vector<float> row(s.logits(3), s.logits(3) + model->hparams().n_vocab);
+    s.rollback(4);
+    ASSERT_EQ(s.n_logits(), 8);
+    EXPECT_EQ(std::memcmp(row.data(), s.logits(3), row.size() * sizeof(float)), 0);
+    EXPECT_THROW(s.logits(8), specula::Error);
+}
+
+TEST(Session, ContextOverflowThrowsNamingNCtx) {
+    const auto model =
+        specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    auto s = make_session(*model, 8);
+    EXPECT_EQ(s.n_ctx(), 8);
+    const std::vector<token_id> six = {1, 403, 385, 410, 317, 407};
+    s.eval(six);
+    const std::vector<token_id> three = {274, 368, 301};
+    try {
+        s.eval(three);
+        FAIL() << "expected a context overflow";
+    } catch (const specula::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("n_ctx"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(s.n_past(), 6) << "a failed eval must leave the cache unchanged";
+    s.eval(std::span<const token_id>(three.data(), 2));
+    EXPECT_EQ(s.n_past(), 8);
+    const token_id one = 1;
+    EXPECT_THROW(s.eval(std::span<const token_id>(&one, 1)), specula::Error);
+}
+
+TEST(Session, OutOfRangeTokenThrows) {
+    const auto model =
+        specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    auto s = make_session(*model, 16);
+    const std::vector<token_id> bad = {1, 512};
+    EXPECT_THROW(s.eval(bad), specula::Error);
+    const std::vector<token_id> neg = {-1};
+    EXPECT_THROW(s.eval(neg), specula::Error);
+    EXPECT_EQ(s.n_past(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load errors, on modified copies of stories260K written to a temp dir.
+
+struct Edit {
+    std::string drop_tensor;    // tensor left out
+    std::string retype_tensor;  // tensor whose type is relabelled
+    specula::GGMLType new_type = specula::GGMLType::F32;
+    std::string reshape_tensor;  // tensor whose dims are reversed
+    std::string drop_key;        // metadata key left out
+    std::string arch;            // new general.architecture
+};
+
+std::string write_variant(const std::string& tag, const Edit& ed) {
+    const auto src =
+        specula::GGUFFile::open(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    specula::GGUFWriter w;
+    for (const auto& [k, v] : src->metadata()) {
+        if (k == ed.drop_key) continue;
+        w.set(k, v);
+    }
+    if (!ed.arch.empty()) w.set_string("general.architecture", ed.arch);
+    for (const auto& t : src->tensors()) {
+        if (t.name == ed.drop_tensor) continue;
+        auto ne = t.ne;
+        auto type = t.type;
+        if (t.name == ed.retype_tensor) type = ed.new_type;
+        if (t.name == ed.reshape_tensor) std::reverse(ne.begin(), ne.end());
+        w.add_tensor(t.name, ne, type, t.data, t.nbytes);
+    }
+    const std::string path = specula::test::temp_dir("model") + "/" + tag + ".gguf";
+    w.write(path);
+    return path;
+}
+
+// Model::load must throw specula::Error whose message contains every `needle`.
+void expect_load_error(const std::string& path, const std::vector<std::string>& needles) {
+    try {
+        specula::Model::load(path);
+        ADD_FAILURE() << path << ": loaded without error";
+    } catch (const specula::Error& e) {
+        const std::string msg = e.what();
+        for (const auto& n : needles) {
+            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+        }
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+    }
+}
+
+TEST(ModelLoad, UnmodifiedCopyLoads) {
+    const auto m = specula::Model::load(write_variant("same", {}));
+    EXPECT_EQ(m->hparams().n_layer, 5);
+    EXPECT_EQ(m->hparams().n_head_kv, 4);
+    EXPECT_EQ(m->n_params(), 292800);
+    EXPECT_NE(m->describe().find("llama"), std::string::npos);
+}
+
+TEST(ModelLoad, UnsupportedArchitecture) {
+    Edit ed;
+    ed.arch = "gpt2";
+    expect_load_error(write_variant("arch", ed),
+                      {"unsupported architecture 'gpt2'", "llama", "qwen2"});
+}
+
+TEST(ModelLoad, MissingTensor) {
+    Edit ed;
+    ed.drop_tensor = "blk.3.ffn_up.weight";
+    expect_load_error(write_variant("missing", ed), {"missing tensor", "blk.3.ffn_up.weight"});
+}
+
+TEST(ModelLoad, UnsupportedTensorType) {
+    Edit ed;
+    ed.retype_tensor = "blk.0.attn_q.weight";  // F32 64x64 relabelled I32: same byte size
+    ed.new_type = specula::GGMLType::I32;
+    expect_load_error(write_variant("type", ed), {"blk.0.attn_q.weight", "I32"});
+}
+
+TEST(ModelLoad, MisshapenTensor) {
+    Edit ed;
+    ed.reshape_tensor = "blk.1.attn_k.weight";  // [64, 32] -> [32, 64]
+    expect_load_error(write_variant("shape", ed), {"blk.1.attn_k.weight", "shape"});
+}
+
+TEST(ModelLoad, MissingHyperparameter) {
+    Edit ed;
+    ed.drop_key = "llama.embedding_length";
+    expect_load_error(write_variant("key", ed), {"llama.embedding_length"});
+}
+
+}  // namespace
