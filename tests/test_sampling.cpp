@@ -210,28 +210,34 @@ std::vector<TokenProb> reference_chain(const SamplingParams& p, const std::vecto
 }
 
 TEST(Sampling, MatchesStraightforwardChainOn128kVocab) {
-    const auto logits = random_logits(128256, 99);
     const SamplingParams cases[] = {
         params(0.8f, 40, 0.95f, 0.05f),  // llama.cpp defaults
         params(1.0f, 0, 0.9f, 0.f),      // nucleus only, no top-k
         params(0.7f, 0, 0.999f, 0.f),    // large nucleus
+        params(1.0f, 0, 0.95f, 0.02f),   // nucleus and min-p on the full vocabulary
+        params(1.0f, 5000, 0.8f, 0.f),   // large top-k, then nucleus
         params(1.5f, 0, 1.f, 0.3f),      // min-p only
         params(1.0f, 1000, 1.f, 0.f),    // top-k only
         params(0.3f, 200, 0.5f, 0.01f),  // all together
     };
-    for (const SamplingParams& p : cases) {
-        SCOPED_TRACE(::testing::Message() << "temp " << p.temp << " top_k " << p.top_k << " top_p "
-                                          << p.top_p << " min_p " << p.min_p);
-        auto want = reference_chain(p, logits);
-        auto got = dist(p, logits);
-        ASSERT_EQ(got.size(), want.size());
-        double sum = 0;
-        for (size_t k = 0; k < got.size(); ++k) {
-            ASSERT_EQ(got[k].id, want[k].id) << "rank " << k;
-            ASSERT_NEAR(got[k].p, want[k].p, 1e-6 + 1e-4 * want[k].p) << "rank " << k;
-            sum += got[k].p;
+    // Peaked (std 3) and nearly flat (std 0.05) logits: small and huge nuclei.
+    for (float scale : {3.f, 0.05f}) {
+        const auto logits = random_logits(128256, 99, scale);
+        for (const SamplingParams& p : cases) {
+            SCOPED_TRACE(::testing::Message()
+                         << "scale " << scale << " temp " << p.temp << " top_k " << p.top_k
+                         << " top_p " << p.top_p << " min_p " << p.min_p);
+            auto want = reference_chain(p, logits);
+            auto got = dist(p, logits);
+            ASSERT_EQ(got.size(), want.size());
+            double sum = 0;
+            for (size_t k = 0; k < got.size(); ++k) {
+                ASSERT_EQ(got[k].id, want[k].id) << "rank " << k;
+                ASSERT_NEAR(got[k].p, want[k].p, 1e-7 + 1e-4 * want[k].p) << "rank " << k;
+                sum += got[k].p;
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-4);
         }
-        EXPECT_NEAR(sum, 1.0, 1e-4);
     }
 }
 

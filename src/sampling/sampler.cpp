@@ -5,6 +5,7 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -18,9 +19,13 @@ constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
 
 // Candidate order: higher logit first, ties by lower id. (TokenProb::p holds the logit until
 // the final softmax.)
-bool better(const TokenProb& a, const TokenProb& b) {
-    return a.p > b.p || (a.p == b.p && a.id < b.id);
-}
+// (A function object rather than a function so that the sorts inline it.)
+struct Better {
+    bool operator()(const TokenProb& a, const TokenProb& b) const {
+        return a.p > b.p || (a.p == b.p && a.id < b.id);
+    }
+};
+constexpr Better better{};
 
 uint64_t random_seed() {
     std::random_device rd;
@@ -28,10 +33,35 @@ uint64_t random_seed() {
 }
 
 // Keeps the k best candidates (unsorted).
-void apply_top_k(std::vector<TokenProb>& c, int k) {
-    if (k <= 0 || static_cast<size_t>(k) >= c.size()) return;
-    std::nth_element(c.begin(), c.begin() + k, c.end(), better);
-    c.resize(static_cast<size_t>(k));
+void check_logit(float l, int32_t id) {
+    if (std::isnan(l)) fail("sampler: logit of token ", id, " is NaN");
+}
+
+// Fills c with every token, or only the top_k best when 0 < top_k < n (unsorted). The top-k pass
+// keeps a heap whose front is the worst kept candidate, so most tokens cost one comparison.
+void collect_candidates(const float* logits, int n, int top_k, std::vector<TokenProb>& c) {
+    c.clear();
+    if (top_k <= 0 || top_k >= n) {
+        c.resize(static_cast<size_t>(n));
+        for (int32_t i = 0; i < n; ++i) {
+            check_logit(logits[i], i);
+            c[i] = {i, logits[i]};
+        }
+        return;
+    }
+    c.reserve(static_cast<size_t>(top_k));
+    for (int32_t i = 0; i < n; ++i) {
+        const TokenProb t{i, logits[i]};
+        check_logit(t.p, i);
+        if (c.size() < static_cast<size_t>(top_k)) {
+            c.push_back(t);
+            std::push_heap(c.begin(), c.end(), better);
+        } else if (better(t, c.front())) {
+            std::pop_heap(c.begin(), c.end(), better);
+            c.back() = t;
+            std::push_heap(c.begin(), c.end(), better);
+        }
+    }
 }
 
 // Drops candidates whose probability is below min_p times the largest one; in logit space that
@@ -43,28 +73,68 @@ void apply_min_p(std::vector<TokenProb>& c, float max_logit, float min_p) {
             c.end());
 }
 
+// Softmax mass of the candidates (over the top-k survivors), binned by distance of the logit
+// below the maximum. Built in the same pass that computes the normaliser z; it tells top-p how far
+// down the nucleus can reach, so only that part of a large vocabulary needs sorting.
+class MassHistogram {
+  public:
+    static constexpr int kBins = 512;
+    static constexpr float kSpan = 32.f;  // logits further below the max share the last bin
+
+    explicit MassHistogram(float max_logit) : max_logit_(max_logit) {}
+
+    int bin(float logit) const {
+        const float d = (max_logit_ - logit) * (kBins / kSpan);
+        return d >= kBins ? kBins : static_cast<int>(d);
+    }
+    void add(float logit, double mass) { mass_[bin(logit)] += mass; }
+
+    // First bin at which the cumulative mass reaches top_p (kBins if none does).
+    int cut_bin(double z, float top_p) const {
+        double cum = 0;
+        for (int b = 0; b < kBins; ++b) {
+            cum += mass_[b] / z;
+            if (cum >= top_p) return b;
+        }
+        return kBins;
+    }
+
+  private:
+    float max_logit_;
+    std::array<double, kBins + 1> mass_{};
+};
+
+// Use the histogram only where sorting everything would cost noticeably more.
+constexpr size_t kHistogramMinCandidates = 2048;
+
 // Sorts the candidates and keeps the smallest prefix whose probability mass (softmax over the
-// top-k survivors: exp(logit - max_logit) / z) reaches top_p. Sorts in growing chunks so that a
-// small nucleus in a large vocabulary costs little more than a selection.
-void sort_and_apply_top_p(std::vector<TokenProb>& c, float max_logit, double z, float top_p) {
+// top-k survivors: exp(logit - max_logit) / z) reaches top_p. With a histogram, the candidates in
+// bins above the cut are sorted and walked first; the rest is sorted only if rounding left the
+// walk a hair short of top_p.
+void sort_and_apply_top_p(std::vector<TokenProb>& c, float max_logit, double z, float top_p,
+                          const MassHistogram* hist) {
     if (top_p >= 1.f) {
         std::sort(c.begin(), c.end(), better);
         return;
     }
+    auto sorted_end = c.begin();
+    if (hist) {
+        const int cut = hist->cut_bin(z, top_p);
+        sorted_end = std::partition(c.begin(), c.end(),
+                                    [&](const TokenProb& t) { return hist->bin(t.p) <= cut; });
+        std::sort(c.begin(), sorted_end, better);
+    }
     double cum = 0;
-    size_t done = 0;
-    size_t chunk = 64;
-    while (done < c.size()) {
-        const size_t upto = std::min(c.size(), done + chunk);
-        std::partial_sort(c.begin() + done, c.begin() + upto, c.end(), better);
-        for (; done < upto; ++done) {
-            cum += std::exp(static_cast<double>(c[done].p) - max_logit) / z;
-            if (cum >= top_p) {
-                c.resize(done + 1);
-                return;
-            }
+    for (size_t k = 0; k < c.size(); ++k) {
+        if (c.begin() + k == sorted_end) {
+            std::sort(sorted_end, c.end(), better);
+            sorted_end = c.end();
         }
-        chunk *= 4;
+        cum += std::exp(static_cast<double>(c[k].p) - max_logit) / z;
+        if (cum >= top_p) {
+            c.resize(k + 1);
+            return;
+        }
     }
 }
 
@@ -103,23 +173,26 @@ void Sampler::distribution(const float* logits, int n_vocab, std::vector<TokenPr
         out.push_back({argmax(logits, n_vocab), 1.0f});
         return;
     }
-    out.resize(static_cast<size_t>(n_vocab));
-    for (int32_t i = 0; i < n_vocab; ++i) {
-        if (std::isnan(logits[i])) fail("sampler: logit of token ", i, " is NaN");
-        out[i] = {i, logits[i]};
-    }
-    apply_top_k(out, params_.top_k);
+    collect_candidates(logits, n_vocab, params_.top_k, out);
 
     float max_logit = -std::numeric_limits<float>::infinity();
     for (const TokenProb& t : out) max_logit = std::max(max_logit, t.p);
     if (!std::isfinite(max_logit)) {
         fail("sampler: largest logit is ", max_logit, "; need a finite one");
     }
+    // Top-p needs the normaliser of the top-k survivors (before min-p removes any).
+    const bool top_p_on = params_.top_p < 1.f;
+    const bool use_hist = top_p_on && out.size() >= kHistogramMinCandidates;
+    MassHistogram hist(max_logit);
     double z = 0;
-    for (const TokenProb& t : out) z += std::exp(static_cast<double>(t.p) - max_logit);
+    for (size_t k = 0; top_p_on && k < out.size(); ++k) {
+        const double e = std::exp(static_cast<double>(out[k].p) - max_logit);
+        z += e;
+        if (use_hist) hist.add(out[k].p, e);
+    }
 
     apply_min_p(out, max_logit, params_.min_p);
-    sort_and_apply_top_p(out, max_logit, z, params_.top_p);
+    sort_and_apply_top_p(out, max_logit, z, params_.top_p, use_hist ? &hist : nullptr);
     apply_temperature_softmax(out, params_.temp);
 }
 
