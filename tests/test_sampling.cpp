@@ -1,6 +1,6 @@
 // Sampler tests: the argmax tie rule, each filter on hand-made logits with hand-computed
 // expectations (including the llama.cpp chain order), a straightforward reference of the chain on
-// a 128k vocabulary, seeded reproducibility, no allocation per call once warmed, and empirical
+// a 32k vocabulary, seeded reproducibility, no allocation per call once warmed, and empirical
 // frequencies of sample() against distribution() (chi-square).
 #include <gtest/gtest.h>
 
@@ -209,7 +209,7 @@ std::vector<TokenProb> reference_chain(const SamplingParams& p, const std::vecto
     return out;
 }
 
-TEST(Sampling, MatchesStraightforwardChainOn128kVocab) {
+TEST(Sampling, MatchesStraightforwardChainOnLargeVocab) {
     const SamplingParams cases[] = {
         params(0.8f, 40, 0.95f, 0.05f),  // llama.cpp defaults
         params(1.0f, 0, 0.9f, 0.f),      // nucleus only, no top-k
@@ -222,7 +222,7 @@ TEST(Sampling, MatchesStraightforwardChainOn128kVocab) {
     };
     // Peaked (std 3) and nearly flat (std 0.05) logits: small and huge nuclei.
     for (float scale : {3.f, 0.05f}) {
-        const auto logits = random_logits(128256, 99, scale);
+        const auto logits = random_logits(32000, 99, scale);  // > the histogram threshold
         for (const SamplingParams& p : cases) {
             SCOPED_TRACE(::testing::Message()
                          << "scale " << scale << " temp " << p.temp << " top_k " << p.top_k
@@ -291,7 +291,7 @@ TEST(Sampling, EmpiricalFrequenciesMatchDistribution) {
     std::vector<double> expect(8, 0.0);
     for (const TokenProb& t : d) expect[t.id] = t.p;
 
-    const int n = 200000;
+    const int n = 100000;
     std::vector<int> count(8, 0);
     for (int k = 0; k < n; ++k) count[s.sample(logits.data(), 8)]++;
     double chi2 = 0;
