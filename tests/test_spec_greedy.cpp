@@ -1,0 +1,167 @@
+// Greedy speculative decoding is exact: for every draft length, drafter and model pair (F32
+// TinyStories, F16, Q8_0 and Q4_K_M synthetic pairs, n-gram lookup) the generated token ids equal
+// plain greedy decoding of the target, a draft identical to the target is always accepted, and
+// acceptance is at least llama.cpp's on the same pairs (reference/speculative.json).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "spec/draft_model_drafter.h"
+#include "spec/generate.h"
+#include "spec/ngram_drafter.h"
+#include "test_util.h"
+
+using namespace specula;
+using json = nlohmann::json;
+
+namespace {
+
+json load_json(const std::string& rel) {
+    return json::parse(test::read_file(test::shared_path(rel)));
+}
+
+// The prompts llama.cpp used for a model: token ids from its reference dump (BOS-only skipped).
+std::vector<std::vector<token_id>> reference_prompts(const std::string& model_path) {
+    std::string stem = model_path.substr(model_path.rfind('/') + 1);
+    stem = stem.substr(0, stem.size() - 5);
+    std::vector<std::vector<token_id>> out;
+    const json ref = load_json("reference/" + stem + ".json");
+    for (const json& p : ref["prompts"])
+        if (p["name"] != "bos_only") out.push_back(p["token_ids"].get<std::vector<token_id>>());
+    return out;
+}
+
+struct Pair {
+    std::string target, draft;
+};
+
+const std::vector<Pair> kPairs = {
+    {"models/tinystories/stories260K.gguf", "models/tinystories/llama2xs.gguf"},
+    {"models/synthetic/rand-llama-tok512-d256-l2-F16.gguf",
+     "models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf"},
+    {"models/synthetic/rand-llama-tok512-d256-l2-Q8_0.gguf",
+     "models/synthetic/rand-llama-tok512-d256-l1-draft-Q8_0.gguf"},
+    {"models/synthetic/rand-llama-tok512-d256-l2-Q4_K_M.gguf",
+     "models/synthetic/rand-llama-tok512-d256-l1-draft-Q8_0.gguf"},
+};
+
+// One thread: the models are tiny, and tests share a small machine.
+const SessionParams kOneThread{0, 1};
+
+SamplingParams greedy() {
+    SamplingParams p;
+    p.temp = 0.f;
+    return p;
+}
+
+std::vector<token_id> run(Session& target, Drafter* drafter, const std::vector<token_id>& prompt,
+                          int n_predict, int n_draft, SpecStats* st = nullptr) {
+    Sampler sampler(greedy());
+    GenParams gp;
+    gp.n_predict = n_predict;
+    gp.ignore_eos = true;
+    gp.n_draft = n_draft;
+    return generate_tokens(target, sampler, drafter, prompt, gp, st);
+}
+
+}  // namespace
+
+TEST(SpecGreedy, EqualsPlainForEveryDraftLengthAndPair) {
+    const int n_predict = 48;
+    for (const Pair& pair : kPairs) {
+        auto target = Model::load(test::shared_path(pair.target));
+        auto draft = Model::load(test::shared_path(pair.draft));
+        Session session(*target, kOneThread);
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = greedy();
+        DraftModelDrafter drafter(*draft, dp);
+        for (const auto& prompt : reference_prompts(pair.target)) {
+            const auto plain = run(session, nullptr, prompt, n_predict, 0);
+            ASSERT_EQ(int(plain.size()), n_predict);
+            for (int n : {1, 2, 4, 8, 16}) {
+                SpecStats st;
+                const auto spec = run(session, &drafter, prompt, n_predict, n, &st);
+                EXPECT_EQ(spec, plain) << pair.target << " + " << pair.draft << ", N=" << n;
+                EXPECT_GT(st.n_drafted, 0);
+                EXPECT_LT(st.n_target_passes, n_predict) << "no draft token was ever accepted";
+            }
+        }
+    }
+}
+
+TEST(SpecGreedy, NgramDrafterEqualsPlain) {
+    auto target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
+    Session session(*target, kOneThread);
+    NgramDrafter ngram(NgramParams{});
+    long accepted = 0;
+    for (const auto& prompt : reference_prompts("models/tinystories/stories260K.gguf")) {
+        const auto plain = run(session, nullptr, prompt, 160, 0);
+        for (int n : {1, 2, 4, 8, 16}) {
+            SpecStats st;
+            EXPECT_EQ(run(session, &ngram, prompt, 160, n, &st), plain) << "N=" << n;
+            accepted += st.n_accepted;
+        }
+    }
+    EXPECT_GT(accepted, 0) << "repetitive TinyStories text should give some n-gram hits";
+}
+
+TEST(SpecGreedy, DraftEqualToTargetIsAlwaysAccepted) {
+    auto target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
+    auto same = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
+    Session session(*target, kOneThread);
+    for (float temp : {0.f, 0.8f}) {
+        SamplingParams sp;
+        sp.temp = temp;
+        sp.seed = 7;
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = sp;
+        DraftModelDrafter drafter(*same, dp);
+        Sampler sampler(sp);
+        GenParams gp;
+        gp.n_predict = 100;
+        gp.ignore_eos = true;
+        gp.n_draft = 6;
+        SpecStats st;
+        generate_tokens(session, sampler, &drafter,
+                        reference_prompts("models/tinystories/stories260K.gguf")[0], gp, &st);
+        EXPECT_GT(st.n_drafted, 60) << "temp " << temp;
+        EXPECT_EQ(st.n_accepted, st.n_drafted) << "temp " << temp;
+        EXPECT_DOUBLE_EQ(st.accept_rate(), 1.0);
+        EXPECT_NEAR(st.mean_accept_len(), 7.0, 0.5) << "N=6 gives 7 tokens per pass";
+    }
+}
+
+// llama.cpp's exact greedy acceptance for a fixed draft length k (llama_agree.accept_k*) on the
+// same prompts and 128 tokens: ours follows the same target path, so it must be as high (up to
+// the bookkeeping of the last, truncated draft).
+TEST(SpecGreedy, AcceptanceAtLeastLlamaCpp) {
+    const json ref = load_json("reference/speculative.json");
+    for (const json& pr : ref["pairs"]) {
+        const std::string tp = pr["target"], dpath = pr["draft"];
+        if (tp.find("F32") != std::string::npos) continue;  // same draft and path as F16
+        auto target = Model::load(test::shared_path(tp));
+        auto draft = Model::load(test::shared_path(dpath));
+        Session session(*target, kOneThread);
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = greedy();
+        DraftModelDrafter drafter(*draft, dp);
+        for (int k : {4, 8}) {
+            long drafted = 0, accepted = 0;
+            for (const auto& prompt : reference_prompts(tp)) {
+                SpecStats st;
+                run(session, &drafter, prompt, 128, k, &st);
+                drafted += st.n_drafted;
+                accepted += st.n_accepted;
+            }
+            const double ours = double(accepted) / drafted;
+            const double llama = pr["llama_agree"]["accept_k" + std::to_string(k)];
+            std::printf("%-70s k=%d accept %.3f (llama.cpp %.3f)\n",
+                        pr["pair"].get<std::string>().c_str(), k, ours, llama);
+            EXPECT_GE(ours, llama - 0.03) << pr["pair"] << " k=" << k;
+        }
+    }
+}
