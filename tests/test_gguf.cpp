@@ -321,8 +321,8 @@ TEST(GGUF, KnownButUnsupportedTypesStillLoad) {
 // Corrupted files
 
 // A small valid file whose fields are easy to find by their unique key / tensor names.
-Bytes small_file() {
-    GGUFWriter w;
+Bytes small_file(uint32_t version = 3) {
+    GGUFWriter w(version);
     w.set_string("general.architecture", "test");
     w.set_u32("general.alignment", 32);
     w.set_i32_array("test.k1", {1, 2, 3});
@@ -359,14 +359,12 @@ size_t b_type(const Bytes& b) {
 size_t b_offset(const Bytes& b) {
     return b_type(b) + 4;
 }
-size_t header_end(const Bytes& b) {
-    return b_offset(b) + 8;
-}
 
 struct Corruption {
     const char* name;
     std::function<void(Bytes&)> mutate;
-    const char* expect;  // substring of the error message
+    const char* expect;    // substring of the error message
+    uint32_t version = 3;  // of the small file the case starts from
 };
 
 std::vector<Corruption> corruptions() {
@@ -428,6 +426,16 @@ std::vector<Corruption> corruptions() {
         {"alignment wrong type",
          [](Bytes& b) { poke<uint32_t>(b, after(b, "general.alignment"), 5); },  // i32
          "general.alignment has type i32"},
+        // GGUF v1: 32-bit counts, lengths and dims.
+        {"v1 absurd kv count", [](Bytes& b) { poke<uint32_t>(b, 12, 0xFFFFFFFFu); }, "kv count", 1},
+        {"v1 absurd tensor count", [](Bytes& b) { poke<uint32_t>(b, 8, 0x10000000u); },
+         "tensor count", 1},
+        {"v1 key length beyond file", [](Bytes& b) { poke<uint32_t>(b, 16, 0x7FFFFFFFu); },
+         "past the end", 1},
+        {"v1 dim 0", [](Bytes& b) { poke<uint32_t>(b, after(b, "tensor.b") + 8, 0); },
+         "dimension 1 is 0", 1},
+        {"v1 truncated in tensor info", [](Bytes& b) { b.resize(after(b, "tensor.b") + 6); },
+         "truncated", 1},
     };
 }
 
@@ -446,7 +454,7 @@ TEST(GGUFCorrupt, EachDefectThrowsErrorNamingIt) {
     EXPECT_GE(cases.size(), 15u);
     for (const Corruption& c : cases) {
         SCOPED_TRACE(c.name);
-        Bytes b = small_file();
+        Bytes b = small_file(c.version);
         c.mutate(b);
         const std::string path = dir + "/case.gguf";
         write_bytes(path, b);
@@ -491,37 +499,41 @@ TEST(GGUFCorrupt, DeeplyNestedArraysAreRejected) {
     }
 }
 
-// Every truncation inside the header throws; byte flips at every header offset either load or
-// throw Error (never crash, never another exception type).
+// Every truncation before the data section throws; byte flips at every header offset either load
+// or throw Error (never crash, never another exception type). For v1 (32-bit counts) and v3.
 TEST(GGUFCorrupt, TruncationAndByteFlipsAtEveryHeaderOffset) {
     const std::string path = test::temp_dir("gguf-fuzz") + "/fuzz.gguf";
-    const Bytes good = small_file();
-    const size_t end = header_end(good);
-    for (size_t len = 0; len < end; ++len) {
-        write_bytes(path, Bytes(good.begin(), good.begin() + len));
-        EXPECT_THROW(GGUFFile::open(path), Error) << "truncated to " << len;
-    }
     std::mt19937 rng(1234);
-    int loaded = 0, rejected = 0;
-    for (size_t pos = 0; pos < end; ++pos) {
-        for (uint8_t mask :
-             {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff), static_cast<uint8_t>(rng() | 1)}) {
-            Bytes b = good;
-            b[pos] ^= mask;
-            write_bytes(path, b);
-            try {
-                auto f = GGUFFile::open(path);
-                for (const GGUFTensor& t : f->tensors()) {
-                    ASSERT_LE(f->data_offset() + t.offset + t.nbytes, f->file_size());
+    for (uint32_t version : {1u, 3u}) {
+        SCOPED_TRACE(version);
+        const Bytes good = small_file(version);
+        write_bytes(path, good);
+        const size_t end = GGUFFile::open(path)->data_offset();
+        for (size_t len = 0; len < end; ++len) {
+            write_bytes(path, Bytes(good.begin(), good.begin() + len));
+            EXPECT_THROW(GGUFFile::open(path), Error) << "truncated to " << len;
+        }
+        int loaded = 0, rejected = 0;
+        for (size_t pos = 0; pos < end; ++pos) {
+            for (uint8_t mask :
+                 {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff), static_cast<uint8_t>(rng() | 1)}) {
+                Bytes b = good;
+                b[pos] ^= mask;
+                write_bytes(path, b);
+                try {
+                    auto f = GGUFFile::open(path);
+                    for (const GGUFTensor& t : f->tensors()) {
+                        ASSERT_LE(f->data_offset() + t.offset + t.nbytes, f->file_size());
+                    }
+                    ++loaded;
+                } catch (const Error&) {
+                    ++rejected;
                 }
-                ++loaded;
-            } catch (const Error&) {
-                ++rejected;
             }
         }
+        EXPECT_GT(rejected, 0);
+        EXPECT_GT(loaded, 0);  // e.g. flips inside string values keep the file valid
     }
-    EXPECT_GT(rejected, 0);
-    EXPECT_GT(loaded, 0);  // e.g. flips inside string values keep the file valid
 }
 
 }  // namespace
