@@ -18,7 +18,7 @@ namespace specula::cli {
 namespace {
 
 void line(const std::string& key, const std::string& value) {
-    std::printf("  %-22s %s\n", (key + ":").c_str(), value.c_str());
+    std::printf("  %-34s %s\n", (key + ":").c_str(), value.c_str());
 }
 
 void print_file(const GGUFFile& f) {

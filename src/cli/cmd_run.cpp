@@ -3,6 +3,8 @@
 // stdout byte for byte (nothing else goes there). Options are checked and the context budget is
 // enforced before any token is generated; logs and the closing statistics line go to stderr.
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +71,16 @@ class PieceWriter {
     bool first_ = true;
 };
 
+// The KV cache is allocated up front; a context too large for memory is a user error.
+std::unique_ptr<Session> make_session(const Model& model, int n_ctx, int n_threads) {
+    try {
+        return std::make_unique<Session>(model, SessionParams{n_ctx, n_threads});
+    } catch (const std::bad_alloc&) {
+        fail("out of memory allocating the KV cache for a context of ", n_ctx,
+             " tokens (-c); try a smaller -c");
+    }
+}
+
 double per_second(int n, double ms) {
     return ms > 0 ? n * 1000.0 / ms : 0.0;
 }
@@ -107,7 +119,7 @@ int cmd_run(const RunOptions& opt) {
 
     const int n_threads =
         opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::thread::hardware_concurrency());
-    Session session(*model, SessionParams{n_ctx, n_threads});
+    auto session = make_session(*model, n_ctx, n_threads);
     Sampler sampler(SamplingParams{opt.temp, opt.top_k, opt.top_p, opt.min_p, opt.seed});
     log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model->describe().c_str(), n_ctx,
         n_threads, static_cast<unsigned long long>(sampler.seed()));
@@ -115,7 +127,7 @@ int cmd_run(const RunOptions& opt) {
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
     const GenerateStats st =
-        generate_plain(session, sampler, prompt, GenerateLimits{opt.n_predict, opt.ignore_eos},
+        generate_plain(*session, sampler, prompt, GenerateLimits{opt.n_predict, opt.ignore_eos},
                        [&](token_id id) { writer(id); });
     print_stats(st, load_ms);
     return 0;
