@@ -1,0 +1,177 @@
+// Speculative sampling is exact: with the stories260K target and the llama2xs draft (which
+// disagree a lot), the first two generated tokens, drawn thousands of times with fixed seeds
+// through draft proposal + rejection sampling, follow the target's exact joint distribution
+// p(t1) p(t2 | t1) after the temp/top-k/top-p/min-p transforms (Pearson chi-square). The same
+// statistic rejects a naive verifier that keeps a draft token when it equals the target's argmax
+// and otherwise takes a target sample, so the test has the power to see a biased verifier.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "model/model.h"
+#include "spec/categorical.h"
+#include "spec/draft_model_drafter.h"
+#include "spec/verifier.h"
+#include "test_util.h"
+
+using namespace specula;
+
+namespace {
+
+const SessionParams kOneThread{0, 1};
+const int kTrials = 3000;
+const int kDraft = 3;
+
+SamplingParams sampling(uint64_t seed) {
+    SamplingParams p;
+    p.temp = 1.0f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.seed = seed;
+    return p;
+}
+
+using Pair = std::pair<token_id, token_id>;
+
+struct Fixture {
+    std::unique_ptr<Model> target, draft;
+    std::vector<token_id> prompt;
+    Fixture() {
+        target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
+        draft = Model::load(test::shared_path("models/tinystories/llama2xs.gguf"));
+        // "Tom and his dog went to the park. They saw a": the models disagree on what follows.
+        prompt =
+            target->tokenizer().encode("Tom and his dog went to the park. They saw a", true, false);
+    }
+};
+
+// Exact p(t1) p(t2 | t1) of the target under the sampling transforms.
+std::map<Pair, double> exact_joint(const Model& target, const std::vector<token_id>& prompt) {
+    const int nv = target.hparams().n_vocab;
+    Sampler s(sampling(1));
+    Session sess(target, kOneThread);
+    sess.eval(prompt);
+    std::vector<TokenProb> p1, p2;
+    s.distribution(sess.logits(sess.n_logits() - 1), nv, p1);
+    std::map<Pair, double> joint;
+    for (const TokenProb& a : p1) {
+        sess.rollback(int(prompt.size()));
+        sess.eval(std::vector<token_id>{a.id});
+        s.distribution(sess.logits(0), nv, p2);
+        for (const TokenProb& b : p2) joint[{a.id, b.id}] = double(a.p) * b.p;
+    }
+    return joint;
+}
+
+// The naive (biased) rule: keep d_i iff it is the target's most likely token, else sample p.
+VerifyResult naive_decide(Session& target, int n_past_before, const Draft& draft, Sampler& s) {
+    const int nv = target.model().hparams().n_vocab;
+    std::vector<TokenProb> p;
+    VerifyResult r;
+    for (int i = 0; i <= draft.size(); ++i) {
+        s.distribution(target.logits(i), nv, p);
+        if (i < draft.size() && draft.tokens[i] == p[0].id) continue;
+        r.n_accepted = i;
+        r.next = sample_categorical(p, s.uniform());
+        break;
+    }
+    target.rollback(n_past_before + 1 + r.n_accepted);
+    return r;
+}
+
+// Draws (t1, t2) kTrials times: draft kDraft tokens, verify in one target pass, repeat until two
+// tokens exist. The target keeps the prompt cached and rolls back between trials.
+std::map<Pair, long> sample_pairs(const Fixture& f, bool naive) {
+    Session target(*f.target, kOneThread);
+    DraftModelParams dp;
+    dp.n_threads = 1;
+    dp.sampling = sampling(99);
+    DraftModelDrafter drafter(*f.draft, dp);
+    Verifier verifier(f.target->hparams().n_vocab);
+    Sampler sampler(sampling(12345));
+    Draft draft;
+    std::vector<token_id> history;
+    std::map<Pair, long> counts;
+
+    target.eval(std::span(f.prompt).first(f.prompt.size() - 1));
+    drafter.begin(f.prompt);
+    for (int t = 0; t < kTrials; ++t) {
+        history = f.prompt;
+        target.rollback(int(f.prompt.size()) - 1);
+        while (history.size() < f.prompt.size() + 2) {
+            drafter.propose(history, kDraft, draft);
+            const int n_past = target.n_past();
+            verifier.evaluate(target, history.back(), draft);
+            const VerifyResult r = naive ? naive_decide(target, n_past, draft, sampler)
+                                         : verifier.decide(target, draft, sampler);
+            drafter.accept(r.n_accepted);
+            for (int i = 0; i < r.n_accepted; ++i) history.push_back(draft.tokens[i]);
+            history.push_back(r.next);
+        }
+        ++counts[{history[f.prompt.size()], history[f.prompt.size() + 1]}];
+    }
+    return counts;
+}
+
+struct ChiSquare {
+    double stat = 0, critical = 0;
+    int df = 0;
+};
+
+// Pearson chi-square over the pairs expected >= 5 times, the rest pooled into one bin; critical
+// value at p = 1e-4 (Wilson-Hilferty).
+ChiSquare chi_square(const std::map<Pair, double>& p, const std::map<Pair, long>& counts) {
+    ChiSquare c;
+    double pooled_e = 0, pooled_o = 0;
+    int bins = 0;
+    for (const auto& [pair, prob] : p) {
+        const double e = prob * kTrials;
+        const auto it = counts.find(pair);
+        const double o = it == counts.end() ? 0 : double(it->second);
+        if (e >= 5) {
+            c.stat += (o - e) * (o - e) / e;
+            ++bins;
+        } else {
+            pooled_e += e, pooled_o += o;
+        }
+    }
+    long outside = 0;  // pairs the exact distribution gives probability 0
+    for (const auto& [pair, n] : counts)
+        if (!p.count(pair)) outside += n;
+    pooled_o += double(outside);
+    if (pooled_e > 0) {
+        c.stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
+        ++bins;
+    } else if (pooled_o > 0) {
+        c.stat = INFINITY;
+    }
+    c.df = bins - 1;
+    const double k = c.df, z = 3.719;
+    c.critical = k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
+    return c;
+}
+
+}  // namespace
+
+TEST(SpecSampling, FirstTwoTokensFollowTheTargetDistribution) {
+    Fixture f;
+    const auto exact = exact_joint(*f.target, f.prompt);
+    const auto counts = sample_pairs(f, false);
+    const ChiSquare c = chi_square(exact, counts);
+    std::printf("speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
+                c.critical);
+    ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
+    EXPECT_LT(c.stat, c.critical);
+}
+
+TEST(SpecSampling, ChiSquareRejectsANaiveVerifier) {
+    Fixture f;
+    const auto exact = exact_joint(*f.target, f.prompt);
+    const auto counts = sample_pairs(f, true);
+    const ChiSquare c = chi_square(exact, counts);
+    std::printf("naive: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
+                c.critical);
+    EXPECT_GT(c.stat, c.critical);
+}
