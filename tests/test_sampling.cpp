@@ -166,6 +166,9 @@ TEST(Sampling, BadInputThrows) {
     const float neg_inf[] = {-INFINITY, -INFINITY};
     EXPECT_THROW(s.distribution(neg_inf, 2, out), Error);
     EXPECT_THROW(s.sample(nan_logits, 0), Error);
+    EXPECT_THROW(Sampler(params(NAN, 0, 1.f, 0.f)), Error);
+    EXPECT_THROW(Sampler(params(INFINITY, 0, 1.f, 0.f)), Error);
+    EXPECT_THROW(Sampler(params(1.f, 0, NAN, 0.f)), Error);
 }
 
 // Straightforward version of the chain on probabilities (full sort, renormalise after every

@@ -163,6 +163,11 @@ int32_t argmax(const float* logits, int n_vocab) {
 
 Sampler::Sampler(const SamplingParams& params)
     : params_(params), seed_(params.seed == kRandomSeed ? random_seed() : params.seed) {
+    if (std::isnan(params.temp) || std::isinf(params.temp)) {
+        fail("sampler: temperature ", params.temp, " must be a finite number");
+    }
+    if (std::isnan(params.top_p)) fail("sampler: top_p is NaN");
+    if (std::isnan(params.min_p)) fail("sampler: min_p is NaN");
     rng_.seed(seed_);
 }
 
