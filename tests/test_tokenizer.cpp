@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -329,6 +330,110 @@ TEST(Tokenizer, Tok512ByteFallback) {
     EXPECT_EQ(bytes, "\xF0\x9F\xA6\x99");
     EXPECT_EQ(byte_tokens, 4);
     EXPECT_EQ(tok->decode(ids), text);
+}
+
+// Seeded random texts mixing scripts, whitespace (also non-ASCII), digits, punctuation, emoji,
+// combining marks and joiners. `quotes` adds apostrophes and contractions.
+std::vector<std::string> random_texts(uint32_t seed, int count, bool quotes) {
+    std::vector<std::string> atoms = {"a",
+                                      "Z",
+                                      "q",
+                                      "7",
+                                      "0",
+                                      "12345",
+                                      " ",
+                                      "  ",
+                                      "\t",
+                                      "\n",
+                                      "\r\n",
+                                      ".",
+                                      ",",
+                                      "!",
+                                      "?",
+                                      "-",
+                                      "_",
+                                      "(",
+                                      ")",
+                                      "<",
+                                      ">",
+                                      "#",
+                                      "$",
+                                      "`",
+                                      "~",
+                                      "|",
+                                      "=",
+                                      "\xC3\xA9",
+                                      "\xC3\xBC",
+                                      "\xC3\x9F",
+                                      "\xD0\x96",
+                                      "\xD1\x8B",
+                                      "\xE4\xB8\xAD",
+                                      "\xED\x95\x9C",
+                                      "\xE3\x81\x82",
+                                      "\xF0\x9F\xA6\x99",
+                                      "\xF0\x9F\x98\x81",
+                                      "\xE2\x80\x8D",
+                                      "\xCC\x81",
+                                      "\xC2\xA0",
+                                      "\xE3\x80\x80",
+                                      "\xC2\x85",
+                                      "\xE1\xA0\x8E",
+                                      "\xD9\xA3",
+                                      "\xC2\xBD",
+                                      "\xEF\xBC\x81",
+                                      "Hello",
+                                      " world",
+                                      "  Hello",
+                                      "\xE1\x9E\x80"};
+    if (quotes) {
+        for (const char* q : {"'", "'s", "'ll", "'VE", " 't", "''"}) atoms.push_back(q);
+    }
+    std::mt19937 rng(seed);
+    std::vector<std::string> out;
+    for (int i = 0; i < count; ++i) {
+        std::string t;
+        const int n = 1 + static_cast<int>(rng() % 24);
+        for (int k = 0; k < n; ++k) t += atoms[rng() % atoms.size()];
+        out.push_back(t);
+    }
+    return out;
+}
+
+// Decoding the tokens gives the text back (lossless vocabularies), or its clean-up for the
+// vocabularies with clean_spaces (then without quotes, where llama.cpp's and transformers'
+// clean-ups agree).
+TEST(Tokenizer, RandomTextRoundTrips) {
+    const std::pair<const char*, bool> vocabs[] = {
+        {"llama-spm", false},    {"phi-3", false}, {"qwen3", false}, {"deepseek-coder", false},
+        {"deepseek-llm", false}, {"gpt-2", true},  {"llama3", true}};
+    for (const auto& [name, clean] : vocabs) {
+        const Tokenizer* tok = load_vocab(name);
+        int ok = 0, n = 0;
+        std::string first_bad;
+        for (const std::string& t : random_texts(1234, 300, !clean)) {
+            const std::string back = tok->decode(tok->encode(t, false, false));
+            const std::string want = clean ? hf_clean_up(t) : t;
+            ++n;
+            if (back == want) {
+                ++ok;
+            } else if (first_bad.empty()) {
+                first_bad = "'" + t + "' -> '" + back + "'";
+            }
+        }
+        EXPECT_EQ(ok, n) << name << ": first mismatch " << first_bad;
+    }
+}
+
+// SentencePiece with byte fallback is lossless even on malformed UTF-8.
+TEST(Tokenizer, SpmRoundTripsArbitraryBytes) {
+    const Tokenizer* tok = load_vocab("llama-spm");
+    std::mt19937 rng(99);
+    for (int i = 0; i < 200; ++i) {
+        std::string t;
+        const int n = static_cast<int>(rng() % 16);
+        for (int k = 0; k < n; ++k) t += static_cast<char>(rng() % 256);
+        EXPECT_EQ(tok->decode(tok->encode(t, false, false)), t) << "case " << i;
+    }
 }
 
 TEST(Tokenizer, InvalidUtf8NeverCrashes) {

@@ -79,8 +79,7 @@ class BpeTokenizer final : public VocabTokenizer {
     }
 
     token_id find_newline() const override {
-        std::vector<token_id> ids;
-        encode_fragment("\n", true, ids);
+        const std::vector<token_id> ids = encode("\n", false, false);
         return ids.empty() ? pad_ : ids[0];
     }
 

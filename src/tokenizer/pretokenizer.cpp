@@ -212,6 +212,16 @@ void split_piece(const pcre2_code* code, const std::string& subject, Piece p, pc
     if (last < len) out.push_back({p.begin + last, p.end});
 }
 
+// The codepoint the regexes see in place of `cp`. llama.cpp's \s is the White_Space property,
+// and it turns non-ASCII whitespace into \v before matching; PCRE2's UCP \s also matches U+180E
+// (via \h), which White_Space excludes, so it is shown as U+200B, another non-space format
+// character.
+uint32_t regex_cpt(uint32_t cp) {
+    if (unicode::is_non_ascii_space(cp)) return 0x0B;
+    if (cp == 0x180E) return 0x200B;
+    return cp;
+}
+
 }  // namespace
 
 std::vector<std::string> PreTokenizer::split(std::string_view text) const {
@@ -224,7 +234,7 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
     subject.reserve(text.size());
     cpt_at.reserve(text.size() + 1);
     for (size_t i = 0; i < cpts.size(); ++i) {
-        const uint32_t cp = unicode::is_non_ascii_space(cpts[i]) ? 0x0B : cpts[i];
+        const uint32_t cp = regex_cpt(cpts[i]);
         unicode::append_utf8(subject, cp);
         cpt_at.resize(subject.size(), static_cast<uint32_t>(i));
     }
