@@ -1,7 +1,8 @@
 // Sampler: llama.cpp's default chain (top-k -> top-p -> min-p -> temperature -> draw).
 // Top-p and min-p both keep a prefix of the candidates sorted by logit, so the work is: select
-// the top-k (nth_element), drop tokens under the min-p logit threshold, then sort only as far as
-// top-p needs (growing partial sorts), and finally take the tempered softmax of the survivors.
+// the top-k (one pass with a small heap), drop tokens under the min-p logit threshold, sort only
+// the part a softmax-mass histogram says top-p can reach, and finally take the tempered softmax
+// of the survivors. llama.cpp's LLAMA_DEFAULT_SEED (0xFFFFFFFF) asks for a random seed.
 #include "sampling/sampler.h"
 
 #include <algorithm>
@@ -18,8 +19,7 @@ namespace {
 constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
 
 // Candidate order: higher logit first, ties by lower id. (TokenProb::p holds the logit until
-// the final softmax.)
-// (A function object rather than a function so that the sorts inline it.)
+// the final softmax. A function object rather than a function so that the sorts inline it.)
 struct Better {
     bool operator()(const TokenProb& a, const TokenProb& b) const {
         return a.p > b.p || (a.p == b.p && a.id < b.id);
@@ -32,7 +32,6 @@ uint64_t random_seed() {
     return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-// Keeps the k best candidates (unsorted).
 void check_logit(float l, int32_t id) {
     if (std::isnan(l)) fail("sampler: logit of token ", id, " is NaN");
 }
