@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "common/error.h"
+#include "gguf/gguf.h"
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
+#include "test_util.h"
 
 using namespace specula;
 using specula::test::random_floats;
@@ -78,7 +81,7 @@ TEST(Matmul, EqualsReferenceDotProducts) {
 // Token t of a call with ntok tokens gives exactly the bits of a call with that token alone,
 // for every ntok in 1..16 (and a large batch), every thread count, at every SIMD level.
 TEST(Matmul, BatchAndThreadInvariantAtEveryLevel) {
-    constexpr int kMaxTok = 40;  // more than one 16-token chunk
+    constexpr int kMaxTok = 21;  // more than one 16-token chunk
     ThreadPool pool1(1), pool2(2), pool3(3);
     MatmulScratch scratch;
     for (SimdLevel level : runnable_levels()) {
@@ -203,4 +206,55 @@ TEST(Dispatch, LevelsAndEnvironmentCap) {
     }
     EXPECT_EQ(best_vec_dot(GGMLType::Q8_K), nullptr);
     EXPECT_EQ(best_vec_dot(GGMLType::IQ2_XXS), nullptr);
+}
+
+// Real quantized tensors (the synthetic models' quantisation ladder, written by llama-quantize):
+// matmul equals the reference dot products, approximates the float product of the dequantized
+// weights (up to the activation rounding), and is batch invariant on 2 threads.
+TEST(Matmul, RealTensorsFromSharedModels) {
+    const char* files[] = {"F32",  "F16",    "BF16",   "Q8_0",   "Q4_0", "Q4_1",   "Q5_0",  "Q5_1",
+                           "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS"};
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    std::mt19937 rng(8);
+    std::set<GGMLType> seen;
+    for (const char* f : files) {
+        const std::string path = specula::test::shared_path(
+            std::string("models/synthetic/rand-llama-tok512-d256-l2-") + f + ".gguf");
+        auto file = GGUFFile::open(path);
+        std::set<GGMLType> done;  // one tensor per type per file
+        for (const GGUFTensor& t : file->tensors()) {
+            if (t.ne.size() != 2 || !type_traits(t.type).supported || done.count(t.type)) continue;
+            done.insert(t.type);
+            seen.insert(t.type);
+            SCOPED_TRACE(std::string(f) + " " + t.name);
+            const WeightView W{t.type, t.n_rows(), t.ne[0], t.data};
+            constexpr int ntok = 5;
+            const auto x = random_floats(rng, ntok * W.cols);
+            std::vector<float> y(ntok * W.rows), y1(W.rows);
+            matmul(W, x.data(), W.cols, ntok, y.data(), W.rows, pool, scratch);
+            const GGMLType at = vec_dot_type(t.type);
+            std::vector<uint8_t> a(row_size(at, W.cols));
+            std::vector<float> wf(W.cols);
+            for (int tk = 0; tk < ntok; ++tk) {
+                MatmulScratch s1;
+                matmul(W, x.data() + tk * W.cols, W.cols, 1, y1.data(), W.rows, pool, s1);
+                quantize_row_ggml_cpu(at, x.data() + tk * W.cols, a.data(), W.cols);
+                for (int64_t r = 0; r < W.rows; ++r) {
+                    dequantize_row(t.type, W.row(r), wf.data(), W.cols);
+                    double exact = 0, mag = 0;
+                    for (int64_t c = 0; c < W.cols; ++c) {
+                        exact += double(wf[c]) * x[tk * W.cols + c];
+                        mag += std::fabs(double(wf[c]) * x[tk * W.cols + c]);
+                    }
+                    const float got = y[tk * W.rows + r];
+                    ASSERT_TRUE(same_bits(got, y1[r])) << "row " << r << " token " << tk;
+                    ASSERT_NEAR(got, vec_dot_ref(t.type, W.cols, W.row(r), a.data()), 2e-5 * mag)
+                        << "row " << r << " token " << tk;
+                    ASSERT_NEAR(got, exact, 0.02 * mag + 1e-6) << "row " << r << " token " << tk;
+                }
+            }
+        }
+    }
+    EXPECT_GE(seen.size(), 12u);  // the ladder covers (nearly) every supported weight type
 }
