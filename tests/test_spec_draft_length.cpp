@@ -1,0 +1,126 @@
+// Adaptive draft length (spec/draft_length.h) on synthetic acceptance and cost numbers: the
+// estimates converge to the true acceptance, the cost line is fitted, and the closed loop (the
+// controller choosing N, outcomes drawn from known per-position acceptance) reaches within 5% of
+// the best fixed N's analytic throughput in several regimes, including a change of regime.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "spec/draft_length.h"
+
+using namespace specula;
+
+namespace {
+
+struct World {
+    std::function<double(int)> accept;  // conditional acceptance at position i (1-based)
+    double t0, t1;                      // target pass: t0 + t1 (b - 1) ms
+    double draft;                       // ms per draft step
+    double target(int b) const { return t0 + t1 * (b - 1); }
+    double expected_tokens(int n) const {
+        double e = 1, run = 1;
+        for (int i = 1; i <= n; ++i) e += run *= accept(i);
+        return e;
+    }
+    double rate(int n) const { return expected_tokens(n) / (n * draft + target(n + 1)); }
+    double best_rate(int n_max) const {
+        double best = 0;
+        for (int n = 1; n <= n_max; ++n) best = std::max(best, rate(n));
+        return best;
+    }
+};
+
+// Runs the closed loop for `steps` steps; returns the realised tokens per ms.
+double simulate(DraftLengthController& ctl, const World& w, int steps, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(0, 1);
+    double tokens = 0, ms = 0;
+    for (int s = 0; s < steps; ++s) {
+        const int n = ctl.choose();
+        int k = 0;
+        while (k < n && u(rng) < w.accept(k + 1)) ++k;
+        ctl.observe_draft(n, n * w.draft);
+        ctl.observe_target(n + 1, w.target(n + 1));
+        ctl.observe_accept(n, k);
+        tokens += k + 1;
+        ms += n * w.draft + w.target(n + 1);
+    }
+    return tokens / ms;
+}
+
+void expect_near_best(const World& w, const char* what) {
+    DraftLengthController ctl;
+    std::mt19937_64 rng(2024);
+    simulate(ctl, w, 300, rng);  // warm-up
+    const double realised = simulate(ctl, w, 3000, rng);
+    const double best = w.best_rate(ctl.params().n_max);
+    EXPECT_GE(realised, 0.95 * best) << what << ": chose N=" << ctl.choose();
+}
+
+}  // namespace
+
+TEST(DraftLength, StartsInTheMiddleBeforeAnyMeasurement) {
+    DraftLengthController ctl;
+    EXPECT_EQ(ctl.choose(), 4);
+    EXPECT_NEAR(ctl.accept_estimate(1), ctl.params().prior_accept, 1e-12);
+}
+
+TEST(DraftLength, FitsTheTargetCostLine) {
+    DraftLengthController ctl;
+    for (int rep = 0; rep < 3; ++rep)
+        for (int b = 1; b <= 5; ++b) ctl.observe_target(b, 10.0 + 2.0 * (b - 1));
+    EXPECT_NEAR(ctl.target_cost(1), 10.0, 1e-6);
+    EXPECT_NEAR(ctl.target_cost(9), 26.0, 1e-6);
+}
+
+TEST(DraftLength, EstimatesConvergeToTheTrueAcceptance) {
+    DraftLengthController ctl;
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int s = 0; s < 4000; ++s) {
+        int k = 0;
+        while (k < 6 && u(rng) < 0.7) ++k;
+        ctl.observe_accept(6, k);
+    }
+    for (int i = 1; i <= 4; ++i) EXPECT_NEAR(ctl.accept_estimate(i), 0.7, 0.06) << "pos " << i;
+    const double e = 1 + 0.7 + 0.49 + 0.343;
+    EXPECT_NEAR(ctl.expected_tokens(3), e, 0.15);
+}
+
+TEST(DraftLength, PicksShortDraftsWhenAcceptanceIsLowAndDraftingCostly) {
+    World w{[](int) { return 0.15; }, 10, 0.5, 5};
+    expect_near_best(w, "low acceptance");
+    DraftLengthController ctl;
+    std::mt19937_64 rng(1);
+    simulate(ctl, w, 500, rng);
+    EXPECT_EQ(ctl.choose(), 1);
+}
+
+TEST(DraftLength, PicksLongDraftsWhenAcceptanceIsHighAndDraftingCheap) {
+    World w{[](int) { return 0.95; }, 10, 0.05, 0.1};
+    expect_near_best(w, "high acceptance");
+    DraftLengthController ctl;
+    std::mt19937_64 rng(1);
+    simulate(ctl, w, 500, rng);
+    EXPECT_GE(ctl.choose(), 10);
+}
+
+TEST(DraftLength, WithinFivePercentOfBestFixedLength) {
+    expect_near_best({[](int) { return 0.7; }, 10, 0.3, 0.5}, "a=0.7, c=0.05");
+    expect_near_best({[](int) { return 0.5; }, 10, 0.1, 1.0}, "a=0.5, c=0.1");
+    expect_near_best({[](int) { return 0.85; }, 20, 1.0, 0.2}, "a=0.85, steep target");
+    // Acceptance that collapses after position 3 (e.g. a draft that knows a short phrase).
+    expect_near_best({[](int i) { return i <= 3 ? 0.9 : 0.2; }, 10, 0.2, 0.5}, "cliff at 3");
+}
+
+TEST(DraftLength, FollowsAChangeOfRegime) {
+    DraftLengthController ctl;
+    std::mt19937_64 rng(5);
+    World good{[](int) { return 0.9; }, 10, 0.1, 0.2};
+    World bad{[](int) { return 0.2; }, 10, 0.1, 0.2};
+    simulate(ctl, good, 1000, rng);
+    const int n_good = ctl.choose();
+    simulate(ctl, bad, 1500, rng);
+    EXPECT_LT(ctl.choose(), n_good);
+    EXPECT_GE(simulate(ctl, bad, 2000, rng), 0.95 * bad.best_rate(ctl.params().n_max));
+}
