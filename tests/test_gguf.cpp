@@ -101,6 +101,13 @@ TEST(GGUF, LoadsEveryShippedFileAndMatchesManifest) {
     for (const auto& f : gguf_files_under(test::shared_path("vocab"))) files.push_back(f);
     EXPECT_GE(n_models, 27u);
     EXPECT_GE(files.size() - n_models, 12u);
+    size_t n_listed = 0;  // every .gguf the manifest lists is on disk (and was found above)
+    for (const auto* list : {&manifest["files"], &manifest["vocab"]["files"]}) {
+        for (const auto& e : *list) {
+            if (e["path"].get<std::string>().ends_with(".gguf")) ++n_listed;
+        }
+    }
+    EXPECT_EQ(n_listed, files.size());
 
     for (const std::string& path : files) {
         SCOPED_TRACE(path);
