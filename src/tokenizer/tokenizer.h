@@ -1,10 +1,12 @@
-// Tokenizer built from a GGUF's tokenizer.* metadata, identical to llama.cpp's:
+// Tokenizer built from a GGUF's tokenizer.* metadata, identical to llama.cpp's (c392e509):
 //  - "llama": SentencePiece BPE by scores, with byte fallback (<0xNN>) and the "▁" space marker;
 //  - "gpt2": byte-level BPE by merge rank, after a pre-tokenizer chosen by tokenizer.ggml.pre
 //    (llama-bpe/llama3, qwen2, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
-//    refact, default), whose regexes run through PCRE2 with UTF and UCP.
-// Special (CONTROL) tokens are matched in the text only with parse_special; USER_DEFINED tokens
-// always are.
+//    refact, default and a few aliases), whose regexes run through PCRE2 with UTF and UCP.
+// Special (CONTROL, UNKNOWN) tokens are matched in the text only with parse_special;
+// USER_DEFINED tokens always are. Malformed UTF-8 never fails: SPM falls back to byte tokens,
+// BPE reads each bad byte as U+FFFD, as llama.cpp does. A Tokenizer is immutable after loading
+// and safe to use from several threads.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +48,12 @@ class Tokenizer {
     // their text only when `special`; UNUSED tokens give "".
     virtual std::string token_to_piece(token_id id, bool special = true) const = 0;
 
-    // llama_detokenize(tokens, remove_special, unparse_special): concatenated pieces, with the
-    // SPM leading-space rule and (where the vocabulary asks for it) clean_spaces.
+    // llama_detokenize(tokens, remove_special, unparse_special): concatenated pieces. With
+    // add_space_prefix (SPM) the first token's piece loses one leading space, unless
+    // remove_special dropped a leading BOS (then nothing is stripped, as in llama.cpp). Where the
+    // vocabulary sets clean_spaces (gpt-2, llama-bpe, falcon, ...), " ?", " !", " .", " ,",
+    // " ' " and " 's", " 'm", " 're", " 've" lose their space. Throws Error for an id outside
+    // the vocabulary (as does token_to_piece).
     virtual std::string decode(const std::vector<token_id>& tokens, bool remove_special = false,
                                bool unparse_special = true) const = 0;
 

@@ -33,36 +33,20 @@ TokenAttr attr_from_type(int32_t type) {
     }
 }
 
-// Token texts llama.cpp recognises when the GGUF does not name the token.
-const std::initializer_list<const char*> kEotTexts = {
-    "<|eot_id|>",
-    "<|im_end|>",
-    "<|end|>",
-    "<end_of_turn>",
-    "<|endoftext|>",
-    "<EOT>",
-    "<\xEF\xBD\x9C"
-    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};  // DeepSeek
-const std::initializer_list<const char*> kEogTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"};
-const std::initializer_list<const char*> kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>",
-                                                         "<\xEF\xBD\x9C"
-                                                         "fim\xE2\x96\x81"
-                                                         "begin\xEF\xBD\x9C>",
-                                                         "<PRE>"};
-const std::initializer_list<const char*> kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>",
-                                                         "<\xEF\xBD\x9C"
-                                                         "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-                                                         "<SUF>"};
-const std::initializer_list<const char*> kFimMidTexts = {"<|fim_middle|>", "<fim-middle>",
-                                                         "<\xEF\xBD\x9C"
-                                                         "fim\xE2\x96\x81"
-                                                         "end\xEF\xBD\x9C>",
-                                                         "<MID>"};
-const std::initializer_list<const char*> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
-const std::initializer_list<const char*> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>",
-                                                         "<fim-repo>", "<REPO>"};
-const std::initializer_list<const char*> kFimSepTexts = {"<|file_sep|>"};
+// Token texts llama.cpp recognises when the GGUF does not name the token ("｜" and "▁" in the
+// DeepSeek ones are U+FF5C and U+2581).
+using Texts = std::initializer_list<const char*>;
+const Texts kEotTexts = {"<|eot_id|>",           "<|im_end|>",    "<|end|>",
+                         "<end_of_turn>",        "<|endoftext|>", "<EOT>",
+                         "<｜end▁of▁sentence｜>"};
+const Texts kEogTexts = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
+                         "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+const Texts kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>"};
+const Texts kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>"};
+const Texts kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>"};
+const Texts kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
+const Texts kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
+const Texts kFimSepTexts = {"<|file_sep|>"};
 
 }  // namespace
 
@@ -95,14 +79,13 @@ void VocabTokenizer::read_special_ids(const GGUFFile& f) {
     for (token_id* id : {&bos_, &eos_, &eot_, &unk_, &pad_}) {
         if (*id >= n_vocab()) *id = -1;
     }
-    token_id sep = -1, eom = -1;
+    token_id eom = -1;
     const std::pair<const char*, token_id*> keys[] = {
         {"tokenizer.ggml.bos_token_id", &bos_},
         {"tokenizer.ggml.eos_token_id", &eos_},
         {"tokenizer.ggml.eot_token_id", &eot_},
         {"tokenizer.ggml.eom_token_id", &eom},
         {"tokenizer.ggml.unknown_token_id", &unk_},
-        {"tokenizer.ggml.seperator_token_id", &sep},
         {"tokenizer.ggml.padding_token_id", &pad_},
         {"tokenizer.ggml.fim_pre_token_id", &fim_.pre},
         {"tokenizer.ggml.fim_suf_token_id", &fim_.suf},
@@ -127,7 +110,7 @@ void VocabTokenizer::read_special_ids(const GGUFFile& f) {
 // Ids still unknown are filled from the first (lowest-id) token with a known text, and such
 // tokens are forced to CONTROL. A repeated text stands for its last id, as in llama.cpp's map.
 void VocabTokenizer::detect_special_tokens() {
-    auto lowest = [&](std::initializer_list<const char*> texts) {
+    auto lowest = [&](Texts texts) {
         token_id best = -1;
         for (const char* t : texts) {
             const token_id id = find_token(t);
@@ -135,7 +118,7 @@ void VocabTokenizer::detect_special_tokens() {
         }
         return best;
     };
-    auto claim = [&](token_id& slot, std::initializer_list<const char*> texts) {
+    auto claim = [&](token_id& slot, Texts texts) {
         if (slot >= 0) return;
         slot = lowest(texts);
         if (slot >= 0) attrs_[slot] = TokenAttr::CONTROL;
