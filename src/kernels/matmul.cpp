@@ -1,12 +1,14 @@
 // matmul: quantize the activations once (rounded as llama.cpp's x86 CPU backend does, so logits
-// can match it to the last bits), then let each thread stream a contiguous range of weight
-// rows. Within a range, rows are taken in tiles small enough to stay in L2 and tokens in chunks
-// small enough for their activations to stay in L1/L2; each (row, token-chunk) pair is one kernel
-// call. Every output is produced by the same kernel with the same per-token operation order, so
-// results do not depend on ntok, on the tiling or on the thread count.
+// can match it to the last bits), then let the threads take chunks of contiguous weight rows
+// (about 64 KiB each) from a shared counter. Within a chunk, tokens go in groups small enough for
+// their activations to stay in L1/L2, and each (row, token-group) pair is one kernel call that
+// streams the row once for all tokens of the group. Every output is produced by the same kernel
+// with the same per-token operation order, so results do not depend on ntok, on the tiling or on
+// the thread count.
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/error.h"
 #include "kernels/dispatch.h"
@@ -91,12 +93,19 @@ void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y
     const VecDotFn dot = kernel_for(W.type);
     const size_t stride = quantize_acts(W.type, x, ldx, W.cols, ntok, scratch);
     const uint8_t* acts = scratch.acts.data();
-    // Contiguous row ranges, rounded to multiples of 4 rows so the split is cache-line friendly.
+    // Rows are handed out in chunks of about one row tile from a shared counter, so a thread that
+    // starts late or loses its core for a while (a shared machine) just takes fewer chunks.
     const int64_t rows = W.rows;
-    pool.run([&](int ith, int nth) {
-        const int64_t per = ((rows + nth - 1) / nth + 3) / 4 * 4;
-        const int64_t b = std::min(rows, ith * per), e = std::min(rows, b + per);
-        if (b < e) rows_with_kernel(dot, W, acts, stride, ntok, b, e, y + b, ldy);
+    const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
+    const int64_t chunk = std::max<int64_t>(1, std::min(tile, rows / (8 * pool.size())));
+    std::atomic<int64_t> next{0};
+    pool.run([&](int, int) {
+        for (;;) {
+            const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
+            if (b >= rows) break;
+            const int64_t e = std::min(rows, b + chunk);
+            rows_with_kernel(dot, W, acts, stride, ntok, b, e, y + b, ldy);
+        }
     });
 }
 
