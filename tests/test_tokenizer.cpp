@@ -312,6 +312,34 @@ TEST(Tokenizer, SpmPiecesAndSpaces) {
     EXPECT_THROW(tok->token_to_piece(tok->n_vocab()), Error);
 }
 
+TEST(Tokenizer, BpePiecesAreRawBytes) {
+    const Tokenizer* tok = load_vocab("llama3");
+    // GPT-2 byte alphabet: U+010A stands for byte 0x0A, U+0120 for 0x20; U+00C3 and U+00A9 for
+    // themselves.
+    const token_id nl = id_of(*tok, "\xC4\x8A");
+    EXPECT_EQ(tok->token_to_piece(nl), "\n");
+    EXPECT_EQ(tok->nl(), nl);
+    EXPECT_EQ(tok->token_to_piece(id_of(*tok, "\xC4\xA0the")), " the");
+    EXPECT_EQ(tok->token_to_piece(id_of(*tok, "\xC3\x83\xC2\xA9")), "\xC3\xA9");
+    EXPECT_THROW(tok->decode({0, tok->n_vocab()}), Error);
+    EXPECT_THROW(tok->decode({-1}), Error);
+}
+
+// Phi-3 (general.name "Phi3"): special tokens swallow the whitespace that follows them.
+TEST(Tokenizer, Phi3SpecialTokensStripRight) {
+    const Tokenizer* tok = load_vocab("phi-3");
+    const token_id user = id_of(*tok, "<|user|>");
+    std::vector<token_id> want = {user};
+    for (token_id id : tok->encode("Hello", false, false)) want.push_back(id);
+    EXPECT_EQ(tok->encode("<|user|>\n  Hello", false, true), want);
+    // <s> is exempt: the space after it stays (and becomes part of the next fragment).
+    const auto with_s = tok->encode("<s> Hello", false, true);
+    ASSERT_FALSE(with_s.empty());
+    EXPECT_EQ(with_s[0], 1);
+    std::vector<token_id> rest(with_s.begin() + 1, with_s.end());
+    EXPECT_EQ(rest, tok->encode(" Hello", false, false));
+}
+
 TEST(Tokenizer, Tok512ByteFallback) {
     auto f = GGUFFile::open(shared_path("models/tinystories/stories260K.gguf"));
     auto tok = Tokenizer::from_gguf(*f);
