@@ -1,0 +1,308 @@
+// The PCRE2 pre-tokenizer against llama.cpp's hand-written splitters for the GPT-2 and Llama 3
+// regexes (unicode_regex_split_custom_gpt2/_llama3, re-implemented here from their description
+// as a state machine over codepoint classes), on seeded random texts. Codepoint classes come from
+// single-character PCRE2 property tests; White_Space is llama.cpp's set.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <gtest/gtest.h>
+#include <pcre2.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/unicode.h"
+
+using namespace specula;
+
+namespace {
+
+class CharClass {
+  public:
+    explicit CharClass(const char* pattern) {
+        int err;
+        PCRE2_SIZE off;
+        code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+                              PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+        md_ = pcre2_match_data_create(1, nullptr);
+    }
+    ~CharClass() {
+        pcre2_match_data_free(md_);
+        pcre2_code_free(code_);
+    }
+    bool operator()(uint32_t cp) const {
+        const std::string s = unicode::encode_utf8(cp);
+        return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0,
+                           PCRE2_ANCHORED, md_, nullptr) > 0;
+    }
+
+  private:
+    pcre2_code* code_;
+    pcre2_match_data* md_;
+};
+
+struct Flags {
+    bool letter = false, number = false, space = false, valid = false;
+};
+
+class Classifier {
+  public:
+    Flags operator()(const std::vector<uint32_t>& cps, size_t i) const {
+        Flags f;
+        if (i >= cps.size()) return f;  // out of range: no flags at all
+        const uint32_t c = cps[i];
+        f.valid = true;
+        f.letter = letter_(c);
+        f.number = number_(c);
+        f.space = (c >= 9 && c <= 13) || c == ' ' || unicode::is_non_ascii_space(c);
+        return f;
+    }
+
+  private:
+    CharClass letter_{"^\\p{L}$"}, number_{"^\\p{N}$"};
+};
+
+uint32_t at(const std::vector<uint32_t>& cps, size_t i) {
+    return i < cps.size() ? cps[i] : 0xFFFFFFFF;
+}
+
+uint32_t lower_ascii(uint32_t c) {
+    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
+
+// Length of the contraction ('s 't 're 've 'm 'll 'd) at i, or 0.
+size_t contraction(const std::vector<uint32_t>& cps, size_t i, bool any_case) {
+    if (at(cps, i) != '\'' || i + 1 >= cps.size()) return 0;
+    auto low = [&](uint32_t c) { return any_case ? lower_ascii(c) : c; };
+    const uint32_t c1 = low(at(cps, i + 1));
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (i + 2 >= cps.size()) return 0;
+    const uint32_t c2 = low(at(cps, i + 2));
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+    return 0;
+}
+
+// Trailing whitespace handling shared by both: \s+(?!\S) leaves the last space for the next
+// word when more follows, else \s+ takes the run.
+size_t whitespace_run(const std::vector<uint32_t>& cps, size_t pos, const Classifier& cls) {
+    size_t n = 0;
+    while (cls(cps, pos + n).space) ++n;
+    if (n > 1 && pos + n < cps.size()) return n - 1;
+    return n;
+}
+
+std::vector<size_t> split_gpt2(const std::vector<uint32_t>& cps, const Classifier& cls) {
+    std::vector<size_t> lens;
+    size_t pos = 0;
+    while (pos < cps.size()) {
+        const size_t start = pos;
+        if (size_t c = contraction(cps, pos, false)) {
+            lens.push_back(c);
+            pos += c;
+            continue;
+        }
+        const bool sp = cps[pos] == ' ';
+        Flags f2 = sp ? cls(cps, pos + 1) : cls(cps, pos);
+        auto run = [&](auto pred) {
+            pos += sp;
+            while (pred(f2)) f2 = cls(cps, ++pos);
+            lens.push_back(pos - start);
+        };
+        if (f2.letter) {
+            run([](const Flags& f) { return f.letter; });
+        } else if (f2.number) {
+            run([](const Flags& f) { return f.number; });
+        } else if (f2.valid && !f2.space && !f2.letter && !f2.number) {
+            run([](const Flags& f) { return f.valid && !f.space && !f.letter && !f.number; });
+        } else if (size_t n = whitespace_run(cps, pos, cls)) {
+            lens.push_back(n);
+            pos += n;
+        } else {
+            lens.push_back(1);
+            ++pos;
+        }
+    }
+    return lens;
+}
+
+std::vector<size_t> split_llama3(const std::vector<uint32_t>& cps, const Classifier& cls) {
+    std::vector<size_t> lens;
+    size_t pos = 0;
+    while (pos < cps.size()) {
+        const size_t start = pos;
+        const uint32_t c = cps[pos];
+        const Flags f = cls(cps, pos);
+        if (size_t k = contraction(cps, pos, true)) {
+            lens.push_back(k);
+            pos += k;
+            continue;
+        }
+        // [^\r\n\p{L}\p{N}]?\p{L}+
+        if (c != '\r' && c != '\n' && !f.number && (f.letter || cls(cps, pos + 1).letter)) {
+            ++pos;
+            while (cls(cps, pos).letter) ++pos;
+            lens.push_back(pos - start);
+            continue;
+        }
+        // \p{N}{1,3}
+        if (f.number) {
+            size_t n = 0;
+            while (n < 3 && cls(cps, pos + n).number) ++n;
+            lens.push_back(n);
+            pos += n;
+            continue;
+        }
+        // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+        const bool sp = c == ' ';
+        Flags f2 = sp ? cls(cps, pos + 1) : f;
+        auto other = [](const Flags& g) { return g.valid && !g.space && !g.letter && !g.number; };
+        if (other(f2)) {
+            pos += sp;
+            while (other(f2)) f2 = cls(cps, ++pos);
+            while (at(cps, pos) == '\r' || at(cps, pos) == '\n') ++pos;
+            lens.push_back(pos - start);
+            continue;
+        }
+        // \s*[\r\n]+ : up to the last CR/LF of the whitespace run.
+        size_t n = 0, last_nl = 0;
+        while (cls(cps, pos + n).space) {
+            if (cps[pos + n] == '\r' || cps[pos + n] == '\n') last_nl = n + 1;
+            ++n;
+        }
+        if (last_nl > 0) {
+            lens.push_back(last_nl);
+            pos += last_nl;
+            continue;
+        }
+        if (size_t w = whitespace_run(cps, pos, cls)) {
+            lens.push_back(w);
+            pos += w;
+            continue;
+        }
+        lens.push_back(1);
+        ++pos;
+    }
+    return lens;
+}
+
+std::vector<std::string> words_of(const std::vector<uint32_t>& cps,
+                                  const std::vector<size_t>& lens) {
+    std::vector<std::string> words;
+    size_t pos = 0;
+    for (size_t n : lens) {
+        std::string w;
+        for (size_t i = pos; i < pos + n; ++i) {
+            for (unsigned char b : unicode::encode_utf8(cps[i])) {
+                unicode::append_utf8(w, unicode::byte_to_cpt(b));
+            }
+        }
+        words.push_back(w);
+        pos += n;
+    }
+    return words;
+}
+
+std::vector<std::string> random_texts(uint32_t seed, int count) {
+    const std::vector<std::string> atoms = {"a",
+                                            "B",
+                                            "xyz",
+                                            "S",
+                                            "s",
+                                            "t",
+                                            "RE",
+                                            "ll",
+                                            "Ve",
+                                            "m",
+                                            "d",
+                                            "'",
+                                            "'",
+                                            "1",
+                                            "22",
+                                            "333",
+                                            "4444",
+                                            " ",
+                                            " ",
+                                            "  ",
+                                            "   ",
+                                            "\t",
+                                            "\n",
+                                            "\r",
+                                            "\r\n",
+                                            "\n\n",
+                                            ".",
+                                            ",",
+                                            "!!",
+                                            "?",
+                                            "-",
+                                            "(",
+                                            ")",
+                                            "\"",
+                                            "#",
+                                            "$",
+                                            "\xC3\xA9",
+                                            "\xC3\x9F",
+                                            "\xD0\x96\xD1\x8B",
+                                            "\xE4\xB8\xAD",
+                                            "\xE3\x81\x82",
+                                            "\xF0\x9F\xA6\x99",
+                                            "\xE2\x80\x8D",
+                                            "\xCC\x81",
+                                            "\xC2\xA0",
+                                            "\xE3\x80\x80",
+                                            "\xC2\x85",
+                                            "\xE1\xA0\x8E",
+                                            "\xD9\xA3",
+                                            "\xC2\xBD",
+                                            "\xE2\x85\xA0",
+                                            "\xEF\xBC\x81",
+                                            "\xE2\x80\xA8",
+                                            "\x0B",
+                                            "\x0C",
+                                            "\x1F"};
+    std::mt19937 rng(seed);
+    std::vector<std::string> out;
+    for (int i = 0; i < count; ++i) {
+        std::string t;
+        const int n = 1 + static_cast<int>(rng() % 30);
+        for (int k = 0; k < n; ++k) t += atoms[rng() % atoms.size()];
+        out.push_back(t);
+    }
+    return out;
+}
+
+void check_against(const char* pre,
+                   std::vector<size_t> (*oracle)(const std::vector<uint32_t>&, const Classifier&)) {
+    PreTokenizer pt(pre_tokenizer_spec(pre).regexes);
+    Classifier cls;
+    int ok = 0, n = 0;
+    std::string first_bad;
+    for (const std::string& t : random_texts(7, 3000)) {
+        const auto cps = unicode::decode_utf8(t);
+        const auto want = words_of(cps, oracle(cps, cls));
+        ++n;
+        if (pt.split(t) == want) {
+            ++ok;
+        } else if (first_bad.empty()) {
+            first_bad = t;
+        }
+    }
+    EXPECT_EQ(ok, n) << pre << ": first differing text '" << first_bad << "'";
+}
+
+TEST(PreTokenizer, Gpt2RegexMatchesLlamaCppSplitter) {
+    check_against("gpt-2", split_gpt2);
+}
+
+TEST(PreTokenizer, Llama3RegexMatchesLlamaCppSplitter) {
+    check_against("llama-bpe", split_llama3);
+}
+
+TEST(PreTokenizer, UnknownPreIsAnError) {
+    EXPECT_THROW(pre_tokenizer_spec("nonesuch"), std::exception);
+    EXPECT_EQ(pre_tokenizer_spec("llama-bpe").name, "llama3");
+    EXPECT_TRUE(pre_tokenizer_spec("llama-bpe").ignore_merges);
+    EXPECT_FALSE(pre_tokenizer_spec("qwen2").clean_spaces);
+    EXPECT_TRUE(pre_tokenizer_spec("gpt-2").clean_spaces);
+}
+
+}  // namespace
