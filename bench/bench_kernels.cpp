@@ -1,8 +1,8 @@
 // Microbenchmarks of matmul (kernels/matmul.h) for the main weight types at the shapes of a ~1B
-// model (dim 2048, ffn 5632), with 1..16 tokens on 2 threads. Each iteration uses a different
-// copy of the weights out of >= 256 MiB, so the weights stream from memory as in real decoding
-// rather than from the 32 MiB L3. Counters: GB/s of weights streamed and that as a fraction of the
-// machine's ~55 GB/s read bandwidth.
+// model (dim 2048, ffn 5632), with 1..16 tokens on 2 threads. Each iteration of BM_matmul uses a
+// different copy of the weights out of >= 256 MiB, so the weights stream from memory as in real
+// decoding rather than from the 32 MiB L3; BM_matmul_hot reuses one cache-resident copy. Counters:
+// GB/s of weights streamed and that as a fraction of the machine's ~55 GB/s read bandwidth.
 //
 //   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -92,14 +92,15 @@ ThreadPool& threads(int n) {
     return n == 1 ? one : two;
 }
 
-// Args: rows, cols, ntok, threads.
-void BM_matmul(benchmark::State& state, GGMLType type) {
+// Args: rows, cols, ntok, threads. `hot`: always the same copy (cache-resident weights), which
+// measures the kernels' compute ceiling rather than memory bandwidth.
+void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
     const int64_t rows = state.range(0), cols = state.range(1);
     const int ntok = static_cast<int>(state.range(2));
     ThreadPool& tp = threads(static_cast<int>(state.range(3)));
     WeightPool& pool = pool_for(type);
     const size_t mat_bytes = row_size(type, cols) * rows;
-    const size_t copies = pool.bytes.size() / mat_bytes;
+    const size_t copies = hot ? 1 : pool.bytes.size() / mat_bytes;
     std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
     for (size_t i = 0; i < x.size(); ++i)
         x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
@@ -122,12 +123,26 @@ void BM_matmul(benchmark::State& state, GGMLType type) {
     state.SetLabel(simd_level_name(active_simd_level()));
 }
 
+void BM_matmul(benchmark::State& state, GGMLType type) {
+    run_matmul(state, type, false);
+}
+void BM_matmul_hot(benchmark::State& state, GGMLType type) {
+    run_matmul(state, type, true);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
     for (auto [r, c] : {std::pair{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
         for (int ntok : {1, 2, 4, 8, 16}) b->Args({r, c, ntok, 2});
     }
     b->Args({5632, 2048, 1, 1});  // one thread, for per-core throughput
+    b->UseRealTime();
+}
+
+void hot_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (int ntok : {1, 4, 16}) b->Args({2048, 2048, ntok, 2});
+    b->Args({2048, 2048, 1, 1});
     b->UseRealTime();
 }
 
@@ -141,5 +156,10 @@ BENCHMARK_CAPTURE(BM_matmul, Q6_K, GGMLType::Q6_K)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_XS, GGMLType::IQ4_XS)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, F16, GGMLType::F16)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, BF16, GGMLType::BF16)->Apply(shapes);
+
+BENCHMARK_CAPTURE(BM_matmul_hot, Q8_0, GGMLType::Q8_0)->Apply(hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K, GGMLType::Q4_K)->Apply(hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K, GGMLType::Q6_K)->Apply(hot_shapes);
 
 BENCHMARK_MAIN();

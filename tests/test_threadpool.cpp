@@ -86,3 +86,20 @@ TEST(ThreadPool, ParallelSumMatchesSerial) {
         ASSERT_EQ(sum.load(), serial);
     }
 }
+
+// More threads than cores: workers are often not running when a run starts, and the caller takes
+// over their indices. Every index must still run exactly once, and never twice in parallel.
+TEST(ThreadPool, OversubscribedPoolStillRunsEveryIndexOnce) {
+    ThreadPool pool(8);
+    std::vector<std::atomic<int>> active(8), total(8);
+    for (int run = 0; run < 300; ++run) {
+        pool.run([&](int ith, int nth) {
+            ASSERT_EQ(nth, 8);
+            ASSERT_EQ(active[ith].fetch_add(1), 0) << "index " << ith << " ran twice at once";
+            if (run % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            total[ith].fetch_add(1);
+            active[ith].fetch_sub(1);
+        });
+        for (int i = 0; i < 8; ++i) ASSERT_EQ(total[i].load(), run + 1) << "index " << i;
+    }
+}

@@ -1,7 +1,10 @@
-// ThreadPool: persistent workers released by a generation counter. A worker spins on the counter
-// for a short while after each job (decode issues hundreds of short jobs per token), then sleeps on
-// the condition variable; the caller takes part as thread 0 and spins (then yields) on the count of
-// workers still busy.
+// ThreadPool: persistent workers released by a generation counter. Each run publishes its job and
+// a claim word (generation, next index); the caller and any awake worker take indices from it
+// with a compare-and-swap until none is left, and the caller waits until every index is done.
+// A worker that wakes after the caller has claimed everything finds the generation finished and
+// goes back to waiting, so a preempted worker never delays a run. Idle workers spin on the
+// generation for a short while (decode issues hundreds of short jobs per token), then sleep on
+// the condition variable.
 #include "kernels/threadpool.h"
 
 #include <chrono>
@@ -19,6 +22,10 @@ namespace {
 // How long an idle worker polls before sleeping. Long enough to bridge the gap between two
 // matmuls of one layer, short enough not to steal a shared core for long.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+constexpr uint64_t pack_claim(uint64_t gen, uint32_t next) {
+    return (gen << 32) | next;
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -35,22 +42,50 @@ ThreadPool::~ThreadPool() {
     for (auto& t : threads_) t.join();
 }
 
+bool ThreadPool::claim(uint64_t gen, int* ith) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    for (;;) {
+        const uint32_t next = static_cast<uint32_t>(c);
+        if ((c >> 32) != (gen & 0xFFFFFFFFu) || next >= static_cast<uint32_t>(n_threads_)) {
+            return false;
+        }
+        if (claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+            *ith = static_cast<int>(next);
+            return true;
+        }
+    }
+}
+
+void ThreadPool::run_claimed(uint64_t gen) {
+    int ith;
+    while (claim(gen, &ith)) {
+        job_(ctx_, ith, n_threads_);
+        done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+}
+
 void ThreadPool::run_impl(Job job, void* ctx) {
     if (n_threads_ == 1) {
         job(ctx, 0, 1);
         return;
     }
+    const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
     job_ = job;
     ctx_ = ctx;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    // Index 0 is the caller's; workers claim from 1.
+    claim_.store(pack_claim(gen & 0xFFFFFFFFu, 1), std::memory_order_release);
     {
-        // Publishing under the mutex means a worker about to sleep cannot miss the new job.
+        // Publishing under the mutex means a worker about to sleep cannot miss the new run.
         std::lock_guard<std::mutex> lk(mu_);
-        generation_.fetch_add(1, std::memory_order_release);
+        generation_.store(gen, std::memory_order_release);
     }
     cv_.notify_all();
     job(ctx, 0, n_threads_);
-    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    run_claimed(gen);  // whatever the workers have not picked up yet
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n_threads_; ++spins) {
         if (spins < 4096) {
             SPECULA_CPU_RELAX();
         } else {
@@ -59,10 +94,10 @@ void ThreadPool::run_impl(Job job, void* ctx) {
     }
 }
 
-void ThreadPool::worker(int ith) {
+void ThreadPool::worker(int) {
     uint64_t seen = 0;
     for (;;) {
-        // Spin for new work first; fall back to sleeping.
+        // Spin for a new run first; fall back to sleeping.
         const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
         uint64_t gen = generation_.load(std::memory_order_acquire);
         for (int i = 0; gen == seen && !stop_.load(std::memory_order_relaxed); ++i) {
@@ -79,8 +114,7 @@ void ThreadPool::worker(int ith) {
         }
         if (stop_.load(std::memory_order_acquire)) return;
         seen = gen;
-        job_(ctx_, ith, n_threads_);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        run_claimed(gen);
     }
 }
 

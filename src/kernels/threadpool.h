@@ -1,21 +1,23 @@
-// A fixed pool of worker threads for the matrix kernels. run() hands the same job to every
-// thread (the caller is thread 0) and returns when all are done; workers spin briefly before
-// sleeping so that the many short barriers of a decode step cost microseconds.
+// A fixed pool of worker threads for the matrix kernels. run() hands the job's nth indices to
+// the threads (the caller always takes index 0) and returns when all are done; workers spin
+// briefly before sleeping so that the many short barriers of a decode step cost microseconds.
+// Indices are claimed, not assigned: when a worker is slow to wake (the machine is shared, or
+// oversubscribed), the caller runs the indices it has not claimed yet instead of waiting for it.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <type_traits>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace specula {
 
 class ThreadPool {
-public:
+  public:
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -23,13 +25,14 @@ public:
 
     int size() const { return n_threads_; }
 
-    // Calls fn(ith, nth) once on each of the nth = size() threads, ith = 0..nth-1, and waits.
-    // `fn` must not throw.
+    // Calls fn(ith, nth) exactly once for each ith = 0..nth-1 (nth = size()), in parallel on up
+    // to nth threads, and waits. Two indices may run one after the other on the same thread, so
+    // per-index scratch must be indexed by ith, not by thread. `fn` must not throw.
     template <class F>
     void run(F&& fn) {
-        run_impl(
-            [](void* ctx, int ith, int nth) { (*static_cast<std::remove_reference_t<F>*>(ctx))(ith, nth); },
-            &fn);
+        run_impl([](void* ctx, int ith,
+                    int nth) { (*static_cast<std::remove_reference_t<F>*>(ctx))(ith, nth); },
+                 &fn);
     }
 
     // Splits [0, n) into contiguous chunks, one per thread: fn(begin, end).
@@ -42,7 +45,7 @@ public:
         });
     }
 
-private:
+  private:
     using Job = void (*)(void*, int, int);
     void run_impl(Job job, void* ctx);
     void worker(int ith);
@@ -51,8 +54,12 @@ private:
     std::vector<std::thread> threads_;
     Job job_ = nullptr;
     void* ctx_ = nullptr;
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
+    bool claim(uint64_t gen, int* ith);  // takes the next unclaimed index of run `gen`
+    void run_claimed(uint64_t gen);      // runs indices of run `gen` until none is left
+
+    std::atomic<uint64_t> generation_{0};  // bumped to start a run (workers sleep on it)
+    std::atomic<uint64_t> claim_{0};       // (generation << 32) | next unclaimed index
+    std::atomic<int> done_{0};             // indices finished in the current run
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;
