@@ -1,8 +1,8 @@
 // Vocabulary compatibility of a draft model with its target, checked before drafting (token ids
 // are exchanged between the two models, so they must mean the same text): same tokenizer model,
-// same special ids (BOS, EOS, EOT) and add-BOS behaviour, vocabulary sizes within 128 of each
-// other, and identical token texts over the shared id range. A mismatch throws Error naming the
-// first differing id and both texts.
+// same special ids (BOS, EOS, EOT) and add-BOS behaviour, identical token texts over the shared id
+// range, and vocabulary sizes within 128 of each other. Texts are compared before sizes, so two
+// different vocabularies are reported by their first differing id, with both texts.
 #pragma once
 
 #include <string>
