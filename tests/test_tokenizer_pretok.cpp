@@ -1,12 +1,17 @@
-// The PCRE2 pre-tokenizer against llama.cpp's hand-written splitters for the GPT-2 and Llama 3
-// regexes (unicode_regex_split_custom_gpt2/_llama3, re-implemented here from their description
-// as a state machine over codepoint classes), on seeded random texts. Codepoint classes come from
-// single-character PCRE2 property tests; White_Space is llama.cpp's set.
+// The PCRE2 pre-tokenizer against two re-implementations of what llama.cpp does, on seeded random
+// texts:
+//  - its hand-written splitters for the GPT-2 and Llama 3 regexes (a state machine over codepoint
+//    classes);
+//  - its generic path, std::regex over a "collapsed" text (every non-ASCII codepoint replaced by
+//    one byte standing for its class: letter, number, punctuation, whitespace, other) with \p{..}
+//    rewritten to those bytes, or std::wregex when a regex has literal non-ASCII characters.
+// Codepoint classes come from single-character PCRE2 property tests; White_Space is llama.cpp's.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <gtest/gtest.h>
 #include <pcre2.h>
 
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -41,6 +46,10 @@ class CharClass {
     pcre2_match_data* md_;
 };
 
+bool is_white_space(uint32_t c) {
+    return (c >= 9 && c <= 13) || c == ' ' || unicode::is_non_ascii_space(c);
+}
+
 struct Flags {
     bool letter = false, number = false, space = false, valid = false;
 };
@@ -54,7 +63,7 @@ class Classifier {
         f.valid = true;
         f.letter = letter_(c);
         f.number = number_(c);
-        f.space = (c >= 9 && c <= 13) || c == ' ' || unicode::is_non_ascii_space(c);
+        f.space = is_white_space(c);
         return f;
     }
 
@@ -288,6 +297,149 @@ void check_against(const char* pre,
     }
     EXPECT_EQ(ok, n) << pre << ": first differing text '" << first_bad << "'";
 }
+
+// ---------------------------------------------------------------------------------------------
+// llama.cpp's std::regex path
+
+constexpr char kNumber = '\xD1', kLetter = '\xD2', kPunct = '\xD3', kOther = '\xD0';
+
+std::string collapse_text(const std::vector<uint32_t>& cps) {
+    static const CharClass letter("^\\p{L}$"), number("^\\p{N}$"), punct("^\\p{P}$");
+    std::string out;
+    for (uint32_t c : cps) {
+        if (c < 128) {
+            out += static_cast<char>(c);
+        } else if (is_white_space(c)) {
+            out += '\x0B';
+        } else if (letter(c)) {
+            out += kLetter;
+        } else if (number(c)) {
+            out += kNumber;
+        } else if (punct(c)) {
+            out += kPunct;
+        } else {
+            out += kOther;
+        }
+    }
+    return out;
+}
+
+// \p{N}, \p{L}, \p{P} -> the class byte plus the ASCII members, bracketed unless already inside
+// a bracket expression.
+std::string collapse_regex(const std::string& re) {
+    const std::pair<std::string, std::string> cats[] = {
+        {"\\p{N}", std::string(1, kNumber) + "0-9"},
+        {"\\p{L}", std::string(1, kLetter) + "A-Za-z"},
+        {"\\p{P}", std::string(1, kPunct) + "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"}};
+    std::string out;
+    bool inside = false;
+    for (size_t i = 0; i < re.size(); ++i) {
+        if (re[i] == '[' && (i == 0 || re[i - 1] != '\\')) {
+            out += '[';
+            inside = true;
+            continue;
+        }
+        if (inside && re[i] == ']' && re[i - 1] != '\\') {
+            out += ']';
+            inside = false;
+            continue;
+        }
+        bool replaced = false;
+        for (const auto& [pat, rep] : cats) {
+            if (re.compare(i, pat.size(), pat) == 0) {
+                out += inside ? rep : "[" + rep + "]";
+                i += pat.size() - 1;
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) out += re[i];
+    }
+    return out;
+}
+
+// PCRE2's \x{HHHH} escapes as the characters themselves (std::wregex has no such syntax).
+std::wstring unescape_wide(const std::string& re) {
+    std::wstring out;
+    for (size_t i = 0; i < re.size();) {
+        if (re.compare(i, 3, "\\x{") == 0) {
+            const size_t end = re.find('}', i);
+            out += static_cast<wchar_t>(std::stoul(re.substr(i + 3, end - i - 3), nullptr, 16));
+            i = end + 1;
+        } else {
+            out += static_cast<wchar_t>(static_cast<unsigned char>(re[i++]));
+        }
+    }
+    return out;
+}
+
+// Matches and the gaps between them, within each piece, as codepoint lengths.
+template <class Char>
+std::vector<size_t> split_stl(const std::basic_string<Char>& text, const std::basic_regex<Char>& re,
+                              const std::vector<size_t>& pieces) {
+    std::vector<size_t> out;
+    size_t start = 0;
+    for (size_t len : pieces) {
+        const Char* b = text.data() + start;
+        size_t last = 0;
+        for (std::regex_iterator<const Char*> it(b, b + len, re), end; it != end; ++it) {
+            const size_t pos = it->position(), n = it->length();
+            if (n == 0) continue;
+            if (pos > last) out.push_back(pos - last);
+            out.push_back(n);
+            last = pos + n;
+        }
+        if (last < len) out.push_back(len - last);
+        start += len;
+    }
+    return out;
+}
+
+std::vector<size_t> split_like_llama_cpp(const std::vector<uint32_t>& cps,
+                                         const std::vector<std::string>& regexes) {
+    const std::string collapsed = collapse_text(cps);
+    std::wstring wide;
+    for (uint32_t c : cps) wide += static_cast<wchar_t>(is_white_space(c) && c > 127 ? 0x0B : c);
+    std::vector<size_t> pieces = {cps.size()};
+    for (const std::string& re : regexes) {
+        if (re.find("\\p{") != std::string::npos) {
+            pieces = split_stl(collapsed, std::regex(collapse_regex(re)), pieces);
+        } else {
+            pieces = split_stl(wide, std::wregex(unescape_wide(re)), pieces);
+        }
+    }
+    return pieces;
+}
+
+class StdRegexPath : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StdRegexPath, PcreSplitMatches) {
+    const PreTokenizerSpec spec = pre_tokenizer_spec(GetParam());
+    PreTokenizer pt(spec.regexes);
+    int ok = 0, n = 0;
+    std::string first_bad;
+    for (const std::string& t : random_texts(11, 400)) {
+        const auto cps = unicode::decode_utf8(t);
+        ++n;
+        if (pt.split(t) == words_of(cps, split_like_llama_cpp(cps, spec.regexes))) {
+            ++ok;
+        } else if (first_bad.empty()) {
+            first_bad = t;
+        }
+    }
+    EXPECT_EQ(ok, n) << GetParam() << ": first differing text '" << first_bad << "'";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPre, StdRegexPath,
+                         ::testing::Values("default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm",
+                                           "deepseek-coder", "falcon", "starcoder"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             for (char& c : s) {
+                                 if (c == '-') c = '_';
+                             }
+                             return s;
+                         });
 
 TEST(PreTokenizer, Gpt2RegexMatchesLlamaCppSplitter) {
     check_against("gpt-2", split_gpt2);
