@@ -31,6 +31,9 @@ void check_weight(const WeightView& W) {
         fail("matmul: ", tr.name, " weight has ", W.cols, " columns, not a positive multiple of ",
              tr.block_size);
     }
+    if (W.rows < 0 || (W.rows > 0 && W.data == nullptr)) {
+        fail("matmul: ", tr.name, " weight with ", W.rows, " rows has no data");
+    }
     const int64_t act_block = type_traits(vec_dot_type(W.type)).block_size;
     if (W.cols % act_block != 0) {
         fail("matmul: ", tr.name, " weight has ", W.cols, " columns; its activation type needs a ",
