@@ -1,5 +1,11 @@
 // Run-time choice of the fastest dot-product kernel per weight type: AVX-512 (with VNNI/BF16),
-// AVX2, or the scalar reference. SPECULA_SIMD=scalar|avx2|avx512 caps the level (tests use it).
+// AVX2, or the scalar reference. SPECULA_SIMD=scalar|avx2|avx512 caps the level (tests use it);
+// any other value makes active_simd_level() throw Error.
+//
+// Every level has a kernel for each supported weight type. The AVX2 and AVX-512 levels run the
+// same kernel source (the AVX-512 build uses VNNI for byte dot products) and give bit-identical
+// results; the scalar level wraps vec_dot_ref. Results differ between the scalar and SIMD levels
+// only by float summation order.
 #pragma once
 
 #include <cstddef>
