@@ -192,12 +192,15 @@ TEST(Tokenizer, ReferenceModelPrompts) {
     EXPECT_GE(prompts, 80);
 }
 
+// By a linear scan, independent of the tokenizer's own index (which find_token uses).
 token_id id_of(const Tokenizer& tok, const std::string& text) {
+    token_id found = -1;
     for (token_id id = 0; id < tok.n_vocab(); ++id) {
-        if (tok.token_text(id) == text) return id;
+        if (tok.token_text(id) == text) found = id;
     }
-    ADD_FAILURE() << "no token '" << text << "'";
-    return -1;
+    if (found < 0) ADD_FAILURE() << "no token '" << text << "'";
+    EXPECT_EQ(tok.find_token(text), found) << text;
+    return found;
 }
 
 bool contains(const std::vector<token_id>& v, token_id id) {
@@ -210,6 +213,7 @@ TEST(Tokenizer, Llama3SpecialTokens) {
     EXPECT_EQ(bot, 128000);
     EXPECT_EQ(eot, 128009);
     EXPECT_EQ(tok->token_attr(eot), TokenAttr::CONTROL);
+    EXPECT_EQ(tok->find_token("no such token\x01"), -1);
     const std::string text = "<|begin_of_text|>Hello world<|eot_id|>";
 
     const auto parsed = tok->encode(text, false, true);

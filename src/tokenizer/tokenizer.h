@@ -57,6 +57,9 @@ class Tokenizer {
     virtual std::string decode(const std::vector<token_id>& tokens, bool remove_special = false,
                                bool unparse_special = true) const = 0;
 
+    // The id whose text is exactly `text` (the last one when texts repeat), or -1.
+    virtual token_id find_token(std::string_view text) const = 0;
+
     const std::string& model() const { return model_; }  // "llama" or "gpt2"
     const std::string& pre() const { return pre_; }      // pre-tokenizer name ("" for SPM)
     int32_t n_vocab() const { return static_cast<int32_t>(texts_.size()); }

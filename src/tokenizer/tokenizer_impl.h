@@ -24,8 +24,7 @@ class VocabTokenizer : public Tokenizer {
     // Reads the vocabulary from the GGUF's tokenizer.* keys (throws Error naming the key).
     void load(const GGUFFile& f);
 
-    // The id whose text is exactly `text` (the last one, if several share it), or -1.
-    token_id find_token(std::string_view text) const;
+    token_id find_token(std::string_view text) const override;
 
   protected:
     // Per-model step of load(), run after the token list is read: default special ids and flags,
