@@ -139,6 +139,36 @@ void shapes(benchmark::internal::Benchmark* b) {
     b->UseRealTime();
 }
 
+// One kernel on one thread over 64 rows of 2048 columns that stay in L1/L2: the per-core compute
+// ceiling, in CPU time (so it stays meaningful when other processes share the cores).
+// Args: ntok.
+void BM_vec_dot(benchmark::State& state, GGMLType type) {
+    constexpr int64_t kCols = 2048, kRows = 64;
+    const int ntok = static_cast<int>(state.range(0));
+    const uint8_t* w = pool_for(type).bytes.data();
+    const size_t rb = row_size(type, kCols);
+    std::vector<float> x(static_cast<size_t>(ntok) * kCols);
+    for (size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
+    MatmulScratch scratch;
+    const size_t stride = quantize_acts(type, x.data(), kCols, kCols, ntok, scratch);
+    const VecDotFn fn = best_vec_dot(type);
+    std::vector<float> out(ntok);
+    for (auto _ : state) {
+        for (int64_t r = 0; r < kRows; ++r) {
+            fn(kCols, w + r * rb, scratch.acts.data(), stride, ntok, out.data());
+        }
+        benchmark::DoNotOptimize(out.data());
+    }
+    const double b = static_cast<double>(rb * kRows);
+    state.counters["GB/s"] =
+        benchmark::Counter(b / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["ns/row/tok"] =
+        benchmark::Counter(kRows * ntok * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                                    benchmark::Counter::kInvert);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+
 void hot_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
     for (int ntok : {1, 4, 16}) b->Args({2048, 2048, ntok, 2});
@@ -161,5 +191,13 @@ BENCHMARK_CAPTURE(BM_matmul_hot, Q8_0, GGMLType::Q8_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K, GGMLType::Q4_K)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K, GGMLType::Q6_K)->Apply(hot_shapes);
+
+BENCHMARK_CAPTURE(BM_vec_dot, Q8_0, GGMLType::Q8_0)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_0, GGMLType::Q4_0)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_K, GGMLType::Q4_K)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q5_K, GGMLType::Q5_K)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)->ArgName("ntok")->Arg(1)->Arg(4)->Arg(16);
 
 BENCHMARK_MAIN();
