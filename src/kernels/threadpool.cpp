@@ -20,8 +20,9 @@ namespace specula {
 
 namespace {
 // How long an idle worker polls before sleeping. Long enough to bridge the gap between two
-// matmuls of one layer, short enough not to steal a shared core for long.
-constexpr auto kSpinTime = std::chrono::microseconds(200);
+// matmuls of one layer, short enough not to steal a shared core for long (a draft model's pool
+// idles while the target's works, and vice versa).
+constexpr auto kSpinTime = std::chrono::microseconds(100);
 
 constexpr uint64_t pack_claim(uint64_t gen, uint32_t next) {
     return (gen << 32) | next;

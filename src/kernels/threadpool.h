@@ -27,7 +27,8 @@ class ThreadPool {
 
     // Calls fn(ith, nth) exactly once for each ith = 0..nth-1 (nth = size()), in parallel on up
     // to nth threads, and waits. Two indices may run one after the other on the same thread, so
-    // per-index scratch must be indexed by ith, not by thread. `fn` must not throw.
+    // per-index scratch must be indexed by ith, not by thread. `fn` must not throw, and run()
+    // must not be called from inside `fn` or from two threads at once (one pool per session).
     template <class F>
     void run(F&& fn) {
         run_impl([](void* ctx, int ith,
