@@ -198,10 +198,13 @@ TEST(Dispatch, LevelsAndEnvironmentCap) {
         SimdCap cap(SimdLevel::AVX512);
         EXPECT_EQ(active_simd_level(), cpu);
     }
-    setenv("SPECULA_SIMD", "sse9", 1);
-    EXPECT_THROW(active_simd_level(), Error);
-    unsetenv("SPECULA_SIMD");
-    EXPECT_EQ(active_simd_level(), cpu);
+    {
+        SimdCap cap(SimdLevel::Scalar);  // restores the caller's SPECULA_SIMD afterwards
+        setenv("SPECULA_SIMD", "sse9", 1);
+        EXPECT_THROW(active_simd_level(), Error);
+        unsetenv("SPECULA_SIMD");
+        EXPECT_EQ(active_simd_level(), cpu);
+    }
     for (GGMLType t : weight_types()) {
         EXPECT_NE(vec_dot_kernel(t, SimdLevel::Scalar), nullptr) << type_name(t);
         EXPECT_NE(best_vec_dot(t), nullptr) << type_name(t);
