@@ -19,6 +19,7 @@ DraftLengthController::DraftLengthController(const DraftLengthParams& params) : 
 
 void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {
     if (n_drafted <= 0) return;
+    ++n_steps_;
     for (size_t i = 0; i < reached_.size(); ++i) {
         reached_[i] *= params_.decay;
         accepted_[i] *= params_.decay;
@@ -110,6 +111,14 @@ double DraftLengthController::expected_time(int n) const {
 }
 
 int DraftLengthController::choose() const {
+    const int n = best();
+    const int every = params_.explore_every;
+    if (every <= 0 || t0_ <= 0.0 || n_steps_ % every != every - 1) return n;
+    const int step = (n_steps_ / every) % 2 ? 1 : -1;
+    return std::clamp(n + step, params_.n_min, params_.n_max);
+}
+
+int DraftLengthController::best() const {
     // Before any timing the costs are unknown: use the middle of the range as a start.
     if (t0_ <= 0.0) return std::clamp(4, params_.n_min, params_.n_max);
     int best = params_.n_min;

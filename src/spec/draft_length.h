@@ -6,9 +6,12 @@
 //
 // where a_i is the running estimate of the conditional acceptance at draft position i (given
 // 1..i-1 accepted), t_draft the measured cost of one draft step and t_target(b) the cost of a
-// target pass over b tokens (a least-squares line through the measured per-batch-size averages).
-// Estimates use exponentially decayed counts; a position with few observations leans on the
-// estimate of the position before it, so lengths never tried are extrapolated, not ignored.
+// target pass over b tokens: the measured average for that batch size, or for sizes not measured
+// yet a least-squares line through the measured averages (real cost curves are not lines: a pass
+// over 2 tokens often costs what 1 does). Estimates use exponentially decayed counts; a position
+// with few observations leans on the estimate of the position before it, so lengths never tried
+// are extrapolated, not ignored. Every explore_every-th step tries a neighbour of the best length
+// so that the costs around it stay measured.
 #pragma once
 
 #include <vector>
@@ -22,6 +25,7 @@ struct DraftLengthParams {
     double prior_accept = 0.6;  // a_1 before any observation
     double prior_weight = 2.0;  // pseudo-observations of the prior
     double prior_slope = 0.05;  // t_target(b) slope / t_target(1) until two sizes are measured
+    int explore_every = 16;     // every k-th step tries a neighbour of the best N; 0: never
 };
 
 class DraftLengthController {
@@ -29,6 +33,7 @@ class DraftLengthController {
     explicit DraftLengthController(const DraftLengthParams& params = {});
 
     int choose() const;  // N for the next step, in [n_min, n_max]
+    int best() const;    // the N with the highest expected rate (no exploration)
 
     void observe_accept(int n_drafted, int n_accepted);
     void observe_target(int batch, double ms);
@@ -48,7 +53,8 @@ class DraftLengthController {
     DraftLengthParams params_;
     std::vector<double> reached_, accepted_;  // decayed counts per position
     std::vector<double> batch_ms_, batch_n_;  // per batch size: decayed sum of ms and count
-    double t0_ = 0, t1_ = 0;                  // t_target(b) = t0 + t1 * (b - 1)
+    double t0_ = 0, t1_ = 0;                  // fitted line t0 + t1 * (b - 1)
+    long n_steps_ = 0;
     double draft_ms_ = 0, draft_n_ = 0, overhead_ms_ = 0, overhead_n_ = 0;
 };
 
