@@ -60,7 +60,10 @@ std::vector<std::vector<token_id>> read_outputs(const std::string& path) {
 
 std::string ids_str(const std::vector<token_id>& ids) {
     std::string s;
-    for (token_id id : ids) s += " " + std::to_string(id);
+    for (token_id id : ids) {
+        s += ' ';
+        s += std::to_string(id);
+    }
     return s;
 }
 
