@@ -11,8 +11,7 @@
 namespace specula {
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GGUFFile& f) {
-    const GGUFValue* model = f.find("tokenizer.ggml.model");
-    if (!model) fail(f.path(), ": missing key 'tokenizer.ggml.model'");
+    if (!f.has("tokenizer.ggml.model")) fail(f.path(), ": missing key 'tokenizer.ggml.model'");
     const std::string name = f.get_string("tokenizer.ggml.model");
     std::unique_ptr<VocabTokenizer> tok;
     if (name == "llama") {
