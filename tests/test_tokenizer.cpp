@@ -512,6 +512,36 @@ TEST(Tokenizer, UnsupportedModelsAreErrors) {
     EXPECT_NE(p.find("tokenizer.ggml.pre 'nonesuch' is not supported"), std::string::npos) << p;
     EXPECT_NE(p.find("qwen2"), std::string::npos) << p;
 
+    // Missing or inconsistent keys name the key.
+    const std::string dir = specula::test::temp_dir("tokenizer");
+    auto write = [&](const std::string& name, auto&& fill) {
+        GGUFWriter w;
+        w.set_string("general.architecture", "llama");
+        fill(w);
+        w.write(dir + "/" + name + ".gguf");
+        return load_error(dir + "/" + name + ".gguf");
+    };
+    EXPECT_NE(write("nomodel", [](GGUFWriter&) {}).find("tokenizer.ggml.model"), std::string::npos);
+    EXPECT_NE(write("nomerges",
+                    [](GGUFWriter& w) {
+                        w.set_string("tokenizer.ggml.model", "gpt2");
+                        w.set_string_array("tokenizer.ggml.tokens", {"a"});
+                    })
+                  .find("tokenizer.ggml.merges"),
+              std::string::npos);
+    EXPECT_NE(
+        write("notokens", [](GGUFWriter& w) { w.set_string("tokenizer.ggml.model", "llama"); })
+            .find("tokenizer.ggml.tokens"),
+        std::string::npos);
+    EXPECT_NE(write("scores",
+                    [](GGUFWriter& w) {
+                        w.set_string("tokenizer.ggml.model", "llama");
+                        w.set_string_array("tokenizer.ggml.tokens", {"a", "b"});
+                        w.set_f32_array("tokenizer.ggml.scores", {0.f});
+                    })
+                  .find("tokenizer.ggml.scores has 1 entries, expected 2"),
+              std::string::npos);
+
     // A tiny valid BPE vocabulary works: "ab" merges, "c" has no token and is dropped.
     auto f = GGUFFile::open(write_gguf("tiny", "gpt2", "gpt-2"));
     auto tok = Tokenizer::from_gguf(*f);
