@@ -267,13 +267,15 @@ TEST(Cli, VersionAndHelp) {
     EXPECT_NE(rh.out.find("--top-k"), std::string::npos) << rh.out;
 }
 
-class CliErrors : public ::testing::Test {
+class TempDirTest : public ::testing::Test {
   protected:
     void SetUp() override { dir_ = specula::test::temp_dir("cli"); }
     void TearDown() override { std::filesystem::remove_all(dir_); }
     std::string path(const std::string& name) const { return dir_ + "/" + name; }
     std::string dir_;
 };
+using CliErrors = TempDirTest;
+using CliFiles = TempDirTest;
 
 TEST_F(CliErrors, MissingFile) {
     const std::string missing = path("no-such-model.gguf");
@@ -319,6 +321,21 @@ TEST_F(CliErrors, UnsupportedArchitecture) {
     EXPECT_EQ(info.status, 0) << describe(info);
     EXPECT_NE(info.out.find("mamba"), std::string::npos) << info.out;
     EXPECT_NE(line_with(info.out, "supported:").find("no"), std::string::npos) << info.out;
+}
+
+TEST_F(CliFiles, PromptFromAFile) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string prompt = "Tom and his dog went to the park.";
+    const std::string file = path("prompt.txt");
+    std::ofstream(file, std::ios::binary) << prompt;
+    const auto from_arg =
+        run_specula({"run", "-m", model, "-p", prompt, "-n", "12", "--temp", "0"});
+    const auto from_file = run_specula({"run", "-m", model, "-f", file, "-n", "12", "--temp", "0"});
+    ASSERT_EQ(from_file.status, 0) << describe(from_file);
+    EXPECT_FALSE(from_file.out.empty());
+    EXPECT_EQ(from_file.out, from_arg.out);
+    expect_clean_error(run_specula({"run", "-m", model, "-p", prompt, "-f", file}), "-f");
+    expect_clean_error(run_specula({"run", "-m", model, "-f", path("missing.txt")}), "missing.txt");
 }
 
 TEST_F(CliErrors, PromptLongerThanContext) {

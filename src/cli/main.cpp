@@ -34,6 +34,7 @@ void print_error(std::string msg) {
 // group of short flags. Map them to their long names before parsing.
 std::string normalize_arg(const std::string& a) {
     if (a == "-ngl") return "--n-gpu-layers";
+    if (a == "-md") return "--model-draft";  // for speculative decoding's draft model option
     return a;
 }
 
