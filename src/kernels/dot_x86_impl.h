@@ -115,6 +115,8 @@ void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int 
 
 // Signed weights (Q8_0, Q4_0, Q5_0, IQ4_NL): the decoder gives 32 signed bytes; the sign trick
 // moves the weight's sign onto the activation so maddubs can take |w| as its unsigned operand.
+// That needs activations in [-127, 127] (-128 would not negate), which is what the Q8_0 and Q8_K
+// quantizers produce; weights may hold -128 (|-128| reads as the unsigned 128).
 template <class Dec>
 struct SignedLegacy {
     using W = typename Dec::Block;
