@@ -263,3 +263,54 @@ TEST(Matmul, RealTensorsFromSharedModels) {
     }
     EXPECT_GE(seen.size(), 12u);  // the ladder covers (nearly) every supported weight type
 }
+
+// matmul_multi gives the bits of separate matmul calls: weights sharing an activation type (the
+// Q4_K / Q6_K mix of a Q4_K_M attention block), weights that do not (run one by one), more
+// weights than one pass takes, any ntok, 1 or 2 threads.
+TEST(Matmul, MultiEqualsSeparateCalls) {
+    ThreadPool pool1(1), pool2(2);
+    MatmulScratch scratch;
+    std::mt19937 rng(21);
+    const std::vector<std::vector<std::pair<GGMLType, int64_t>>> sets = {
+        {{GGMLType::Q4_K, 64}, {GGMLType::Q4_K, 16}, {GGMLType::Q6_K, 16}},
+        {{GGMLType::Q8_0, 40}, {GGMLType::F16, 9}, {GGMLType::Q4_K, 33}, {GGMLType::Q8_0, 0}},
+        std::vector<std::pair<GGMLType, int64_t>>(11, {GGMLType::Q5_0, 7}),
+    };
+    for (size_t si = 0; si < sets.size(); ++si) {
+        std::vector<std::vector<uint8_t>> bufs;
+        std::vector<MatmulJob> jobs;
+        for (auto [t, rows] : sets[si]) {
+            bufs.push_back(random_weights(rng, t, std::max<int64_t>(rows, 1), kCols));
+            jobs.push_back({WeightView{t, rows, kCols, bufs.back().data()}, nullptr, rows + 3});
+        }
+        for (int ntok : {1, 7, 21}) {
+            const auto x = random_floats(rng, ntok * kCols);
+            for (ThreadPool* pool : {&pool1, &pool2}) {
+                std::vector<std::vector<float>> got(jobs.size()), want(jobs.size());
+                for (size_t j = 0; j < jobs.size(); ++j) {
+                    const size_t n = static_cast<size_t>(ntok * jobs[j].ldy);
+                    got[j].assign(n, -1.f);
+                    want[j].assign(n, -1.f);
+                    matmul(jobs[j].W, x.data(), kCols, ntok, want[j].data(), jobs[j].ldy, *pool,
+                           scratch);
+                    jobs[j].y = got[j].data();
+                }
+                matmul_multi(jobs, x.data(), kCols, ntok, *pool, scratch);
+                for (size_t j = 0; j < jobs.size(); ++j) {
+                    ASSERT_EQ(
+                        std::memcmp(got[j].data(), want[j].data(), got[j].size() * sizeof(float)),
+                        0)
+                        << "set " << si << " weight " << j << " ntok " << ntok << " threads "
+                        << pool->size();
+                }
+            }
+        }
+    }
+    std::vector<uint8_t> w(row_size(GGMLType::Q8_0, 64) * 2);
+    std::vector<float> x(64), y(4);
+    const MatmulJob mismatched[] = {{WeightView{GGMLType::Q8_0, 1, 64, w.data()}, y.data(), 1},
+                                    {WeightView{GGMLType::Q8_0, 1, 32, w.data()}, y.data(), 1}};
+    EXPECT_THROW(matmul_multi(mismatched, x.data(), 64, 1, pool2, scratch), Error);
+    const MatmulJob no_output[] = {{WeightView{GGMLType::Q8_0, 1, 64, w.data()}, nullptr, 1}};
+    EXPECT_THROW(matmul_multi(no_output, x.data(), 64, 1, pool2, scratch), Error);
+}

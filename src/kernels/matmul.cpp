@@ -1,10 +1,10 @@
-// matmul: quantize the activations once (rounded as llama.cpp's x86 CPU backend does, so logits
-// can match it to the last bits), then let the threads take chunks of contiguous weight rows
-// (about 64 KiB each) from a shared counter. Within a chunk, tokens go in groups small enough for
-// their activations to stay in L1/L2, and each (row, token-group) pair is one kernel call that
-// streams the row once for all tokens of the group. Every output is produced by the same kernel
-// with the same per-token operation order, so results do not depend on ntok, on the tiling or on
-// the thread count.
+// matmul / matmul_multi: quantize the activations once (rounded as llama.cpp's x86 CPU backend
+// does, so logits can match it to the last bits), then let the threads take chunks of contiguous
+// weight rows (about 64 KiB each, of one or several weights) from a shared counter. Within a chunk,
+// tokens go in groups small enough for their activations to stay in L1/L2, and each (row,
+// token-group) pair is one kernel call that streams the row once for all tokens of the group. Every
+// output is produced by the same kernel with the same per-token operation order, so results do not
+// depend on ntok, on the tiling or on the thread count.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -89,27 +89,71 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
     rows_with_kernel(kernel_for(W.type), W, acts, act_stride, ntok, r0, r1, y, ldy);
 }
 
-void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
-            ThreadPool& pool, MatmulScratch& scratch) {
-    check_weight(W);
-    if (ntok <= 0 || W.rows == 0) return;
-    const VecDotFn dot = kernel_for(W.type);
-    const size_t stride = quantize_acts(W.type, x, ldx, W.cols, ntok, scratch);
+void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+    constexpr size_t kMaxJobs = 8;  // per pass; more are split into several passes
+    if (jobs.size() > kMaxJobs) {
+        for (size_t i = 0; i < jobs.size(); i += kMaxJobs) {
+            matmul_multi(jobs.subspan(i, std::min(kMaxJobs, jobs.size() - i)), x, ldx, ntok, pool,
+                         scratch);
+        }
+        return;
+    }
+    if (jobs.empty()) return;
+    bool same_acts = true;
+    for (const MatmulJob& j : jobs) {
+        check_weight(j.W);
+        if (j.W.cols != jobs[0].W.cols) {
+            fail("matmul_multi: weights with ", jobs[0].W.cols, " and ", j.W.cols,
+                 " columns cannot share an input");
+        }
+        if (j.W.rows > 0 && j.y == nullptr) fail("matmul_multi: a weight has no output buffer");
+        same_acts = same_acts && vec_dot_type(j.W.type) == vec_dot_type(jobs[0].W.type);
+    }
+    if (!same_acts) {
+        for (const MatmulJob& j : jobs) matmul_multi({&j, 1}, x, ldx, ntok, pool, scratch);
+        return;
+    }
+    if (ntok <= 0) return;
+    const size_t stride = quantize_acts(jobs[0].W.type, x, ldx, jobs[0].W.cols, ntok, scratch);
     const uint8_t* acts = scratch.acts.data();
-    // Rows are handed out in chunks of about one row tile from a shared counter, so a thread that
-    // starts late or loses its core for a while (a shared machine) just takes fewer chunks.
-    const int64_t rows = W.rows;
-    const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
-    const int64_t chunk = std::max<int64_t>(1, std::min(tile, rows / (8 * pool.size())));
+
+    // Every weight's rows are cut into chunks of about one row tile (at least 8 per thread), and
+    // the threads take chunk ids from a shared counter, so a thread that starts late or loses its
+    // core for a while (a shared machine) just takes fewer of them.
+    struct Part {
+        VecDotFn dot;
+        int64_t chunk;  // rows per chunk
+        int64_t first;  // id of its first chunk
+    };
+    Part parts[kMaxJobs + 1];
+    int64_t total = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const WeightView& W = jobs[i].W;
+        const int64_t tile =
+            std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
+        const int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
+        parts[i] = {kernel_for(W.type), chunk, total};
+        total += (W.rows + chunk - 1) / chunk;
+    }
+    parts[jobs.size()].first = total;
     std::atomic<int64_t> next{0};
     pool.run([&](int, int) {
-        for (;;) {
-            const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
-            if (b >= rows) break;
-            const int64_t e = std::min(rows, b + chunk);
-            rows_with_kernel(dot, W, acts, stride, ntok, b, e, y + b, ldy);
+        size_t j = 0;
+        for (int64_t id; (id = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
+            while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward
+            const MatmulJob& job = jobs[j];
+            const int64_t b = (id - parts[j].first) * parts[j].chunk;
+            const int64_t e = std::min(job.W.rows, b + parts[j].chunk);
+            rows_with_kernel(parts[j].dot, job.W, acts, stride, ntok, b, e, job.y + b, job.ldy);
         }
     });
+}
+
+void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
+            ThreadPool& pool, MatmulScratch& scratch) {
+    const MatmulJob job{W, y, ldy};
+    matmul_multi({&job, 1}, x, ldx, ntok, pool, scratch);
 }
 
 }  // namespace specula

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/threadpool.h"
@@ -35,10 +36,24 @@ struct MatmulScratch {
 void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch);
 
-// Same, restricted to rows [r0, r1) of W (MoE experts, or a caller doing its own threading):
-// single-threaded, writes y[t * ldy + (r - r0)]. `acts` must come from quantize_acts().
-void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, int ntok,
-                 int64_t r0, int64_t r1, float* y, int64_t ldy);
+// One weight of a matmul_multi() call and where its result goes: y[t * ldy + r].
+struct MatmulJob {
+    WeightView W;
+    float* y = nullptr;
+    int64_t ldy = 0;
+};
+
+// Several weights applied to the same input (Q, K and V; FFN gate and up) in one pass: x is
+// rounded once and the rows of all weights share a single pool.run (one barrier instead of one per
+// weight). The weights must have the same number of columns. Results are bit-identical to
+// separate matmul() calls. Weights whose activation types differ are run one by one.
+void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
+                  ThreadPool& pool, MatmulScratch& scratch);
+
+// Same as matmul, restricted to rows [r0, r1) of W (MoE experts, or a caller doing its own
+// threading): single-threaded, writes y[t * ldy + (r - r0)]. `acts` must come from quantize_acts().
+void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, int ntok, int64_t r0,
+                 int64_t r1, float* y, int64_t ldy);
 
 // Quantizes ntok rows of x to vec_dot_type(weight_type) into scratch.acts; returns the stride
 // (bytes per token) of the result.
