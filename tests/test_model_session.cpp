@@ -24,6 +24,9 @@ std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocs{0};
 }  // namespace
 
+// GCC cannot see that these replacements pair malloc with free.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
     if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1);
     if (void* p = std::malloc(n ? n : 1)) return p;
@@ -35,6 +38,7 @@ void operator delete(void* p) noexcept {
 void operator delete(void* p, std::size_t) noexcept {
     std::free(p);
 }
+#pragma GCC diagnostic pop
 
 namespace {
 
@@ -232,6 +236,23 @@ TEST(Session, ContextOverflowThrowsNamingNCtx) {
     EXPECT_EQ(s.n_past(), 8);
     const token_id one = 1;
     EXPECT_THROW(s.eval(std::span<const token_id>(&one, 1)), specula::Error);
+}
+
+TEST(Session, ImpossibleContextThrows) {
+    const auto model =
+        specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    specula::SessionParams sp;
+    sp.n_ctx = 1 << 30;  // a 1.25 TiB cache
+    try {
+        specula::Session s(*model, sp);
+        FAIL() << "expected an Error for n_ctx = 2^30";
+    } catch (const specula::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("n_ctx"), std::string::npos) << e.what();
+    }
+    sp.n_ctx = -1;
+    EXPECT_THROW(specula::Session(*model, sp), specula::Error);
+    sp.n_ctx = 0;  // the training context (512)
+    EXPECT_EQ(specula::Session(*model, sp).n_ctx(), 512);
 }
 
 TEST(Session, OutOfRangeTokenThrows) {

@@ -1,11 +1,12 @@
 // The F32 key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv floats for K
-// (stored after RoPE) and for V, allocated once. Rows [0, n_past) are valid; rollback simply
-// lowers n_past, since later evals overwrite rows in place.
+// (stored after RoPE) and for V, allocated once (left uninitialised, so untouched rows cost no
+// memory). Rows [0, n_past) are valid; rollback simply lowers n_past, since later evals
+// overwrite rows in place. The constructor throws Error when the cache would not fit in memory.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace specula {
 
@@ -13,10 +14,10 @@ class KVCache {
   public:
     KVCache(int n_layer, int n_ctx, int n_embd_kv);
 
-    float* k(int layer, int pos) { return k_.data() + offset(layer, pos); }
-    float* v(int layer, int pos) { return v_.data() + offset(layer, pos); }
-    const float* k(int layer, int pos) const { return k_.data() + offset(layer, pos); }
-    const float* v(int layer, int pos) const { return v_.data() + offset(layer, pos); }
+    float* k(int layer, int pos) { return k_.get() + offset(layer, pos); }
+    float* v(int layer, int pos) { return v_.get() + offset(layer, pos); }
+    const float* k(int layer, int pos) const { return k_.get() + offset(layer, pos); }
+    const float* v(int layer, int pos) const { return v_.get() + offset(layer, pos); }
 
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv() const { return n_embd_kv_; }
@@ -29,7 +30,7 @@ class KVCache {
     }
     int n_layer_, n_ctx_, n_embd_kv_;
     int n_past_ = 0;
-    std::vector<float> k_, v_;
+    std::unique_ptr<float[]> k_, v_;
 };
 
 }  // namespace specula
