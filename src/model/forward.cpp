@@ -115,9 +115,8 @@ struct Session::Impl {
         norm_rows(x.data(), l.attn_norm, ntok, h.data());
         float* kc = kv.k(il, pos0);
         float* vc = kv.v(il, pos0);
-        mm_(l.wq, h.data(), hp.n_embd, ntok, q.data(), dq);
-        mm_(l.wk, h.data(), hp.n_embd, ntok, kc, dkv);
-        mm_(l.wv, h.data(), hp.n_embd, ntok, vc, dkv);
+        const MatmulJob qkv[] = {{l.wq, q.data(), dq}, {l.wk, kc, dkv}, {l.wv, vc, dkv}};
+        matmul_multi(qkv, h.data(), hp.n_embd, ntok, pool, mm);
         add_bias(q.data(), l.bq, ntok, dq, dq);
         add_bias(kc, l.bk, ntok, dkv, dkv);
         add_bias(vc, l.bv, ntok, dkv, dkv);
@@ -137,8 +136,9 @@ struct Session::Impl {
         if (hp.n_expert > 0) {
             moe.forward(l, hp, h.data(), ntok, tmp.data(), pool, mm);
         } else {
-            mm_(l.ffn_gate, h.data(), hp.n_embd, ntok, ff_g.data(), hp.n_ff);
-            mm_(l.ffn_up, h.data(), hp.n_embd, ntok, ff_u.data(), hp.n_ff);
+            const MatmulJob gate_up[] = {{l.ffn_gate, ff_g.data(), hp.n_ff},
+                                         {l.ffn_up, ff_u.data(), hp.n_ff}};
+            matmul_multi(gate_up, h.data(), hp.n_embd, ntok, pool, mm);
             silu_mul(ff_g.data(), ff_u.data(), static_cast<int64_t>(ntok) * hp.n_ff);
             mm_(l.ffn_down, ff_g.data(), hp.n_ff, ntok, tmp.data(), hp.n_embd);
         }

@@ -80,10 +80,9 @@ void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
         ++n;
     }
     if (n == 0) return;
-    matmul(expert_view(l.ffn_gate_exps, e, hp.n_expert), xg_.data(), d, n, g_.data(), ff, pool,
-           scratch);
-    matmul(expert_view(l.ffn_up_exps, e, hp.n_expert), xg_.data(), d, n, u_.data(), ff, pool,
-           scratch);
+    const MatmulJob gate_up[] = {{expert_view(l.ffn_gate_exps, e, hp.n_expert), g_.data(), ff},
+                                 {expert_view(l.ffn_up_exps, e, hp.n_expert), u_.data(), ff}};
+    matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
     for (int i = 0; i < n; ++i) {
         silu_mul(g_.data() + static_cast<size_t>(i) * ff, u_.data() + static_cast<size_t>(i) * ff,
                  ff);
