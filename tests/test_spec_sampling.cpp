@@ -20,7 +20,7 @@ using namespace specula;
 namespace {
 
 const SessionParams kOneThread{0, 1};
-const int kTrials = 3000;
+const int kTrials = 2000;
 const int kDraft = 3;
 
 SamplingParams sampling(uint64_t seed) {

@@ -116,6 +116,9 @@ BenchResult run_bench(const BenchParams& p) {
         res.rows[i].n_draft = configs[i].n;
     }
 
+    // Auto keeps what it learnt (acceptance, costs) across prompts and repetitions, as a
+    // long-running process would.
+    DraftLengthController learnt;
     for (int rep = 0; rep < p.reps; ++rep) {
         for (size_t ci = 0; ci < configs.size(); ++ci) {
             GenParams gp;
@@ -131,7 +134,9 @@ BenchResult run_bench(const BenchParams& p) {
                 sp.seed = p.sampling.seed + uint64_t(rep * 1000 + pi);
                 Sampler sampler(sp);
                 Generator gen(session, sampler, configs[ci].n == 0 ? nullptr : drafter.get(), gp);
+                if (gp.draft_auto) gen.set_draft_length(learnt);
                 const SpecStats st = gen.generate(prompts[pi]);
+                if (gp.draft_auto) learnt = gen.draft_length();
                 n_gen += st.n_generated;
                 ms += st.t_gen_ms;
                 acc[ci].add(st);

@@ -97,7 +97,12 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
             st.t_draft_ms += ms;
             st.n_draft_steps += steps;
             ctl_.observe_draft(steps, ms);
-            if (draft_.size() > n) draft_.tokens.resize(size_t(n));
+            // A draft vocabulary may be up to 128 tokens larger: such ids cannot be verified.
+            const int nv = target_.model().hparams().n_vocab;
+            int keep = std::min(draft_.size(), n);
+            for (int i = 0; i < keep; ++i)
+                if (draft_.tokens[i] < 0 || draft_.tokens[i] >= nv) keep = i;
+            draft_.tokens.resize(size_t(keep));
         }
 
         auto t = clock_type::now();

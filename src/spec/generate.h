@@ -45,7 +45,10 @@ class Generator {
 
     const std::vector<token_id>& output() const { return output_; }    // generated tokens
     const std::vector<token_id>& history() const { return history_; }  // prompt + output
+    // The adaptive controller's state persists across generate() calls; it can also be carried
+    // from one Generator to another (e.g. across requests) by copying it out and back in.
     const DraftLengthController& draft_length() const { return ctl_; }
+    void set_draft_length(const DraftLengthController& ctl) { ctl_ = ctl; }
 
   private:
     int draft_length_for_step() const;
