@@ -1,7 +1,7 @@
-// `specula`: command-line entry point. Parses `run`, `info` and `tokenize` with CLI11 (options
-// named as in llama.cpp's tools) and dispatches to cli/cmd_*.cpp. Every failure, whether a bad
-// option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is left
-// to the command's own output.
+// `specula`: command-line entry point. Parses `run`, `info`, `tokenize` and `bench` with CLI11
+// (options named as in llama.cpp's tools) and dispatches to cli/cmd_*.cpp. Every failure, whether a
+// bad option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is
+// left to the command's own output.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/cli_util.h"
+#include "cli/cmd_bench.h"
 #include "cli/commands.h"
 #include "common/error.h"
 
@@ -97,10 +98,15 @@ int run_cli(int argc, char** argv) {
     CLI::App* tokenize = app.add_subcommand("tokenize", "print the token ids of a text");
     add_tokenize_options(*tokenize, tok_opt);
 
+    BenchOptions bench_opt;
+    CLI::App* bench =
+        app.add_subcommand("bench", "plain vs speculative decoding benchmark (spec/bench.h)");
+    add_bench_options(*bench, bench_opt);
+
     const std::string first = argc > 1 ? argv[1] : "";
     if (!first.empty() && first[0] != '-' && first != "run" && first != "info" &&
-        first != "tokenize") {
-        specula::fail("unknown command '", argv[1], "' (commands: run, info, tokenize)");
+        first != "tokenize" && first != "bench") {
+        specula::fail("unknown command '", argv[1], "' (commands: run, info, tokenize, bench)");
     }
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
@@ -119,6 +125,7 @@ int run_cli(int argc, char** argv) {
         return cmd_run(run_opt);
     }
     if (info->parsed()) return cmd_info(info_opt);
+    if (bench->parsed()) return cmd_bench(bench_opt);
     return cmd_tokenize(tok_opt);
 }
 
