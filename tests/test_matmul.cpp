@@ -181,6 +181,10 @@ TEST(Matmul, RejectsBadWeights) {
     EXPECT_THROW(run(GGMLType::Q4_K, 128), Error);  // not a whole super-block
     EXPECT_THROW(run(GGMLType::Q8_0, 40), Error);
     EXPECT_THROW(run(GGMLType::Q8_0, 0), Error);
+    WeightView two_rows{GGMLType::Q8_0, 2, 32, w.data()};
+    EXPECT_THROW(matmul(two_rows, x.data(), 16, 2, y.data(), 2, pool, scratch), Error);  // ldx
+    EXPECT_THROW(matmul(two_rows, x.data(), 32, 2, y.data(), 1, pool, scratch), Error);  // ldy
+    EXPECT_THROW(matmul(two_rows, nullptr, 32, 1, y.data(), 2, pool, scratch), Error);
     WeightView null_data{GGMLType::Q8_0, 2, 32, nullptr};
     EXPECT_THROW(matmul(null_data, x.data(), 32, 1, y.data(), 2, pool, scratch), Error);
     WeightView W{GGMLType::Q8_0, 4, 32, w.data()};

@@ -108,6 +108,9 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
                  " columns cannot share an input");
         }
         if (j.W.rows > 0 && j.y == nullptr) fail("matmul_multi: a weight has no output buffer");
+        if (ntok > 1 && j.ldy < j.W.rows) {
+            fail("matmul: output stride ", j.ldy, " is smaller than the ", j.W.rows, " rows");
+        }
         same_acts = same_acts && vec_dot_type(j.W.type) == vec_dot_type(jobs[0].W.type);
     }
     if (!same_acts) {
@@ -115,6 +118,9 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
         return;
     }
     if (ntok <= 0) return;
+    if (x == nullptr || (ntok > 1 && ldx < jobs[0].W.cols)) {
+        fail("matmul: input stride ", ldx, " is smaller than the ", jobs[0].W.cols, " columns");
+    }
     const size_t stride = quantize_acts(jobs[0].W.type, x, ldx, jobs[0].W.cols, ntok, scratch);
     const uint8_t* acts = scratch.acts.data();
 
