@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,18 +25,69 @@ std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocs{0};
 }  // namespace
 
+// Every form of global new/delete is replaced (so that sanitizers only ever see malloc/free).
 // GCC cannot see that these replacements pair malloc with free.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
+namespace {
+void* counted_alloc(std::size_t n, std::size_t align) {
     if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1);
-    if (void* p = std::malloc(n ? n : 1)) return p;
+    if (n == 0) n = 1;
+    if (align > alignof(std::max_align_t)) n = (n + align - 1) / align * align;
+    return align > alignof(std::max_align_t) ? std::aligned_alloc(align, n) : std::malloc(n);
+}
+void* counted_alloc_or_throw(std::size_t n, std::size_t align) {
+    if (void* p = counted_alloc(n, align)) return p;
     throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+    return counted_alloc_or_throw(n, 0);
+}
+void* operator new[](std::size_t n) {
+    return counted_alloc_or_throw(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+    return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+    return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+    return counted_alloc(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+    return counted_alloc(n, 0);
 }
 void operator delete(void* p) noexcept {
     std::free(p);
 }
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
 void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
     std::free(p);
 }
 #pragma GCC diagnostic pop

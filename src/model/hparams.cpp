@@ -96,7 +96,10 @@ HParams read_hparams(const GGUFFile& f, int n_vocab) {
              ") is not a multiple of attention.head_count (", hp.n_head, ")");
     }
     hp.head_dim = get_checked(f, p + "attention.key_length", hp.n_embd / hp.n_head, 1, kMaxEmbd);
-    get_checked(f, p + "attention.value_length", hp.head_dim, hp.head_dim, hp.head_dim);
+    if (f.get_int_or(p + "attention.value_length", hp.head_dim) != hp.head_dim) {
+        fail(f.path(), ": ", p, "attention.value_length must equal attention.key_length (",
+             hp.head_dim, ")");
+    }
     hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
     check_heads(f, p, hp);
     hp.n_expert = get_checked(f, p + "expert_count", 0, 0, kMaxExperts);
