@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -111,6 +112,39 @@ void compare_row(const float* ours, int n_vocab, const json& top, double tol,
     }
 }
 
+// The 5 ladder files also ship all n_vocab logits of one prompt position: compare every one.
+void check_full_logits(const json& ref, const specula::Model& model, double tol) {
+    if (!ref.contains("full_logits")) return;
+    for (const auto& fl : ref["full_logits"]) {
+        const std::string bin = specula::test::read_file(
+            specula::test::shared_path("reference/" + fl["file"].get<std::string>()));
+        const int n_vocab = fl["n_vocab"].get<int>(), pos = fl["position"].get<int>();
+        ASSERT_EQ(n_vocab, model.hparams().n_vocab);
+        ASSERT_EQ(bin.size(), sizeof(float) * n_vocab) << fl["file"];
+        std::vector<float> expect(n_vocab);
+        std::memcpy(expect.data(), bin.data(), bin.size());
+        std::vector<token_id> ids;
+        for (const auto& p : ref["prompts"]) {
+            if (p["name"] == fl["prompt"]) ids = p["token_ids"].get<std::vector<token_id>>();
+        }
+        ASSERT_GT(static_cast<int>(ids.size()), pos);
+        ASSERT_EQ(ids[pos], fl["token_id_at_position"].get<token_id>());
+        specula::SessionParams sp;
+        sp.n_ctx = 512;
+        sp.n_threads = 1;
+        specula::Session s(model, sp);
+        s.eval(std::span<const token_id>(ids.data(), pos + 1), false);
+        double max_diff = 0;
+        for (int v = 0; v < n_vocab; ++v) {
+            max_diff = std::max(max_diff, std::fabs(double(s.logits(0)[v]) - expect[v]));
+        }
+        EXPECT_LE(max_diff, tol) << fl["file"] << ": max |diff| over all " << n_vocab << " logits";
+        EXPECT_EQ(argmax(s.logits(0), n_vocab), fl["argmax"].get<int>()) << fl["file"];
+        std::printf("[parity] %s: all %d logits within %.3g\n",
+                    fl["file"].get<std::string>().c_str(), n_vocab, max_diff);
+    }
+}
+
 class ModelParity : public ::testing::TestWithParam<RefFile> {};
 
 TEST_P(ModelParity, MatchesLlamaCpp) {
@@ -170,6 +204,7 @@ TEST_P(ModelParity, MatchesLlamaCpp) {
                         greedy_st);
         }
     }
+    check_full_logits(ref, *model, tol.prompt);
     EXPECT_EQ(prompt_st.n_failures + greedy_st.n_failures, 0) << rf.stem << ": mismatches";
     std::printf(
         "[parity] %-45s tol %-7g prompt rows %4d max|d| %.3g | greedy rows %4d max|d| %.3g"
