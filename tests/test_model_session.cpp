@@ -325,9 +325,10 @@ struct Edit {
     std::string drop_tensor;    // tensor left out
     std::string retype_tensor;  // tensor whose type is relabelled
     specula::GGMLType new_type = specula::GGMLType::F32;
-    std::string reshape_tensor;  // tensor whose dims are reversed
-    std::string drop_key;        // metadata key left out
-    std::string arch;            // new general.architecture
+    std::string reshape_tensor;                            // tensor whose dims are reversed
+    std::string drop_key;                                  // metadata key left out
+    std::string arch;                                      // new general.architecture
+    std::vector<std::pair<std::string, int32_t>> set_i32;  // integer keys overwritten
 };
 
 std::string write_variant(const std::string& tag, const Edit& ed) {
@@ -339,6 +340,7 @@ std::string write_variant(const std::string& tag, const Edit& ed) {
         w.set(k, v);
     }
     if (!ed.arch.empty()) w.set_string("general.architecture", ed.arch);
+    for (const auto& [k, v] : ed.set_i32) w.set_i32(k, v);
     for (const auto& t : src->tensors()) {
         if (t.name == ed.drop_tensor) continue;
         auto ne = t.ne;
@@ -404,6 +406,29 @@ TEST(ModelLoad, MissingHyperparameter) {
     Edit ed;
     ed.drop_key = "llama.embedding_length";
     expect_load_error(write_variant("key", ed), {"llama.embedding_length"});
+}
+
+// Out-of-range or inconsistent hyperparameters are refused with the key named, before any
+// buffer is sized from them.
+TEST(ModelLoad, BadHyperparameters) {
+    const std::vector<std::pair<std::pair<std::string, int32_t>, std::string>> cases = {
+        {{"llama.block_count", 1 << 20}, "llama.block_count"},
+        {{"llama.block_count", 0}, "llama.block_count"},
+        {{"llama.attention.head_count_kv", 3}, "head_count_kv"},
+        {{"llama.attention.head_count_kv", 0}, "head_count_kv"},
+        {{"llama.attention.head_count", 7}, "head_count"},
+        {{"llama.embedding_length", -64}, "llama.embedding_length"},
+        {{"llama.rope.dimension_count", 9}, "rope.dimension_count"},
+        {{"llama.expert_used_count", 2}, "expert_used_count"},
+        {{"llama.feed_forward_length", 173}, "blk.0.ffn_gate.weight"},
+    };
+    int i = 0;
+    for (const auto& [kv, needle] : cases) {
+        Edit ed;
+        ed.set_i32.push_back(kv);
+        SCOPED_TRACE(kv.first + " = " + std::to_string(kv.second));
+        expect_load_error(write_variant("hp" + std::to_string(i++), ed), {needle});
+    }
 }
 
 }  // namespace
