@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace specula::cli {
 
 // `specula run`: llama-cli style text generation. Defaults are llama.cpp's.
@@ -43,5 +47,9 @@ struct TokenizeOptions {
 int cmd_run(const RunOptions& opt);
 int cmd_info(const InfoOptions& opt);
 int cmd_tokenize(const TokenizeOptions& opt);
+
+// `specula serve`: cli/cmd_serve.cpp declares its options on `app` and runs the server.
+CLI::App* add_serve_command(CLI::App& app);
+int cmd_serve();
 
 }  // namespace specula::cli

@@ -103,10 +103,13 @@ int run_cli(int argc, char** argv) {
         app.add_subcommand("bench", "plain vs speculative decoding benchmark (spec/bench.h)");
     add_bench_options(*bench, bench_opt);
 
+    CLI::App* serve = add_serve_command(app);
+
     const std::string first = argc > 1 ? argv[1] : "";
     if (!first.empty() && first[0] != '-' && first != "run" && first != "info" &&
-        first != "tokenize" && first != "bench") {
-        specula::fail("unknown command '", argv[1], "' (commands: run, info, tokenize, bench)");
+        first != "tokenize" && first != "bench" && first != "serve") {
+        specula::fail("unknown command '", argv[1],
+                      "' (commands: run, info, tokenize, bench, serve)");
     }
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
@@ -126,6 +129,7 @@ int run_cli(int argc, char** argv) {
     }
     if (info->parsed()) return cmd_info(info_opt);
     if (bench->parsed()) return cmd_bench(bench_opt);
+    if (serve->parsed()) return cmd_serve();
     return cmd_tokenize(tok_opt);
 }
 

@@ -1,0 +1,84 @@
+// Engine: what the HTTP layer calls to run one completion. It owns the loaded target (and draft)
+// Model, the chat format, the slot pool and the metrics. prepare() turns a parsed request into
+// prompt tokens and checks it against the model (context, draft length, model name): ApiError on
+// failure. run() waits for a free slot, generates with the shared Generator (plain, draft-model or
+// n-gram speculative) and hands the text out as it becomes safe to send (server/text_stream.h);
+// when the sink returns false (the client is gone) generation stops and the slot is freed.
+//
+// Threads: every slot's Session runs with max(1, threads / slots) threads, so that all slots busy
+// at once do not oversubscribe the CPU.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "server/chat_template.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/slots.h"
+#include "server/text_stream.h"
+#include "spec/stats.h"
+
+namespace specula {
+
+struct EngineConfig {
+    std::string model_path;
+    std::string draft_path;  // draft model for spec_type "draft_model"
+    std::string spec_type;   // "", "draft_model" or "ngram"
+    int n_draft = 4;  // default draft length (per request: speculative.num_speculative_tokens)
+    bool draft_auto = false;
+    int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
+    int n_parallel = 4;
+    int n_threads = 0;        // 0: hardware threads
+    std::string served_name;  // "" : the model file's name without .gguf
+};
+
+struct PreparedRequest {
+    CompletionRequest req;
+    std::vector<token_id> prompt;
+    int n_predict = -1;
+    std::chrono::steady_clock::time_point t_arrival;  // latency metrics count queueing
+};
+
+struct Completion {
+    std::string text;
+    std::string finish_reason;  // "stop", "length" or "abort"
+    SpecStats stats;
+    double ttft_s = 0, e2e_s = 0;
+};
+
+// Receives text as it becomes safe to send; returns false to cancel (client disconnected).
+using PieceSink = std::function<bool(const std::vector<TokenPiece>&)>;
+
+class Engine {
+  public:
+    explicit Engine(const EngineConfig& config);  // loads the models; throws Error
+    ~Engine();
+
+    const std::string& served_name() const { return served_name_; }
+    const Model& target() const { return *target_; }
+    ChatFormat chat_format() const { return chat_format_; }
+    int n_ctx() const { return n_ctx_; }
+    Metrics& metrics() { return metrics_; }
+    std::string describe() const;  // one line for the startup log
+
+    PreparedRequest prepare(CompletionRequest req) const;
+    Completion run(const PreparedRequest& p, const PieceSink& sink);
+
+  private:
+    std::vector<token_id> tokenize(const std::string& text) const;
+
+    EngineConfig cfg_;
+    std::unique_ptr<Model> target_, draft_;
+    std::string served_name_;
+    ChatFormat chat_format_ = ChatFormat::Plain;
+    int n_ctx_ = 0, n_threads_slot_ = 1;
+    std::unique_ptr<SlotPool> slots_;
+    Metrics metrics_;
+};
+
+}  // namespace specula

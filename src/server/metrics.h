@@ -1,0 +1,59 @@
+// Server metrics in the Prometheus text format, named like vLLM's under a `specula:` prefix:
+//   specula:spec_decode_num_drafts, specula:spec_decode_num_draft_tokens,
+//   specula:spec_decode_num_accepted_tokens, specula:spec_decode_num_accepted_tokens_per_pos
+//   {position="0".."k"} (counters, summed over finished requests' SpecStats);
+//   specula:request_success_total{finished_reason}, specula:request_failure_total{status},
+//   specula:prompt_tokens_total, specula:generation_tokens_total (counters);
+//   specula:num_requests_running / specula:num_requests_waiting (gauges);
+//   specula:e2e_request_latency_seconds, specula:time_to_first_token_seconds,
+//   specula:time_per_output_token_seconds (histograms).
+// Thread-safe: every request thread records into one Metrics.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "spec/stats.h"
+
+namespace specula {
+
+class Histogram {
+  public:
+    explicit Histogram(std::vector<double> bounds);
+    void observe(double x);
+    void render(std::string& out, const std::string& name, const std::string& help) const;
+
+  private:
+    std::vector<double> bounds_;
+    std::vector<long> counts_;  // per bucket (not cumulative); the last is +Inf
+    double sum_ = 0;
+    long count_ = 0;
+};
+
+class Metrics {
+  public:
+    Metrics();
+
+    void add_waiting(int delta);
+    void add_running(int delta);
+    // A request that generated (finished normally, by a stop, or cancelled: "abort").
+    void record_request(const SpecStats& st, const std::string& finish_reason, double e2e_s,
+                        double ttft_s);
+    void record_failure(int status);
+
+    std::string render() const;
+
+  private:
+    mutable std::mutex mu_;
+    long running_ = 0, waiting_ = 0;
+    long prompt_tokens_ = 0, generation_tokens_ = 0;
+    long num_drafts_ = 0, num_draft_tokens_ = 0, num_accepted_ = 0;
+    std::vector<long> accepted_per_pos_;
+    std::map<std::string, long> success_;  // by finished_reason
+    std::map<int, long> failure_;          // by HTTP status
+    Histogram e2e_, ttft_, tpot_;
+};
+
+}  // namespace specula

@@ -1,0 +1,184 @@
+// Request parsing: see request.h.
+#include "server/request.h"
+
+#include "server/api_error.h"
+
+namespace specula {
+
+namespace {
+
+using json = nlohmann::json;
+
+const json* field(const json& body, const char* name) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+[[noreturn]] void wrong_type(const std::string& name, const char* expected) {
+    bad_request("'" + name + "' must be " + expected, name);
+}
+
+double get_number(const json& body, const char* name, double def, double lo, double hi) {
+    const json* v = field(body, name);
+    if (!v) return def;
+    if (!v->is_number()) wrong_type(name, "a number");
+    const double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) {
+        bad_request("'" + std::string(name) + "' must be in [" + json(lo).dump() + ", " +
+                        json(hi).dump() + "], got " + v->dump(),
+                    name);
+    }
+    return x;
+}
+
+int64_t get_int(const json& body, const char* name, int64_t def, int64_t lo, int64_t hi) {
+    const json* v = field(body, name);
+    if (!v) return def;
+    if (!v->is_number_integer()) wrong_type(name, "an integer");
+    const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)
+                          ? INT64_MAX
+                          : v->get<int64_t>();
+    if (x < lo || x > hi) {
+        bad_request("'" + std::string(name) + "' must be in [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "], got " + v->dump(),
+                    name);
+    }
+    return x;
+}
+
+bool get_bool(const json& body, const char* name, bool def) {
+    const json* v = field(body, name);
+    if (!v) return def;
+    if (!v->is_boolean()) wrong_type(name, "a boolean");
+    return v->get<bool>();
+}
+
+std::vector<std::string> get_stop(const json& body) {
+    const json* v = field(body, "stop");
+    if (!v) return {};
+    if (v->is_string())
+        return v->get<std::string>().empty() ? std::vector<std::string>{}
+                                             : std::vector<std::string>{*v};
+    if (!v->is_array()) wrong_type("stop", "a string or an array of strings");
+    if (v->size() > 16) bad_request("'stop' holds at most 16 strings", "stop");
+    std::vector<std::string> out;
+    for (const auto& s : *v) {
+        if (!s.is_string()) wrong_type("stop", "a string or an array of strings");
+        if (!s.get<std::string>().empty()) out.push_back(s.get<std::string>());
+    }
+    return out;
+}
+
+// The text of one message's content: a string, or an array of {"type": "text", "text": ...}.
+std::string message_content(const json& m, size_t i) {
+    const std::string param = "messages[" + std::to_string(i) + "].content";
+    const json* c = field(m, "content");
+    if (!c) return "";
+    if (c->is_string()) return c->get<std::string>();
+    if (!c->is_array()) wrong_type(param, "a string or an array of text parts");
+    std::string text;
+    for (const auto& part : *c) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+            bad_request("'" + param + "' parts must be {\"type\": \"text\", \"text\": ...}", param);
+        }
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+std::vector<ChatMessage> get_messages(const json& body) {
+    const json* v = field(body, "messages");
+    if (!v) bad_request("'messages' is required", "messages");
+    if (!v->is_array()) wrong_type("messages", "an array of messages");
+    if (v->empty()) bad_request("'messages' must not be empty", "messages");
+    std::vector<ChatMessage> out;
+    for (size_t i = 0; i < v->size(); ++i) {
+        const json& m = (*v)[i];
+        const std::string param = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) wrong_type(param, "an object");
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) wrong_type(param + ".role", "a string");
+        const std::string r = role->get<std::string>();
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+            bad_request("'" + param + ".role' must be system, user or assistant, got '" + r + "'",
+                        param + ".role");
+        }
+        out.push_back({r == "developer" ? "system" : r, message_content(m, i)});
+    }
+    return out;
+}
+
+void get_prompt(const json& body, CompletionRequest& r) {
+    const json* v = field(body, "prompt");
+    if (!v) bad_request("'prompt' is required", "prompt");
+    if (v->is_string()) {
+        r.prompt = v->get<std::string>();
+        return;
+    }
+    if (!v->is_array()) wrong_type("prompt", "a string, an array of one string or token ids");
+    if (v->size() == 1 && (*v)[0].is_string()) {
+        r.prompt = (*v)[0].get<std::string>();
+        return;
+    }
+    for (const auto& t : *v) {
+        if (!t.is_number_integer()) {
+            bad_request(
+                "'prompt' must be a string, an array of one string or token ids "
+                "(several prompts per request are not supported)",
+                "prompt");
+        }
+        r.prompt_ids.push_back(t.get<int32_t>());
+    }
+    if (r.prompt_ids.empty()) bad_request("'prompt' must not be an empty array", "prompt");
+}
+
+std::optional<int> get_draft_override(const json& body) {
+    const json* v = field(body, "speculative");
+    if (!v) return std::nullopt;
+    if (!v->is_object()) wrong_type("speculative", "an object");
+    const json* n = field(*v, "num_speculative_tokens");
+    if (!n) return std::nullopt;
+    if (!n->is_number_integer() || n->get<int64_t>() < 0 || n->get<int64_t>() > 64) {
+        bad_request("'speculative.num_speculative_tokens' must be an integer in [0, 64]",
+                    "speculative.num_speculative_tokens");
+    }
+    return n->get<int>();
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const json& body, bool chat) {
+    if (!body.is_object()) bad_request("the request body must be a JSON object");
+    CompletionRequest r;
+    r.chat = chat;
+    if (const json* m = field(body, "model")) {
+        if (!m->is_string()) wrong_type("model", "a string");
+        r.model = m->get<std::string>();
+    }
+    if (chat) {
+        r.messages = get_messages(body);
+    } else {
+        get_prompt(body, r);
+    }
+    if (get_int(body, "n", 1, 1, INT32_MAX) != 1) {
+        bad_request("only n = 1 is supported", "n");
+    }
+    const char* max_name =
+        field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    r.max_tokens = int(get_int(body, max_name, -1, -1, INT32_MAX));
+    r.temperature = float(get_number(body, "temperature", r.temperature, 0.0, 2.0));
+    r.top_p = float(get_number(body, "top_p", r.top_p, 0.0, 1.0));
+    r.min_p = float(get_number(body, "min_p", r.min_p, 0.0, 1.0));
+    r.top_k = int(get_int(body, "top_k", r.top_k, -1, INT32_MAX));
+    const int64_t seed = get_int(body, "seed", -1, INT64_MIN, INT64_MAX);
+    r.seed = seed < 0 ? 0xFFFFFFFFu : uint64_t(seed);
+    r.stop = get_stop(body);
+    r.stream = get_bool(body, "stream", false);
+    r.ignore_eos = get_bool(body, "ignore_eos", false);
+    r.n_draft = get_draft_override(body);
+    return r;
+}
+
+}  // namespace specula

@@ -1,0 +1,287 @@
+// HttpServer: see server.h.
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include "common/error.h"
+#include "server/api_error.h"
+#include "server/web_ui.h"
+
+namespace specula {
+
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+    send_json(res, e.status(), e.body());
+}
+
+json tokens_json(const std::vector<TokenPiece>& pieces) {
+    json toks = json::array();
+    for (const auto& p : pieces) toks.push_back({{"text", p.text}, {"drafted", p.drafted}});
+    return {{"tokens", toks}};
+}
+
+std::string joined(const std::vector<TokenPiece>& pieces) {
+    std::string s;
+    for (const auto& p : pieces) s += p.text;
+    return s;
+}
+
+// The fields every response and chunk starts with.
+struct ResponseHead {
+    std::string id;
+    std::string object;
+    long created;
+    std::string model;
+    bool chat;
+
+    json make() const {
+        return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
+    }
+};
+
+json stream_chunk(const ResponseHead& h, const std::vector<TokenPiece>& pieces) {
+    json choice = {{"index", 0}, {"finish_reason", nullptr}, {"specula", tokens_json(pieces)}};
+    if (h.chat) {
+        choice["delta"] = {{"content", joined(pieces)}};
+    } else {
+        choice["text"] = joined(pieces);
+        choice["logprobs"] = nullptr;
+    }
+    json j = h.make();
+    j["choices"] = json::array({choice});
+    return j;
+}
+
+json final_chunk(const ResponseHead& h, const Completion& c) {
+    json choice = {{"index", 0}, {"finish_reason", c.finish_reason}};
+    if (h.chat) {
+        choice["delta"] = json::object();
+    } else {
+        choice["text"] = "";
+        choice["logprobs"] = nullptr;
+    }
+    json j = h.make();
+    j["choices"] = json::array({choice});
+    j["usage"] = usage_json(c.stats);
+    return j;
+}
+
+json full_response(const ResponseHead& h, const Completion& c) {
+    json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
+    if (h.chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+        choice["text"] = c.text;
+    }
+    json j = h.make();
+    j["choices"] = json::array({choice});
+    j["usage"] = usage_json(c.stats);
+    return j;
+}
+
+bool write_sse(httplib::DataSink& sink, const json& j) {
+    const std::string s = "data: " + dump(j) + "\n\n";
+    return sink.write(s.data(), s.size());
+}
+
+std::string status_message(int status, size_t max_body) {
+    switch (status) {
+        case 404:
+            return "not found";
+        case 405:
+            return "method not allowed";
+        case 413:
+            return "the request body is larger than the limit of " + std::to_string(max_body) +
+                   " bytes";
+        case 414:
+            return "the request URI is too long";
+        default:
+            return "request failed with HTTP status " + std::to_string(status);
+    }
+}
+
+std::atomic<long> g_request_id{0};
+
+}  // namespace
+
+json usage_json(const SpecStats& st) {
+    json spec = {{"drafts", st.n_drafts},
+                 {"drafted", st.n_drafted},
+                 {"accepted", st.n_accepted},
+                 {"accepted_per_pos", st.pos_accepted},
+                 {"acceptance_rate", st.accept_rate()},
+                 {"mean_acceptance_length", st.mean_accept_len()}};
+    return {{"prompt_tokens", st.n_prompt},
+            {"completion_tokens", st.n_generated},
+            {"total_tokens", st.n_prompt + st.n_generated},
+            {"speculative", spec}};
+}
+
+HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
+    : engine_(engine), cfg_(cfg), svr_(std::make_unique<httplib::Server>()) {
+    const int n_threads = cfg.n_http_threads > 0 ? cfg.n_http_threads : 64;
+    svr_->new_task_queue = [n_threads] { return new httplib::ThreadPool(size_t(n_threads)); };
+    svr_->set_payload_max_length(cfg.max_body_bytes);
+    routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::routes() {
+    httplib::Server& s = *svr_;
+    Metrics& metrics = engine_.metrics();
+
+    s.set_pre_routing_handler(
+        [this, &metrics](const httplib::Request& req, httplib::Response& res) {
+            if (cfg_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
+                return httplib::Server::HandlerResponse::Unhandled;
+            if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key)
+                return httplib::Server::HandlerResponse::Unhandled;
+            metrics.record_failure(401);
+            send_json(res, 401,
+                      api_error_body(req.has_header("Authorization")
+                                         ? "invalid API key"
+                                         : "missing API key (Authorization: Bearer KEY)",
+                                     "invalid_request_error", "", "invalid_api_key"));
+            return httplib::Server::HandlerResponse::Handled;
+        });
+    s.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this, &metrics](const httplib::Request&, httplib::Response& res) {
+            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            metrics.record_failure(res.status);
+            const char* type = res.status >= 500 ? "server_error" : "invalid_request_error";
+            send_json(res, res.status,
+                      api_error_body(status_message(res.status, cfg_.max_body_bytes), type));
+            return httplib::Server::HandlerResponse::Handled;
+        }));
+    s.set_exception_handler(
+        [&metrics](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string msg = "internal error";
+            try {
+                std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                msg = e.what();
+            } catch (...) {
+            }
+            metrics.record_failure(500);
+            send_json(res, 500, api_error_body(msg, "server_error"));
+        });
+
+    s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"status", "ok"}});
+    });
+    s.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+        res.set_content(metrics.render(), "text/plain; version=0.0.4");
+    });
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(web_ui_html(), "text/html; charset=utf-8");
+    });
+    s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+        json model = {{"id", engine_.served_name()},
+                      {"object", "model"},
+                      {"created", long(std::time(nullptr))},
+                      {"owned_by", "specula"},
+                      {"max_model_len", engine_.n_ctx()}};
+        send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+    });
+    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        handle_completion(req, res, false);
+    });
+    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        handle_completion(req, res, true);
+    });
+}
+
+void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    PreparedRequest p;
+    try {
+        json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+        if (body.is_discarded()) bad_request("the request body is not valid JSON");
+        p = engine_.prepare(parse_completion_request(body, chat));
+    } catch (const ApiError& e) {
+        engine_.metrics().record_failure(e.status());
+        send_error(res, e);
+        return;
+    } catch (const Error& e) {
+        engine_.metrics().record_failure(400);
+        send_error(res, ApiError(400, e.what()));
+        return;
+    }
+    const long n = ++g_request_id;
+    auto head = std::make_shared<ResponseHead>(ResponseHead{
+        (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
+        chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
+        long(std::time(nullptr)), engine_.served_name(), chat});
+    auto prepared = std::make_shared<PreparedRequest>(std::move(p));
+    if (prepared->req.stream) {
+        res.set_chunked_content_provider(
+            "text/event-stream", [this, head, prepared](size_t, httplib::DataSink& sink) {
+                if (head->chat) {
+                    json first = stream_chunk(*head, {});
+                    first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
+                    if (!write_sse(sink, first)) return false;
+                }
+                Completion c = engine_.run(*prepared, [&](const std::vector<TokenPiece>& pieces) {
+                    return write_sse(sink, stream_chunk(*head, pieces));
+                });
+                if (c.finish_reason == "abort") return false;
+                write_sse(sink, final_chunk(*head, c));
+                static const std::string done = "data: [DONE]\n\n";
+                sink.write(done.data(), done.size());
+                sink.done();
+                return true;
+            });
+        res.set_header("Cache-Control", "no-cache");
+        return;
+    }
+    res.set_chunked_content_provider(
+        "application/json", [this, head, prepared](size_t, httplib::DataSink& sink) {
+            auto last_write = clock_type::now();
+            Completion c = engine_.run(*prepared, [&](const std::vector<TokenPiece>&) {
+                if (clock_type::now() - last_write < std::chrono::milliseconds(100)) return true;
+                last_write = clock_type::now();
+                return sink.write(" ", 1);  // JSON allows leading whitespace
+            });
+            if (c.finish_reason == "abort") return false;
+            const std::string body = dump(full_response(*head, c));
+            sink.write(body.data(), body.size());
+            sink.done();
+            return true;
+        });
+}
+
+void HttpServer::listen() {
+    if (cfg_.port == 0) {
+        const int port = svr_->bind_to_any_port(cfg_.host);
+        if (port < 0) fail("cannot bind ", cfg_.host, " to any port");
+        cfg_.port = port;
+    } else if (!svr_->bind_to_port(cfg_.host, cfg_.port)) {
+        fail("cannot listen on ", cfg_.host, ":", cfg_.port, " (in use, or not a local address?)");
+    }
+    std::fprintf(stderr, "serve: listening on http://%s:%d\n", cfg_.host.c_str(), cfg_.port);
+    std::fflush(stderr);
+    svr_->listen_after_bind();
+}
+
+void HttpServer::stop() {
+    svr_->stop();
+}
+
+}  // namespace specula

@@ -1,0 +1,57 @@
+// SlotPool: the server's --parallel generation slots. Each slot owns a target Session (its own KV
+// cache over the shared, read-only Model) and the adaptive draft-length state it carries from
+// request to request. acquire() blocks while all slots are busy (requests queue in arrival order
+// of wake-up) and returns a lease that gives the slot back when it goes out of scope.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "model/model.h"
+#include "spec/draft_length.h"
+
+namespace specula {
+
+struct Slot {
+    int id = 0;
+    std::unique_ptr<Session> target;
+    std::optional<DraftLengthController> draft_length;  // set after the first `--draft auto` use
+};
+
+class SlotPool {
+  public:
+    // Slots are created up front so that a KV cache that does not fit fails at startup.
+    SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads);
+
+    class Lease {
+      public:
+        Lease(SlotPool& pool, Slot& slot) : pool_(&pool), slot_(&slot) {}
+        Lease(Lease&& o) noexcept : pool_(o.pool_), slot_(o.slot_) { o.pool_ = nullptr; }
+        Lease(const Lease&) = delete;
+        ~Lease() {
+            if (pool_) pool_->release(*slot_);
+        }
+        Slot& operator*() const { return *slot_; }
+        Slot* operator->() const { return slot_; }
+
+      private:
+        SlotPool* pool_;
+        Slot* slot_;
+    };
+
+    Lease acquire();
+    int size() const { return int(slots_.size()); }
+
+  private:
+    void release(Slot& slot);
+
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<Slot*> free_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+};
+
+}  // namespace specula
