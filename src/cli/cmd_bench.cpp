@@ -59,6 +59,8 @@ nlohmann::json to_json(const BenchResult& r) {
                         {"tokens_per_s", row.tps},
                         {"median_tokens_per_s", row.median_tps},
                         {"speedup", row.speedup},
+                        {"target_pass_ms", row.target_pass_ms},
+                        {"draft_step_ms", row.draft_step_ms},
                         {"mean_auto_length", row.mean_auto_n}});
     return {{"synthetic_acceptance", r.params.synthetic_accept},
             {"a", r.a},

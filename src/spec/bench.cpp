@@ -120,7 +120,9 @@ BenchResult run_bench(const BenchParams& p) {
     // long-running process would.
     DraftLengthController learnt;
     for (int rep = 0; rep < p.reps; ++rep) {
-        for (size_t ci = 0; ci < configs.size(); ++ci) {
+        // Rotate the order each repetition so that no configuration always runs last.
+        for (size_t k = 0; k < configs.size(); ++k) {
+            const size_t ci = (k + size_t(rep)) % configs.size();
             GenParams gp;
             gp.n_predict = p.n_predict;
             gp.ignore_eos = true;  // equal work for every configuration

@@ -114,8 +114,24 @@ int DraftLengthController::choose() const {
     const int n = best();
     const int every = params_.explore_every;
     if (every <= 0 || t0_ <= 0.0 || n_steps_ % every != every - 1) return n;
-    const int step = (n_steps_ / every) % 2 ? 1 : -1;
-    return std::clamp(n + step, params_.n_min, params_.n_max);
+    // Mostly the neighbours of the best length; every third exploration the length whose target
+    // batch has been measured least, since real cost curves have steps a line cannot predict.
+    const long k = n_steps_ / every;
+    if (k % 3 == 2) return least_measured();
+    return std::clamp(n + (k % 3 ? 1 : -1), params_.n_min, params_.n_max);
+}
+
+// Among plausible lengths (up to twice the best, predicted to reach at least half its rate), the
+// one whose target batch has the fewest measurements.
+int DraftLengthController::least_measured() const {
+    const int n_best = best();
+    const double floor_rate = 0.5 * expected_tokens(n_best) / expected_time(n_best);
+    int pick = n_best;
+    for (int n = params_.n_min; n <= std::min(params_.n_max, 2 * n_best); ++n) {
+        if (expected_tokens(n) / expected_time(n) < floor_rate) continue;
+        if (batch_n_[size_t(n) + 1] < batch_n_[size_t(pick) + 1]) pick = n;
+    }
+    return pick;
 }
 
 int DraftLengthController::best() const {

@@ -11,7 +11,7 @@
 // over 2 tokens often costs what 1 does). Estimates use exponentially decayed counts; a position
 // with few observations leans on the estimate of the position before it, so lengths never tried
 // are extrapolated, not ignored. Every explore_every-th step tries a neighbour of the best length
-// so that the costs around it stay measured.
+// (or, one time in three, the least measured plausible length) so that costs stay measured.
 #pragma once
 
 #include <vector>
@@ -49,6 +49,7 @@ class DraftLengthController {
 
   private:
     void fit_target();
+    int least_measured() const;
 
     DraftLengthParams params_;
     std::vector<double> reached_, accepted_;  // decayed counts per position
