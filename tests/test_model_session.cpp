@@ -240,20 +240,29 @@ TEST(Session, NoAllocationAfterWarmup) {
     }
 }
 
-// all_logits = false computes only the last row, bit-identical to the full computation.
+// all_logits = false computes only the last row (and skips the last layer's other rows), and
+// that row is bit-identical to the full computation.
 TEST(Session, LastLogitsOnlyMatchesFullRow) {
-    const std::string stem = "rand-llama-tok512-d256-l2-Q8_0";
-    const auto model = specula::Model::load(model_path(stem));
-    const int n_vocab = model->hparams().n_vocab;
-    const auto ids = first_prompt_ids(stem);
-    const std::span<const token_id> prompt(ids.data(), 12);
-    auto a = make_session(*model);
-    a.eval(prompt);
-    auto b = make_session(*model);
-    b.eval(prompt, false);
-    ASSERT_EQ(b.n_logits(), 1);
-    EXPECT_EQ(b.n_past(), 12);
-    EXPECT_EQ(std::memcmp(a.logits(11), b.logits(0), sizeof(float) * n_vocab), 0);
+    for (const std::string stem :
+         {"rand-llama-tok512-d256-l2-Q8_0", "rand-llama-moe4x2-tok512-d256-l2-Q4_K_M",
+          "rand-qwen2-tok512-d256-l2-F16"}) {
+        const auto model = specula::Model::load(model_path(stem));
+        const int n_vocab = model->hparams().n_vocab;
+        const auto ids = first_prompt_ids(stem);
+        const std::span<const token_id> prompt(ids.data(), 12);
+        auto a = make_session(*model);
+        a.eval(prompt);
+        auto b = make_session(*model);
+        b.eval(prompt, false);
+        ASSERT_EQ(b.n_logits(), 1);
+        EXPECT_EQ(b.n_past(), 12);
+        EXPECT_EQ(std::memcmp(a.logits(11), b.logits(0), sizeof(float) * n_vocab), 0) << stem;
+        // The cache it leaves behind is complete: the next token's logits agree too.
+        const token_id next = ids[12];
+        a.eval(std::span<const token_id>(&next, 1));
+        b.eval(std::span<const token_id>(&next, 1));
+        EXPECT_EQ(std::memcmp(a.logits(0), b.logits(0), sizeof(float) * n_vocab), 0) << stem;
+    }
 }
 
 TEST(Session, LogitsStayReadableAfterRollback) {

@@ -110,7 +110,9 @@ struct Session::Impl {
         }
     }
 
-    void attention_block(const LayerWeights& l, int il, int pos0, int ntok) {
+    // K and V are computed for all ntok tokens; the attention output and the residual only for
+    // rows [r0, ntok) (r0 > 0 in the last layer when only the last logits are wanted).
+    void attention_block(const LayerWeights& l, int il, int pos0, int ntok, int r0) {
         const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
         norm_rows(x.data(), l.attn_norm, ntok, h.data());
         float* kc = kv.k(il, pos0);
@@ -125,14 +127,20 @@ struct Session::Impl {
             rope_apply(rope, cs, q.data() + t * dq, hp.n_head, hp.head_dim);
             rope_apply(rope, cs, kc + t * dkv, hp.n_head_kv, hp.head_dim);
         }
-        attention(kv, il, pos0, ntok, q.data(), att.data(), att_shape, pool, scores.data());
-        mm_(l.wo, att.data(), dq, ntok, tmp.data(), hp.n_embd);
-        add_bias(tmp.data(), l.bo, ntok, hp.n_embd, hp.n_embd);
-        add_into(x.data(), tmp.data(), static_cast<int64_t>(ntok) * hp.n_embd);
+        const int n = ntok - r0;
+        attention(kv, il, pos0 + r0, n, q.data() + r0 * dq, att.data(), att_shape, pool,
+                  scores.data());
+        mm_(l.wo, att.data(), dq, n, tmp.data(), hp.n_embd);
+        add_bias(tmp.data(), l.bo, n, hp.n_embd, hp.n_embd);
+        add_into(x.data() + static_cast<size_t>(r0) * hp.n_embd, tmp.data(),
+                 static_cast<int64_t>(n) * hp.n_embd);
     }
 
-    void ffn_block(const LayerWeights& l, int ntok) {
-        norm_rows(x.data(), l.ffn_norm, ntok, h.data());
+    // The FFN and its residual for rows [r0, ntok) of x.
+    void ffn_block(const LayerWeights& l, int ntok, int r0) {
+        float* xr = x.data() + static_cast<size_t>(r0) * hp.n_embd;
+        ntok -= r0;
+        norm_rows(xr, l.ffn_norm, ntok, h.data());
         if (hp.n_expert > 0) {
             moe.forward(l, hp, h.data(), ntok, tmp.data(), pool, mm);
         } else {
@@ -142,7 +150,7 @@ struct Session::Impl {
             silu_mul(ff_g.data(), ff_u.data(), static_cast<int64_t>(ntok) * hp.n_ff);
             mm_(l.ffn_down, ff_g.data(), hp.n_ff, ntok, tmp.data(), hp.n_embd);
         }
-        add_into(x.data(), tmp.data(), static_cast<int64_t>(ntok) * hp.n_embd);
+        add_into(xr, tmp.data(), static_cast<int64_t>(ntok) * hp.n_embd);
     }
 
     void check(std::span<const token_id> tokens) const {
@@ -169,12 +177,14 @@ struct Session::Impl {
         for (int t = 0; t < ntok; ++t) {
             rope_angles(rope, pos0 + t, rope_cs.data() + static_cast<size_t>(t) * hp.n_rot);
         }
-        for (int il = 0; il < hp.n_layer; ++il) {
-            attention_block(model.layers[il], il, pos0, ntok);
-            ffn_block(model.layers[il], ntok);
-        }
-        // Only the rows whose logits are wanted go through the final norm and output matmul.
+        // Only the rows whose logits are wanted go through the last layer's attention output and
+        // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).
         const int n_out = all_logits ? ntok : 1;
+        for (int il = 0; il < hp.n_layer; ++il) {
+            const int r0 = il == hp.n_layer - 1 ? ntok - n_out : 0;
+            attention_block(model.layers[il], il, pos0, ntok, r0);
+            ffn_block(model.layers[il], ntok, r0);
+        }
         const float* last = x.data() + static_cast<size_t>(ntok - n_out) * hp.n_embd;
         norm_rows(last, model.output_norm, n_out, h.data());
         mm_(model.output, h.data(), hp.n_embd, n_out, logits.data(), hp.n_vocab);
