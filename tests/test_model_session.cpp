@@ -278,6 +278,20 @@ TEST(Session, LogitsStayReadableAfterRollback) {
     EXPECT_THROW(s.logits(8), specula::Error);
 }
 
+TEST(Session, MovedSessionKeepsItsState) {
+    const std::string stem = "rand-llama-tok512-d256-l2-F32";
+    const auto model = specula::Model::load(model_path(stem));
+    const auto ids = first_prompt_ids(stem);
+    auto a = make_session(*model);
+    a.eval(std::span<const token_id>(ids.data(), 6));
+    std::vector<float> row(a.logits(5), a.logits(5) + model->hparams().n_vocab);
+    specula::Session b = std::move(a);
+    EXPECT_EQ(b.n_past(), 6);
+    EXPECT_EQ(std::memcmp(row.data(), b.logits(5), row.size() * sizeof(float)), 0);
+    b.eval(std::span<const token_id>(ids.data() + 6, 1));
+    EXPECT_EQ(b.n_past(), 7);
+}
+
 TEST(Session, ContextOverflowThrowsNamingNCtx) {
     const auto model =
         specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));

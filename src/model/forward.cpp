@@ -197,6 +197,8 @@ Session::Session(const Model& model, const SessionParams& params)
     : impl_(std::make_unique<Impl>(model, params)) {}
 
 Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
 
 void Session::eval(std::span<const token_id> tokens, bool all_logits) {
     impl_->eval(tokens, all_logits);

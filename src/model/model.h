@@ -106,6 +106,8 @@ class Session {
   public:
     Session(const Model& model, const SessionParams& params);
     ~Session();
+    Session(Session&&) noexcept;
+    Session& operator=(Session&&) noexcept;
 
     // Evaluates tokens at positions n_past() .. n_past()+n-1 in ONE pass (each weight streamed
     // once for all of them) and appends them to the cache. Afterwards logits(i) holds the n_vocab
