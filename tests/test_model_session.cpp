@@ -3,7 +3,9 @@
 // overflow, and clear load errors for unsupported or malformed models.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
+#include "kernels/quants.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -352,6 +355,7 @@ struct Edit {
     std::string drop_key;                                  // metadata key left out
     std::string arch;                                      // new general.architecture
     std::vector<std::pair<std::string, int32_t>> set_i32;  // integer keys overwritten
+    bool f16_norms = false;                                // store every *_norm.weight as F16
 };
 
 std::string write_variant(const std::string& tag, const Edit& ed) {
@@ -370,6 +374,13 @@ std::string write_variant(const std::string& tag, const Edit& ed) {
         auto type = t.type;
         if (t.name == ed.retype_tensor) type = ed.new_type;
         if (t.name == ed.reshape_tensor) std::reverse(ne.begin(), ne.end());
+        if (ed.f16_norms && t.name.find("norm.weight") != std::string::npos) {
+            std::vector<uint16_t> h(t.n_elements());
+            specula::quantize_row(specula::GGMLType::F16, reinterpret_cast<const float*>(t.data),
+                                  h.data(), t.n_elements());
+            w.add_tensor(t.name, ne, specula::GGMLType::F16, h.data(), h.size() * 2);
+            continue;
+        }
         w.add_tensor(t.name, ne, type, t.data, t.nbytes);
     }
     const std::string path = specula::test::temp_dir("model") + "/" + tag + ".gguf";
@@ -397,6 +408,30 @@ TEST(ModelLoad, UnmodifiedCopyLoads) {
     EXPECT_EQ(m->hparams().n_head_kv, 4);
     EXPECT_EQ(m->n_params(), 292800);
     EXPECT_NE(m->describe().find("llama"), std::string::npos);
+}
+
+// Norm weights stored as F16 are dequantized at load; the model then computes what the F32 file
+// computes up to the F16 rounding of those weights.
+TEST(ModelLoad, F16NormWeights) {
+    Edit ed;
+    ed.f16_norms = true;
+    const auto m16 = specula::Model::load(write_variant("f16norms", ed));
+    const auto m32 =
+        specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    EXPECT_EQ(m16->owned.size(), 11u);  // 5 layers x 2 norms + output_norm
+    const std::vector<token_id> ids = {1, 403, 385, 410, 317, 407, 274, 368};
+    auto a = make_session(*m16, 64);
+    auto b = make_session(*m32, 64);
+    a.eval(ids);
+    b.eval(ids);
+    double max_diff = 0;
+    for (int t = 0; t < 8; ++t) {
+        for (int v = 0; v < 512; ++v) {
+            max_diff = std::max(max_diff, std::fabs(double(a.logits(t)[v]) - b.logits(t)[v]));
+        }
+    }
+    EXPECT_GT(max_diff, 0.0) << "the F16 norms were not used";
+    EXPECT_LT(max_diff, 0.05);
 }
 
 TEST(ModelLoad, UnsupportedArchitecture) {

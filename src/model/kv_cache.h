@@ -19,6 +19,7 @@ class KVCache {
     const float* k(int layer, int pos) const { return k_.get() + offset(layer, pos); }
     const float* v(int layer, int pos) const { return v_.get() + offset(layer, pos); }
 
+    int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv() const { return n_embd_kv_; }
     int n_past() const { return n_past_; }
