@@ -1,0 +1,422 @@
+// End-to-end tests of `specula serve`: the real binary is started on a free loopback port with
+// the stories260K target and the llama2xs draft (../shared/models/tinystories) and queried over
+// HTTP. Greedy output must equal `specula run --temp 0`, streaming must equal non-streaming,
+// concurrent clients must each get their single-client output, every bad input must get its
+// status and OpenAI-shaped error, /metrics must count exactly what the responses' usage reports,
+// and a client that disconnects must cancel its generation.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/server_process.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using specula::test::ServerProcess;
+using specula::test::shared_path;
+
+std::string target_path() {
+    return shared_path("models/tinystories/stories260K.gguf");
+}
+std::string draft_path() {
+    return shared_path("models/tinystories/llama2xs.gguf");
+}
+
+// `specula run --temp 0` stdout for a prompt (the reference for greedy server output).
+std::string specula_run_greedy(const std::string& prompt, int n) {
+    const std::string cmd = specula::test::specula_bin() + " run -m '" + target_path() + "' -p '" +
+                            prompt + "' -n " + std::to_string(n) + " --temp 0 -t 1 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) throw std::runtime_error("popen failed");
+    std::string out;
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+    EXPECT_EQ(pclose(p), 0) << cmd;
+    return out;
+}
+
+struct Reply {
+    int status = 0;
+    json body;
+};
+
+Reply post(const ServerProcess& s, const std::string& path, const std::string& body,
+           const httplib::Headers& headers = {}) {
+    auto res = s.client().Post(path.c_str(), headers, body, "application/json");
+    if (!res) throw std::runtime_error("no response from " + path);
+    Reply r{res->status, json::parse(res->body, nullptr, false)};
+    return r;
+}
+
+json completion(const ServerProcess& s, json req, bool chat = false) {
+    Reply r = post(s, chat ? "/v1/chat/completions" : "/v1/completions", req.dump());
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    return r.body;
+}
+
+struct Streamed {
+    std::string content;     // concatenated text / delta.content
+    std::string token_text;  // concatenated specula.tokens[].text
+    int n_drafted = 0, n_target = 0;
+    json final_chunk;
+    bool done = false;
+};
+
+Streamed stream(const ServerProcess& s, json req, bool chat) {
+    req["stream"] = true;
+    Streamed out;
+    std::string buf;
+    auto res = s.client().Post(chat ? "/v1/chat/completions" : "/v1/completions", {}, req.dump(),
+                               "application/json");
+    if (!res) throw std::runtime_error("no response to a streaming request");
+    EXPECT_EQ(res->status, 200) << res->body;
+    std::string body = res->body;
+    size_t pos = 0;
+    while ((pos = body.find("\n\n")) != std::string::npos) {
+        std::string event = body.substr(0, pos);
+        body.erase(0, pos + 2);
+        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+        const std::string data = event.substr(6);
+        if (data == "[DONE]") {
+            out.done = true;
+            continue;
+        }
+        EXPECT_FALSE(out.done) << "data after [DONE]";
+        json chunk = json::parse(data);
+        const json& choice = chunk["choices"][0];
+        if (!choice["finish_reason"].is_null()) out.final_chunk = chunk;
+        out.content += chat ? choice["delta"].value("content", "") : choice.value("text", "");
+        if (choice.contains("specula")) {
+            for (const auto& t : choice["specula"]["tokens"]) {
+                out.token_text += t["text"].get<std::string>();
+                (t["drafted"].get<bool>() ? out.n_drafted : out.n_target) += 1;
+            }
+        }
+    }
+    EXPECT_TRUE(body.empty()) << "trailing bytes: " << body;
+    return out;
+}
+
+std::map<std::string, double> metrics(const ServerProcess& s) {
+    auto res = s.client().Get("/metrics");
+    EXPECT_TRUE(res && res->status == 200);
+    std::map<std::string, double> m;
+    std::istringstream in(res ? res->body : "");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const size_t sp = line.rfind(' ');
+        m[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    }
+    return m;
+}
+
+class ServerTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = std::make_unique<ServerProcess>(
+            std::vector<std::string>{"-m", target_path(), "-md", draft_path(), "--draft", "4",
+                                     "--parallel", "4", "-t", "4", "-c", "2048", "--max-body-bytes",
+                                     "65536"},
+            "main");
+    }
+    static void TearDownTestSuite() { server_.reset(); }
+    static std::unique_ptr<ServerProcess> server_;
+    const ServerProcess& s() { return *server_; }
+};
+std::unique_ptr<ServerProcess> ServerTest::server_;
+
+TEST_F(ServerTest, HealthAndModels) {
+    auto res = s().client().Get("/v1/models");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    json j = json::parse(res->body);
+    EXPECT_EQ(j["data"][0]["id"], "stories260K");
+    auto ui = s().client().Get("/");
+    ASSERT_TRUE(ui);
+    EXPECT_EQ(ui->status, 200);
+    EXPECT_NE(ui->body.find("/v1/chat/completions"), std::string::npos);
+}
+
+TEST_F(ServerTest, GreedyCompletionEqualsSpeculaRun) {
+    for (const std::string prompt : {"Lily saw a big red", "Once upon a time, a cat"}) {
+        const std::string expected = specula_run_greedy(prompt, 40);
+        ASSERT_FALSE(expected.empty());
+        json r = completion(s(), {{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}});
+        EXPECT_EQ(r["choices"][0]["text"], expected) << prompt;
+        EXPECT_EQ(r["object"], "text_completion");
+        const json& u = r["usage"];
+        EXPECT_EQ(u["completion_tokens"], 40);
+        EXPECT_EQ(u["total_tokens"].get<int>(),
+                  u["prompt_tokens"].get<int>() + u["completion_tokens"].get<int>());
+        EXPECT_GT(u["speculative"]["drafted"].get<int>(), 0);
+        EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+        // Plain decoding (per-request draft length 0) gives the same text, with no drafts.
+        json plain = completion(s(), {{"prompt", prompt},
+                                      {"max_tokens", 40},
+                                      {"temperature", 0},
+                                      {"speculative", {{"num_speculative_tokens", 0}}}});
+        EXPECT_EQ(plain["choices"][0]["text"], expected);
+        EXPECT_EQ(plain["usage"]["speculative"]["drafted"], 0);
+        // A shorter per-request draft length caps every draft.
+        json two = completion(s(), {{"prompt", prompt},
+                                    {"max_tokens", 40},
+                                    {"temperature", 0},
+                                    {"speculative", {{"num_speculative_tokens", 2}}}});
+        EXPECT_EQ(two["choices"][0]["text"], expected);
+        EXPECT_LE(two["usage"]["speculative"]["accepted_per_pos"].size(), 2u);
+    }
+}
+
+TEST_F(ServerTest, StreamingEqualsNonStreamingAndMarksDraftTokens) {
+    for (bool chat : {false, true}) {
+        json req = {{"max_tokens", 60}, {"temperature", 0}};
+        if (chat) {
+            req["messages"] = {{{"role", "user"}, {"content", "Tell me a story about a dog."}}};
+        } else {
+            req["prompt"] = "The little dog";
+        }
+        json full = completion(s(), req, chat);
+        const std::string text = chat ? full["choices"][0]["message"]["content"].get<std::string>()
+                                      : full["choices"][0]["text"].get<std::string>();
+        Streamed st = stream(s(), req, chat);
+        EXPECT_TRUE(st.done);
+        EXPECT_EQ(st.content, text);
+        EXPECT_EQ(st.token_text, text);
+        EXPECT_GT(st.n_drafted, 0);
+        EXPECT_GT(st.n_target, 0);
+        ASSERT_TRUE(st.final_chunk.contains("usage"));
+        const json& spec = st.final_chunk["usage"]["speculative"];
+        EXPECT_EQ(spec["accepted"].get<int>(), st.n_drafted);
+        EXPECT_EQ(st.final_chunk["usage"], full["usage"]);
+        EXPECT_EQ(st.final_chunk["object"], chat ? "chat.completion.chunk" : "text_completion");
+    }
+}
+
+TEST_F(ServerTest, StopStringsCutTheText) {
+    json full =
+        completion(s(), {{"prompt", "Lily saw a big red"}, {"max_tokens", 40}, {"temperature", 0}});
+    const std::string text = full["choices"][0]["text"];
+    // Stop at the second word of the reply, given as a string and inside an array.
+    const size_t at = text.find(' ', 1);
+    ASSERT_NE(at, std::string::npos);
+    const std::string stop = text.substr(at, 4);
+    for (json stop_field : {json(stop), json::array({"never-appears", stop})}) {
+        json r = completion(s(), {{"prompt", "Lily saw a big red"},
+                                  {"max_tokens", 40},
+                                  {"temperature", 0},
+                                  {"stop", stop_field}});
+        EXPECT_EQ(r["choices"][0]["text"], text.substr(0, text.find(stop)));
+        EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+        Streamed st = stream(s(),
+                             {{"prompt", "Lily saw a big red"},
+                              {"max_tokens", 40},
+                              {"temperature", 0},
+                              {"stop", stop_field}},
+                             false);
+        EXPECT_EQ(st.content, text.substr(0, text.find(stop)));
+        EXPECT_EQ(st.final_chunk["choices"][0]["finish_reason"], "stop");
+    }
+}
+
+TEST_F(ServerTest, ConcurrentStreamingClientsGetIndependentOutputs) {
+    const std::vector<std::string> prompts = {"Lily saw a big red",
+                                              "Once upon a time, a cat",
+                                              "The little dog",
+                                              "Tom had a ball",
+                                              "The sun was",
+                                              "A bird sang",
+                                              "Sue and Ben went to the park",
+                                              "Mom said"};
+    std::vector<std::string> single;
+    for (const auto& p : prompts) {
+        single.push_back(completion(
+            s(), {{"prompt", p}, {"max_tokens", 48}, {"temperature", 0}})["choices"][0]["text"]);
+    }
+    std::vector<Streamed> got(prompts.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        threads.emplace_back([&, i] {
+            got[i] = stream(s(), {{"prompt", prompts[i]}, {"max_tokens", 48}, {"temperature", 0}},
+                            false);
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(got[i].content, single[i]) << prompts[i];
+        EXPECT_TRUE(got[i].done);
+    }
+    // Seeded sampling is reproducible too.
+    json req = {
+        {"prompt", "Tom had a ball"}, {"max_tokens", 30}, {"temperature", 0.9}, {"seed", 1234}};
+    EXPECT_EQ(completion(s(), req)["choices"][0]["text"],
+              completion(s(), req)["choices"][0]["text"]);
+}
+
+void expect_error(const Reply& r, int status, const std::string& param = "") {
+    EXPECT_EQ(r.status, status) << r.body.dump();
+    ASSERT_TRUE(r.body.is_object()) << "status " << status;
+    ASSERT_TRUE(r.body.contains("error")) << r.body.dump();
+    const json& e = r.body["error"];
+    EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty());
+    EXPECT_TRUE(e["type"].is_string());
+    EXPECT_TRUE(e.contains("param") && e.contains("code"));
+    if (!param.empty()) {
+        EXPECT_EQ(e["param"], param) << e.dump();
+    }
+}
+
+TEST_F(ServerTest, BadRequestsGetOpenAIErrors) {
+    expect_error(post(s(), "/v1/completions", "{\"prompt\": "), 400);
+    expect_error(post(s(), "/v1/completions", "[1, 2]"), 400);
+    expect_error(post(s(), "/v1/completions", R"({"max_tokens": 4})"), 400, "prompt");
+    expect_error(post(s(), "/v1/chat/completions", R"({"prompt": "hi"})"), 400, "messages");
+    expect_error(post(s(), "/v1/chat/completions", R"({"messages": [{"role": "robot",
+                 "content": "x"}]})"),
+                 400, "messages[0].role");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "max_tokens": "many"})"), 400,
+                 "max_tokens");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "temperature": "hot"})"), 400,
+                 "temperature");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "stop": 5})"), 400, "stop");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "stream": "yes"})"), 400,
+                 "stream");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "n": 2})"), 400, "n");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "model": "gpt-4"})"), 404,
+                 "model");
+    // The context is 2048 tokens: a longer prompt, and a budget past it.
+    std::string long_prompt;
+    for (int i = 0; i < 1200; ++i) long_prompt += "the cat ";
+    expect_error(post(s(), "/v1/completions", json({{"prompt", long_prompt}}).dump()), 400,
+                 "prompt");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "max_tokens": 5000})"), 400,
+                 "max_tokens");
+    expect_error(post(s(), "/v1/completions",
+                      R"({"prompt": "a", "speculative": {"num_speculative_tokens": -1}})"),
+                 400, "speculative.num_speculative_tokens");
+    // The server was started with --max-body-bytes 65536.
+    expect_error(post(s(), "/v1/completions", json({{"prompt", std::string(70000, 'a')}}).dump()),
+                 413);
+    auto res = s().client().Get("/no/such/path");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404);
+    // ...and it keeps serving.
+    json ok = completion(s(), {{"prompt", "Tom had a ball"}, {"max_tokens", 5}});
+    EXPECT_EQ(ok["usage"]["completion_tokens"].get<int>(), 5);
+}
+
+TEST_F(ServerTest, MetricsCountExactlyWhatUsageReports) {
+    auto before = metrics(s());
+    long drafts = 0, drafted = 0, accepted = 0, prompt = 0, gen = 0;
+    std::vector<long> per_pos(8, 0);
+    for (const std::string p : {"Mom said", "A bird sang", "The sun was"}) {
+        json u = completion(s(), {{"prompt", p}, {"max_tokens", 32}, {"temperature", 0}})["usage"];
+        drafts += u["speculative"]["drafts"].get<long>();
+        drafted += u["speculative"]["drafted"].get<long>();
+        accepted += u["speculative"]["accepted"].get<long>();
+        prompt += u["prompt_tokens"].get<long>();
+        gen += u["completion_tokens"].get<long>();
+        const auto& pos = u["speculative"]["accepted_per_pos"];
+        for (size_t i = 0; i < pos.size(); ++i) per_pos[i] += pos[i].get<long>();
+    }
+    EXPECT_GT(drafted, 0);
+    auto after = metrics(s());
+    auto diff = [&](const std::string& k) { return long(after[k] - before[k]); };
+    EXPECT_EQ(diff("specula:spec_decode_num_drafts"), drafts);
+    EXPECT_EQ(diff("specula:spec_decode_num_draft_tokens"), drafted);
+    EXPECT_EQ(diff("specula:spec_decode_num_accepted_tokens"), accepted);
+    EXPECT_EQ(diff("specula:prompt_tokens_total"), prompt);
+    EXPECT_EQ(diff("specula:generation_tokens_total"), gen);
+    EXPECT_EQ(diff("specula:request_success_total{finished_reason=\"length\"}"), 3);
+    EXPECT_EQ(diff("specula:e2e_request_latency_seconds_count"), 3);
+    for (int i = 0; i < 4; ++i) {
+        const std::string k = "specula:spec_decode_num_accepted_tokens_per_pos{position=\"" +
+                              std::to_string(i) + "\"}";
+        ASSERT_TRUE(after.count(k)) << k;
+        EXPECT_EQ(diff(k), per_pos[i]) << k;
+    }
+}
+
+// Opens a raw connection, starts a long streaming request, reads its first bytes and hangs up.
+TEST_F(ServerTest, DisconnectCancelsGeneration) {
+    auto before = metrics(s());
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(s().port()));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string body = json({{"prompt", "Once upon a time"},
+                                   {"max_tokens", 2000},
+                                   {"ignore_eos", true},
+                                   {"stream", true}})
+                                 .dump();
+    const std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(write(fd, req.data(), req.size()), ssize_t(req.size()));
+    char buf[512];
+    ASSERT_GT(read(fd, buf, sizeof buf), 0);  // the stream has started
+    close(fd);
+    // The request ends as "abort" well before its 2000 tokens, and no slot stays busy.
+    std::map<std::string, double> now;
+    for (int i = 0; i < 200; ++i) {
+        now = metrics(s());
+        if (now["specula:request_success_total{finished_reason=\"abort\"}"] >
+            before["specula:request_success_total{finished_reason=\"abort\"}"])
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    EXPECT_EQ(now["specula:request_success_total{finished_reason=\"abort\"}"] -
+                  before["specula:request_success_total{finished_reason=\"abort\"}"],
+              1);
+    EXPECT_LT(now["specula:generation_tokens_total"] - before["specula:generation_tokens_total"],
+              2000);
+    EXPECT_EQ(now["specula:num_requests_running"], 0);
+}
+
+TEST(ServerApiKey, RequiresTheKeyOnV1) {
+    ServerProcess s({"-m", target_path(), "--api-key", "sekret", "--parallel", "1"}, "key");
+    const std::string body = R"({"prompt": "Tom", "max_tokens": 3})";
+    expect_error(post(s, "/v1/completions", body), 401);
+    expect_error(post(s, "/v1/completions", body, {{"Authorization", "Bearer wrong"}}), 401);
+    Reply ok = post(s, "/v1/completions", body, {{"Authorization", "Bearer sekret"}});
+    EXPECT_EQ(ok.status, 200);
+    EXPECT_EQ(ok.body["usage"]["completion_tokens"], 3);
+    auto health = s.client().Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+}
+
+TEST(ServerStartup, RefusesADraftWithAnotherVocabulary) {
+    const std::string cmd = specula::test::specula_bin() + " serve -m '" + target_path() +
+                            "' -md '" + shared_path("vocab/ggml-vocab-llama-spm.gguf") +
+                            "' --port 0 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+    const int status = pclose(p);
+    EXPECT_NE(status, 0);
+    EXPECT_NE(out.find("error:"), std::string::npos) << out;
+    EXPECT_EQ(out.find("listening"), std::string::npos) << out;
+}
+
+}  // namespace
