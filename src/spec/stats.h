@@ -16,6 +16,8 @@ struct SpecStats {
     bool synthetic = false;   // acceptance forced by --synthetic-acceptance (bench only)
     std::string stop_reason;  // "eog", "n_predict", "context", "callback"
 
+    // The prompt pass evaluates all prompt tokens but the last (which goes with the first draft)
+    // in the target, and the same in the draft model.
     int n_prompt = 0;
     double t_prompt_ms = 0;
     int n_generated = 0;
