@@ -256,3 +256,32 @@ TEST(SpecOptions, ParsesDraftLength) {
     for (const char* bad : {"", "x", "-1", "65", "3x"})
         EXPECT_THROW(parse_draft_length(bad, gp), Error);
 }
+
+TEST(SpecLoop, PMinCutsDraftsShortWithoutChangingTheOutput) {
+    Models m;
+    Session s(*m.target, kOneThread);
+    GenParams gp;
+    gp.n_predict = 48;
+    gp.ignore_eos = true;
+    gp.n_draft = 8;
+    auto run = [&](float p_min, SpecStats* st) {
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.p_min = p_min;
+        dp.sampling = params(0);
+        DraftModelDrafter drafter(*m.draft, dp);
+        Sampler sampler(params(0));
+        return generate_tokens(s, sampler, &drafter, m.prompt, gp, st);
+    };
+    SpecStats full, cut, none;
+    const auto a = run(0.0f, &full);
+    const auto b = run(0.9f, &cut);
+    const auto c = run(1.01f, &none);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a, c);
+    // p_min 0 always drafts N tokens (but the last draft, cut to the -n budget).
+    EXPECT_GT(full.n_drafted, 8L * (full.n_drafts - 1));
+    EXPECT_LT(cut.n_drafted, 8L * cut.n_drafts);
+    EXPECT_GE(cut.accept_rate(), full.accept_rate()) << "confident drafts are accepted more";
+    EXPECT_EQ(none.n_drafted, 0);
+}
