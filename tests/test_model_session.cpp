@@ -351,11 +351,13 @@ struct Edit {
     std::string drop_tensor;    // tensor left out
     std::string retype_tensor;  // tensor whose type is relabelled
     specula::GGMLType new_type = specula::GGMLType::F32;
-    std::string reshape_tensor;                            // tensor whose dims are reversed
-    std::string drop_key;                                  // metadata key left out
-    std::string arch;                                      // new general.architecture
-    std::vector<std::pair<std::string, int32_t>> set_i32;  // integer keys overwritten
-    bool f16_norms = false;                                // store every *_norm.weight as F16
+    std::string reshape_tensor;                                // tensor whose dims are reversed
+    std::string drop_key;                                      // metadata key left out
+    std::string arch;                                          // new general.architecture
+    std::vector<std::pair<std::string, int32_t>> set_i32;      // integer keys overwritten
+    bool f16_norms = false;                                    // store every *_norm.weight as F16
+    std::vector<std::pair<std::string, std::string>> set_str;  // string keys set
+    std::vector<std::pair<std::string, float>> set_f32;        // float keys set
 };
 
 std::string write_variant(const std::string& tag, const Edit& ed) {
@@ -368,6 +370,8 @@ std::string write_variant(const std::string& tag, const Edit& ed) {
     }
     if (!ed.arch.empty()) w.set_string("general.architecture", ed.arch);
     for (const auto& [k, v] : ed.set_i32) w.set_i32(k, v);
+    for (const auto& [k, v] : ed.set_str) w.set_string(k, v);
+    for (const auto& [k, v] : ed.set_f32) w.set_f32(k, v);
     for (const auto& t : src->tensors()) {
         if (t.name == ed.drop_tensor) continue;
         auto ne = t.ne;
@@ -487,6 +491,20 @@ TEST(ModelLoad, BadHyperparameters) {
         SCOPED_TRACE(kv.first + " = " + std::to_string(kv.second));
         expect_load_error(write_variant("hp" + std::to_string(i++), ed), {needle});
     }
+}
+
+TEST(ModelLoad, RopeScaling) {
+    Edit linear;
+    linear.set_str = {{"llama.rope.scaling.type", "linear"}};
+    linear.set_f32 = {{"llama.rope.scaling.factor", 4.0f}, {"llama.rope.freq_base", 5e5f}};
+    const auto m = specula::Model::load(write_variant("rope_linear", linear));
+    EXPECT_EQ(m->hparams().rope_freq_scale, 0.25f);
+    EXPECT_EQ(m->hparams().rope_freq_base, 5e5f);
+    EXPECT_FALSE(m->hparams().rope_neox);
+    Edit yarn;
+    yarn.set_str = {{"llama.rope.scaling.type", "yarn"}};
+    yarn.set_f32 = {{"llama.rope.scaling.factor", 4.0f}};
+    expect_load_error(write_variant("rope_yarn", yarn), {"llama.rope.scaling.type", "yarn"});
 }
 
 }  // namespace
