@@ -358,6 +358,7 @@ struct Edit {
     bool f16_norms = false;                                    // store every *_norm.weight as F16
     std::vector<std::pair<std::string, std::string>> set_str;  // string keys set
     std::vector<std::pair<std::string, float>> set_f32;        // float keys set
+    float rope_freqs = 0;  // > 0: add a rope_freqs.weight tensor filled with this factor
 };
 
 std::string write_variant(const std::string& tag, const Edit& ed) {
@@ -386,6 +387,11 @@ std::string write_variant(const std::string& tag, const Edit& ed) {
             continue;
         }
         w.add_tensor(t.name, ne, type, t.data, t.nbytes);
+    }
+    if (ed.rope_freqs > 0) {
+        const int n = static_cast<int>(src->get_int("llama.rope.dimension_count")) / 2;
+        const std::vector<float> ff(n, ed.rope_freqs);
+        w.add_tensor("rope_freqs.weight", {n}, specula::GGMLType::F32, ff.data(), n * 4);
     }
     const std::string path = specula::test::temp_dir("model") + "/" + tag + ".gguf";
     w.write(path);
@@ -505,6 +511,34 @@ TEST(ModelLoad, RopeScaling) {
     yarn.set_str = {{"llama.rope.scaling.type", "yarn"}};
     yarn.set_f32 = {{"llama.rope.scaling.factor", 4.0f}};
     expect_load_error(write_variant("rope_yarn", yarn), {"llama.rope.scaling.type", "yarn"});
+}
+
+// Llama 3 rope_freqs divide each pair's angle: factors of 2 everywhere must rotate exactly like
+// linear scaling by 2 (both halve the same float angle), and differently from no scaling.
+TEST(ModelLoad, RopeFreqFactorsActLikeLinearScaling) {
+    Edit freqs;
+    freqs.rope_freqs = 2.0f;
+    Edit linear;
+    linear.set_str = {{"llama.rope.scaling.type", "linear"}};
+    linear.set_f32 = {{"llama.rope.scaling.factor", 2.0f}};
+    const auto mf = specula::Model::load(write_variant("rope_freqs", freqs));
+    const auto ml = specula::Model::load(write_variant("rope_lin2", linear));
+    const auto m0 =
+        specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));
+    ASSERT_EQ(mf->rope_freq_factors.size(), 4u);
+    const std::vector<token_id> ids = {1, 403, 385, 410, 317, 407, 274, 368};
+    auto f = make_session(*mf, 64);
+    auto l = make_session(*ml, 64);
+    auto o = make_session(*m0, 64);
+    f.eval(ids);
+    l.eval(ids);
+    o.eval(ids);
+    const size_t bytes = 512 * sizeof(float);
+    EXPECT_EQ(std::memcmp(f.logits(0), o.logits(0), bytes), 0) << "position 0 has no rotation";
+    for (int t = 1; t < 8; ++t) {
+        EXPECT_EQ(std::memcmp(f.logits(t), l.logits(t), bytes), 0) << "position " << t;
+        EXPECT_NE(std::memcmp(f.logits(t), o.logits(t), bytes), 0) << "position " << t;
+    }
 }
 
 }  // namespace
