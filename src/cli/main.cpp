@@ -79,6 +79,16 @@ void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {
     cmd.add_flag("--log-disable", ignored, "accepted for compatibility");
 }
 
+// A first word that names no subcommand gets a clearer message than CLI11's.
+void check_command(CLI::App& app, const std::string& word) {
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        if (sub->get_name() == word) return;
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    specula::fail("unknown command '", word, "' (commands: ", names, ")");
+}
+
 int run_cli(int argc, char** argv) {
     CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
                  "specula"};
@@ -105,12 +115,7 @@ int run_cli(int argc, char** argv) {
 
     CLI::App* serve = add_serve_command(app);
 
-    const std::string first = argc > 1 ? argv[1] : "";
-    if (!first.empty() && first[0] != '-' && first != "run" && first != "info" &&
-        first != "tokenize" && first != "bench" && first != "serve") {
-        specula::fail("unknown command '", argv[1],
-                      "' (commands: run, info, tokenize, bench, serve)");
-    }
+    if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
     try {
