@@ -68,7 +68,7 @@ std::vector<token_id> run(Session& target, Drafter* drafter, const std::vector<t
 }  // namespace
 
 TEST(SpecGreedy, EqualsPlainForEveryDraftLengthAndPair) {
-    const int n_predict = 48;
+    const int n_predict = 32;
     for (const Pair& pair : kPairs) {
         auto target = Model::load(test::shared_path(pair.target));
         auto draft = Model::load(test::shared_path(pair.draft));
