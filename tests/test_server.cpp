@@ -390,6 +390,39 @@ TEST_F(ServerTest, DisconnectCancelsGeneration) {
     EXPECT_EQ(now["specula:num_requests_running"], 0);
 }
 
+// Output of a shell command (stdout and stderr) and its exit status.
+std::pair<std::string, int> shell(const std::string& cmd) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (!p) throw std::runtime_error("popen failed");
+    std::string out;
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+    return {out, pclose(p)};
+}
+
+TEST_F(ServerTest, ASecondServerCannotTakeTheSamePort) {
+    auto [out, status] = shell(specula::test::specula_bin() + " serve -m '" + target_path() +
+                               "' --port " + std::to_string(s().port()));
+    EXPECT_NE(status, 0);
+    EXPECT_NE(out.find("error: cannot listen on 127.0.0.1:" + std::to_string(s().port())),
+              std::string::npos)
+        << out;
+}
+
+// vLLM's --speculative-config with n-gram (prompt lookup) drafting: same greedy text.
+TEST(ServerNgram, SpeculativeConfigNgramKeepsGreedyOutput) {
+    ServerProcess s({"--model", target_path(), "--speculative-config",
+                     R"({"method": "ngram", "num_speculative_tokens": 3})", "--parallel", "1"},
+                    "ngram");
+    const std::string prompt = "Lily saw a big red";
+    json r = completion(s, {{"prompt", prompt}, {"max_tokens", 60}, {"temperature", 0}});
+    EXPECT_EQ(r["choices"][0]["text"], specula_run_greedy(prompt, 60));
+    const json& spec = r["usage"]["speculative"];
+    EXPECT_GT(spec["drafted"].get<int>(), 0);
+    EXPECT_LE(spec["accepted_per_pos"].size(), 3u);
+}
+
 TEST(ServerApiKey, RequiresTheKeyOnV1) {
     ServerProcess s({"-m", target_path(), "--api-key", "sekret", "--parallel", "1"}, "key");
     const std::string body = R"({"prompt": "Tom", "max_tokens": 3})";

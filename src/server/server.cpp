@@ -2,6 +2,9 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -139,6 +142,14 @@ HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
     const int n_threads = cfg.n_http_threads > 0 ? cfg.n_http_threads : 64;
     svr_->new_task_queue = [n_threads] { return new httplib::ThreadPool(size_t(n_threads)); };
     svr_->set_payload_max_length(cfg.max_body_bytes);
+    // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
+    // server bind the same port silently and share its connections. TCP_NODELAY (inherited by
+    // accepted sockets) sends each streamed token at once.
+    svr_->set_socket_options([](int sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    });
     routes();
 }
 
