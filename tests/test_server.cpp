@@ -124,6 +124,17 @@ std::map<std::string, double> metrics(const ServerProcess& s) {
     return m;
 }
 
+// Output of a shell command (stdout and stderr) and its exit status.
+std::pair<std::string, int> shell(const std::string& cmd) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (!p) throw std::runtime_error("popen failed");
+    std::string out;
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+    return {out, pclose(p)};
+}
+
 class ServerTest : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
@@ -390,15 +401,24 @@ TEST_F(ServerTest, DisconnectCancelsGeneration) {
     EXPECT_EQ(now["specula:num_requests_running"], 0);
 }
 
-// Output of a shell command (stdout and stderr) and its exit status.
-std::pair<std::string, int> shell(const std::string& cmd) {
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    if (!p) throw std::runtime_error("popen failed");
-    std::string out;
-    char buf[4096];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
-    return {out, pclose(p)};
+// stories260K has no chat template: chat uses the documented "User: ...\nAssistant:" default,
+// tokenized with BOS like `specula tokenize`.
+TEST_F(ServerTest, ChatWithoutTemplateUsesThePlainDefault) {
+    json r = completion(s(),
+                        {{"messages",
+                          {{{"role", "system"}, {"content", "Be kind."}},
+                           {{"role", "user"}, {"content", "Hi there"}}}},
+                         {"max_tokens", 3}},
+                        true);
+    auto [ids, status] =
+        shell("(" + specula::test::specula_bin() + " tokenize -m '" + target_path() +
+              "' -p \"$(printf 'System: Be kind.\\nUser: Hi there\\nAssistant:')\" 2>/dev/null)");
+    ASSERT_EQ(status, 0) << ids;
+    std::istringstream in(ids);
+    int n = 0;
+    for (std::string id; in >> id;) ++n;
+    EXPECT_GT(n, 5);
+    EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>(), n);
 }
 
 TEST_F(ServerTest, ASecondServerCannotTakeTheSamePort) {
