@@ -255,13 +255,13 @@ TEST_F(ServerTest, ConcurrentStreamingClientsGetIndependentOutputs) {
     std::vector<std::string> single;
     for (const auto& p : prompts) {
         single.push_back(completion(
-            s(), {{"prompt", p}, {"max_tokens", 48}, {"temperature", 0}})["choices"][0]["text"]);
+            s(), {{"prompt", p}, {"max_tokens", 32}, {"temperature", 0}})["choices"][0]["text"]);
     }
     std::vector<Streamed> got(prompts.size());
     std::vector<std::thread> threads;
     for (size_t i = 0; i < prompts.size(); ++i) {
         threads.emplace_back([&, i] {
-            got[i] = stream(s(), {{"prompt", prompts[i]}, {"max_tokens", 48}, {"temperature", 0}},
+            got[i] = stream(s(), {{"prompt", prompts[i]}, {"max_tokens", 32}, {"temperature", 0}},
                             false);
         });
     }

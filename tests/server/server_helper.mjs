@@ -65,6 +65,7 @@ export async function startServer(args, timeoutMs = 60000) {
       await exited;
       clearTimeout(t);
       running.delete(proc);
+      if (/Sanitizer|runtime error:/.test(log)) throw new Error("specula serve reported:\n" + log);
     },
   };
 }

@@ -70,8 +70,21 @@ class ServerProcess {
         return c;
     }
 
+    // Stops the server; a sanitizer report in its log fails the running test.
     void stop() {
         if (pid_ <= 0) return;
+        terminate();
+        const std::string text = log();
+        if (text.find("Sanitizer") != std::string::npos ||
+            text.find("runtime error:") != std::string::npos) {
+            ADD_FAILURE() << "specula serve reported an error:\n" << text;
+        } else {
+            std::filesystem::remove(log_path_);
+        }
+    }
+
+  private:
+    void terminate() {
         ::kill(pid_, SIGTERM);
         for (int i = 0; i < 100; ++i) {
             if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
@@ -85,7 +98,6 @@ class ServerProcess {
         pid_ = -1;
     }
 
-  private:
     void wait_ready() {
         const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -104,7 +116,7 @@ class ServerProcess {
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        stop();
+        terminate();
         throw std::runtime_error("specula serve did not become healthy in 60 s:\n" + log());
     }
 
