@@ -216,6 +216,11 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
     }
     c.e2e_s = seconds_since(p.t_arrival);
     metrics_.record_request(c.stats, c.finish_reason, c.e2e_s, c.ttft_s);
+    std::fprintf(stderr,
+                 "serve: slot %d | prompt %d | generated %d (%s) | %.1f tok/s | drafted %ld, "
+                 "accepted %ld | %.0f ms\n",
+                 slot->id, c.stats.n_prompt, c.stats.n_generated, c.finish_reason.c_str(),
+                 c.stats.gen_tps(), c.stats.n_drafted, c.stats.n_accepted, c.e2e_s * 1e3);
     return c;
 }
 
