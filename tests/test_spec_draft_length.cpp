@@ -136,3 +136,23 @@ TEST(DraftLength, FollowsAChangeOfRegime) {
     EXPECT_LT(ctl.best(), n_good);
     EXPECT_GE(simulate(ctl, bad, 2000, rng), 0.95 * bad.best_rate(ctl.params().n_max));
 }
+
+TEST(DraftLength, OneEarlyRejectionDoesNotTrapItInShortDrafts) {
+    // Flat-ish target costs and cheap drafts: with acceptance 0.8 the best length is long.
+    World w{[](int) { return 0.8; }, 50, 1.0, 0.1};
+    DraftLengthController ctl;
+    ctl.observe_draft(4, 0.4);
+    ctl.observe_target(5, w.target(5));
+    ctl.observe_accept(4, 1);  // unlucky first draft: rejected at position 2
+    EXPECT_GT(ctl.best(), 2);
+    std::mt19937_64 rng(11);
+    EXPECT_GE(simulate(ctl, w, 2000, rng), 0.95 * w.best_rate(ctl.params().n_max));
+}
+
+TEST(DraftLength, SlowOutliersDoNotDistortTheCosts) {
+    DraftLengthController ctl;
+    ctl.observe_target(5, 400.0);  // a cold first pass on a busy machine
+    for (int i = 0; i < 4; ++i) ctl.observe_target(5, 100.0);
+    ctl.observe_target(5, 900.0);  // a preempted pass
+    EXPECT_DOUBLE_EQ(ctl.target_cost(5), 100.0);
+}

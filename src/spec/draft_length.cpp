@@ -7,14 +7,19 @@
 
 namespace specula {
 
+double DraftLengthController::CostWindow::median() const {
+    std::array<double, kWindow> v = ms;
+    std::sort(v.begin(), v.begin() + n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 DraftLengthController::DraftLengthController(const DraftLengthParams& params) : params_(params) {
     if (params.n_min < 0 || params.n_max < std::max(params.n_min, 1))
         fail("draft length: need 0 <= n_min <= n_max and n_max >= 1, got n_min=", params.n_min,
              " n_max=", params.n_max);
     reached_.assign(size_t(params.n_max), 0.0);
     accepted_.assign(size_t(params.n_max), 0.0);
-    batch_ms_.assign(size_t(params.n_max) + 2, 0.0);
-    batch_n_.assign(size_t(params.n_max) + 2, 0.0);
+    cost_.assign(size_t(params.n_max) + 2, CostWindow{});
 }
 
 void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {
@@ -29,52 +34,43 @@ void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {
     for (int i = 0; i < std::min(n_accepted, params_.n_max); ++i) accepted_[i] += 1.0;
 }
 
+double DraftLengthController::pooled_accept() const {
+    double r = 0, a = 0;
+    for (size_t i = 0; i < reached_.size(); ++i) r += reached_[i], a += accepted_[i];
+    return (a + params_.prior_weight * params_.prior_accept) / (r + params_.prior_weight);
+}
+
 double DraftLengthController::accept_estimate(int pos) const {
-    double prior = params_.prior_accept;
-    double a = prior;
-    const int last = std::min(pos, params_.n_max);
-    for (int i = 0; i < last; ++i) {
-        a = (accepted_[i] + params_.prior_weight * prior) / (reached_[i] + params_.prior_weight);
-        prior = a;
-    }
-    return a;
+    const double pooled = pooled_accept();
+    if (pos < 1 || pos > params_.n_max) return pooled;
+    const size_t i = size_t(pos - 1);
+    return (accepted_[i] + params_.position_weight * pooled) /
+           (reached_[i] + params_.position_weight);
 }
 
 double DraftLengthController::expected_tokens(int n) const {
-    double e = 1.0, run = 1.0, prior = params_.prior_accept;
-    for (int i = 0; i < n; ++i) {
-        double a = prior;
-        if (i < params_.n_max)
-            a = (accepted_[i] + params_.prior_weight * prior) /
-                (reached_[i] + params_.prior_weight);
-        prior = a;
-        run *= a;
-        e += run;
-    }
+    double e = 1.0, run = 1.0;
+    for (int i = 1; i <= n; ++i) e += run *= accept_estimate(i);
     return e;
 }
 
 void DraftLengthController::observe_target(int batch, double ms) {
     if (batch < 1) return;
-    const size_t b = std::min<size_t>(size_t(batch), batch_ms_.size() - 1);
-    for (size_t i = 0; i < batch_ms_.size(); ++i) {
-        batch_ms_[i] *= params_.decay;
-        batch_n_[i] *= params_.decay;
-    }
-    batch_ms_[b] += ms;
-    batch_n_[b] += 1.0;
+    CostWindow& w = cost_[std::min<size_t>(size_t(batch), cost_.size() - 1)];
+    w.ms[size_t(w.head)] = ms;
+    w.head = (w.head + 1) % kWindow;
+    w.n = std::min(w.n + 1, kWindow);
     fit_target();
 }
 
-// Weighted least squares of the per-size means; with a single size measured, the slope is the
+// Weighted least squares of the per-size medians; with a single size measured, the slope is the
 // prior fraction of the intercept.
 void DraftLengthController::fit_target() {
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     int sizes = 0;
-    for (size_t b = 1; b < batch_ms_.size(); ++b) {
-        const double w = batch_n_[b];
-        if (w < 1e-9) continue;
-        const double x = double(b) - 1.0, y = batch_ms_[b] / w;
+    for (size_t b = 1; b < cost_.size(); ++b) {
+        if (cost_[b].n == 0) continue;
+        const double w = cost_[b].n, x = double(b) - 1.0, y = cost_[b].median();
         sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
         ++sizes;
     }
@@ -91,6 +87,8 @@ void DraftLengthController::fit_target() {
 }
 
 double DraftLengthController::target_cost(int batch) const {
+    const size_t b = size_t(std::max(batch, 1));
+    if (b < cost_.size() && cost_[b].n > 0) return cost_[b].median();
     return t0_ + t1_ * (batch - 1);
 }
 
@@ -114,22 +112,20 @@ int DraftLengthController::choose() const {
     const int n = best();
     const int every = params_.explore_every;
     if (every <= 0 || t0_ <= 0.0 || n_steps_ % every != every - 1) return n;
-    // Mostly the neighbours of the best length; every third exploration the length whose target
-    // batch has been measured least, since real cost curves have steps a line cannot predict.
     const long k = n_steps_ / every;
     if (k % 3 == 2) return least_measured();
     return std::clamp(n + (k % 3 ? 1 : -1), params_.n_min, params_.n_max);
 }
 
 // Among plausible lengths (up to twice the best, predicted to reach at least half its rate), the
-// one whose target batch has the fewest measurements.
+// one whose target batch has the fewest recent measurements.
 int DraftLengthController::least_measured() const {
     const int n_best = best();
-    const double floor_rate = 0.5 * expected_tokens(n_best) / expected_time(n_best);
+    const double floor_rate = 0.5 * rate(n_best);
     int pick = n_best;
     for (int n = params_.n_min; n <= std::min(params_.n_max, 2 * n_best); ++n) {
-        if (expected_tokens(n) / expected_time(n) < floor_rate) continue;
-        if (batch_n_[size_t(n) + 1] < batch_n_[size_t(pick) + 1]) pick = n;
+        if (rate(n) < floor_rate) continue;
+        if (cost_[size_t(n) + 1].n < cost_[size_t(pick) + 1].n) pick = n;
     }
     return pick;
 }
@@ -140,8 +136,8 @@ int DraftLengthController::best() const {
     int best = params_.n_min;
     double best_rate = -1.0;
     for (int n = params_.n_min; n <= params_.n_max; ++n) {
-        const double rate = expected_tokens(n) / expected_time(n);
-        if (rate > best_rate) best_rate = rate, best = n;
+        const double r = rate(n);
+        if (r > best_rate) best_rate = r, best = n;
     }
     return best;
 }
