@@ -158,6 +158,29 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
     return p;
 }
 
+std::unique_ptr<Drafter> Engine::make_drafter(const SamplingParams& sp) const {
+    if (cfg_.spec_type == "draft_model") {
+        return std::make_unique<DraftModelDrafter>(
+            *draft_, DraftModelParams{n_ctx_, n_threads_slot_, 0.0f, sp});
+    }
+    if (cfg_.spec_type == "ngram") return std::make_unique<NgramDrafter>(NgramParams{});
+    return nullptr;
+}
+
+// Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
+// (its draft Session is allocated once); a sampling request gets a fresh one whose draws follow
+// the request's seed. N-gram drafting is deterministic: always the slot's.
+Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
+                             std::unique_ptr<Drafter>& own) const {
+    if (cfg_.spec_type.empty()) return nullptr;
+    if (sp.temp <= 0.f || cfg_.spec_type == "ngram") {
+        if (!slot.drafter) slot.drafter = make_drafter(SamplingParams{0.f, 0, 1.f, 0.f, 0});
+        return slot.drafter.get();
+    }
+    own = make_drafter(sp);
+    return own.get();
+}
+
 Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
     const CompletionRequest& r = p.req;
     metrics_.add_waiting(1);
@@ -171,13 +194,8 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
 
     SamplingParams sp{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
     Sampler sampler(sp);
-    std::unique_ptr<Drafter> inner;
-    if (cfg_.spec_type == "draft_model") {
-        inner = std::make_unique<DraftModelDrafter>(
-            *draft_, DraftModelParams{n_ctx_, n_threads_slot_, 0.0f, sp});
-    } else if (cfg_.spec_type == "ngram") {
-        inner = std::make_unique<NgramDrafter>(NgramParams{});
-    }
+    std::unique_ptr<Drafter> own_drafter;
+    Drafter* inner = drafter_for(*slot, sp, own_drafter);
     std::unique_ptr<TrackingDrafter> drafter;
     if (inner) drafter = std::make_unique<TrackingDrafter>(*inner);
 

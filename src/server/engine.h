@@ -71,6 +71,8 @@ class Engine {
 
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
+    std::unique_ptr<Drafter> make_drafter(const SamplingParams& sp) const;
+    Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own) const;
 
     EngineConfig cfg_;
     std::unique_ptr<Model> target_, draft_;

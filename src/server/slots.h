@@ -1,7 +1,7 @@
 // SlotPool: the server's --parallel generation slots. Each slot owns a target Session (its own KV
-// cache over the shared, read-only Model) and the adaptive draft-length state it carries from
-// request to request. acquire() blocks while all slots are busy (requests queue in arrival order
-// of wake-up) and returns a lease that gives the slot back when it goes out of scope.
+// cache over the shared, read-only Model), its drafter and the adaptive draft-length state it
+// carries from request to request. acquire() blocks while all slots are busy (requests queue in
+// arrival order of wake-up) and returns a lease that gives the slot back when it goes out of scope.
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "spec/draft_length.h"
+#include "spec/drafter.h"
 
 namespace specula {
 
@@ -19,6 +20,9 @@ struct Slot {
     int id = 0;
     std::unique_ptr<Session> target;
     std::optional<DraftLengthController> draft_length;  // set after the first `--draft auto` use
+    // The slot's drafter (draft-model Session or n-gram), made on first use and reused by every
+    // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
+    std::unique_ptr<Drafter> drafter;
 };
 
 class SlotPool {
