@@ -361,44 +361,79 @@ TEST_F(ServerTest, MetricsCountExactlyWhatUsageReports) {
     }
 }
 
-// Opens a raw connection, starts a long streaming request, reads its first bytes and hangs up.
-TEST_F(ServerTest, DisconnectCancelsGeneration) {
-    auto before = metrics(s());
+// Opens a raw connection, sends a long streaming request and reads its first bytes (the stream
+// has started, or the request is queued and probed). Returns the socket; closing it hangs up.
+int open_stream(int port, int max_tokens) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(fd, 0);
+    if (fd < 0) throw std::runtime_error("socket failed");
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(s().port()));
+    addr.sin_port = htons(uint16_t(port));
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error("connect failed");
     const std::string body = json({{"prompt", "Once upon a time"},
-                                   {"max_tokens", 2000},
+                                   {"max_tokens", max_tokens},
                                    {"ignore_eos", true},
                                    {"stream", true}})
                                  .dump();
     const std::string req =
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-        "application/json\r\nContent-Length: " +
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
         std::to_string(body.size()) + "\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), ssize_t(req.size()));
+    if (write(fd, req.data(), req.size()) != ssize_t(req.size()))
+        throw std::runtime_error("write failed");
     char buf[512];
-    ASSERT_GT(read(fd, buf, sizeof buf), 0);  // the stream has started
-    close(fd);
-    // The request ends as "abort" well before its 2000 tokens, and no slot stays busy.
-    std::map<std::string, double> now;
-    for (int i = 0; i < 200; ++i) {
-        now = metrics(s());
-        if (now["specula:request_success_total{finished_reason=\"abort\"}"] >
-            before["specula:request_success_total{finished_reason=\"abort\"}"])
-            break;
+    if (read(fd, buf, sizeof buf) <= 0) throw std::runtime_error("no response");
+    return fd;
+}
+
+// Polls /metrics until `done` holds (at most ~10 s); returns the last sample.
+template <class Pred>
+std::map<std::string, double> wait_metrics(const ServerProcess& s, Pred done) {
+    std::map<std::string, double> m;
+    for (int i = 0; i < 400; ++i) {
+        m = metrics(s);
+        if (done(m)) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
-    EXPECT_EQ(now["specula:request_success_total{finished_reason=\"abort\"}"] -
-                  before["specula:request_success_total{finished_reason=\"abort\"}"],
-              1);
+    return m;
+}
+
+const std::string kAborts = "specula:request_success_total{finished_reason=\"abort\"}";
+
+TEST_F(ServerTest, DisconnectCancelsGeneration) {
+    auto before = metrics(s());
+    close(open_stream(s().port(), 2000));
+    // The request ends as "abort" well before its 2000 tokens, and no slot stays busy.
+    auto now = wait_metrics(s(), [&](auto& m) { return m[kAborts] > before[kAborts]; });
+    EXPECT_EQ(now[kAborts] - before[kAborts], 1);
     EXPECT_LT(now["specula:generation_tokens_total"] - before["specula:generation_tokens_total"],
               2000);
+    now = wait_metrics(s(), [](auto& m) { return m["specula:num_requests_running"] == 0; });
     EXPECT_EQ(now["specula:num_requests_running"], 0);
+}
+
+// One slot: a second request queues; when its client leaves it leaves the queue at once, while
+// the first keeps generating.
+TEST(ServerQueue, AClientThatLeavesTheQueueIsDropped) {
+    ServerProcess s({"-m", target_path(), "--parallel", "1", "-c", "4096"}, "queue");
+    const int a = open_stream(s.port(), 4000);
+    const int b = open_stream(s.port(), 4000);  // its first bytes are the queue probe
+    auto m = wait_metrics(s, [](auto& m) {
+        return m["specula:num_requests_waiting"] == 1 && m["specula:num_requests_running"] == 1;
+    });
+    EXPECT_EQ(m["specula:num_requests_waiting"], 1);
+    EXPECT_EQ(m["specula:num_requests_running"], 1);
+    close(b);
+    m = wait_metrics(s, [](auto& m) { return m["specula:num_requests_waiting"] == 0; });
+    EXPECT_EQ(m["specula:num_requests_waiting"], 0);
+    EXPECT_EQ(m[kAborts], 1);
+    EXPECT_EQ(m["specula:num_requests_running"], 1) << "the first request is still generating";
+    close(a);
+    m = wait_metrics(s, [](auto& m) { return m[kAborts] == 2; });
+    EXPECT_EQ(m[kAborts], 2);
+    EXPECT_EQ(m["specula:num_requests_running"], 0);
 }
 
 // stories260K has no chat template: chat uses the documented "User: ...\nAssistant:" default,

@@ -158,6 +158,18 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
     return p;
 }
 
+// A request whose client left while it waited for a slot: counted as aborted, nothing generated.
+Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
+    Completion c;
+    c.finish_reason = "abort";
+    c.stats.n_prompt = int(p.prompt.size());
+    c.stats.stop_reason = "callback";
+    c.e2e_s = seconds_since(p.t_arrival);
+    metrics_.record_request(c.stats, c.finish_reason, c.e2e_s, 0);
+    std::fprintf(stderr, "serve: a queued request was abandoned by its client\n");
+    return c;
+}
+
 std::unique_ptr<Drafter> Engine::make_drafter(const SamplingParams& sp) const {
     if (cfg_.spec_type == "draft_model") {
         return std::make_unique<DraftModelDrafter>(
@@ -181,11 +193,14 @@ Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
     return own.get();
 }
 
-Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
+Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
+                       const std::function<bool()>& keep_waiting) {
     const CompletionRequest& r = p.req;
     metrics_.add_waiting(1);
-    auto slot = slots_->acquire();
+    auto lease = slots_->acquire(keep_waiting);
     metrics_.add_waiting(-1);
+    if (!lease) return abandoned_in_queue(p);
+    Slot& slot = **lease;
     metrics_.add_running(1);
     struct RunningGuard {
         Metrics& m;
@@ -195,7 +210,7 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
     SamplingParams sp{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
     Sampler sampler(sp);
     std::unique_ptr<Drafter> own_drafter;
-    Drafter* inner = drafter_for(*slot, sp, own_drafter);
+    Drafter* inner = drafter_for(slot, sp, own_drafter);
     std::unique_ptr<TrackingDrafter> drafter;
     if (inner) drafter = std::make_unique<TrackingDrafter>(*inner);
 
@@ -204,8 +219,8 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
     gp.ignore_eos = r.ignore_eos;
     gp.n_draft = r.n_draft.value_or(cfg_.n_draft);
     gp.draft_auto = cfg_.draft_auto && !r.n_draft;
-    Generator gen(*slot->target, sampler, drafter.get(), gp);
-    if (gp.draft_auto && slot->draft_length) gen.set_draft_length(*slot->draft_length);
+    Generator gen(*slot.target, sampler, drafter.get(), gp);
+    if (gp.draft_auto && slot.draft_length) gen.set_draft_length(*slot.draft_length);
 
     Completion c;
     const Tokenizer& tok = target_->tokenizer();
@@ -223,7 +238,7 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
         return send(text.take()) && !stop;
     });
     if (!cancelled) send(text.finish());
-    if (gp.draft_auto) slot->draft_length = gen.draft_length();
+    if (gp.draft_auto) slot.draft_length = gen.draft_length();
 
     if (cancelled) {
         c.finish_reason = "abort";
@@ -237,7 +252,7 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink) {
     std::fprintf(stderr,
                  "serve: slot %d | prompt %d | generated %d (%s) | %.1f tok/s | drafted %ld, "
                  "accepted %ld | %.0f ms\n",
-                 slot->id, c.stats.n_prompt, c.stats.n_generated, c.finish_reason.c_str(),
+                 slot.id, c.stats.n_prompt, c.stats.n_generated, c.finish_reason.c_str(),
                  c.stats.gen_tps(), c.stats.n_drafted, c.stats.n_accepted, c.e2e_s * 1e3);
     return c;
 }

@@ -67,10 +67,14 @@ class Engine {
     std::string describe() const;  // one line for the startup log
 
     PreparedRequest prepare(CompletionRequest req) const;
-    Completion run(const PreparedRequest& p, const PieceSink& sink);
+    // keep_waiting: asked every 100 ms while the request is queued for a slot; false gives up
+    // (finish_reason "abort", nothing generated).
+    Completion run(const PreparedRequest& p, const PieceSink& sink,
+                   const std::function<bool()>& keep_waiting = {});
 
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
+    Completion abandoned_in_queue(const PreparedRequest& p);
     std::unique_ptr<Drafter> make_drafter(const SamplingParams& sp) const;
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own) const;
 

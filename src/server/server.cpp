@@ -249,9 +249,13 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
                     first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
                     if (!write_sse(sink, first)) return false;
                 }
-                Completion c = engine_.run(*prepared, [&](const std::vector<TokenPiece>& pieces) {
-                    return write_sse(sink, stream_chunk(*head, pieces));
-                });
+                static const std::string waiting = ": waiting for a free slot\n\n";
+                Completion c = engine_.run(
+                    *prepared,
+                    [&](const std::vector<TokenPiece>& pieces) {
+                        return write_sse(sink, stream_chunk(*head, pieces));
+                    },
+                    [&] { return sink.write(waiting.data(), waiting.size()); });  // SSE comment
                 if (c.finish_reason == "abort") return false;
                 write_sse(sink, final_chunk(*head, c));
                 static const std::string done = "data: [DONE]\n\n";
@@ -265,11 +269,15 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     res.set_chunked_content_provider(
         "application/json", [this, head, prepared](size_t, httplib::DataSink& sink) {
             auto last_write = clock_type::now();
-            Completion c = engine_.run(*prepared, [&](const std::vector<TokenPiece>&) {
-                if (clock_type::now() - last_write < std::chrono::milliseconds(100)) return true;
-                last_write = clock_type::now();
-                return sink.write(" ", 1);  // JSON allows leading whitespace
-            });
+            Completion c = engine_.run(
+                *prepared,
+                [&](const std::vector<TokenPiece>&) {
+                    if (clock_type::now() - last_write < std::chrono::milliseconds(100))
+                        return true;
+                    last_write = clock_type::now();
+                    return sink.write(" ", 1);  // JSON allows leading whitespace
+                },
+                [&] { return sink.write(" ", 1); });
             if (c.finish_reason == "abort") return false;
             const std::string body = dump(full_response(*head, c));
             sink.write(body.data(), body.size());

@@ -15,6 +15,8 @@
 // Client disconnects: a streaming request stops at the first failed write. A non-streaming one
 // is sent with chunked encoding and JSON-insignificant leading whitespace at most every 100 ms
 // while it generates, so that a closed connection is noticed and its slot freed within ~2 writes.
+// A request queued for a slot is probed the same way every 100 ms (an SSE comment line when
+// streaming, a space otherwise) and leaves the queue when its client is gone.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // SlotPool: see slots.h.
 #include "server/slots.h"
 
+#include <chrono>
 #include <new>
 
 #include "common/error.h"
@@ -22,9 +23,15 @@ SlotPool::SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads) {
     }
 }
 
-SlotPool::Lease SlotPool::acquire() {
+std::optional<SlotPool::Lease> SlotPool::acquire(const std::function<bool()>& keep_waiting) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !free_.empty(); });
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !free_.empty(); })) {
+        if (!keep_waiting) continue;
+        lock.unlock();
+        const bool keep = keep_waiting();
+        lock.lock();
+        if (!keep) return std::nullopt;
+    }
     Slot* s = free_.back();
     free_.pop_back();
     return Lease(*this, *s);

@@ -1,10 +1,12 @@
 // SlotPool: the server's --parallel generation slots. Each slot owns a target Session (its own KV
 // cache over the shared, read-only Model), its drafter and the adaptive draft-length state it
-// carries from request to request. acquire() blocks while all slots are busy (requests queue in
-// arrival order of wake-up) and returns a lease that gives the slot back when it goes out of scope.
+// carries from request to request. acquire() blocks while all slots are busy (requests queue; the
+// order among waiters is the condition variable's) and returns a lease that gives the slot back
+// when it goes out of scope.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,7 +48,9 @@ class SlotPool {
         Slot* slot_;
     };
 
-    Lease acquire();
+    // Waits for a free slot. While waiting, `keep_waiting` (when given) is asked every 100 ms;
+    // when it says no (the client left), gives up and returns nothing.
+    std::optional<Lease> acquire(const std::function<bool()>& keep_waiting = {});
     int size() const { return int(slots_.size()); }
 
   private:
