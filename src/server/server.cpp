@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 
 #include "common/error.h"
@@ -15,6 +16,19 @@
 #include "server/web_ui.h"
 
 namespace specula {
+
+// The fields every response and chunk starts with.
+struct ResponseHead {
+    std::string id;
+    std::string object;
+    long created;
+    std::string model;
+    bool chat;
+
+    nlohmann::json make() const {
+        return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
+    }
+};
 
 namespace {
 
@@ -45,19 +59,6 @@ std::string joined(const std::vector<TokenPiece>& pieces) {
     for (const auto& p : pieces) s += p.text;
     return s;
 }
-
-// The fields every response and chunk starts with.
-struct ResponseHead {
-    std::string id;
-    std::string object;
-    long created;
-    std::string model;
-    bool chat;
-
-    json make() const {
-        return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
-    }
-};
 
 json stream_chunk(const ResponseHead& h, const std::vector<TokenPiece>& pieces) {
     json choice = {{"index", 0}, {"finish_reason", nullptr}, {"specula", tokens_json(pieces)}};
@@ -121,6 +122,13 @@ std::string status_message(int status, size_t max_body) {
 }
 
 std::atomic<long> g_request_id{0};
+
+// A failure after the response has started (generation threw): logged, and sent as an error
+// object since the 200 status is already out.
+json internal_error(const std::exception& e) {
+    std::fprintf(stderr, "serve: generation failed: %s\n", e.what());
+    return api_error_body(std::string("generation failed: ") + e.what(), "server_error");
+}
 
 }  // namespace
 
@@ -242,42 +250,69 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         long(std::time(nullptr)), engine_.served_name(), chat});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
-        res.set_chunked_content_provider(
-            "text/event-stream", [this, head, prepared](size_t, httplib::DataSink& sink) {
-                if (head->chat) {
-                    json first = stream_chunk(*head, {});
-                    first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
-                    if (!write_sse(sink, first)) return false;
-                }
-                static const std::string waiting = ": waiting for a free slot\n\n";
-                Completion c = engine_.run(
+        send_stream(res, head, prepared);
+    } else {
+        send_whole(res, head, prepared);
+    }
+}
+
+// SSE: a chunk per batch of released text, a final chunk with finish_reason and usage, [DONE].
+void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
+                             std::shared_ptr<const PreparedRequest> prepared) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [this, head, prepared](size_t, httplib::DataSink& sink) {
+            if (head->chat) {
+                json first = stream_chunk(*head, {});
+                first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
+                if (!write_sse(sink, first)) return false;
+            }
+            static const std::string waiting = ": waiting for a free slot\n\n";  // an SSE comment
+            Completion c;
+            try {
+                c = engine_.run(
                     *prepared,
                     [&](const std::vector<TokenPiece>& pieces) {
                         return write_sse(sink, stream_chunk(*head, pieces));
                     },
-                    [&] { return sink.write(waiting.data(), waiting.size()); });  // SSE comment
-                if (c.finish_reason == "abort") return false;
-                write_sse(sink, final_chunk(*head, c));
-                static const std::string done = "data: [DONE]\n\n";
-                sink.write(done.data(), done.size());
-                sink.done();
-                return true;
-            });
-        res.set_header("Cache-Control", "no-cache");
-        return;
-    }
+                    [&] { return sink.write(waiting.data(), waiting.size()); });
+            } catch (const std::exception& e) {  // the status line is gone: report in-band
+                write_sse(sink, internal_error(e));
+                return false;
+            }
+            if (c.finish_reason == "abort") return false;
+            write_sse(sink, final_chunk(*head, c));
+            static const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            return true;
+        });
+}
+
+// One JSON object, preceded by whitespace written while queued or generating (disconnect probe).
+void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
+                            std::shared_ptr<const PreparedRequest> prepared) {
     res.set_chunked_content_provider(
         "application/json", [this, head, prepared](size_t, httplib::DataSink& sink) {
             auto last_write = clock_type::now();
-            Completion c = engine_.run(
-                *prepared,
-                [&](const std::vector<TokenPiece>&) {
-                    if (clock_type::now() - last_write < std::chrono::milliseconds(100))
-                        return true;
-                    last_write = clock_type::now();
-                    return sink.write(" ", 1);  // JSON allows leading whitespace
-                },
-                [&] { return sink.write(" ", 1); });
+            auto probe = [&] {
+                last_write = clock_type::now();
+                return sink.write(" ", 1);  // JSON allows leading whitespace
+            };
+            Completion c;
+            try {
+                c = engine_.run(
+                    *prepared,
+                    [&](const std::vector<TokenPiece>&) {
+                        return clock_type::now() - last_write < std::chrono::milliseconds(100) ||
+                               probe();
+                    },
+                    probe);
+            } catch (const std::exception& e) {  // the status line is gone: report in the body
+                const std::string body = dump(internal_error(e));
+                sink.write(body.data(), body.size());
+                return false;
+            }
             if (c.finish_reason == "abort") return false;
             const std::string body = dump(full_response(*head, c));
             sink.write(body.data(), body.size());

@@ -33,6 +33,8 @@ struct Response;
 
 namespace specula {
 
+struct ResponseHead;  // id, object, created, model of one response (server.cpp)
+
 struct HttpConfig {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (see port())
@@ -53,6 +55,10 @@ class HttpServer {
   private:
     void routes();
     void handle_completion(const httplib::Request& req, httplib::Response& res, bool chat);
+    void send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
+                     std::shared_ptr<const PreparedRequest> prepared);
+    void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
+                    std::shared_ptr<const PreparedRequest> prepared);
 
     Engine& engine_;
     HttpConfig cfg_;
