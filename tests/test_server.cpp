@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,19 @@ std::pair<std::string, int> shell(const std::string& cmd) {
     size_t k;
     while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
     return {out, pclose(p)};
+}
+
+// Token ids of `text` from `specula tokenize -f` (the text goes through a file, byte for byte).
+std::vector<std::string> tokenize_ids(const std::string& model, const std::string& text) {
+    const std::string path = specula::test::temp_dir("server") + "/prompt.txt";
+    std::ofstream(path, std::ios::binary) << text;
+    auto [ids, status] = shell("(" + specula::test::specula_bin() + " tokenize -m '" + model +
+                               "' -f '" + path + "' 2>/dev/null)");
+    EXPECT_EQ(status, 0) << ids;
+    std::istringstream in(ids);
+    std::vector<std::string> out;
+    for (std::string id; in >> id;) out.push_back(id);
+    return out;
 }
 
 class ServerTest : public ::testing::Test {
@@ -445,15 +459,9 @@ TEST_F(ServerTest, ChatWithoutTemplateUsesThePlainDefault) {
                            {{"role", "user"}, {"content", "Hi there"}}}},
                          {"max_tokens", 3}},
                         true);
-    auto [ids, status] =
-        shell("(" + specula::test::specula_bin() + " tokenize -m '" + target_path() +
-              "' -p \"$(printf 'System: Be kind.\\nUser: Hi there\\nAssistant:')\" 2>/dev/null)");
-    ASSERT_EQ(status, 0) << ids;
-    std::istringstream in(ids);
-    int n = 0;
-    for (std::string id; in >> id;) ++n;
-    EXPECT_GT(n, 5);
-    EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>(), n);
+    const auto ids = tokenize_ids(target_path(), "System: Be kind.\nUser: Hi there\nAssistant:");
+    EXPECT_GT(ids.size(), 5u);
+    EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>(), int(ids.size()));
 }
 
 TEST_F(ServerTest, ASecondServerCannotTakeTheSamePort) {
@@ -476,6 +484,26 @@ TEST(ServerNgram, SpeculativeConfigNgramKeepsGreedyOutput) {
     const json& spec = r["usage"]["speculative"];
     EXPECT_GT(spec["drafted"].get<int>(), 0);
     EXPECT_LE(spec["accepted_per_pos"].size(), 3u);
+}
+
+// A model whose GGUF carries a Llama 3 chat template: the chat prompt is that template's text
+// (hand-written here), tokenized like `specula tokenize` (BOS added by the vocabulary).
+TEST(ServerChatTemplate, Llama3VocabModelUsesItsTemplate) {
+    const std::string model =
+        shared_path("models/synthetic/rand-llama-llama3vocab-d64-l1-tied-Q8_0.gguf");
+    ServerProcess s({"-m", model, "--parallel", "1", "-c", "256"}, "llama3");
+    EXPECT_NE(s.log().find("chat llama3"), std::string::npos) << s.log();
+    json r = completion(s,
+                        {{"messages", {{{"role", "user"}, {"content", " Hi! "}}}},
+                         {"max_tokens", 2},
+                         {"temperature", 0}},
+                        true);
+    const auto toks = tokenize_ids(model,
+                                   "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+                                   "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    ASSERT_EQ(toks.size(), 12u);  // BOS + 11 template tokens
+    EXPECT_EQ(toks[0], "128000");
+    EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>(), int(toks.size()));
 }
 
 TEST(ServerApiKey, RequiresTheKeyOnV1) {
