@@ -375,9 +375,10 @@ TEST_F(ServerTest, MetricsCountExactlyWhatUsageReports) {
     }
 }
 
-// Opens a raw connection, sends a long streaming request and reads its first bytes (the stream
-// has started, or the request is queued and probed). Returns the socket; closing it hangs up.
-int open_stream(int port, int max_tokens) {
+// Opens a raw connection, sends a long completion request and reads its first bytes (the
+// response has started, or the request is queued and probed). Returns the socket; closing it hangs
+// up.
+int open_request(int port, int max_tokens, bool stream = true) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) throw std::runtime_error("socket failed");
     sockaddr_in addr{};
@@ -389,7 +390,7 @@ int open_stream(int port, int max_tokens) {
     const std::string body = json({{"prompt", "Once upon a time"},
                                    {"max_tokens", max_tokens},
                                    {"ignore_eos", true},
-                                   {"stream", true}})
+                                   {"stream", stream}})
                                  .dump();
     const std::string req =
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -417,23 +418,27 @@ std::map<std::string, double> wait_metrics(const ServerProcess& s, Pred done) {
 const std::string kAborts = "specula:request_success_total{finished_reason=\"abort\"}";
 
 TEST_F(ServerTest, DisconnectCancelsGeneration) {
-    auto before = metrics(s());
-    close(open_stream(s().port(), 2000));
-    // The request ends as "abort" well before its 2000 tokens, and no slot stays busy.
-    auto now = wait_metrics(s(), [&](auto& m) { return m[kAborts] > before[kAborts]; });
-    EXPECT_EQ(now[kAborts] - before[kAborts], 1);
-    EXPECT_LT(now["specula:generation_tokens_total"] - before["specula:generation_tokens_total"],
-              2000);
-    now = wait_metrics(s(), [](auto& m) { return m["specula:num_requests_running"] == 0; });
-    EXPECT_EQ(now["specula:num_requests_running"], 0);
+    for (bool stream : {true, false}) {
+        SCOPED_TRACE(stream ? "streaming" : "non-streaming");
+        auto before = metrics(s());
+        close(open_request(s().port(), 2000, stream));
+        // The request ends as "abort" well before its 2000 tokens, and no slot stays busy.
+        auto now = wait_metrics(s(), [&](auto& m) { return m[kAborts] > before[kAborts]; });
+        EXPECT_EQ(now[kAborts] - before[kAborts], 1);
+        EXPECT_LT(
+            now["specula:generation_tokens_total"] - before["specula:generation_tokens_total"],
+            2000);
+        now = wait_metrics(s(), [](auto& m) { return m["specula:num_requests_running"] == 0; });
+        EXPECT_EQ(now["specula:num_requests_running"], 0);
+    }
 }
 
 // One slot: a second request queues; when its client leaves it leaves the queue at once, while
 // the first keeps generating.
 TEST(ServerQueue, AClientThatLeavesTheQueueIsDropped) {
     ServerProcess s({"-m", target_path(), "--parallel", "1", "-c", "4096"}, "queue");
-    const int a = open_stream(s.port(), 4000);
-    const int b = open_stream(s.port(), 4000);  // its first bytes are the queue probe
+    const int a = open_request(s.port(), 4000);
+    const int b = open_request(s.port(), 4000);  // its first bytes are the queue probe
     auto m = wait_metrics(s, [](auto& m) {
         return m["specula:num_requests_waiting"] == 1 && m["specula:num_requests_running"] == 1;
     });
