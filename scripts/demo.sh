@@ -6,6 +6,11 @@
 # Environment: SPECULA_SHARED_DIR (default ../shared), SPECULA_THREADS (default: all cores),
 # SPECULA_DEMO_TOKENS (default 128), SPECULA_DEMO_PROMPT.
 set -euo pipefail
+# A relative SPECULA_SHARED_DIR means relative to where the script was started.
+if [ -n "${SPECULA_SHARED_DIR:-}" ]; then
+    SPECULA_SHARED_DIR="$(realpath "$SPECULA_SHARED_DIR")"
+    export SPECULA_SHARED_DIR
+fi
 cd "$(dirname "$0")/.."
 
 SHARED="${SPECULA_SHARED_DIR:-../shared}"

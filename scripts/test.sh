@@ -4,6 +4,11 @@
 # every test there too. Exits non-zero on the first failure. Tests find the shared test data in
 # ../shared next to the repository, or in $SPECULA_SHARED_DIR.
 set -euo pipefail
+# A relative SPECULA_SHARED_DIR means relative to where the script was started.
+if [ -n "${SPECULA_SHARED_DIR:-}" ]; then
+    SPECULA_SHARED_DIR="$(realpath "$SPECULA_SHARED_DIR")"
+    export SPECULA_SHARED_DIR
+fi
 cd "$(dirname "$0")/.."
 
 JOBS="${SPECULA_JOBS:-$(nproc)}"
