@@ -39,7 +39,7 @@ DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams&
 }
 
 void DraftModelDrafter::eval(std::span<const token_id> tokens) {
-    session_->eval(tokens);
+    session_->eval(tokens, /*all_logits=*/false);  // only the last token's prediction is used
     cached_.insert(cached_.end(), tokens.begin(), tokens.end());
 }
 

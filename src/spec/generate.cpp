@@ -72,7 +72,7 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
 
     auto t0 = clock_type::now();
     target_.reset();
-    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1));
+    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1), /*all_logits=*/false);
     if (drafter_) drafter_->begin(prompt);
     st.t_prompt_ms = ms_since(t0);
 
