@@ -72,6 +72,7 @@ struct Streamed {
     std::string content;     // concatenated text / delta.content
     std::string token_text;  // concatenated specula.tokens[].text
     int n_drafted = 0, n_target = 0;
+    int n_waiting_probes = 0;  // SSE comments sent while queued for a slot
     json final_chunk;
     bool done = false;
 };
@@ -89,7 +90,15 @@ Streamed stream(const ServerProcess& s, json req, bool chat) {
     while ((pos = body.find("\n\n")) != std::string::npos) {
         std::string event = body.substr(0, pos);
         body.erase(0, pos + 2);
-        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+        if (event.rfind(": waiting", 0) == 0) {  // SSE comment: the probe of a queued request
+            EXPECT_TRUE(out.content.empty()) << "probes come before any text";
+            ++out.n_waiting_probes;
+            continue;
+        }
+        if (event.rfind("data: ", 0) != 0) {
+            ADD_FAILURE() << "not an SSE data event: " << event;
+            continue;
+        }
         const std::string data = event.substr(6);
         if (data == "[DONE]") {
             out.done = true;
