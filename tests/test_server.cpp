@@ -520,6 +520,17 @@ TEST(ServerChatTemplate, Llama3VocabModelUsesItsTemplate) {
     EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>(), int(toks.size()));
 }
 
+// --draft auto (the adaptive draft length, carried per slot across requests): same greedy text.
+TEST(ServerDraftAuto, AdaptiveDraftLengthKeepsGreedyOutput) {
+    ServerProcess s(
+        {"-m", target_path(), "-md", draft_path(), "--draft", "auto", "--parallel", "1"}, "auto");
+    for (const std::string prompt : {"Lily saw a big red", "The little dog"}) {
+        json r = completion(s, {{"prompt", prompt}, {"max_tokens", 60}, {"temperature", 0}});
+        EXPECT_EQ(r["choices"][0]["text"], specula_run_greedy(prompt, 60)) << prompt;
+        EXPECT_GT(r["usage"]["speculative"]["drafted"].get<int>(), 0);
+    }
+}
+
 TEST(ServerApiKey, RequiresTheKeyOnV1) {
     ServerProcess s({"-m", target_path(), "--api-key", "sekret", "--parallel", "1"}, "key");
     const std::string body = R"({"prompt": "Tom", "max_tokens": 3})";
