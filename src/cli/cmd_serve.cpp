@@ -62,7 +62,10 @@ void resolve(ServeOptions& o) {
     if (o.spec_type == "draft") o.spec_type = "draft_model";
     if (o.spec_type.empty() && !o.engine.draft_path.empty()) o.spec_type = "draft_model";
     if (!o.spec_type.empty() && o.spec_type != "draft_model" && o.spec_type != "ngram")
-        fail("--spec-type must be ngram or draft (draft_model), got '", o.spec_type, "'");
+        fail(
+            "the speculative method (--spec-type or --speculative-config) must be ngram or "
+            "draft_model, got '",
+            o.spec_type, "'");
     if (o.spec_type == "ngram" && !o.engine.draft_path.empty())
         fail("--spec-type ngram takes no draft model (-md)");
     o.engine.spec_type = o.spec_type;
