@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Specula builds, tests and demos with. Does nothing (and never calls
-# apt) when they are all installed already; otherwise runs `apt-get update` once and installs the
-# missing ones. Works as root without a terminal; uses sudo when not root.
+# Installs what Specula builds, tests and demos with: the Debian packages below, plus the server's
+# Node test dependencies (node, npm and Chromium as commands; tests/server/node_modules from its
+# package-lock.json). Does nothing, and never calls apt or npm, when everything is present;
+# otherwise runs `apt-get update` once and installs only what is missing. Works as root without a
+# terminal; uses sudo when not root.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
     build-essential cmake ninja-build clang-format
     nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev
     libgtest-dev libbenchmark-dev libomp-dev python3-numpy
-    chromium nodejs  # `specula serve` tests: OpenAI Node SDK and the web UI in Chromium
 )
 
 missing=()
@@ -17,13 +19,12 @@ for pkg in "${PACKAGES[@]}"; do
         missing+=("$pkg")
     fi
 done
+# Checked as commands: a node from another source (e.g. NodeSource, which bundles npm) is fine.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
-# npm ships inside some nodejs builds (NodeSource), with which Debian's npm package conflicts.
-if ! command -v npm > /dev/null; then missing+=(npm); fi
-
-if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: all ${#PACKAGES[@]} packages are installed"
-else
+if [ ${#missing[@]} -gt 0 ]; then
     SUDO=()
     if [ "$(id -u)" -ne 0 ]; then SUDO=(sudo); fi
     export DEBIAN_FRONTEND=noninteractive
@@ -32,12 +33,13 @@ else
     "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages of the server's Node tests (openai, playwright-core), into tests/server/node_modules
-# (gitignored) from tests/server/package.json; skipped when they are already there.
-SERVER_TESTS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/server"
-if [ -d "$SERVER_TESTS/node_modules/openai" ] && [ -d "$SERVER_TESTS/node_modules/playwright-core" ]; then
-    echo "setup: server test npm packages are installed"
-else
-    echo "setup: npm install in $SERVER_TESTS"
-    (cd "$SERVER_TESTS" && npm install --no-audit --no-fund)
+# The Node tests of `specula serve` (tests/server) need their npm packages.
+NODE_DIR=tests/server
+if [ -f "$NODE_DIR/package-lock.json" ] &&
+    { [ ! -d "$NODE_DIR/node_modules" ] ||
+        [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules" ]; }; then
+    echo "setup: npm ci in $NODE_DIR"
+    (cd "$NODE_DIR" && npm ci --no-audit --no-fund)
 fi
+
+echo "setup: all dependencies are installed"
