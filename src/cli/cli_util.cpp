@@ -18,6 +18,10 @@ void log_set_enabled(bool enabled) {
     g_log_enabled = enabled;
 }
 
+bool log_enabled() {
+    return g_log_enabled;
+}
+
 void log(const char* fmt, ...) {
     if (!g_log_enabled) return;
     va_list ap;

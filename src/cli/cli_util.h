@@ -10,6 +10,7 @@ namespace specula::cli {
 
 // printf-style line to stderr, unless logging is disabled. Never touches stdout.
 void log_set_enabled(bool enabled);
+bool log_enabled();
 [[gnu::format(printf, 1, 2)]] void log(const char* fmt, ...);
 
 // Whole file as bytes; throws Error naming the path when it cannot be read.

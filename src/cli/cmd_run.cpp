@@ -2,19 +2,24 @@
 // says and special tokens parsed, evaluated in one batch, and the sampled tokens' pieces stream to
 // stdout byte for byte (nothing else goes there). Options are checked and the context budget is
 // enforced before any token is generated; logs and the closing statistics line go to stderr.
+// With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
+// (spec/generate.h); the text is the same, only faster, and the acceptance statistics follow.
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/generate.h"
 #include "common/error.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "spec/generate.h"
+#include "spec/speculative.h"
 
 namespace specula::cli {
 
@@ -81,16 +86,40 @@ std::unique_ptr<Session> make_session(const Model& model, int n_ctx, int n_threa
     }
 }
 
-double per_second(int n, double ms) {
-    return ms > 0 ? n * 1000.0 / ms : 0.0;
+void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
+    if (st.stop_reason == "context") log("warning: the context is full; generation stopped");
+    if (st.n_generated > 0) log("%s", "");  // end the streamed text's line on a terminal
+    // The prompt pass covers all prompt tokens but the last (it rides with the first step).
+    log("prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | load: %.0f ms",
+        n_prompt, st.prompt_tps(), st.n_generated, st.gen_tps(), load_ms);
+    if (log_enabled()) st.print_speculative(stderr);
 }
 
-void print_stats(const GenerateStats& st, double load_ms) {
-    if (st.context_full) log("warning: the context is full; generation stopped");
-    if (st.n_generated > 0) log("%s", "");  // end the streamed text's line on a terminal
-    log("prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | load: %.0f ms",
-        st.n_prompt, per_second(st.n_prompt, st.prompt_ms), st.n_generated,
-        per_second(st.n_generated, st.gen_ms), load_ms);
+DraftOptions draft_options(const RunOptions& o, int n_ctx, int n_threads) {
+    DraftOptions d;
+    d.draft_model = o.model_draft;
+    d.lookup = o.spec_type == "ngram";
+    if (o.spec_type == "draft" && o.model_draft.empty())
+        fail("--spec-type draft needs a draft model (-md FILE)");
+    if (d.lookup && !o.model_draft.empty())
+        fail("--spec-type ngram drafts without a model: drop -md, or use --spec-type draft");
+    if (o.ngram_min < 1 || o.ngram_max < o.ngram_min)
+        fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", o.ngram_min, "/",
+             o.ngram_max);
+    if (o.draft_min < 0) fail("--draft-min must be >= 0, got ", o.draft_min);
+    d.ngram.ngram_min = o.ngram_min;
+    d.ngram.ngram_max = o.ngram_max;
+    d.p_min = o.draft_p_min;
+    d.n_ctx = n_ctx;  // the draft follows the target through the whole context
+    d.n_threads = n_threads;
+    return d;
+}
+
+void write_stats_json(const std::string& path, const SpecStats& st) {
+    std::ofstream f(path);
+    if (!f) fail("cannot write --stats-json file ", path);
+    f << st.to_json().dump(2) << "\n";
+    if (!f) fail("error writing --stats-json file ", path);
 }
 
 }  // namespace
@@ -124,12 +153,26 @@ int cmd_run(const RunOptions& opt) {
     log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model->describe().c_str(), n_ctx,
         n_threads, static_cast<unsigned long long>(sampler.seed()));
 
+    const SamplingParams sparams = sampler.params();
+    SpeculativeSetup spec = make_drafter(*model, draft_options(opt, n_ctx, n_threads), sparams);
+    GenParams gp;
+    gp.n_predict = opt.n_predict;
+    gp.ignore_eos = opt.ignore_eos;
+    gp.draft_min = opt.draft_min;
+    parse_draft_length(opt.draft, gp);
+    if (spec.drafter) {
+        log("speculative: %s, draft %s", spec.drafter->name(), opt.draft.c_str());
+    }
+
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
-    const GenerateStats st =
-        generate_plain(*session, sampler, prompt, GenerateLimits{opt.n_predict, opt.ignore_eos},
-                       [&](token_id id) { writer(id); });
-    print_stats(st, load_ms);
+    Generator gen(*session, sampler, spec.drafter.get(), gp);
+    const SpecStats st = gen.generate(prompt, [&](token_id id) {
+        writer(id);
+        return true;
+    });
+    print_stats(st, static_cast<int>(prompt.size()), load_ms);
+    if (!opt.stats_json.empty()) write_stats_json(opt.stats_json, st);
     return 0;
 }
 

@@ -102,6 +102,7 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
             int keep = std::min(draft_.size(), n);
             for (int i = 0; i < keep; ++i)
                 if (draft_.tokens[i] < 0 || draft_.tokens[i] >= nv) keep = i;
+            if (keep < params_.draft_min) keep = 0;  // too short to be worth a wider pass
             draft_.tokens.resize(size_t(keep));
         }
 

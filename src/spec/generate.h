@@ -24,6 +24,7 @@ struct GenParams {
     int n_predict = -1;       // -1: until end of generation or a full context
     bool ignore_eos = false;  // keep going past end-of-generation tokens (they are emitted)
     int n_draft = 4;          // fixed draft length (--draft N); 0: plain decoding
+    int draft_min = 0;        // --draft-min: a proposal shorter than this is not verified
     bool draft_auto = false;  // --draft auto: choose N per step (spec/draft_length.h)
     DraftLengthParams auto_params;
     double synthetic_accept = -1.0;  // bench only: accept each draft token with this probability

@@ -31,6 +31,10 @@ void SpecStats::print(std::FILE* out) const {
     std::fprintf(out,
                  "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s (stop: %s)\n",
                  n_prompt, prompt_tps(), n_generated, gen_tps(), stop_reason.c_str());
+    print_speculative(out);
+}
+
+void SpecStats::print_speculative(std::FILE* out) const {
     if (drafter.empty()) return;
     std::fprintf(out,
                  "speculative%s (%s): %d drafts, %ld drafted, %ld accepted (%.1f%%), %.2f tokens "

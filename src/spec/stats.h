@@ -54,6 +54,8 @@ struct SpecStats {
     }
 
     void print(std::FILE* out) const;
+    // The drafting lines of print() alone (nothing for plain generation).
+    void print_speculative(std::FILE* out) const;
     nlohmann::json to_json() const;
 };
 
