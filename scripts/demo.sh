@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE demo. Installs what is missing, builds `specula`, makes (once) the ~1B-parameter Q8_0
 # benchmark target by widening stories260K with ../shared/tools/widen_model.py, then generates a
-# TinyStories continuation with it and prints the speed (tokens/s, on stderr's stats line).
+# TinyStories continuation with it, plainly and then speculatively with stories260K as the draft,
+# printing the speed of each (tokens/s, on stderr's stats lines).
 #
 # Environment: SPECULA_SHARED_DIR (default ../shared), SPECULA_THREADS (default: all cores),
 # SPECULA_DEMO_TOKENS (default 128), SPECULA_DEMO_PROMPT.
@@ -51,9 +52,9 @@ echo "== prompt: $PROMPT"
 "$SPECULA" run -m "$TARGET" -p "$PROMPT" -n "$N_TOKENS" --temp 0 -t "$THREADS"
 echo
 
-# Speculative decoding hook: once `specula run` takes a draft model (llama.cpp's option names:
-# -md/--model-draft, --draft-max), the same generation runs again with stories260K drafting for
-# the 1B target, and the two stats lines compare plain and speculative tokens/s.
+# Speculative decoding: the same generation again with stories260K drafting for the 1B target
+# (`run -md`, llama.cpp's option). The text is identical; compare the two stats lines' tokens/s.
+# (Guarded so that the demo still runs on a build whose `run` has no draft-model option.)
 if "$SPECULA" run --help | grep -q -- '--model-draft'; then
     echo "== speculative generation: draft $DRAFT"
     "$SPECULA" run -m "$TARGET" --model-draft "$DRAFT" -p "$PROMPT" -n "$N_TOKENS" --temp 0 \
