@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -14,7 +15,14 @@ namespace specula::cli {
 
 namespace {
 
-const char* kDefaultPrompt = "Once upon a time, there was a little girl named Lily. She loved to";
+// The built-in prompt set: TinyStories-style openings (the benchmark targets are TinyStories
+// models), used when neither -p nor -f is given.
+const char* const kDefaultPrompts[] = {
+    "Once upon a time, there was a little girl named Lily. She loved to",
+    "Tom and his dog went to the park. They saw a big tree and",
+    "The sun was shining. Mom said, \"Let's go to the beach!\" Ben was so happy that he",
+    "One day, a little bird could not find its nest. It flew to the old farm and",
+};
 
 std::vector<int> parse_list(const std::string& s) {
     std::vector<int> out;
@@ -43,8 +51,10 @@ std::vector<std::string> read_prompts(const BenchOptions& o) {
         while (std::getline(f, line))
             if (!line.empty()) prompts.push_back(line);
         if (prompts.empty()) fail("prompts file ", o.prompt_file, " has no non-empty line");
+    } else if (!o.prompt.empty()) {
+        prompts.push_back(o.prompt);
     } else {
-        prompts.push_back(o.prompt.empty() ? kDefaultPrompt : o.prompt);
+        prompts.assign(std::begin(kDefaultPrompts), std::end(kDefaultPrompts));
     }
     return prompts;
 }
@@ -75,7 +85,8 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("-m,--model", o.model, "target GGUF model")->required();
     cmd.add_option("--model-draft,--md", o.model_draft, "draft GGUF model (-md)");
     cmd.add_flag("--lookup", o.lookup, "n-gram prompt-lookup drafting instead of a draft model");
-    cmd.add_option("-p,--prompt", o.prompt, "prompt text");
+    cmd.add_option("-p,--prompt", o.prompt,
+                   "one prompt (default: 4 built-in TinyStories openings)");
     cmd.add_option("-f,--file", o.prompt_file, "prompts file, one prompt per line");
     cmd.add_option("-n,--n-predict", o.n_predict, "tokens per generation")->capture_default_str();
     cmd.add_option("-r,--repetitions", o.reps, "repetitions")->capture_default_str();
