@@ -23,6 +23,7 @@ done
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v curl >/dev/null || missing+=(curl)
 
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=()

@@ -240,6 +240,45 @@ TEST_F(ServerTest, StreamingEqualsNonStreamingAndMarksDraftTokens) {
     }
 }
 
+// The README's curl commands: a plain completion and a streamed chat, through the curl binary.
+TEST_F(ServerTest, CurlCompletionAndStreamedChat) {
+    const std::string base = "http://127.0.0.1:" + std::to_string(s().port());
+    const std::string body =
+        R"({"prompt": "Lily saw a big red", "max_tokens": 24, "temperature": 0})";
+    auto [out, status] =
+        shell("curl -sS --max-time 60 " + base +
+              "/v1/completions -H 'Content-Type: application/json' -d '" + body + "'");
+    ASSERT_EQ(status, 0) << out;
+    const json r = json::parse(out, nullptr, false);
+    ASSERT_FALSE(r.is_discarded()) << out;
+    EXPECT_EQ(r["choices"][0]["text"], specula_run_greedy("Lily saw a big red", 24));
+
+    const std::string chat =
+        R"({"messages": [{"role": "user", "content": "Tell me a story"}], "stream": true, )"
+        R"("max_tokens": 16, "temperature": 0})";
+    auto [sse, st2] =
+        shell("curl -sSN --max-time 60 " + base +
+              "/v1/chat/completions -H 'Content-Type: application/json' -d '" + chat + "'");
+    ASSERT_EQ(st2, 0) << sse;
+    EXPECT_NE(sse.find("data: {"), std::string::npos) << sse;
+    const std::string done = "data: [DONE]\n\n";
+    ASSERT_GE(sse.size(), done.size());
+    EXPECT_EQ(sse.substr(sse.size() - done.size()), done) << sse;
+    // The streamed deltas add up to the non-streamed reply.
+    std::string text;
+    std::istringstream in(sse);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("data: {", 0) != 0) continue;
+        const json c = json::parse(line.substr(6));
+        text += c["choices"][0]["delta"].value("content", "");
+    }
+    json req = json::parse(chat);
+    req.erase("stream");
+    const json full = completion(s(), req, /*chat=*/true);
+    EXPECT_EQ(text, full["choices"][0]["message"]["content"].get<std::string>());
+    EXPECT_FALSE(text.empty());
+}
+
 TEST_F(ServerTest, StopStringsCutTheText) {
     json full =
         completion(s(), {{"prompt", "Lily saw a big red"}, {"max_tokens", 40}, {"temperature", 0}});
