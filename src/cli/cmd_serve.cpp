@@ -116,7 +116,7 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "vLLM style JSON: {\"method\", \"model\", \"num_speculative_tokens\"}");
     cmd->add_option("-c,--ctx-size", o.engine.n_ctx,
                     "context per slot (0: the model's training context, at most 4096)");
-    cmd->add_option("--parallel", o.engine.n_parallel, "generation slots (default 4)")
+    cmd->add_option("--parallel", o.engine.n_parallel, "generation slots (default 1: a lone request gets every thread)")
         ->capture_default_str();
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");

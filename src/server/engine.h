@@ -32,7 +32,7 @@ struct EngineConfig {
     int n_draft = 4;  // default draft length (per request: speculative.num_speculative_tokens)
     bool draft_auto = false;
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
-    int n_parallel = 4;
+    int n_parallel = 1;
     int n_threads = 0;        // 0: hardware threads
     std::string served_name;  // "" : the model file's name without .gguf
 };
