@@ -192,12 +192,54 @@ BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K, GGMLType::Q4_K)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K, GGMLType::Q6_K)->Apply(hot_shapes);
 
-BENCHMARK_CAPTURE(BM_vec_dot, Q8_0, GGMLType::Q8_0)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q4_0, GGMLType::Q4_0)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q4_K, GGMLType::Q4_K)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q5_K, GGMLType::Q5_K)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q8_0, GGMLType::Q8_0)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_0, GGMLType::Q4_0)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_K, GGMLType::Q4_K)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q5_K, GGMLType::Q5_K)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16);
 
 BENCHMARK_MAIN();

@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <utility>
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
@@ -88,6 +89,26 @@ struct TokenRows {
     }
 };
 
+// The products dw * d for token t's block ib, up to 4 tokens at once, both 128-bit lanes holding
+// [t0, t1, t2, t3]: the fp16 scales are packed in one register and converted and multiplied
+// together. Each product is the same IEEE multiply of the same two floats as the one-token path's
+// dw * h2f(d), so results stay bit-identical.
+template <class A, int NT>
+SPECULA_INLINE __m256 token_scales(const TokenRows<A, NT>& y, int64_t ib, float dw) {
+    static_assert(NT <= 4);
+    uint64_t bits = 0;
+    for (int t = 0; t < NT; ++t) bits |= static_cast<uint64_t>(y.row[t][ib].d) << (16 * t);
+    const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(bits)));
+    const __m128 s = _mm_mul_ps(d, _mm_set1_ps(dw));
+    return _mm256_set_m128(s, s);
+}
+
+// Token t's lane of token_scales in all 8 lanes.
+template <int T>
+SPECULA_INLINE __m256 splat_token(__m256 s) {
+    return _mm256_permute_ps(s, T * 0x55);
+}
+
 // Splits ntok tokens into groups of kGroup (then 3, 2, 1) and runs K::run<NT> on each.
 template <class K>
 void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int ntok, float* out) {
@@ -131,11 +152,21 @@ struct SignedLegacy {
             const __m256i q = Dec::decode(w[ib]);
             const __m256i uq = _mm256_sign_epi8(q, q);
             const float dw = h2f(w[ib].d);
-            for (int t = 0; t < NT; ++t) {
-                const block_q8_0& yb = y.row[t][ib];
+            if constexpr (NT == 1) {
+                const block_q8_0& yb = y.row[0][ib];
                 const __m256i p = dot_us(uq, _mm256_sign_epi8(load256(yb.qs), q));
-                acc[t] =
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(yb.d)), _mm256_cvtepi32_ps(p), acc[t]);
+                acc[0] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(yb.d)), _mm256_cvtepi32_ps(p), acc[0]);
+            } else {
+                const __m256 sc = token_scales(y, ib, dw);
+                auto one = [&]<int T>() __attribute__((always_inline)) {
+                    const __m256i p = dot_us(uq, _mm256_sign_epi8(load256(y.row[T][ib].qs), q));
+                    acc[T] = _mm256_fmadd_ps(splat_token<T>(sc), _mm256_cvtepi32_ps(p), acc[T]);
+                };
+                [&]<int... T>(std::integer_sequence<int, T...>) __attribute__((always_inline)) {
+                    (one.template operator()<T>(), ...);
+                }
+                (std::make_integer_sequence<int, NT>{});
             }
         };
         int64_t ib = 0;
