@@ -176,6 +176,12 @@ void hot_shapes(benchmark::internal::Benchmark* b) {
     b->UseRealTime();
 }
 
+// BM_vec_dot's token counts.
+void ntoks(benchmark::internal::Benchmark* b) {
+    b->ArgName("ntok");
+    for (int ntok : {1, 2, 4, 8, 16}) b->Arg(ntok);
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_matmul, Q8_0, GGMLType::Q8_0)->Apply(shapes);
@@ -192,54 +198,12 @@ BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K, GGMLType::Q4_K)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K, GGMLType::Q6_K)->Apply(hot_shapes);
 
-BENCHMARK_CAPTURE(BM_vec_dot, Q8_0, GGMLType::Q8_0)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q4_0, GGMLType::Q4_0)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q4_K, GGMLType::Q4_K)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q5_K, GGMLType::Q5_K)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
-BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->Arg(16);
+BENCHMARK_CAPTURE(BM_vec_dot, Q8_0, GGMLType::Q8_0)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_0, GGMLType::Q4_0)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_K, GGMLType::Q4_K)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, Q5_K, GGMLType::Q5_K)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)->Apply(ntoks);
+BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)->Apply(ntoks);
 
 BENCHMARK_MAIN();
