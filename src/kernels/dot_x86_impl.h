@@ -362,6 +362,57 @@ struct DecQ4_K {
     }
 };
 
+// Q4_K for several tokens: the same per-token int32 sums and float steps as KQuant<DecQ4_K>, but
+// the super-block is decoded one 64-element pair of sub-blocks at a time and folded into every
+// token's integer sum before the next pair, so the decoded weights stay in registers instead of
+// spilling. Integer sums are exact, so the reordering leaves every bit of out[t] unchanged.
+struct Q4KTokens {
+    template <int NT>
+    static void run(int64_t n, const void* wv, const uint8_t* a, size_t stride, float* out) {
+        if constexpr (NT == 1) {
+            KQuant<DecQ4_K>::run<1>(n, wv, a, stride, out);
+        } else {
+            const auto* w = static_cast<const block_q4_K*>(wv);
+            const TokenRows<block_q8_K, NT> y(a, stride);
+            const int64_t nb = n / QK_K;
+            __m256 acc[NT];
+            for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+            for (int64_t ib = 0; ib < nb; ++ib) {
+                const block_q4_K& b = w[ib];
+                uint8_t sc[8], m[8];
+                unpack_k4_scales(b.scales, sc, m);
+                __m256i sum[NT];
+                for (int t = 0; t < NT; ++t) sum[t] = _mm256_setzero_si256();
+                const __m256i mask = _mm256_set1_epi8(0x0F);
+                for (int j = 0; j < 4; ++j) {
+                    const __m256i q = load256(b.qs + 32 * j);
+                    const __m256i q_lo = _mm256_and_si256(q, mask);
+                    const __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+                    const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]);
+                    const __m256i s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
+                    for (int t = 0; t < NT; ++t) {
+                        const int8_t* yq = y.row[t][ib].qs + 64 * j;
+                        const __m256i lo = dot_us_scaled(q_lo, load256(yq), s_lo);
+                        const __m256i hi = dot_us_scaled(q_hi, load256(yq + 32), s_hi);
+                        sum[t] = _mm256_add_epi32(sum[t], _mm256_add_epi32(lo, hi));
+                    }
+                }
+                const float d = h2f(b.d), dmin = h2f(b.dmin);
+                const __m256i mins16 = pair_mins16(m);
+                for (int t = 0; t < NT; ++t) {
+                    const block_q8_K& yb = y.row[t][ib];
+                    const __m256i mins = _mm256_madd_epi16(load_bsums(yb), mins16);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * yb.d), _mm256_cvtepi32_ps(sum[t]),
+                                             acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * yb.d), _mm256_cvtepi32_ps(mins),
+                                             acc[t]);
+                }
+            }
+            for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+        }
+    }
+};
+
 struct DecQ5_K {
     using Block = block_q5_K;
     static constexpr bool kHasMins = true;
@@ -631,7 +682,7 @@ VecDotFn x86_vec_dot(GGMLType wt) {
         case GGMLType::Q3_K:
             return &vec_dot_tokens<KQuant<DecQ3_K>>;
         case GGMLType::Q4_K:
-            return &vec_dot_tokens<KQuant<DecQ4_K>>;
+            return &vec_dot_tokens<Q4KTokens>;
         case GGMLType::Q5_K:
             return &vec_dot_tokens<KQuant<DecQ5_K>>;
         case GGMLType::Q6_K:
