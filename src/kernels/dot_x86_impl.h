@@ -561,6 +561,59 @@ struct DecQ6_K {
     }
 };
 
+// Q6_K for several tokens, like Q4KTokens: one 32-element chunk is decoded at a time and folded
+// into every token's exact int32 sum, then each token takes the same offset correction and float
+// step as KQuant<DecQ6_K>.
+struct Q6KTokens {
+    template <int NT>
+    static void run(int64_t n, const void* wv, const uint8_t* a, size_t stride, float* out) {
+        if constexpr (NT == 1) {
+            KQuant<DecQ6_K>::run<1>(n, wv, a, stride, out);
+        } else {
+            const auto* w = static_cast<const block_q6_K*>(wv);
+            const TokenRows<block_q8_K, NT> y(a, stride);
+            const int64_t nb = n / QK_K;
+            __m256 acc[NT];
+            for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+            for (int64_t ib = 0; ib < nb; ++ib) {
+                const block_q6_K& b = w[ib];
+                __m256i sum[NT];
+                for (int t = 0; t < NT; ++t) sum[t] = _mm256_setzero_si256();
+                const __m256i mask = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i ql0 = load256(b.ql + 64 * h), ql1 = load256(b.ql + 64 * h + 32);
+                    const __m256i qh = load256(b.qh + 32 * h);
+                    for (int k = 0; k < 4; ++k) {
+                        const int c = 4 * h + k;
+                        const __m256i ql = k % 2 ? ql1 : ql0;
+                        const __m256i low =
+                            _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), mask);
+                        const __m256i high = _mm256_slli_epi16(
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), three), 4);
+                        const __m256i q = _mm256_or_si256(low, high);  // value + 32, in 0..63
+                        const __m256i scale = lane_scales(b.scales[2 * c], b.scales[2 * c + 1]);
+                        for (int t = 0; t < NT; ++t) {
+                            const __m256i p =
+                                dot_us_scaled(q, load256(y.row[t][ib].qs + 32 * c), scale);
+                            sum[t] = _mm256_add_epi32(sum[t], p);
+                        }
+                    }
+                }
+                const float d = h2f(b.d);
+                const __m256i scales16 = _mm256_cvtepi8_epi16(load128(b.scales));
+                for (int t = 0; t < NT; ++t) {
+                    const block_q8_K& yb = y.row[t][ib];
+                    const __m256i offset = _mm256_madd_epi16(load_bsums(yb), scales16);
+                    const __m256i s = _mm256_sub_epi32(sum[t], _mm256_slli_epi32(offset, 5));
+                    acc[t] =
+                        _mm256_fmadd_ps(_mm256_set1_ps(d * yb.d), _mm256_cvtepi32_ps(s), acc[t]);
+                }
+            }
+            for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+        }
+    }
+};
+
 struct DecIQ4_XS {
     using Block = block_iq4_xs;
     static constexpr bool kHasMins = false;
@@ -686,7 +739,7 @@ VecDotFn x86_vec_dot(GGMLType wt) {
         case GGMLType::Q5_K:
             return &vec_dot_tokens<KQuant<DecQ5_K>>;
         case GGMLType::Q6_K:
-            return &vec_dot_tokens<KQuant<DecQ6_K>>;
+            return &vec_dot_tokens<Q6KTokens>;
         case GGMLType::IQ4_XS:
             return &vec_dot_tokens<KQuant<DecIQ4_XS>>;
         default:
