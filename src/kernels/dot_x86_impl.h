@@ -9,6 +9,9 @@
 // into each token's own accumulators. A token's accumulators see the same operations in the same
 // order whatever the group size, so out[t] is bit-identical for any ntok (batch invariance).
 // Integer parts are exact; only the float accumulation order differs from the scalar reference.
+// Groups of 2+ tokens take cheaper routes to the same values: the signed 32-element formats convert
+// the tokens' fp16 scales in one register, and Q4_K / Q6_K decode one piece of a super-block at a
+// time into every token's int32 sum (keeping the decoded weights in registers).
 //
 // With AVX512-VNNI the only change is that byte dot products use vpdpbusd (256-bit, EVEX) instead
 // of vpmaddubsw + vpmaddwd; both give the same int32 lanes, so the two builds agree bit for bit
