@@ -10,8 +10,8 @@
 // order whatever the group size, so out[t] is bit-identical for any ntok (batch invariance).
 // Integer parts are exact; only the float accumulation order differs from the scalar reference.
 // Groups of 2+ tokens take cheaper routes to the same values: the signed 32-element formats convert
-// the tokens' fp16 scales in one register, and Q4_K / Q6_K decode one piece of a super-block at a
-// time into every token's int32 sum (keeping the decoded weights in registers).
+// the tokens' fp16 scales in one register, and Q4_K / Q5_K / Q6_K decode one piece of a super-block
+// at a time into every token's int32 sum (keeping the decoded weights in registers).
 //
 // With AVX512-VNNI the only change is that byte dot products use vpdpbusd (256-bit, EVEX) instead
 // of vpmaddubsw + vpmaddwd; both give the same int32 lanes, so the two builds agree bit for bit
@@ -352,6 +352,13 @@ struct DecQ4_K {
         }
         d.mins16 = pair_mins16(m);
     }
+    // Sub-blocks 2j and 2j + 1 only (for K4Tokens).
+    static SPECULA_INLINE void decode_pair(const Block& b, int j, __m256i& lo, __m256i& hi) {
+        const __m256i mask = _mm256_set1_epi8(0x0F);
+        const __m256i q = load256(b.qs + 32 * j);
+        lo = _mm256_and_si256(q, mask);
+        hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+    }
     static SPECULA_INLINE __m256i dot(const Decoded& d, const block_q8_K& y, __m256i& mins) {
         __m256i sum = _mm256_setzero_si256();
         for (int j = 0; j < 4; ++j) {
@@ -362,57 +369,6 @@ struct DecQ4_K {
         }
         mins = _mm256_madd_epi16(load_bsums(y), d.mins16);
         return sum;
-    }
-};
-
-// Q4_K for several tokens: the same per-token int32 sums and float steps as KQuant<DecQ4_K>, but
-// the super-block is decoded one 64-element pair of sub-blocks at a time and folded into every
-// token's integer sum before the next pair, so the decoded weights stay in registers instead of
-// spilling. Integer sums are exact, so the reordering leaves every bit of out[t] unchanged.
-struct Q4KTokens {
-    template <int NT>
-    static void run(int64_t n, const void* wv, const uint8_t* a, size_t stride, float* out) {
-        if constexpr (NT == 1) {
-            KQuant<DecQ4_K>::run<1>(n, wv, a, stride, out);
-        } else {
-            const auto* w = static_cast<const block_q4_K*>(wv);
-            const TokenRows<block_q8_K, NT> y(a, stride);
-            const int64_t nb = n / QK_K;
-            __m256 acc[NT];
-            for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-            for (int64_t ib = 0; ib < nb; ++ib) {
-                const block_q4_K& b = w[ib];
-                uint8_t sc[8], m[8];
-                unpack_k4_scales(b.scales, sc, m);
-                __m256i sum[NT];
-                for (int t = 0; t < NT; ++t) sum[t] = _mm256_setzero_si256();
-                const __m256i mask = _mm256_set1_epi8(0x0F);
-                for (int j = 0; j < 4; ++j) {
-                    const __m256i q = load256(b.qs + 32 * j);
-                    const __m256i q_lo = _mm256_and_si256(q, mask);
-                    const __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
-                    const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]);
-                    const __m256i s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
-                    for (int t = 0; t < NT; ++t) {
-                        const int8_t* yq = y.row[t][ib].qs + 64 * j;
-                        const __m256i lo = dot_us_scaled(q_lo, load256(yq), s_lo);
-                        const __m256i hi = dot_us_scaled(q_hi, load256(yq + 32), s_hi);
-                        sum[t] = _mm256_add_epi32(sum[t], _mm256_add_epi32(lo, hi));
-                    }
-                }
-                const float d = h2f(b.d), dmin = h2f(b.dmin);
-                const __m256i mins16 = pair_mins16(m);
-                for (int t = 0; t < NT; ++t) {
-                    const block_q8_K& yb = y.row[t][ib];
-                    const __m256i mins = _mm256_madd_epi16(load_bsums(yb), mins16);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * yb.d), _mm256_cvtepi32_ps(sum[t]),
-                                             acc[t]);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * yb.d), _mm256_cvtepi32_ps(mins),
-                                             acc[t]);
-                }
-            }
-            for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
-        }
     }
 };
 
@@ -443,8 +399,71 @@ struct DecQ5_K {
         }
         d.mins16 = pair_mins16(m);
     }
+    // Sub-blocks 2j and 2j + 1 only (for K4Tokens), the same values as decode.
+    static SPECULA_INLINE void decode_pair(const Block& b, int j, __m256i& lo, __m256i& hi) {
+        const __m256i mask = _mm256_set1_epi8(0x0F), ten = _mm256_set1_epi8(0x10);
+        const __m256i q = load256(b.qs + 32 * j), qh = load256(b.qh);
+        const __m256i b_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
+        const __m256i b_hi = _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1)));
+        const __m256i h_lo =
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_lo), b_lo), ten);
+        const __m256i h_hi =
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_hi), b_hi), ten);
+        lo = _mm256_or_si256(_mm256_and_si256(q, mask), h_lo);
+        hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), h_hi);
+    }
     static SPECULA_INLINE __m256i dot(const Decoded& d, const block_q8_K& y, __m256i& mins) {
         return DecQ4_K::dot(d, y, mins);
+    }
+};
+
+// Q4_K / Q5_K for several tokens: the same per-token int32 sums and float steps as KQuant<Dec>, but
+// the super-block is decoded one 64-element pair of sub-blocks at a time and folded into every
+// token's integer sum before the next pair, so the decoded weights stay in registers instead of
+// spilling. Integer sums are exact, so the reordering leaves every bit of out[t] unchanged.
+template <class Dec>
+struct K4Tokens {
+    template <int NT>
+    static void run(int64_t n, const void* wv, const uint8_t* a, size_t stride, float* out) {
+        if constexpr (NT == 1) {
+            KQuant<Dec>::template run<1>(n, wv, a, stride, out);
+        } else {
+            const auto* w = static_cast<const typename Dec::Block*>(wv);
+            const TokenRows<block_q8_K, NT> y(a, stride);
+            const int64_t nb = n / QK_K;
+            __m256 acc[NT];
+            for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+            for (int64_t ib = 0; ib < nb; ++ib) {
+                const auto& b = w[ib];
+                uint8_t sc[8], m[8];
+                unpack_k4_scales(b.scales, sc, m);
+                __m256i sum[NT];
+                for (int t = 0; t < NT; ++t) sum[t] = _mm256_setzero_si256();
+                for (int j = 0; j < 4; ++j) {
+                    __m256i q_lo, q_hi;
+                    Dec::decode_pair(b, j, q_lo, q_hi);
+                    const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]);
+                    const __m256i s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
+                    for (int t = 0; t < NT; ++t) {
+                        const int8_t* yq = y.row[t][ib].qs + 64 * j;
+                        const __m256i lo = dot_us_scaled(q_lo, load256(yq), s_lo);
+                        const __m256i hi = dot_us_scaled(q_hi, load256(yq + 32), s_hi);
+                        sum[t] = _mm256_add_epi32(sum[t], _mm256_add_epi32(lo, hi));
+                    }
+                }
+                const float d = h2f(b.d), dmin = h2f(b.dmin);
+                const __m256i mins16 = pair_mins16(m);
+                for (int t = 0; t < NT; ++t) {
+                    const block_q8_K& yb = y.row[t][ib];
+                    const __m256i mins = _mm256_madd_epi16(load_bsums(yb), mins16);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * yb.d), _mm256_cvtepi32_ps(sum[t]),
+                                             acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * yb.d), _mm256_cvtepi32_ps(mins),
+                                             acc[t]);
+                }
+            }
+            for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+        }
     }
 };
 
@@ -564,7 +583,7 @@ struct DecQ6_K {
     }
 };
 
-// Q6_K for several tokens, like Q4KTokens: one 32-element chunk is decoded at a time and folded
+// Q6_K for several tokens, like K4Tokens: one 32-element chunk is decoded at a time and folded
 // into every token's exact int32 sum, then each token takes the same offset correction and float
 // step as KQuant<DecQ6_K>.
 struct Q6KTokens {
@@ -738,9 +757,9 @@ VecDotFn x86_vec_dot(GGMLType wt) {
         case GGMLType::Q3_K:
             return &vec_dot_tokens<KQuant<DecQ3_K>>;
         case GGMLType::Q4_K:
-            return &vec_dot_tokens<Q4KTokens>;
+            return &vec_dot_tokens<K4Tokens<DecQ4_K>>;
         case GGMLType::Q5_K:
-            return &vec_dot_tokens<KQuant<DecQ5_K>>;
+            return &vec_dot_tokens<K4Tokens<DecQ5_K>>;
         case GGMLType::Q6_K:
             return &vec_dot_tokens<Q6KTokens>;
         case GGMLType::IQ4_XS:
