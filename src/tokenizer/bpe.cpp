@@ -4,37 +4,18 @@
 // tokenizer.ggml.merges (lowest rank first, ties: leftmost). With ignore_merges (Llama 3) a word
 // that is already a token is emitted whole. A final symbol that is not a token falls back to its
 // single-byte tokens.
-#include <queue>
+#include <optional>
 
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
 namespace specula {
 
 namespace {
-
-struct Symbol {
-    int prev, next;
-    size_t off, n;  // bytes word[off, off + n); n == 0 once merged into its left neighbour
-};
-
-struct Bigram {
-    int left, right;
-    int32_t rank;
-    size_t size;
-};
-
-// Max-heap order: lowest rank first, then the leftmost pair.
-struct BigramLess {
-    bool operator()(const Bigram& a, const Bigram& b) const {
-        return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-    }
-};
-
-using BigramQueue = std::priority_queue<Bigram, std::vector<Bigram>, BigramLess>;
 
 class BpeTokenizer final : public VocabTokenizer {
   protected:
@@ -117,14 +98,11 @@ class BpeTokenizer final : public VocabTokenizer {
         return out;
     }
 
-    void add_bigram(const std::string& word, const std::vector<Symbol>& syms, int left, int right,
-                    BigramQueue& q) const {
-        if (left < 0 || right < 0) return;
-        const std::string_view w(word);
-        const int32_t r =
-            rank(w.substr(syms[left].off, syms[left].n), w.substr(syms[right].off, syms[right].n));
-        if (r < 0) return;
-        q.push({left, right, r, syms[left].n + syms[right].n});
+    // Key of merging two neighbours: the negated merge rank (lower ranks merge first).
+    std::optional<int32_t> pair_key(std::string_view word, const Symbol& l, const Symbol& r) const {
+        const int32_t r_ = rank(word.substr(l.off, l.n), word.substr(r.off, r.n));
+        if (r_ < 0) return std::nullopt;
+        return -r_;
     }
 
     std::vector<Symbol> split_chars(const std::string& word) const {
@@ -145,21 +123,8 @@ class BpeTokenizer final : public VocabTokenizer {
 
     void encode_word(const std::string& word, std::vector<token_id>& out) const {
         std::vector<Symbol> syms = split_chars(word);
-        BigramQueue q;
-        for (int i = 1; i < static_cast<int>(syms.size()); ++i) add_bigram(word, syms, i - 1, i, q);
-        while (!q.empty()) {
-            const Bigram b = q.top();
-            q.pop();
-            Symbol& l = syms[b.left];
-            Symbol& r = syms[b.right];
-            if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
-            l.n += r.n;
-            r.n = 0;
-            l.next = r.next;
-            if (r.next >= 0) syms[r.next].prev = b.left;
-            add_bigram(word, syms, l.prev, b.left, q);
-            add_bigram(word, syms, b.left, l.next, q);
-        }
+        merge_symbols<int32_t>(
+            syms, [&](const Symbol& l, const Symbol& r) { return pair_key(word, l, r); });
         for (const Symbol& s : syms) {
             if (s.n == 0) continue;
             const std::string_view piece = std::string_view(word).substr(s.off, s.n);

@@ -3,10 +3,11 @@
 // spaces become "▁", the text is split into UTF-8 characters and adjacent symbols are merged while
 // their concatenation is a token, highest score first (ties: leftmost). A final symbol that is
 // not a token is emitted as byte tokens <0xNN>.
-#include <queue>
+#include <optional>
 
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -15,24 +16,6 @@ namespace specula {
 namespace {
 
 const std::string kSpace = "\xE2\x96\x81";  // "▁"
-
-struct Symbol {
-    int prev, next;
-    size_t off, n;  // bytes text[off, off + n); n == 0 once merged into its left neighbour
-};
-
-struct Bigram {
-    int left, right;
-    float score;
-    size_t size;
-};
-
-// Max-heap order: higher score first, then the leftmost pair.
-struct BigramLess {
-    bool operator()(const Bigram& a, const Bigram& b) const {
-        return a.score < b.score || (a.score == b.score && a.left > b.left);
-    }
-};
 
 class SpmTokenizer final : public VocabTokenizer {
   protected:
@@ -128,14 +111,11 @@ class SpmTokenizer final : public VocabTokenizer {
         return id;
     }
 
-    void try_add_bigram(const std::string& text, const std::vector<Symbol>& syms, int left,
-                        int right,
-                        std::priority_queue<Bigram, std::vector<Bigram>, BigramLess>& q) const {
-        if (left < 0 || right < 0) return;
-        const size_t size = syms[left].n + syms[right].n;
-        const token_id id = find_token(std::string_view(text).substr(syms[left].off, size));
-        if (id < 0) return;
-        q.push({left, right, token_score(id), size});
+    // Key of merging two neighbours: the score of the merged token, if it is one.
+    std::optional<float> pair_key(std::string_view text, const Symbol& l, const Symbol& r) const {
+        const token_id id = find_token(text.substr(l.off, l.n + r.n));
+        if (id < 0) return std::nullopt;
+        return token_score(id);
     }
 
     void tokenize_escaped(const std::string& text, std::vector<token_id>& out) const {
@@ -147,23 +127,8 @@ class SpmTokenizer final : public VocabTokenizer {
             syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n});
             off += n;
         }
-        std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> q;
-        for (int i = 1; i < static_cast<int>(syms.size()); ++i) {
-            try_add_bigram(text, syms, i - 1, i, q);
-        }
-        while (!q.empty()) {
-            const Bigram b = q.top();
-            q.pop();
-            Symbol& l = syms[b.left];
-            Symbol& r = syms[b.right];
-            if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
-            l.n += r.n;
-            r.n = 0;
-            l.next = r.next;
-            if (r.next >= 0) syms[r.next].prev = b.left;
-            try_add_bigram(text, syms, l.prev, b.left, q);
-            try_add_bigram(text, syms, b.left, l.next, q);
-        }
+        merge_symbols<float>(
+            syms, [&](const Symbol& l, const Symbol& r) { return pair_key(text, l, r); });
         for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
             const Symbol& s = syms[i];
             const std::string_view piece = std::string_view(text).substr(s.off, s.n);
