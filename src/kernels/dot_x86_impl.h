@@ -134,11 +134,9 @@ void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int 
     }
 }
 
-#include "kernels/dot_x86_legacy.inc"
-
-#include "kernels/dot_x86_kquants.inc"
-
 #include "kernels/dot_x86_float.inc"
+#include "kernels/dot_x86_kquants.inc"
+#include "kernels/dot_x86_legacy.inc"
 
 VecDotFn x86_vec_dot(GGMLType wt) {
     switch (wt) {
