@@ -206,4 +206,21 @@ BENCHMARK_CAPTURE(BM_vec_dot, Q6_K, GGMLType::Q6_K)->Apply(ntoks);
 BENCHMARK_CAPTURE(BM_vec_dot, IQ4_XS, GGMLType::IQ4_XS)->Apply(ntoks);
 BENCHMARK_CAPTURE(BM_vec_dot, F16, GGMLType::F16)->Apply(ntoks);
 
+// K-quants at the speculative verify batch sizes (1 + draft 4 or 8 tokens), cold and hot.
+BENCHMARK_CAPTURE(BM_matmul, Q4_K_verify, GGMLType::Q4_K)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 4, 5, 8, 9}, {2}})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_matmul, Q5_K_verify, GGMLType::Q5_K)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 4, 5, 8, 9}, {2}})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_matmul, Q6_K_verify, GGMLType::Q6_K)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 4, 5, 8, 9}, {2}})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_vec_dot, Q4_K_verify, GGMLType::Q4_K)->ArgName("ntok")->Arg(5)->Arg(9);
+BENCHMARK_CAPTURE(BM_vec_dot, Q5_K_verify, GGMLType::Q5_K)->ArgName("ntok")->Arg(5)->Arg(9);
+BENCHMARK_CAPTURE(BM_vec_dot, Q6_K_verify, GGMLType::Q6_K)->ArgName("ntok")->Arg(5)->Arg(9);
+
 BENCHMARK_MAIN();
