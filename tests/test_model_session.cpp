@@ -542,3 +542,41 @@ TEST(ModelLoad, RopeFreqFactorsActLikeLinearScaling) {
 }
 
 }  // namespace
+
+// bytes_per_token counts what a decode step streams: every layer matrix and the output matrix
+// (the tied embedding when there is no output tensor), only the used experts' share of MoE expert
+// matrices, and no norm vectors or embedding table.
+TEST(ModelLoad, BytesPerTokenCountsStreamedWeights) {
+    auto streamed = [](const specula::GGUFFile& f, double expert_share) {
+        double n = 0;
+        for (const auto& t : f.tensors()) {
+            const std::string& name = t.name;
+            auto ends = [&](const char* s) {
+                const std::string suf(s);
+                return name.size() >= suf.size() &&
+                       name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+            };
+            if (ends("_exps.weight")) {
+                n += expert_share * double(t.nbytes);
+            } else if (ends("attn_q.weight") || ends("attn_k.weight") || ends("attn_v.weight") ||
+                       ends("attn_output.weight") || ends("ffn_gate.weight") ||
+                       ends("ffn_up.weight") || ends("ffn_down.weight") ||
+                       name == "output.weight") {
+                n += double(t.nbytes);
+            }
+        }
+        if (!f.find_tensor("output.weight")) n += double(f.tensor("token_embd.weight").nbytes);
+        return n;
+    };
+    for (const char* rel : {"models/tinystories/stories260K.gguf",
+                            "models/synthetic/rand-llama-tok512-d256-l2-Q4_K_M.gguf",
+                            "models/synthetic/rand-llama-tok512-d256-l2-tied-F16.gguf",
+                            "models/synthetic/rand-llama-moe4x2-tok512-d256-l2-Q8_0.gguf"}) {
+        const auto m = specula::Model::load(specula::test::shared_path(rel));
+        const auto& hp = m->hparams();
+        const double share = hp.n_expert > 0 ? double(hp.n_expert_used) / hp.n_expert : 1.0;
+        EXPECT_NEAR(double(m->bytes_per_token()), streamed(m->file(), share), 1.0) << rel;
+        EXPECT_GT(m->bytes_per_token(), 0) << rel;
+        EXPECT_LT(m->bytes_per_token(), int64_t(m->file().file_size())) << rel;
+    }
+}

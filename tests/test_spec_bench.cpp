@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "common/error.h"
 #include "spec/bench.h"
 #include "test_util.h"
 
@@ -23,13 +24,18 @@ BenchParams small(double synthetic) {
     p.n_threads = 1;
     p.synthetic_accept = synthetic;
     p.verbose = false;
+    p.pp = 40;
+    p.read_test_bytes = size_t{8} << 20;
     return p;
 }
 
-std::string table_of(const BenchResult& r) {
+std::string table_of(const BenchResult& r, bool throughput = false) {
     const std::string path = test::temp_dir("bench") + "/table.txt";
     std::FILE* f = std::fopen(path.c_str(), "w");
-    print_bench_table(r, f);
+    if (throughput)
+        print_throughput_table(r, f);
+    else
+        print_bench_table(r, f);
     std::fclose(f);
     return test::read_file(path);
 }
@@ -48,7 +54,9 @@ TEST(SpecBench, RowsForPlainEachLengthAndAuto) {
         EXPECT_GT(row.accept, 0.0) << row.label;
         EXPECT_LE(row.accept, 1.0) << row.label;
         EXPECT_GE(row.mean_len, 1.0) << row.label;
-        if (row.n_draft > 0) EXPECT_LE(row.mean_len, row.n_draft + 1.0) << row.label;
+        if (row.n_draft > 0) {
+            EXPECT_LE(row.mean_len, row.n_draft + 1.0) << row.label;
+        }
     }
     EXPECT_GT(r.a, 0.0);
     EXPECT_GT(r.c, 0.0);
@@ -72,4 +80,41 @@ TEST(SpecBench, SyntheticAcceptanceIsAppliedAndMarked) {
     }
     EXPECT_NEAR(half.a, 0.5, 0.15);
     EXPECT_NE(table_of(half).find("SYNTHETIC ACCEPTANCE 0.50"), std::string::npos);
+}
+
+// --no-spec: only the plain row, plus the throughput figures (pp, tg, pass costs, bandwidth).
+TEST(SpecBench, ThroughputWithoutDraft) {
+    BenchParams p = small(-1);
+    p.spec = false;
+    p.draft_path.clear();
+    p.pass_sizes = {1, 3, 5};
+    const BenchResult r = run_bench(p);
+    ASSERT_EQ(r.rows.size(), 1u);
+    EXPECT_EQ(r.rows[0].label, "plain");
+    const Throughput& tp = r.tp;
+    EXPECT_GT(tp.pp_tps, 0.0);
+    EXPECT_DOUBLE_EQ(tp.tg_tps, r.rows[0].median_tps);
+    EXPECT_GT(tp.read_gbs, 0.0);
+    EXPECT_EQ(tp.n_threads, 1);
+    ASSERT_EQ(tp.passes.size(), 3u);
+    EXPECT_EQ(tp.passes[0].batch, 1);
+    EXPECT_DOUBLE_EQ(tp.passes[0].tau, 1.0);
+    for (const PassRow& pr : tp.passes) {
+        EXPECT_GT(pr.ms, 0.0) << pr.batch;
+        EXPECT_NEAR(pr.tau, pr.ms / tp.passes[0].ms, 1e-9) << pr.batch;
+    }
+    const std::string table = table_of(r, true);
+    EXPECT_NE(table.find("| pp40"), std::string::npos) << table;
+    EXPECT_NE(table.find("| tg24"), std::string::npos) << table;
+    EXPECT_NE(table.find("| pass b=5"), std::string::npos) << table;
+    EXPECT_NE(table.find("GB/s"), std::string::npos) << table;
+}
+
+TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
+    BenchParams p = small(-1);
+    p.draft_path.clear();
+    EXPECT_THROW(run_bench(p), Error);
+    p.pass_sizes = {0};
+    p.spec = false;
+    EXPECT_THROW(run_bench(p), Error);
 }

@@ -24,7 +24,7 @@ const char* const kDefaultPrompts[] = {
     "One day, a little bird could not find its nest. It flew to the old farm and",
 };
 
-std::vector<int> parse_list(const std::string& s) {
+std::vector<int> parse_list(const std::string& s, const char* what = "--draft-list") {
     std::vector<int> out;
     std::stringstream ss(s);
     std::string item;
@@ -35,10 +35,10 @@ std::vector<int> parse_list(const std::string& s) {
             if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
             out.push_back(n);
         } catch (const std::exception&) {
-            fail("--draft-list: expected comma-separated lengths 1..64, got '", s, "'");
+            fail(what, ": expected comma-separated numbers 1..64, got '", s, "'");
         }
     }
-    if (out.empty()) fail("--draft-list is empty");
+    if (out.empty()) fail(what, " is empty");
     return out;
 }
 
@@ -72,7 +72,15 @@ nlohmann::json to_json(const BenchResult& r) {
                         {"target_pass_ms", row.target_pass_ms},
                         {"draft_step_ms", row.draft_step_ms},
                         {"mean_auto_length", row.mean_auto_n}});
+    nlohmann::json passes = nlohmann::json::array();
+    for (const PassRow& pr : r.tp.passes)
+        passes.push_back({{"batch", pr.batch}, {"ms", pr.ms}, {"tau", pr.tau}});
+    const nlohmann::json throughput{
+        {"read_gb_per_s", r.tp.read_gbs}, {"bytes_per_token", r.tp.bytes_per_token},
+        {"pp_tokens", r.params.pp},       {"pp_tokens_per_s", r.tp.pp_tps},
+        {"tg_tokens_per_s", r.tp.tg_tps}, {"passes", passes}};
     return {{"synthetic_acceptance", r.params.synthetic_accept},
+            {"throughput", throughput},
             {"a", r.a},
             {"c", r.c},
             {"tau_slope", r.tau_slope},
@@ -104,6 +112,11 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
     cmd.add_option("--json", o.json, "write the results as JSON");
     cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+    cmd.add_flag("--no-spec", o.no_spec,
+                 "plain decoding and throughput only (pp, tg, pass costs); no draft needed");
+    cmd.add_option("--pp", o.pp, "prompt-processing test length (0: skip)")->capture_default_str();
+    cmd.add_option("--batches", o.batches, "batch sizes of the timed target passes")
+        ->capture_default_str();
 }
 
 int cmd_bench(const BenchOptions& o) {
@@ -124,8 +137,12 @@ int cmd_bench(const BenchOptions& o) {
     p.synthetic_accept = o.synthetic_acceptance;
     p.p_min = o.p_min;
     p.n_threads = o.n_threads;
+    p.spec = !o.no_spec;
+    p.pp = o.pp;
+    p.pass_sizes = parse_list(o.batches, "--batches");
     const BenchResult r = run_bench(p);
-    print_bench_table(r, stdout);
+    if (p.spec) print_bench_table(r, stdout);
+    print_throughput_table(r, stdout);
     if (!o.plot.empty()) write_bench_svg(r, o.plot);
     if (!o.json.empty()) {
         std::ofstream f(o.json);

@@ -187,6 +187,21 @@ int64_t Model::n_params() const {
     return n;
 }
 
+int64_t Model::bytes_per_token() const {
+    auto bytes = [](const WeightView& w) {
+        return w.data ? static_cast<int64_t>(w.row_bytes()) * w.rows : int64_t{0};
+    };
+    int64_t n = bytes(output);
+    for (const LayerWeights& l : layers) {
+        n += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo);
+        n += bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_down);
+        const int64_t experts =
+            bytes(l.ffn_gate_exps) + bytes(l.ffn_up_exps) + bytes(l.ffn_down_exps);
+        if (hp_.n_expert > 0) n += experts * hp_.n_expert_used / hp_.n_expert;
+    }
+    return n;
+}
+
 std::string Model::describe() const {
     std::ostringstream os;
     os << arch_name(hp_.arch) << " " << human_count(n_params()) << " params, ";

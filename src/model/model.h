@@ -76,6 +76,10 @@ class Model {
     const Tokenizer& tokenizer() const { return *tok_; }
     const GGUFFile& file() const { return *file_; }
     int64_t n_params() const;
+    // Weight bytes one decode step streams: every layer matrix and the output matrix (only the
+    // n_expert_used experts' share of MoE expert matrices; the embedding table is only indexed).
+    // bytes / (seconds per token) is the weight bandwidth a decode step achieves.
+    int64_t bytes_per_token() const;
     std::string describe() const;  // one line: arch, size, file type
 
     // Weights (public to the forward pass in model/).

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "common/error.h"
+#include "kernels/membw.h"
+#include "kernels/threadpool.h"
 #include "model/model.h"
 #include "spec/draft_model_drafter.h"
 #include "spec/generate.h"
@@ -58,6 +60,43 @@ struct Config {
     int n;  // 0 plain, -1 auto
 };
 
+// Median tokens/s of one pass over `n` prompt tokens (the prompt's tokens repeated), with only the
+// last position's logits, as a prompt is evaluated; needs its own session for the context.
+double time_prompt(const Model& m, const std::vector<token_id>& prompt, int n, int reps,
+                   int n_threads) {
+    Session s(m, SessionParams{n + 8, n_threads});
+    std::vector<token_id> toks;
+    while (int(toks.size()) < n) toks.push_back(prompt[toks.size() % prompt.size()]);
+    std::vector<double> tps;
+    for (int r = 0; r < reps; ++r) {
+        s.reset();
+        const auto t0 = clock_type::now();
+        s.eval(toks, false);
+        const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
+        tps.push_back(sec > 0 ? n / sec : 0);
+    }
+    return median(tps);
+}
+
+void measure_throughput(BenchResult& res, const Model& target, Session& session,
+                        const std::vector<token_id>& ctx) {
+    const BenchParams& p = res.params;
+    Throughput& tp = res.tp;
+    tp.bytes_per_token = target.bytes_per_token();
+    tp.tg_tps = res.rows.empty() ? 0 : res.rows[0].median_tps;
+    const double t1 = time_eval(session, ctx, 1, 9);
+    for (int b : p.pass_sizes) {
+        const double ms = b == 1 ? t1 : time_eval(session, ctx, b, 9);
+        tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
+    }
+    if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, std::min(p.reps, 3), p.n_threads);
+    tp.n_threads = session.n_threads();
+    if (p.read_test_bytes > 0) {
+        ThreadPool pool(tp.n_threads);
+        tp.read_gbs = measure_read_bandwidth(pool, p.read_test_bytes);
+    }
+}
+
 }  // namespace
 
 double BenchResult::model_speedup(int n) const {
@@ -81,11 +120,17 @@ const BenchRow* BenchResult::row(const std::string& label) const {
 BenchResult run_bench(const BenchParams& p) {
     if (p.prompts.empty()) fail("bench: no prompts");
     if (p.reps < 1) fail("bench: repetitions must be >= 1, got ", p.reps);
-    if (p.draft_path.empty() && !p.lookup) fail("bench: need a draft model (-md) or --lookup");
+    if (p.spec && p.draft_path.empty() && !p.lookup)
+        fail("bench: need a draft model (-md), --lookup, or --no-spec");
+    if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
+    for (int b : p.pass_sizes)
+        if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
     auto target = Model::load(p.target_path);
     std::unique_ptr<Model> draft_model;
     std::unique_ptr<Drafter> drafter;
-    if (p.lookup) {
+    if (!p.spec) {
+        // plain decoding and throughput only
+    } else if (p.lookup) {
         drafter = std::make_unique<NgramDrafter>(NgramParams{});
     } else {
         draft_model = Model::load(p.draft_path);
@@ -104,8 +149,10 @@ BenchResult run_bench(const BenchParams& p) {
         prompts.push_back(target->tokenizer().encode(text, true, true));
 
     std::vector<Config> configs{{"plain", 0}};
-    for (int n : p.draft_list) configs.push_back({std::to_string(n), n});
-    if (p.with_auto) configs.push_back({"auto", -1});
+    if (p.spec) {
+        for (int n : p.draft_list) configs.push_back({std::to_string(n), n});
+        if (p.with_auto) configs.push_back({"auto", -1});
+    }
 
     BenchResult res;
     res.params = p;
@@ -179,6 +226,7 @@ BenchResult run_bench(const BenchParams& p) {
         Session ds(*draft_model, SessionParams{0, p.n_threads});
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
     }
+    measure_throughput(res, *target, session, ctx);
     return res;
 }
 
@@ -219,6 +267,35 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
                  "model: a = %.3f (conditional acceptance), c = %.4f (draft step / target pass), "
                  "tau(b) = 1 + %.4f (b - 1); * = default N\n",
                  r.a, r.c, r.tau_slope);
+}
+
+void print_throughput_table(const BenchResult& r, std::FILE* out) {
+    const Throughput& tp = r.tp;
+    const double gb = tp.bytes_per_token / 1e9;
+    auto frac = [&](double gbs) { return tp.read_gbs > 0 ? 100 * gbs / tp.read_gbs : 0; };
+    std::fprintf(out,
+                 "throughput: %.3f GB of weights per pass; machine streams %.1f GB/s (%d "
+                 "threads)\n",
+                 gb, tp.read_gbs, tp.n_threads);
+    std::fprintf(out, "| %-12s | %9s | %9s | %6s | %11s | %7s |\n", "test", "tok/s", "ms/pass",
+                 "tau", "weight GB/s", "of read");
+    std::fprintf(out,
+                 "|--------------|-----------|-----------|--------|-------------|---------|\n");
+    if (tp.pp_tps > 0) {
+        const double ms = 1e3 * r.params.pp / tp.pp_tps;
+        std::fprintf(out, "| pp%-10d | %9.1f | %9.1f | %6s | %11.1f | %6.1f%% |\n", r.params.pp,
+                     tp.pp_tps, ms, "-", gb / (ms / 1e3), frac(gb / (ms / 1e3)));
+    }
+    if (tp.tg_tps > 0) {
+        const double gbs = gb * tp.tg_tps;
+        std::fprintf(out, "| tg%-10d | %9.1f | %9.1f | %6s | %11.1f | %6.1f%% |\n",
+                     r.params.n_predict, tp.tg_tps, 1e3 / tp.tg_tps, "-", gbs, frac(gbs));
+    }
+    for (const PassRow& pr : tp.passes) {
+        const double gbs = pr.ms > 0 ? gb / (pr.ms / 1e3) : 0;
+        std::fprintf(out, "| pass b=%-5d | %9.1f | %9.2f | %5.2fx | %11.1f | %6.1f%% |\n", pr.batch,
+                     pr.ms > 0 ? 1e3 * pr.batch / pr.ms : 0, pr.ms, pr.tau, gbs, frac(gbs));
+    }
 }
 
 void write_bench_svg(const BenchResult& r, const std::string& path) {

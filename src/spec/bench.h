@@ -9,6 +9,12 @@
 // with a = measured conditional acceptance per draft position, c = draft step / target pass
 // (batch 1) and tau(b) = target pass over b tokens / target pass over 1 token (measured line).
 // write_bench_svg() plots measured and modelled speedup against N.
+//
+// It also reports what plain throughput a user compares engines by (print_throughput_table):
+// prompt processing (pp, one pass over `pp` prompt tokens), plain decoding (tg) and the cost of
+// one target pass over b tokens (b = 1, 2, 5, 9 by default: the verify batches), each with the
+// weight bandwidth it achieves (Model::bytes_per_token() per pass / time) as a fraction of the
+// machine's measured streaming-read bandwidth (kernels/membw.h).
 #pragma once
 
 #include <cstdio>
@@ -33,6 +39,26 @@ struct BenchParams {
     float p_min = 0.0f;
     int n_threads = 0;
     bool verbose = true;  // progress lines on stderr
+    bool spec = true;     // false: plain decoding and the throughput figures only (no draft)
+    int pp = 512;         // prompt-processing test length (0: skip)
+    std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes
+    size_t read_test_bytes = size_t{512} << 20;  // buffer of the bandwidth test (0: skip it)
+};
+
+// One timed target pass over `batch` tokens (median of several), on top of a short prompt.
+struct PassRow {
+    int batch = 0;
+    double ms = 0;   // median wall time of the pass
+    double tau = 0;  // ms / ms of the batch-1 pass
+};
+
+struct Throughput {
+    double read_gbs = 0;          // machine streaming-read bandwidth, GB/s
+    int n_threads = 0;            // threads of the target session and of the read test
+    int64_t bytes_per_token = 0;  // weight bytes one pass streams
+    double pp_tps = 0;            // prompt tokens/s over params.pp tokens (0: skipped)
+    double tg_tps = 0;            // plain decoding tokens/s (the plain row's median)
+    std::vector<PassRow> passes;
 };
 
 struct BenchRow {
@@ -51,6 +77,7 @@ struct BenchResult {
     std::vector<BenchRow> rows;  // rows[0] is plain
     double a = 0, c = 0;         // fitted acceptance and cost ratio
     double tau_slope = 0;        // tau(b) = 1 + tau_slope (b - 1)
+    Throughput tp;
     double model_speedup(int n) const;
     const BenchRow* best_fixed() const;
     const BenchRow* row(const std::string& label) const;
@@ -58,6 +85,7 @@ struct BenchResult {
 
 BenchResult run_bench(const BenchParams& params);
 void print_bench_table(const BenchResult& r, std::FILE* out);
+void print_throughput_table(const BenchResult& r, std::FILE* out);
 void write_bench_svg(const BenchResult& r, const std::string& path);
 
 }  // namespace specula
