@@ -129,6 +129,91 @@ TEST(Simd, KernelsAreBatchInvariant) {
     }
 }
 
+// The K-quant kernels take tokens in balanced groups of up to 8 (Q4_K, Q5_K, Q6_K) or 4: every
+// token count from 1 to 17 (so groups of every size, and 2 or 3 groups per call) over a 9
+// super-block row gives each token the reference value and exactly its single-token bits.
+TEST(Simd, KQuantTokenGroupsEqualReferenceAndSingleToken) {
+    std::mt19937 rng(909);
+    constexpr int kTok = 17;
+    const GGMLType types[] = {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::Q4_K,
+                              GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::IQ4_XS};
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : types) {
+            const VecDotFn fn = vec_dot_kernel(t, level);
+            ASSERT_NE(fn, nullptr);
+            const int64_t n = 9 * type_traits(t).block_size;
+            SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
+            const Case c = make_case(t, n, kTok, rng);
+            std::vector<float> single(kTok);
+            for (int tk = 0; tk < kTok; ++tk) {
+                fn(n, c.w.data(), c.acts.data() + tk * c.stride, c.stride, 1, &single[tk]);
+                ASSERT_NEAR(single[tk], c.ref[tk], 1e-5 * c.mag[tk] + 1e-30) << "token " << tk;
+            }
+            for (int ntok = 1; ntok <= kTok; ++ntok) {
+                std::vector<float> out(ntok, NAN);
+                fn(n, c.w.data(), c.acts.data(), c.stride, ntok, out.data());
+                ASSERT_EQ(std::memcmp(out.data(), single.data(), ntok * sizeof(float)), 0)
+                    << "ntok " << ntok;
+            }
+        }
+    }
+}
+
+// Weights whose every payload byte is 0xFF, 0x80 or 0x7F (largest quants, largest or most
+// negative scales and mins) against activations of +-127: the widest intermediate sums, which
+// must neither overflow nor saturate, for 1 and 8 tokens.
+TEST(Simd, KQuantExtremeBlocksEqualReference) {
+    std::mt19937 rng(31);
+    const GGMLType types[] = {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::Q4_K,
+                              GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::IQ4_XS};
+    constexpr int kTok = 8;
+    for (SimdLevel level : runnable_levels()) {
+        for (GGMLType t : types) {
+            const VecDotFn fn = vec_dot_kernel(t, level);
+            const int64_t n = 3 * type_traits(t).block_size;
+            const GGMLType at = vec_dot_type(t);
+            const size_t stride = row_size(at, n);
+            std::vector<uint8_t> acts(stride * kTok);
+            for (int tk = 0; tk < kTok; ++tk) {
+                std::vector<float> x(n);
+                for (int64_t i = 0; i < n; ++i) x[i] = (tk % 2 == 0 || i % 3 == 0) ? 1.f : -1.f;
+                if (tk == 3) x[5] = -1.f;  // mixed signs in the first group
+                quantize_row(at, x.data(), acts.data() + tk * stride, n);
+            }
+            for (uint8_t fillb : {uint8_t{0xFF}, uint8_t{0x80}, uint8_t{0x7F}}) {
+                SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level) +
+                             " bytes " + std::to_string(fillb));
+                std::vector<uint8_t> w = random_weights(rng, t, 1, n);
+                const auto f = specula::test::detail::scale_fields(t);
+                const size_t bs = type_traits(t).type_size;
+                for (size_t off = 0; off < w.size(); off += bs) {
+                    for (size_t i = 0; i < bs; ++i) {
+                        const bool scale_field =
+                            (static_cast<int>(i) >= f.d && static_cast<int>(i) < f.d + 2) ||
+                            (f.m >= 0 && static_cast<int>(i) >= f.m &&
+                             static_cast<int>(i) < f.m + 2);
+                        if (!scale_field) w[off + i] = fillb;
+                    }
+                }
+                std::vector<float> wf(n), af(n);
+                dequantize_row(t, w.data(), wf.data(), n);
+                std::vector<float> out(kTok, NAN), one(1, NAN);
+                fn(n, w.data(), acts.data(), stride, kTok, out.data());
+                for (int tk = 0; tk < kTok; ++tk) {
+                    const uint8_t* a = acts.data() + tk * stride;
+                    dequantize_row(at, a, af.data(), n);
+                    double mag = 0;
+                    for (int64_t i = 0; i < n; ++i) mag += std::fabs(double(wf[i]) * af[i]);
+                    const float ref = vec_dot_ref(t, n, w.data(), a);
+                    ASSERT_NEAR(out[tk], ref, 1e-5 * mag + 1e-30) << "token " << tk;
+                    fn(n, w.data(), a, stride, 1, one.data());
+                    ASSERT_EQ(std::memcmp(&one[0], &out[tk], sizeof(float)), 0) << "token " << tk;
+                }
+            }
+        }
+    }
+}
+
 // Zero-length rows and zero tokens are harmless no-ops.
 TEST(Simd, EmptyCallsWriteNothing) {
     for (SimdLevel level : runnable_levels()) {
