@@ -25,7 +25,6 @@
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
-#include "kernels/dot_kernels.h"
 
 namespace specula::simd {
 namespace {
@@ -148,17 +147,17 @@ VecDotFn x86_vec_dot(GGMLType wt) {
         case GGMLType::BF16:
             return &vec_dot_tokens<FloatDot<LoadBF16>>;
         case GGMLType::Q8_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ8_0>>;
+            return &vec_dot_tokens<SignedLegacy<DecQ8_0>>;
         case GGMLType::Q4_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ4_0>>;
+            return &vec_dot_tokens<SignedLegacy<DecQ4_0>>;
         case GGMLType::Q5_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ5_0>>;
+            return &vec_dot_tokens<SignedLegacy<DecQ5_0>>;
         case GGMLType::IQ4_NL:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecIQ4_NL>>;
+            return &vec_dot_tokens<SignedLegacy<DecIQ4_NL>>;
         case GGMLType::Q4_1:
-            return &vec_dot_legacy_tokens<MinLegacy<DecQ4_1>>;
+            return &vec_dot_tokens<MinLegacy<DecQ4_1>>;
         case GGMLType::Q5_1:
-            return &vec_dot_legacy_tokens<MinLegacy<DecQ5_1>>;
+            return &vec_dot_tokens<MinLegacy<DecQ5_1>>;
         case GGMLType::Q2_K:
             return &vec_dot_tokens<KQuant<DecQ2_K>>;
         case GGMLType::Q3_K:
@@ -171,21 +170,6 @@ VecDotFn x86_vec_dot(GGMLType wt) {
             return &vec_dot_k_tokens<Q6KTokens>;
         case GGMLType::IQ4_XS:
             return &vec_dot_tokens<KQuant<DecIQ4_XS>>;
-        default:
-            return nullptr;
-    }
-}
-
-VecDotQ8Fn x86_vec_dot_q8(GGMLType wt) {
-    switch (wt) {
-        case GGMLType::Q8_0:
-            return &vec_dot_legacy_f32<SignedLegacy<DecQ8_0>>;
-        case GGMLType::Q4_0:
-            return &vec_dot_legacy_f32<SignedLegacy<DecQ4_0>>;
-        case GGMLType::Q5_0:
-            return &vec_dot_legacy_f32<SignedLegacy<DecQ5_0>>;
-        case GGMLType::IQ4_NL:
-            return &vec_dot_legacy_f32<SignedLegacy<DecIQ4_NL>>;
         default:
             return nullptr;
     }
