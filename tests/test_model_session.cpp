@@ -15,85 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "alloc_counter.h"  // replaces global new/delete: include from one file per test
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/quants.h"
 #include "model/model.h"
 #include "test_util.h"
-
-// Counts heap allocations made while `g_counting` is set (to check that decoding allocates
-// nothing once warmed up).
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocs{0};
-}  // namespace
-
-// Every form of global new/delete is replaced (so that sanitizers only ever see malloc/free).
-// GCC cannot see that these replacements pair malloc with free.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-namespace {
-void* counted_alloc(std::size_t n, std::size_t align) {
-    if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1);
-    if (n == 0) n = 1;
-    if (align > alignof(std::max_align_t)) n = (n + align - 1) / align * align;
-    return align > alignof(std::max_align_t) ? std::aligned_alloc(align, n) : std::malloc(n);
-}
-void* counted_alloc_or_throw(std::size_t n, std::size_t align) {
-    if (void* p = counted_alloc(n, align)) return p;
-    throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-    return counted_alloc_or_throw(n, 0);
-}
-void* operator new[](std::size_t n) {
-    return counted_alloc_or_throw(n, 0);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-    return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-    return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    return counted_alloc(n, 0);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-    return counted_alloc(n, 0);
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-    std::free(p);
-}
-#pragma GCC diagnostic pop
 
 namespace {
 
@@ -225,21 +152,22 @@ TEST(Session, NoAllocationAfterWarmup) {
          {"rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-moe4x2-tok512-d256-l2-Q8_0"}) {
         const auto model = specula::Model::load(model_path(stem));
         const auto ids = first_prompt_ids(stem);
-        g_allocs = 0;
-        g_counting = true;
+        specula::test::g_allocs = 0;
+        specula::test::g_counting = true;
         auto s = make_session(*model);
         s.eval(std::span<const token_id>(ids.data(), 8));  // warm-up: largest batch
-        g_counting = false;
-        ASSERT_GT(g_allocs.load(), 0) << "the allocation counter does not work";
+        specula::test::g_counting = false;
+        ASSERT_GT(specula::test::g_allocs.load(), 0) << "the allocation counter does not work";
         s.rollback(0);
-        g_allocs = 0;
-        g_counting = true;
+        specula::test::g_allocs = 0;
+        specula::test::g_counting = true;
         s.eval(std::span<const token_id>(ids.data(), 5));
         for (int i = 5; i < 20; ++i) s.eval(std::span<const token_id>(&ids[i], 1));
         s.rollback(10);
         s.eval(std::span<const token_id>(ids.data() + 10, 8));
-        g_counting = false;
-        EXPECT_EQ(g_allocs.load(), 0) << stem << ": heap allocations during warmed-up evals";
+        specula::test::g_counting = false;
+        EXPECT_EQ(specula::test::g_allocs.load(), 0)
+            << stem << ": heap allocations during warmed-up evals";
     }
 }
 

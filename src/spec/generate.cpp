@@ -67,6 +67,11 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
     st.drafter = drafter_ ? drafter_->name() : "";
     st.synthetic = verifier_.synthetic() && drafter_;
     st.n_prompt = int(prompt.size());
+    // Per-position counters sized up front: the token loop does not allocate.
+    const int max_draft =
+        std::max(params_.n_draft, params_.draft_auto ? params_.auto_params.n_max : 0);
+    st.pos_reached.reserve(size_t(std::max(max_draft, 0)));
+    st.pos_accepted.reserve(size_t(std::max(max_draft, 0)));
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
 
