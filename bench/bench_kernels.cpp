@@ -2,13 +2,17 @@
 // model (dim 2048, ffn 5632), with 1..16 tokens on 2 threads. Each iteration of BM_matmul uses a
 // different copy of the weights out of >= 256 MiB, so the weights stream from memory as in real
 // decoding rather than from the 32 MiB L3; BM_matmul_hot reuses one cache-resident copy. Counters:
-// GB/s of weights streamed and that as a fraction of the machine's ~55 GB/s read bandwidth.
+// GB/s of weights streamed and that as a fraction of the machine's ~55 GB/s read bandwidth (the
+// issue's figure; BM_stream_read measures what this machine really streams, to read them against).
+// The token counts include 5 and 9, the verify batches of speculative decoding with 4 or 8 drafts.
 //
 //   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -133,7 +137,7 @@ void BM_matmul_hot(benchmark::State& state, GGMLType type) {
 void shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
     for (auto [r, c] : {std::pair{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
-        for (int ntok : {1, 2, 4, 8, 16}) b->Args({r, c, ntok, 2});
+        for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Args({r, c, ntok, 2});
     }
     b->Args({5632, 2048, 1, 1});  // one thread, for per-core throughput
     b->UseRealTime();
@@ -171,7 +175,7 @@ void BM_vec_dot(benchmark::State& state, GGMLType type) {
 
 void hot_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
-    for (int ntok : {1, 4, 16}) b->Args({2048, 2048, ntok, 2});
+    for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Args({2048, 2048, ntok, 2});
     b->Args({2048, 2048, 1, 1});
     b->UseRealTime();
 }
@@ -179,10 +183,68 @@ void hot_shapes(benchmark::internal::Benchmark* b) {
 // BM_vec_dot's token counts.
 void ntoks(benchmark::internal::Benchmark* b) {
     b->ArgName("ntok");
-    for (int ntok : {1, 2, 4, 8, 16}) b->Arg(ntok);
+    for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Arg(ntok);
+}
+
+// Sum of the 32-byte words of [p, p + n) as 8 int32 lanes, 4 loads in flight (AVX2 when the CPU
+// has it: the kernels' own load width).
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 128 <= n; i += 128) {
+        s0 = _mm256_add_epi32(s0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+        s1 = _mm256_add_epi32(s1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+        s2 = _mm256_add_epi32(s2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+        s3 = _mm256_add_epi32(s3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+    }
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+    uint64_t r = 0;
+    for (uint32_t v : lanes) r += v;
+    return r;
+}
+uint64_t sum_plain(const uint8_t* p, size_t n) {
+    uint64_t r = 0;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, p + i, 8);
+        r += v;
+    }
+    return r;
+}
+
+// A pure streaming read of 1 GiB by the pool's threads, each over its own contiguous slice: the
+// read bandwidth this machine really gives the kernels (the ceiling for cold weights; compare
+// BM_matmul's GB/s with it). Args: threads.
+void BM_stream_read(benchmark::State& state) {
+    constexpr size_t kBytes = size_t(1) << 30;
+    ThreadPool& tp = threads(static_cast<int>(state.range(0)));
+    static std::unique_ptr<uint8_t[], decltype(&std::free)> buf(
+        static_cast<uint8_t*>(std::aligned_alloc(64, kBytes)), &std::free);
+    static bool filled = [] {
+        std::memset(buf.get(), 1, kBytes);
+        return true;
+    }();
+    (void)filled;
+    const bool avx2 = __builtin_cpu_supports("avx2");
+    std::vector<uint64_t> sums(tp.size());
+    for (auto _ : state) {
+        tp.run([&](int ith, int nth) {
+            const size_t per = kBytes / nth / 128 * 128;
+            const uint8_t* p = buf.get() + ith * per;
+            sums[ith] = avx2 ? sum_avx2(p, per) : sum_plain(p, per);
+        });
+        benchmark::DoNotOptimize(sums.data());
+    }
+    state.counters["GB/s"] =
+        benchmark::Counter(kBytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bw_frac"] = benchmark::Counter(kBytes / kMachineBandwidth,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
+
+BENCHMARK(BM_stream_read)->ArgName("thr")->Arg(1)->Arg(2)->UseRealTime()->Iterations(3);
 
 BENCHMARK_CAPTURE(BM_matmul, Q8_0, GGMLType::Q8_0)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, Q4_0, GGMLType::Q4_0)->Apply(shapes);

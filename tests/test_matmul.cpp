@@ -318,3 +318,45 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
     const MatmulJob no_output[] = {{WeightView{GGMLType::Q8_0, 1, 64, w.data()}, nullptr, 1}};
     EXPECT_THROW(matmul_multi(no_output, x.data(), 64, 1, pool2, scratch), Error);
 }
+
+// For the Q8_0-activation formats matmul takes the kernels' VecDotQ8Fn entry (the tokens' scales
+// converted to floats once per call); it must give the bits of the plain VecDotFn kernel, which
+// reads the fp16 scales itself, for every token-group size (1..12 tokens: groups of up to 5,
+// balanced), an odd number of blocks (the unpaired last block), extreme scales, at every level.
+TEST(Matmul, FloatScaleEntryEqualsVecDotKernel) {
+    constexpr int64_t kRowsQ = 9, kColsQ = 25 * 32;  // 25 blocks: one left after the pairs
+    constexpr int kMaxTok = 12;
+    ThreadPool pool(2);
+    MatmulScratch scratch, ref_scratch;
+    std::mt19937 rng(5);
+    for (SimdLevel level : runnable_levels()) {
+        SimdCap cap(level);
+        for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q5_0, GGMLType::IQ4_NL}) {
+            SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
+            auto w = random_weights(rng, t, kRowsQ, kColsQ);
+            const WeightView W{t, kRowsQ, kColsQ, w.data()};
+            auto x = random_floats(rng, kMaxTok * kColsQ);
+            for (int i = 0; i < 32; ++i) x[3 * kColsQ + i] = 1e4f;    // a huge block scale
+            for (int i = 0; i < 32; ++i) x[5 * kColsQ + 64 + i] = 0;  // a zero block
+            x[7 * kColsQ + 100] = -3e3f;                              // one dominant element
+            const size_t stride = quantize_acts(t, x.data(), kColsQ, kColsQ, kMaxTok, ref_scratch);
+            const VecDotFn dot = best_vec_dot(t);
+            std::vector<float> want(kMaxTok * kRowsQ);
+            for (int tk = 0; tk < kMaxTok; ++tk) {
+                for (int64_t r = 0; r < kRowsQ; ++r) {
+                    dot(kColsQ, W.row(r), ref_scratch.acts.data() + tk * stride, stride, 1,
+                        &want[tk * kRowsQ + r]);
+                }
+            }
+            for (int n = 1; n <= kMaxTok; ++n) {
+                std::vector<float> y(n * kRowsQ, NAN);
+                matmul(W, x.data(), kColsQ, n, y.data(), kRowsQ, pool, scratch);
+                for (int i = 0; i < n * kRowsQ; ++i) {
+                    ASSERT_TRUE(same_bits(y[i], want[i]))
+                        << "ntok " << n << " token " << i / kRowsQ << " row " << i % kRowsQ << ": "
+                        << y[i] << " != " << want[i];
+                }
+            }
+        }
+    }
+}

@@ -14,4 +14,8 @@ VecDotFn avx512_vec_dot(GGMLType wt) {
     return x86_vec_dot(wt);
 }
 
+VecDotQ8Fn avx512_vec_dot_q8(GGMLType wt) {
+    return x86_vec_dot_q8(wt);
+}
+
 }  // namespace specula::simd

@@ -12,6 +12,16 @@ namespace specula::simd {
 VecDotFn avx2_vec_dot(GGMLType wt);
 VecDotFn avx512_vec_dot(GGMLType wt);
 
+// matmul's entry for the weight types whose activations are Q8_0 (Q8_0, Q4_0, Q5_0, IQ4_NL): a
+// VecDotFn that also gets the tokens' block scales as floats, ad[ib * ad_stride + t] = the fp16 d
+// of token t's block ib, so that the scale gather is done once per matmul rather than once per
+// row. ad must stay readable 7 floats past the last scale it names. The results are those of the
+// VecDotFn kernel, bit for bit. nullptr for other weight types.
+using VecDotQ8Fn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride,
+                            const float* ad, size_t ad_stride, int ntok, float* out);
+VecDotQ8Fn avx2_vec_dot_q8(GGMLType wt);
+VecDotQ8Fn avx512_vec_dot_q8(GGMLType wt);
+
 // AVX2 activation quantizers (quantize_avx2.cpp); nullptr for a type it does not handle.
 QuantizeRowFn avx2_quantize_row(GGMLType act_type);
 

@@ -5,13 +5,15 @@
 // otherwise pick the copy compiled with wider instructions for a scalar caller); fp16 scales are
 // converted with the F16C intrinsic instead of kernels/fp16.h.
 //
-// One weight row meets up to 4 tokens at a time: every weight block is decoded once and folded
-// into each token's own accumulators. A token's accumulators see the same operations in the same
+// One weight row meets a group of tokens at a time (up to 4 here, 5 for the 32-element formats, 8
+// for Q4_K / Q5_K / Q6_K): every weight block is decoded once and folded into each token's own
+// accumulators. A token's accumulators see the same operations in the same
 // order whatever the group size, so out[t] is bit-identical for any ntok (batch invariance).
 // Integer parts are exact; only the float accumulation order differs from the scalar reference.
-// Groups of 2+ tokens take cheaper routes to the same values: the signed 32-element formats convert
-// the tokens' fp16 scales in one register, and Q4_K / Q5_K / Q6_K decode one piece of a super-block
-// at a time into every token's int32 sum (keeping the decoded weights in registers).
+// Groups of 2+ tokens take cheaper routes to the same values: the signed 32-element formats take
+// the tokens' scales as floats converted once per matmul (x86_vec_dot_q8) or convert them together,
+// and Q4_K / Q5_K / Q6_K decode one piece of a super-block at a time into every token's int32 sum
+// (keeping the decoded weights in registers).
 //
 // With AVX512-VNNI the only change is that byte dot products use vpdpbusd (256-bit, EVEX) instead
 // of vpmaddubsw + vpmaddwd; both give the same int32 lanes, so the two builds agree bit for bit
@@ -25,6 +27,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
+#include "kernels/dot_kernels.h"
 
 namespace specula::simd {
 namespace {
@@ -147,17 +150,17 @@ VecDotFn x86_vec_dot(GGMLType wt) {
         case GGMLType::BF16:
             return &vec_dot_tokens<FloatDot<LoadBF16>>;
         case GGMLType::Q8_0:
-            return &vec_dot_tokens<SignedLegacy<DecQ8_0>>;
+            return &vec_dot_legacy_tokens<SignedLegacy<DecQ8_0>>;
         case GGMLType::Q4_0:
-            return &vec_dot_tokens<SignedLegacy<DecQ4_0>>;
+            return &vec_dot_legacy_tokens<SignedLegacy<DecQ4_0>>;
         case GGMLType::Q5_0:
-            return &vec_dot_tokens<SignedLegacy<DecQ5_0>>;
+            return &vec_dot_legacy_tokens<SignedLegacy<DecQ5_0>>;
         case GGMLType::IQ4_NL:
-            return &vec_dot_tokens<SignedLegacy<DecIQ4_NL>>;
+            return &vec_dot_legacy_tokens<SignedLegacy<DecIQ4_NL>>;
         case GGMLType::Q4_1:
-            return &vec_dot_tokens<MinLegacy<DecQ4_1>>;
+            return &vec_dot_legacy_tokens<MinLegacy<DecQ4_1>>;
         case GGMLType::Q5_1:
-            return &vec_dot_tokens<MinLegacy<DecQ5_1>>;
+            return &vec_dot_legacy_tokens<MinLegacy<DecQ5_1>>;
         case GGMLType::Q2_K:
             return &vec_dot_tokens<KQuant<DecQ2_K>>;
         case GGMLType::Q3_K:
@@ -170,6 +173,21 @@ VecDotFn x86_vec_dot(GGMLType wt) {
             return &vec_dot_k_tokens<Q6KTokens>;
         case GGMLType::IQ4_XS:
             return &vec_dot_tokens<KQuant<DecIQ4_XS>>;
+        default:
+            return nullptr;
+    }
+}
+
+VecDotQ8Fn x86_vec_dot_q8(GGMLType wt) {
+    switch (wt) {
+        case GGMLType::Q8_0:
+            return &vec_dot_legacy_f32<SignedLegacy<DecQ8_0>>;
+        case GGMLType::Q4_0:
+            return &vec_dot_legacy_f32<SignedLegacy<DecQ4_0>>;
+        case GGMLType::Q5_0:
+            return &vec_dot_legacy_f32<SignedLegacy<DecQ5_0>>;
+        case GGMLType::IQ4_NL:
+            return &vec_dot_legacy_f32<SignedLegacy<DecIQ4_NL>>;
         default:
             return nullptr;
     }

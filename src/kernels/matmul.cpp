@@ -1,6 +1,9 @@
 // matmul / matmul_multi: quantize the activations once (rounded as llama.cpp's x86 CPU backend
-// does, so logits can match it to the last bits), then let the threads take chunks of contiguous
-// weight rows (about 64 KiB each, of one or several weights) from a shared counter. Within a chunk,
+// does, so logits can match it to the last bits; for the Q8_0-activation formats the block scales
+// are also converted to floats once, for the SIMD kernels' VecDotQ8Fn entry), then split the
+// weight rows (of one or several weights) into chunks of about 64 KiB. Each thread first streams
+// its own contiguous run of chunks, then the last few chunks go to whichever thread asks first, so
+// a thread that starts late or loses its core for a while just takes fewer of them. Within a chunk,
 // tokens go in groups small enough for their activations to stay in L1/L2, and each (row,
 // token-group) pair is one kernel call that streams the row once for all tokens of the group. Every
 // output is produced by the same kernel with the same per-token operation order, so results do not
@@ -11,7 +14,10 @@
 #include <atomic>
 
 #include "common/error.h"
+#include "kernels/blocks.h"
 #include "kernels/dispatch.h"
+#include "kernels/dot_kernels.h"
+#include "kernels/fp16.h"
 #include "kernels/quants.h"
 
 namespace specula {
@@ -41,28 +47,74 @@ void check_weight(const WeightView& W) {
     }
 }
 
-void rows_with_kernel(VecDotFn dot, const WeightView& W, const uint8_t* acts, size_t act_stride,
-                      int ntok, int64_t r0, int64_t r1, float* y, int64_t ldy) {
+// A weight type's kernel, and where its activations are.
+struct Kernel {
+    VecDotFn dot = nullptr;
+    simd::VecDotQ8Fn dot_q8 = nullptr;  // used instead of dot when set (and act_scales is given)
+};
+struct Acts {
+    const uint8_t* data;
+    size_t stride;        // bytes per token
+    const float* scales;  // [block][token] float scales for dot_q8, or nullptr
+    int ntok;
+};
+
+void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
+                      float* y, int64_t ldy) {
     const size_t rb = W.row_bytes();
     const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / rb));
+    const bool q8 = k.dot_q8 && a.scales;
     float out[kTokenChunk];
     for (int64_t tr0 = r0; tr0 < r1; tr0 += tile) {
         const int64_t tr1 = std::min(r1, tr0 + tile);
-        for (int t0 = 0; t0 < ntok; t0 += kTokenChunk) {
-            const int nt = std::min(kTokenChunk, ntok - t0);
-            const uint8_t* a = acts + static_cast<size_t>(t0) * act_stride;
+        for (int t0 = 0; t0 < a.ntok; t0 += kTokenChunk) {
+            const int nt = std::min(kTokenChunk, a.ntok - t0);
+            const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
             for (int64_t r = tr0; r < tr1; ++r) {
-                dot(W.cols, W.row(r), a, act_stride, nt, out);
+                if (q8) {
+                    k.dot_q8(W.cols, W.row(r), at, a.stride, a.scales + t0,
+                             static_cast<size_t>(a.ntok), nt, out);
+                } else {
+                    k.dot(W.cols, W.row(r), at, a.stride, nt, out);
+                }
                 for (int t = 0; t < nt; ++t) y[(t0 + t) * ldy + (r - r0)] = out[t];
             }
         }
     }
 }
 
-VecDotFn kernel_for(GGMLType wt) {
-    VecDotFn dot = best_vec_dot(wt);
-    if (!dot) fail("matmul: no kernel for weight type ", type_name(wt));
-    return dot;
+simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
+    if (vec_dot_type(wt) != GGMLType::Q8_0) return nullptr;
+    switch (active_simd_level()) {
+        case SimdLevel::AVX512:
+            return simd::avx512_vec_dot_q8(wt);
+        case SimdLevel::AVX2:
+            return simd::avx2_vec_dot_q8(wt);
+        default:
+            return nullptr;
+    }
+}
+
+Kernel kernel_for(GGMLType wt) {
+    Kernel k{best_vec_dot(wt), q8_kernel_for(wt)};
+    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
+    return k;
+}
+
+// The Q8_0 activations' block scales as floats, [block][token], plus 8 floats of padding (the
+// kernels load a group's scales 4 or 8 at a time).
+const float* convert_act_scales(const uint8_t* acts, size_t stride, int64_t cols, int ntok,
+                                MatmulScratch& scratch) {
+    const int64_t nb = cols / QK8_0;
+    const size_t need = static_cast<size_t>(nb) * ntok + 8;
+    if (scratch.act_scales.size() < need) scratch.act_scales.resize(need);
+    float* s = scratch.act_scales.data();
+    for (int t = 0; t < ntok; ++t) {
+        const auto* b = reinterpret_cast<const block_q8_0*>(acts + t * stride);
+        for (int64_t ib = 0; ib < nb; ++ib) s[ib * ntok + t] = fp16_to_fp32(b[ib].d);
+    }
+    std::fill(s + nb * ntok, s + need, 0.0f);
+    return s;
 }
 
 }  // namespace
@@ -86,7 +138,9 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
         fail("matmul_rows: rows [", r0, ", ", r1, ") outside the weight's ", W.rows, " rows");
     }
     if (ntok <= 0 || r0 == r1) return;
-    rows_with_kernel(kernel_for(W.type), W, acts, act_stride, ntok, r0, r1, y, ldy);
+    Kernel k = kernel_for(W.type);
+    k.dot_q8 = nullptr;  // no scratch for the float scales here; same results either way
+    rows_with_kernel(k, W, {acts, act_stride, nullptr, ntok}, r0, r1, y, ldy);
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
@@ -124,34 +178,46 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
     const size_t stride = quantize_acts(jobs[0].W.type, x, ldx, jobs[0].W.cols, ntok, scratch);
     const uint8_t* acts = scratch.acts.data();
 
-    // Every weight's rows are cut into chunks of about one row tile (at least 8 per thread), and
-    // the threads take chunk ids from a shared counter, so a thread that starts late or loses its
-    // core for a while (a shared machine) just takes fewer of them.
     struct Part {
-        VecDotFn dot;
+        Kernel k;
         int64_t chunk;  // rows per chunk
         int64_t first;  // id of its first chunk
     };
     Part parts[kMaxJobs + 1];
     int64_t total = 0;
+    bool any_q8 = false;
     for (size_t i = 0; i < jobs.size(); ++i) {
         const WeightView& W = jobs[i].W;
         const int64_t tile =
             std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
         const int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
         parts[i] = {kernel_for(W.type), chunk, total};
+        any_q8 = any_q8 || parts[i].k.dot_q8;
         total += (W.rows + chunk - 1) / chunk;
     }
     parts[jobs.size()].first = total;
-    std::atomic<int64_t> next{0};
-    pool.run([&](int, int) {
+    const Acts a{acts, stride,
+                 any_q8 ? convert_act_scales(acts, stride, jobs[0].W.cols, ntok, scratch) : nullptr,
+                 ntok};
+    auto run_chunk = [&](int64_t id, size_t& j) {
+        while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward
+        const MatmulJob& job = jobs[j];
+        const int64_t b = (id - parts[j].first) * parts[j].chunk;
+        const int64_t e = std::min(job.W.rows, b + parts[j].chunk);
+        rows_with_kernel(parts[j].k, job.W, a, b, e, job.y + b, job.ldy);
+    };
+
+    // Thread i streams chunks [i * per, (i + 1) * per) in order (one contiguous stretch of weight
+    // memory: the hardware prefetchers see one long stream); the rest are shared from a counter.
+    const int nth = pool.size();
+    const int64_t per = total * 7 / 8 / nth;
+    std::atomic<int64_t> next{per * nth};
+    pool.run([&](int ith, int) {
         size_t j = 0;
+        for (int64_t id = ith * per; id < (ith + 1) * per; ++id) run_chunk(id, j);
+        j = 0;
         for (int64_t id; (id = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
-            while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward
-            const MatmulJob& job = jobs[j];
-            const int64_t b = (id - parts[j].first) * parts[j].chunk;
-            const int64_t e = std::min(job.W.rows, b + parts[j].chunk);
-            rows_with_kernel(parts[j].dot, job.W, acts, stride, ntok, b, e, job.y + b, job.ldy);
+            run_chunk(id, j);
         }
     });
 }
