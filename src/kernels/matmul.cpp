@@ -55,7 +55,7 @@ struct Kernel {
 struct Acts {
     const uint8_t* data;
     size_t stride;        // bytes per token
-    const float* scales;  // [block][token] float scales for dot_q8, or nullptr
+    const float* scales;  // float block scales for dot_q8 (see convert_act_scales), or nullptr
     int ntok;
 };
 
@@ -72,8 +72,9 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
             const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
             for (int64_t r = tr0; r < tr1; ++r) {
                 if (q8) {
-                    k.dot_q8(W.cols, W.row(r), at, a.stride, a.scales + t0,
-                             static_cast<size_t>(a.ntok), nt, out);
+                    k.dot_q8(W.cols, W.row(r), at, a.stride,
+                             a.scales + static_cast<size_t>(t0) * (W.cols / QK8_0), kTokenChunk, nt,
+                             out);
                 } else {
                     k.dot(W.cols, W.row(r), at, a.stride, nt, out);
                 }
@@ -101,19 +102,23 @@ Kernel kernel_for(GGMLType wt) {
     return k;
 }
 
-// The Q8_0 activations' block scales as floats, [block][token], plus 8 floats of padding (the
-// kernels load a group's scales 4 or 8 at a time).
+// The Q8_0 activations' block scales as floats, laid out per chunk of kTokenChunk tokens as
+// [chunk][block][token of the chunk] (a kernel call reads one chunk: its group's scales of a block
+// are adjacent, and a block's scales share a cache line), plus 8 floats of padding (the kernels
+// load a group's scales 4 or 8 at a time).
 const float* convert_act_scales(const uint8_t* acts, size_t stride, int64_t cols, int ntok,
                                 MatmulScratch& scratch) {
     const int64_t nb = cols / QK8_0;
-    const size_t need = static_cast<size_t>(nb) * ntok + 8;
+    const size_t chunks = static_cast<size_t>((ntok + kTokenChunk - 1) / kTokenChunk);
+    const size_t need = chunks * nb * kTokenChunk + 8;
     if (scratch.act_scales.size() < need) scratch.act_scales.resize(need);
     float* s = scratch.act_scales.data();
     for (int t = 0; t < ntok; ++t) {
         const auto* b = reinterpret_cast<const block_q8_0*>(acts + t * stride);
-        for (int64_t ib = 0; ib < nb; ++ib) s[ib * ntok + t] = fp16_to_fp32(b[ib].d);
+        float* st = s + static_cast<size_t>(t / kTokenChunk) * nb * kTokenChunk + t % kTokenChunk;
+        for (int64_t ib = 0; ib < nb; ++ib) st[ib * kTokenChunk] = fp16_to_fp32(b[ib].d);
     }
-    std::fill(s + nb * ntok, s + need, 0.0f);
+    std::fill(s + need - 8, s + need, 0.0f);
     return s;
 }
 

@@ -29,7 +29,7 @@ struct WeightView {
 // Reusable buffers so the per-token path does not allocate once warmed up.
 struct MatmulScratch {
     std::vector<uint8_t> acts;      // activations quantized to the vec_dot_type
-    std::vector<float> act_scales;  // their Q8_0 block scales as floats, [block][token]
+    std::vector<float> act_scales;  // their Q8_0 block scales as floats (for the SIMD kernels)
 };
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t * ldx + c], for r < W.rows, t < ntok.
