@@ -158,10 +158,14 @@ TEST(Matmul, ReusesScratchOnceWarm) {
     matmul(p.W, p.x.data(), kCols, 8, y.data(), kRows, pool, scratch);
     const uint8_t* buf = scratch.acts.data();
     const size_t cap = scratch.acts.capacity();
+    const float* scales = scratch.act_scales.data();  // Q4_0 takes the float-scale entry
+    const size_t scales_cap = scratch.act_scales.capacity();
     for (int n : {1, 8, 4, 8}) {
         matmul(p.W, p.x.data(), kCols, n, y.data(), kRows, pool, scratch);
         EXPECT_EQ(scratch.acts.data(), buf);
         EXPECT_EQ(scratch.acts.capacity(), cap);
+        EXPECT_EQ(scratch.act_scales.data(), scales);
+        EXPECT_EQ(scratch.act_scales.capacity(), scales_cap);
     }
 }
 
