@@ -144,11 +144,11 @@ void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int 
 VecDotFn x86_vec_dot(GGMLType wt) {
     switch (wt) {
         case GGMLType::F32:
-            return &vec_dot_tokens<FloatDot<LoadF32>>;
+            return &vec_dot_float_tokens<FloatDot<LoadF32>>;
         case GGMLType::F16:
-            return &vec_dot_tokens<FloatDot<LoadF16>>;
+            return &vec_dot_float_tokens<FloatDot<LoadF16>>;
         case GGMLType::BF16:
-            return &vec_dot_tokens<FloatDot<LoadBF16>>;
+            return &vec_dot_float_tokens<FloatDot<LoadBF16>>;
         case GGMLType::Q8_0:
             return &vec_dot_legacy_tokens<SignedLegacy<DecQ8_0>>;
         case GGMLType::Q4_0:
