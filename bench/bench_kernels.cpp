@@ -2,8 +2,9 @@
 // model (dim 2048, ffn 5632), with 1..16 tokens on 2 threads. Each iteration of BM_matmul uses a
 // different copy of the weights out of >= 256 MiB, so the weights stream from memory as in real
 // decoding rather than from the 32 MiB L3; BM_matmul_hot reuses one cache-resident copy. Counters:
-// GB/s of weights streamed and that as a fraction of the machine's ~55 GB/s read bandwidth (the
-// issue's figure; BM_stream_read measures what this machine really streams, to read them against).
+// GB/s of weights streamed, that as a fraction of the machine's ~55 GB/s read bandwidth (bw_frac,
+// the figure) and of the streaming-read bandwidth measured on this machine at start-up
+// with 2 threads (of_read, kernels/membw.h; BM_stream_read shows it per thread count).
 // The token counts include 5 and 9, the verify batches of speculative decoding with 4 or 8 drafts.
 //
 //   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -21,6 +22,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
+#include "kernels/membw.h"
 
 using namespace specula;
 
@@ -28,6 +30,15 @@ namespace {
 
 constexpr double kMachineBandwidth = 55e9;  // bytes/s, read
 constexpr size_t kWeightPoolBytes = size_t(256) << 20;
+
+// What this machine streams with 2 threads, bytes/s (measured once, on first use).
+double measured_bandwidth() {
+    static const double bw = [] {
+        ThreadPool pool(2);
+        return measure_read_bandwidth(pool) * 1e9;
+    }();
+    return bw;
+}
 
 uint64_t next_random(uint64_t& s) {  // xorshift64*
     s ^= s >> 12;
@@ -122,6 +133,8 @@ void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
         benchmark::Counter(b / 1e9, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["bw_frac"] =
         benchmark::Counter(b / kMachineBandwidth, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["of_read"] =
+        benchmark::Counter(b / measured_bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
     state.counters["tok/s"] =
         benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
     state.SetLabel(simd_level_name(active_simd_level()));
@@ -254,6 +267,18 @@ BENCHMARK_CAPTURE(BM_matmul, Q6_K, GGMLType::Q6_K)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_XS, GGMLType::IQ4_XS)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, F16, GGMLType::F16)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_matmul, BF16, GGMLType::BF16)->Apply(shapes);
+// The other weight types at the FFN shape (every kernel has a benchmark).
+void one_shape(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();
+    for (int ntok : {1, 5, 9}) b->Args({5632, 2048, ntok, 2});
+}
+BENCHMARK_CAPTURE(BM_matmul, F32, GGMLType::F32)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, Q4_1, GGMLType::Q4_1)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, Q5_0, GGMLType::Q5_0)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, Q5_1, GGMLType::Q5_1)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, Q2_K, GGMLType::Q2_K)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, Q3_K, GGMLType::Q3_K)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
 
 BENCHMARK_CAPTURE(BM_matmul_hot, Q8_0, GGMLType::Q8_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);

@@ -283,8 +283,9 @@ void print_throughput_table(const BenchResult& r, std::FILE* out) {
                  "|--------------|-----------|-----------|--------|-------------|---------|\n");
     if (tp.pp_tps > 0) {
         const double ms = 1e3 * r.params.pp / tp.pp_tps;
-        std::fprintf(out, "| pp%-10d | %9.1f | %9.1f | %6s | %11.1f | %6.1f%% |\n", r.params.pp,
-                     tp.pp_tps, ms, "-", gb / (ms / 1e3), frac(gb / (ms / 1e3)));
+        // Compute-bound (the weights stream once for all its tokens): no bandwidth figure.
+        std::fprintf(out, "| pp%-10d | %9.1f | %9.1f | %6s | %11s | %7s |\n", r.params.pp,
+                     tp.pp_tps, ms, "-", "-", "-");
     }
     if (tp.tg_tps > 0) {
         const double gbs = gb * tp.tg_tps;
