@@ -255,8 +255,20 @@ void BM_stream_read(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One ThreadPool::run with an empty job: the fork-join barrier a decode step pays ~80 times per
+// token (one per matmul pass), in ns.
+void BM_pool_barrier(benchmark::State& state) {
+    ThreadPool& tp = threads(static_cast<int>(state.range(0)));
+    std::vector<int> hits(static_cast<size_t>(tp.size()));
+    for (auto _ : state) {
+        tp.run([&](int ith, int) { ++hits[static_cast<size_t>(ith)]; });
+        benchmark::DoNotOptimize(hits.data());
+    }
+}
+
 }  // namespace
 
+BENCHMARK(BM_pool_barrier)->ArgName("thr")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_stream_read)->ArgName("thr")->Arg(1)->Arg(2)->UseRealTime()->Iterations(3);
 
 BENCHMARK_CAPTURE(BM_matmul, Q8_0, GGMLType::Q8_0)->Apply(shapes);
