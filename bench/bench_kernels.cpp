@@ -201,30 +201,6 @@ void ntoks(benchmark::internal::Benchmark* b) {
 
 // Sum of the 32-byte words of [p, p + n) as 8 int32 lanes, 4 loads in flight (AVX2 when the CPU
 // has it: the kernels' own load width).
-__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
-    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i + 128 <= n; i += 128) {
-        s0 = _mm256_add_epi32(s0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-        s1 = _mm256_add_epi32(s1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
-        s2 = _mm256_add_epi32(s2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
-        s3 = _mm256_add_epi32(s3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
-    }
-    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
-    alignas(32) uint32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
-    uint64_t r = 0;
-    for (uint32_t v : lanes) r += v;
-    return r;
-}
-uint64_t sum_plain(const uint8_t* p, size_t n) {
-    uint64_t r = 0;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-        uint64_t v;
-        std::memcpy(&v, p + i, 8);
-        r += v;
-    }
-    return r;
-}
 
 // A pure streaming read of 1 GiB by the pool's threads, each over its own contiguous slice: the
 // read bandwidth this machine really gives the kernels (the ceiling for cold weights; compare
@@ -239,13 +215,12 @@ void BM_stream_read(benchmark::State& state) {
         return true;
     }();
     (void)filled;
-    const bool avx2 = __builtin_cpu_supports("avx2");
     std::vector<uint64_t> sums(tp.size());
     for (auto _ : state) {
         tp.run([&](int ith, int nth) {
             const size_t per = kBytes / nth / 128 * 128;
             const uint8_t* p = buf.get() + ith * per;
-            sums[ith] = avx2 ? sum_avx2(p, per) : sum_plain(p, per);
+            sums[ith] = read_sum(p, per);
         });
         benchmark::DoNotOptimize(sums.data());
     }

@@ -1,7 +1,8 @@
-// measure_read_bandwidth: see membw.h. The summing loop is plain C++ over 64-bit words with four
-// independent sums, which the compiler vectorizes (compiled a second time for AVX2, taken when the
-// CPU has it, so the loads are as wide as the kernels' own); the read itself is what is measured.
+// measure_read_bandwidth / read_sum: see membw.h. The read loop uses 256-bit loads into four
+// independent sums where the CPU has AVX2 (as wide as the kernels' own loads), else 64-bit words.
 #include "kernels/membw.h"
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,44 +16,64 @@ namespace specula {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define SPECULA_MULTIVERSION __attribute__((target_clones("avx2", "default")))
-#else
-#define SPECULA_MULTIVERSION
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+        s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+        s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+        s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+    }
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                       _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3)));
+    uint64_t r = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; i < n; ++i) r += p[i];
+    return r;
+}
 #endif
 
-SPECULA_MULTIVERSION uint64_t sum_words(const uint64_t* p, size_t n) {
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+uint64_t sum_plain(const uint8_t* p, size_t n) {
+    uint64_t r = 0;
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, p + i, 8);
+        r += v;
     }
-    for (; i < n; ++i) s0 += p[i];
-    return s0 + s1 + s2 + s3;
+    for (; i < n; ++i) r += p[i];
+    return r;
 }
 
 }  // namespace
 
+uint64_t read_sum(const uint8_t* p, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) return sum_avx2(p, n);
+#endif
+    return sum_plain(p, n);
+}
+
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
-    const size_t words = std::max<size_t>(bytes / sizeof(uint64_t), 1024);
-    std::unique_ptr<uint64_t[]> buf(new uint64_t[words]);
-    pool.parallel_for(static_cast<int64_t>(words), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) buf[i] = static_cast<uint64_t>(i);
+    bytes = std::max<size_t>(bytes, size_t{1} << 20) / 128 * 128;
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes]);
+    pool.parallel_for(static_cast<int64_t>(bytes), [&](int64_t b, int64_t e) {
+        std::memset(buf.get() + b, 1, static_cast<size_t>(e - b));
     });
     std::vector<double> gbs;
     std::vector<uint64_t> sink(static_cast<size_t>(pool.size()));
     for (int r = 0; r < std::max(reps, 1); ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         pool.run([&](int ith, int nth) {
-            const size_t per = (words + nth - 1) / nth;
-            const size_t b = std::min(words, per * ith), e = std::min(words, b + per);
-            sink[ith] += sum_words(buf.get() + b, e - b);
+            const size_t per = bytes / static_cast<size_t>(nth) / 128 * 128;
+            const size_t b = per * static_cast<size_t>(ith);
+            const size_t e = ith == nth - 1 ? bytes : b + per;
+            sink[static_cast<size_t>(ith)] += read_sum(buf.get() + b, e - b);
         });
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        gbs.push_back(s > 0 ? words * sizeof(uint64_t) / s / 1e9 : 0);
+        gbs.push_back(s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0);
     }
     volatile uint64_t keep = 0;
     for (uint64_t v : sink) keep = keep + v;

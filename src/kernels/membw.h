@@ -5,10 +5,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/threadpool.h"
 
 namespace specula {
+
+// Sum of n bytes read with the widest loads this CPU has (the read loop of the bandwidth test).
+uint64_t read_sum(const uint8_t* p, size_t n);
 
 // Median over `reps` full passes of a `bytes`-sized buffer (allocated and touched once here),
 // in GB/s (1e9 bytes per second).
