@@ -5,15 +5,15 @@
 // otherwise pick the copy compiled with wider instructions for a scalar caller); fp16 scales are
 // converted with the F16C intrinsic instead of kernels/fp16.h.
 //
-// One weight row meets a group of tokens at a time (up to 4 here, 5 for the 32-element formats, 8
-// for Q4_K / Q5_K / Q6_K): every weight block is decoded once and folded into each token's own
-// accumulators. A token's accumulators see the same operations in the same
-// order whatever the group size, so out[t] is bit-identical for any ntok (batch invariance).
-// Integer parts are exact; only the float accumulation order differs from the scalar reference.
-// Groups of 2+ tokens take cheaper routes to the same values: the signed 32-element formats take
-// the tokens' scales as floats converted once per matmul (x86_vec_dot_q8) or convert them together,
-// and Q4_K / Q5_K / Q6_K decode one piece of a super-block at a time into every token's int32 sum
-// (keeping the decoded weights in registers).
+// One weight row meets a group of tokens at a time (balanced groups, vec_dot_groups: up to 4 for
+// the generic K-quant loop, 5 for the 32-element formats, 6 for the float formats, 8 for Q4_K /
+// Q5_K / Q6_K): every weight block is decoded once and folded into each token's own accumulators. A
+// token's accumulators see the same operations in the same order whatever the group size, so out[t]
+// is bit-identical for any ntok (batch invariance). Integer parts are exact; only the float
+// accumulation order differs from the scalar reference. Groups of 2+ tokens take cheaper routes to
+// the same values: the signed 32-element formats take the tokens' scales as floats converted once
+// per matmul (x86_vec_dot_q8) or convert them together, and Q4_K / Q5_K / Q6_K decode one piece of
+// a super-block at a time into every token's int32 sum (keeping the decoded weights in registers).
 //
 // With AVX512-VNNI the only change is that byte dot products use vpdpbusd (256-bit, EVEX) instead
 // of vpmaddubsw + vpmaddwd; both give the same int32 lanes, so the two builds agree bit for bit
@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/blocks.h"
@@ -33,8 +34,6 @@ namespace specula::simd {
 namespace {
 
 #define SPECULA_INLINE __attribute__((always_inline)) inline
-
-constexpr int kGroup = 4;  // tokens per pass over a weight row
 
 SPECULA_INLINE float h2f(fp16_t h) {
     return _cvtsh_ss(h);
@@ -95,46 +94,47 @@ struct TokenRows {
     }
 };
 
-// The products dw * d for token t's block ib, up to 4 tokens at once, both 128-bit lanes holding
-// [t0, t1, t2, t3]: the fp16 scales are packed in one register and converted and multiplied
-// together. Each product is the same IEEE multiply of the same two floats as the one-token path's
-// dw * h2f(d), so results stay bit-identical.
-template <class A, int NT>
-SPECULA_INLINE __m256 token_scales(const TokenRows<A, NT>& y, int64_t ib, float dw) {
-    static_assert(NT <= 4);
-    uint64_t bits = 0;
-    for (int t = 0; t < NT; ++t) bits |= static_cast<uint64_t>(y.row[t][ib].d) << (16 * t);
-    const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(bits)));
-    const __m128 s = _mm_mul_ps(d, _mm_set1_ps(dw));
-    return _mm256_set_m128(s, s);
-}
-
-// Token t's lane of token_scales in all 8 lanes.
+// Token T's lane of a register holding a group's per-token scales (lanes 0..3, in both 128-bit
+// halves) in all 8 lanes.
 template <int T>
 SPECULA_INLINE __m256 splat_token(__m256 s) {
     return _mm256_permute_ps(s, T * 0x55);
 }
 
-// Splits ntok tokens into groups of kGroup (then 3, 2, 1) and runs K::run<NT> on each.
-template <class K>
-void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int ntok, float* out) {
-    const auto* ab = static_cast<const uint8_t*>(a);
-    int t = 0;
-    for (; t + kGroup <= ntok; t += kGroup)
-        K::template run<kGroup>(n, w, ab + t * stride, stride, out + t);
-    switch (ntok - t) {
-        case 3:
-            K::template run<3>(n, w, ab + t * stride, stride, out + t);
-            break;
-        case 2:
-            K::template run<2>(n, w, ab + t * stride, stride, out + t);
-            break;
-        case 1:
-            K::template run<1>(n, w, ab + t * stride, stride, out + t);
-            break;
-        default:
-            break;
+// Calls f(std::integral_constant<int, nt>{}) for a run-time nt in 1..N (a kernel's token count
+// must be a compile-time constant so its per-token accumulators live in registers).
+template <int N, class F>
+SPECULA_INLINE void with_group_size(int nt, F&& f) {
+    if constexpr (N == 1) {
+        f(std::integral_constant<int, 1>{});
+    } else if (nt == N) {
+        f(std::integral_constant<int, N>{});
+    } else {
+        with_group_size<N - 1>(nt, f);
     }
+}
+
+// Splits ntok tokens into the fewest groups of at most kMax, of balanced sizes (with kMax 5:
+// 9 = 5 + 4, 8 = 4 + 4), and calls run(integral_constant<NT>, first token) for each. A token's
+// operations do not depend on its group, so the split only changes how often a row is re-read.
+template <int kMax, class F>
+SPECULA_INLINE void balanced_groups(int ntok, F&& run) {
+    for (int t = 0; t < ntok;) {
+        const int left = ntok - t;
+        const int groups = (left + kMax - 1) / kMax;
+        const int nt = (left + groups - 1) / groups;
+        with_group_size<kMax>(nt, [&](auto n) { run(n, t); });
+        t += nt;
+    }
+}
+
+// The VecDotFn of a kernel K with K::run<NT> for NT = 1..kMax tokens per pass over a row.
+template <class K, int kMax>
+void vec_dot_groups(int64_t n, const void* w, const void* a, size_t stride, int ntok, float* out) {
+    const auto* ab = static_cast<const uint8_t*>(a);
+    balanced_groups<kMax>(ntok, [&](auto nt, int t) {
+        K::template run<nt()>(n, w, ab + t * stride, stride, out + t);
+    });
 }
 
 #include "kernels/dot_x86_float.inc"
@@ -144,35 +144,35 @@ void vec_dot_tokens(int64_t n, const void* w, const void* a, size_t stride, int 
 VecDotFn x86_vec_dot(GGMLType wt) {
     switch (wt) {
         case GGMLType::F32:
-            return &vec_dot_float_tokens<FloatDot<LoadF32>>;
+            return &vec_dot_groups<FloatDot<LoadF32>, kFloatGroupMax>;
         case GGMLType::F16:
-            return &vec_dot_float_tokens<FloatDot<LoadF16>>;
+            return &vec_dot_groups<FloatDot<LoadF16>, kFloatGroupMax>;
         case GGMLType::BF16:
-            return &vec_dot_float_tokens<FloatDot<LoadBF16>>;
+            return &vec_dot_groups<FloatDot<LoadBF16>, kFloatGroupMax>;
         case GGMLType::Q8_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ8_0>>;
+            return &vec_dot_groups<SignedLegacy<DecQ8_0>, kLegacyGroupMax>;
         case GGMLType::Q4_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ4_0>>;
+            return &vec_dot_groups<SignedLegacy<DecQ4_0>, kLegacyGroupMax>;
         case GGMLType::Q5_0:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecQ5_0>>;
+            return &vec_dot_groups<SignedLegacy<DecQ5_0>, kLegacyGroupMax>;
         case GGMLType::IQ4_NL:
-            return &vec_dot_legacy_tokens<SignedLegacy<DecIQ4_NL>>;
+            return &vec_dot_groups<SignedLegacy<DecIQ4_NL>, kLegacyGroupMax>;
         case GGMLType::Q4_1:
-            return &vec_dot_legacy_tokens<MinLegacy<DecQ4_1>>;
+            return &vec_dot_groups<MinLegacy<DecQ4_1>, kLegacyGroupMax>;
         case GGMLType::Q5_1:
-            return &vec_dot_legacy_tokens<MinLegacy<DecQ5_1>>;
+            return &vec_dot_groups<MinLegacy<DecQ5_1>, kLegacyGroupMax>;
         case GGMLType::Q2_K:
-            return &vec_dot_tokens<KQuant<DecQ2_K>>;
+            return &vec_dot_groups<KQuant<DecQ2_K>, kKQuantGroupMax>;
         case GGMLType::Q3_K:
-            return &vec_dot_tokens<KQuant<DecQ3_K>>;
+            return &vec_dot_groups<KQuant<DecQ3_K>, kKQuantGroupMax>;
         case GGMLType::Q4_K:
-            return &vec_dot_k_tokens<K4Tokens<DecQ4_K>>;
+            return &vec_dot_groups<K4Tokens<DecQ4_K>, kKGroupMax>;
         case GGMLType::Q5_K:
-            return &vec_dot_k_tokens<K4Tokens<DecQ5_K>>;
+            return &vec_dot_groups<K4Tokens<DecQ5_K>, kKGroupMax>;
         case GGMLType::Q6_K:
-            return &vec_dot_k_tokens<Q6KTokens>;
+            return &vec_dot_groups<Q6KTokens, kKGroupMax>;
         case GGMLType::IQ4_XS:
-            return &vec_dot_tokens<KQuant<DecIQ4_XS>>;
+            return &vec_dot_groups<KQuant<DecIQ4_XS>, kKQuantGroupMax>;
         default:
             return nullptr;
     }
