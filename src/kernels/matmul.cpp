@@ -50,7 +50,7 @@ void check_weight(const WeightView& W) {
 // A weight type's kernel, and where its activations are.
 struct Kernel {
     VecDotFn dot = nullptr;
-    simd::VecDotQ8Fn dot_q8 = nullptr;  // used instead of dot when set (and act_scales is given)
+    simd::VecDotQ8Fn dot_q8 = nullptr;  // used instead of dot when set and Acts::scales is given
 };
 struct Acts {
     const uint8_t* data;
@@ -143,9 +143,8 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
         fail("matmul_rows: rows [", r0, ", ", r1, ") outside the weight's ", W.rows, " rows");
     }
     if (ntok <= 0 || r0 == r1) return;
-    Kernel k = kernel_for(W.type);
-    k.dot_q8 = nullptr;  // no scratch for the float scales here; same results either way
-    rows_with_kernel(k, W, {acts, act_stride, nullptr, ntok}, r0, r1, y, ldy);
+    // No float scales here (no scratch): the VecDotFn kernel, which gives the same bits.
+    rows_with_kernel(kernel_for(W.type), W, {acts, act_stride, nullptr, ntok}, r0, r1, y, ldy);
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
