@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "spec/bench.h"
+#include "speculative/bench.h"
 
 namespace specula::cli {
 

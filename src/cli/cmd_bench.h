@@ -1,5 +1,5 @@
 // `specula bench`: plain vs speculative decoding for a range of draft lengths and `auto`
-// (spec/bench.h does the work). Wiring in main.cpp:
+// (speculative/bench.h does the work). Wiring in main.cpp:
 //   BenchOptions bench_opt;
 //   CLI::App* bench = app.add_subcommand("bench", "speculative decoding benchmark");
 //   add_bench_options(*bench, bench_opt);

@@ -3,7 +3,7 @@
 // stdout byte for byte (nothing else goes there). Options are checked and the context budget is
 // enforced before any token is generated; logs and the closing statistics line go to stderr.
 // With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
-// (spec/generate.h); the text is the same, only faster, and the acceptance statistics follow.
+// (speculative/generator.h); the text is the same, only faster, and the acceptance statistics follow.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -18,8 +18,8 @@
 #include "common/error.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/generate.h"
-#include "spec/speculative.h"
+#include "speculative/generator.h"
+#include "speculative/speculative.h"
 
 namespace specula::cli {
 

@@ -30,7 +30,7 @@ struct RunOptions {
     int n_gpu_layers = 0;  // -ngl; accepted for compatibility, there is only the CPU backend
     bool quiet = false;    // --log-disable: no logs or stats on stderr (errors still print)
 
-    // Speculative decoding (spec/): a draft model (-md) or n-gram lookup (--spec-type ngram)
+    // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
     std::string model_draft;           // -md, --model-draft
     std::string draft = "4";           // --draft, --draft-max: N or "auto"

@@ -127,7 +127,7 @@ int run_cli(int argc, char** argv) {
 
     BenchOptions bench_opt;
     CLI::App* bench =
-        app.add_subcommand("bench", "plain vs speculative decoding benchmark (spec/bench.h)");
+        app.add_subcommand("bench", "plain vs speculative decoding benchmark (speculative/bench.h)");
     add_bench_options(*bench, bench_opt);
 
     CLI::App* serve = add_serve_command(app);

@@ -8,10 +8,10 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
-#include "spec/vocab_check.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
+#include "speculative/vocab_check.h"
 
 namespace specula {
 

@@ -21,7 +21,7 @@
 #include "server/request.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
-#include "spec/stats.h"
+#include "speculative/stats.h"
 
 namespace specula {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "model/model.h"
-#include "spec/draft_length.h"
-#include "spec/drafter.h"
+#include "speculative/draft_length.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 

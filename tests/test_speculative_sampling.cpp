@@ -10,9 +10,9 @@
 #include <map>
 
 #include "model/model.h"
-#include "spec/categorical.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/verifier.h"
+#include "speculative/categorical.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/verifier.h"
 #include "test_util.h"
 
 using namespace specula;

@@ -1,5 +1,5 @@
 // SpecStats: see stats.h.
-#include "spec/stats.h"
+#include "speculative/stats.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -8,9 +8,9 @@
 
 #include "alloc_counter.h"  // replaces global new/delete: include from one file per test
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
 #include "test_util.h"
 
 using namespace specula;

@@ -1,11 +1,11 @@
 // make_drafter / parse_draft_length: see speculative.h.
-#include "spec/speculative.h"
+#include "speculative/speculative.h"
 
 #include <charconv>
 
 #include "common/error.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/vocab_check.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/vocab_check.h"
 
 namespace specula {
 

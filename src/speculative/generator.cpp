@@ -1,5 +1,5 @@
-// Generator: see generate.h.
-#include "spec/generate.h"
+// Generator: see generator.h.
+#include "speculative/generator.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // DraftLengthController: see draft_length.h.
-#include "spec/draft_length.h"
+#include "speculative/draft_length.h"
 
 #include <algorithm>
 

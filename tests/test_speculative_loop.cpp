@@ -11,11 +11,11 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
-#include "spec/speculative.h"
-#include "spec/vocab_check.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
+#include "speculative/speculative.h"
+#include "speculative/vocab_check.h"
 #include "test_util.h"
 
 using namespace specula;

@@ -1,5 +1,5 @@
 // run_bench / print_bench_table / write_bench_svg: see bench.h.
-#include "spec/bench.h"
+#include "speculative/bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,10 +11,10 @@
 #include "kernels/membw.h"
 #include "kernels/threadpool.h"
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
-#include "spec/vocab_check.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
+#include "speculative/vocab_check.h"
 
 namespace specula {
 

@@ -1,4 +1,4 @@
-// The benchmark driver (spec/bench.h) on the tiny F16 synthetic pair: one row per configuration
+// The benchmark driver (speculative/bench.h) on the tiny F16 synthetic pair: one row per configuration
 // with consistent numbers, synthetic acceptance doing what it says (A = 0: nothing accepted,
 // A = 1: everything, A = 0.5: about half) and clearly marked, and a well-formed SVG plot.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "spec/bench.h"
+#include "speculative/bench.h"
 #include "test_util.h"
 
 using namespace specula;

@@ -1,10 +1,10 @@
 // Verifier: see verifier.h.
-#include "spec/verifier.h"
+#include "speculative/verifier.h"
 
 #include <algorithm>
 
 #include "common/error.h"
-#include "spec/categorical.h"
+#include "speculative/categorical.h"
 
 namespace specula {
 

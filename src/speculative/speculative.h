@@ -1,15 +1,15 @@
 // Entry points for the CLI: turn `run` flags (-md FILE, --draft N|auto, --draft-p-min P,
 // --lookup) into a ready drafter (draft model loaded and its vocabulary checked against the
-// target) and GenParams for spec/generate.h.
+// target) and GenParams for speculative/generator.h.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "model/model.h"
-#include "spec/drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
+#include "speculative/drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
 
 namespace specula {
 

@@ -1,6 +1,6 @@
 // Generator: THE generation loop, for plain and speculative decoding alike (plain = no drafter or
 // n_draft 0). Each step the drafter proposes up to N tokens, the target verifies [last, drafts]
-// in one pass (spec/verifier.h), and the accepted tokens plus the target's own token are streamed
+// in one pass (speculative/verifier.h), and the accepted tokens plus the target's own token are streamed
 // through the callback one by one. It stops at an end-of-generation token (not emitted, unless
 // ignore_eos), after n_predict tokens, when the target's context is full, or when the callback
 // returns false. Buffers are reserved up front: a running loop does not allocate.
@@ -13,10 +13,10 @@
 
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/draft_length.h"
-#include "spec/drafter.h"
-#include "spec/stats.h"
-#include "spec/verifier.h"
+#include "speculative/draft_length.h"
+#include "speculative/drafter.h"
+#include "speculative/stats.h"
+#include "speculative/verifier.h"
 
 namespace specula {
 
@@ -25,7 +25,7 @@ struct GenParams {
     bool ignore_eos = false;  // keep going past end-of-generation tokens (they are emitted)
     int n_draft = 4;          // fixed draft length (--draft N); 0: plain decoding
     int draft_min = 0;        // --draft-min: a proposal shorter than this is not verified
-    bool draft_auto = false;  // --draft auto: choose N per step (spec/draft_length.h)
+    bool draft_auto = false;  // --draft auto: choose N per step (speculative/draft_length.h)
     DraftLengthParams auto_params;
     double synthetic_accept = -1.0;  // bench only: accept each draft token with this probability
 };

@@ -23,7 +23,7 @@
 
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 
