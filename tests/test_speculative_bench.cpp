@@ -1,6 +1,6 @@
-// The benchmark driver (speculative/bench.h) on the tiny F16 synthetic pair: one row per configuration
-// with consistent numbers, synthetic acceptance doing what it says (A = 0: nothing accepted,
-// A = 1: everything, A = 0.5: about half) and clearly marked, and a well-formed SVG plot.
+// The benchmark driver (speculative/bench.h) on the tiny F16 synthetic pair: one row per
+// configuration with consistent numbers, synthetic acceptance doing what it says (A = 0: nothing
+// accepted, A = 1: everything, A = 0.5: about half) and clearly marked, and a well-formed SVG plot.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,7 +16,9 @@ namespace {
 BenchParams small(double synthetic) {
     BenchParams p;
     p.target_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-F16.gguf");
-    p.draft_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf");
+    p.speculative.method = SpecMethod::draft_model;
+    p.speculative.draft_model =
+        test::shared_path("models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf");
     p.prompts = {"The quick brown fox jumps over the lazy dog."};
     p.n_predict = 24;
     p.reps = 1;
@@ -86,7 +88,7 @@ TEST(SpecBench, SyntheticAcceptanceIsAppliedAndMarked) {
 TEST(SpecBench, ThroughputWithoutDraft) {
     BenchParams p = small(-1);
     p.spec = false;
-    p.draft_path.clear();
+    p.speculative = {};  // no drafter
     p.pass_sizes = {1, 3, 5};
     const BenchResult r = run_bench(p);
     ASSERT_EQ(r.rows.size(), 1u);
@@ -112,7 +114,7 @@ TEST(SpecBench, ThroughputWithoutDraft) {
 
 TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
     BenchParams p = small(-1);
-    p.draft_path.clear();
+    p.speculative = {};  // no drafter
     EXPECT_THROW(run_bench(p), Error);
     p.pass_sizes = {0};
     p.spec = false;

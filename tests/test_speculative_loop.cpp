@@ -13,8 +13,8 @@
 #include "model/model.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
+#include "speculative/make_drafter.h"
 #include "speculative/ngram_drafter.h"
-#include "speculative/speculative.h"
 #include "speculative/vocab_check.h"
 #include "test_util.h"
 
@@ -213,9 +213,20 @@ TEST(SpecLoop, NgramDrafterProposesWhatFollowedTheLatestOccurrence) {
 TEST(SpecVocab, AcceptsMatchingPairs) {
     Models m;
     EXPECT_NO_THROW(check_vocab_compatible(m.target->tokenizer(), m.draft->tokenizer()));
-    SpeculativeSetup s =
-        make_drafter(*m.target, DraftOptions{.draft_model = test::shared_path(kDraft)}, params(0));
-    EXPECT_NE(s.drafter, nullptr);
+    SpeculativeConfig c;
+    c.method = SpecMethod::draft_model;
+    c.draft_model = test::shared_path(kDraft);
+    const SpeculativeSetup s = load_speculative(c, *m.target);
+    ASSERT_NE(s.draft_model, nullptr);
+    const auto drafter = make_drafter(s, DrafterParams{0, 1, params(0)});
+    ASSERT_NE(drafter, nullptr);
+    EXPECT_STREQ(drafter->name(), "draft-model");
+    c = SpeculativeConfig{};
+    EXPECT_EQ(make_drafter(load_speculative(c, *m.target), DrafterParams{}), nullptr);
+    c.method = SpecMethod::ngram;
+    const SpeculativeSetup ngram = load_speculative(c, *m.target);
+    EXPECT_EQ(ngram.draft_model, nullptr);
+    EXPECT_STREQ(make_drafter(ngram, DrafterParams{})->name(), "ngram");
 }
 
 TEST(SpecVocab, RejectsTheLlama2VocabularyNamingTheFirstDifference) {
@@ -241,20 +252,10 @@ TEST(SpecVocab, RejectsTheLlama2VocabularyNamingTheFirstDifference) {
         EXPECT_NE(msg.find("'" + b[first] + "'"), std::string::npos) << msg;
         EXPECT_EQ(msg.find('\n'), std::string::npos);
     }
-    EXPECT_THROW(
-        make_drafter(*m.target, DraftOptions{.draft_model = test::shared_path(llama2)}, params(0)),
-        Error);
-}
-
-TEST(SpecOptions, ParsesDraftLength) {
-    GenParams gp;
-    parse_draft_length("auto", gp);
-    EXPECT_TRUE(gp.draft_auto);
-    parse_draft_length("6", gp);
-    EXPECT_FALSE(gp.draft_auto);
-    EXPECT_EQ(gp.n_draft, 6);
-    for (const char* bad : {"", "x", "-1", "65", "3x"})
-        EXPECT_THROW(parse_draft_length(bad, gp), Error);
+    SpeculativeConfig c;
+    c.method = SpecMethod::draft_model;
+    c.draft_model = test::shared_path(llama2);
+    EXPECT_THROW(load_speculative(c, *m.target), Error);
 }
 
 TEST(SpecLoop, PMinCutsDraftsShortWithoutChangingTheOutput) {

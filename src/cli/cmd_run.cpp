@@ -3,7 +3,8 @@
 // stdout byte for byte (nothing else goes there). Options are checked and the context budget is
 // enforced before any token is generated; logs and the closing statistics line go to stderr.
 // With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
-// (speculative/generator.h); the text is the same, only faster, and the acceptance statistics follow.
+// (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
+// follow.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -18,8 +19,9 @@
 #include "common/error.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "speculative/config.h"
 #include "speculative/generator.h"
-#include "speculative/speculative.h"
+#include "speculative/make_drafter.h"
 
 namespace specula::cli {
 
@@ -95,26 +97,6 @@ void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
     if (log_enabled()) st.print_speculative(stderr);
 }
 
-DraftOptions draft_options(const RunOptions& o, int n_ctx, int n_threads) {
-    DraftOptions d;
-    d.draft_model = o.model_draft;
-    d.lookup = o.spec_type == "ngram";
-    if (o.spec_type == "draft" && o.model_draft.empty())
-        fail("--spec-type draft needs a draft model (-md FILE)");
-    if (d.lookup && !o.model_draft.empty())
-        fail("--spec-type ngram drafts without a model: drop -md, or use --spec-type draft");
-    if (o.ngram_min < 1 || o.ngram_max < o.ngram_min)
-        fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", o.ngram_min, "/",
-             o.ngram_max);
-    if (o.draft_min < 0) fail("--draft-min must be >= 0, got ", o.draft_min);
-    d.ngram.ngram_min = o.ngram_min;
-    d.ngram.ngram_max = o.ngram_max;
-    d.p_min = o.draft_p_min;
-    d.n_ctx = n_ctx;  // the draft follows the target through the whole context
-    d.n_threads = n_threads;
-    return d;
-}
-
 void write_stats_json(const std::string& path, const SpecStats& st) {
     std::ofstream f(path);
     if (!f) fail("cannot write --stats-json file ", path);
@@ -131,6 +113,7 @@ int cmd_run(const RunOptions& opt) {
             opt.n_gpu_layers);
     }
     const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
+    const SpeculativeConfig spec = parse_speculative_flags(opt.spec);
 
     Timer load_timer;
     auto model = Model::load(opt.model);
@@ -154,19 +137,23 @@ int cmd_run(const RunOptions& opt) {
         n_threads, static_cast<unsigned long long>(sampler.seed()));
 
     const SamplingParams sparams = sampler.params();
-    SpeculativeSetup spec = make_drafter(*model, draft_options(opt, n_ctx, n_threads), sparams);
+    const SpeculativeSetup setup = load_speculative(spec, *model);
+    // The draft follows the target through the whole context.
+    const auto drafter = make_drafter(setup, DrafterParams{n_ctx, n_threads, sparams});
     GenParams gp;
     gp.n_predict = opt.n_predict;
     gp.ignore_eos = opt.ignore_eos;
-    gp.draft_min = opt.draft_min;
-    parse_draft_length(opt.draft, gp);
-    if (spec.drafter) {
-        log("speculative: %s, draft %s", spec.drafter->name(), opt.draft.c_str());
+    gp.n_draft = spec.n_draft;
+    gp.draft_auto = spec.draft_auto;
+    gp.draft_min = spec.draft_min;
+    if (drafter) {
+        log("speculative: %s, draft %s", drafter->name(),
+            spec.draft_auto ? "auto" : std::to_string(spec.n_draft).c_str());
     }
 
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
-    Generator gen(*session, sampler, spec.drafter.get(), gp);
+    Generator gen(*session, sampler, drafter.get(), gp);
     const SpecStats st = gen.generate(prompt, [&](token_id id) {
         writer(id);
         return true;

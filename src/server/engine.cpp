@@ -8,10 +8,7 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
-#include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
-#include "speculative/ngram_drafter.h"
-#include "speculative/vocab_check.h"
 
 namespace specula {
 
@@ -62,18 +59,11 @@ std::string default_name(const std::string& path) {
 
 Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
-    if (cfg.n_draft < 0) fail("--draft must be >= 0 or auto, got ", cfg.n_draft);
-    if (cfg.spec_type == "draft_model" && cfg.draft_path.empty())
-        fail("speculative method draft_model needs a draft model (-md / --speculative-model)");
-    if (!cfg.spec_type.empty() && cfg.spec_type != "draft_model" && cfg.spec_type != "ngram")
-        fail("unknown speculative method '", cfg.spec_type, "' (draft_model or ngram)");
+    if (cfg.speculative.n_draft < 0)
+        fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
 
     target_ = Model::load(cfg.model_path);
-    if (cfg.spec_type == "draft_model") {
-        draft_ = Model::load(cfg.draft_path);
-        check_vocab_compatible(target_->tokenizer(), draft_->tokenizer(), cfg.model_path,
-                               cfg.draft_path);
-    }
+    spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 
     const std::string tmpl = target_->file().get_string_or("tokenizer.chat_template", "");
@@ -101,10 +91,11 @@ std::string Engine::describe() const {
                     std::to_string(n_ctx_) + " | slots " + std::to_string(slots_->size()) + " x " +
                     std::to_string(n_threads_slot_) + " threads | chat " +
                     chat_format_name(chat_format_);
-    if (cfg_.spec_type.empty()) return s + " | speculative: off";
-    s += " | speculative: " + cfg_.spec_type;
-    if (draft_) s += " (" + default_name(cfg_.draft_path) + ")";
-    return s + ", draft " + (cfg_.draft_auto ? std::string("auto") : std::to_string(cfg_.n_draft));
+    const SpeculativeConfig& sc = cfg_.speculative;
+    if (sc.method == SpecMethod::none) return s + " | speculative: off";
+    s += std::string(" | speculative: ") + method_name(sc.method);
+    if (spec_.draft_model) s += " (" + default_name(sc.draft_model) + ")";
+    return s + ", draft " + (sc.draft_auto ? std::string("auto") : std::to_string(sc.n_draft));
 }
 
 std::vector<token_id> Engine::tokenize(const std::string& text) const {
@@ -170,26 +161,20 @@ Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
     return c;
 }
 
-std::unique_ptr<Drafter> Engine::make_drafter(const SamplingParams& sp) const {
-    if (cfg_.spec_type == "draft_model") {
-        return std::make_unique<DraftModelDrafter>(
-            *draft_, DraftModelParams{n_ctx_, n_threads_slot_, 0.0f, sp});
-    }
-    if (cfg_.spec_type == "ngram") return std::make_unique<NgramDrafter>(NgramParams{});
-    return nullptr;
-}
-
 // Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
 // (its draft Session is allocated once); a sampling request gets a fresh one whose draws follow
 // the request's seed. N-gram drafting is deterministic: always the slot's.
 Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
                              std::unique_ptr<Drafter>& own) const {
-    if (cfg_.spec_type.empty()) return nullptr;
-    if (sp.temp <= 0.f || cfg_.spec_type == "ngram") {
-        if (!slot.drafter) slot.drafter = make_drafter(SamplingParams{0.f, 0, 1.f, 0.f, 0});
+    const SpecMethod method = cfg_.speculative.method;
+    if (method == SpecMethod::none) return nullptr;
+    if (sp.temp <= 0.f || method == SpecMethod::ngram) {
+        if (!slot.drafter)
+            slot.drafter = make_drafter(
+                spec_, DrafterParams{n_ctx_, n_threads_slot_, SamplingParams{0.f, 0, 1.f, 0.f, 0}});
         return slot.drafter.get();
     }
-    own = make_drafter(sp);
+    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp});
     return own.get();
 }
 
@@ -217,8 +202,9 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     GenParams gp;
     gp.n_predict = p.n_predict;
     gp.ignore_eos = r.ignore_eos;
-    gp.n_draft = r.n_draft.value_or(cfg_.n_draft);
-    gp.draft_auto = cfg_.draft_auto && !r.n_draft;
+    gp.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
+    gp.draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
+    gp.draft_min = cfg_.speculative.draft_min;
     Generator gen(*slot.target, sampler, drafter.get(), gp);
     if (gp.draft_auto && slot.draft_length) gen.set_draft_length(*slot.draft_length);
 

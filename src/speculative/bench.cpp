@@ -11,10 +11,8 @@
 #include "kernels/membw.h"
 #include "kernels/threadpool.h"
 #include "model/model.h"
-#include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
-#include "speculative/ngram_drafter.h"
-#include "speculative/vocab_check.h"
+#include "speculative/make_drafter.h"
 
 namespace specula {
 
@@ -120,28 +118,15 @@ const BenchRow* BenchResult::row(const std::string& label) const {
 BenchResult run_bench(const BenchParams& p) {
     if (p.prompts.empty()) fail("bench: no prompts");
     if (p.reps < 1) fail("bench: repetitions must be >= 1, got ", p.reps);
-    if (p.spec && p.draft_path.empty() && !p.lookup)
+    if (p.spec && p.speculative.method == SpecMethod::none)
         fail("bench: need a draft model (-md), --lookup, or --no-spec");
     if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
     for (int b : p.pass_sizes)
         if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
     auto target = Model::load(p.target_path);
-    std::unique_ptr<Model> draft_model;
-    std::unique_ptr<Drafter> drafter;
-    if (!p.spec) {
-        // plain decoding and throughput only
-    } else if (p.lookup) {
-        drafter = std::make_unique<NgramDrafter>(NgramParams{});
-    } else {
-        draft_model = Model::load(p.draft_path);
-        check_vocab_compatible(target->tokenizer(), draft_model->tokenizer(), p.target_path,
-                               p.draft_path);
-        DraftModelParams dp;
-        dp.n_threads = p.n_threads;
-        dp.p_min = p.p_min;
-        dp.sampling = p.sampling;
-        drafter = std::make_unique<DraftModelDrafter>(*draft_model, dp);
-    }
+    SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
+    if (p.spec) setup = load_speculative(p.speculative, *target, p.target_path);
+    const auto drafter = make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling});
     Session session(*target, SessionParams{0, p.n_threads});
 
     std::vector<std::vector<token_id>> prompts;
@@ -222,8 +207,8 @@ BenchResult run_bench(const BenchParams& p) {
     const int bmax = 1 + *std::max_element(p.draft_list.begin(), p.draft_list.end());
     const double tb = time_eval(session, ctx, bmax, reps);
     res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
-    if (draft_model) {
-        Session ds(*draft_model, SessionParams{0, p.n_threads});
+    if (setup.draft_model) {
+        Session ds(*setup.draft_model, SessionParams{0, p.n_threads});
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
     }
     measure_throughput(res, *target, session, ctx, t1);
@@ -239,15 +224,18 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
             "is NOT the target's; timing study only ***\n",
             p.synthetic_accept);
     std::fprintf(out, "target %s | draft %s | %zu prompt(s), n=%d, %d rep(s), temp %.2f\n",
-                 p.target_path.c_str(), p.lookup ? "n-gram lookup" : p.draft_path.c_str(),
+                 p.target_path.c_str(),
+                 p.speculative.method == SpecMethod::ngram ? "n-gram lookup"
+                                                           : p.speculative.draft_model.c_str(),
                  p.prompts.size(), p.n_predict, p.reps, p.sampling.temp);
     std::fprintf(out, "| %-6s | %8s | %8s | %10s | %12s | %7s | %7s |\n", "N", "accept", "len",
                  "cond acc", "tok/s (med)", "speedup", "model");
     std::fprintf(
         out, "|--------|----------|----------|------------|--------------|---------|---------|\n");
+    const int marked = p.speculative.draft_auto ? -1 : p.speculative.n_draft;
     for (const BenchRow& row : r.rows) {
         std::string label = row.label;
-        if (row.n_draft == p.n_draft_default) label += "*";
+        if (row.n_draft == marked) label += "*";
         char model[16] = "-";
         if (row.n_draft > 0)
             std::snprintf(model, sizeof model, "%.2fx", r.model_speedup(row.n_draft));
@@ -265,7 +253,7 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
         std::fprintf(out, "best fixed N = %s (%.1f tok/s)\n", b->label.c_str(), b->median_tps);
     std::fprintf(out,
                  "model: a = %.3f (conditional acceptance), c = %.4f (draft step / target pass), "
-                 "tau(b) = 1 + %.4f (b - 1); * = default N\n",
+                 "tau(b) = 1 + %.4f (b - 1); * = the --draft setting\n",
                  r.a, r.c, r.tau_slope);
 }
 

@@ -22,21 +22,22 @@
 #include <vector>
 
 #include "sampling/sampler.h"
+#include "speculative/config.h"
 
 namespace specula {
 
 struct BenchParams {
-    std::string target_path, draft_path;  // draft "" with lookup: n-gram drafting
-    bool lookup = false;
+    std::string target_path;
+    // The drafter (method, draft model, p-min, n-gram sizes); its draft length, or auto, is the
+    // configuration marked `*` in the table (what `run` would use).
+    SpeculativeConfig speculative;
     std::vector<std::string> prompts;
     int n_predict = 128;
     int reps = 3;
     std::vector<int> draft_list{1, 2, 3, 4, 5, 6, 7, 8};
     bool with_auto = true;
-    int n_draft_default = 4;  // the fixed length `run` uses without --draft (marked in the table)
     SamplingParams sampling{.temp = 0.f, .seed = 42};
     double synthetic_accept = -1.0;  // >= 0: SYNTHETIC acceptance (timing study only)
-    float p_min = 0.0f;
     int n_threads = 0;
     bool verbose = true;  // progress lines on stderr
     bool spec = true;     // false: plain decoding and the throughput figures only (no draft)
