@@ -23,13 +23,28 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
       sampler_(sampler),
       drafter_(drafter),
       params_(params),
-      verifier_(target.model().hparams().n_vocab, params.synthetic_accept,
-                sampler.seed() ^ 0x5DEECE66Dull),
-      ctl_(params.auto_params) {
+      ctl_(params.auto_params),
+      synthetic_rng_(sampler.seed() ^ 0x5DEECE66Dull),
+      scratch_(target.model().hparams().n_vocab) {
     if (params.n_draft < 0) fail("draft length must be >= 0, got ", params.n_draft);
+    if (params.synthetic_accept > 1.0)
+        fail("synthetic acceptance must be in [0, 1], got ", params.synthetic_accept);
     history_.reserve(size_t(target.n_ctx()) + 1);
     output_.reserve(size_t(target.n_ctx()) + 1);
-    draft_.tokens.reserve(size_t(std::max(params.n_draft, params.auto_params.n_max)) + 1);
+    const size_t max_batch = size_t(std::max(params.n_draft, params.auto_params.n_max)) + 1;
+    draft_.tokens.reserve(max_batch);
+    batch_.reserve(max_batch);
+    rows_.reserve(max_batch);
+}
+
+// The verdict on the last target pass, from its logit rows.
+Verdict Generator::verify_pass() {
+    rows_.clear();
+    for (int i = 0; i < target_.n_logits(); ++i) rows_.push_back(target_.logits(i));
+    const LogitRows rows{rows_, target_.model().hparams().n_vocab};
+    if (params_.synthetic_accept >= 0.0)
+        return verify_synthetic(draft_, rows, sampler_, params_.synthetic_accept, synthetic_rng_);
+    return verify(draft_, rows, sampler_, scratch_);
 }
 
 int Generator::draft_length_for_step() const {
@@ -65,7 +80,7 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
 
     SpecStats st;
     st.drafter = drafter_ ? drafter_->name() : "";
-    st.synthetic = verifier_.synthetic() && drafter_;
+    st.synthetic = params_.synthetic_accept >= 0.0 && drafter_;
     st.n_prompt = int(prompt.size());
     // Per-position counters sized up front: the token loop does not allocate.
     const int max_draft =
@@ -111,14 +126,19 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
             draft_.tokens.resize(size_t(keep));
         }
 
+        // The target evaluates [last, drafts] in one pass.
+        const int n_past = target_.n_past();
         auto t = clock_type::now();
-        verifier_.evaluate(target_, history_.back(), draft_);
+        batch_.assign(1, history_.back());
+        batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        target_.eval(batch_);
         const double ms_verify = ms_since(t);
         st.t_verify_ms += ms_verify;
         ctl_.observe_target(draft_.size() + 1, ms_verify);
 
         t = clock_type::now();
-        const VerifyResult r = verifier_.decide(target_, draft_, sampler_);
+        const Verdict r = verify_pass();
+        target_.rollback(n_past + 1 + r.n_accepted);  // drop the rejected drafts
         if (drafter_) drafter_->accept(r.n_accepted);
         const double ms_sample = ms_since(t);
         st.t_sample_ms += ms_sample;
@@ -128,7 +148,7 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
 
         for (int i = 0; i < r.n_accepted && running; ++i)
             running = emit(draft_.tokens[i], on_token, st);
-        if (running) running = emit(r.next, on_token, st);
+        if (running) running = emit(r.token, on_token, st);
     }
     st.t_gen_ms = ms_since(t_gen);
     // Keep the invariant "target holds all of history but its last token" for a caller that

@@ -1,13 +1,13 @@
 // Generator: THE generation loop, for plain and speculative decoding alike (plain = no drafter or
 // n_draft 0). Each step the drafter proposes up to N tokens, the target verifies [last, drafts]
-// in one pass (speculative/verifier.h), and the accepted tokens plus the target's own token are streamed
-// through the callback one by one. It stops at an end-of-generation token (not emitted, unless
-// ignore_eos), after n_predict tokens, when the target's context is full, or when the callback
-// returns false. Buffers are reserved up front: a running loop does not allocate.
+// in one pass (speculative/verifier.h), and the accepted tokens plus the target's own token are
+// streamed through the callback one by one. It stops at an end-of-generation token (not emitted,
+// unless ignore_eos), after n_predict tokens, when the target's context is full, or when the
+// callback returns false. Buffers are reserved up front: a running loop does not allocate.
 #pragma once
 
 #include <functional>
-#include <memory>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -53,16 +53,19 @@ class Generator {
 
   private:
     int draft_length_for_step() const;
+    Verdict verify_pass();
     bool emit(token_id tok, const TokenCallback& on_token, SpecStats& st);
 
     Session& target_;
     Sampler& sampler_;
     Drafter* drafter_;
     GenParams params_;
-    Verifier verifier_;
     DraftLengthController ctl_;
+    std::mt19937_64 synthetic_rng_;
+    VerifyScratch scratch_;
     Draft draft_;
-    std::vector<token_id> history_, output_;
+    std::vector<token_id> batch_, history_, output_;
+    std::vector<const float*> rows_;
 };
 
 // Convenience: plain or speculative generation of a whole sequence, returning the generated ids.
