@@ -142,7 +142,7 @@ TEST(SpecLoop, LimitsMatchPlainDecoding) {
         gp.ignore_eos = true;
         Generator gen(s, sampler, &drafter, gp);
         std::vector<token_id> seen;
-        const SpecStats st = gen.generate(m.prompt, [&](token_id t) {
+        const SpecStats st = gen.generate(m.prompt, [&](token_id t, bool) {
             seen.push_back(t);
             return seen.size() < 7;
         });
@@ -171,10 +171,23 @@ TEST(SpecLoop, StatsAreConsistent) {
     GenParams gp;
     gp.n_predict = 64;
     gp.ignore_eos = true;
-    gp.draft_auto = true;
-    Generator gen(s, sampler, &drafter, gp);
-    const SpecStats st = gen.generate(m.prompt);
+    DraftLengthController automatic;  // --draft auto, owned here
+    Generator gen(s, sampler, &drafter, gp, &automatic);
+    long drafted_flags = 0;
+    bool drafted_last = true;
+    const SpecStats st = gen.generate(m.prompt, [&](token_id, bool drafted) {
+        drafted_flags += drafted;
+        drafted_last = drafted;
+        return true;
+    });
     EXPECT_EQ(st.n_generated, 64);
+    // The callback marks exactly the accepted draft tokens (drafts never overshoot -n, so every
+    // accepted one is emitted), and each step ends with the target's own token.
+    EXPECT_EQ(drafted_flags, st.n_accepted);
+    EXPECT_FALSE(drafted_last);
+    // The caller's controller learnt from every step: its pooled acceptance left the prior.
+    EXPECT_NE(automatic.pooled_accept(), DraftLengthController().pooled_accept());
+    EXPECT_GT(automatic.target_cost(1), 0.0);
     EXPECT_EQ(int(gen.output().size()), 64);
     // Every pass yields its accepted drafts plus one token; the last pass may be cut short.
     EXPECT_GE(st.n_accepted + st.n_target_passes, 64);

@@ -144,7 +144,6 @@ int cmd_run(const RunOptions& opt) {
     gp.n_predict = opt.n_predict;
     gp.ignore_eos = opt.ignore_eos;
     gp.n_draft = spec.n_draft;
-    gp.draft_auto = spec.draft_auto;
     gp.draft_min = spec.draft_min;
     if (drafter) {
         log("speculative: %s, draft %s", drafter->name(),
@@ -153,8 +152,9 @@ int cmd_run(const RunOptions& opt) {
 
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
-    Generator gen(*session, sampler, drafter.get(), gp);
-    const SpecStats st = gen.generate(prompt, [&](token_id id) {
+    DraftLengthController auto_length;  // --draft auto
+    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr);
+    const SpecStats st = gen.generate(prompt, [&](token_id id, bool) {
         writer(id);
         return true;
     });

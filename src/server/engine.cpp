@@ -20,35 +20,6 @@ double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// Wraps the real drafter to learn which emitted tokens were accepted drafts: the Generator calls
-// accept(n_kept) right before it emits those n_kept draft tokens and then the target's own token.
-class TrackingDrafter final : public Drafter {
-  public:
-    explicit TrackingDrafter(Drafter& inner) : inner_(inner) {}
-    const char* name() const override { return inner_.name(); }
-    void begin(std::span<const token_id> prompt) override {
-        n_drafted_pending_ = 0;
-        inner_.begin(prompt);
-    }
-    int propose(std::span<const token_id> history, int n_max, Draft& out) override {
-        return inner_.propose(history, n_max, out);
-    }
-    void accept(int n_kept) override {
-        n_drafted_pending_ = n_kept;
-        inner_.accept(n_kept);
-    }
-    // Called once per emitted token, in order.
-    bool next_is_drafted() {
-        if (n_drafted_pending_ <= 0) return false;
-        --n_drafted_pending_;
-        return true;
-    }
-
-  private:
-    Drafter& inner_;
-    int n_drafted_pending_ = 0;
-};
-
 std::string default_name(const std::string& path) {
     std::string stem = std::filesystem::path(path).filename().string();
     if (stem.size() > 5 && stem.ends_with(".gguf")) stem.resize(stem.size() - 5);
@@ -195,18 +166,16 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     SamplingParams sp{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
     Sampler sampler(sp);
     std::unique_ptr<Drafter> own_drafter;
-    Drafter* inner = drafter_for(slot, sp, own_drafter);
-    std::unique_ptr<TrackingDrafter> drafter;
-    if (inner) drafter = std::make_unique<TrackingDrafter>(*inner);
+    Drafter* drafter = drafter_for(slot, sp, own_drafter);
 
     GenParams gp;
     gp.n_predict = p.n_predict;
     gp.ignore_eos = r.ignore_eos;
     gp.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
-    gp.draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
     gp.draft_min = cfg_.speculative.draft_min;
-    Generator gen(*slot.target, sampler, drafter.get(), gp);
-    if (gp.draft_auto && slot.draft_length) gen.set_draft_length(*slot.draft_length);
+    // --draft auto, unless the request sets its own length: the slot's controller learns on.
+    const bool automatic = cfg_.speculative.draft_auto && !r.n_draft;
+    Generator gen(*slot.target, sampler, drafter, gp, automatic ? &slot.draft_length : nullptr);
 
     Completion c;
     const Tokenizer& tok = target_->tokenizer();
@@ -217,14 +186,12 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
         if (!cancelled && !pieces.empty() && !sink(pieces)) cancelled = true;
         return !cancelled;
     };
-    c.stats = gen.generate(p.prompt, [&](token_id id) {
+    c.stats = gen.generate(p.prompt, [&](token_id id, bool drafted) {
         if (c.ttft_s == 0) c.ttft_s = seconds_since(p.t_arrival);
-        const bool drafted = drafter && drafter->next_is_drafted();
         const bool stop = text.push(tok.token_to_piece(id, /*special=*/false), drafted);
         return send(text.take()) && !stop;
     });
     if (!cancelled) send(text.finish());
-    if (gp.draft_auto) slot.draft_length = gen.draft_length();
 
     if (cancelled) {
         c.finish_reason = "abort";

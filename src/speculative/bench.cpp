@@ -159,7 +159,6 @@ BenchResult run_bench(const BenchParams& p) {
             gp.n_predict = p.n_predict;
             gp.ignore_eos = true;  // equal work for every configuration
             gp.n_draft = std::max(configs[ci].n, 0);
-            gp.draft_auto = configs[ci].n < 0;
             gp.synthetic_accept = p.synthetic_accept;
             long n_gen = 0;
             double ms = 0;
@@ -167,10 +166,9 @@ BenchResult run_bench(const BenchParams& p) {
                 SamplingParams sp = p.sampling;
                 sp.seed = p.sampling.seed + uint64_t(rep * 1000 + pi);
                 Sampler sampler(sp);
-                Generator gen(session, sampler, configs[ci].n == 0 ? nullptr : drafter.get(), gp);
-                if (gp.draft_auto) gen.set_draft_length(learnt);
+                Generator gen(session, sampler, configs[ci].n == 0 ? nullptr : drafter.get(), gp,
+                              configs[ci].n < 0 ? &learnt : nullptr);
                 const SpecStats st = gen.generate(prompts[pi]);
-                if (gp.draft_auto) learnt = gen.draft_length();
                 n_gen += st.n_generated;
                 ms += st.t_gen_ms;
                 acc[ci].add(st);

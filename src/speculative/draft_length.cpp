@@ -22,6 +22,13 @@ DraftLengthController::DraftLengthController(const DraftLengthParams& params) : 
     cost_.assign(size_t(params.n_max) + 2, CostWindow{});
 }
 
+void DraftLengthController::observe(const StepRecord& step) {
+    observe_draft(step.n_draft_steps, step.draft_ms);
+    observe_target(step.n_drafted + 1, step.verify_ms);
+    observe_overhead(step.sample_ms);
+    observe_accept(step.n_drafted, step.n_accepted);
+}
+
 void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {
     if (n_drafted <= 0) return;
     ++n_steps_;
