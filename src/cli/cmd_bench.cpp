@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/plot.h"
+#include "bench/sweep.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
-#include "speculative/bench.h"
 
 namespace specula::cli {
 
@@ -133,12 +134,12 @@ int cmd_bench(const BenchOptions& o) {
     p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, uint64_t(o.seed)};
     p.synthetic_accept = o.synthetic_acceptance;
     p.n_threads = o.n_threads;
-    p.spec = !o.no_spec;
+    p.with_spec = !o.no_spec;
     p.pp = o.pp;
     p.pass_sizes = parse_list(o.batches, "--batches");
     const BenchResult r = run_bench(p);
-    if (p.spec) print_bench_table(r, stdout);
-    print_throughput_table(r, stdout);
+    if (p.with_spec) print_bench_table(r, stdout);
+    print_throughput_table(r.tp, stdout);
     if (!o.plot.empty()) write_bench_svg(r, o.plot);
     if (!o.json.empty()) {
         std::ofstream f(o.json);

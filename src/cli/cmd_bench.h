@@ -1,5 +1,5 @@
 // `specula bench`: plain vs speculative decoding for a range of draft lengths and `auto`, then
-// the throughput figures (speculative/bench.h does the work). main.cpp declares the options with
+// the throughput figures (src/bench/ does the work). main.cpp declares the options with
 // add_bench_options() on its `bench` subcommand and calls cmd_bench() when it was parsed. The
 // speculative options are run's (cli/speculative_options.h); --draft marks its row with `*`.
 #pragma once
