@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "frontend/prompt.h"
 #include "model/model.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
@@ -66,7 +67,7 @@ BenchResult run_bench(const BenchParams& p) {
 
     std::vector<std::vector<token_id>> prompts;
     for (const std::string& text : p.prompts)
-        prompts.push_back(target->tokenizer().encode(text, true, true));
+        prompts.push_back(tokenize_prompt(target->tokenizer(), text));
 
     std::vector<Config> configs{{"plain", 0}};
     if (p.with_spec) {

@@ -11,12 +11,12 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "frontend/prompt.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
@@ -33,28 +33,6 @@ void check_options(const RunOptions& o) {
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
     if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
     if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
-}
-
-// Prompt tokens as llama-cli makes them; an empty result (a vocabulary that adds no BOS and an
-// empty prompt) starts from BOS alone, so there is always something to evaluate.
-std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text) {
-    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
-    if (ids.empty()) {
-        if (tok.bos() < 0) fail("the prompt is empty and the vocabulary has no BOS token");
-        ids.push_back(tok.bos());
-    }
-    return ids;
-}
-
-// Refuses a prompt or a token budget that cannot fit in the context before anything runs.
-void check_context(int n_prompt, int n_predict, int n_ctx) {
-    if (n_prompt > n_ctx) {
-        fail("the prompt is ", n_prompt, " tokens but the context (-c) holds ", n_ctx);
-    }
-    if (n_predict >= 0 && n_prompt + n_predict > n_ctx) {
-        fail("prompt (", n_prompt, " tokens) + -n ", n_predict, " exceeds the context (-c) of ",
-             n_ctx, " tokens");
-    }
 }
 
 // Writes token pieces to stdout as they come. llama2.c drops the space that SentencePiece puts
@@ -127,10 +105,11 @@ int cmd_run(const RunOptions& opt) {
         log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
             n_ctx_train);
     }
-    check_context(static_cast<int>(prompt.size()), opt.n_predict, n_ctx);
+    // Refuses a prompt or a token budget that cannot fit in the context before anything runs.
+    const ContextFit fit = check_context(int(prompt.size()), opt.n_predict, n_ctx, " (-c)", "-n");
+    if (fit.what != ContextFit::fits) fail(fit.message);
 
-    const int n_threads =
-        opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int n_threads = default_threads(opt.n_threads);
     auto session = make_session(*model, n_ctx, n_threads);
     Sampler sampler(SamplingParams{opt.temp, opt.top_k, opt.top_p, opt.min_p, opt.seed});
     log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model->describe().c_str(), n_ctx,

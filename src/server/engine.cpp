@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include "common/error.h"
+#include "frontend/prompt.h"
 #include "server/api_error.h"
 #include "speculative/generator.h"
 
@@ -49,9 +49,7 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     n_ctx_ = cfg.n_ctx > 0 ? cfg.n_ctx
                            : std::min(n_ctx_train > 0 ? n_ctx_train : SessionParams::kDefaultMaxCtx,
                                       SessionParams::kDefaultMaxCtx);
-    const int hw = std::max(1, int(std::thread::hardware_concurrency()));
-    const int threads = cfg.n_threads > 0 ? cfg.n_threads : hw;
-    n_threads_slot_ = std::max(1, threads / cfg.n_parallel);
+    n_threads_slot_ = std::max(1, default_threads(cfg.n_threads) / cfg.n_parallel);
     slots_ = std::make_unique<SlotPool>(*target_, cfg.n_parallel, n_ctx_, n_threads_slot_);
 }
 
@@ -70,14 +68,11 @@ std::string Engine::describe() const {
 }
 
 std::vector<token_id> Engine::tokenize(const std::string& text) const {
-    const Tokenizer& tok = target_->tokenizer();
-    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
-    if (ids.empty()) {
-        if (tok.bos() < 0)
-            bad_request("the prompt is empty and the vocabulary has no BOS token", "prompt");
-        ids.push_back(tok.bos());
+    try {
+        return tokenize_prompt(target_->tokenizer(), text);
+    } catch (const Error& e) {
+        bad_request(e.what(), "prompt");
     }
-    return ids;
 }
 
 PreparedRequest Engine::prepare(CompletionRequest req) const {
@@ -103,18 +98,11 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
     } else {
         p.prompt = tokenize(req.prompt);
     }
-    const int n_prompt = int(p.prompt.size());
-    if (n_prompt > n_ctx_) {
-        bad_request("the prompt is " + std::to_string(n_prompt) + " tokens but the context holds " +
-                        std::to_string(n_ctx_),
-                    prompt_param);
-    }
-    if (req.max_tokens > 0 && n_prompt + req.max_tokens > n_ctx_) {
-        bad_request("max_tokens " + std::to_string(req.max_tokens) + " + the prompt's " +
-                        std::to_string(n_prompt) + " tokens exceed the context of " +
-                        std::to_string(n_ctx_) + " tokens",
-                    "max_tokens");
-    }
+    const ContextFit fit =
+        check_context(int(p.prompt.size()), req.max_tokens, n_ctx_, "", "max_tokens");
+    if (fit.what != ContextFit::fits)
+        bad_request(fit.message,
+                    fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
