@@ -31,8 +31,11 @@ TEST(SpecConfig, ParsesDraftLength) {
     parse_draft_length("6", c);
     EXPECT_FALSE(c.draft_auto);
     EXPECT_EQ(c.n_draft, 6);
+    EXPECT_EQ(draft_length_name(c), "6");
     parse_draft_length("0", c);
     EXPECT_EQ(c.n_draft, 0);
+    c.draft_auto = true;
+    EXPECT_EQ(draft_length_name(c), "auto");
     for (const char* bad : {"", "x", "-1", "65", "3x", " 4"})
         EXPECT_THROW(parse_draft_length(bad, c), Error) << bad;
 }

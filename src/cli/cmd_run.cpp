@@ -125,8 +125,7 @@ int cmd_run(const RunOptions& opt) {
     gp.n_draft = spec.n_draft;
     gp.draft_min = spec.draft_min;
     if (drafter) {
-        log("speculative: %s, draft %s", drafter->name(),
-            spec.draft_auto ? "auto" : std::to_string(spec.n_draft).c_str());
+        log("speculative: %s, draft %s", drafter->name(), draft_length_name(spec).c_str());
     }
 
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();

@@ -64,7 +64,7 @@ std::string Engine::describe() const {
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
     if (spec_.draft_model) s += " (" + default_name(sc.draft_model) + ")";
-    return s + ", draft " + (sc.draft_auto ? std::string("auto") : std::to_string(sc.n_draft));
+    return s + ", draft " + draft_length_name(sc);
 }
 
 std::vector<token_id> Engine::tokenize(const std::string& text) const {

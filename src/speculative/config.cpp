@@ -69,6 +69,10 @@ void parse_draft_length(const std::string& value, SpeculativeConfig& config) {
     config.n_draft = n;
 }
 
+std::string draft_length_name(const SpeculativeConfig& config) {
+    return config.draft_auto ? "auto" : std::to_string(config.n_draft);
+}
+
 SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
     SpeculativeFlags f = flags;
     bool from_json = false;

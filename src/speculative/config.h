@@ -52,4 +52,7 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags);
 // Parses a draft length: "auto" or 0..64 into config (Error naming --draft otherwise).
 void parse_draft_length(const std::string& value, SpeculativeConfig& config);
 
+// The draft length as --draft spells it: "auto" or N.
+std::string draft_length_name(const SpeculativeConfig& config);
+
 }  // namespace specula
