@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <utility>
