@@ -17,6 +17,7 @@ namespace {
 }  // namespace
 
 VecDotFn avx512_vec_dot(GGMLType wt) {
+    if (VecDotFn fn = x86_vec_dot_512(wt)) return fn;
     return x86_vec_dot(wt);
 }
 
