@@ -1,8 +1,8 @@
 // AVX-512 build (F/BW/VL/DQ/VNNI/BF16) of the x86 dot-product kernels (kernels/dot_x86_impl.h):
 // the same kernels as the AVX2 build with VNNI byte dot products and 32 vector registers, giving
-// bit-identical results, plus two-row 512-bit kernels for Q4_K / Q5_K / Q6_K
-// (kernels/dot_x86_kquants512.inc) that give the same bits again. dispatch only calls it after
-// checking every one of those features.
+// bit-identical results, except Q4_K / Q5_K / Q6_K, which get 512-bit kernels (one row, and two
+// rows at once for matmul: kernels/dot_x86_kquants512.inc) that give the same bits again. dispatch
+// only calls it after checking every one of those features.
 #include "kernels/dot_kernels.h"
 #include "kernels/dot_x86_impl.h"
 
