@@ -3,8 +3,10 @@
 // any other value makes active_simd_level() throw Error.
 //
 // Every level has a kernel for each supported weight type. The AVX2 and AVX-512 levels run the
-// same kernel source (the AVX-512 build uses VNNI for byte dot products) and give bit-identical
-// results; the scalar level wraps vec_dot_ref. Results differ between the scalar and SIMD levels
+// same kernel source (the AVX-512 build uses VNNI for byte dot products), except Q4_K / Q5_K /
+// Q6_K, which have 512-bit kernels of their own at the AVX-512 level that compute the same
+// integer lanes and float steps; all give bit-identical results. The scalar level wraps
+// vec_dot_ref. Results differ between the scalar and SIMD levels
 // only by float summation order.
 #pragma once
 
