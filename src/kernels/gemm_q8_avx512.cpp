@@ -1,0 +1,102 @@
+// AVX-512 VNNI tile kernel for packed Q8_0 weights (kernels/repack.h): 16 rows in the 16 lanes of
+// a zmm register, up to 8 tokens per pass over the tile. Per block and token: vpdpbusd of the 8
+// weight lines (unsigned q + 128) with the token's 4-byte groups broadcast, starting from
+// -128 * sum(a), which gives the exact int32 dot product; then acc = fma(float(isum), d_w * d_a,
+// acc), the operations of packed_tile_ref, so the results equal it bit for bit.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/packed_kernels.h"
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
+#error "gemm_q8_avx512.cpp must be compiled with AVX-512 BW and VNNI enabled"
+#endif
+
+// GCC 12 flags the undefined source operand of _mm512_cvtph_ps / _mm512_cvtepi32_ps.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace specula::simd {
+
+namespace {
+
+#define SPECULA_INLINE __attribute__((always_inline)) inline
+
+constexpr int kMaxTokens = 8;   // accumulators + 8 weight lines fit the 32 registers
+constexpr int kAheadPairs = 3;  // block pairs (1088 bytes each) to prefetch ahead
+
+SPECULA_INLINE int32_t load32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+template <int NT>
+void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
+    __m512 acc[NT];
+    const uint8_t* q[NT];
+    const float* d[NT];
+    const int32_t* corr[NT];
+    for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm512_setzero_ps();
+        q[t] = a.q + t * a.stride + 2;  // the quants of block 0 (after its fp16 scale)
+        d[t] = a.d + t * a.nb;
+        corr[t] = a.corr + t * a.nb;
+    }
+    for (int64_t b = 0; b < a.nb; ++b) {
+        const uint8_t* pair = tile + (b >> 1) * 1088;
+        if ((b & 1) == 0) {
+            const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
+            for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+        }
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + (b & 1) * 32)));
+        const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
+        __m512i w[8];
+        for (int g = 0; g < 8; ++g) w[g] = _mm512_load_si512(wq + g);
+        for (int t = 0; t < NT; ++t) {
+            const uint8_t* qb = q[t] + b * 34;
+            __m512i s;
+            if constexpr (NT <= 2) {  // two chains, so one token is not latency bound
+                __m512i s0 = _mm512_set1_epi32(corr[t][b]), s1 = _mm512_setzero_si512();
+                for (int g = 0; g < 4; ++g) {
+                    s0 = _mm512_dpbusd_epi32(s0, w[g], _mm512_set1_epi32(load32(qb + 4 * g)));
+                    s1 = _mm512_dpbusd_epi32(s1, w[g + 4],
+                                             _mm512_set1_epi32(load32(qb + 16 + 4 * g)));
+                }
+                s = _mm512_add_epi32(s0, s1);
+            } else {
+                s = _mm512_set1_epi32(corr[t][b]);
+                for (int g = 0; g < 8; ++g) {
+                    s = _mm512_dpbusd_epi32(s, w[g], _mm512_set1_epi32(load32(qb + 4 * g)));
+                }
+            }
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) {
+        if (lo == 0 && hi == 16) {
+            _mm512_storeu_ps(y + t * ldy, acc[t]);
+        } else {
+            alignas(64) float tmp[16];
+            _mm512_store_ps(tmp, acc[t]);
+            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
+        }
+    }
+}
+
+void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
+                 int64_t ldy) {
+    token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
+        tile_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
+    });
+}
+
+}  // namespace
+
+PackedTileFn avx512_packed_tile() {
+    return &tile_avx512;
+}
+
+}  // namespace specula::simd
