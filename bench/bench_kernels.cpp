@@ -23,6 +23,7 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/membw.h"
+#include "kernels/repack.h"
 
 using namespace specula;
 
@@ -199,6 +200,54 @@ void ntoks(benchmark::internal::Benchmark* b) {
     for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Arg(ntok);
 }
 
+// Packed Q8_0 (kernels/repack.h): every copy of the row-layout pool's matrix repacked, so the
+// weights stream from memory as in BM_matmul. Args: rows, cols, ntok, threads.
+void BM_matmul_packed(benchmark::State& state) {
+    const int64_t rows = state.range(0), cols = state.range(1);
+    const int ntok = static_cast<int>(state.range(2));
+    ThreadPool& tp = threads(static_cast<int>(state.range(3)));
+    const GGMLType type = GGMLType::Q8_0;
+    WeightPool& rowwise = pool_for(type);
+    const size_t mat_bytes = row_size(type, cols) * rows;
+    const size_t copies = rowwise.bytes.size() / mat_bytes;
+    const WeightView shape{type, rows, cols, nullptr};
+    const size_t packed_bytes = packed_size(shape);
+    PackedBuffer packed(packed_bytes * copies);
+    for (size_t c = 0; c < copies; ++c) {
+        repack({type, rows, cols, rowwise.bytes.data() + c * mat_bytes},
+               packed.data() + c * packed_bytes);
+    }
+    std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
+    for (size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
+    MatmulScratch scratch;
+    size_t copy = 0;
+    for (auto _ : state) {
+        WeightView W{type, rows, cols, rowwise.bytes.data() + copy * mat_bytes,
+                     packed.data() + copy * packed_bytes};
+        matmul(W, x.data(), cols, ntok, y.data(), rows, tp, scratch);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+        copy = (copy + 1) % copies;
+    }
+    const double b = static_cast<double>(packed_bytes);
+    state.counters["GB/s"] =
+        benchmark::Counter(b / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["of_read"] =
+        benchmark::Counter(b / measured_bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] =
+        benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+
+// The verify and prompt batch sizes on the FFN shape (and one thread at batch 1).
+void packed_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (int ntok : {1, 2, 5, 9, 512}) b->Args({5632, 2048, ntok, 2});
+    b->Args({5632, 2048, 1, 1});
+    b->UseRealTime();
+}
+
 // Sum of the 32-byte words of [p, p + n) as 8 int32 lanes, 4 loads in flight (AVX2 when the CPU
 // has it: the kernels' own load width).
 
@@ -266,6 +315,12 @@ BENCHMARK_CAPTURE(BM_matmul, Q5_1, GGMLType::Q5_1)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q2_K, GGMLType::Q2_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q3_K, GGMLType::Q3_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
+
+BENCHMARK(BM_matmul_packed)->Apply(packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q8_0_pp, GGMLType::Q8_0)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->Args({5632, 2048, 512, 2})
+    ->UseRealTime();  // the row layout at prompt size, to compare
 
 BENCHMARK_CAPTURE(BM_matmul_hot, Q8_0, GGMLType::Q8_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);

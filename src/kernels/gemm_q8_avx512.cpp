@@ -22,57 +22,53 @@ namespace {
 
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
-constexpr int kMaxTokens = 8;   // accumulators + 8 weight lines fit the 32 registers
+constexpr int kMaxTokens = 9;   // 2 x 9 accumulators, the scales and a weight line (12 spills)
 constexpr int kAheadPairs = 3;  // block pairs (1088 bytes each) to prefetch ahead
 
-SPECULA_INLINE int32_t load32(const void* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
+// s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane.
+// GCC does not fold the broadcast into vpdpbusd's memory operand by itself.
+SPECULA_INLINE __m512i dpbusd_bcast(__m512i s, __m512i w, const uint8_t* p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(s)
+            : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return s;
 }
 
+// Rows lo..hi-1 of a tile against NT tokens. Per block the 8 weight lines are loaded once and
+// each meets every token (line-major order, so the tokens' int32 chains interleave); one or two
+// tokens get two chains each, so their chains are half as long.
 template <int NT>
 void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
+    constexpr int CH = NT <= 4 ? 2 : 1;
     __m512 acc[NT];
-    const uint8_t* q[NT];
-    const float* d[NT];
-    const int32_t* corr[NT];
-    for (int t = 0; t < NT; ++t) {
-        acc[t] = _mm512_setzero_ps();
-        q[t] = a.q + t * a.stride + 2;  // the quants of block 0 (after its fp16 scale)
-        d[t] = a.d + t * a.nb;
-        corr[t] = a.corr + t * a.nb;
-    }
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    const size_t stride = a.stride;
+    const uint8_t* q0 = a.q + 2;  // the quants of token 0's block 0 (after its fp16 scale)
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* pair = tile + (b >> 1) * 1088;
         if ((b & 1) == 0) {
             const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
             for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
         }
+        const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
+        const uint8_t* qb = q0 + b * 34;
+        __m512i s[CH][NT];
+        for (int t = 0; t < NT; ++t) {
+            s[0][t] = _mm512_set1_epi32(a.corr[t * a.nb + b]);
+            if constexpr (CH == 2) s[1][t] = _mm512_setzero_si512();
+        }
+        for (int g = 0; g < 8; ++g) {
+            const __m512i w = _mm512_load_si512(wq + g);
+            for (int t = 0; t < NT; ++t) {
+                s[g % CH][t] = dpbusd_bcast(s[g % CH][t], w, qb + t * stride + 4 * g);
+            }
+        }
         const __m512 dw = _mm512_cvtph_ps(
             _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + (b & 1) * 32)));
-        const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
-        __m512i w[8];
-        for (int g = 0; g < 8; ++g) w[g] = _mm512_load_si512(wq + g);
         for (int t = 0; t < NT; ++t) {
-            const uint8_t* qb = q[t] + b * 34;
-            __m512i s;
-            if constexpr (NT <= 2) {  // two chains, so one token is not latency bound
-                __m512i s0 = _mm512_set1_epi32(corr[t][b]), s1 = _mm512_setzero_si512();
-                for (int g = 0; g < 4; ++g) {
-                    s0 = _mm512_dpbusd_epi32(s0, w[g], _mm512_set1_epi32(load32(qb + 4 * g)));
-                    s1 = _mm512_dpbusd_epi32(s1, w[g + 4],
-                                             _mm512_set1_epi32(load32(qb + 16 + 4 * g)));
-                }
-                s = _mm512_add_epi32(s0, s1);
-            } else {
-                s = _mm512_set1_epi32(corr[t][b]);
-                for (int g = 0; g < 8; ++g) {
-                    s = _mm512_dpbusd_epi32(s, w[g], _mm512_set1_epi32(load32(qb + 4 * g)));
-                }
-            }
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(d[t][b]));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[t]);
+            const __m512i st = CH == 2 ? _mm512_add_epi32(s[0][t], s[CH - 1][t]) : s[0][t];
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t * a.nb + b]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), sc, acc[t]);
         }
     }
     for (int t = 0; t < NT; ++t) {

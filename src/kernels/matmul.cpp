@@ -62,15 +62,26 @@ struct Acts {
     PackedActs packed;  // for packed weights (its sums are set when a weight is packed)
 };
 
-// Rows [r0, r1) of a packed weight: each tile they touch is one kernel call for all tokens.
+// Rows [r0, r1) of a packed weight: each tile they touch is one kernel call per block of up to
+// kPackTokenBlock tokens, token blocks outermost, so that a prompt's activations are read from
+// L2 once per block rather than once per tile (the chunk's tiles stay in L2 meanwhile).
+constexpr int kPackTokenBlock = 32;
+
 void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                  float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.cols);
-    for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
-        const int64_t base = tile * kPackRows;
-        const int lo = static_cast<int>(std::max(r0, base) - base);
-        const int hi = static_cast<int>(std::min(r1, base + kPackRows) - base);
-        fn(W.packed + tile * tb, a.packed, a.ntok, lo, hi, y + (base + lo - r0), ldy);
+    for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
+        const int nt = std::min(kPackTokenBlock, a.ntok - t0);
+        PackedActs pa = a.packed;
+        pa.q += t0 * pa.stride;
+        pa.d += t0 * pa.nb;
+        pa.corr += t0 * pa.nb;
+        for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
+            const int64_t base = tile * kPackRows;
+            const int lo = static_cast<int>(std::max(r0, base) - base);
+            const int hi = static_cast<int>(std::min(r1, base + kPackRows) - base);
+            fn(W.packed + tile * tb, pa, nt, lo, hi, y + t0 * ldy + (base + lo - r0), ldy);
+        }
     }
 }
 
@@ -230,7 +241,11 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
         const int64_t tile =
             std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
         int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
-        if (W.packed) chunk = (chunk + kPackRows - 1) / kPackRows * kPackRows;  // whole tiles
+        if (W.packed) {  // whole tiles; a prompt's chunks as large as L2 allows (packed_rows)
+            if (ntok > kPackTokenBlock)
+                chunk = std::min<int64_t>(8 * kPackRows, W.rows / (4 * pool.size()));
+            chunk = std::max<int64_t>(kPackRows, (chunk + kPackRows - 1) / kPackRows * kPackRows);
+        }
         parts[i] = {kernel_for(W), chunk, total};
         any_q8 = any_q8 || parts[i].k.dot_q8;
         any_packed = any_packed || parts[i].k.packed;
