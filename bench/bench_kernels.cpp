@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -110,13 +111,32 @@ ThreadPool& threads(int n) {
 
 // Args: rows, cols, ntok, threads. `hot`: always the same copy (cache-resident weights), which
 // measures the kernels' compute ceiling rather than memory bandwidth.
-void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
+// Every copy of the pool's matrix in the packed layout (kernels/repack.h), made once per shape.
+const uint8_t* packed_copies(const WeightPool& pool, int64_t rows, int64_t cols, size_t copies) {
+    static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<PackedBuffer>> made;
+    auto& buf = made[{rows, cols}];
+    if (!buf) {
+        const size_t mat_bytes = row_size(pool.type, cols) * rows;
+        const size_t packed_bytes = packed_size({pool.type, rows, cols, nullptr});
+        buf = std::make_unique<PackedBuffer>(packed_bytes * copies);
+        for (size_t c = 0; c < copies; ++c) {
+            repack({pool.type, rows, cols, pool.bytes.data() + c * mat_bytes},
+                   buf->data() + c * packed_bytes);
+        }
+    }
+    return buf->data();
+}
+
+// `packed`: the weights in the packed layout (Q8_0), made from the same copies.
+void run_matmul(benchmark::State& state, GGMLType type, bool hot, bool packed = false) {
     const int64_t rows = state.range(0), cols = state.range(1);
     const int ntok = static_cast<int>(state.range(2));
     ThreadPool& tp = threads(static_cast<int>(state.range(3)));
     WeightPool& pool = pool_for(type);
     const size_t mat_bytes = row_size(type, cols) * rows;
     const size_t copies = hot ? 1 : pool.bytes.size() / mat_bytes;
+    const size_t packed_bytes = packed ? packed_size({type, rows, cols, nullptr}) : 0;
+    const uint8_t* packed_base = packed ? packed_copies(pool, rows, cols, copies) : nullptr;
     std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
     for (size_t i = 0; i < x.size(); ++i)
         x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
@@ -124,6 +144,7 @@ void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
     size_t copy = 0;
     for (auto _ : state) {
         WeightView W{type, rows, cols, pool.bytes.data() + copy * mat_bytes};
+        if (packed) W.packed = packed_base + copy * packed_bytes;
         matmul(W, x.data(), cols, ntok, y.data(), rows, tp, scratch);
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
@@ -146,6 +167,10 @@ void BM_matmul(benchmark::State& state, GGMLType type) {
 }
 void BM_matmul_hot(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, true);
+}
+// Q8_0 in the packed layout (kernels/repack.h), streamed from memory like BM_matmul.
+void BM_matmul_packed(benchmark::State& state) {
+    run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -198,46 +223,6 @@ void hot_shapes(benchmark::internal::Benchmark* b) {
 void ntoks(benchmark::internal::Benchmark* b) {
     b->ArgName("ntok");
     for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Arg(ntok);
-}
-
-// Packed Q8_0 (kernels/repack.h): every copy of the row-layout pool's matrix repacked, so the
-// weights stream from memory as in BM_matmul. Args: rows, cols, ntok, threads.
-void BM_matmul_packed(benchmark::State& state) {
-    const int64_t rows = state.range(0), cols = state.range(1);
-    const int ntok = static_cast<int>(state.range(2));
-    ThreadPool& tp = threads(static_cast<int>(state.range(3)));
-    const GGMLType type = GGMLType::Q8_0;
-    WeightPool& rowwise = pool_for(type);
-    const size_t mat_bytes = row_size(type, cols) * rows;
-    const size_t copies = rowwise.bytes.size() / mat_bytes;
-    const WeightView shape{type, rows, cols, nullptr};
-    const size_t packed_bytes = packed_size(shape);
-    PackedBuffer packed(packed_bytes * copies);
-    for (size_t c = 0; c < copies; ++c) {
-        repack({type, rows, cols, rowwise.bytes.data() + c * mat_bytes},
-               packed.data() + c * packed_bytes);
-    }
-    std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
-    for (size_t i = 0; i < x.size(); ++i)
-        x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
-    MatmulScratch scratch;
-    size_t copy = 0;
-    for (auto _ : state) {
-        WeightView W{type, rows, cols, rowwise.bytes.data() + copy * mat_bytes,
-                     packed.data() + copy * packed_bytes};
-        matmul(W, x.data(), cols, ntok, y.data(), rows, tp, scratch);
-        benchmark::DoNotOptimize(y.data());
-        benchmark::ClobberMemory();
-        copy = (copy + 1) % copies;
-    }
-    const double b = static_cast<double>(packed_bytes);
-    state.counters["GB/s"] =
-        benchmark::Counter(b / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["of_read"] =
-        benchmark::Counter(b / measured_bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["tok/s"] =
-        benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
-    state.SetLabel(simd_level_name(active_simd_level()));
 }
 
 // The verify and prompt batch sizes on the FFN shape (and one thread at batch 1).
