@@ -5,8 +5,6 @@
 // acc), the operations of packed_tile_ref, so the results equal it bit for bit.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/packed_kernels.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
@@ -27,10 +25,14 @@ constexpr int kAheadPairs = 8;  // block pairs (1088 bytes each) to prefetch ahe
 
 // s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane.
 // GCC does not fold the broadcast into vpdpbusd's memory operand by itself.
+// (The operand is named as 4 bytes of alignment 1: activation quants are only 2-byte aligned.)
+struct Bytes4 {
+    uint8_t b[4];
+};
 SPECULA_INLINE __m512i dpbusd_bcast(__m512i s, __m512i w, const uint8_t* p) {
     __asm__("vpdpbusd %2%{1to16%}, %1, %0"
             : "+v"(s)
-            : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+            : "v"(w), "m"(*reinterpret_cast<const Bytes4*>(p)));
     return s;
 }
 
