@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/membw.h"
+#include "kernels/repack.h"
 
 using namespace specula;
 
@@ -109,13 +111,32 @@ ThreadPool& threads(int n) {
 
 // Args: rows, cols, ntok, threads. `hot`: always the same copy (cache-resident weights), which
 // measures the kernels' compute ceiling rather than memory bandwidth.
-void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
+// Every copy of the pool's matrix in the packed layout (kernels/repack.h), made once per shape.
+const uint8_t* packed_copies(const WeightPool& pool, int64_t rows, int64_t cols, size_t copies) {
+    static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<PackedBuffer>> made;
+    auto& buf = made[{rows, cols}];
+    if (!buf) {
+        const size_t mat_bytes = row_size(pool.type, cols) * rows;
+        const size_t packed_bytes = packed_size({pool.type, rows, cols, nullptr});
+        buf = std::make_unique<PackedBuffer>(packed_bytes * copies);
+        for (size_t c = 0; c < copies; ++c) {
+            repack({pool.type, rows, cols, pool.bytes.data() + c * mat_bytes},
+                   buf->data() + c * packed_bytes);
+        }
+    }
+    return buf->data();
+}
+
+// `packed`: the weights in the packed layout (Q8_0), made from the same copies.
+void run_matmul(benchmark::State& state, GGMLType type, bool hot, bool packed = false) {
     const int64_t rows = state.range(0), cols = state.range(1);
     const int ntok = static_cast<int>(state.range(2));
     ThreadPool& tp = threads(static_cast<int>(state.range(3)));
     WeightPool& pool = pool_for(type);
     const size_t mat_bytes = row_size(type, cols) * rows;
     const size_t copies = hot ? 1 : pool.bytes.size() / mat_bytes;
+    const size_t packed_bytes = packed ? packed_size({type, rows, cols, nullptr}) : 0;
+    const uint8_t* packed_base = packed ? packed_copies(pool, rows, cols, copies) : nullptr;
     std::vector<float> x(static_cast<size_t>(ntok) * cols), y(static_cast<size_t>(ntok) * rows);
     for (size_t i = 0; i < x.size(); ++i)
         x[i] = static_cast<float>((i * 7919) % 2001) / 1000.f - 1.f;
@@ -123,6 +144,7 @@ void run_matmul(benchmark::State& state, GGMLType type, bool hot) {
     size_t copy = 0;
     for (auto _ : state) {
         WeightView W{type, rows, cols, pool.bytes.data() + copy * mat_bytes};
+        if (packed) W.packed = packed_base + copy * packed_bytes;
         matmul(W, x.data(), cols, ntok, y.data(), rows, tp, scratch);
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
@@ -145,6 +167,10 @@ void BM_matmul(benchmark::State& state, GGMLType type) {
 }
 void BM_matmul_hot(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, true);
+}
+// Q8_0 in the packed layout (kernels/repack.h), streamed from memory like BM_matmul.
+void BM_matmul_packed(benchmark::State& state) {
+    run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -197,6 +223,14 @@ void hot_shapes(benchmark::internal::Benchmark* b) {
 void ntoks(benchmark::internal::Benchmark* b) {
     b->ArgName("ntok");
     for (int ntok : {1, 2, 4, 5, 8, 9, 16}) b->Arg(ntok);
+}
+
+// The verify and prompt batch sizes on the FFN shape (and one thread at batch 1).
+void packed_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (int ntok : {1, 2, 5, 9, 512}) b->Args({5632, 2048, ntok, 2});
+    b->Args({5632, 2048, 1, 1});
+    b->UseRealTime();
 }
 
 // Sum of the 32-byte words of [p, p + n) as 8 int32 lanes, 4 loads in flight (AVX2 when the CPU
@@ -266,6 +300,12 @@ BENCHMARK_CAPTURE(BM_matmul, Q5_1, GGMLType::Q5_1)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q2_K, GGMLType::Q2_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q3_K, GGMLType::Q3_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
+
+BENCHMARK(BM_matmul_packed)->Apply(packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q8_0_pp, GGMLType::Q8_0)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->Args({5632, 2048, 512, 2})
+    ->UseRealTime();  // the row layout at prompt size, to compare
 
 BENCHMARK_CAPTURE(BM_matmul_hot, Q8_0, GGMLType::Q8_0)->Apply(hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_0, GGMLType::Q4_0)->Apply(hot_shapes);

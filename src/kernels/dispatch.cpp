@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "kernels/dot_kernels.h"
+#include "kernels/packed_kernels.h"
 #include "kernels/quants.h"
 
 namespace specula {
@@ -144,6 +145,22 @@ QuantizeRowFn best_quantize_row(GGMLType act_type) {
         if (QuantizeRowFn fn = simd::avx2_quantize_row(act_type)) return fn;
     }
     return scalar_quantizer(act_type);
+}
+
+PackedTileFn packed_tile_kernel(SimdLevel level) {
+    switch (level) {
+        case SimdLevel::Scalar:
+            return &packed_tile_ref;
+        case SimdLevel::AVX2:
+            return simd::avx2_packed_tile();
+        case SimdLevel::AVX512:
+            return simd::avx512_packed_tile();
+    }
+    return nullptr;
+}
+
+PackedTileFn best_packed_tile() {
+    return packed_tile_kernel(active_simd_level());
 }
 
 }  // namespace specula

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/repack.h"
 #include "kernels/types.h"
 
 namespace specula {
@@ -41,5 +42,10 @@ using QuantizeRowFn = void (*)(const float* x, void* dst, int64_t n);
 
 // The fastest such quantizer at or below active_simd_level(), or nullptr for other types.
 QuantizeRowFn best_quantize_row(GGMLType act_type);
+
+// The tile kernel for packed Q8_0 weights (kernels/repack.h) at exactly `level` (the scalar level
+// is packed_tile_ref), and the one at active_simd_level(). All levels give the same bits.
+PackedTileFn packed_tile_kernel(SimdLevel level);
+PackedTileFn best_packed_tile();
 
 }  // namespace specula

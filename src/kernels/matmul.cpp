@@ -19,6 +19,7 @@
 #include "kernels/dot_kernels.h"
 #include "kernels/fp16.h"
 #include "kernels/quants.h"
+#include "kernels/repack.h"
 
 namespace specula {
 
@@ -56,16 +57,42 @@ struct Kernel {
     VecDotFn dot = nullptr;
     simd::VecDotQ8Fn dot_q8 = nullptr;    // used instead of dot when set and Acts::scales is given
     simd::VecDotRows2Fn rows2 = nullptr;  // when set, used for pairs of rows (same results as dot)
+    PackedTileFn packed = nullptr;        // W.packed's tile kernel: used instead of all when set
 };
 struct Acts {
     const uint8_t* data;
     size_t stride;        // bytes per token
     const float* scales;  // float block scales for dot_q8 (see convert_act_scales), or nullptr
     int ntok;
+    PackedActs packed;  // for packed weights (its sums are set when a weight is packed)
 };
+
+// Rows [r0, r1) of a packed weight: each tile they touch is one kernel call per block of up to
+// kPackTokenBlock tokens, token blocks outermost, so that a prompt's activations are read from
+// L2 once per block rather than once per tile (the chunk's tiles stay in L2 meanwhile).
+constexpr int kPackTokenBlock = 32;
+
+void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
+                 float* y, int64_t ldy) {
+    const size_t tb = packed_tile_bytes(W.cols);
+    for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
+        const int nt = std::min(kPackTokenBlock, a.ntok - t0);
+        PackedActs pa = a.packed;
+        pa.q += t0 * pa.stride;
+        pa.d += t0 * pa.nb;
+        pa.corr += t0 * pa.nb;
+        for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
+            const int64_t base = tile * kPackRows;
+            const int lo = static_cast<int>(std::max(r0, base) - base);
+            const int hi = static_cast<int>(std::min(r1, base + kPackRows) - base);
+            fn(W.packed + tile * tb, pa, nt, lo, hi, y + t0 * ldy + (base + lo - r0), ldy);
+        }
+    }
+}
 
 void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                       float* y, int64_t ldy) {
+    if (k.packed) return packed_rows(k.packed, W, a, r0, r1, y, ldy);
     const size_t rb = W.row_bytes();
     const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / rb));
     const bool q8 = k.dot_q8 && a.scales;
@@ -108,11 +135,27 @@ simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
     }
 }
 
-Kernel kernel_for(GGMLType wt) {
-    Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
-             active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(wt) : nullptr};
-    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
+Kernel kernel_for(const WeightView& W) {
+    if (W.packed) {
+        if (!repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
+        return {nullptr, nullptr, nullptr, best_packed_tile()};
+    }
+    Kernel k{
+        best_vec_dot(W.type), q8_kernel_for(W.type),
+        active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(W.type) : nullptr};
+    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(W.type));
     return k;
+}
+
+// The per-block activation sums of packed kernels, for ntok Q8_0 rows.
+PackedActs packed_acts(const uint8_t* acts, size_t stride, int64_t cols, int ntok,
+                       std::vector<float>& d, std::vector<int32_t>& corr) {
+    const int64_t nb = cols / QK8_0;
+    const size_t need = static_cast<size_t>(nb) * ntok;
+    if (d.size() < need) d.resize(need);
+    if (corr.size() < need) corr.resize(need);
+    packed_act_sums(acts, stride, nb, ntok, d.data(), corr.data());
+    return {acts, stride, d.data(), corr.data(), nb};
 }
 
 // The Q8_0 activations' block scales as floats, laid out per chunk of kTokenChunk tokens as
@@ -157,7 +200,11 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
     }
     if (ntok <= 0 || r0 == r1) return;
     // No float scales here (no scratch): the VecDotFn kernel, which gives the same bits.
-    rows_with_kernel(kernel_for(W.type), W, {acts, act_stride, nullptr, ntok}, r0, r1, y, ldy);
+    Acts a{acts, act_stride, nullptr, ntok, {}};
+    std::vector<float> d;
+    std::vector<int32_t> corr;
+    if (W.packed) a.packed = packed_acts(acts, act_stride, W.cols, ntok, d, corr);
+    rows_with_kernel(kernel_for(W), W, a, r0, r1, y, ldy);
 }
 
 void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
@@ -202,20 +249,32 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
     };
     Part parts[kMaxJobs + 1];
     int64_t total = 0;
-    bool any_q8 = false;
+    bool any_q8 = false, any_packed = false;
     for (size_t i = 0; i < jobs.size(); ++i) {
         const WeightView& W = jobs[i].W;
         const int64_t tile =
             std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
-        const int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
-        parts[i] = {kernel_for(W.type), chunk, total};
+        int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
+        if (W.packed) {  // whole tiles; a prompt's chunks as large as L2 allows (packed_rows)
+            if (ntok > kPackTokenBlock)
+                chunk = std::min<int64_t>(8 * kPackRows, W.rows / (4 * pool.size()));
+            chunk = std::max<int64_t>(kPackRows, (chunk + kPackRows - 1) / kPackRows * kPackRows);
+        }
+        parts[i] = {kernel_for(W), chunk, total};
         any_q8 = any_q8 || parts[i].k.dot_q8;
+        any_packed = any_packed || parts[i].k.packed;
         total += (W.rows + chunk - 1) / chunk;
     }
     parts[jobs.size()].first = total;
-    const Acts a{acts, stride,
-                 any_q8 ? convert_act_scales(acts, stride, jobs[0].W.cols, ntok, scratch) : nullptr,
-                 ntok};
+    Acts a{acts,
+           stride,
+           any_q8 ? convert_act_scales(acts, stride, jobs[0].W.cols, ntok, scratch) : nullptr,
+           ntok,
+           {}};
+    if (any_packed) {
+        a.packed =
+            packed_acts(acts, stride, jobs[0].W.cols, ntok, scratch.packed_d, scratch.packed_corr);
+    }
     auto run_chunk = [&](int64_t id, size_t& j) {
         while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward
         const MatmulJob& job = jobs[j];

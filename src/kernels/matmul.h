@@ -17,19 +17,25 @@
 namespace specula {
 
 // A row-major matrix stored as GGUF lays it out: `rows` rows of `cols` elements of `type`.
+// `packed`, when set, holds the same matrix with its rows interleaved in tiles (kernels/repack.h,
+// 64-byte aligned), which matmul then uses instead of `data`; `data` stays valid (it is what
+// row() reads).
 struct WeightView {
     GGMLType type = GGMLType::F32;
     int64_t rows = 0;
     int64_t cols = 0;
     const uint8_t* data = nullptr;
+    const uint8_t* packed = nullptr;
     size_t row_bytes() const { return row_size(type, cols); }
     const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes(); }
 };
 
 // Reusable buffers so the per-token path does not allocate once warmed up.
 struct MatmulScratch {
-    std::vector<uint8_t> acts;      // activations quantized to the vec_dot_type
-    std::vector<float> act_scales;  // their Q8_0 block scales as floats (for the SIMD kernels)
+    std::vector<uint8_t> acts;         // activations quantized to the vec_dot_type
+    std::vector<float> act_scales;     // their Q8_0 block scales as floats (for the SIMD kernels)
+    std::vector<float> packed_d;       // the same per token and block, for packed weights
+    std::vector<int32_t> packed_corr;  // -128 * the sum of each block's quants (PackedActs)
 };
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t * ldx + c], for r < W.rows, t < ntok.
@@ -53,6 +59,7 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
 
 // Same as matmul, restricted to rows [r0, r1) of W (MoE experts, or a caller doing its own
 // threading): single-threaded, writes y[t * ldy + (r - r0)]. `acts` must come from quantize_acts().
+// For a packed W it allocates the per-block activation sums on each call.
 void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, int ntok, int64_t r0,
                  int64_t r1, float* y, int64_t ldy);
 

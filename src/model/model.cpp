@@ -4,8 +4,10 @@
 #include "model/model.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "common/error.h"
 #include "kernels/quants.h"
@@ -178,6 +180,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     m->tok_ = Tokenizer::from_gguf(*m->file_);
     m->hp_ = read_hparams(*m->file_, m->tok_->n_vocab());
     bind_weights(*m->file_, m->hp_, *m);
+    const char* repack_env = std::getenv("SPECULA_REPACK");
+    if (!repack_env || std::string_view(repack_env) != "0") pack_weights(*m);
     return m;
 }
 

@@ -21,6 +21,7 @@
 
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
+#include "kernels/repack.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -88,12 +89,20 @@ class Model {
     std::vector<LayerWeights> layers;
     std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
+    std::vector<PackedBuffer> packed;       // repacked matrices (pack_weights), W.packed points in
 
   private:
     HParams hp_;
     std::unique_ptr<GGUFFile> file_;
     std::unique_ptr<Tokenizer> tok_;
 };
+
+// Repacks the dense matrices of repackable types (kernels/repack.h: Q8_0) into the tiled layout
+// the multi-token kernels want, and releases the mapped pages of their originals, so resident
+// memory stays that of the file. The token embedding keeps its row layout (get_rows reads it); a
+// tied output matrix gets a packed copy. MoE expert matrices keep the row layout. Model::load calls
+// it unless SPECULA_REPACK=0.
+void pack_weights(Model& m);
 
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx

@@ -1,0 +1,100 @@
+// AVX-512 VNNI tile kernel for packed Q8_0 weights (kernels/repack.h): 16 rows in the 16 lanes of
+// a zmm register, up to 8 tokens per pass over the tile. Per block and token: vpdpbusd of the 8
+// weight lines (unsigned q + 128) with the token's 4-byte groups broadcast, starting from
+// -128 * sum(a), which gives the exact int32 dot product; then acc = fma(float(isum), d_w * d_a,
+// acc), the operations of packed_tile_ref, so the results equal it bit for bit.
+#include <immintrin.h>
+
+#include "kernels/packed_kernels.h"
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
+#error "gemm_q8_avx512.cpp must be compiled with AVX-512 BW and VNNI enabled"
+#endif
+
+// GCC 12 flags the undefined source operand of _mm512_cvtph_ps / _mm512_cvtepi32_ps.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace specula::simd {
+
+namespace {
+
+#define SPECULA_INLINE __attribute__((always_inline)) inline
+
+constexpr int kMaxTokens = 9;   // 2 x 9 accumulators, the scales and a weight line (12 spills)
+constexpr int kAheadPairs = 8;  // block pairs (1088 bytes each) to prefetch ahead (measured: 3..16)
+
+// s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane.
+// GCC does not fold the broadcast into vpdpbusd's memory operand by itself.
+// (The operand is named as 4 bytes of alignment 1: activation quants are only 2-byte aligned.)
+struct Bytes4 {
+    uint8_t b[4];
+};
+SPECULA_INLINE __m512i dpbusd_bcast(__m512i s, __m512i w, const uint8_t* p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(s)
+            : "v"(w), "m"(*reinterpret_cast<const Bytes4*>(p)));
+    return s;
+}
+
+// Rows lo..hi-1 of a tile against NT tokens. Per block the 8 weight lines are loaded once and
+// each meets every token (line-major order, so the tokens' int32 chains interleave); one or two
+// tokens get two chains each, so their chains are half as long.
+template <int NT>
+void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
+    constexpr int CH = NT <= 4 ? 2 : 1;
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    const size_t stride = a.stride;
+    const uint8_t* q0 = a.q + 2;  // the quants of token 0's block 0 (after its fp16 scale)
+    for (int64_t b = 0; b < a.nb; ++b) {
+        const uint8_t* pair = tile + (b >> 1) * 1088;
+        if ((b & 1) == 0) {
+            const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
+            for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+        }
+        const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
+        const uint8_t* qb = q0 + b * 34;
+        __m512i s[CH][NT];
+        for (int t = 0; t < NT; ++t) {
+            s[0][t] = _mm512_set1_epi32(a.corr[t * a.nb + b]);
+            if constexpr (CH == 2) s[1][t] = _mm512_setzero_si512();
+        }
+        for (int g = 0; g < 8; ++g) {
+            const __m512i w = _mm512_load_si512(wq + g);
+            for (int t = 0; t < NT; ++t) {
+                s[g % CH][t] = dpbusd_bcast(s[g % CH][t], w, qb + t * stride + 4 * g);
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + (b & 1) * 32)));
+        for (int t = 0; t < NT; ++t) {
+            const __m512i st = CH == 2 ? _mm512_add_epi32(s[0][t], s[CH - 1][t]) : s[0][t];
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t * a.nb + b]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), sc, acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) {
+        if (lo == 0 && hi == 16) {
+            _mm512_storeu_ps(y + t * ldy, acc[t]);
+        } else {
+            alignas(64) float tmp[16];
+            _mm512_store_ps(tmp, acc[t]);
+            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
+        }
+    }
+}
+
+void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
+                 int64_t ldy) {
+    token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
+        tile_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
+    });
+}
+
+}  // namespace
+
+PackedTileFn avx512_packed_tile() {
+    return &tile_avx512;
+}
+
+}  // namespace specula::simd

@@ -1,0 +1,92 @@
+// Q8_0 weights with rows interleaved in tiles, repacked once at load for the tiled matmul kernels
+// (kernels/gemm_q8_*.cpp). The GGUF row layout makes a kernel reduce every (row, token) dot
+// product across SIMD lanes; the tiled layout puts kPackRows = 16 rows side by side, so one
+// 64-byte load holds 4 consecutive weights of each of the 16 rows and the SIMD lanes run across
+// outputs: each output accumulates its blocks one after the other, acc = fma(float(isum_b),
+// d_w * d_a, acc), in block order. That sequence is the same whatever the number of tokens, the
+// token grouping, the thread split or the ISA level, so the scalar, AVX2 and AVX-512 kernels give
+// bit-identical results and every batch size gives the same bits (batch invariance).
+//
+// Layout of a packed matrix: ceil(rows / 16) tiles of tile_bytes(cols) each, tile i holding rows
+// 16 i .. 16 i + 15 (rows past the end are zero weights with zero scales). A tile is a sequence of
+// block pairs (blocks 2j and 2j + 1 of 32 columns), 1088 bytes each, 64-byte aligned:
+//   [0, 64)        fp16 scales: block 2j's 16 rows, then block 2j + 1's 16 rows
+//   [64, 576)      block 2j's quants: 8 lines of 64 bytes; line g holds columns 4g .. 4g + 3 of
+//                  row r at bytes 4r .. 4r + 3
+//   [576, 1088)    block 2j + 1's quants, the same way
+// A row with an odd number of blocks leaves the last pair's second half unused (zero). Quants are
+// stored as unsigned bytes q + 128 (q ^ 0x80), the operand vpdpbusd multiplies unsigned; the
+// kernels subtract 128 * sum(a) per block (PackedActs::corr) or undo the offset first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace specula {
+
+constexpr int kPackRows = 16;            // rows per tile
+constexpr size_t kPackPairBytes = 1088;  // one block pair of a tile
+constexpr size_t kPackAlign = 64;
+
+// Weight types repack() handles (Q8_0).
+bool repackable(GGMLType t);
+
+// Bytes of one tile (16 rows) and of the whole packed matrix.
+size_t packed_tile_bytes(int64_t cols);
+size_t packed_size(const WeightView& W);
+
+// Writes W (row layout, W.data) in the tiled layout to dst (packed_size(W) bytes, 64-byte
+// aligned). W must be repackable with cols a multiple of 32.
+void repack(const WeightView& W, uint8_t* dst);
+
+// Row r of a packed matrix (W.packed) as floats: the same values dequantize_row gives for the row
+// layout (get_rows on a tied embedding, tests).
+void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
+
+// A 64-byte aligned, zero-filled anonymous memory block holding packed weights.
+class PackedBuffer {
+  public:
+    explicit PackedBuffer(size_t bytes);
+    ~PackedBuffer();
+    PackedBuffer(PackedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+    PackedBuffer& operator=(PackedBuffer&&) = delete;
+    PackedBuffer(const PackedBuffer&) = delete;
+    uint8_t* data() const { return p_; }
+    size_t size() const { return n_; }
+
+  private:
+    uint8_t* p_ = nullptr;
+    size_t n_ = 0;
+};
+
+// Gives back to the kernel the pages lying wholly inside [p, p + n) of a read-only file mapping
+// (the original of a tensor that was repacked), so resident memory does not count it twice. The
+// bytes stay readable: touching them again reads them back from the file.
+void release_mapped_pages(const void* p, size_t n);
+
+// The activations a packed kernel reads: Q8_0 rows (quantize_acts) with, per token t and block b,
+// the scale as a float d[t * nb + b] and corr[t * nb + b] = -128 * sum of the block's 32 quants.
+struct PackedActs {
+    const uint8_t* q = nullptr;  // token t's row at q + t * stride, block_q8_0 blocks
+    size_t stride = 0;
+    const float* d = nullptr;
+    const int32_t* corr = nullptr;
+    int64_t nb = 0;  // blocks per row
+};
+
+// Fills d and corr (ntok * nb entries each) from ntok Q8_0 rows.
+void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, float* d,
+                     int32_t* corr);
+
+// A tile kernel: for tokens 0 .. ntok-1 and rows lo .. hi-1 of the tile (0 <= lo < hi <= 16),
+// y[t * ldy + (r - lo)] = the packed dot product of row r with token t.
+using PackedTileFn = void (*)(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi,
+                              float* y, int64_t ldy);
+
+// The scalar reference tile kernel (the same float operations as the SIMD kernels).
+void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
+                     int64_t ldy);
+
+}  // namespace specula
