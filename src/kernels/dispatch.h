@@ -4,8 +4,9 @@
 //
 // Every level has a kernel for each supported weight type. The AVX2 and AVX-512 levels run the
 // same kernel source (the AVX-512 build uses VNNI for byte dot products) and give bit-identical
-// results; the scalar level wraps vec_dot_ref. Results differ between the scalar and SIMD levels
-// only by float summation order.
+// results, except for the float types (F32, F16, BF16), which have 512-bit kernels of their own;
+// the scalar level wraps vec_dot_ref. Results differ between levels only by float summation order
+// (a process uses one level throughout, so batch invariance holds at each).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,8 @@
 // AVX-512 build (F/BW/VL/DQ/VNNI/BF16) of the x86 dot-product kernels (kernels/dot_x86_impl.h):
 // the same kernels as the AVX2 build with VNNI byte dot products and 32 vector registers, giving
-// bit-identical results. dispatch only calls it after checking every one of those features.
+// bit-identical results. The float types (F32, F16, BF16) have their own 512-bit kernels instead
+// (dot_float_avx512.cpp), which differ from the AVX2 level by summation order. dispatch only calls
+// it after checking every one of those features.
 #include "kernels/dot_kernels.h"
 #include "kernels/dot_x86_impl.h"
 
@@ -11,6 +13,7 @@
 namespace specula::simd {
 
 VecDotFn avx512_vec_dot(GGMLType wt) {
+    if (VecDotFn f = avx512_float_vec_dot(wt)) return f;  // 512-bit float kernels
     return x86_vec_dot(wt);
 }
 

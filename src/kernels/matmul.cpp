@@ -51,6 +51,7 @@ void check_weight(const WeightView& W) {
 struct Kernel {
     VecDotFn dot = nullptr;
     simd::VecDotQ8Fn dot_q8 = nullptr;  // used instead of dot when set and Acts::scales is given
+    simd::FloatRowsFn rows = nullptr;   // used instead of dot when set: all rows and tokens at once
 };
 struct Acts {
     const uint8_t* data;
@@ -67,6 +68,11 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
     float out[kTokenChunk];
     for (int64_t tr0 = r0; tr0 < r1; tr0 += tile) {
         const int64_t tr1 = std::min(r1, tr0 + tile);
+        if (k.rows) {  // the kernel tiles rows and tokens itself (same bits as k.dot)
+            k.rows(W.cols, W.row(tr0), rb, static_cast<int>(tr1 - tr0), a.data, a.stride, a.ntok,
+                   y + (tr0 - r0), ldy);
+            continue;
+        }
         for (int t0 = 0; t0 < a.ntok; t0 += kTokenChunk) {
             const int nt = std::min(kTokenChunk, a.ntok - t0);
             const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
@@ -96,8 +102,12 @@ simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
     }
 }
 
+simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
+    return active_simd_level() == SimdLevel::AVX512 ? simd::avx512_float_rows(wt) : nullptr;
+}
+
 Kernel kernel_for(GGMLType wt) {
-    Kernel k{best_vec_dot(wt), q8_kernel_for(wt)};
+    Kernel k{best_vec_dot(wt), q8_kernel_for(wt), rows_kernel_for(wt)};
     if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
     return k;
 }
