@@ -103,7 +103,14 @@ simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
 }
 
 simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
-    return active_simd_level() == SimdLevel::AVX512 ? simd::avx512_float_rows(wt) : nullptr;
+    switch (active_simd_level()) {
+        case SimdLevel::AVX512:
+            return simd::avx512_float_rows(wt);
+        case SimdLevel::AVX2:
+            return simd::avx2_float_rows(wt);
+        default:
+            return nullptr;
+    }
 }
 
 Kernel kernel_for(GGMLType wt) {

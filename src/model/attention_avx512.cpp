@@ -5,6 +5,10 @@
 // horizontal sum, times the scale; an output element is one FMA chain over the positions in
 // order. A block of queries shares each K / V row load, but no query's chain depends on which
 // other queries are in its block.
+// GCC 12's 512-bit intrinsics pass _mm512_undefined_*() (a self-initialised variable) as the
+// unused merge source, which -Wuninitialized would report at every call.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <type_traits>
@@ -18,7 +22,8 @@ namespace {
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
 SPECULA_INLINE float hsum16(__m512 v) {
-    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    const __m256 s8 =
+        _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
