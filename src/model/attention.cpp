@@ -90,7 +90,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
             bk.qk(k0, stride, 0, common, qp, nq, s.scale, sp);
             for (int i = 0; i < nq; ++i) {
                 if (nkv[i] > common) bk.qk(k0, stride, common, nkv[i], qp + i, 1, s.scale, sp + i);
-                softmax(sp[i], nkv[i]);
+                bk.softmax(sp[i], nkv[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
             }
             bk.pv(v0, stride, 0, common, sp, nq, op);

@@ -29,6 +29,8 @@ struct BlockAttentionKernels {
                float scale, float* const* s);
     void (*pv)(const float* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                float* const* out);
+    // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values).
+    void (*softmax)(float* x, int n);
 };
 
 // AVX-512 blocked kernels for head_dim (a multiple of 16 up to 128): false for other sizes.
