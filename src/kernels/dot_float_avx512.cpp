@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/dot_kernels.h"
+#include "kernels/hsum_avx512.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
 #error "dot_float_avx512.cpp must be compiled with AVX-512 F/BW/DQ enabled"
@@ -29,15 +30,7 @@ struct V {
     static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
         return _mm512_fmadd_ps(a, b, c);
     }
-    // 16 -> 8 -> 4 -> 2 -> 1 lanes, halves added.
-    static __attribute__((always_inline)) float hsum(reg v) {
-        const __m256 s8 =
-            _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
+    static __attribute__((always_inline)) float hsum(reg v) { return hsum16(v); }
     static __attribute__((always_inline)) __mmask16 first(int k) {
         return static_cast<__mmask16>((1u << k) - 1);
     }

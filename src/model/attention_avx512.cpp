@@ -13,6 +13,7 @@
 
 #include <type_traits>
 
+#include "kernels/hsum_avx512.h"
 #include "model/attention_kernels.h"
 
 namespace specula {
@@ -21,14 +22,7 @@ namespace {
 
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
-SPECULA_INLINE float hsum16(__m512 v) {
-    const __m256 s8 =
-        _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+using simd::hsum16;
 
 // s[i][j] = scale * dot(q[i], row j of k) for j in [j0, j1), i < nq; NC 16-float pieces per head.
 template <int NC>
