@@ -42,8 +42,10 @@ BlockShape block_shape(const AttentionShape& s) {
 
 // Like attention_kernels(), the level is chosen once per process.
 bool block_kernels(int head_dim, BlockAttentionKernels* k) {
-    static const bool avx512 = active_simd_level() >= SimdLevel::AVX512;
-    return avx512 && block_attention_avx512(head_dim, k);
+    static const SimdLevel level = active_simd_level();
+    if (level >= SimdLevel::AVX512) return block_attention_avx512(head_dim, k);
+    if (level >= SimdLevel::AVX2) return block_attention_avx2(head_dim, k);
+    return false;
 }
 
 // The blocked path: work items of up to kBlockQueries queries sharing one KV head, handed out

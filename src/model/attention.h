@@ -1,9 +1,10 @@
 // Causal multi-head attention with grouped KV heads over the KV cache. Each (token, head) pair
 // is computed with the same fixed-order loops (scores over positions 0..pos in order, softmax,
 // weighted sum of V rows in order), so a token's output is the same whether it is evaluated alone
-// or in a batch. With AVX-512 and a head size that is a multiple of 16 (up to 128), blocks of up
-// to 16 queries (consecutive positions x the query heads sharing a KV head) share each K and V
-// row load (attention_kernels.h); otherwise pairs go one by one. Work is spread over the pool.
+// or in a batch. With AVX-512 and a head size that is a multiple of 16, or AVX2 and one of 8 (up
+// to 128), blocks of up to 16 queries (consecutive positions x the query heads sharing a KV head)
+// share each K and V row load (attention_kernels.h); otherwise pairs go one by one. Work is
+// spread over the pool.
 #pragma once
 
 #include <cstddef>

@@ -33,7 +33,9 @@ struct BlockAttentionKernels {
     void (*softmax)(float* x, int n);
 };
 
-// AVX-512 blocked kernels for head_dim (a multiple of 16 up to 128): false for other sizes.
+// Blocked kernels for head_dim (AVX-512: a multiple of 16 up to 128; AVX2: of 8 up to 128):
+// false for other sizes.
 bool block_attention_avx512(int head_dim, BlockAttentionKernels* k);
+bool block_attention_avx2(int head_dim, BlockAttentionKernels* k);
 
 }  // namespace specula
