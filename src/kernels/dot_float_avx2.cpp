@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/dot_kernels.h"
+#include "kernels/hsum_x86.h"
 
 namespace specula::simd {
 namespace {
@@ -20,13 +21,7 @@ struct V {
     static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
         return _mm256_fmadd_ps(a, b, c);
     }
-    // 8 -> 4 -> 2 -> 1 lanes, halves added.
-    static __attribute__((always_inline)) float hsum(reg v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
+    static __attribute__((always_inline)) float hsum(reg v) { return hsum8(v); }
     // The first k < 8 elements at p, zero-padded to 8.
     template <class E>
     static __attribute__((always_inline)) void part(const E* p, int k, E (&buf)[8]) {

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "kernels/dot_kernels.h"
-#include "kernels/hsum_avx512.h"
+#include "kernels/hsum_x86.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
 #error "dot_float_avx512.cpp must be compiled with AVX-512 F/BW/DQ enabled"

@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include "kernels/hsum_x86.h"
 #include "model/attention_kernels.h"
 #include "model/ops.h"
 
@@ -53,13 +54,7 @@ struct V {
     static __attribute__((always_inline)) Reg fma(Reg a, Reg b, Reg c) {
         return _mm256_fmadd_ps(a, b, c);
     }
-    // 8 -> 4 -> 2 -> 1 lanes, halves added.
-    static __attribute__((always_inline)) float hsum(Reg v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
+    static __attribute__((always_inline)) float hsum(Reg v) { return simd::hsum8(v); }
 };
 
 void softmax_row(float* x, int n) {

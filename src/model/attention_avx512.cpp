@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "kernels/hsum_avx512.h"
+#include "kernels/hsum_x86.h"
 #include "model/attention_kernels.h"
 
 namespace specula {
