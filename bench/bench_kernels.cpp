@@ -295,6 +295,14 @@ BENCHMARK_CAPTURE(BM_matmul, Q6_K_verify, GGMLType::Q6_K)
     ->ArgNames({"rows", "cols", "ntok", "thr"})
     ->ArgsProduct({{5632}, {2048}, {1, 2, 4, 5, 8, 9}, {2}})
     ->UseRealTime();
+// Prompt processing: 512 tokens in one matmul (the K-quants' row-pair kernels at AVX-512).
+void pp_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();
+    for (auto [r, c] : {std::pair{5632, 2048}, {2048, 5632}}) b->Args({r, c, 512, 2});
+}
+BENCHMARK_CAPTURE(BM_matmul, Q4_K_pp, GGMLType::Q4_K)->Apply(pp_shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q5_K_pp, GGMLType::Q5_K)->Apply(pp_shapes);
+BENCHMARK_CAPTURE(BM_matmul, Q6_K_pp, GGMLType::Q6_K)->Apply(pp_shapes);
 BENCHMARK_CAPTURE(BM_vec_dot, Q4_K_verify, GGMLType::Q4_K)->ArgName("ntok")->Arg(5)->Arg(9);
 BENCHMARK_CAPTURE(BM_vec_dot, Q5_K_verify, GGMLType::Q5_K)->ArgName("ntok")->Arg(5)->Arg(9);
 BENCHMARK_CAPTURE(BM_vec_dot, Q6_K_verify, GGMLType::Q6_K)->ArgName("ntok")->Arg(5)->Arg(9);

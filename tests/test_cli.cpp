@@ -231,6 +231,43 @@ TEST(Cli, UnlimitedGenerationStopsAtAFullContext) {
     EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << "not a prefix of the golden story: " << r.out;
 }
 
+// Every spelling of the speculative options (llama.cpp's, the aliases, vLLM's JSON) gives the
+// target's greedy text, and run, bench and serve accept the same ones.
+TEST(Cli, SpeculativeOptionSpellings) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
+                                        "-n",  "40", "--temp", "0"};
+    const auto plain = run_specula(base);
+    ASSERT_EQ(plain.status, 0) << describe(plain);
+    const std::vector<std::vector<std::string>> spellings{
+        {"-md", draft, "--draft", "3"},
+        {"--model-draft", draft, "--draft-max", "5", "--spec-type", "draft"},
+        {"--speculative-model", draft, "--num-speculative-tokens", "2", "--spec-type",
+         "draft_model"},
+        {"--speculative-config",
+         R"({"method": "draft_model", "model": ")" + draft + R"(", "num_speculative_tokens": 4})"},
+        {"--spec-type", "ngram", "--draft-n", "auto"},
+        {"--lookup", "--spec-ngram-min", "1", "--spec-ngram-max", "3"},
+        {"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 3})"},
+    };
+    for (const auto& extra : spellings) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        ASSERT_EQ(r.status, 0) << extra[0] << ": " << describe(r);
+        EXPECT_EQ(r.out, plain.out) << extra[0];
+        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[0] << ": " << r.err;
+    }
+    expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "eagle"}), "--spec-type");
+    expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "ngram", "-md", draft}),
+                       "-md");
+    expect_clean_error(
+        run_specula({"bench", "-m", model, "--speculative-config", R"({"method": "medusa"})"}),
+        "--speculative-config");
+    expect_clean_error(run_specula({"serve", "-m", model, "--draft", "x"}), "--draft");
+}
+
 TEST(Cli, GpuLayersWarnAndRunOnCpu) {
     const auto r = run_specula(
         {"run", "-m", shared_path(kStoriesRel), "-n", "16", "--temp", "0", "-ngl", "99"});

@@ -365,6 +365,55 @@ TEST(Matmul, FloatScaleEntryEqualsVecDotKernel) {
     }
 }
 
+// The K-quants that have a two-row kernel at the AVX-512 level (Q4_K, Q5_K, Q6_K: each pair of
+// rows in one 512-bit pass) give, through matmul, the bits of the AVX2 level's one-row kernel for
+// every batch size 1..17, 64 and 512 (whole 16-token chunks plus ragged ones), with an odd number
+// of rows (one row left after the pairs in every row tile) and 1 or 2 threads.
+TEST(Matmul, KQuantRowPairsEqualAvx2Bitwise) {
+    ASSERT_GE(cpu_simd_level(), SimdLevel::AVX2) << "this test needs at least AVX2";
+    constexpr int64_t kRowsK = 23, kColsK = 5 * 256;
+    ThreadPool pool1(1), pool2(2);
+    MatmulScratch scratch;
+    std::mt19937 rng(77);
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        SCOPED_TRACE(type_name(t));
+        auto w = random_weights(rng, t, kRowsK, kColsK);
+        const WeightView W{t, kRowsK, kColsK, w.data()};
+        constexpr int kMaxTok = 512;
+        auto x = random_floats(rng, kMaxTok * kColsK);
+        for (int i = 0; i < kColsK; ++i) x[9 * kColsK + i] *= 40.f;      // a token of large range
+        std::fill(x.begin() + 4 * kColsK, x.begin() + 5 * kColsK, 0.f);  // an all-zero token
+        std::vector<float> want(kMaxTok * kRowsK);
+        {
+            SimdCap cap(SimdLevel::AVX2);
+            for (int tk = 0; tk < kMaxTok; ++tk) {
+                matmul(W, x.data() + tk * kColsK, kColsK, 1, want.data() + tk * kRowsK, kRowsK,
+                       pool1, scratch);
+            }
+        }
+        std::vector<int> counts;
+        for (int n = 1; n <= 17; ++n) counts.push_back(n);
+        counts.push_back(64);
+        counts.push_back(kMaxTok);
+        for (SimdLevel level : runnable_levels()) {
+            if (level == SimdLevel::Scalar) continue;
+            SimdCap cap(level);
+            for (int n : counts) {
+                for (ThreadPool* pool : {&pool1, &pool2}) {
+                    std::vector<float> y(n * kRowsK, NAN);
+                    matmul(W, x.data(), kColsK, n, y.data(), kRowsK, *pool, scratch);
+                    for (int i = 0; i < n * kRowsK; ++i) {
+                        ASSERT_TRUE(same_bits(y[i], want[i]))
+                            << simd_level_name(level) << " ntok " << n << " threads "
+                            << pool->size() << " token " << i / kRowsK << " row " << i % kRowsK
+                            << ": " << y[i] << " != " << want[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The float types' tile kernels at prompt sizes: every token of a 300- or 512-token call (and of
 // 1..17) has exactly the bits of a one-token call, for 1..3 threads, at every level.
 TEST(Matmul, FloatTypesBatchInvariantUpTo512Tokens) {

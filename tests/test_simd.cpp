@@ -295,6 +295,83 @@ TEST(Simd, QuantizersMatchReferenceBitwise) {
     }
 }
 
+// The AVX-512 two-row kernels (Q4_K, Q5_K, Q6_K) against the AVX2 one-row kernel, bit for bit:
+// random rows and extreme ones (every payload byte 0xFF, 0x80 or 0x7F: largest quants, scales and
+// mins, against activations of +-127 and a token of huge range), 1..17 tokens taken from several
+// offsets, outputs written with a row stride other than 2.
+TEST(Simd, RowPairKernelsEqualRowKernelBitwise) {
+    ASSERT_GE(cpu_simd_level(), SimdLevel::AVX2) << "this test needs at least AVX2";
+    std::mt19937 rng(8);
+    constexpr int kTok = 17;
+    constexpr size_t kLdy = 5;
+    int compared = 0;
+    for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        const simd::VecDotRows2Fn fn2 = simd::avx512_vec_dot_rows2(t);
+        if (cpu_simd_level() < SimdLevel::AVX512) continue;
+        ASSERT_NE(fn2, nullptr) << type_name(t);
+        const VecDotFn one = vec_dot_kernel(t, SimdLevel::AVX2);
+        for (int64_t n : {256, 768, 2304}) {
+            for (int fill = -1; fill < 3; ++fill) {
+                SCOPED_TRACE(std::string(type_name(t)) + " n " + std::to_string(n) + " fill " +
+                             std::to_string(fill));
+                const GGMLType at = vec_dot_type(t);
+                const size_t stride = row_size(at, n) + 8;
+                std::vector<uint8_t> acts(stride * kTok, 0xA5);
+                for (int tk = 0; tk < kTok; ++tk) {
+                    std::vector<float> x = random_floats(rng, n);
+                    if (fill >= 0) {
+                        for (int64_t i = 0; i < n; ++i) x[i] = (tk % 2 == 0 || i % 3 == 0) ? 1 : -1;
+                    }
+                    if (tk == 4) std::fill(x.begin(), x.end(), 0.f);
+                    if (tk == 6) x[n / 2] = 1e4f;
+                    quantize_row(at, x.data(), acts.data() + tk * stride, n);
+                }
+                std::vector<uint8_t> w = random_weights(rng, t, 2, n);
+                if (fill >= 0) {
+                    const uint8_t fb = fill == 0 ? 0xFF : fill == 1 ? 0x80 : 0x7F;
+                    const auto f = specula::test::detail::scale_fields(t);
+                    const size_t bs = type_traits(t).type_size;
+                    for (size_t off = 0; off < w.size(); off += bs) {
+                        for (size_t i = 0; i < bs; ++i) {
+                            const int ii = static_cast<int>(i);
+                            const bool scale = (ii >= f.d && ii < f.d + 2) ||
+                                               (f.m >= 0 && ii >= f.m && ii < f.m + 2);
+                            if (!scale) w[off + i] = fb;
+                        }
+                    }
+                }
+                const size_t rb = row_size(t, n);
+                std::vector<float> want(2 * kTok);
+                for (int r = 0; r < 2; ++r) {
+                    for (int tk = 0; tk < kTok; ++tk) {
+                        one(n, w.data() + r * rb, acts.data() + tk * stride, stride, 1,
+                            &want[tk * 2 + r]);
+                    }
+                }
+                for (int ntok = 1; ntok <= kTok; ++ntok) {
+                    for (int first = 0; first + ntok <= kTok; first += 3) {
+                        std::vector<float> y(ntok * kLdy, NAN);
+                        fn2(n, w.data(), rb, acts.data() + first * stride, stride, ntok, y.data(),
+                            kLdy);
+                        for (int tk = 0; tk < ntok; ++tk) {
+                            for (int r = 0; r < 2; ++r) {
+                                ASSERT_EQ(std::memcmp(&y[tk * kLdy + r],
+                                                      &want[(first + tk) * 2 + r], sizeof(float)),
+                                          0)
+                                    << "ntok " << ntok << " from " << first << " token " << tk
+                                    << " row " << r << ": " << y[tk * kLdy + r]
+                                    << " != " << want[(first + tk) * 2 + r];
+                            }
+                        }
+                        ++compared;
+                    }
+                }
+            }
+        }
+    }
+    if (cpu_simd_level() >= SimdLevel::AVX512) EXPECT_GT(compared, 0);
+}
+
 // The float tile kernels (F32, F16, BF16) at AVX2 and AVX-512, several rows at once: every
 // (row, token) output of every tile shape (1..13 rows, 1..17 tokens and 512, ragged lengths)
 // equals the reference and has exactly the bits of the one-row, one-token VecDotFn call (which is

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/plot.h"
+#include "bench/sweep.h"
+#include "cli/speculative_options.h"
 #include "common/error.h"
-#include "spec/bench.h"
 
 namespace specula::cli {
 
@@ -91,8 +93,7 @@ nlohmann::json to_json(const BenchResult& r) {
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("-m,--model", o.model, "target GGUF model")->required();
-    cmd.add_option("--model-draft,--md", o.model_draft, "draft GGUF model (-md)");
-    cmd.add_flag("--lookup", o.lookup, "n-gram prompt-lookup drafting instead of a draft model");
+    add_speculative_options(cmd, o.spec);
     cmd.add_option("-p,--prompt", o.prompt,
                    "one prompt (default: 4 built-in TinyStories openings)");
     cmd.add_option("-f,--file", o.prompt_file, "prompts file, one prompt per line");
@@ -105,8 +106,6 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--top-p", o.top_p)->capture_default_str();
     cmd.add_option("--min-p", o.min_p)->capture_default_str();
     cmd.add_option("-s,--seed", o.seed)->capture_default_str();
-    cmd.add_option("--draft-p-min", o.p_min, "stop drafting below this top probability")
-        ->capture_default_str();
     cmd.add_option("--synthetic-acceptance", o.synthetic_acceptance,
                    "accept each draft token with this probability (SYNTHETIC, timing only)");
     cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
@@ -126,8 +125,7 @@ int cmd_bench(const BenchOptions& o) {
     if (o.seed < 0) fail("--seed must be >= 0 for bench, got ", o.seed);
     BenchParams p;
     p.target_path = o.model;
-    p.draft_path = o.model_draft;
-    p.lookup = o.lookup;
+    p.speculative = parse_speculative_flags(o.spec);
     p.prompts = read_prompts(o);
     p.n_predict = o.n_predict;
     p.reps = o.reps;
@@ -135,14 +133,13 @@ int cmd_bench(const BenchOptions& o) {
     p.with_auto = !o.no_auto;
     p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, uint64_t(o.seed)};
     p.synthetic_accept = o.synthetic_acceptance;
-    p.p_min = o.p_min;
     p.n_threads = o.n_threads;
-    p.spec = !o.no_spec;
+    p.with_spec = !o.no_spec;
     p.pp = o.pp;
     p.pass_sizes = parse_list(o.batches, "--batches");
     const BenchResult r = run_bench(p);
-    if (p.spec) print_bench_table(r, stdout);
-    print_throughput_table(r, stdout);
+    if (p.with_spec) print_bench_table(r, stdout);
+    print_throughput_table(r.tp, stdout);
     if (!o.plot.empty()) write_bench_svg(r, o.plot);
     if (!o.json.empty()) {
         std::ofstream f(o.json);
@@ -150,23 +147,6 @@ int cmd_bench(const BenchOptions& o) {
         f << to_json(r).dump(1) << "\n";
     }
     return 0;
-}
-
-int cmd_bench(int argc, char** argv) {
-    CLI::App app{"specula bench: plain vs speculative decoding", "specula bench"};
-    BenchOptions o;
-    add_bench_options(app, o);
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) {
-        const std::string a = argv[i];
-        args.push_back(a == "-md" ? "--model-draft" : a);
-    }
-    try {
-        app.parse(args);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-    return cmd_bench(o);
 }
 
 }  // namespace specula::cli

@@ -1,14 +1,13 @@
-// `specula bench`: plain vs speculative decoding for a range of draft lengths and `auto`
-// (spec/bench.h does the work). Wiring in main.cpp:
-//   BenchOptions bench_opt;
-//   CLI::App* bench = app.add_subcommand("bench", "speculative decoding benchmark");
-//   add_bench_options(*bench, bench_opt);
-//   ... if (bench->parsed()) return cmd_bench(bench_opt);
-// (and map "-md" to "--model-draft" in normalize_arg). cmd_bench(argc, argv) parses on its own.
+// `specula bench`: plain vs speculative decoding for a range of draft lengths and `auto`, then
+// the throughput figures (src/bench/ does the work). main.cpp declares the options with
+// add_bench_options() on its `bench` subcommand and calls cmd_bench() when it was parsed. The
+// speculative options are run's (cli/speculative_options.h); --draft marks its row with `*`.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "speculative/config.h"
 
 namespace CLI {
 class App;
@@ -18,8 +17,7 @@ namespace specula::cli {
 
 struct BenchOptions {
     std::string model;        // -m
-    std::string model_draft;  // -md / --model-draft
-    bool lookup = false;      // --lookup: n-gram drafting instead of a draft model
+    SpeculativeFlags spec;    // -md, --spec-type ngram / --lookup, --draft-p-min, ...
     std::string prompt;       // -p
     std::string prompt_file;  // -f: one prompt per non-empty line
     int n_predict = 128;      // -n
@@ -31,7 +29,6 @@ struct BenchOptions {
     float top_p = 0.95f;
     float min_p = 0.05f;
     long long seed = 42;
-    float p_min = 0.0f;
     double synthetic_acceptance = -1.0;
     std::string plot;  // --plot FILE.svg
     std::string json;  // --json FILE
@@ -43,6 +40,5 @@ struct BenchOptions {
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o);
 int cmd_bench(const BenchOptions& o);
-int cmd_bench(int argc, char** argv);  // argv[0] is the command name
 
 }  // namespace specula::cli

@@ -3,23 +3,25 @@
 // stdout byte for byte (nothing else goes there). Options are checked and the context budget is
 // enforced before any token is generated; logs and the closing statistics line go to stderr.
 // With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
-// (spec/generate.h); the text is the same, only faster, and the acceptance statistics follow.
+// (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
+// follow.
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "frontend/prompt.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "spec/generate.h"
-#include "spec/speculative.h"
+#include "speculative/config.h"
+#include "speculative/generator.h"
+#include "speculative/make_drafter.h"
 
 namespace specula::cli {
 
@@ -31,28 +33,6 @@ void check_options(const RunOptions& o) {
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
     if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
     if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
-}
-
-// Prompt tokens as llama-cli makes them; an empty result (a vocabulary that adds no BOS and an
-// empty prompt) starts from BOS alone, so there is always something to evaluate.
-std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text) {
-    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
-    if (ids.empty()) {
-        if (tok.bos() < 0) fail("the prompt is empty and the vocabulary has no BOS token");
-        ids.push_back(tok.bos());
-    }
-    return ids;
-}
-
-// Refuses a prompt or a token budget that cannot fit in the context before anything runs.
-void check_context(int n_prompt, int n_predict, int n_ctx) {
-    if (n_prompt > n_ctx) {
-        fail("the prompt is ", n_prompt, " tokens but the context (-c) holds ", n_ctx);
-    }
-    if (n_predict >= 0 && n_prompt + n_predict > n_ctx) {
-        fail("prompt (", n_prompt, " tokens) + -n ", n_predict, " exceeds the context (-c) of ",
-             n_ctx, " tokens");
-    }
 }
 
 // Writes token pieces to stdout as they come. llama2.c drops the space that SentencePiece puts
@@ -95,26 +75,6 @@ void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
     if (log_enabled()) st.print_speculative(stderr);
 }
 
-DraftOptions draft_options(const RunOptions& o, int n_ctx, int n_threads) {
-    DraftOptions d;
-    d.draft_model = o.model_draft;
-    d.lookup = o.spec_type == "ngram";
-    if (o.spec_type == "draft" && o.model_draft.empty())
-        fail("--spec-type draft needs a draft model (-md FILE)");
-    if (d.lookup && !o.model_draft.empty())
-        fail("--spec-type ngram drafts without a model: drop -md, or use --spec-type draft");
-    if (o.ngram_min < 1 || o.ngram_max < o.ngram_min)
-        fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", o.ngram_min, "/",
-             o.ngram_max);
-    if (o.draft_min < 0) fail("--draft-min must be >= 0, got ", o.draft_min);
-    d.ngram.ngram_min = o.ngram_min;
-    d.ngram.ngram_max = o.ngram_max;
-    d.p_min = o.draft_p_min;
-    d.n_ctx = n_ctx;  // the draft follows the target through the whole context
-    d.n_threads = n_threads;
-    return d;
-}
-
 void write_stats_json(const std::string& path, const SpecStats& st) {
     std::ofstream f(path);
     if (!f) fail("cannot write --stats-json file ", path);
@@ -131,6 +91,7 @@ int cmd_run(const RunOptions& opt) {
             opt.n_gpu_layers);
     }
     const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
+    const SpeculativeConfig spec = parse_speculative_flags(opt.spec);
 
     Timer load_timer;
     auto model = Model::load(opt.model);
@@ -144,30 +105,34 @@ int cmd_run(const RunOptions& opt) {
         log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
             n_ctx_train);
     }
-    check_context(static_cast<int>(prompt.size()), opt.n_predict, n_ctx);
+    // Refuses a prompt or a token budget that cannot fit in the context before anything runs.
+    const ContextFit fit = check_context(int(prompt.size()), opt.n_predict, n_ctx, " (-c)", "-n");
+    if (fit.what != ContextFit::fits) fail(fit.message);
 
-    const int n_threads =
-        opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int n_threads = default_threads(opt.n_threads);
     auto session = make_session(*model, n_ctx, n_threads);
     Sampler sampler(SamplingParams{opt.temp, opt.top_k, opt.top_p, opt.min_p, opt.seed});
     log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model->describe().c_str(), n_ctx,
         n_threads, static_cast<unsigned long long>(sampler.seed()));
 
     const SamplingParams sparams = sampler.params();
-    SpeculativeSetup spec = make_drafter(*model, draft_options(opt, n_ctx, n_threads), sparams);
+    const SpeculativeSetup setup = load_speculative(spec, *model);
+    // The draft follows the target through the whole context.
+    const auto drafter = make_drafter(setup, DrafterParams{n_ctx, n_threads, sparams});
     GenParams gp;
     gp.n_predict = opt.n_predict;
     gp.ignore_eos = opt.ignore_eos;
-    gp.draft_min = opt.draft_min;
-    parse_draft_length(opt.draft, gp);
-    if (spec.drafter) {
-        log("speculative: %s, draft %s", spec.drafter->name(), opt.draft.c_str());
+    gp.n_draft = spec.n_draft;
+    gp.draft_min = spec.draft_min;
+    if (drafter) {
+        log("speculative: %s, draft %s", drafter->name(), draft_length_name(spec).c_str());
     }
 
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
-    Generator gen(*session, sampler, spec.drafter.get(), gp);
-    const SpecStats st = gen.generate(prompt, [&](token_id id) {
+    DraftLengthController auto_length;  // --draft auto
+    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr);
+    const SpecStats st = gen.generate(prompt, [&](token_id id, bool) {
         writer(id);
         return true;
     });

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "speculative/config.h"
+
 namespace CLI {
 class App;
 }
@@ -30,15 +32,10 @@ struct RunOptions {
     int n_gpu_layers = 0;  // -ngl; accepted for compatibility, there is only the CPU backend
     bool quiet = false;    // --log-disable: no logs or stats on stderr (errors still print)
 
-    // Speculative decoding (spec/): a draft model (-md) or n-gram lookup (--spec-type ngram)
+    // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
-    std::string model_draft;           // -md, --model-draft
-    std::string draft = "4";           // --draft, --draft-max: N or "auto"
-    int draft_min = 0;                 // --draft-min
-    float draft_p_min = 0.0f;          // --draft-p-min
-    std::string spec_type;             // --spec-type: "" (draft model if -md), "draft", "ngram"
-    int ngram_min = 2, ngram_max = 4;  // --spec-ngram-min / --spec-ngram-max
-    std::string stats_json;            // --stats-json FILE
+    SpeculativeFlags spec;   // cli/speculative_options.h
+    std::string stats_json;  // --stats-json FILE
 };
 
 // `specula info FILE`: what the GGUF holds and what running it needs.

@@ -12,6 +12,7 @@
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
 #include "cli/commands.h"
+#include "cli/speculative_options.h"
 #include "common/error.h"
 
 #ifndef SPECULA_VERSION
@@ -65,22 +66,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_option("--n-gpu-layers,--gpu-layers", o.n_gpu_layers,
                    "-ngl: accepted for compatibility; specula runs on the CPU");
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
-    cmd.add_option("--model-draft", o.model_draft, "-md: draft model for speculative decoding");
-    cmd.add_option("--draft,--draft-max,--draft-n", o.draft,
-                   "tokens to draft per step: N, or auto (chosen per step)")
-        ->capture_default_str();
-    cmd.add_option("--draft-min", o.draft_min, "do not verify proposals shorter than this")
-        ->capture_default_str();
-    cmd.add_option("--draft-p-min", o.draft_p_min,
-                   "stop drafting when the draft's top probability falls below this")
-        ->capture_default_str();
-    cmd.add_option("--spec-type", o.spec_type,
-                   "drafter: draft (needs -md) or ngram (prompt lookup)")
-        ->check(CLI::IsMember({"draft", "ngram"}));
-    cmd.add_option("--spec-ngram-min", o.ngram_min, "shortest n-gram to look up")
-        ->capture_default_str();
-    cmd.add_option("--spec-ngram-max", o.ngram_max, "longest n-gram to look up")
-        ->capture_default_str();
+    add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
 }
 
@@ -126,8 +112,7 @@ int run_cli(int argc, char** argv) {
     add_tokenize_options(*tokenize, tok_opt);
 
     BenchOptions bench_opt;
-    CLI::App* bench =
-        app.add_subcommand("bench", "plain vs speculative decoding benchmark (spec/bench.h)");
+    CLI::App* bench = app.add_subcommand("bench", "plain vs speculative decoding benchmark");
     add_bench_options(*bench, bench_opt);
 
     CLI::App* serve = add_serve_command(app);

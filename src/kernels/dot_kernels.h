@@ -35,6 +35,14 @@ VecDotFn avx2_float_vec_dot(GGMLType wt);
 FloatRowsFn avx512_float_rows(GGMLType wt);
 VecDotFn avx512_float_vec_dot(GGMLType wt);
 
+// matmul's entry for two adjacent weight rows at once (Q4_K, Q5_K, Q6_K at the AVX-512 level):
+// y[t * ldy + i] = dot(row i, token t) for i < 2 and t < ntok, row i at w + i * w_stride. Each
+// result is the VecDotFn kernel's for that row and token, bit for bit (so batch invariance and the
+// AVX2 / AVX-512 agreement hold unchanged). nullptr for other weight types and levels.
+using VecDotRows2Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* a,
+                               size_t a_stride, int ntok, float* y, size_t ldy);
+VecDotRows2Fn avx512_vec_dot_rows2(GGMLType wt);
+
 // AVX2 activation quantizers (quantize_avx2.cpp); nullptr for a type it does not handle.
 QuantizeRowFn avx2_quantize_row(GGMLType act_type);
 

@@ -17,11 +17,14 @@
 //
 // With AVX512-VNNI the only change is that byte dot products use vpdpbusd (256-bit, EVEX) instead
 // of vpmaddubsw + vpmaddwd; both give the same int32 lanes, so the two builds agree bit for bit
-// (and the compiler gets 32 vector registers).
+// (and the compiler gets 32 vector registers). The AVX-512 build replaces Q4_K / Q5_K / Q6_K with
+// 512-bit kernels (one row, and two rows at once for matmul) that again give the same bits
+// (kernels/dot_x86_kquants512.inc).
 #pragma once
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <utility>

@@ -26,6 +26,10 @@ namespace {
 
 constexpr int kTokenChunk = 16;              // tokens per kernel call
 constexpr size_t kRowTileBytes = 64 * 1024;  // weight bytes per row tile
+// Tokens from which a row-pair kernel (Kernel::rows2) beats the one-row kernel: below, one row
+// stream decodes at the memory's pace already and two streams only add prefetch misses (measured
+// with bench_kernels, Q4_K / Q6_K at 1, 2, 4, 9 tokens).
+constexpr int kRows2MinTokens = 3;
 
 void check_weight(const WeightView& W) {
     const auto& tr = type_traits(W.type);
@@ -50,8 +54,9 @@ void check_weight(const WeightView& W) {
 // A weight type's kernel, and where its activations are.
 struct Kernel {
     VecDotFn dot = nullptr;
-    simd::VecDotQ8Fn dot_q8 = nullptr;  // used instead of dot when set and Acts::scales is given
-    simd::FloatRowsFn rows = nullptr;   // used instead of dot when set: all rows and tokens at once
+    simd::VecDotQ8Fn dot_q8 = nullptr;    // used instead of dot when set and Acts::scales is given
+    simd::VecDotRows2Fn rows2 = nullptr;  // when set, used for pairs of rows (same results as dot)
+    simd::FloatRowsFn rows = nullptr;  // used instead of dot when set: all rows and tokens at once
 };
 struct Acts {
     const uint8_t* data;
@@ -76,7 +81,14 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
         for (int t0 = 0; t0 < a.ntok; t0 += kTokenChunk) {
             const int nt = std::min(kTokenChunk, a.ntok - t0);
             const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
-            for (int64_t r = tr0; r < tr1; ++r) {
+            int64_t r = tr0;
+            if (k.rows2 && nt >= kRows2MinTokens) {  // row pairs, same bits as k.dot row by row
+                for (; r + 1 < tr1; r += 2) {
+                    k.rows2(W.cols, W.row(r), rb, at, a.stride, nt, y + t0 * ldy + (r - r0),
+                            static_cast<size_t>(ldy));
+                }
+            }
+            for (; r < tr1; ++r) {
                 if (q8) {
                     k.dot_q8(W.cols, W.row(r), at, a.stride,
                              a.scales + static_cast<size_t>(t0) * (W.cols / QK8_0), kTokenChunk, nt,
@@ -114,7 +126,9 @@ simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
 }
 
 Kernel kernel_for(GGMLType wt) {
-    Kernel k{best_vec_dot(wt), q8_kernel_for(wt), rows_kernel_for(wt)};
+    Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
+             active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(wt) : nullptr,
+             rows_kernel_for(wt)};
     if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
     return k;
 }

@@ -21,16 +21,17 @@
 #include "server/request.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
-#include "spec/stats.h"
+#include "speculative/config.h"
+#include "speculative/make_drafter.h"
+#include "speculative/stats.h"
 
 namespace specula {
 
 struct EngineConfig {
     std::string model_path;
-    std::string draft_path;  // draft model for spec_type "draft_model"
-    std::string spec_type;   // "", "draft_model" or "ngram"
-    int n_draft = 4;  // default draft length (per request: speculative.num_speculative_tokens)
-    bool draft_auto = false;
+    // Method, draft model and the default draft length (per request:
+    // speculative.num_speculative_tokens).
+    SpeculativeConfig speculative;
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
     int n_parallel = 1;
     int n_threads = 0;        // 0: hardware threads
@@ -75,11 +76,11 @@ class Engine {
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
-    std::unique_ptr<Drafter> make_drafter(const SamplingParams& sp) const;
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own) const;
 
     EngineConfig cfg_;
-    std::unique_ptr<Model> target_, draft_;
+    std::unique_ptr<Model> target_;
+    SpeculativeSetup spec_;  // the draft model, loaded once for every slot
     std::string served_name_;
     ChatFormat chat_format_ = ChatFormat::Plain;
     int n_ctx_ = 0, n_threads_slot_ = 1;

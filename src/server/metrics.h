@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "spec/stats.h"
+#include "speculative/stats.h"
 
 namespace specula {
 

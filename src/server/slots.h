@@ -13,15 +13,15 @@
 #include <vector>
 
 #include "model/model.h"
-#include "spec/draft_length.h"
-#include "spec/drafter.h"
+#include "speculative/draft_length.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 
 struct Slot {
     int id = 0;
     std::unique_ptr<Session> target;
-    std::optional<DraftLengthController> draft_length;  // set after the first `--draft auto` use
+    DraftLengthController draft_length;  // `--draft auto` learns on from request to request
     // The slot's drafter (draft-model Session or n-gram), made on first use and reused by every
     // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
     std::unique_ptr<Drafter> drafter;

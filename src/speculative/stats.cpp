@@ -1,12 +1,18 @@
 // SpecStats: see stats.h.
-#include "spec/stats.h"
+#include "speculative/stats.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace specula {
 
-void SpecStats::add_pass(int n_draft, int n_accepted_here) {
+void SpecStats::add(const StepRecord& step) {
+    n_generated += int(step.emitted.size());
+    n_draft_steps += step.n_draft_steps;
+    t_draft_ms += step.draft_ms;
+    t_verify_ms += step.verify_ms;
+    t_sample_ms += step.sample_ms;
+    const int n_draft = step.n_drafted, n_accepted_here = step.n_accepted;
     ++n_target_passes;
     if (n_draft <= 0) return;
     ++n_drafts;

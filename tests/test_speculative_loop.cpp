@@ -11,11 +11,11 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
-#include "spec/speculative.h"
-#include "spec/vocab_check.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/make_drafter.h"
+#include "speculative/ngram_drafter.h"
+#include "speculative/vocab_check.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -142,7 +142,7 @@ TEST(SpecLoop, LimitsMatchPlainDecoding) {
         gp.ignore_eos = true;
         Generator gen(s, sampler, &drafter, gp);
         std::vector<token_id> seen;
-        const SpecStats st = gen.generate(m.prompt, [&](token_id t) {
+        const SpecStats st = gen.generate(m.prompt, [&](token_id t, bool) {
             seen.push_back(t);
             return seen.size() < 7;
         });
@@ -171,10 +171,23 @@ TEST(SpecLoop, StatsAreConsistent) {
     GenParams gp;
     gp.n_predict = 64;
     gp.ignore_eos = true;
-    gp.draft_auto = true;
-    Generator gen(s, sampler, &drafter, gp);
-    const SpecStats st = gen.generate(m.prompt);
+    DraftLengthController automatic;  // --draft auto, owned here
+    Generator gen(s, sampler, &drafter, gp, &automatic);
+    long drafted_flags = 0;
+    bool drafted_last = true;
+    const SpecStats st = gen.generate(m.prompt, [&](token_id, bool drafted) {
+        drafted_flags += drafted;
+        drafted_last = drafted;
+        return true;
+    });
     EXPECT_EQ(st.n_generated, 64);
+    // The callback marks exactly the accepted draft tokens (drafts never overshoot -n, so every
+    // accepted one is emitted), and each step ends with the target's own token.
+    EXPECT_EQ(drafted_flags, st.n_accepted);
+    EXPECT_FALSE(drafted_last);
+    // The caller's controller learnt from every step: its pooled acceptance left the prior.
+    EXPECT_NE(automatic.pooled_accept(), DraftLengthController().pooled_accept());
+    EXPECT_GT(automatic.target_cost(1), 0.0);
     EXPECT_EQ(int(gen.output().size()), 64);
     // Every pass yields its accepted drafts plus one token; the last pass may be cut short.
     EXPECT_GE(st.n_accepted + st.n_target_passes, 64);
@@ -213,9 +226,20 @@ TEST(SpecLoop, NgramDrafterProposesWhatFollowedTheLatestOccurrence) {
 TEST(SpecVocab, AcceptsMatchingPairs) {
     Models m;
     EXPECT_NO_THROW(check_vocab_compatible(m.target->tokenizer(), m.draft->tokenizer()));
-    SpeculativeSetup s =
-        make_drafter(*m.target, DraftOptions{.draft_model = test::shared_path(kDraft)}, params(0));
-    EXPECT_NE(s.drafter, nullptr);
+    SpeculativeConfig c;
+    c.method = SpecMethod::draft_model;
+    c.draft_model = test::shared_path(kDraft);
+    const SpeculativeSetup s = load_speculative(c, *m.target);
+    ASSERT_NE(s.draft_model, nullptr);
+    const auto drafter = make_drafter(s, DrafterParams{0, 1, params(0)});
+    ASSERT_NE(drafter, nullptr);
+    EXPECT_STREQ(drafter->name(), "draft-model");
+    c = SpeculativeConfig{};
+    EXPECT_EQ(make_drafter(load_speculative(c, *m.target), DrafterParams{}), nullptr);
+    c.method = SpecMethod::ngram;
+    const SpeculativeSetup ngram = load_speculative(c, *m.target);
+    EXPECT_EQ(ngram.draft_model, nullptr);
+    EXPECT_STREQ(make_drafter(ngram, DrafterParams{})->name(), "ngram");
 }
 
 TEST(SpecVocab, RejectsTheLlama2VocabularyNamingTheFirstDifference) {
@@ -241,20 +265,10 @@ TEST(SpecVocab, RejectsTheLlama2VocabularyNamingTheFirstDifference) {
         EXPECT_NE(msg.find("'" + b[first] + "'"), std::string::npos) << msg;
         EXPECT_EQ(msg.find('\n'), std::string::npos);
     }
-    EXPECT_THROW(
-        make_drafter(*m.target, DraftOptions{.draft_model = test::shared_path(llama2)}, params(0)),
-        Error);
-}
-
-TEST(SpecOptions, ParsesDraftLength) {
-    GenParams gp;
-    parse_draft_length("auto", gp);
-    EXPECT_TRUE(gp.draft_auto);
-    parse_draft_length("6", gp);
-    EXPECT_FALSE(gp.draft_auto);
-    EXPECT_EQ(gp.n_draft, 6);
-    for (const char* bad : {"", "x", "-1", "65", "3x"})
-        EXPECT_THROW(parse_draft_length(bad, gp), Error);
+    SpeculativeConfig c;
+    c.method = SpecMethod::draft_model;
+    c.draft_model = test::shared_path(llama2);
+    EXPECT_THROW(load_speculative(c, *m.target), Error);
 }
 
 TEST(SpecLoop, PMinCutsDraftsShortWithoutChangingTheOutput) {

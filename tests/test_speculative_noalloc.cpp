@@ -8,9 +8,9 @@
 
 #include "alloc_counter.h"  // replaces global new/delete: include from one file per test
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -46,14 +46,14 @@ long allocations_per_run(const Case& c) {
     gp.n_predict = 96;
     gp.ignore_eos = true;
     gp.n_draft = c.n_draft;
-    gp.draft_auto = c.automatic;
-    Generator gen(session, sampler, drafter.get(), gp);
+    DraftLengthController automatic;
+    Generator gen(session, sampler, drafter.get(), gp, c.automatic ? &automatic : nullptr);
     const auto prompt = target->tokenizer().encode("Once upon a time, there was a", true, false);
     gen.generate(prompt);  // warm-up: sizes every buffer
 
     int emitted = 0;
     test::g_allocs = 0;
-    const SpecStats st = gen.generate(prompt, [&](token_id) {
+    const SpecStats st = gen.generate(prompt, [&](token_id, bool) {
         if (++emitted == 2) test::g_counting = true;
         return true;
     });

@@ -1,5 +1,5 @@
 // check_vocab_compatible: see vocab_check.h.
-#include "spec/vocab_check.h"
+#include "speculative/vocab_check.h"
 
 #include <algorithm>
 #include <cstdio>

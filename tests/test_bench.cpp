@@ -1,12 +1,14 @@
-// The benchmark driver (spec/bench.h) on the tiny F16 synthetic pair: one row per configuration
-// with consistent numbers, synthetic acceptance doing what it says (A = 0: nothing accepted,
-// A = 1: everything, A = 0.5: about half) and clearly marked, and a well-formed SVG plot.
+// The benchmarks of src/bench/ on the tiny F16 synthetic pair: the draft-length sweep gives one
+// row per configuration with consistent numbers, synthetic acceptance does what it says (A = 0:
+// nothing accepted, A = 1: everything, A = 0.5: about half) and is clearly marked, the SVG plot is
+// well formed, and the throughput table (pp, tg, pass costs, bandwidth) runs without a draft.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include "bench/plot.h"
+#include "bench/sweep.h"
 #include "common/error.h"
-#include "spec/bench.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -16,7 +18,9 @@ namespace {
 BenchParams small(double synthetic) {
     BenchParams p;
     p.target_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-F16.gguf");
-    p.draft_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf");
+    p.speculative.method = SpecMethod::draft_model;
+    p.speculative.draft_model =
+        test::shared_path("models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf");
     p.prompts = {"The quick brown fox jumps over the lazy dog."};
     p.n_predict = 24;
     p.reps = 1;
@@ -33,7 +37,7 @@ std::string table_of(const BenchResult& r, bool throughput = false) {
     const std::string path = test::temp_dir("bench") + "/table.txt";
     std::FILE* f = std::fopen(path.c_str(), "w");
     if (throughput)
-        print_throughput_table(r, f);
+        print_throughput_table(r.tp, f);
     else
         print_bench_table(r, f);
     std::fclose(f);
@@ -85,8 +89,8 @@ TEST(SpecBench, SyntheticAcceptanceIsAppliedAndMarked) {
 // --no-spec: only the plain row, plus the throughput figures (pp, tg, pass costs, bandwidth).
 TEST(SpecBench, ThroughputWithoutDraft) {
     BenchParams p = small(-1);
-    p.spec = false;
-    p.draft_path.clear();
+    p.with_spec = false;
+    p.speculative = {};  // no drafter
     p.pass_sizes = {1, 3, 5};
     const BenchResult r = run_bench(p);
     ASSERT_EQ(r.rows.size(), 1u);
@@ -112,9 +116,9 @@ TEST(SpecBench, ThroughputWithoutDraft) {
 
 TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
     BenchParams p = small(-1);
-    p.draft_path.clear();
+    p.speculative = {};  // no drafter
     EXPECT_THROW(run_bench(p), Error);
     p.pass_sizes = {0};
-    p.spec = false;
+    p.with_spec = false;
     EXPECT_THROW(run_bench(p), Error);
 }

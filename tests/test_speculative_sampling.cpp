@@ -10,9 +10,9 @@
 #include <map>
 
 #include "model/model.h"
-#include "spec/categorical.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/verifier.h"
+#include "speculative/categorical.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/verifier.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -66,18 +66,16 @@ std::map<Pair, double> exact_joint(const Model& target, const std::vector<token_
 }
 
 // The naive (biased) rule: keep d_i iff it is the target's most likely token, else sample p.
-VerifyResult naive_decide(Session& target, int n_past_before, const Draft& draft, Sampler& s) {
-    const int nv = target.model().hparams().n_vocab;
+Verdict naive_verify(const Draft& draft, const LogitRows& rows, Sampler& s) {
     std::vector<TokenProb> p;
-    VerifyResult r;
+    Verdict r;
     for (int i = 0; i <= draft.size(); ++i) {
-        s.distribution(target.logits(i), nv, p);
+        s.distribution(rows[i], rows.n_vocab, p);
         if (i < draft.size() && draft.tokens[i] == p[0].id) continue;
         r.n_accepted = i;
-        r.next = sample_categorical(p, s.uniform());
+        r.token = sample_categorical(p, s.uniform());
         break;
     }
-    target.rollback(n_past_before + 1 + r.n_accepted);
     return r;
 }
 
@@ -89,10 +87,12 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool naive) {
     dp.n_threads = 1;
     dp.sampling = sampling(99);
     DraftModelDrafter drafter(*f.draft, dp);
-    Verifier verifier(f.target->hparams().n_vocab);
+    const int nv = f.target->hparams().n_vocab;
+    VerifyScratch scratch(nv);
     Sampler sampler(sampling(12345));
     Draft draft;
-    std::vector<token_id> history;
+    std::vector<token_id> history, batch;
+    std::vector<const float*> rows;
     std::map<Pair, long> counts;
 
     target.eval(std::span(f.prompt).first(f.prompt.size() - 1));
@@ -102,13 +102,20 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool naive) {
         target.rollback(int(f.prompt.size()) - 1);
         while (history.size() < f.prompt.size() + 2) {
             drafter.propose(history, kDraft, draft);
+            // What the generation loop does: one target pass, a verdict, a rollback.
             const int n_past = target.n_past();
-            verifier.evaluate(target, history.back(), draft);
-            const VerifyResult r = naive ? naive_decide(target, n_past, draft, sampler)
-                                         : verifier.decide(target, draft, sampler);
+            batch.assign(1, history.back());
+            batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+            target.eval(batch);
+            rows.clear();
+            for (int i = 0; i < target.n_logits(); ++i) rows.push_back(target.logits(i));
+            const LogitRows lr{rows, nv};
+            const Verdict r =
+                naive ? naive_verify(draft, lr, sampler) : verify(draft, lr, sampler, scratch);
+            target.rollback(n_past + 1 + r.n_accepted);
             drafter.accept(r.n_accepted);
             for (int i = 0; i < r.n_accepted; ++i) history.push_back(draft.tokens[i]);
-            history.push_back(r.next);
+            history.push_back(r.token);
         }
         ++counts[{history[f.prompt.size()], history[f.prompt.size() + 1]}];
     }

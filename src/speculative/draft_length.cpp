@@ -1,5 +1,5 @@
 // DraftLengthController: see draft_length.h.
-#include "spec/draft_length.h"
+#include "speculative/draft_length.h"
 
 #include <algorithm>
 
@@ -20,6 +20,13 @@ DraftLengthController::DraftLengthController(const DraftLengthParams& params) : 
     reached_.assign(size_t(params.n_max), 0.0);
     accepted_.assign(size_t(params.n_max), 0.0);
     cost_.assign(size_t(params.n_max) + 2, CostWindow{});
+}
+
+void DraftLengthController::observe(const StepRecord& step) {
+    observe_draft(step.n_draft_steps, step.draft_ms);
+    observe_target(step.n_drafted + 1, step.verify_ms);
+    observe_overhead(step.sample_ms);
+    observe_accept(step.n_drafted, step.n_accepted);
 }
 
 void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
-#include "spec/draft_model_drafter.h"
-#include "spec/generate.h"
-#include "spec/ngram_drafter.h"
+#include "speculative/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "speculative/ngram_drafter.h"
 #include "test_util.h"
 
 using namespace specula;

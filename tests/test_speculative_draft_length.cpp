@@ -1,4 +1,4 @@
-// Adaptive draft length (spec/draft_length.h) on synthetic acceptance and cost numbers: the
+// Adaptive draft length (speculative/draft_length.h) on synthetic acceptance and cost numbers: the
 // estimates converge to the true acceptance, the cost line is fitted, and the closed loop (the
 // controller choosing N, outcomes drawn from known per-position acceptance) reaches within 5% of
 // the best fixed N's analytic throughput in several regimes, including a change of regime.
@@ -7,7 +7,7 @@
 #include <functional>
 #include <random>
 
-#include "spec/draft_length.h"
+#include "speculative/draft_length.h"
 
 using namespace specula;
 

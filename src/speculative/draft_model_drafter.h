@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 

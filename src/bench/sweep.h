@@ -1,5 +1,5 @@
-// Speculative-decoding benchmark (`specula bench`): plain decoding against speculative decoding
-// with each fixed draft length and with `auto`, over one or more prompts and several repetitions
+// The draft-length sweep (`specula bench`): plain decoding against speculative decoding with
+// each fixed draft length and with `auto`, over one or more prompts and several repetitions
 // (configurations interleaved within each repetition, so slow drifts hit all alike). Reports per
 // configuration the acceptance, tokens per target pass, median generation tok/s and the speedup
 // over plain, and fits the simple model
@@ -8,57 +8,38 @@
 //
 // with a = measured conditional acceptance per draft position, c = draft step / target pass
 // (batch 1) and tau(b) = target pass over b tokens / target pass over 1 token (measured line).
-// write_bench_svg() plots measured and modelled speedup against N.
-//
-// It also reports what plain throughput a user compares engines by (print_throughput_table):
-// prompt processing (pp, one pass over `pp` prompt tokens), plain decoding (tg) and the cost of
-// one target pass over b tokens (b = 1, 2, 5, 9 by default: the verify batches), each with the
-// weight bandwidth it achieves (Model::bytes_per_token() per pass / time) as a fraction of the
-// machine's measured streaming-read bandwidth (kernels/membw.h).
+// run_bench() then measures the throughput figures (bench/throughput.h) on the same target;
+// bench/plot.h charts the sweep.
 #pragma once
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench/throughput.h"
 #include "sampling/sampler.h"
+#include "speculative/config.h"
 
 namespace specula {
 
 struct BenchParams {
-    std::string target_path, draft_path;  // draft "" with lookup: n-gram drafting
-    bool lookup = false;
+    std::string target_path;
+    // The drafter (method, draft model, p-min, n-gram sizes); its draft length, or auto, is the
+    // configuration marked `*` in the table (what `run` would use).
+    SpeculativeConfig speculative;
     std::vector<std::string> prompts;
     int n_predict = 128;
     int reps = 3;
     std::vector<int> draft_list{1, 2, 3, 4, 5, 6, 7, 8};
     bool with_auto = true;
-    int n_draft_default = 4;  // the fixed length `run` uses without --draft (marked in the table)
     SamplingParams sampling{.temp = 0.f, .seed = 42};
     double synthetic_accept = -1.0;  // >= 0: SYNTHETIC acceptance (timing study only)
-    float p_min = 0.0f;
     int n_threads = 0;
-    bool verbose = true;  // progress lines on stderr
-    bool spec = true;     // false: plain decoding and the throughput figures only (no draft)
-    int pp = 512;         // prompt-processing test length (0: skip)
+    bool verbose = true;    // progress lines on stderr
+    bool with_spec = true;  // false: plain decoding and the throughput figures only (no draft)
+    int pp = 512;           // prompt-processing test length (0: skip)
     std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes
     size_t read_test_bytes = size_t{512} << 20;  // buffer of the bandwidth test (0: skip it)
-};
-
-// One timed target pass over `batch` tokens (median of several), on top of a short prompt.
-struct PassRow {
-    int batch = 0;
-    double ms = 0;   // median wall time of the pass
-    double tau = 0;  // ms / ms of the batch-1 pass
-};
-
-struct Throughput {
-    double read_gbs = 0;          // machine streaming-read bandwidth, GB/s
-    int n_threads = 0;            // threads of the target session and of the read test
-    int64_t bytes_per_token = 0;  // weight bytes one pass streams
-    double pp_tps = 0;            // prompt tokens/s over params.pp tokens (0: skipped)
-    double tg_tps = 0;            // plain decoding tokens/s (the plain row's median)
-    std::vector<PassRow> passes;
 };
 
 struct BenchRow {
@@ -85,7 +66,5 @@ struct BenchResult {
 
 BenchResult run_bench(const BenchParams& params);
 void print_bench_table(const BenchResult& r, std::FILE* out);
-void print_throughput_table(const BenchResult& r, std::FILE* out);
-void write_bench_svg(const BenchResult& r, const std::string& path);
 
 }  // namespace specula

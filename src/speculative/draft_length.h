@@ -21,6 +21,8 @@
 #include <array>
 #include <vector>
 
+#include "speculative/step_record.h"
+
 namespace specula {
 
 struct DraftLengthParams {
@@ -40,6 +42,9 @@ class DraftLengthController {
 
     int choose() const;  // N for the next step, in [n_min, n_max]
     int best() const;    // the N with the highest expected rate (no exploration)
+
+    // Learns from one step of the generation loop: its acceptance and its costs.
+    void observe(const StepRecord& step);
 
     void observe_accept(int n_drafted, int n_accepted);
     void observe_target(int batch, double ms);

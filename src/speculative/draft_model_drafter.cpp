@@ -1,10 +1,10 @@
 // DraftModelDrafter: see draft_model_drafter.h.
-#include "spec/draft_model_drafter.h"
+#include "speculative/draft_model_drafter.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "spec/categorical.h"
+#include "speculative/categorical.h"
 
 namespace specula {
 

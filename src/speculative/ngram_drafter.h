@@ -4,7 +4,7 @@
 // (q is one-hot), so they work for greedy and sampling verification alike.
 #pragma once
 
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 

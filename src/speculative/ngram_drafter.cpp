@@ -1,5 +1,5 @@
 // NgramDrafter: see ngram_drafter.h.
-#include "spec/ngram_drafter.h"
+#include "speculative/ngram_drafter.h"
 
 #include <algorithm>
 

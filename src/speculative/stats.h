@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "speculative/step_record.h"
+
 namespace specula {
 
 struct SpecStats {
@@ -35,7 +37,8 @@ struct SpecStats {
     double t_verify_ms = 0;  // target passes
     double t_sample_ms = 0;  // accept/reject decisions and sampling
 
-    void add_pass(int n_draft, int n_accepted_here);
+    // Counts one step of the generation loop.
+    void add(const StepRecord& step);
 
     double prompt_tps() const { return t_prompt_ms > 0 ? n_prompt * 1e3 / t_prompt_ms : 0; }
     double gen_tps() const { return t_gen_ms > 0 ? n_generated * 1e3 / t_gen_ms : 0; }

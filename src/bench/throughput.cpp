@@ -1,0 +1,106 @@
+// The throughput tests: see throughput.h.
+#include "bench/throughput.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/membw.h"
+#include "kernels/threadpool.h"
+
+namespace specula {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Median tokens/s of one pass over `n` prompt tokens (the prompt's tokens repeated), with only the
+// last position's logits, as a prompt is evaluated; needs its own session for the context.
+double time_prompt(const Model& m, const std::vector<token_id>& prompt, int n, int reps,
+                   int n_threads) {
+    Session s(m, SessionParams{n + 8, n_threads});
+    std::vector<token_id> toks;
+    while (int(toks.size()) < n) toks.push_back(prompt[toks.size() % prompt.size()]);
+    std::vector<double> tps;
+    for (int r = 0; r < reps; ++r) {
+        s.reset();
+        const auto t0 = clock_type::now();
+        s.eval(toks, false);
+        const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
+        tps.push_back(sec > 0 ? n / sec : 0);
+    }
+    return median(tps);
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double time_eval(Session& s, const std::vector<token_id>& ctx, int batch, int reps) {
+    std::vector<double> t;
+    std::vector<token_id> toks(size_t(batch), ctx.back());
+    s.reset();
+    s.eval(ctx);
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = clock_type::now();
+        s.eval(toks);
+        t.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+        s.rollback(int(ctx.size()));
+    }
+    return median(t);
+}
+
+Throughput measure_throughput(const ThroughputParams& p, const Model& target, Session& session,
+                              const std::vector<token_id>& ctx, double t1, int tg, double tg_tps) {
+    Throughput tp;
+    tp.bytes_per_token = target.bytes_per_token();
+    tp.tg = tg;
+    tp.tg_tps = tg_tps;
+    for (int b : p.pass_sizes) {
+        const double ms = b == 1 ? t1 : time_eval(session, ctx, b, 9);
+        tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
+    }
+    tp.pp = p.pp;
+    if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, p.pp_reps, p.n_threads);
+    tp.n_threads = session.n_threads();
+    if (p.read_test_bytes > 0) {
+        ThreadPool pool(tp.n_threads);
+        tp.read_gbs = measure_read_bandwidth(pool, p.read_test_bytes);
+    }
+    return tp;
+}
+
+void print_throughput_table(const Throughput& tp, std::FILE* out) {
+    const double gb = tp.bytes_per_token / 1e9;
+    auto frac = [&](double gbs) { return tp.read_gbs > 0 ? 100 * gbs / tp.read_gbs : 0; };
+    std::fprintf(out,
+                 "throughput: %.3f GB of weights per pass; machine streams %.1f GB/s (%d "
+                 "threads)\n",
+                 gb, tp.read_gbs, tp.n_threads);
+    std::fprintf(out, "| %-12s | %9s | %9s | %6s | %11s | %7s |\n", "test", "tok/s", "ms/pass",
+                 "tau", "weight GB/s", "of read");
+    std::fprintf(out,
+                 "|--------------|-----------|-----------|--------|-------------|---------|\n");
+    if (tp.pp_tps > 0) {
+        const double ms = 1e3 * tp.pp / tp.pp_tps;
+        // Compute-bound (the weights stream once for all its tokens): no bandwidth figure.
+        std::fprintf(out, "| pp%-10d | %9.1f | %9.1f | %6s | %11s | %7s |\n", tp.pp, tp.pp_tps, ms,
+                     "-", "-", "-");
+    }
+    if (tp.tg_tps > 0) {
+        const double gbs = gb * tp.tg_tps;
+        std::fprintf(out, "| tg%-10d | %9.1f | %9.1f | %6s | %11.1f | %6.1f%% |\n", tp.tg,
+                     tp.tg_tps, 1e3 / tp.tg_tps, "-", gbs, frac(gbs));
+    }
+    for (const PassRow& pr : tp.passes) {
+        const double gbs = pr.ms > 0 ? gb / (pr.ms / 1e3) : 0;
+        std::fprintf(out, "| pass b=%-5d | %9.1f | %9.2f | %5.2fx | %11.1f | %6.1f%% |\n", pr.batch,
+                     pr.ms > 0 ? 1e3 * pr.batch / pr.ms : 0, pr.ms, pr.tau, gbs, frac(gbs));
+    }
+}
+
+}  // namespace specula

@@ -1,0 +1,54 @@
+// What a user compares engines by, measured on the target alone: prompt processing (pp, one pass
+// over `pp` prompt tokens), plain decoding (tg, taken from the sweep's plain row) and the cost of
+// one target pass over b tokens (b = 1, 2, 5, 9 by default: the verify batches), each with the
+// weight bandwidth it achieves (Model::bytes_per_token() per pass / time) as a fraction of the
+// machine's measured streaming-read bandwidth (kernels/membw.h).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "model/model.h"
+
+namespace specula {
+
+struct ThroughputParams {
+    int pp = 512;                                // prompt-processing test length (0: skip)
+    int pp_reps = 3;                             // repetitions of the pp pass
+    std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes
+    size_t read_test_bytes = size_t{512} << 20;  // buffer of the bandwidth test (0: skip it)
+    int n_threads = 0;                           // threads of the pp session (0: hardware)
+};
+
+// One timed target pass over `batch` tokens (median of several), on top of a short prompt.
+struct PassRow {
+    int batch = 0;
+    double ms = 0;   // median wall time of the pass
+    double tau = 0;  // ms / ms of the batch-1 pass
+};
+
+struct Throughput {
+    double read_gbs = 0;          // machine streaming-read bandwidth, GB/s
+    int n_threads = 0;            // threads of the target session and of the read test
+    int64_t bytes_per_token = 0;  // weight bytes one pass streams
+    int pp = 0;                   // prompt-processing test length
+    double pp_tps = 0;            // prompt tokens/s over pp tokens (0: skipped)
+    int tg = 0;                   // tokens per plain generation
+    double tg_tps = 0;            // plain decoding tokens/s (the plain row's median)
+    std::vector<PassRow> passes;
+};
+
+double median(std::vector<double> v);
+
+// Median time (ms) of a `batch`-token eval on top of `ctx` tokens, over `reps` tries.
+double time_eval(Session& s, const std::vector<token_id>& ctx, int batch, int reps);
+
+// t1: the measured time of a one-token pass, reused as the b = 1 row; tg / tg_tps: the plain
+// decoding measured elsewhere. `session` is the target's; ctx a short prompt to time passes on.
+Throughput measure_throughput(const ThroughputParams& p, const Model& target, Session& session,
+                              const std::vector<token_id>& ctx, double t1, int tg, double tg_tps);
+
+void print_throughput_table(const Throughput& tp, std::FILE* out);
+
+}  // namespace specula

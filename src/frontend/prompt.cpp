@@ -1,0 +1,40 @@
+// tokenize_prompt / check_context / default_threads: see prompt.h.
+#include "frontend/prompt.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "common/error.h"
+
+namespace specula {
+
+std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text) {
+    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
+    if (ids.empty()) {
+        if (tok.bos() < 0) fail("the prompt is empty and the vocabulary has no BOS token");
+        ids.push_back(tok.bos());
+    }
+    return ids;
+}
+
+ContextFit check_context(int n_prompt, int n_predict, int n_ctx, const std::string& ctx_label,
+                         const std::string& budget_name) {
+    const std::string ctx = "the context" + ctx_label;
+    if (n_prompt > n_ctx)
+        return {ContextFit::prompt_too_long, "the prompt is " + std::to_string(n_prompt) +
+                                                 " tokens but " + ctx + " holds " +
+                                                 std::to_string(n_ctx)};
+    if (n_predict >= 0 && n_prompt + n_predict > n_ctx)
+        return {ContextFit::budget_too_long, "prompt (" + std::to_string(n_prompt) + " tokens) + " +
+                                                 budget_name + " " + std::to_string(n_predict) +
+                                                 " exceeds " + ctx + " of " +
+                                                 std::to_string(n_ctx) + " tokens"};
+    return {};
+}
+
+int default_threads(int requested) {
+    if (requested > 0) return requested;
+    return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+}  // namespace specula

@@ -1,0 +1,110 @@
+// SpeculativeConfig parsing: see config.h.
+#include "speculative/config.h"
+
+#include <charconv>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace specula {
+
+namespace {
+
+SpecMethod parse_method(const std::string& name, const char* where) {
+    if (name == "draft" || name == "draft_model") return SpecMethod::draft_model;
+    if (name == "ngram") return SpecMethod::ngram;
+    fail(where, ": the speculative method must be draft, draft_model or ngram, got '", name, "'");
+}
+
+// vLLM's --speculative-config: its keys override the flags.
+void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_given) {
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) fail("--speculative-config must be a JSON object, got: ", text);
+    for (const auto& [key, value] : j.items()) {
+        if (key == "method") {
+            if (!value.is_string()) fail("--speculative-config: 'method' must be a string");
+            f.spec_type = value.get<std::string>();
+            f.lookup = false;
+            method_given = true;
+        } else if (key == "model") {
+            if (!value.is_string()) fail("--speculative-config: 'model' must be a string");
+            f.model_draft = value.get<std::string>();
+        } else if (key == "num_speculative_tokens") {
+            if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 64)
+                fail(
+                    "--speculative-config: 'num_speculative_tokens' must be an integer in [0, 64]");
+            f.draft = std::to_string(value.get<int>());
+        } else {
+            fail("--speculative-config: unsupported key '", key,
+                 "' (supported: method, model, num_speculative_tokens)");
+        }
+    }
+}
+
+}  // namespace
+
+const char* method_name(SpecMethod method) {
+    switch (method) {
+        case SpecMethod::draft_model:
+            return "draft_model";
+        case SpecMethod::ngram:
+            return "ngram";
+        case SpecMethod::none:
+            break;
+    }
+    return "none";
+}
+
+void parse_draft_length(const std::string& value, SpeculativeConfig& config) {
+    if (value == "auto") {
+        config.draft_auto = true;
+        return;
+    }
+    int n = -1;
+    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || ptr != value.data() + value.size() || n < 0 || n > 64)
+        fail("--draft: expected 'auto' or a length 0..64, got '", value, "'");
+    config.draft_auto = false;
+    config.n_draft = n;
+}
+
+std::string draft_length_name(const SpeculativeConfig& config) {
+    return config.draft_auto ? "auto" : std::to_string(config.n_draft);
+}
+
+SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
+    SpeculativeFlags f = flags;
+    bool from_json = false;
+    if (!f.speculative_config.empty()) apply_vllm_json(f.speculative_config, f, from_json);
+    const char* where = from_json ? "--speculative-config" : "--spec-type";
+    if (f.lookup && !f.spec_type.empty() && f.spec_type != "ngram")
+        fail("--lookup is --spec-type ngram; it cannot be combined with --spec-type ", f.spec_type);
+
+    SpeculativeConfig c;
+    c.draft_model = f.model_draft;
+    if (f.lookup)
+        c.method = SpecMethod::ngram;
+    else if (!f.spec_type.empty())
+        c.method = parse_method(f.spec_type, where);
+    else if (!f.model_draft.empty())
+        c.method = SpecMethod::draft_model;
+    if (c.method == SpecMethod::draft_model && c.draft_model.empty())
+        fail("the speculative method draft_model needs a draft model (-md FILE)");
+    if (c.method == SpecMethod::ngram && !c.draft_model.empty())
+        fail(
+            "n-gram drafting (--spec-type ngram) takes no draft model: drop -md, or use "
+            "--spec-type draft");
+
+    parse_draft_length(f.draft, c);
+    if (f.draft_min < 0) fail("--draft-min must be >= 0, got ", f.draft_min);
+    c.draft_min = f.draft_min;
+    c.p_min = f.p_min;
+    if (f.ngram_min < 1 || f.ngram_max < f.ngram_min)
+        fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", f.ngram_min, "/",
+             f.ngram_max);
+    c.ngram = NgramParams{f.ngram_min, f.ngram_max};
+    return c;
+}
+
+}  // namespace specula

@@ -1,0 +1,58 @@
+// SpeculativeConfig: how to decode speculatively, the one description that `run`, `bench` and
+// `serve` share, and the one place where its command-line spellings are parsed.
+//
+// Flags (llama.cpp's spellings first, then aliases; every subcommand takes the same ones):
+//   -md, --model-draft, --md, --speculative-model FILE   draft model (method draft_model)
+//   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
+//   --draft-min N        a proposal shorter than N is not verified
+//   --draft-p-min P      stop drafting when the draft's top probability drops below P
+//   --spec-type draft|draft_model|ngram, --lookup (= --spec-type ngram)
+//   --spec-ngram-min N, --spec-ngram-max N
+//   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens"}; its keys
+//                               override the flags above
+// Without --spec-type the method is draft_model when a draft model is given, else none.
+#pragma once
+
+#include <string>
+
+#include "speculative/ngram_drafter.h"
+
+namespace specula {
+
+enum class SpecMethod { none, draft_model, ngram };
+
+struct SpeculativeConfig {
+    SpecMethod method = SpecMethod::none;
+    std::string draft_model;  // path of the draft model (method draft_model)
+    int n_draft = 4;          // fixed draft length per step; 0: plain decoding
+    bool draft_auto = false;  // choose the length every step (speculative/draft_length.h)
+    int draft_min = 0;        // a proposal shorter than this is not verified
+    float p_min = 0.0f;       // draft-model drafting stops below this top probability
+    NgramParams ngram;        // method ngram
+};
+
+// The speculative options as a command line gives them, before they are checked.
+struct SpeculativeFlags {
+    std::string model_draft;
+    std::string draft = "4";  // N or "auto"
+    std::string spec_type;    // "", "draft", "draft_model" or "ngram"
+    bool lookup = false;
+    int draft_min = 0;
+    float p_min = 0.0f;
+    int ngram_min = 2, ngram_max = 4;
+    std::string speculative_config;  // vLLM's JSON; "" when not given
+};
+
+// "none", "draft_model" or "ngram".
+const char* method_name(SpecMethod method);
+
+// Checks the flags and turns them into a config; Error naming the flag otherwise.
+SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags);
+
+// Parses a draft length: "auto" or 0..64 into config (Error naming --draft otherwise).
+void parse_draft_length(const std::string& value, SpeculativeConfig& config);
+
+// The draft length as --draft spells it: "auto" or N.
+std::string draft_length_name(const SpeculativeConfig& config);
+
+}  // namespace specula

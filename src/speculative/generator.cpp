@@ -1,0 +1,177 @@
+// Generator: see generator.h.
+#include "speculative/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace specula {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+}  // namespace
+
+Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params,
+                     DraftLengthController* auto_length)
+    : target_(target),
+      sampler_(sampler),
+      drafter_(drafter),
+      params_(params),
+      auto_length_(auto_length),
+      synthetic_rng_(sampler.seed() ^ 0x5DEECE66Dull),
+      scratch_(target.model().hparams().n_vocab) {
+    if (params.n_draft < 0) fail("draft length must be >= 0, got ", params.n_draft);
+    if (params.synthetic_accept > 1.0)
+        fail("synthetic acceptance must be in [0, 1], got ", params.synthetic_accept);
+    const size_t max_batch =
+        size_t(std::max(params.n_draft, auto_length ? auto_length->params().n_max : 0)) + 1;
+    history_.reserve(size_t(target.n_ctx()) + 1);
+    output_.reserve(size_t(target.n_ctx()) + 1);
+    draft_.tokens.reserve(max_batch);
+    batch_.reserve(max_batch);
+    rows_.reserve(max_batch);
+    rec_.emitted.reserve(max_batch);
+}
+
+SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
+    SpecStats st = start(prompt);
+    const auto t_gen = clock_type::now();
+    if (params_.n_predict == 0) st.stop_reason = "n_predict";
+    while (st.stop_reason.empty()) {
+        // The target evaluates `last` at position history.size() - 1, plus the drafts.
+        if (int(history_.size()) > target_.n_ctx()) {
+            st.stop_reason = "context";
+            break;
+        }
+        const StepRecord& r = step(on_token);
+        st.add(r);
+        if (auto_length_) auto_length_->observe(r);
+        if (r.stop) st.stop_reason = r.stop;
+    }
+    st.t_gen_ms = ms_since(t_gen);
+    // Keep the invariant "target holds all of history but its last token" for a caller that
+    // continues (tokens after an early stop are dropped).
+    target_.rollback(std::min(target_.n_past(), int(history_.size()) - 1));
+    return st;
+}
+
+// Checks the prompt and evaluates it in the target (all but its last token) and the drafter.
+SpecStats Generator::start(std::span<const token_id> prompt) {
+    if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
+    const int n_ctx = target_.n_ctx();
+    if (int(prompt.size()) > n_ctx)
+        fail("prompt of ", prompt.size(), " tokens does not fit the context (n_ctx = ", n_ctx, ")");
+
+    SpecStats st;
+    st.drafter = drafter_ ? drafter_->name() : "";
+    st.synthetic = params_.synthetic_accept >= 0.0 && drafter_;
+    st.n_prompt = int(prompt.size());
+    // Per-position counters sized up front: the token loop does not allocate.
+    st.pos_reached.reserve(rec_.emitted.capacity());
+    st.pos_accepted.reserve(rec_.emitted.capacity());
+    history_.assign(prompt.begin(), prompt.end());
+    output_.clear();
+
+    const auto t0 = clock_type::now();
+    target_.reset();
+    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1), /*all_logits=*/false);
+    if (drafter_) drafter_->begin(prompt);
+    st.t_prompt_ms = ms_since(t0);
+    return st;
+}
+
+// One step: draft, verify in one target pass, roll the target back, emit.
+const StepRecord& Generator::step(const TokenCallback& on_token) {
+    StepRecord& r = rec_;
+    r.emitted.clear();
+    r.stop = nullptr;
+    r.n_draft_steps = 0;
+    r.draft_ms = 0;
+
+    int n = std::min(draft_length(), target_.n_ctx() - int(history_.size()));
+    if (params_.n_predict >= 0) n = std::min(n, params_.n_predict - int(output_.size()) - 1);
+    draft_.clear();
+    if (n > 0) propose(n);
+
+    const int n_past = target_.n_past();
+    auto t = clock_type::now();
+    batch_.assign(1, history_.back());
+    batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
+    target_.eval(batch_);
+    r.verify_ms = ms_since(t);
+
+    t = clock_type::now();
+    const Verdict v = verify_pass();
+    target_.rollback(n_past + 1 + v.n_accepted);  // drop the rejected drafts
+    if (drafter_) drafter_->accept(v.n_accepted);
+    r.sample_ms = ms_since(t);
+    r.n_drafted = draft_.size();
+    r.n_accepted = v.n_accepted;
+
+    for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit({draft_.tokens[i], true}, on_token);
+    if (!r.stop) emit({v.token, false}, on_token);
+    return r;
+}
+
+int Generator::draft_length() const {
+    if (!drafter_) return 0;
+    return auto_length_ ? auto_length_->choose() : params_.n_draft;
+}
+
+// Asks the drafter for up to n tokens, keeping the prefix the target can verify.
+void Generator::propose(int n) {
+    const auto t = clock_type::now();
+    rec_.n_draft_steps = drafter_->propose(history_, n, draft_);
+    rec_.draft_ms = ms_since(t);
+    // A draft vocabulary may be up to 128 tokens larger: such ids cannot be verified.
+    const int nv = target_.model().hparams().n_vocab;
+    int keep = std::min(draft_.size(), n);
+    for (int i = 0; i < keep; ++i)
+        if (draft_.tokens[i] < 0 || draft_.tokens[i] >= nv) keep = i;
+    if (keep < params_.draft_min) keep = 0;  // too short to be worth a wider pass
+    draft_.tokens.resize(size_t(keep));
+}
+
+// The verdict on the last target pass, from its logit rows.
+Verdict Generator::verify_pass() {
+    rows_.clear();
+    for (int i = 0; i < target_.n_logits(); ++i) rows_.push_back(target_.logits(i));
+    const LogitRows rows{rows_, target_.model().hparams().n_vocab};
+    if (params_.synthetic_accept >= 0.0)
+        return verify_synthetic(draft_, rows, sampler_, params_.synthetic_accept, synthetic_rng_);
+    return verify(draft_, rows, sampler_, scratch_);
+}
+
+// Appends one generated token, or records why generation stops.
+void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
+    if (!params_.ignore_eos && target_.model().tokenizer().is_eog(t.id)) {
+        rec_.stop = "eog";
+        return;
+    }
+    history_.push_back(t.id);
+    output_.push_back(t.id);
+    rec_.emitted.push_back(t);
+    if (on_token && !on_token(t.id, t.drafted)) {
+        rec_.stop = "callback";
+        return;
+    }
+    if (params_.n_predict >= 0 && int(output_.size()) >= params_.n_predict) rec_.stop = "n_predict";
+}
+
+std::vector<token_id> generate_tokens(Session& target, Sampler& sampler, Drafter* drafter,
+                                      std::span<const token_id> prompt, const GenParams& params,
+                                      SpecStats* stats) {
+    Generator gen(target, sampler, drafter, params);
+    SpecStats st = gen.generate(prompt);
+    if (stats) *stats = st;
+    return gen.output();
+}
+
+}  // namespace specula

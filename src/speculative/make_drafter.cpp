@@ -1,0 +1,40 @@
+// load_speculative / make_drafter: see make_drafter.h.
+#include "speculative/make_drafter.h"
+
+#include "speculative/draft_model_drafter.h"
+#include "speculative/ngram_drafter.h"
+#include "speculative/vocab_check.h"
+
+namespace specula {
+
+SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& target,
+                                  const std::string& target_name) {
+    SpeculativeSetup s;
+    s.config = config;
+    if (config.method == SpecMethod::draft_model) {
+        s.draft_model = Model::load(config.draft_model);
+        check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
+                               config.draft_model);
+    }
+    return s;
+}
+
+std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const DrafterParams& params) {
+    switch (setup.config.method) {
+        case SpecMethod::draft_model: {
+            DraftModelParams dp;
+            dp.n_ctx = params.n_ctx;
+            dp.n_threads = params.n_threads;
+            dp.p_min = setup.config.p_min;
+            dp.sampling = params.sampling;
+            return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
+        }
+        case SpecMethod::ngram:
+            return std::make_unique<NgramDrafter>(setup.config.ngram);
+        case SpecMethod::none:
+            break;
+    }
+    return nullptr;
+}
+
+}  // namespace specula

@@ -1,0 +1,37 @@
+// The one place drafters are built. load_speculative() loads what a SpeculativeConfig drafts with
+// (the draft model, its vocabulary checked against the target's: token ids pass between the two,
+// so a mismatch is an Error naming the first differing token); make_drafter() then builds a
+// drafter over it, as often as needed (the server makes one per slot, and one per sampling
+// request, over one loaded draft model).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "speculative/config.h"
+#include "speculative/drafter.h"
+
+namespace specula {
+
+struct SpeculativeSetup {
+    SpeculativeConfig config;
+    std::unique_ptr<Model> draft_model;  // method draft_model only
+};
+
+// Where one drafter runs and what it drafts for.
+struct DrafterParams {
+    int n_ctx = 0;            // draft context; 0: the draft model's training context
+    int n_threads = 0;        // 0: hardware concurrency
+    SamplingParams sampling;  // the target's sampling (temp <= 0: greedy drafts)
+};
+
+// target_name labels the vocabulary error (e.g. the target's path).
+SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& target,
+                                  const std::string& target_name = "the target");
+
+// The drafter the setup's method asks for; null for method none (plain decoding).
+std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const DrafterParams& params);
+
+}  // namespace specula
