@@ -25,6 +25,8 @@
 #include "kernels/matmul.h"
 #include "kernels/membw.h"
 #include "kernels/repack.h"
+#include "model/attention.h"
+#include "model/kv_cache.h"
 
 using namespace specula;
 
@@ -344,5 +346,45 @@ BENCHMARK_CAPTURE(BM_matmul, Q6_K_pp, GGMLType::Q6_K)->Apply(pp_shapes);
 BENCHMARK_CAPTURE(BM_vec_dot, Q4_K_verify, GGMLType::Q4_K)->ArgName("ntok")->Arg(5)->Arg(9);
 BENCHMARK_CAPTURE(BM_vec_dot, Q5_K_verify, GGMLType::Q5_K)->ArgName("ntok")->Arg(5)->Arg(9);
 BENCHMARK_CAPTURE(BM_vec_dot, Q6_K_verify, GGMLType::Q6_K)->ArgName("ntok")->Arg(5)->Arg(9);
+
+// The float types at the decode, verify and prompt (512) batch sizes.
+BENCHMARK_CAPTURE(BM_matmul, F16_batch, GGMLType::F16)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 5, 9, 512}, {2}})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_matmul, BF16_batch, GGMLType::BF16)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 5, 9, 512}, {2}})
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_matmul, F32_batch, GGMLType::F32)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{5632}, {2048}, {1, 2, 5, 9, 512}, {2}})
+    ->UseRealTime();
+
+// One layer's attention at the ~1B target's shape (32 heads over 16 KV heads of 64), 2 threads:
+// ntok new positions after 512 cached ones, or (ntok 512) a whole prompt from position 0.
+void BM_attention(benchmark::State& state) {
+    const int ntok = static_cast<int>(state.range(0));
+    const int pos0 = ntok >= 512 ? 0 : 512;
+    const AttentionShape s{32, 16, 64, 0.125f};
+    KVCache kv(1, 1024, 16 * 64);
+    for (int p = 0; p < pos0 + ntok; ++p) {
+        for (int i = 0; i < 16 * 64; ++i) {
+            kv.k(0, p)[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
+            kv.v(0, p)[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
+        }
+    }
+    ThreadPool& tp = threads(2);
+    std::vector<float> q(static_cast<size_t>(ntok) * 32 * 64, 0.25f), out(q.size());
+    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
+    for (auto _ : state) {
+        attention(kv, 0, pos0, ntok, q.data(), out.data(), s, tp, scores.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["tok/s"] =
+        benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+BENCHMARK(BM_attention)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(5)->Arg(9)->Arg(512)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -413,3 +413,31 @@ TEST(Matmul, KQuantRowPairsEqualAvx2Bitwise) {
         }
     }
 }
+
+// The float types' tile kernels at prompt sizes: every token of a 300- or 512-token call (and of
+// 1..17) has exactly the bits of a one-token call, for 1..3 threads, at every level.
+TEST(Matmul, FloatTypesBatchInvariantUpTo512Tokens) {
+    constexpr int kMaxTok = 512;
+    ThreadPool pool1(1), pool2(2), pool3(3);
+    MatmulScratch scratch;
+    for (SimdLevel level : runnable_levels()) {
+        SimdCap cap(level);
+        for (GGMLType t : {GGMLType::F16, GGMLType::BF16, GGMLType::F32}) {
+            SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
+            Problem p = make_problem(t, kMaxTok, 321 + static_cast<uint32_t>(t));
+            std::vector<float> single(kMaxTok * kRows);
+            for (int tk = 0; tk < kMaxTok; ++tk) {
+                matmul(p.W, p.x.data() + tk * kCols, kCols, 1, single.data() + tk * kRows, kRows,
+                       pool1, scratch);
+            }
+            for (int n : {1, 2, 5, 9, 16, 17, 300, 512}) {
+                for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
+                    std::vector<float> y(n * kRows);
+                    matmul(p.W, p.x.data(), kCols, n, y.data(), kRows, *pool, scratch);
+                    ASSERT_EQ(std::memcmp(y.data(), single.data(), y.size() * sizeof(float)), 0)
+                        << "ntok " << n << " threads " << pool->size();
+                }
+            }
+        }
+    }
+}

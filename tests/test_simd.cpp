@@ -228,7 +228,8 @@ TEST(Simd, EmptyCallsWriteNothing) {
 }
 
 // The AVX-512 build runs the same kernels with VNNI byte dot products, so on a CPU that has both
-// levels the two agree bit for bit (here: every runnable level from AVX2 up against AVX2).
+// levels the two agree bit for bit (here: every runnable level from AVX2 up against AVX2). The
+// float types have their own 512-bit kernels (other summation order), tested below.
 TEST(Simd, WideLevelsAgreeBitwiseWithAvx2) {
     std::mt19937 rng(5);
     constexpr int kTok = 5;
@@ -236,6 +237,7 @@ TEST(Simd, WideLevelsAgreeBitwiseWithAvx2) {
     for (SimdLevel level : runnable_levels()) {
         if (level == SimdLevel::Scalar) continue;
         for (GGMLType t : weight_types()) {
+            if (is_float_type(t) && level == SimdLevel::AVX512) continue;
             const int64_t n = is_float_type(t) ? 515 : 5 * type_traits(t).block_size;
             const Case c = make_case(t, n, kTok, rng);
             float base[kTok], out[kTok];
@@ -368,4 +370,72 @@ TEST(Simd, RowPairKernelsEqualRowKernelBitwise) {
         }
     }
     if (cpu_simd_level() >= SimdLevel::AVX512) EXPECT_GT(compared, 0);
+}
+
+// The float tile kernels (F32, F16, BF16) at AVX2 and AVX-512, several rows at once: every
+// (row, token) output of every tile shape (1..13 rows, 1..17 tokens and 512, ragged lengths)
+// equals the reference and has exactly the bits of the one-row, one-token VecDotFn call (which is
+// the level's vec_dot kernel).
+TEST(Simd, FloatRowsKernelEqualsReferenceAndSingleOutput) {
+    int tested = 0;
+    for (SimdLevel level : runnable_levels()) {
+        if (level == SimdLevel::Scalar) continue;
+        const bool avx2 = level == SimdLevel::AVX2;
+        for (GGMLType t : {GGMLType::F32, GGMLType::F16, GGMLType::BF16}) {
+            SCOPED_TRACE(simd_level_name(level));
+            const simd::FloatRowsFn rows =
+                avx2 ? simd::avx2_float_rows(t) : simd::avx512_float_rows(t);
+            const VecDotFn one = avx2 ? simd::avx2_float_vec_dot(t) : simd::avx512_float_vec_dot(t);
+            ASSERT_NE(rows, nullptr) << type_name(t);
+            EXPECT_EQ(vec_dot_kernel(t, level), one);
+            ++tested;
+            std::mt19937 rng(4242 + static_cast<int>(t));
+            for (int64_t n : {1, 15, 16, 17, 100, 2048}) {
+                constexpr int kRowsMax = 13;
+                const int ntok_max = n <= 100 ? 512 : 17;
+                SCOPED_TRACE(std::string(type_name(t)) + " n=" + std::to_string(n));
+                const Case c = make_case(t, n, ntok_max, rng);
+                std::vector<uint8_t> w = random_weights(rng, t, kRowsMax, n);
+                const size_t rb = row_size(t, n);
+                std::memcpy(w.data(), c.w.data(), rb);  // row 0 is the case's row
+                // single[t][r]: one row, one token.
+                std::vector<float> single(static_cast<size_t>(ntok_max) * kRowsMax);
+                for (int tk = 0; tk < ntok_max; ++tk) {
+                    for (int r = 0; r < kRowsMax; ++r) {
+                        one(n, w.data() + r * rb, c.acts.data() + tk * c.stride, c.stride, 1,
+                            &single[tk * kRowsMax + r]);
+                    }
+                }
+                // Against the reference, for the first 17 tokens (make_case's ref is for row 0).
+                for (int tk = 0; tk < 17 && tk < ntok_max; ++tk) {
+                    ASSERT_NEAR(single[tk * kRowsMax], c.ref[tk], 1e-5 * c.mag[tk] + 1e-30);
+                }
+                std::vector<int> counts;
+                for (int k = 1; k <= 17; ++k) counts.push_back(k);
+                if (ntok_max == 512) counts.push_back(512);
+                for (int nrows : {1, 2, 3, 5, 8, 9, 13}) {
+                    for (int ntok : counts) {
+                        const int64_t ldy = kRowsMax + 3;
+                        std::vector<float> y(static_cast<size_t>(ntok) * ldy, -1.f);
+                        rows(n, w.data(), rb, nrows, c.acts.data(), c.stride, ntok, y.data(), ldy);
+                        for (int tk = 0; tk < ntok; ++tk) {
+                            for (int r = 0; r < ldy; ++r) {
+                                const float got = y[tk * ldy + r];
+                                if (r >= nrows) {
+                                    ASSERT_EQ(got, -1.f) << "wrote past row " << nrows;
+                                    continue;
+                                }
+                                ASSERT_EQ(std::memcmp(&got, &single[tk * kRowsMax + r], 4), 0)
+                                    << nrows << " rows x " << ntok << " tokens: row " << r
+                                    << " token " << tk;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (cpu_simd_level() >= SimdLevel::AVX2) {
+        EXPECT_GT(tested, 0);
+    }
 }

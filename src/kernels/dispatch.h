@@ -5,9 +5,10 @@
 // Every level has a kernel for each supported weight type. The AVX2 and AVX-512 levels run the
 // same kernel source (the AVX-512 build uses VNNI for byte dot products), except Q4_K / Q5_K /
 // Q6_K, which have 512-bit kernels of their own at the AVX-512 level that compute the same
-// integer lanes and float steps; all give bit-identical results. The scalar level wraps
-// vec_dot_ref. Results differ between the scalar and SIMD levels
-// only by float summation order.
+// integer lanes and float steps (bit-identical results), and the float types (F32, F16, BF16),
+// whose tile kernels use 8-lane chains at AVX2 and 16-lane chains at AVX-512. The scalar level
+// wraps vec_dot_ref. Results differ between levels only by float summation order (a process
+// uses one level throughout, so batch invariance holds at each).
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,10 @@
 // AVX-512 build (F/BW/VL/DQ/VNNI/BF16) of the x86 dot-product kernels (kernels/dot_x86_impl.h):
 // the same kernels as the AVX2 build with VNNI byte dot products and 32 vector registers, giving
 // bit-identical results, except Q4_K / Q5_K / Q6_K, which get 512-bit kernels (one row, and two
-// rows at once for matmul: kernels/dot_x86_kquants512.inc) that give the same bits again. dispatch
-// only calls it after checking every one of those features.
+// rows at once for matmul: kernels/dot_x86_kquants512.inc) that give the same bits again. The
+// float types (F32, F16, BF16) have their own 512-bit tile kernels instead (dot_float_avx512.cpp),
+// which differ from the AVX2 level by summation order. dispatch only calls it after checking
+// every one of those features.
 #include "kernels/dot_kernels.h"
 #include "kernels/dot_x86_impl.h"
 
@@ -17,6 +19,7 @@ namespace {
 }  // namespace
 
 VecDotFn avx512_vec_dot(GGMLType wt) {
+    if (VecDotFn f = avx512_float_vec_dot(wt)) return f;  // 512-bit float kernels
     if (VecDotFn fn = x86_vec_dot_512(wt)) return fn;
     return x86_vec_dot(wt);
 }

@@ -22,6 +22,19 @@ using VecDotQ8Fn = void (*)(int64_t n, const void* w, const void* a, size_t a_st
 VecDotQ8Fn avx2_vec_dot_q8(GGMLType wt);
 VecDotQ8Fn avx512_vec_dot_q8(GGMLType wt);
 
+// The float weight types (F32, F16, BF16), several rows at once (register tiles of rows x tokens;
+// dot_float_tiles.inc, built by dot_float_avx2.cpp and dot_float_avx512.cpp):
+// y[t * ldy + r] = dot(row r, token t) for r < nrows, t < ntok, row r at w + r * w_stride bytes,
+// token t at a + t * a_stride (activations in vec_dot_type). Each output's operations do not
+// depend on nrows or ntok, and the level's *_float_vec_dot (the same chains, one row: the level's
+// vec_dot entries for these types) gives the same bits. nullptr for other weight types.
+using FloatRowsFn = void (*)(int64_t n, const void* w, size_t w_stride, int nrows, const void* a,
+                             size_t a_stride, int ntok, float* y, int64_t ldy);
+FloatRowsFn avx2_float_rows(GGMLType wt);
+VecDotFn avx2_float_vec_dot(GGMLType wt);
+FloatRowsFn avx512_float_rows(GGMLType wt);
+VecDotFn avx512_float_vec_dot(GGMLType wt);
+
 // matmul's entry for two adjacent weight rows at once (Q4_K, Q5_K, Q6_K at the AVX-512 level):
 // y[t * ldy + i] = dot(row i, token t) for i < 2 and t < ntok, row i at w + i * w_stride. Each
 // result is the VecDotFn kernel's for that row and token, bit for bit (so batch invariance and the

@@ -6,7 +6,7 @@
 // converted with the F16C intrinsic instead of kernels/fp16.h.
 //
 // One weight row meets a group of tokens at a time (balanced groups, vec_dot_groups: up to 4 for
-// the generic K-quant loop, 5 for the 32-element formats, 6 for the float formats, 8 for Q4_K /
+// the generic K-quant loop, 5 for the 32-element formats, 8 for Q4_K /
 // Q5_K / Q6_K): every weight block is decoded once and folded into each token's own accumulators. A
 // token's accumulators see the same operations in the same order whatever the group size, so out[t]
 // is bit-identical for any ntok (batch invariance). Integer parts are exact; only the float
@@ -140,18 +140,12 @@ void vec_dot_groups(int64_t n, const void* w, const void* a, size_t stride, int 
     });
 }
 
-#include "kernels/dot_x86_float.inc"
+// (The float types F32 / F16 / BF16 have tile kernels of their own: dot_float_tiles.inc.)
 #include "kernels/dot_x86_kquants.inc"
 #include "kernels/dot_x86_legacy.inc"
 
 VecDotFn x86_vec_dot(GGMLType wt) {
     switch (wt) {
-        case GGMLType::F32:
-            return &vec_dot_groups<FloatDot<LoadF32>, kFloatGroupMax>;
-        case GGMLType::F16:
-            return &vec_dot_groups<FloatDot<LoadF16>, kFloatGroupMax>;
-        case GGMLType::BF16:
-            return &vec_dot_groups<FloatDot<LoadBF16>, kFloatGroupMax>;
         case GGMLType::Q8_0:
             return &vec_dot_groups<SignedLegacy<DecQ8_0>, kLegacyGroupMax>;
         case GGMLType::Q4_0:

@@ -57,7 +57,8 @@ struct Kernel {
     VecDotFn dot = nullptr;
     simd::VecDotQ8Fn dot_q8 = nullptr;    // used instead of dot when set and Acts::scales is given
     simd::VecDotRows2Fn rows2 = nullptr;  // when set, used for pairs of rows (same results as dot)
-    PackedTileFn packed = nullptr;        // W.packed's tile kernel: used instead of all when set
+    simd::FloatRowsFn rows = nullptr;  // used instead of dot when set: all rows and tokens at once
+    PackedTileFn packed = nullptr;     // W.packed's tile kernel: used instead of all when set
 };
 struct Acts {
     const uint8_t* data;
@@ -99,6 +100,11 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
     float out[kTokenChunk];
     for (int64_t tr0 = r0; tr0 < r1; tr0 += tile) {
         const int64_t tr1 = std::min(r1, tr0 + tile);
+        if (k.rows) {  // the kernel tiles rows and tokens itself (same bits as k.dot)
+            k.rows(W.cols, W.row(tr0), rb, static_cast<int>(tr1 - tr0), a.data, a.stride, a.ntok,
+                   y + (tr0 - r0), ldy);
+            continue;
+        }
         for (int t0 = 0; t0 < a.ntok; t0 += kTokenChunk) {
             const int nt = std::min(kTokenChunk, a.ntok - t0);
             const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
@@ -135,15 +141,27 @@ simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
     }
 }
 
+simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
+    switch (active_simd_level()) {
+        case SimdLevel::AVX512:
+            return simd::avx512_float_rows(wt);
+        case SimdLevel::AVX2:
+            return simd::avx2_float_rows(wt);
+        default:
+            return nullptr;
+    }
+}
+
 Kernel kernel_for(const WeightView& W) {
     if (W.packed) {
         if (!repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
-        return {nullptr, nullptr, nullptr, best_packed_tile()};
+        return {nullptr, nullptr, nullptr, nullptr, best_packed_tile()};
     }
-    Kernel k{
-        best_vec_dot(W.type), q8_kernel_for(W.type),
-        active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(W.type) : nullptr};
-    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(W.type));
+    const GGMLType wt = W.type;
+    Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
+             active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(wt) : nullptr,
+             rows_kernel_for(wt)};
+    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
     return k;
 }
 

@@ -1,6 +1,8 @@
 // Attention over the KV cache (see attention.h).
 #include "model/attention.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kernels/dispatch.h"
@@ -23,7 +25,94 @@ void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int
     for (int j = 0; j < n_kv; ++j) kern.axpy(scores[j], kv.v(layer, j) + kv_off, out, hd);
 }
 
+// Queries per blocked work item: P consecutive positions x H query heads of one KV head.
+constexpr int kBlockQueries = 16;
+
+struct BlockShape {
+    int heads;      // H: query heads of the group per item
+    int positions;  // P
+    int head_chunks;
+};
+
+BlockShape block_shape(const AttentionShape& s) {
+    const int group = s.n_head / s.n_head_kv;
+    const int h = std::min(group, kBlockQueries);
+    return {h, std::max(1, kBlockQueries / h), (group + h - 1) / h};
+}
+
+// Like attention_kernels(), the level is chosen once per process.
+bool block_kernels(int head_dim, BlockAttentionKernels* k) {
+    static const SimdLevel level = active_simd_level();
+    if (level >= SimdLevel::AVX512) return block_attention_avx512(head_dim, k);
+    if (level >= SimdLevel::AVX2) return block_attention_avx2(head_dim, k);
+    return false;
+}
+
+// The blocked path: work items of up to kBlockQueries queries sharing one KV head, handed out
+// from a counter (the items with the most positions first). Each query's scores, softmax and
+// weighted sum are the same operations whatever its item holds: the block's common positions
+// [0, first query's count) go through the kernels for all of its queries at once, each query's
+// own tail through the same kernels alone.
+void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int pos0,
+                       int ntok, const float* q, float* out, const AttentionShape& s,
+                       ThreadPool& pool, float* scores, bool parallel) {
+    const BlockShape b = block_shape(s);
+    const int group = s.n_head / s.n_head_kv, hd = s.head_dim;
+    const int64_t ldq = static_cast<int64_t>(s.n_head) * hd;
+    const int n_blocks = (ntok + b.positions - 1) / b.positions;
+    const int64_t per_block = static_cast<int64_t>(s.n_head_kv) * b.head_chunks;
+    const int64_t n_items = per_block * n_blocks;
+    const size_t stride = static_cast<size_t>(kv.n_embd_kv());
+    std::atomic<int64_t> next{0};
+    auto work = [&](int ith, int) {
+        float* sc = scores + static_cast<int64_t>(ith) * kBlockQueries * kv.n_ctx();
+        const float* qp[kBlockQueries];
+        float* op[kBlockQueries];
+        float* sp[kBlockQueries];
+        int nkv[kBlockQueries];
+        for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+            const int blk = n_blocks - 1 - static_cast<int>(it / per_block);
+            const int g = static_cast<int>(it % per_block) / b.head_chunks;
+            const int h0 = g * group + static_cast<int>(it % per_block) % b.head_chunks * b.heads;
+            const int h1 = std::min((g + 1) * group, h0 + b.heads);
+            const int t0 = blk * b.positions, t1 = std::min(ntok, t0 + b.positions);
+            int nq = 0;
+            for (int t = t0; t < t1; ++t) {
+                for (int h = h0; h < h1; ++h, ++nq) {
+                    const int64_t off = t * ldq + static_cast<int64_t>(h) * hd;
+                    qp[nq] = q + off;
+                    op[nq] = out + off;
+                    sp[nq] = sc + static_cast<int64_t>(nq) * kv.n_ctx();
+                    nkv[nq] = pos0 + t + 1;
+                }
+            }
+            const float* k0 = kv.k(layer, 0) + static_cast<int64_t>(g) * hd;
+            const float* v0 = kv.v(layer, 0) + static_cast<int64_t>(g) * hd;
+            const int common = pos0 + t0 + 1;
+            bk.qk(k0, stride, 0, common, qp, nq, s.scale, sp);
+            for (int i = 0; i < nq; ++i) {
+                if (nkv[i] > common) bk.qk(k0, stride, common, nkv[i], qp + i, 1, s.scale, sp + i);
+                bk.softmax(sp[i], nkv[i]);
+                std::memset(op[i], 0, sizeof(float) * hd);
+            }
+            bk.pv(v0, stride, 0, common, sp, nq, op);
+            for (int i = 0; i < nq; ++i) {
+                if (nkv[i] > common) bk.pv(v0, stride, common, nkv[i], sp + i, 1, op + i);
+            }
+        }
+    };
+    if (parallel) {
+        pool.run(work);
+    } else {
+        work(0, 1);
+    }
+}
+
 }  // namespace
+
+size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_threads) {
+    return static_cast<size_t>(n_threads) * kBlockQueries * static_cast<size_t>(n_ctx);
+}
 
 const AttentionKernels& attention_kernels() {
     static const AttentionKernels k = active_simd_level() >= SimdLevel::AVX2
@@ -34,6 +123,14 @@ const AttentionKernels& attention_kernels() {
 
 void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,
                const AttentionShape& s, ThreadPool& pool, float* scores) {
+    // Waking the workers costs more than a few thousand multiply-adds: small jobs run inline.
+    // Each pair is computed the same way either way, so this choice never changes results.
+    const int64_t flops = static_cast<int64_t>(ntok) * s.n_head * (pos0 + ntok) * s.head_dim * 2;
+    const bool parallel = pool.size() > 1 && flops >= kMinParallelFlops;
+    if (BlockAttentionKernels bk; block_kernels(s.head_dim, &bk)) {
+        attention_blocked(bk, kv, layer, pos0, ntok, q, out, s, pool, scores, parallel);
+        return;
+    }
     const int group = s.n_head / s.n_head_kv;
     const int64_t ldq = static_cast<int64_t>(s.n_head) * s.head_dim;
     const int64_t n_pairs = static_cast<int64_t>(ntok) * s.n_head;
@@ -47,13 +144,10 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
                         s, sc);
         }
     };
-    // Waking the workers costs more than a few thousand multiply-adds: small jobs run inline.
-    // Each pair is computed the same way either way, so this choice never changes results.
-    const int64_t flops = n_pairs * (pos0 + ntok) * s.head_dim * 2;
-    if (pool.size() == 1 || flops < kMinParallelFlops) {
-        work(0, 1);
-    } else {
+    if (parallel) {
         pool.run(work);
+    } else {
+        work(0, 1);
     }
 }
 

@@ -1,8 +1,14 @@
-// AVX2/FMA versions of the two inner loops of attention (compiled with -mavx2 -mfma, called
-// only when the CPU has them). Fixed summation order, so results are the same for any batch.
+// AVX2/FMA versions of the two inner loops of attention, and the AVX2 build of the blocked
+// kernels (model/attention_blocked.inc, with the scalar softmax of model/ops.h) for head sizes
+// that are a multiple of 8 up to 128 (compiled with -mavx2 -mfma, called only when the CPU has
+// them). Fixed summation order, so results are the same for any batch.
 #include <immintrin.h>
 
+#include <type_traits>
+
+#include "kernels/hsum_x86.h"
 #include "model/attention_kernels.h"
+#include "model/ops.h"
 
 namespace specula {
 
@@ -33,6 +39,35 @@ void axpy_avx2(float a, const float* x, float* y, int64_t n) {
                          _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     }
     for (; i < n; ++i) y[i] += a * x[i];
+}
+
+namespace {
+
+struct V {
+    using Reg = __m256;
+    static constexpr int kLanes = 8;
+    static constexpr int kAccRegs = 12;  // of the 16 ymm registers
+    static __attribute__((always_inline)) Reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static __attribute__((always_inline)) void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+    static __attribute__((always_inline)) Reg set1(float x) { return _mm256_set1_ps(x); }
+    static __attribute__((always_inline)) Reg zero() { return _mm256_setzero_ps(); }
+    static __attribute__((always_inline)) Reg fma(Reg a, Reg b, Reg c) {
+        return _mm256_fmadd_ps(a, b, c);
+    }
+    static __attribute__((always_inline)) float hsum(Reg v) { return simd::hsum8(v); }
+};
+
+void softmax_row(float* x, int n) {
+    softmax(x, n);
+}
+
+#include "model/attention_blocked.inc"
+
+}  // namespace
+
+bool block_attention_avx2(int head_dim, BlockAttentionKernels* k) {
+    if (head_dim <= 0 || head_dim % 8 != 0) return false;
+    return blocked_kernels<16>(head_dim / 8, k);
 }
 
 }  // namespace specula

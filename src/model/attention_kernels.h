@@ -3,6 +3,7 @@
 // always uses the same version, so results never depend on the batch.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace specula {
@@ -17,5 +18,24 @@ struct AttentionKernels {
 
 // The best kernels for this CPU, chosen on first use.
 const AttentionKernels& attention_kernels();
+
+// Blocked attention: many queries (positions, and the query heads of one KV head) against the
+// same K / V rows, each row loaded once per block. K and V rows are `stride` floats apart.
+//   qk: s[i][j] = scale * dot(q[i], K row j) for j in [j0, j1), i < nq
+//   pv: out[i] += sum of p[i][j] * V row j over j in [j0, j1) in order, i < nq
+// A query's results do not depend on nq or on how [0, n) is split into [j0, j1) ranges.
+struct BlockAttentionKernels {
+    void (*qk)(const float* k, size_t stride, int j0, int j1, const float* const* q, int nq,
+               float scale, float* const* s);
+    void (*pv)(const float* v, size_t stride, int j0, int j1, const float* const* p, int nq,
+               float* const* out);
+    // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values).
+    void (*softmax)(float* x, int n);
+};
+
+// Blocked kernels for head_dim (AVX-512: a multiple of 16 up to 128; AVX2: of 8 up to 128):
+// false for other sizes.
+bool block_attention_avx512(int head_dim, BlockAttentionKernels* k);
+bool block_attention_avx2(int head_dim, BlockAttentionKernels* k);
 
 }  // namespace specula

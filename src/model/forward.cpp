@@ -69,7 +69,7 @@ struct Session::Impl {
         rope.freq_factors = m.rope_freq_factors.empty() ? nullptr : m.rope_freq_factors.data();
         att_shape = {hp.n_head, hp.n_head_kv, hp.head_dim,
                      1.0f / std::sqrt(static_cast<float>(hp.head_dim))};
-        scores.resize(static_cast<size_t>(pool.size()) * kv.n_ctx());
+        scores.resize(attention_scratch_floats(att_shape, kv.n_ctx(), pool.size()));
     }
 
     void reserve(int ntok) {

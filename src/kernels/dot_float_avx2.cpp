@@ -1,0 +1,79 @@
+// AVX2 + FMA + F16C build of the float tile kernels (kernels/dot_float_tiles.inc): one 8-lane
+// chain per output; tiles of 4 rows for one or two tokens, 3 x 3, and 2 rows x up to 6 tokens
+// (at most 13 of the 16 ymm registers). A tail of n % 8 columns is copied into a zeroed buffer.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/dot_kernels.h"
+#include "kernels/hsum_x86.h"
+
+namespace specula::simd {
+namespace {
+
+struct V {
+    using reg = __m256;
+    static constexpr int kLanes = 8;
+    static constexpr int kMaxTokens = 6;
+    static constexpr int rows_for(int t) { return t <= 2 ? 4 : t == 3 ? 3 : 2; }
+    static __attribute__((always_inline)) reg zero() { return _mm256_setzero_ps(); }
+    static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
+        return _mm256_fmadd_ps(a, b, c);
+    }
+    static __attribute__((always_inline)) float hsum(reg v) { return hsum8(v); }
+    // The first k < 8 elements at p, zero-padded to 8.
+    template <class E>
+    static __attribute__((always_inline)) void part(const E* p, int k, E (&buf)[8]) {
+        for (int j = 0; j < 8; ++j) buf[j] = j < k ? p[j] : E{0};
+    }
+    struct F32 {
+        using T = float;
+        static __attribute__((always_inline)) reg load(const float* p) {
+            return _mm256_loadu_ps(p);
+        }
+        static __attribute__((always_inline)) reg load(const float* p, int k) {
+            float b[8];
+            part(p, k, b);
+            return load(b);
+        }
+    };
+    struct F16 {
+        using T = uint16_t;
+        static __attribute__((always_inline)) reg load(const uint16_t* p) {
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        }
+        static __attribute__((always_inline)) reg load(const uint16_t* p, int k) {
+            uint16_t b[8];
+            part(p, k, b);
+            return load(b);
+        }
+    };
+    struct BF16 {
+        using T = uint16_t;
+        static __attribute__((always_inline)) reg load(const uint16_t* p) {
+            const __m256i v =
+                _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        }
+        static __attribute__((always_inline)) reg load(const uint16_t* p, int k) {
+            uint16_t b[8];
+            part(p, k, b);
+            return load(b);
+        }
+    };
+};
+
+#include "kernels/dot_float_tiles.inc"
+
+}  // namespace
+
+FloatRowsFn avx2_float_rows(GGMLType wt) {
+    return float_rows_for(wt);
+}
+
+VecDotFn avx2_float_vec_dot(GGMLType wt) {
+    return float_vec_dot_for(wt);
+}
+
+}  // namespace specula::simd

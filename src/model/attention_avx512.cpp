@@ -1,0 +1,96 @@
+// AVX-512 build of the blocked attention kernels (model/attention_blocked.inc; see
+// attention_kernels.h) for head sizes that are a multiple of 16 up to 128, with a vectorised
+// softmax. Compiled with AVX-512 flags, called only when the CPU has them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/hsum_x86.h"
+#include "model/attention_kernels.h"
+
+namespace specula {
+
+namespace {
+
+#define SPECULA_INLINE __attribute__((always_inline)) inline
+
+struct V {
+    using Reg = __m512;
+    static constexpr int kLanes = 16;
+    static constexpr int kAccRegs = 24;  // of the 32 zmm registers
+    static SPECULA_INLINE Reg load(const float* p) { return _mm512_loadu_ps(p); }
+    static SPECULA_INLINE void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+    static SPECULA_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
+    static SPECULA_INLINE Reg zero() { return _mm512_setzero_ps(); }
+    static SPECULA_INLINE Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+    static SPECULA_INLINE float hsum(Reg v) { return simd::hsum16(v); }
+};
+
+// e^x for x <= 0, 16 lanes: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact
+// product), e^r by its Taylor polynomial to degree 7 (relative error < 2e-8 before rounding),
+// times 2^n by vscalefps (which also flushes e^x below the float range to 0).
+SPECULA_INLINE __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+    __m512 p = _mm512_set1_ps(1.f / 5040.f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    return _mm512_scalef_ps(p, n);
+}
+
+// x[0..n) = softmax(x): the maximum, e^(x - max) (above), their sum in double precision in a
+// fixed order (16 columns at a time into two 8-lane double accumulators, then a fixed tree), and
+// the products with 1 / sum. The result depends only on the row.
+void softmax_row(float* x, int n) {
+    __m512 mx = _mm512_set1_ps(-__builtin_inff());
+    int i = 0;
+    for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+    if (i < n) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, x + i));
+    const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+        _mm512_storeu_ps(x + i, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_maskz_extractf32x8_ps(0xFF, e, 1)));
+    }
+    if (i < n) {
+        const __m512 e = _mm512_maskz_mov_ps(
+            tail, exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), vmax)));
+        _mm512_mask_storeu_ps(x + i, tail, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_maskz_extractf32x8_ps(0xFF, e, 1)));
+    }
+    alignas(64) double lanes[8];
+    _mm512_store_pd(lanes, _mm512_add_pd(s0, s1));
+    const double sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                       ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+    if (i < n) {
+        _mm512_mask_storeu_ps(x + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), inv));
+    }
+}
+
+#include "model/attention_blocked.inc"
+
+}  // namespace
+
+bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
+    if (head_dim <= 0 || head_dim % 16 != 0) return false;
+    return blocked_kernels<8>(head_dim / 16, k);
+}
+
+}  // namespace specula
