@@ -3,8 +3,9 @@
 // reply is made of token spans coloured as accepted drafts or target tokens, and the live
 // statistics fill in; the system prompt reaches the server (same reply as the API with the same
 // system + user messages), the draft-length field sets the request's draft length (0: no draft
-// tokens, 4: some), "New chat" clears the log and the conversation, and against a server started
-// with --api-key the page asks for the key until it is entered (and remembers it). Screenshots
+// tokens, 4: some; 65: the server's 400 message is shown), "New chat" clears the log and the
+// conversation, and against a server started with --api-key the page asks for the key until it is
+// entered (and remembers it). Screenshots
 // go to the build directory (web_ui.png: a speculative reply; web_ui_api_key.png: the key request).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
@@ -115,6 +116,15 @@ test("system prompt, draft length and New chat", async () => {
   assert.match(await page.textContent("#acc"), /%/);
   assert.deepEqual(errors, []);
   await page.screenshot({ path: path.join(ARTIFACTS, "web_ui.png"), fullPage: true });
+
+  // A draft length the server refuses shows the server's message, naming the field.
+  await page.fill("#draft", "65");
+  await page.fill("#input", question);
+  await page.press("#input", "Enter");
+  const err = page.locator(".msg.error");
+  await err.waitFor({ timeout: 30000 });
+  assert.match(await err.textContent(), /num_speculative_tokens/);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 
