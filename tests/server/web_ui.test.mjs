@@ -5,8 +5,8 @@
 // system + user messages), the draft-length field sets the request's draft length (0: no draft
 // tokens, 4: some; 65: the server's 400 message is shown), "New chat" clears the log and the
 // conversation, and against a server started with --api-key the page asks for the key until it is
-// entered (and remembers it). Screenshots
-// go to the build directory (web_ui.png: a speculative reply; web_ui_api_key.png: the key request).
+// entered (and remembers it). Screenshots go to the build directory (web_ui.png: a speculative
+// reply; web_ui_api_key.png: the key request).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
