@@ -178,6 +178,13 @@ void Sampler::distribution(const float* logits, int n_vocab, std::vector<TokenPr
         return;
     }
     collect_candidates(logits, n_vocab, params_.top_k, out);
+    // Banned tokens (-inf: a logit bias or a grammar mask) are never candidates, not even the
+    // rounding leftover of a draw.
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const TokenProb& t) {
+                                 return t.p == -std::numeric_limits<float>::infinity();
+                             }),
+              out.end());
 
     float max_logit = -std::numeric_limits<float>::infinity();
     for (const TokenProb& t : out) max_logit = std::max(max_logit, t.p);

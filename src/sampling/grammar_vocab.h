@@ -1,0 +1,72 @@
+// GrammarVocab: a vocabulary's token bytes prepared once for grammar masking, and the token-level
+// operations on a GrammarState: which tokens may come next (mask a logit row), whether a drafted
+// token is allowed, and advancing by a sampled token.
+//
+// A token is one of: text (its piece, token_to_piece(id, special = false), non-empty: the bytes it
+// adds to the output), end-of-generation (Tokenizer::is_eog: allowed only when the state
+// can_end()), or never allowed (other control / unused tokens, empty pieces).
+//
+// Masking checks each text token by walking its bytes from the state, with two shortcuts: tokens
+// are bucketed by first byte and a bucket whose byte the state refuses is skipped whole; inside a
+// plain string, tokens of plain bytes (no quote, backslash or control byte; complete UTF-8) are
+// admitted without a walk. Build one GrammarVocab per model and share it (immutable, thread-safe).
+//
+// Speculative decoding: mask the draft's row with the state after the drafted tokens so far, and
+// the target's row at verify position i with the state after d_1..d_{i-1} (accept() a copy per
+// position); both then sample from the masked (constrained) distribution, so rejection sampling
+// stays exact. A drafted token the grammar refuses has target probability 0 and is rejected.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sampling/grammar_state.h"
+
+namespace specula {
+
+class Tokenizer;
+
+class GrammarVocab {
+  public:
+    enum Kind : uint8_t { kText, kEog, kNever };
+
+    // pieces[id]: the token's output bytes; kinds[id]: its kind (a kText token with an empty
+    // piece becomes kNever).
+    GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> kinds);
+    static std::shared_ptr<const GrammarVocab> from_tokenizer(const Tokenizer& tok);
+
+    int n_vocab() const { return int(kinds_.size()); }
+    Kind kind(int32_t id) const { return kinds_[size_t(id)]; }
+    std::string_view piece(int32_t id) const {
+        return std::string_view(blob_).substr(off_[size_t(id)],
+                                              off_[size_t(id) + 1] - off_[size_t(id)]);
+    }
+
+    // Whether `id` may come next in state `st`.
+    bool allows(const GrammarState& st, int32_t id) const;
+    // Advances `st` by token `id` and returns true, or returns false (st unchanged) when the token
+    // is not allowed. An end-of-generation token leaves st as it is (returns st.can_end()).
+    bool accept(GrammarState& st, int32_t id) const;
+
+    // Sets logits[id] = -INFINITY for every token not allowed in `st` (n_vocab() values).
+    void mask(const GrammarState& st, float* logits) const;
+    // allowed[id] = 1 when the token is allowed, else 0 (resized to n_vocab()).
+    void allowed(const GrammarState& st, std::vector<uint8_t>& allowed) const;
+
+  private:
+    template <class Ban>
+    void for_each_banned(const GrammarState& st, Ban&& ban) const;
+
+    std::vector<Kind> kinds_;
+    std::string blob_;                  // all pieces back to back
+    std::vector<uint32_t> off_;         // piece i is blob_[off_[i], off_[i+1])
+    std::vector<uint8_t> plain_;        // piece is plain string content
+    std::vector<int32_t> by_first_;     // text tokens ordered by first byte
+    std::vector<uint32_t> bucket_;      // 257 offsets into by_first_
+    std::vector<int32_t> eog_, never_;  // ids by kind
+};
+
+}  // namespace specula
