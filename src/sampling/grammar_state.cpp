@@ -12,6 +12,7 @@
 //   Literal: u..w = range of literal texts still matching, v = bytes matched
 #include "sampling/grammar_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -446,6 +447,135 @@ bool GrammarState::finished() const {
 bool GrammarState::in_plain_string() const {
     const Frame& f = top();
     return f.sub == kStrPlain && (f.kind == kString || (f.kind == kKey && f.aux2 == kKeyFree));
+}
+
+}  // namespace specula
+
+namespace specula {
+
+size_t GrammarState::min_len(int32_t node) const {
+    const JsonNode& n = g_->nodes[size_t(node)];
+    if (!n.literals.empty()) {
+        size_t m = SIZE_MAX;
+        for (const std::string& l : n.literals) m = std::min(m, l.size());
+        return m;
+    }
+    size_t m = SIZE_MAX;
+    if (n.types & (kJsonNumber | kJsonInteger)) m = 1;
+    if (n.types & kJsonString) m = std::min<size_t>(m, 2);
+    if (n.types & (kJsonBoolean | kJsonNull)) m = std::min<size_t>(m, 4);
+    if (m <= 2) return m;
+    if (n.types & kJsonArray) {
+        const size_t k = size_t(n.min_items);
+        m = std::min(m, k == 0 ? 2 : 2 + k * min_len(n.items) + (k - 1));
+    }
+    if (n.types & kJsonObject) {
+        size_t len = 2, k = 0;
+        for (size_t i = 0; i < n.prop_names.size(); ++i)
+            if (n.required >> i & 1)
+                len += n.prop_names[i].size() + 3 + min_len(n.prop_nodes[i]), ++k;
+        m = std::min(m, len + (k ? k - 1 : 0));
+    }
+    return m;
+}
+
+// After a value in object `obj` with properties `seen` written: the required ones left, each
+// after a comma, then '}'.
+size_t GrammarState::object_tail(const Frame& obj, uint64_t seen) const {
+    const JsonNode& n = g_->nodes[size_t(obj.node)];
+    size_t len = 1;
+    for (size_t i = 0; i < n.prop_names.size(); ++i)
+        if ((n.required & ~seen) >> i & 1)
+            len += 1 + n.prop_names[i].size() + 3 + min_len(n.prop_nodes[i]);
+    return len;
+}
+
+size_t GrammarState::after_key(const Frame& obj, uint32_t prop) const {
+    const JsonNode& n = g_->nodes[size_t(obj.node)];
+    if (prop == kAdditional) return 1 + min_len(n.additional) + object_tail(obj, obj.seen);
+    return 1 + min_len(n.prop_nodes[prop]) + object_tail(obj, obj.seen | uint64_t(1) << prop);
+}
+
+size_t GrammarState::min_remaining() const {
+    size_t total = 0;
+    for (int d = depth_ - 1; d >= 0; --d) {
+        const Frame& f = frames_[size_t(d)];
+        const JsonNode* n = f.node >= 0 ? &g_->nodes[size_t(f.node)] : nullptr;
+        switch (f.kind) {
+            case kRoot:
+                total += f.sub == 0 ? min_len(g_->root) : 0;
+                break;
+            case kString:
+                total += 1 + (f.sub == kStrEscape ? 1
+                              : f.sub == kStrUtf8 ? f.aux
+                              : f.sub >= kStrHex0 ? size_t(kStrHex3 - f.sub + 1)
+                                                  : 0);
+                break;
+            case kNumber:
+                total += number_terminal(f.sub) ? 0 : 1;
+                break;
+            case kLiteral: {
+                const auto& lits = n ? n->literals : builtin_literals();
+                size_t m = SIZE_MAX;
+                for (uint32_t i = f.u; i < f.w; ++i) m = std::min(m, lits[i].size() - f.v);
+                total += m;
+                break;
+            }
+            case kArray: {
+                const size_t ml = min_len(n->items), cnt = f.u, mn = size_t(n->min_items);
+                if (f.sub == kArrStart)
+                    total += mn == 0 ? 1 : mn * ml + (mn - 1) + 1;
+                else if (f.sub == kArrAfterValue)
+                    total += (mn > cnt ? (mn - cnt) * (ml + 1) : 0) + 1;
+                else
+                    total += ml + (mn > cnt + 1 ? (mn - cnt - 1) * (ml + 1) : 0) + 1;
+                break;
+            }
+            case kObject: {
+                if (f.sub == kObjAfterValue) {
+                    total += object_tail(f, f.seen);
+                } else if (f.sub == kObjAfterKey || f.sub == kObjBeforeValue) {
+                    const int32_t v = f.u == kAdditional ? n->additional : n->prop_nodes[f.u];
+                    total += (f.sub == kObjAfterKey) + min_len(v) + object_tail(f, f.seen);
+                } else {  // a key is next: the cheapest key and what follows it
+                    size_t m = n->additional >= 0 ? 2 + after_key(f, kAdditional) : SIZE_MAX;
+                    for (uint32_t i = 0; i < n->prop_names.size(); ++i)
+                        if (!(f.seen >> i & 1))
+                            m = std::min(m, n->prop_names[i].size() + 2 + after_key(f, i));
+                    if (f.sub == kObjStart && n->required == 0) m = 1;
+                    total += m;
+                }
+                break;
+            }
+            case kKey: {  // the key's rest and the object below it (skipped)
+                const Frame& obj = frames_[size_t(d - 1)];
+                const JsonNode& on = g_->nodes[size_t(obj.node)];
+                const size_t pending = f.sub == kStrEscape ? 1
+                                       : f.sub == kStrUtf8 ? f.aux
+                                       : f.sub >= kStrHex0 ? size_t(kStrHex3 - f.sub + 1)
+                                                           : 0;
+                size_t m = SIZE_MAX;
+                if (f.aux2 == kKeyFree) {
+                    m = pending + 1 + after_key(obj, kAdditional);
+                } else {
+                    const size_t pos = size_t(f.seen);
+                    for (uint32_t i = f.u; i < f.w; ++i)
+                        if (!(obj.seen >> i & 1))
+                            m = std::min(m, on.prop_names[i].size() - pos + 1 + after_key(obj, i));
+                    if (on.additional >= 0) {
+                        // Closing now is refused only when the prefix is a seen name exactly.
+                        const bool exact_seen =
+                            f.u < f.w && on.prop_names[f.u].size() == pos && (obj.seen >> f.u & 1);
+                        m = std::min(m, size_t(exact_seen) + 1 + after_key(obj, kAdditional));
+                    }
+                }
+                total += m;
+                --d;
+                break;
+            }
+        }
+    }
+    return total;
 }
 
 }  // namespace specula

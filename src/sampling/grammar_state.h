@@ -34,6 +34,10 @@ class GrammarState {
     bool can_end() const;
     // Nothing but the end can follow (the top-level value is closed).
     bool finished() const;
+    // The fewest bytes that complete the output from here (0 when can_end()). Following a byte
+    // that lowers it reaches the end; a generation loop can use it to close the JSON when it runs
+    // short of tokens, and the tests use it to end random walks.
+    size_t min_remaining() const;
     // Bytes consumed so far.
     uint64_t n_bytes() const { return n_bytes_; }
     const JsonGrammar& grammar() const { return *g_; }
@@ -66,6 +70,9 @@ class GrammarState {
     int step_string_body(Frame& f, uint8_t c);  // -1 refuse, 0 consumed, 1 closing quote
     int step_number(Frame& f, uint8_t c);       // -1 refuse, 0 consumed, 1 ended before c
     int step_literal(Frame& f, uint8_t c);      // same
+    size_t min_len(int32_t node) const;         // shortest complete value of a node
+    size_t object_tail(const Frame& obj, uint64_t seen) const;  // after a value: ", ...}"
+    size_t after_key(const Frame& obj, uint32_t prop) const;    // ':' value and the tail
 
     std::shared_ptr<const JsonGrammar> keep_;
     const JsonGrammar* g_ = nullptr;  // keep_.get(); copies between states share it (no refcount)

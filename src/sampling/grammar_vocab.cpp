@@ -1,6 +1,7 @@
 // GrammarVocab: see grammar_vocab.h.
 #include "sampling/grammar_vocab.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -38,25 +39,29 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
     off_.reserve(n + 1);
     off_.push_back(0);
     plain_.assign(n, 0);
-    std::vector<uint32_t> count(257, 0);
     for (size_t i = 0; i < n; ++i) {
         if (kinds_[i] == kText && pieces[i].empty()) kinds_[i] = kNever;
         blob_ += pieces[i];
         off_.push_back(uint32_t(blob_.size()));
         if (kinds_[i] == kText) {
             plain_[i] = plain_piece(pieces[i]);
-            ++count[uint8_t(pieces[i][0]) + 1];
+            if (!plain_[i]) nonplain_.push_back(int32_t(i));
+            sorted_.push_back(int32_t(i));
+            max_len_ = std::max(max_len_, pieces[i].size());
         } else {
             (kinds_[i] == kEog ? eog_ : never_).push_back(int32_t(i));
         }
     }
-    bucket_.assign(257, 0);
-    for (int b = 0; b < 256; ++b)
-        bucket_[size_t(b) + 1] = bucket_[size_t(b)] + count[size_t(b) + 1];
-    by_first_.resize(bucket_[256]);
-    std::vector<uint32_t> next(bucket_.begin(), bucket_.end() - 1);
-    for (size_t i = 0; i < n; ++i)
-        if (kinds_[i] == kText) by_first_[next[uint8_t(pieces[i][0])]++] = int32_t(i);
+    std::sort(sorted_.begin(), sorted_.end(),
+              [&](int32_t a, int32_t b) { return pieces[size_t(a)] < pieces[size_t(b)]; });
+    lcp_.assign(sorted_.size(), 0);
+    for (size_t k = 1; k < sorted_.size(); ++k) {
+        const std::string& a = pieces[size_t(sorted_[k - 1])];
+        const std::string& b = pieces[size_t(sorted_[k])];
+        size_t l = 0;
+        while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
+        lcp_[k] = uint16_t(std::min<size_t>(l, UINT16_MAX));
+    }
 }
 
 std::shared_ptr<const GrammarVocab> GrammarVocab::from_tokenizer(const Tokenizer& tok) {
@@ -98,27 +103,43 @@ void GrammarVocab::for_each_banned(const GrammarState& st, Ban&& ban) const {
     if (!st.can_end())
         for (int32_t id : eog_) ban(id);
     for (int32_t id : never_) ban(id);
-    GrammarState first(st), walk(st);
-    const auto walk_ok = [&](const GrammarState& from, int32_t id, size_t skip) {
-        walk = from;
-        for (size_t i = off_[size_t(id)] + skip; i < off_[size_t(id) + 1]; ++i)
-            if (!walk.step(uint8_t(blob_[i]))) return false;
-        return true;
-    };
-    const bool plain = st.in_plain_string();
-    for (int b = 0; b < 256; ++b) {
-        const uint32_t lo = bucket_[size_t(b)], hi = bucket_[size_t(b) + 1];
-        if (lo == hi) continue;
-        first = st;
-        if (!first.step(uint8_t(b))) {
-            for (uint32_t k = lo; k < hi; ++k) ban(by_first_[k]);
+    if (st.in_plain_string()) {  // plain tokens stay allowed; walk the others
+        GrammarState walk(st);
+        for (int32_t id : nonplain_) {
+            walk = st;
+            for (uint32_t i = off_[size_t(id)]; i < off_[size_t(id) + 1]; ++i)
+                if (!walk.step(uint8_t(blob_[i]))) {
+                    ban(id);
+                    break;
+                }
+        }
+        return;
+    }
+    // Trie walk over the sorted pieces. path[k]: the state after the current token's first k
+    // bytes, valid for k <= valid; a token whose first refused byte was at `fail` bans the
+    // following tokens that share those fail + 1 bytes.
+    thread_local std::vector<GrammarState> path;
+    if (path.size() < max_len_ + 1) path.assign(max_len_ + 1, st);
+    path[0] = st;
+    size_t valid = 0, fail = SIZE_MAX;
+    for (size_t k = 0; k < sorted_.size(); ++k) {
+        const int32_t id = sorted_[k];
+        const size_t l = k == 0 ? 0 : lcp_[k];
+        if (fail != SIZE_MAX && l > fail) {
+            ban(id);
             continue;
         }
-        for (uint32_t k = lo; k < hi; ++k) {
-            const int32_t id = by_first_[k];
-            if (plain && plain_[size_t(id)]) continue;
-            if (!walk_ok(first, id, 1)) ban(id);
+        const uint32_t begin = off_[size_t(id)], len = off_[size_t(id) + 1] - begin;
+        fail = SIZE_MAX;
+        for (size_t d = std::min(l, valid); d < len; ++d) {
+            path[d + 1] = path[d];
+            if (!path[d + 1].step(uint8_t(blob_[begin + d]))) {
+                fail = d;
+                break;
+            }
         }
+        valid = fail == SIZE_MAX ? len : fail;
+        if (fail != SIZE_MAX) ban(id);
     }
 }
 

@@ -6,10 +6,11 @@
 // adds to the output), end-of-generation (Tokenizer::is_eog: allowed only when the state
 // can_end()), or never allowed (other control / unused tokens, empty pieces).
 //
-// Masking checks each text token by walking its bytes from the state, with two shortcuts: tokens
-// are bucketed by first byte and a bucket whose byte the state refuses is skipped whole; inside a
-// plain string, tokens of plain bytes (no quote, backslash or control byte; complete UTF-8) are
-// admitted without a walk. Build one GrammarVocab per model and share it (immutable, thread-safe).
+// Masking walks the text tokens in byte order as a trie: a token reuses the states of the prefix
+// it shares with the previous one, and once a prefix is refused every token starting with it is
+// refused without a walk. Inside a plain string, tokens of plain bytes (no quote, backslash or
+// control byte; complete UTF-8) are admitted without a walk and only the others are checked.
+// Build one GrammarVocab per model and share it (immutable, thread-safe).
 //
 // Speculative decoding: mask the draft's row with the state after the drafted tokens so far, and
 // the target's row at verify position i with the state after d_1..d_{i-1} (accept() a copy per
@@ -64,8 +65,10 @@ class GrammarVocab {
     std::string blob_;                  // all pieces back to back
     std::vector<uint32_t> off_;         // piece i is blob_[off_[i], off_[i+1])
     std::vector<uint8_t> plain_;        // piece is plain string content
-    std::vector<int32_t> by_first_;     // text tokens ordered by first byte
-    std::vector<uint32_t> bucket_;      // 257 offsets into by_first_
+    std::vector<int32_t> sorted_;       // text tokens ordered by piece bytes
+    std::vector<uint16_t> lcp_;         // common prefix of sorted_[i - 1] and sorted_[i]
+    std::vector<int32_t> nonplain_;     // text tokens that are not plain string content
+    size_t max_len_ = 0;                // longest piece
     std::vector<int32_t> eog_, never_;  // ids by kind
 };
 
