@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "sampling/constraints.h"
 #include "sampling/grammar_vocab.h"
 #include "sampling/json_grammar.h"
 #include "test_util.h"
@@ -283,4 +284,46 @@ TEST(GrammarVocab, TokenKindsAndDraftChecks) {
 TEST(GrammarVocab, MaskTimings) {
     timings("models/tinystories/stories260K.gguf");
     timings("vocab/ggml-vocab-llama3.gguf");
+}
+
+TEST(Constraints, ApplyMarkRewindAndRefusals) {
+    const Vocab& v = vocab("models/tinystories/stories260K.gguf");
+    const int nv = v.gv->n_vocab();
+    const int32_t open = v.byte_token[uint8_t('{')], close = v.byte_token[uint8_t('}')];
+    const int32_t quote = v.byte_token[uint8_t('"')];
+    ASSERT_GE(open, 0);
+    ASSERT_GE(close, 0);
+    ASSERT_GE(quote, 0);
+    PenaltyParams pp;
+    pp.frequency_penalty = 1.f;
+    pp.logit_bias = {{close, 0.5f}};
+    Constraints c(pp, nv, json_object_grammar(), v.gv);
+    c.push_prompt(std::vector<int32_t>{open, open});  // penalised, not matched
+    const std::vector<float> zeros(size_t(nv), 0.f);
+    std::vector<float> scratch;
+    const float* row = c.apply(zeros.data(), scratch);
+    EXPECT_EQ(row[open], -2.f);        // allowed at the start, penalised twice
+    EXPECT_EQ(row[close], -INFINITY);  // '}' cannot start the output
+    EXPECT_EQ(row[v.tok->eos()], -INFINITY);
+    const Constraints::Mark m = c.mark();
+    EXPECT_FALSE(c.accept(close));  // refused: nothing changes
+    EXPECT_EQ(c.penalties().size(), 2u);
+    ASSERT_TRUE(c.accept(open));
+    row = c.apply(zeros.data(), scratch);
+    EXPECT_EQ(row[close], 0.5f);  // allowed now, biased
+    EXPECT_EQ(row[open], -INFINITY);
+    EXPECT_EQ(row[quote], 0.f);
+    ASSERT_TRUE(c.accept(close));
+    EXPECT_TRUE(c.can_end());
+    EXPECT_TRUE(c.allows(v.tok->eos()));
+    c.rewind(m);
+    EXPECT_FALSE(c.can_end());
+    EXPECT_EQ(c.penalties().size(), 2u);
+    EXPECT_EQ(c.apply(zeros.data(), scratch)[close], -INFINITY);
+    // Nothing active: the row itself, no copy.
+    Constraints none(PenaltyParams{}, nv);
+    EXPECT_FALSE(none.active());
+    EXPECT_EQ(none.apply(zeros.data(), scratch), zeros.data());
+    EXPECT_THROW(Constraints(pp, nv + 1, json_object_grammar(), v.gv), Error);
+    EXPECT_THROW(Constraints(pp, nv, json_object_grammar(), nullptr), Error);
 }

@@ -1,21 +1,22 @@
-// Speculative sampling with penalties stays exact: with the stories260K target and the llama2xs
-// draft, repetition / presence / frequency penalties and a logit bias, the first two tokens drawn
-// thousands of times through penalised drafting + rejection sampling follow the exact joint
-// p(t1) p(t2 | t1) of the PENALISED target (Pearson chi-square), where the history of verify
-// position i is the prompt + accepted tokens + d_1..d_{i-1}. A verifier that penalises every
-// position with the history before the draft (the natural mistake) is rejected by the same
-// statistic, so the test can see the difference.
+// Speculative sampling with Constraints stays exact: with the stories260K target and the llama2xs
+// draft, (a) repetition / presence / frequency penalties and a logit bias, (b) the same plus the
+// json_object grammar, the first two tokens drawn thousands of times through constrained drafting
+// + rejection sampling follow the exact joint p(t1) p(t2 | t1) of the CONSTRAINED target
+// (Pearson chi-square), where verify position i sees the prompt + accepted tokens + d_1..d_{i-1}.
+// A verifier that constrains every position with the state before the draft (the natural
+// mistake) is rejected by the same statistic, so the test can see the difference.
 //
 // The speculative machinery used is src/spec's Verifier (evaluate + decide); the whole dependency
-// on it is verify_step() below. Penalties reach the verifier by penalising the target's logit
-// rows in place between evaluate() and decide() (the wiring will do it inside the verifier).
+// on it is verify_step() below. The constrained rows reach the verifier by overwriting the
+// target's logit rows between evaluate() and decide() (the wiring will do it inside the verifier).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "model/model.h"
-#include "sampling/penalties.h"
+#include "sampling/constraints.h"
 #include "spec/categorical.h"
 #include "spec/verifier.h"
 #include "test_util.h"
@@ -44,7 +45,9 @@ struct Fixture {
     std::unique_ptr<Model> target, draft;
     std::vector<token_id> prompt;
     PenaltyParams pen;
-    Fixture() {
+    std::shared_ptr<const JsonGrammar> grammar;
+    std::shared_ptr<const GrammarVocab> vocab;
+    explicit Fixture(bool with_grammar) {
         target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
         draft = Model::load(test::shared_path("models/tinystories/llama2xs.gguf"));
         prompt =
@@ -56,15 +59,31 @@ struct Fixture {
         pen.presence_penalty = -5.0f;
         pen.frequency_penalty = -0.5f;
         pen.logit_bias = {{target->tokenizer().encode(" big", false, false).at(0), -INFINITY}};
+        if (with_grammar) {
+            // The output so far opened a JSON object: the next two tokens are a value.
+            grammar = json_object_grammar();
+            vocab = GrammarVocab::from_tokenizer(target->tokenizer());
+            n_plain = prompt.size();
+            for (token_id t : target->tokenizer().encode(kJsonPrefix, false, false))
+                prompt.push_back(t);
+        }
+    }
+    static constexpr const char* kJsonPrefix = "{\"a\": [\"";
+    size_t n_plain = SIZE_MAX;  // prompt tokens before the JSON output
+    Constraints constraints() const {
+        Constraints c(pen, target->hparams().n_vocab, grammar, vocab);
+        const size_t n = std::min(n_plain, prompt.size());
+        c.push_prompt(std::span(prompt).first(n));
+        for (size_t i = n; i < prompt.size(); ++i) EXPECT_TRUE(c.accept(prompt[i]));
+        return c;
     }
 };
 
-// Exact p(t1) p(t2 | t1) of the penalised target.
+// Exact p(t1) p(t2 | t1) of the constrained target.
 std::map<Pair, double> exact_joint(const Fixture& f) {
     const int nv = f.target->hparams().n_vocab;
     Sampler s(sampling(1));
-    Penalizer pen(f.pen, nv);
-    pen.push(f.prompt);
+    Constraints pen = f.constraints();
     std::vector<float> row;
     Session sess(*f.target, kOneThread);
     sess.eval(f.prompt);
@@ -74,18 +93,20 @@ std::map<Pair, double> exact_joint(const Fixture& f) {
     for (const TokenProb& a : p1) {
         sess.rollback(int(f.prompt.size()));
         sess.eval(std::vector<token_id>{a.id});
-        pen.push(a.id);
+        const Constraints::Mark m = pen.mark();
+        EXPECT_TRUE(pen.accept(a.id));
         s.distribution(pen.apply(sess.logits(0), row), nv, p2);
-        pen.pop();
+        pen.rewind(m);
         for (const TokenProb& b : p2) joint[{a.id, b.id}] = double(a.p) * b.p;
     }
     return joint;
 }
 
-// Drafts up to n tokens by sampling the penalised draft model; `pen` holds the history and is
-// left as it was. The draft session holds history minus its last token on entry and exit.
-void propose(Session& ds, Penalizer& pen, Sampler& s, std::span<const token_id> history, int n,
+// Drafts up to n tokens by sampling the constrained draft model; `pen` is left as it was. The
+// draft session holds history minus its last token on entry and exit.
+void propose(Session& ds, Constraints& pen, Sampler& s, std::span<const token_id> history, int n,
              Draft& out) {
+    const Constraints::Mark m = pen.mark();
     const int nv = ds.model().hparams().n_vocab;
     const int n_past = ds.n_past();
     std::vector<float> row;
@@ -98,23 +119,27 @@ void propose(Session& ds, Penalizer& pen, Sampler& s, std::span<const token_id> 
         s.distribution(pen.apply(ds.logits(0), row), nv, q);
         last = sample_categorical(q, s.uniform());
         out.tokens.push_back(last);
-        pen.push(last);
+        EXPECT_TRUE(pen.accept(last));
     }
-    pen.truncate(history.size());
+    pen.rewind(m);
     ds.rollback(n_past);
 }
 
-// The verifier's step with penalised target rows. stale: every position uses the history
-// before the draft (wrong). `pen` holds the history and is left as it was.
-VerifyResult verify_step(Verifier& v, Session& target, Penalizer& pen, Sampler& s, token_id last,
+// The verifier's step with constrained target rows. stale: every position uses the state
+// before the draft (wrong). `pen` is left as it was.
+VerifyResult verify_step(Verifier& v, Session& target, Constraints& pen, Sampler& s, token_id last,
                          const Draft& draft, bool stale) {
-    const size_t base = pen.size();
+    const Constraints::Mark m = pen.mark();
+    const size_t nv = size_t(target.model().hparams().n_vocab);
+    std::vector<float> row;
     v.evaluate(target, last, draft);
     for (int i = 0; i <= draft.size(); ++i) {
-        pen.apply(const_cast<float*>(target.logits(i)));
-        if (!stale && i < draft.size()) pen.push(draft.tokens[i]);
+        float* logits = const_cast<float*>(target.logits(i));
+        std::memmove(logits, pen.apply(logits, row), nv * sizeof(float));
+        // A token the grammar refuses has p = 0 here: the verifier rejects it at i.
+        if (!stale && i < draft.size() && !pen.accept(draft.tokens[i])) break;
     }
-    pen.truncate(base);
+    pen.rewind(m);
     return v.decide(target, draft, s);
 }
 
@@ -123,7 +148,8 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool stale) {
     Session target(*f.target, kOneThread), ds(*f.draft, kOneThread);
     Verifier verifier(nv);
     Sampler sampler(sampling(12345)), draft_sampler(sampling(99));
-    Penalizer pen(f.pen, nv);
+    Constraints pen = f.constraints();
+    const Constraints::Mark start = pen.mark();
     Draft draft;
     std::vector<token_id> history;
     std::map<Pair, long> counts;
@@ -132,8 +158,7 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool stale) {
     ds.eval(head);
     for (int t = 0; t < kTrials; ++t) {
         history = f.prompt;
-        pen.reset();
-        pen.push(history);
+        pen.rewind(start);
         target.rollback(int(f.prompt.size()) - 1);
         ds.rollback(int(f.prompt.size()) - 1);
         while (history.size() < f.prompt.size() + 2) {
@@ -142,7 +167,9 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool stale) {
                 verify_step(verifier, target, pen, sampler, history.back(), draft, stale);
             for (int i = 0; i < r.n_accepted; ++i) history.push_back(draft.tokens[i]);
             history.push_back(r.next);
-            pen.push(std::span(history).last(size_t(r.n_accepted) + 1));
+            // (The stale verifier can keep tokens the grammar refuses.)
+            for (token_id t : std::span(history).last(size_t(r.n_accepted) + 1))
+                if (!pen.accept(t) && !stale) ADD_FAILURE() << "the grammar refused " << t;
             ds.eval(std::span(history).subspan(size_t(ds.n_past()),
                                                history.size() - 1 - size_t(ds.n_past())));
         }
@@ -187,23 +214,36 @@ ChiSquare chi_square(const std::map<Pair, double>& p, const std::map<Pair, long>
     return c;
 }
 
-}  // namespace
-
-TEST(SpecPenalties, FirstTwoTokensFollowThePenalisedTarget) {
-    Fixture f;
+void expect_exact(bool with_grammar) {
+    Fixture f(with_grammar);
     const auto exact = exact_joint(f);
     const ChiSquare c = chi_square(exact, sample_pairs(f, false));
-    std::printf("penalised speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat,
-                c.df, c.critical);
+    std::printf("%s speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
+                with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
     ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
     EXPECT_LT(c.stat, c.critical);
 }
 
-TEST(SpecPenalties, ChiSquareRejectsAVerifierThatIgnoresDraftedTokens) {
-    Fixture f;
+void expect_stale_rejected(bool with_grammar) {
+    Fixture f(with_grammar);
     const auto exact = exact_joint(f);
     const ChiSquare c = chi_square(exact, sample_pairs(f, true));
-    std::printf("stale history: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
-                c.critical);
+    std::printf("%s, stale state: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
+                with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
     EXPECT_GT(c.stat, c.critical);
+}
+
+}  // namespace
+
+TEST(SpecConstraints, PenalisedFirstTwoTokensFollowTheTarget) {
+    expect_exact(false);
+}
+TEST(SpecConstraints, PenaltiesChiSquareRejectsAStaleVerifier) {
+    expect_stale_rejected(false);
+}
+TEST(SpecConstraints, GrammarFirstTwoTokensFollowTheTarget) {
+    expect_exact(true);
+}
+TEST(SpecConstraints, GrammarChiSquareRejectsAStaleVerifier) {
+    expect_stale_rejected(true);
 }
