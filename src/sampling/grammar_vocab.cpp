@@ -31,6 +31,27 @@ bool plain_piece(std::string_view p) {
 
 }  // namespace
 
+void GrammarVocab::Trie::build(const std::vector<std::string>& pieces, std::vector<int32_t> v) {
+    ids = std::move(v);
+    std::sort(ids.begin(), ids.end(),
+              [&](int32_t a, int32_t b) { return pieces[size_t(a)] < pieces[size_t(b)]; });
+    const size_t m = ids.size();
+    lcp.assign(m, 0);
+    for (size_t k = 1; k < m; ++k) {
+        const std::string& a = pieces[size_t(ids[k - 1])];
+        const std::string& b = pieces[size_t(ids[k])];
+        size_t l = 0;
+        while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
+        lcp[k] = uint16_t(std::min<size_t>(l, UINT16_MAX));
+    }
+    next0.assign(m, uint32_t(m));
+    next1.assign(m, uint32_t(m));
+    for (size_t k = m; k-- > 1;) {
+        next0[k - 1] = lcp[k] > 0 ? next0[k] : uint32_t(k);
+        next1[k - 1] = lcp[k] > 1 ? next1[k] : uint32_t(k);
+    }
+}
+
 GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> kinds)
     : kinds_(std::move(kinds)) {
     if (pieces.size() != kinds_.size())
@@ -39,29 +60,22 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
     off_.reserve(n + 1);
     off_.push_back(0);
     plain_.assign(n, 0);
+    std::vector<int32_t> text, nonplain;
     for (size_t i = 0; i < n; ++i) {
         if (kinds_[i] == kText && pieces[i].empty()) kinds_[i] = kNever;
         blob_ += pieces[i];
         off_.push_back(uint32_t(blob_.size()));
         if (kinds_[i] == kText) {
             plain_[i] = plain_piece(pieces[i]);
-            if (!plain_[i]) nonplain_.push_back(int32_t(i));
-            sorted_.push_back(int32_t(i));
+            if (!plain_[i]) nonplain.push_back(int32_t(i));
+            text.push_back(int32_t(i));
             max_len_ = std::max(max_len_, pieces[i].size());
         } else {
             (kinds_[i] == kEog ? eog_ : never_).push_back(int32_t(i));
         }
     }
-    std::sort(sorted_.begin(), sorted_.end(),
-              [&](int32_t a, int32_t b) { return pieces[size_t(a)] < pieces[size_t(b)]; });
-    lcp_.assign(sorted_.size(), 0);
-    for (size_t k = 1; k < sorted_.size(); ++k) {
-        const std::string& a = pieces[size_t(sorted_[k - 1])];
-        const std::string& b = pieces[size_t(sorted_[k])];
-        size_t l = 0;
-        while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
-        lcp_[k] = uint16_t(std::min<size_t>(l, UINT16_MAX));
-    }
+    text_.build(pieces, std::move(text));
+    nonplain_.build(pieces, std::move(nonplain));
 }
 
 std::shared_ptr<const GrammarVocab> GrammarVocab::from_tokenizer(const Tokenizer& tok) {
@@ -98,39 +112,20 @@ bool GrammarVocab::accept(GrammarState& st, int32_t id) const {
     }
 }
 
-template <class Ban>
-void GrammarVocab::for_each_banned(const GrammarState& st, Ban&& ban) const {
-    if (!st.can_end())
-        for (int32_t id : eog_) ban(id);
-    for (int32_t id : never_) ban(id);
-    if (st.in_plain_string()) {  // plain tokens stay allowed; walk the others
-        GrammarState walk(st);
-        for (int32_t id : nonplain_) {
-            walk = st;
-            for (uint32_t i = off_[size_t(id)]; i < off_[size_t(id) + 1]; ++i)
-                if (!walk.step(uint8_t(blob_[i]))) {
-                    ban(id);
-                    break;
-                }
-        }
-        return;
-    }
-    // Trie walk over the sorted pieces. path[k]: the state after the current token's first k
-    // bytes, valid for k <= valid; a token whose first refused byte was at `fail` bans the
-    // following tokens that share those fail + 1 bytes.
+// path[k] is the state after the current token's first k bytes, valid for k <= valid; when a
+// token's byte `fail` is refused, the tokens that share its first fail + 1 bytes are refused too.
+template <class Allow, class Ban>
+void GrammarVocab::walk(const Trie& trie, const GrammarState& st, Allow&& allow, Ban&& ban) const {
     thread_local std::vector<GrammarState> path;
     if (path.size() < max_len_ + 1) path.assign(max_len_ + 1, st);
     path[0] = st;
-    size_t valid = 0, fail = SIZE_MAX;
-    for (size_t k = 0; k < sorted_.size(); ++k) {
-        const int32_t id = sorted_[k];
-        const size_t l = k == 0 ? 0 : lcp_[k];
-        if (fail != SIZE_MAX && l > fail) {
-            ban(id);
-            continue;
-        }
+    size_t valid = 0;
+    const size_t n = trie.ids.size();
+    for (size_t k = 0; k < n;) {
+        const int32_t id = trie.ids[k];
+        const size_t l = k == 0 ? 0 : trie.lcp[k];
         const uint32_t begin = off_[size_t(id)], len = off_[size_t(id) + 1] - begin;
-        fail = SIZE_MAX;
+        size_t fail = SIZE_MAX;
         for (size_t d = std::min(l, valid); d < len; ++d) {
             path[d + 1] = path[d];
             if (!path[d + 1].step(uint8_t(blob_[begin + d]))) {
@@ -138,18 +133,53 @@ void GrammarVocab::for_each_banned(const GrammarState& st, Ban&& ban) const {
                 break;
             }
         }
-        valid = fail == SIZE_MAX ? len : fail;
-        if (fail != SIZE_MAX) ban(id);
+        if (fail == SIZE_MAX) {
+            allow(id);
+            valid = len;
+            ++k;
+            continue;
+        }
+        valid = fail;
+        size_t end = k + 1;
+        if (fail == 0)
+            end = trie.next0[k];
+        else if (fail == 1)
+            end = trie.next1[k];
+        else
+            while (end < n && trie.lcp[end] > fail) ++end;
+        for (; k < end; ++k) ban(trie.ids[k]);
     }
 }
 
 void GrammarVocab::mask(const GrammarState& st, float* logits) const {
-    for_each_banned(st, [&](int32_t id) { logits[id] = -INFINITY; });
+    const auto ban = [&](int32_t id) { logits[id] = -INFINITY; };
+    for (int32_t id : never_) ban(id);
+    if (!st.can_end())
+        for (int32_t id : eog_) ban(id);
+    if (st.in_plain_string()) {  // plain tokens stay allowed; check the others
+        walk(
+            nonplain_, st, [](int32_t) {}, ban);
+        return;
+    }
+    // Few tokens are allowed here: collect them, fill the row with -inf, put them back.
+    thread_local std::vector<std::pair<int32_t, float>> keep;
+    keep.clear();
+    if (st.can_end())
+        for (int32_t id : eog_) keep.emplace_back(id, logits[id]);
+    walk(
+        text_, st, [&](int32_t id) { keep.emplace_back(id, logits[id]); }, [](int32_t) {});
+    std::fill(logits, logits + n_vocab(), -INFINITY);
+    for (const auto& [id, l] : keep) logits[id] = l;
 }
 
 void GrammarVocab::allowed(const GrammarState& st, std::vector<uint8_t>& out) const {
     out.assign(size_t(n_vocab()), 1);
-    for_each_banned(st, [&](int32_t id) { out[size_t(id)] = 0; });
+    const auto ban = [&](int32_t id) { out[size_t(id)] = 0; };
+    for (int32_t id : never_) ban(id);
+    if (!st.can_end())
+        for (int32_t id : eog_) ban(id);
+    walk(
+        st.in_plain_string() ? nonplain_ : text_, st, [](int32_t) {}, ban);
 }
 
 }  // namespace specula

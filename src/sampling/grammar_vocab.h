@@ -8,9 +8,10 @@
 //
 // Masking walks the text tokens in byte order as a trie: a token reuses the states of the prefix
 // it shares with the previous one, and once a prefix is refused every token starting with it is
-// refused without a walk. Inside a plain string, tokens of plain bytes (no quote, backslash or
-// control byte; complete UTF-8) are admitted without a walk and only the others are checked.
-// Build one GrammarVocab per model and share it (immutable, thread-safe).
+// skipped (whole first- and second-byte subtrees in one jump); the row is then filled with -inf
+// and the allowed logits put back. Inside a plain string, tokens of plain bytes (no quote,
+// backslash or control byte; complete UTF-8) are admitted without a walk and only the others are
+// checked. Build one GrammarVocab per model and share it (immutable, thread-safe).
 //
 // Speculative decoding: mask the draft's row with the state after the drafted tokens so far, and
 // the target's row at verify position i with the state after d_1..d_{i-1} (accept() a copy per
@@ -58,16 +59,23 @@ class GrammarVocab {
     void allowed(const GrammarState& st, std::vector<uint8_t>& allowed) const;
 
   private:
-    template <class Ban>
-    void for_each_banned(const GrammarState& st, Ban&& ban) const;
+    // Token ids ordered by piece bytes, with what the trie walk needs to skip subtrees.
+    struct Trie {
+        std::vector<int32_t> ids;
+        std::vector<uint16_t> lcp;           // common prefix of ids[k - 1] and ids[k]
+        std::vector<uint32_t> next0, next1;  // next k' > k whose lcp is <= 0, <= 1
+        void build(const std::vector<std::string>& pieces, std::vector<int32_t> ids);
+    };
+    // Walks `trie` from `st`: allow(id) for each token the state accepts, ban(id) for the others.
+    template <class Allow, class Ban>
+    void walk(const Trie& trie, const GrammarState& st, Allow&& allow, Ban&& ban) const;
 
     std::vector<Kind> kinds_;
     std::string blob_;                  // all pieces back to back
     std::vector<uint32_t> off_;         // piece i is blob_[off_[i], off_[i+1])
     std::vector<uint8_t> plain_;        // piece is plain string content
-    std::vector<int32_t> sorted_;       // text tokens ordered by piece bytes
-    std::vector<uint16_t> lcp_;         // common prefix of sorted_[i - 1] and sorted_[i]
-    std::vector<int32_t> nonplain_;     // text tokens that are not plain string content
+    Trie text_;                         // every text token
+    Trie nonplain_;                     // text tokens that are not plain string content
     size_t max_len_ = 0;                // longest piece
     std::vector<int32_t> eog_, never_;  // ids by kind
 };
