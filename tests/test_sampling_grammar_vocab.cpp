@@ -283,7 +283,9 @@ TEST(GrammarVocab, TokenKindsAndDraftChecks) {
 
 TEST(GrammarVocab, MaskTimings) {
     timings("models/tinystories/stories260K.gguf");
+    timings("vocab/ggml-vocab-llama-spm.gguf");
     timings("vocab/ggml-vocab-llama3.gguf");
+    timings("vocab/ggml-vocab-qwen3.gguf");
 }
 
 TEST(Constraints, ApplyMarkRewindAndRefusals) {

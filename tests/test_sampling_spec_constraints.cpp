@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 
+#include "chi_square.h"
 #include "model/model.h"
 #include "sampling/constraints.h"
 #include "spec/categorical.h"
@@ -178,46 +179,10 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool stale) {
     return counts;
 }
 
-struct ChiSquare {
-    double stat = 0, critical = 0;
-    int df = 0;
-};
-
-// Pearson chi-square over the pairs expected >= 5 times, the rest pooled into one bin; critical
-// value at p = 1e-4 (Wilson-Hilferty).
-ChiSquare chi_square(const std::map<Pair, double>& p, const std::map<Pair, long>& counts) {
-    ChiSquare c;
-    double pooled_e = 0, pooled_o = 0;
-    int bins = 0;
-    for (const auto& [pair, prob] : p) {
-        const double e = prob * kTrials;
-        const auto it = counts.find(pair);
-        const double o = it == counts.end() ? 0 : double(it->second);
-        if (e >= 5) {
-            c.stat += (o - e) * (o - e) / e;
-            ++bins;
-        } else {
-            pooled_e += e, pooled_o += o;
-        }
-    }
-    for (const auto& [pair, n] : counts)
-        if (!p.count(pair)) pooled_o += double(n);  // pairs of probability 0
-    if (pooled_e > 0) {
-        c.stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-        ++bins;
-    } else if (pooled_o > 0) {
-        c.stat = INFINITY;
-    }
-    c.df = bins - 1;
-    const double k = c.df, z = 3.719;
-    c.critical = k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
-    return c;
-}
-
 void expect_exact(bool with_grammar) {
     Fixture f(with_grammar);
     const auto exact = exact_joint(f);
-    const ChiSquare c = chi_square(exact, sample_pairs(f, false));
+    const test::ChiSquare c = test::chi_square(exact, sample_pairs(f, false), kTrials);
     std::printf("%s speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
                 with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
     ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
@@ -227,7 +192,7 @@ void expect_exact(bool with_grammar) {
 void expect_stale_rejected(bool with_grammar) {
     Fixture f(with_grammar);
     const auto exact = exact_joint(f);
-    const ChiSquare c = chi_square(exact, sample_pairs(f, true));
+    const test::ChiSquare c = test::chi_square(exact, sample_pairs(f, true), kTrials);
     std::printf("%s, stale state: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
                 with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
     EXPECT_GT(c.stat, c.critical);

@@ -18,7 +18,7 @@
 //    none after the top-level value (only an end-of-generation token may follow it);
 //  - values of unconstrained type nest at most `max_depth` containers deep;
 //  - integer parts of at most 18 digits (so "integer" values stay int64), at most 16 fraction
-//    digits and 3 exponent digits;
+//    digits and 2 exponent digits (nlohmann refuses numbers that overflow a double);
 //  - strings are valid UTF-8 without control bytes; \u escapes of surrogates are not produced
 //    (non-BMP characters come as raw UTF-8);
 //  - an object's keys are distinct when the schema names its properties; inside such an object a
