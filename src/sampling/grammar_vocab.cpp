@@ -11,9 +11,10 @@ namespace specula {
 
 namespace {
 
-// Plain string content: no quote, backslash or control byte, and complete, valid UTF-8 (so the
-// string body is back in its plain state after it). Checked by the matcher itself.
-bool plain_piece(std::string_view p) {
+// Inside a string in its plain state, a token without a quote is decided by the string body
+// alone (whatever encloses the string): accepted iff its bytes are valid string content, which may
+// end inside a UTF-8 sequence. Checked by the matcher itself.
+bool string_content(std::string_view p) {
     static const std::shared_ptr<const JsonGrammar> strings = [] {
         auto g = std::make_shared<JsonGrammar>();
         g->nodes.emplace_back();
@@ -22,11 +23,9 @@ bool plain_piece(std::string_view p) {
     }();
     GrammarState st(strings);
     if (!st.step('"')) return false;
-    for (char c : p) {
-        const uint8_t b = uint8_t(c);
-        if (b == '"' || b == '\\' || !st.step(b)) return false;
-    }
-    return st.in_plain_string();
+    for (char c : p)
+        if (!st.step(uint8_t(c))) return false;
+    return true;
 }
 
 }  // namespace
@@ -59,15 +58,16 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
     const size_t n = pieces.size();
     off_.reserve(n + 1);
     off_.push_back(0);
-    plain_.assign(n, 0);
-    std::vector<int32_t> text, nonplain;
+    std::vector<int32_t> text, quoted;
     for (size_t i = 0; i < n; ++i) {
         if (kinds_[i] == kText && pieces[i].empty()) kinds_[i] = kNever;
         blob_ += pieces[i];
         off_.push_back(uint32_t(blob_.size()));
         if (kinds_[i] == kText) {
-            plain_[i] = plain_piece(pieces[i]);
-            if (!plain_[i]) nonplain.push_back(int32_t(i));
+            if (pieces[i].find('"') != std::string::npos)
+                quoted.push_back(int32_t(i));
+            else if (!string_content(pieces[i]))
+                not_string_.push_back(int32_t(i));
             text.push_back(int32_t(i));
             max_len_ = std::max(max_len_, pieces[i].size());
         } else {
@@ -75,7 +75,7 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
         }
     }
     text_.build(pieces, std::move(text));
-    nonplain_.build(pieces, std::move(nonplain));
+    quoted_.build(pieces, std::move(quoted));
 }
 
 std::shared_ptr<const GrammarVocab> GrammarVocab::from_tokenizer(const Tokenizer& tok) {
@@ -156,9 +156,10 @@ void GrammarVocab::mask(const GrammarState& st, float* logits) const {
     for (int32_t id : never_) ban(id);
     if (!st.can_end())
         for (int32_t id : eog_) ban(id);
-    if (st.in_plain_string()) {  // plain tokens stay allowed; check the others
+    if (st.in_plain_string()) {  // string content stays allowed; walk the tokens with a quote
+        for (int32_t id : not_string_) ban(id);
         walk(
-            nonplain_, st, [](int32_t) {}, ban);
+            quoted_, st, [](int32_t) {}, ban);
         return;
     }
     // Few tokens are allowed here: collect them, fill the row with -inf, put them back.
@@ -178,8 +179,14 @@ void GrammarVocab::allowed(const GrammarState& st, std::vector<uint8_t>& out) co
     for (int32_t id : never_) ban(id);
     if (!st.can_end())
         for (int32_t id : eog_) ban(id);
+    if (st.in_plain_string()) {
+        for (int32_t id : not_string_) ban(id);
+        walk(
+            quoted_, st, [](int32_t) {}, ban);
+        return;
+    }
     walk(
-        st.in_plain_string() ? nonplain_ : text_, st, [](int32_t) {}, ban);
+        text_, st, [](int32_t) {}, ban);
 }
 
 }  // namespace specula

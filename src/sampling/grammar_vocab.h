@@ -9,9 +9,10 @@
 // Masking walks the text tokens in byte order as a trie: a token reuses the states of the prefix
 // it shares with the previous one, and once a prefix is refused every token starting with it is
 // skipped (whole first- and second-byte subtrees in one jump); the row is then filled with -inf
-// and the allowed logits put back. Inside a plain string, tokens of plain bytes (no quote,
-// backslash or control byte; complete UTF-8) are admitted without a walk and only the others are
-// checked. Build one GrammarVocab per model and share it (immutable, thread-safe).
+// and the allowed logits put back. Inside a string (no escape or UTF-8 sequence pending), a token
+// without a quote depends on the string alone, so that is decided once when the vocabulary is
+// prepared; only the tokens with a quote are walked. Build one GrammarVocab per model and share
+// it (immutable, thread-safe).
 //
 // Speculative decoding: mask the draft's row with the state after the drafted tokens so far, and
 // the target's row at verify position i with the state after d_1..d_{i-1} (accept() a copy per
@@ -73,9 +74,9 @@ class GrammarVocab {
     std::vector<Kind> kinds_;
     std::string blob_;                  // all pieces back to back
     std::vector<uint32_t> off_;         // piece i is blob_[off_[i], off_[i+1])
-    std::vector<uint8_t> plain_;        // piece is plain string content
+    std::vector<int32_t> not_string_;   // quote-free tokens that are not string content
     Trie text_;                         // every text token
-    Trie nonplain_;                     // text tokens that are not plain string content
+    Trie quoted_;                       // text tokens with a '"' byte
     size_t max_len_ = 0;                // longest piece
     std::vector<int32_t> eog_, never_;  // ids by kind
 };
