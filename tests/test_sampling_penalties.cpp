@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
 
@@ -195,5 +196,28 @@ TEST(Penalties, ParseLogitBias) {
     EXPECT_EQ(v[2].second, -INFINITY);
     for (const char* bad : {"", "+1", "12", "12*3", "12+", "12+x", "12+1y", "-3+1", "12+-1"}) {
         EXPECT_THROW(parse_logit_bias(bad, v), Error) << bad;
+    }
+}
+
+TEST(Penalties, ParseLogitBiasJson) {
+    using nlohmann::json;
+    std::vector<std::pair<int32_t, float>> v;
+    parse_logit_bias_json(json::parse(R"({"5": -100, "7": 2.5})"), 10, v);
+    parse_logit_bias_json(json::parse(R"([[1, -1.5], [2, false]])"), 10, v);
+    parse_logit_bias_json(json(nullptr), 10, v);
+    ASSERT_EQ(v.size(), 4u);
+    EXPECT_EQ(v[0], (std::pair<int32_t, float>{5, -100.f}));
+    EXPECT_EQ(v[1], (std::pair<int32_t, float>{7, 2.5f}));
+    EXPECT_EQ(v[2], (std::pair<int32_t, float>{1, -1.5f}));
+    EXPECT_EQ(v[3].first, 2);
+    EXPECT_EQ(v[3].second, -INFINITY);
+    for (const char* bad : {R"({"10": 1})", R"({"x": 1})", R"({"-1": 1})", R"({"1": "a"})",
+                            R"([[1]])", R"([[1, true]])", R"(3)", R"({"1 ": 1})"}) {
+        try {
+            parse_logit_bias_json(json::parse(bad), 10, v);
+            ADD_FAILURE() << "accepted " << bad;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("logit_bias"), std::string::npos) << bad;
+        }
     }
 }

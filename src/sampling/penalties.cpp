@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/error.h"
@@ -45,6 +46,45 @@ void parse_logit_bias(std::string_view text, std::vector<std::pair<int32_t, floa
     const float v = std::strtof(num.c_str(), &end);
     if (end != num.c_str() + num.size() || std::isnan(v)) bad();
     out.emplace_back(id, s[i] == '-' ? -v : v);
+}
+
+void parse_logit_bias_json(const nlohmann::json& v, int n_vocab,
+                           std::vector<std::pair<int32_t, float>>& out) {
+    const auto id_of = [&](const nlohmann::json& k, const std::string& shown) {
+        int64_t id = -1;
+        if (k.is_number_integer()) {
+            id = k.get<int64_t>();
+        } else if (k.is_string()) {
+            const std::string& t = k.get_ref<const std::string&>();
+            char* end = nullptr;
+            id = t.empty() ? -1 : std::strtoll(t.c_str(), &end, 10);
+            if (t.empty() || *end != '\0') id = -1;
+        }
+        if (id < 0 || id >= n_vocab)
+            fail("logit_bias: token ", shown, " is not a token id in [0, ", n_vocab, ")");
+        return int32_t(id);
+    };
+    const auto bias_of = [&](const nlohmann::json& b, const std::string& shown) {
+        if (b.is_boolean() && !b.get<bool>()) return -std::numeric_limits<float>::infinity();
+        if (!b.is_number() || !std::isfinite(b.get<double>()))
+            fail("logit_bias: bias of token ", shown, " must be a finite number (or false)");
+        return b.get<float>();
+    };
+    if (v.is_object()) {
+        for (const auto& [k, b] : v.items()) {
+            const int32_t id = id_of(nlohmann::json(k), k);
+            out.emplace_back(id, bias_of(b, k));
+        }
+    } else if (v.is_array()) {
+        for (const nlohmann::json& e : v) {
+            if (!e.is_array() || e.size() != 2)
+                fail("logit_bias: entry ", e.dump(), " must be [token_id, bias]");
+            const int32_t id = id_of(e[0], e[0].dump());
+            out.emplace_back(id, bias_of(e[1], e[0].dump()));
+        }
+    } else if (!v.is_null()) {
+        fail("logit_bias must be an object {\"token_id\": bias} or an array [[token_id, bias]]");
+    }
 }
 
 Penalizer::Penalizer(PenaltyParams params, int n_vocab)

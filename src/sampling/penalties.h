@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,13 @@ void validate(const PenaltyParams& p, int n_vocab);
 // Parses a llama.cpp `--logit-bias` value: "ID(+|-)BIAS" (e.g. "15043+1", "15043-inf", "2-2.5");
 // appends to `out`. Throws specula::Error quoting the text when it does not parse.
 void parse_logit_bias(std::string_view text, std::vector<std::pair<int32_t, float>>& out);
+
+// Parses a request's `logit_bias` and appends to `out`: OpenAI's object {"15043": -100, ...}
+// (token id strings -> bias) or llama-server's array [[15043, -1.5], [2, false], ...] (false
+// bans the token). Throws specula::Error naming `logit_bias` and the entry when an id is not an
+// integer in [0, n_vocab) or a bias is not a finite number (or false).
+void parse_logit_bias_json(const nlohmann::json& v, int n_vocab,
+                           std::vector<std::pair<int32_t, float>>& out);
 
 // Token history with per-token counts over the penalty window; applies PenaltyParams to a row.
 class Penalizer {
