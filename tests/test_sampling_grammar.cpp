@@ -167,6 +167,23 @@ TEST(JsonGrammar, EnumConstAndScalars) {
     EXPECT_EQ(run(lit, "13"), 1);
 }
 
+TEST(JsonGrammar, AnyOfBranchesOfDifferentTypes) {
+    const auto g = schema(R"({"type": "object", "properties": {
+        "nick": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Nick"},
+        "v": {"oneOf": [{"type": "integer"}, {"enum": ["auto", true]},
+                        {"type": "array", "items": {"type": "boolean"}}]}},
+        "required": ["nick", "v"], "additionalProperties": false})");
+    expect_complete(g, R"({"nick": null, "v": 3})");
+    expect_complete(g, R"({"nick": "x", "v": "auto"})");
+    expect_complete(g, R"({"v": true, "nick": ""})");
+    expect_complete(g, R"({"v": [false, true], "nick": null})");
+    EXPECT_EQ(run(g, R"({"nick": 1})"), 9);
+    EXPECT_EQ(run(g, R"({"nick": null, "v": 1.5})"), 21);
+    EXPECT_EQ(run(g, R"({"nick": null, "v": "man"})"), 21);
+    EXPECT_EQ(run(g, R"({"nick": null, "v": false})"), 20);
+    EXPECT_EQ(run(g, R"({"nick": null, "v": [1]})"), 21);
+}
+
 TEST(JsonGrammar, SnapshotsRollBack) {
     const auto g = json_object_grammar();
     GrammarState st(g);
@@ -187,8 +204,17 @@ TEST(JsonGrammar, SnapshotsRollBack) {
 TEST(JsonGrammar, UnsupportedSchemasAreRefusedByName) {
     EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a"})").find("'pattern' at /"),
               std::string::npos);
-    EXPECT_NE(error_of(R"({"properties": {"a": {"anyOf": []}}})").find("'anyOf' at /properties/a"),
+    EXPECT_NE(error_of(R"({"properties": {"a": {"allOf": []}}})").find("'allOf' at /properties/a"),
               std::string::npos);
+    EXPECT_NE(error_of(R"({"anyOf": [{"type": "integer"}, {"type": "number"}]})")
+                  .find("share a JSON type (branch 1)"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"oneOf": [{"type": "object"}, {"type": "object"}]})").find("oneOf"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"anyOf": [{"type": "string"}], "type": "string"})")
+                  .find("'type' next to 'anyOf'"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"anyOf": []})").find("non-empty"), std::string::npos);
     EXPECT_NE(
         error_of(R"({"properties": {"a": {"type": "integer", "minimum": 0}}})").find("'minimum'"),
         std::string::npos);

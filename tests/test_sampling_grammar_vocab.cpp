@@ -1,7 +1,7 @@
 // Grammar masking on real vocabularies (stories260K: 512 tokens; llama3: 128256): random walks
 // that pick uniformly among the allowed tokens always end in text that nlohmann::json::parse
 // accepts and that matches the schema (checked by a small validator written here, independent of
-// the matcher), for 8 schemas; an end-of-generation token is allowed exactly when the text is
+// the matcher), for 9 schemas; an end-of-generation token is allowed exactly when the text is
 // complete; the fast mask (first-byte buckets, plain-string shortcut) agrees with checking tokens
 // one by one. Also prints the time of one mask in a few typical states.
 //
@@ -59,6 +59,12 @@ const Vocab& vocab(const std::string& rel) {
 bool matches(const json& v, const json& s) {
     if (s.is_boolean()) return s.get<bool>();
     if (s.contains("const")) return v == s["const"];
+    for (const char* k : {"anyOf", "oneOf"}) {
+        if (!s.contains(k)) continue;
+        int n = 0;
+        for (const json& b : s[k]) n += matches(v, b);
+        return k[0] == 'a' ? n >= 1 : n == 1;
+    }
     if (s.contains("enum")) {
         for (const json& e : s["enum"])
             if (v == e) return true;
@@ -123,6 +129,10 @@ const char* kSchemas[] = {
          "items": {"type": "integer"}}}}, "required": ["m"], "additionalProperties": false}},
         "required": ["l2"], "additionalProperties": false}}, "required": ["l1"],
         "additionalProperties": false})",
+    R"({"type": "object", "properties": {"nick": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "v": {"oneOf": [{"type": "integer"}, {"enum": ["auto", true]},
+              {"type": "array", "items": {"type": "boolean"}, "maxItems": 3}]}},
+        "required": ["nick", "v"], "additionalProperties": false})",
 };
 
 // Picks the next token: uniform among the allowed for the first kUniformSteps, then the allowed

@@ -126,6 +126,26 @@ bool GrammarState::key_possible(const Frame& obj) const {
 
 bool GrammarState::start_value(int32_t node, uint8_t c) {
     const JsonNode& n = g_->nodes[size_t(node)];
+    if (!n.branches.empty()) {  // the branch whose type starts with c
+        const uint8_t t = c == '{'   ? kJsonObject
+                          : c == '[' ? kJsonArray
+                          : c == '"' ? kJsonString
+                          : c == 'n' ? kJsonNull
+                          : c == 't' || c == 'f'
+                              ? kJsonBoolean
+                              : uint8_t(c == '-' || is_digit(c) ? kJsonNumber | kJsonInteger : 0);
+        for (int32_t b : n.branches) {
+            const JsonNode& bn = g_->nodes[size_t(b)];
+            bool match = false;
+            if (!bn.literals.empty()) {
+                for (const std::string& l : bn.literals) match |= uint8_t(l[0]) == c;
+            } else {
+                match = (bn.types & t) != 0;  // (a nested union: its branches' types)
+            }
+            if (match) return start_value(b, c);
+        }
+        return false;
+    }
     if (!n.literals.empty()) {
         Frame& f = push(kLiteral, node);
         f.w = uint32_t(n.literals.size());
@@ -455,6 +475,11 @@ namespace specula {
 
 size_t GrammarState::min_len(int32_t node) const {
     const JsonNode& n = g_->nodes[size_t(node)];
+    if (!n.branches.empty()) {
+        size_t m = SIZE_MAX;
+        for (int32_t b : n.branches) m = std::min(m, min_len(b));
+        return m;
+    }
     if (!n.literals.empty()) {
         size_t m = SIZE_MAX;
         for (const std::string& l : n.literals) m = std::min(m, l.size());

@@ -25,8 +25,9 @@ const std::set<std::string>& annotations() {
 
 const std::set<std::string>& supported() {
     static const std::set<std::string> s = {
-        "type",     "properties", "required", "additionalProperties", "items", "minItems",
-        "maxItems", "enum",       "const"};
+        "type",  "properties", "required", "additionalProperties",
+        "items", "minItems",   "maxItems", "enum",
+        "const", "anyOf",      "oneOf"};
     return s;
 }
 
@@ -92,7 +93,7 @@ class Compiler {
     }
 
     int32_t compile(const json& s, const std::string& ptr, int depth) {
-        if (depth > opt_.max_depth)
+        if (depth >= opt_.max_depth)  // its container would be container max_depth + 1
             fail("json_schema: nested deeper than ", opt_.max_depth, " levels at ", where(ptr));
         if (s.is_boolean()) {
             if (s.get<bool>()) return kAnyNode;
@@ -103,6 +104,7 @@ class Compiler {
             if (!supported().count(k) && !annotations().count(k))
                 fail("json_schema: unsupported keyword '", k, "' at ", where(ptr));
         }
+        if (s.contains("anyOf") || s.contains("oneOf")) return alternatives(s, ptr, depth);
         JsonNode n;
         if (s.contains("type")) {
             const json& t = s["type"];
@@ -127,6 +129,47 @@ class Compiler {
     JsonGrammar take() { return std::move(g_); }
 
   private:
+    // anyOf / oneOf whose branches start with different JSON types (e.g. a type or null): the first
+    // byte of the value picks the branch, so both keywords mean the same here.
+    int32_t alternatives(const json& s, const std::string& ptr, int depth) {
+        const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
+        for (const auto& [k, v] : s.items())
+            if (!annotations().count(k))
+                if (k != key)
+                    fail("json_schema: '", k, "' next to '", key, "' at ", where(ptr),
+                         " is not supported");
+        const json& alts = s[key];
+        if (!alts.is_array() || alts.empty())
+            fail("json_schema: '", key, "' at ", where(ptr), " must be a non-empty array");
+        JsonNode u;
+        u.types = 0;
+        for (size_t i = 0; i < alts.size(); ++i) {
+            const std::string bp = ptr + "/" + key + "/" + std::to_string(i);
+            const int32_t b = compile(alts[i], bp, depth);
+            const uint8_t t = first_types(b);
+            // number and integer values start alike: they count as one kind here
+            const uint8_t kind = t & kJsonInteger ? uint8_t(t | kJsonNumber | kJsonInteger) : t;
+            const uint8_t seen = u.types & kJsonInteger ? uint8_t(u.types | kJsonNumber) : u.types;
+            if (kind & seen)
+                fail("json_schema: '", key, "' branches at ", where(ptr),
+                     " share a JSON type (branch ", i, "); only branches of different types are ",
+                     "supported");
+            u.types |= t;
+            u.branches.push_back(b);
+        }
+        g_.nodes.push_back(std::move(u));
+        return int32_t(g_.nodes.size() - 1);
+    }
+
+    // The JSON types a node's values can have.
+    uint8_t first_types(int32_t node) const {
+        const JsonNode& n = g_.nodes[size_t(node)];
+        if (n.literals.empty()) return n.types;
+        uint8_t t = 0;
+        for (const std::string& l : n.literals) t |= type_of(json::parse(l));
+        return t;
+    }
+
     void literals(const json& s, const std::string& ptr, JsonNode& n) {
         for (const char* k :
              {"properties", "required", "additionalProperties", "items", "minItems", "maxItems"})

@@ -5,9 +5,11 @@
 //  - json_schema_grammar(schema): `{"type": "json_schema", "json_schema": {"schema": S}}`. The
 //    supported subset of JSON Schema: `type` (a name or an array of names: object, array, string,
 //    number, integer, boolean, null), `properties`, `required`, `additionalProperties` (false,
-//    true or a schema; default true), `items`, `minItems`, `maxItems`, `enum`, `const`, and the
+//    true or a schema; default true), `items`, `minItems`, `maxItems`, `enum`, `const`, `anyOf` /
+//    `oneOf` whose branches have different JSON types (e.g. {"anyOf": [{"type": "string"},
+//    {"type": "null"}]}, pydantic's Optional; number and integer count as one type), and the
 //    annotations `title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`
-//    (which constrain nothing). Any other keyword (`anyOf`, `$ref`, `pattern`, `minimum`,
+//    (which constrain nothing). Any other keyword (`allOf`, `$ref`, `pattern`, `minimum`,
 //    `minLength`, `format`, ...) is refused with a specula::Error naming it and where it is
 //    (a JSON pointer such as /properties/age), never silently ignored. A schema without `type`
 //    (and without enum / const) accepts any value.
@@ -63,6 +65,8 @@ struct JsonNode {
     int32_t min_items = 0, max_items = -1;  // -1: unbounded
     // enum / const: the only admitted values, as sorted compact JSON texts; empty: not a literal.
     std::vector<std::string> literals;
+    // anyOf / oneOf: alternative nodes, of pairwise different JSON types; empty: not a union.
+    std::vector<int32_t> branches;
 };
 
 struct JsonGrammar {
