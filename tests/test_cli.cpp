@@ -33,8 +33,10 @@ struct ProcResult {
     int status = -1;  // exit code, or 128 + signal
 };
 
-// Runs bin/specula with `args`, reading stdout and stderr concurrently until both close.
-ProcResult run_specula(const std::vector<std::string>& args) {
+// Runs bin/specula with `args` and stdin from `stdin_path`, reading stdout and stderr
+// concurrently until both close.
+ProcResult run_specula(const std::vector<std::string>& args,
+                       const std::string& stdin_path = "/dev/null") {
     const std::string bin = std::string(SPECULA_BINARY_DIR) + "/bin/specula";
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(bin.c_str()));
@@ -45,6 +47,7 @@ ProcResult run_specula(const std::vector<std::string>& args) {
     if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
@@ -266,6 +269,11 @@ TEST(Cli, SpeculativeOptionSpellings) {
         run_specula({"bench", "-m", model, "--speculative-config", R"({"method": "medusa"})"}),
         "--speculative-config");
     expect_clean_error(run_specula({"serve", "-m", model, "--draft", "x"}), "--draft");
+    for (const std::string cmd : {"run", "bench", "serve"})
+        for (const char* p : {"nan", "-0.1", "1.5"})
+            expect_clean_error(
+                run_specula({cmd, "-m", model, "--spec-type", "ngram", "--draft-p-min", p}),
+                "--draft-p-min must be in [0, 1]");
 }
 
 TEST(Cli, GpuLayersWarnAndRunOnCpu) {
@@ -382,8 +390,132 @@ TEST_F(CliErrors, PromptLongerThanContext) {
                                     "Lily. She loved to play outside in the park.",
                                     "-c", "8", "-n", "4"}),
                        "context");
-    expect_clean_error(run_specula({"run", "-m", model, "-p", "Once", "-c", "64", "-n", "100"}),
-                       "context");
+}
+
+// -n past the context is not an error: generation stops at a full context with a note, as
+// llama-cli does; INT_MAX overflows no check.
+TEST(Cli, BudgetPastTheContextStopsAtAFullContext) {
+    const std::string model = shared_path(kStoriesRel);
+    for (const char* n : {"100", "2147483647"}) {
+        const auto r = run_specula(
+            {"run", "-m", model, "-p", "Once", "-c", "24", "-n", n, "--temp", "0", "--ignore-eos"});
+        ASSERT_EQ(r.status, 0) << describe(r);
+        EXPECT_NE(r.err.find("note: prompt"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
+        EXPECT_FALSE(r.out.empty());
+    }
+}
+
+// The command a speculative-decoding guide gives for llama-cli, with local paths, runs as pasted:
+// -n 512 past llama2xs's 256-token context stops at a full context, -ngl only warns.
+TEST(Cli, GuideCommandRunsAsPasted) {
+    const auto r = run_specula({"run", "-m", shared_path("models/tinystories/llama2xs.gguf"),
+                                "--draft", "5", "-md", shared_path(kStoriesRel), "-p",
+                                "Once upon a time", "-n", "512", "--n-gpu-layers", "81"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("running on the CPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("speculative (draft-model)"), std::string::npos) << r.err;
+    EXPECT_FALSE(r.out.empty());
+}
+
+// llama.cpp's multi-letter single-dash spellings are whole flags in every command: GPU options
+// warn that the run is on the CPU, -fa / -ctk / -td are accepted with a warning naming them, a
+// missing feature (-hf, -cnv, -sys) is one error line naming the flag, an unknown -xyz names
+// itself; none prints the help or exits 0 by mistake.
+TEST(Cli, LlamaCppFlagSpellings) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::vector<std::string> run{"run", "-m", model, "-p", "Once", "-n", "4", "--temp", "0"};
+    const std::string plain = run_specula(run).out;
+    ASSERT_FALSE(plain.empty());
+    const std::vector<std::pair<std::vector<std::string>, std::string>> accepted = {
+        {{"-ngl", "99"}, "--n-gpu-layers ignored: specula has no GPU backend; running on the CPU"},
+        {{"-ngl", "1", "-ngl", "2"}, "running on the CPU"},
+        {{"--gpu-layers", "9"}, "running on the CPU"},
+        {{"-ngld", "99"}, "--n-gpu-layers-draft ignored"},
+        {{"-sm", "row"}, "--split-mode ignored"},
+        {{"-ts", "3,1"}, "--tensor-split ignored"},
+        {{"-mg", "1"}, "--main-gpu ignored"},
+        {{"-dev", "CUDA0"}, "--device ignored"},
+        {{"-nkvo"}, "--no-kv-offload ignored"},
+        {{"-fa"}, "--flash-attn ignored"},
+        {{"-fa", "on"}, "--flash-attn ignored"},
+        {{"-ctk", "f16", "-ctv", "q8_0"}, "--cache-type-v ignored"},
+        {{"-td", "1"}, "--threads-draft ignored"},
+        {{"-cd", "64"}, "--ctx-size-draft ignored"},
+        {{"-tb", "2"}, "--threads-batch ignored"},
+        {{"-ub", "512", "-b", "2048"}, "--batch-size ignored"},
+    };
+    for (const auto& [extra, warning] : accepted) {
+        std::vector<std::string> args = run;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        ASSERT_EQ(r.status, 0) << extra[0] << ": " << describe(r);
+        EXPECT_NE(r.err.find("warning: "), std::string::npos) << extra[0] << ": " << r.err;
+        EXPECT_NE(r.err.find(warning), std::string::npos) << extra[0] << ": " << r.err;
+        EXPECT_EQ(r.out, plain) << extra[0];
+    }
+    // The GPU warning is the same in every command.
+    const std::string gpu = "--n-gpu-layers ignored: specula has no GPU backend";
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"tokenize", "-m", model, "-p", "hi", "-ngl", "9"},
+          {"info", model, "-ngl", "9"},
+          {"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r", "1", "-ngl", "9"}}) {
+        const auto r = run_specula(cmd);
+        ASSERT_EQ(r.status, 0) << cmd[0] << ": " << describe(r);
+        EXPECT_NE(r.err.find(gpu), std::string::npos) << cmd[0] << ": " << r.err;
+    }
+    // serve warns too, then refuses the bad port (so nothing is left listening).
+    const auto s = run_specula({"serve", "-m", model, "-ngl", "9", "--port", "-1"});
+    EXPECT_EQ(s.status, 1) << describe(s);
+    EXPECT_NE(s.err.find(gpu), std::string::npos) << s.err;
+    // -md and -np are whole flags: -np is serve's --parallel, and an unknown flag in run.
+    const auto np = run_specula({"serve", "-m", model, "-np", "0"});
+    EXPECT_EQ(np.status, 1);
+    EXPECT_NE(np.err.find("--parallel must be in [1, 256], got 0"), std::string::npos) << np.err;
+    const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+        {{"-hf", "ggml-org/model"}, "-hf (--hf-repo): specula does not download models"},
+        {{"-hff", "x.gguf"}, "-hff (--hf-file): specula does not download models"},
+        {{"-cnv"}, "-cnv (--conversation): specula run has no conversation mode"},
+        {{"-sys", "hi"}, "-sys (--system-prompt)"},
+        {{"-i"}, "-i: specula run has no conversation mode"},
+        {{"-xyz"}, "unknown option -xyz"},
+        {{"--bogus"}, "--bogus"},
+        {{"-np", "2"}, "--parallel"},
+    };
+    for (const std::string cmd : {"run", "bench", "serve"}) {
+        for (const auto& [extra, msg] : refused) {
+            if (cmd == "serve" && extra[0] == "-np") continue;
+            std::vector<std::string> args{cmd, "-m", model};
+            args.insert(args.end(), extra.begin(), extra.end());
+            const auto r = run_specula(args);
+            EXPECT_EQ(r.status, 1) << cmd << " " << extra[0] << ": " << describe(r);
+            EXPECT_TRUE(r.out.empty()) << cmd << " " << extra[0] << ": " << r.out;
+            EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find(msg), std::string::npos)
+                << cmd << " " << extra[0] << ": " << r.err;
+        }
+    }
+}
+
+// -f - reads the prompt from standard input; -f DIRECTORY is an error naming it.
+TEST(Cli, PromptFromStdinAndDirectory) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string file = ::testing::TempDir() + "/specula_stdin_prompt.txt";
+    {
+        std::ofstream f(file);
+        f << "Once upon a time";
+    }
+    const auto a =
+        run_specula({"run", "-m", model, "-p", "Once upon a time", "-n", "8", "--temp", "0"});
+    const auto b = run_specula({"run", "-m", model, "-f", "-", "-n", "8", "--temp", "0"}, file);
+    ASSERT_EQ(b.status, 0) << describe(b);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_FALSE(b.out.empty());
+    const std::string dir = ::testing::TempDir();
+    const auto d = run_specula({"run", "-m", model, "-f", dir, "-n", "4"});
+    EXPECT_EQ(d.status, 1);
+    EXPECT_NE(d.err.find("is a directory"), std::string::npos) << d.err;
 }
 
 TEST_F(CliErrors, BadOptions) {

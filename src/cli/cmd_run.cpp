@@ -86,10 +86,6 @@ void write_stats_json(const std::string& path, const SpecStats& st) {
 
 int cmd_run(const RunOptions& opt) {
     check_options(opt);
-    if (opt.n_gpu_layers > 0) {
-        log("warning: -ngl %d ignored: specula has no GPU backend, running on the CPU",
-            opt.n_gpu_layers);
-    }
     const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
     const SpeculativeConfig spec = parse_speculative_flags(opt.spec);
 
@@ -105,9 +101,12 @@ int cmd_run(const RunOptions& opt) {
         log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
             n_ctx_train);
     }
-    // Refuses a prompt or a token budget that cannot fit in the context before anything runs.
+    // Refuses a prompt that cannot fit in the context before anything runs; a budget past the
+    // context stops at a full context, as llama-cli does.
     const ContextFit fit = check_context(int(prompt.size()), opt.n_predict, n_ctx, " (-c)", "-n");
-    if (fit.what != ContextFit::fits) fail(fit.message);
+    if (fit.what == ContextFit::prompt_too_long) fail(fit.message);
+    if (fit.what == ContextFit::budget_too_long)
+        log("note: %s; generation stops when the context is full", fit.message.c_str());
 
     const int n_threads = default_threads(opt.n_threads);
     auto session = make_session(*model, n_ctx, n_threads);

@@ -29,8 +29,7 @@ struct RunOptions {
     float min_p = 0.05f;
     uint64_t seed = 0xFFFFFFFFu;  // llama.cpp's LLAMA_DEFAULT_SEED: pick a random seed
     bool ignore_eos = false;
-    int n_gpu_layers = 0;  // -ngl; accepted for compatibility, there is only the CPU backend
-    bool quiet = false;    // --log-disable: no logs or stats on stderr (errors still print)
+    bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
 
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.

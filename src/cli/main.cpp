@@ -3,6 +3,7 @@
 // bad option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is
 // left to the command's own output.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -12,6 +13,7 @@
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
 
@@ -30,14 +32,6 @@ void print_error(std::string msg) {
     while (!msg.empty() && msg.back() == ' ') msg.pop_back();
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", msg.c_str());
-}
-
-// llama.cpp spells some options as multi-letter single-dash words, which CLI11 would read as a
-// group of short flags. Map them to their long names before parsing.
-std::string normalize_arg(const std::string& a) {
-    if (a == "-ngl") return "--n-gpu-layers";
-    if (a == "-md") return "--model-draft";  // for speculative decoding's draft model option
-    return a;
 }
 
 // A seed given as -1 means "random", as in llama.cpp.
@@ -63,8 +57,6 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_option("--min-p", o.min_p, "min-p sampling (0.0: off)")->capture_default_str();
     cmd.add_option("-s,--seed", seed, "RNG seed (-1: random)")->capture_default_str();
     cmd.add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
-    cmd.add_option("--n-gpu-layers,--gpu-layers", o.n_gpu_layers,
-                   "-ngl: accepted for compatibility; specula runs on the CPU");
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
@@ -116,10 +108,14 @@ int run_cli(int argc, char** argv) {
     add_bench_options(*bench, bench_opt);
 
     CLI::App* serve = add_serve_command(app);
+    // Each command gets the llama.cpp options it accepts and ignores (cli/llama_flags.h).
+    std::vector<CompatFlags> compat(5);
+    CLI::App* commands[] = {run, info, tokenize, bench, serve};
+    for (int i = 0; i < 5; ++i) add_compat_options(*commands[i], compat[size_t(i)]);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
+    std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
+    std::reverse(args.begin(), args.end());
     try {
         app.parse(args);               // CLI11 takes the arguments in reverse order
     } catch (const CLI::Success& e) {  // --help, --version
@@ -129,6 +125,8 @@ int run_cli(int argc, char** argv) {
         return 1;
     }
 
+    for (int i = 0; i < 5; ++i)
+        if (commands[i]->parsed()) report_compat(compat[size_t(i)]);
     if (run->parsed()) {
         run_opt.seed = seed_from_arg(seed);
         log_set_enabled(!run_opt.quiet);
