@@ -498,6 +498,46 @@ TEST(Cli, LlamaCppFlagSpellings) {
     }
 }
 
+// --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty and --logit-bias
+// change greedy output, and speculative decoding (a draft model, n-gram lookup, --draft auto)
+// gives exactly the plain output with the same penalties: the verifier sees, at each draft
+// position, the row penalised by the history including the drafts before it.
+TEST(Cli, PenaltiesKeepSpeculativeExact) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
+                                        "-n",  "80", "--temp", "0",  "--ignore-eos"};
+    const std::vector<std::string> pen{
+        "--repeat-penalty",    "1.3", "--repeat-last-n", "32",      "--presence-penalty", "0.4",
+        "--frequency-penalty", "0.2", "--logit-bias",    "263-inf", "--logit-bias",       "29+0.5"};
+    auto run = [&](std::vector<std::string> extra, bool with_pen) {
+        std::vector<std::string> args = base;
+        if (with_pen) args.insert(args.end(), pen.begin(), pen.end());
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        EXPECT_EQ(r.status, 0) << describe(r);
+        return r.out;
+    };
+    const std::string unpenalised = run({}, false);
+    const std::string plain = run({}, true);
+    ASSERT_FALSE(plain.empty());
+    EXPECT_NE(plain, unpenalised) << "the penalties changed nothing";
+    for (const std::vector<std::string>& spec :
+         {std::vector<std::string>{"-md", draft, "--draft", "4"},
+          {"-md", draft, "--draft", "auto"},
+          {"--spec-type", "ngram", "--draft", "3"}})
+        EXPECT_EQ(run(spec, true), plain) << spec[0] << " " << spec.back();
+    expect_clean_error(run_specula({"run", "-m", model, "--repeat-penalty", "0"}),
+                       "--repeat-penalty");
+    expect_clean_error(run_specula({"run", "-m", model, "--repeat-last-n", "-2"}),
+                       "--repeat-last-n");
+    expect_clean_error(run_specula({"run", "-m", model, "--presence-penalty", "nan"}),
+                       "--presence-penalty");
+    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "99999+1"}),
+                       "--logit-bias");
+    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "abc"}), "--logit-bias");
+}
+
 // -f - reads the prompt from standard input; -f DIRECTORY is an error naming it.
 TEST(Cli, PromptFromStdinAndDirectory) {
     const std::string model = shared_path(kStoriesRel);

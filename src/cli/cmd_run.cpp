@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "frontend/prompt.h"
 #include "model/model.h"
+#include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 #include "speculative/generator.h"
@@ -66,6 +67,21 @@ std::unique_ptr<Session> make_session(const Model& model, int n_ctx, int n_threa
     }
 }
 
+// The penalties and logit bias of -repeat-penalty ... --logit-bias; Error names a bad value.
+Constraints make_constraints(const RunOptions& o, int n_vocab) {
+    PenaltyParams p = o.penalties;
+    for (const std::string& b : o.logit_bias) parse_logit_bias(b, p.logit_bias);
+    try {
+        return Constraints(p, n_vocab);
+    } catch (const Error& e) {
+        // The field names are the server's (repeat_penalty); say the flag as the user typed it.
+        std::string msg = e.what();
+        for (size_t i = 0; i < msg.size(); ++i)
+            if (msg[i] == '_') msg[i] = '-';
+        fail("--", msg);
+    }
+}
+
 void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
     if (st.stop_reason == "context") log("warning: the context is full; generation stopped");
     if (st.n_generated > 0) log("%s", "");  // end the streamed text's line on a terminal
@@ -93,6 +109,7 @@ int cmd_run(const RunOptions& opt) {
     auto model = Model::load(opt.model);
     const double load_ms = load_timer.ms();
     const Tokenizer& tok = model->tokenizer();
+    Constraints constraints = make_constraints(opt, model->hparams().n_vocab);
     const auto prompt = tokenize_prompt(tok, prompt_text);
 
     const int n_ctx_train = model->hparams().n_ctx_train;
@@ -130,7 +147,8 @@ int cmd_run(const RunOptions& opt) {
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
     DraftLengthController auto_length;  // --draft auto
-    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr);
+    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr,
+                  &constraints);
     const SpecStats st = gen.generate(prompt, [&](token_id id, bool) {
         writer(id);
         return true;

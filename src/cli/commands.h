@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "sampling/penalties.h"
 #include "speculative/config.h"
 
 namespace CLI {
@@ -29,6 +31,10 @@ struct RunOptions {
     float min_p = 0.05f;
     uint64_t seed = 0xFFFFFFFFu;  // llama.cpp's LLAMA_DEFAULT_SEED: pick a random seed
     bool ignore_eos = false;
+    // --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty (llama.cpp's
+    // defaults: off) and --logit-bias ID(+|-)BIAS, repeatable.
+    PenaltyParams penalties;
+    std::vector<std::string> logit_bias;
     bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
 
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)

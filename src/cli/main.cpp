@@ -57,6 +57,18 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_option("--min-p", o.min_p, "min-p sampling (0.0: off)")->capture_default_str();
     cmd.add_option("-s,--seed", seed, "RNG seed (-1: random)")->capture_default_str();
     cmd.add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
+    specula::PenaltyParams& pen = o.penalties;
+    cmd.add_option("--repeat-penalty", pen.repeat_penalty, "penalise repeated tokens (1.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--repeat-last-n", pen.repeat_last_n,
+                   "tokens the penalties look back over (0: off, -1: the whole context)")
+        ->capture_default_str();
+    cmd.add_option("--presence-penalty", pen.presence_penalty, "presence penalty (0.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--frequency-penalty", pen.frequency_penalty, "frequency penalty (0.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--logit-bias", o.logit_bias,
+                   "ID(+|-)BIAS, e.g. 15043+1 or 15043-inf (bans it); repeatable");
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
