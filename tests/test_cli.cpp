@@ -538,6 +538,28 @@ TEST(Cli, PenaltiesKeepSpeculativeExact) {
     expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "abc"}), "--logit-bias");
 }
 
+// --draft 15 with a draft as large as the target is slower than plain decoding: the run says so
+// in one line with a suggestion (measured against one-token target passes at the end).
+TEST(Cli, SlowSpeculationIsReported) {
+    const auto r =
+        run_specula({"run", "-m", shared_path(kStoriesRel), "-md",
+                     shared_path("models/tinystories/llama2xs.gguf"), "--draft", "15", "-p",
+                     "Once upon a time", "-n", "200", "--temp", "0", "--ignore-eos"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("note: speculation was slower than plain decoding"), std::string::npos)
+        << r.err;
+}
+
+// bench says plainly when no draft length (nor auto) beats plain decoding.
+TEST(Cli, BenchSaysWhenPlainIsFaster) {
+    const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
+                                shared_path("models/tinystories/llama2xs.gguf"), "-n", "32", "-r",
+                                "1", "--pp", "8", "--batches", "1,2"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const std::string all = r.out + r.err;
+    EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
+}
+
 // -f - reads the prompt from standard input; -f DIRECTORY is an error naming it.
 TEST(Cli, PromptFromStdinAndDirectory) {
     const std::string model = shared_path(kStoriesRel);

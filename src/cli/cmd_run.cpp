@@ -5,11 +5,13 @@
 // With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
 // (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
 // follow.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,35 @@ Constraints make_constraints(const RunOptions& o, int n_vocab) {
             if (msg[i] == '_') msg[i] = '-';
         fail("--", msg);
     }
+}
+
+// What one plain decoding step costs: the fastest of three one-token target passes at the end
+// of the context used (the cache is left as it was); 0 when there is no room for one.
+double plain_pass_ms(Session& target, token_id last) {
+    const int n_past = target.n_past();
+    if (n_past >= target.n_ctx()) return 0;
+    double best = 0;
+    for (int i = 0; i < 3; ++i) {
+        Timer t;
+        target.eval(std::span(&last, 1));
+        const double ms = t.ms();
+        target.rollback(n_past);
+        best = i == 0 ? ms : std::min(best, ms);
+    }
+    return best;
+}
+
+// One line when a speculative run spent more per token than plain decoding would have.
+void advise(const SpecStats& st, double plain_ms) {
+    if (st.n_drafts == 0 || st.n_generated < 16 || plain_ms <= 0) return;
+    const double spec_ms = st.t_gen_ms / st.n_generated;
+    if (spec_ms <= plain_ms) return;
+    // A draft step that costs half a target pass or more cannot pay for itself at any length.
+    const char* hint = st.cost_ratio() >= 0.5 ? "use a much smaller draft model, or plain decoding"
+                                              : "try --draft auto or a smaller --draft N";
+    log("note: speculation was slower than plain decoding here (%.3f ms per token, a plain step "
+        "takes %.3f ms; acceptance %.0f%%, draft/target cost ratio %.2f): %s",
+        spec_ms, plain_ms, 100 * st.accept_rate(), st.cost_ratio(), hint);
 }
 
 void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
@@ -154,6 +185,7 @@ int cmd_run(const RunOptions& opt) {
         return true;
     });
     print_stats(st, static_cast<int>(prompt.size()), load_ms);
+    if (drafter && log_enabled()) advise(st, plain_pass_ms(*session, gen.history().back()));
     if (!opt.stats_json.empty()) write_stats_json(opt.stats_json, st);
     return 0;
 }
