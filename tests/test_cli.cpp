@@ -162,7 +162,7 @@ TEST(Cli, TokenizeMatchesReferenceIds) {
         const std::string model = shared_path(ref["model"]["path"].get<std::string>());
         for (const auto& p : ref["prompts"]) {
             const auto r = run_specula({"tokenize", "-m", model, "-p", p["text"].get<std::string>(),
-                                        "--no-parse-special"});
+                                        "--no-parse-special", "--ids"});
             ASSERT_EQ(r.status, 0) << stem << " " << p["name"] << "\n" << describe(r);
             EXPECT_EQ(r.out, join_ids(p["token_ids"]) + "\n") << stem << " " << p["name"];
             EXPECT_EQ(r.err, "");
@@ -174,10 +174,11 @@ TEST(Cli, TokenizeParsesSpecialTokensByDefault) {
     const json ref = load_json("reference/stories260K.json");
     const std::string bos = std::to_string(ref["model"]["bos_id"].get<int>());
     const std::string model = shared_path(kStoriesRel);
-    const auto parsed = run_specula({"tokenize", "-m", model, "-p", "<s>"});
+    const auto parsed = run_specula({"tokenize", "-m", model, "-p", "<s>", "--ids"});
     ASSERT_EQ(parsed.status, 0) << describe(parsed);
     EXPECT_EQ(parsed.out, bos + " " + bos + "\n");
-    const auto plain = run_specula({"tokenize", "-m", model, "-p", "<s>", "--no-parse-special"});
+    const auto plain =
+        run_specula({"tokenize", "-m", model, "-p", "<s>", "--no-parse-special", "--ids"});
     ASSERT_EQ(plain.status, 0) << describe(plain);
     EXPECT_NE(plain.out, parsed.out);
     EXPECT_EQ(plain.out.rfind(bos + " ", 0), 0u) << plain.out;
@@ -302,6 +303,10 @@ TEST(Cli, VersionAndHelp) {
     const auto v = run_specula({"--version"});
     EXPECT_EQ(v.status, 0);
     EXPECT_EQ(v.out.rfind("specula ", 0), 0u) << v.out;
+    // The build type, the compiler and the SIMD level the kernels use on this machine.
+    EXPECT_NE(v.out.find("build: Release"), std::string::npos) << v.out;
+    EXPECT_NE(v.out.find("gcc "), std::string::npos) << v.out;
+    EXPECT_NE(v.out.find("simd: "), std::string::npos) << v.out;
     const auto h = run_specula({"--help"});
     EXPECT_EQ(h.status, 0);
     for (const char* cmd : {"run", "info", "tokenize"}) {
@@ -558,6 +563,37 @@ TEST(Cli, BenchSaysWhenPlainIsFaster) {
     ASSERT_EQ(r.status, 0) << describe(r);
     const std::string all = r.out + r.err;
     EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
+}
+
+// tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
+// info -c N gives the KV cache for N positions.
+TEST(Cli, TokenizePiecesAndInfoContext) {
+    const std::string model = shared_path(kStoriesRel);
+    const auto ids = run_specula({"tokenize", "-m", model, "-p", "Hello world", "--ids"});
+    const auto pieces = run_specula({"tokenize", "-m", model, "-p", "Hello world"});
+    ASSERT_EQ(pieces.status, 0) << describe(pieces);
+    std::istringstream id_list(ids.out), lines(pieces.out);
+    std::string id, line, text;
+    int n = 0;
+    while (std::getline(lines, line)) {
+        ASSERT_TRUE(id_list >> id) << pieces.out;
+        const size_t arrow = line.find(" -> '");
+        ASSERT_NE(arrow, std::string::npos) << line;
+        EXPECT_EQ(std::stoi(line.substr(0, arrow)), std::stoi(id)) << line;
+        ASSERT_EQ(line.back(), '\'') << line;
+        if (n++ > 0)
+            text += line.substr(arrow + 5, line.size() - arrow - 6);
+        else
+            EXPECT_EQ(line.substr(arrow), " -> '<s>'");
+    }
+    EXPECT_FALSE(id_list >> id);
+    EXPECT_EQ(text, " Hello world");
+    const auto full = run_specula({"info", model});
+    const auto small = run_specula({"info", model, "-c", "64"});
+    ASSERT_EQ(small.status, 0) << describe(small);
+    EXPECT_NE(line_with(small.out, "kv cache").find("at n_ctx 64"), std::string::npos) << small.out;
+    EXPECT_NE(line_with(small.out, "kv cache"), line_with(full.out, "kv cache"));
+    expect_clean_error(run_specula({"info", model, "-c", "-1"}), "-c");
 }
 
 // -f - reads the prompt from standard input; -f DIRECTORY is an error naming it.

@@ -46,14 +46,17 @@ struct RunOptions {
 // `specula info FILE`: what the GGUF holds and what running it needs.
 struct InfoOptions {
     std::string model;
+    int n_ctx = 0;  // -c: the context the KV cache size is given for (0: training context)
 };
 
-// `specula tokenize`: token ids of a text, one line, space separated (llama-tokenize --ids).
+// `specula tokenize`: the tokens of a text, one `id -> 'piece'` line each (llama-tokenize's
+// default), or with --ids the ids on one line, space separated (llama-tokenize --ids).
 struct TokenizeOptions {
     std::string model;
     std::string prompt;
     std::string prompt_file;
     bool parse_special = true;
+    bool ids_only = false;
 };
 
 int cmd_run(const RunOptions& opt);

@@ -16,7 +16,11 @@
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "kernels/dispatch.h"
 
+#ifndef SPECULA_BUILD_TYPE
+#define SPECULA_BUILD_TYPE "unknown"
+#endif
 #ifndef SPECULA_VERSION
 #define SPECULA_VERSION "0.0.0"
 #endif
@@ -32,6 +36,23 @@ void print_error(std::string msg) {
     while (!msg.empty() && msg.back() == ' ') msg.pop_back();
     std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", msg.c_str());
+}
+
+// `specula --version`: the version, how it was built and the SIMD level its kernels use here.
+std::string version_text() {
+    std::string s = std::string("specula ") + SPECULA_VERSION + "\nbuild: " + SPECULA_BUILD_TYPE +
+                    ", " +
+#if defined(__clang__)
+                    "clang " + __clang_version__;
+#elif defined(__GNUC__)
+                    "gcc " + __VERSION__;
+#else
+                    "unknown compiler";
+#endif
+    const specula::SimdLevel cpu = specula::cpu_simd_level();
+    s += std::string("\nsimd: ") + specula::simd_level_name(specula::active_simd_level()) +
+         " (this CPU supports " + specula::simd_level_name(cpu) + ")";
+    return s;
 }
 
 // A seed given as -1 means "random", as in llama.cpp.
@@ -75,14 +96,13 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
 }
 
 void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {
-    static bool ignored = false;  // flags kept only so that llama-tokenize command lines work
+    static bool ignored = false;  // a flag kept only so that llama-tokenize command lines work
     cmd.add_option("-m,--model", o.model, "GGUF file (only its tokenizer is read)")->required();
     cmd.add_option("-p,--prompt", o.prompt, "text to tokenize");
     cmd.add_option("-f,--file", o.prompt_file, "read the text from a file");
     cmd.add_flag("!--no-parse-special", o.parse_special,
                  "treat special-token texts such as <s> as plain text");
-    cmd.add_flag("--ids", ignored,
-                 "print ids only (the only output format; for llama-tokenize users)");
+    cmd.add_flag("--ids", o.ids_only, "print the ids only, on one line (llama-tokenize --ids)");
     cmd.add_flag("--log-disable", ignored, "accepted for compatibility");
 }
 
@@ -99,7 +119,7 @@ void check_command(CLI::App& app, const std::string& word) {
 int run_cli(int argc, char** argv) {
     CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
                  "specula"};
-    app.set_version_flag("--version", std::string("specula ") + SPECULA_VERSION);
+    app.set_version_flag("--version", version_text());
     app.require_subcommand(1);
 
     RunOptions run_opt;
@@ -110,6 +130,8 @@ int run_cli(int argc, char** argv) {
     InfoOptions info_opt;
     CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
     info->add_option("file,-m,--model", info_opt.model, "GGUF model file")->required();
+    info->add_option("-c,--ctx-size", info_opt.n_ctx,
+                     "context for the KV cache size (0: the model's training context)");
 
     TokenizeOptions tok_opt;
     CLI::App* tokenize = app.add_subcommand("tokenize", "print the token ids of a text");
