@@ -145,7 +145,8 @@ std::pair<std::string, int> shell(const std::string& cmd) {
     return {out, pclose(p)};
 }
 
-// Token ids of `text` from `specula tokenize --ids -f` (the text goes through a file, byte for byte).
+// Token ids of `text` from `specula tokenize --ids -f` (the text goes through a file, byte for
+// byte).
 std::vector<std::string> tokenize_ids(const std::string& model, const std::string& text) {
     const std::string path = specula::test::temp_dir("server") + "/prompt.txt";
     std::ofstream(path, std::ios::binary) << text;
