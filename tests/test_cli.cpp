@@ -33,8 +33,10 @@ struct ProcResult {
     int status = -1;  // exit code, or 128 + signal
 };
 
-// Runs bin/specula with `args`, reading stdout and stderr concurrently until both close.
-ProcResult run_specula(const std::vector<std::string>& args) {
+// Runs bin/specula with `args` and stdin from `stdin_path`, reading stdout and stderr
+// concurrently until both close.
+ProcResult run_specula(const std::vector<std::string>& args,
+                       const std::string& stdin_path = "/dev/null") {
     const std::string bin = std::string(SPECULA_BINARY_DIR) + "/bin/specula";
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(bin.c_str()));
@@ -45,6 +47,7 @@ ProcResult run_specula(const std::vector<std::string>& args) {
     if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
@@ -159,7 +162,7 @@ TEST(Cli, TokenizeMatchesReferenceIds) {
         const std::string model = shared_path(ref["model"]["path"].get<std::string>());
         for (const auto& p : ref["prompts"]) {
             const auto r = run_specula({"tokenize", "-m", model, "-p", p["text"].get<std::string>(),
-                                        "--no-parse-special"});
+                                        "--no-parse-special", "--ids"});
             ASSERT_EQ(r.status, 0) << stem << " " << p["name"] << "\n" << describe(r);
             EXPECT_EQ(r.out, join_ids(p["token_ids"]) + "\n") << stem << " " << p["name"];
             EXPECT_EQ(r.err, "");
@@ -171,10 +174,11 @@ TEST(Cli, TokenizeParsesSpecialTokensByDefault) {
     const json ref = load_json("reference/stories260K.json");
     const std::string bos = std::to_string(ref["model"]["bos_id"].get<int>());
     const std::string model = shared_path(kStoriesRel);
-    const auto parsed = run_specula({"tokenize", "-m", model, "-p", "<s>"});
+    const auto parsed = run_specula({"tokenize", "-m", model, "-p", "<s>", "--ids"});
     ASSERT_EQ(parsed.status, 0) << describe(parsed);
     EXPECT_EQ(parsed.out, bos + " " + bos + "\n");
-    const auto plain = run_specula({"tokenize", "-m", model, "-p", "<s>", "--no-parse-special"});
+    const auto plain =
+        run_specula({"tokenize", "-m", model, "-p", "<s>", "--no-parse-special", "--ids"});
     ASSERT_EQ(plain.status, 0) << describe(plain);
     EXPECT_NE(plain.out, parsed.out);
     EXPECT_EQ(plain.out.rfind(bos + " ", 0), 0u) << plain.out;
@@ -266,6 +270,11 @@ TEST(Cli, SpeculativeOptionSpellings) {
         run_specula({"bench", "-m", model, "--speculative-config", R"({"method": "medusa"})"}),
         "--speculative-config");
     expect_clean_error(run_specula({"serve", "-m", model, "--draft", "x"}), "--draft");
+    for (const std::string cmd : {"run", "bench", "serve"})
+        for (const char* p : {"nan", "-0.1", "1.5"})
+            expect_clean_error(
+                run_specula({cmd, "-m", model, "--spec-type", "ngram", "--draft-p-min", p}),
+                "--draft-p-min must be in [0, 1]");
 }
 
 TEST(Cli, GpuLayersWarnAndRunOnCpu) {
@@ -294,6 +303,10 @@ TEST(Cli, VersionAndHelp) {
     const auto v = run_specula({"--version"});
     EXPECT_EQ(v.status, 0);
     EXPECT_EQ(v.out.rfind("specula ", 0), 0u) << v.out;
+    // The build type, the compiler and the SIMD level the kernels use on this machine.
+    EXPECT_NE(v.out.find("build: Release"), std::string::npos) << v.out;
+    EXPECT_NE(v.out.find("gcc "), std::string::npos) << v.out;
+    EXPECT_NE(v.out.find("simd: "), std::string::npos) << v.out;
     const auto h = run_specula({"--help"});
     EXPECT_EQ(h.status, 0);
     for (const char* cmd : {"run", "info", "tokenize"}) {
@@ -382,8 +395,225 @@ TEST_F(CliErrors, PromptLongerThanContext) {
                                     "Lily. She loved to play outside in the park.",
                                     "-c", "8", "-n", "4"}),
                        "context");
-    expect_clean_error(run_specula({"run", "-m", model, "-p", "Once", "-c", "64", "-n", "100"}),
-                       "context");
+}
+
+// -n past the context is not an error: generation stops at a full context with a note, as
+// llama-cli does; INT_MAX overflows no check.
+TEST(Cli, BudgetPastTheContextStopsAtAFullContext) {
+    const std::string model = shared_path(kStoriesRel);
+    for (const char* n : {"100", "2147483647"}) {
+        const auto r = run_specula(
+            {"run", "-m", model, "-p", "Once", "-c", "24", "-n", n, "--temp", "0", "--ignore-eos"});
+        ASSERT_EQ(r.status, 0) << describe(r);
+        EXPECT_NE(r.err.find("note: prompt"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
+        EXPECT_FALSE(r.out.empty());
+    }
+}
+
+// The command a speculative-decoding guide gives for llama-cli, with local paths, runs as pasted:
+// -n 512 past llama2xs's 256-token context stops at a full context, -ngl only warns.
+TEST(Cli, GuideCommandRunsAsPasted) {
+    const auto r = run_specula({"run", "-m", shared_path("models/tinystories/llama2xs.gguf"),
+                                "--draft", "5", "-md", shared_path(kStoriesRel), "-p",
+                                "Once upon a time", "-n", "512", "--n-gpu-layers", "81"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("running on the CPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("speculative (draft-model)"), std::string::npos) << r.err;
+    EXPECT_FALSE(r.out.empty());
+}
+
+// llama.cpp's multi-letter single-dash spellings are whole flags in every command: GPU options
+// warn that the run is on the CPU, -fa / -ctk / -td are accepted with a warning naming them, a
+// missing feature (-hf, -cnv, -sys) is one error line naming the flag, an unknown -xyz names
+// itself; none prints the help or exits 0 by mistake.
+TEST(Cli, LlamaCppFlagSpellings) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::vector<std::string> run{"run", "-m", model, "-p", "Once", "-n", "4", "--temp", "0"};
+    const std::string plain = run_specula(run).out;
+    ASSERT_FALSE(plain.empty());
+    const std::vector<std::pair<std::vector<std::string>, std::string>> accepted = {
+        {{"-ngl", "99"}, "--n-gpu-layers ignored: specula has no GPU backend; running on the CPU"},
+        {{"-ngl", "1", "-ngl", "2"}, "running on the CPU"},
+        {{"--gpu-layers", "9"}, "running on the CPU"},
+        {{"-ngld", "99"}, "--n-gpu-layers-draft ignored"},
+        {{"-sm", "row"}, "--split-mode ignored"},
+        {{"-ts", "3,1"}, "--tensor-split ignored"},
+        {{"-mg", "1"}, "--main-gpu ignored"},
+        {{"-dev", "CUDA0"}, "--device ignored"},
+        {{"-nkvo"}, "--no-kv-offload ignored"},
+        {{"-fa"}, "--flash-attn ignored"},
+        {{"-fa", "on"}, "--flash-attn ignored"},
+        {{"-ctk", "f16", "-ctv", "q8_0"}, "--cache-type-v ignored"},
+        {{"-td", "1"}, "--threads-draft ignored"},
+        {{"-cd", "64"}, "--ctx-size-draft ignored"},
+        {{"-tb", "2"}, "--threads-batch ignored"},
+        {{"-ub", "512", "-b", "2048"}, "--batch-size ignored"},
+    };
+    for (const auto& [extra, warning] : accepted) {
+        std::vector<std::string> args = run;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        ASSERT_EQ(r.status, 0) << extra[0] << ": " << describe(r);
+        EXPECT_NE(r.err.find("warning: "), std::string::npos) << extra[0] << ": " << r.err;
+        EXPECT_NE(r.err.find(warning), std::string::npos) << extra[0] << ": " << r.err;
+        EXPECT_EQ(r.out, plain) << extra[0];
+    }
+    // The GPU warning is the same in every command.
+    const std::string gpu = "--n-gpu-layers ignored: specula has no GPU backend";
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"tokenize", "-m", model, "-p", "hi", "-ngl", "9"},
+          {"info", model, "-ngl", "9"},
+          {"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r", "1", "-ngl", "9"}}) {
+        const auto r = run_specula(cmd);
+        ASSERT_EQ(r.status, 0) << cmd[0] << ": " << describe(r);
+        EXPECT_NE(r.err.find(gpu), std::string::npos) << cmd[0] << ": " << r.err;
+    }
+    // serve warns too, then refuses the bad port (so nothing is left listening).
+    const auto s = run_specula({"serve", "-m", model, "-ngl", "9", "--port", "-1"});
+    EXPECT_EQ(s.status, 1) << describe(s);
+    EXPECT_NE(s.err.find(gpu), std::string::npos) << s.err;
+    // -md and -np are whole flags: -np is serve's --parallel, and an unknown flag in run.
+    const auto np = run_specula({"serve", "-m", model, "-np", "0"});
+    EXPECT_EQ(np.status, 1);
+    EXPECT_NE(np.err.find("--parallel must be in [1, 256], got 0"), std::string::npos) << np.err;
+    const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+        {{"-hf", "ggml-org/model"}, "-hf (--hf-repo): specula does not download models"},
+        {{"-hff", "x.gguf"}, "-hff (--hf-file): specula does not download models"},
+        {{"-cnv"}, "-cnv (--conversation): specula run has no conversation mode"},
+        {{"-sys", "hi"}, "-sys (--system-prompt)"},
+        {{"-i"}, "-i: specula run has no conversation mode"},
+        {{"-xyz"}, "unknown option -xyz"},
+        {{"--bogus"}, "--bogus"},
+        {{"-np", "2"}, "--parallel"},
+    };
+    for (const std::string cmd : {"run", "bench", "serve"}) {
+        for (const auto& [extra, msg] : refused) {
+            if (cmd == "serve" && extra[0] == "-np") continue;
+            std::vector<std::string> args{cmd, "-m", model};
+            args.insert(args.end(), extra.begin(), extra.end());
+            const auto r = run_specula(args);
+            EXPECT_EQ(r.status, 1) << cmd << " " << extra[0] << ": " << describe(r);
+            EXPECT_TRUE(r.out.empty()) << cmd << " " << extra[0] << ": " << r.out;
+            EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find(msg), std::string::npos)
+                << cmd << " " << extra[0] << ": " << r.err;
+        }
+    }
+}
+
+// --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty and --logit-bias
+// change greedy output, and speculative decoding (a draft model, n-gram lookup, --draft auto)
+// gives exactly the plain output with the same penalties: the verifier sees, at each draft
+// position, the row penalised by the history including the drafts before it.
+TEST(Cli, PenaltiesKeepSpeculativeExact) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
+                                        "-n",  "80", "--temp", "0",  "--ignore-eos"};
+    const std::vector<std::string> pen{
+        "--repeat-penalty",    "1.3", "--repeat-last-n", "32",      "--presence-penalty", "0.4",
+        "--frequency-penalty", "0.2", "--logit-bias",    "263-inf", "--logit-bias",       "29+0.5"};
+    auto run = [&](std::vector<std::string> extra, bool with_pen) {
+        std::vector<std::string> args = base;
+        if (with_pen) args.insert(args.end(), pen.begin(), pen.end());
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        EXPECT_EQ(r.status, 0) << describe(r);
+        return r.out;
+    };
+    const std::string unpenalised = run({}, false);
+    const std::string plain = run({}, true);
+    ASSERT_FALSE(plain.empty());
+    EXPECT_NE(plain, unpenalised) << "the penalties changed nothing";
+    for (const std::vector<std::string>& spec :
+         {std::vector<std::string>{"-md", draft, "--draft", "4"},
+          {"-md", draft, "--draft", "auto"},
+          {"--spec-type", "ngram", "--draft", "3"}})
+        EXPECT_EQ(run(spec, true), plain) << spec[0] << " " << spec.back();
+    expect_clean_error(run_specula({"run", "-m", model, "--repeat-penalty", "0"}),
+                       "--repeat-penalty");
+    expect_clean_error(run_specula({"run", "-m", model, "--repeat-last-n", "-2"}),
+                       "--repeat-last-n");
+    expect_clean_error(run_specula({"run", "-m", model, "--presence-penalty", "nan"}),
+                       "--presence-penalty");
+    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "99999+1"}),
+                       "--logit-bias");
+    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "abc"}), "--logit-bias");
+}
+
+// --draft 15 with a draft as large as the target is slower than plain decoding: the run says so
+// in one line with a suggestion (measured against one-token target passes at the end).
+TEST(Cli, SlowSpeculationIsReported) {
+    const auto r =
+        run_specula({"run", "-m", shared_path(kStoriesRel), "-md",
+                     shared_path("models/tinystories/llama2xs.gguf"), "--draft", "15", "-p",
+                     "Once upon a time", "-n", "200", "--temp", "0", "--ignore-eos"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("note: speculation was slower than plain decoding"), std::string::npos)
+        << r.err;
+}
+
+// bench says plainly when no draft length (nor auto) beats plain decoding.
+TEST(Cli, BenchSaysWhenPlainIsFaster) {
+    const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
+                                shared_path("models/tinystories/llama2xs.gguf"), "-n", "32", "-r",
+                                "1", "--pp", "8", "--batches", "1,2"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const std::string all = r.out + r.err;
+    EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
+}
+
+// tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
+// info -c N gives the KV cache for N positions.
+TEST(Cli, TokenizePiecesAndInfoContext) {
+    const std::string model = shared_path(kStoriesRel);
+    const auto ids = run_specula({"tokenize", "-m", model, "-p", "Hello world", "--ids"});
+    const auto pieces = run_specula({"tokenize", "-m", model, "-p", "Hello world"});
+    ASSERT_EQ(pieces.status, 0) << describe(pieces);
+    std::istringstream id_list(ids.out), lines(pieces.out);
+    std::string id, line, text;
+    int n = 0;
+    while (std::getline(lines, line)) {
+        ASSERT_TRUE(id_list >> id) << pieces.out;
+        const size_t arrow = line.find(" -> '");
+        ASSERT_NE(arrow, std::string::npos) << line;
+        EXPECT_EQ(std::stoi(line.substr(0, arrow)), std::stoi(id)) << line;
+        ASSERT_EQ(line.back(), '\'') << line;
+        if (n++ > 0)
+            text += line.substr(arrow + 5, line.size() - arrow - 6);
+        else
+            EXPECT_EQ(line.substr(arrow), " -> '<s>'");
+    }
+    EXPECT_FALSE(id_list >> id);
+    EXPECT_EQ(text, " Hello world");
+    const auto full = run_specula({"info", model});
+    const auto small = run_specula({"info", model, "-c", "64"});
+    ASSERT_EQ(small.status, 0) << describe(small);
+    EXPECT_NE(line_with(small.out, "kv cache").find("at n_ctx 64"), std::string::npos) << small.out;
+    EXPECT_NE(line_with(small.out, "kv cache"), line_with(full.out, "kv cache"));
+    expect_clean_error(run_specula({"info", model, "-c", "-1"}), "-c");
+}
+
+// -f - reads the prompt from standard input; -f DIRECTORY is an error naming it.
+TEST(Cli, PromptFromStdinAndDirectory) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string file = ::testing::TempDir() + "/specula_stdin_prompt.txt";
+    {
+        std::ofstream f(file);
+        f << "Once upon a time";
+    }
+    const auto a =
+        run_specula({"run", "-m", model, "-p", "Once upon a time", "-n", "8", "--temp", "0"});
+    const auto b = run_specula({"run", "-m", model, "-f", "-", "-n", "8", "--temp", "0"}, file);
+    ASSERT_EQ(b.status, 0) << describe(b);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_FALSE(b.out.empty());
+    const std::string dir = ::testing::TempDir();
+    const auto d = run_specula({"run", "-m", model, "-f", dir, "-n", "4"});
+    EXPECT_EQ(d.status, 1);
+    EXPECT_NE(d.err.find("is a directory"), std::string::npos) << d.err;
 }
 
 TEST_F(CliErrors, BadOptions) {

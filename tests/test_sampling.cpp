@@ -158,6 +158,16 @@ TEST(Sampling, TemperatureIsAppliedAfterTheFilters) {
                 {std::sqrt(0.5) / s, std::sqrt(0.3) / s, std::sqrt(0.15) / s});
 }
 
+TEST(Sampling, BannedTokensAreNeverCandidates) {
+    // With every filter off a -inf token would otherwise stay as a p = 0 candidate, and a draw's
+    // rounding leftover goes to the last candidate.
+    const std::vector<float> l = {-INFINITY, 1.f, -INFINITY, 0.f, -INFINITY};
+    expect_dist(dist(params(1.f, 0, 1.f, 0.f), l), {1, 3},
+                {std::exp(1.0) / (std::exp(1.0) + 1), 1 / (std::exp(1.0) + 1)});
+    expect_dist(dist(params(1.f, 4, 1.f, 0.f), l), {1, 3},
+                {std::exp(1.0) / (std::exp(1.0) + 1), 1 / (std::exp(1.0) + 1)});
+}
+
 TEST(Sampling, BadInputThrows) {
     Sampler s(params(1.f, 0, 1.f, 0.f));
     std::vector<TokenProb> out;

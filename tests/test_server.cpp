@@ -145,12 +145,13 @@ std::pair<std::string, int> shell(const std::string& cmd) {
     return {out, pclose(p)};
 }
 
-// Token ids of `text` from `specula tokenize -f` (the text goes through a file, byte for byte).
+// Token ids of `text` from `specula tokenize --ids -f` (the text goes through a file, byte for
+// byte).
 std::vector<std::string> tokenize_ids(const std::string& model, const std::string& text) {
     const std::string path = specula::test::temp_dir("server") + "/prompt.txt";
     std::ofstream(path, std::ios::binary) << text;
     auto [ids, status] = shell("(" + specula::test::specula_bin() + " tokenize -m '" + model +
-                               "' -f '" + path + "' 2>/dev/null)");
+                               "' --ids -f '" + path + "' 2>/dev/null)");
     EXPECT_EQ(status, 0) << ids;
     std::istringstream in(ids);
     std::vector<std::string> out;

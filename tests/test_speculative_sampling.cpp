@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 
+#include "chi_square.h"
 #include "model/model.h"
 #include "speculative/categorical.h"
 #include "speculative/draft_model_drafter.h"
@@ -122,51 +123,13 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool naive) {
     return counts;
 }
 
-struct ChiSquare {
-    double stat = 0, critical = 0;
-    int df = 0;
-};
-
-// Pearson chi-square over the pairs expected >= 5 times, the rest pooled into one bin; critical
-// value at p = 1e-4 (Wilson-Hilferty).
-ChiSquare chi_square(const std::map<Pair, double>& p, const std::map<Pair, long>& counts) {
-    ChiSquare c;
-    double pooled_e = 0, pooled_o = 0;
-    int bins = 0;
-    for (const auto& [pair, prob] : p) {
-        const double e = prob * kTrials;
-        const auto it = counts.find(pair);
-        const double o = it == counts.end() ? 0 : double(it->second);
-        if (e >= 5) {
-            c.stat += (o - e) * (o - e) / e;
-            ++bins;
-        } else {
-            pooled_e += e, pooled_o += o;
-        }
-    }
-    long outside = 0;  // pairs the exact distribution gives probability 0
-    for (const auto& [pair, n] : counts)
-        if (!p.count(pair)) outside += n;
-    pooled_o += double(outside);
-    if (pooled_e > 0) {
-        c.stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-        ++bins;
-    } else if (pooled_o > 0) {
-        c.stat = INFINITY;
-    }
-    c.df = bins - 1;
-    const double k = c.df, z = 3.719;
-    c.critical = k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
-    return c;
-}
-
 }  // namespace
 
 TEST(SpecSampling, FirstTwoTokensFollowTheTargetDistribution) {
     Fixture f;
     const auto exact = exact_joint(*f.target, f.prompt);
     const auto counts = sample_pairs(f, false);
-    const ChiSquare c = chi_square(exact, counts);
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
     std::printf("speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
                 c.critical);
     ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
@@ -177,7 +140,7 @@ TEST(SpecSampling, ChiSquareRejectsANaiveVerifier) {
     Fixture f;
     const auto exact = exact_joint(*f.target, f.prompt);
     const auto counts = sample_pairs(f, true);
-    const ChiSquare c = chi_square(exact, counts);
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
     std::printf("naive: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
                 c.critical);
     EXPECT_GT(c.stat, c.critical);

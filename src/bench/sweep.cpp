@@ -189,8 +189,15 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
     }
     if (const BenchRow* a = r.row("auto"))
         std::fprintf(out, "auto: mean draft length %.2f\n", a->mean_auto_n);
-    if (const BenchRow* b = r.best_fixed())
+    if (const BenchRow* b = r.best_fixed()) {
         std::fprintf(out, "best fixed N = %s (%.1f tok/s)\n", b->label.c_str(), b->median_tps);
+        const BenchRow* a = r.row("auto");
+        if (b->speedup > 0 && b->speedup <= 1.0 && (!a || a->speedup <= 1.0))
+            std::fprintf(out,
+                         "no draft length beats plain decoding here (best: N = %s at %.2fx): "
+                         "decode without a drafter, or use a cheaper draft model\n",
+                         b->label.c_str(), b->speedup);
+    }
     std::fprintf(out,
                  "model: a = %.3f (conditional acceptance), c = %.4f (draft step / target pass), "
                  "tau(b) = 1 + %.4f (b - 1); * = the --draft setting\n",

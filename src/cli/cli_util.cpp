@@ -3,7 +3,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "common/error.h"
@@ -32,6 +34,14 @@ void log(const char* fmt, ...) {
 }
 
 std::string read_text_file(const std::string& path) {
+    if (path == "-") {  // standard input, as llama.cpp's tools read it
+        std::ostringstream ss;
+        ss << std::cin.rdbuf();
+        if (std::cin.bad()) fail("-f -: error reading standard input");
+        return ss.str();
+    }
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, not a file");
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(path, ": cannot open file");
     std::ostringstream ss;

@@ -13,7 +13,8 @@ void log_set_enabled(bool enabled);
 bool log_enabled();
 [[gnu::format(printf, 1, 2)]] void log(const char* fmt, ...);
 
-// Whole file as bytes; throws Error naming the path when it cannot be read.
+// Whole file as bytes (path "-": standard input); throws Error naming the path when it cannot be
+// read or is a directory.
 std::string read_text_file(const std::string& path);
 
 // The prompt text: the contents of `file` when given (then `text` must be empty), else `text`.

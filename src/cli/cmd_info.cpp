@@ -72,9 +72,13 @@ uint64_t print_tensors(const GGUFFile& f) {
     return n_bytes;
 }
 
-// F32 K and V for every layer at the training context, from the GGUF keys; 0 when unknown.
-uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch) {
-    const int64_t n_ctx = f.get_int_or(arch + ".context_length", 0);
+// The context the memory line is for: -c when given, else the training context.
+int64_t info_ctx(const GGUFFile& f, const std::string& arch, int n_ctx) {
+    return n_ctx > 0 ? n_ctx : f.get_int_or(arch + ".context_length", 0);
+}
+
+// F32 K and V for every layer at n_ctx positions, from the GGUF keys; 0 when unknown.
+uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ctx) {
     const int64_t n_layer = f.get_int_or(arch + ".block_count", 0);
     const int64_t n_embd = f.get_int_or(arch + ".embedding_length", 0);
     const int64_t n_head = f.get_int_or(arch + ".attention.head_count", 0);
@@ -85,15 +89,15 @@ uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch) {
     return static_cast<uint64_t>(n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 4);
 }
 
-void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_bytes) {
-    const uint64_t kv = kv_cache_bytes(f, arch);
+void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_bytes, int ctx) {
+    const int64_t n_ctx = info_ctx(f, arch, ctx);
+    const uint64_t kv = kv_cache_bytes(f, arch, n_ctx);
     std::printf("memory:\n");
     line("weights", format_bytes(weight_bytes));
     if (kv == 0) {
         line("kv cache", "unknown (hyperparameters missing)");
         return;
     }
-    const int64_t n_ctx = f.get_int_or(arch + ".context_length", 0);
     line("kv cache (f32)", format_bytes(kv) + " at n_ctx " + std::to_string(n_ctx));
     line("total", format_bytes(weight_bytes + kv));
 }
@@ -132,12 +136,13 @@ void print_support(const std::string& path) {
 }  // namespace
 
 int cmd_info(const InfoOptions& opt) {
+    if (opt.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", opt.n_ctx);
     auto file = GGUFFile::open(opt.model);
     const std::string arch = file->get_string_or("general.architecture", "");
     print_file(*file);
     if (!arch.empty()) print_hparams(*file, arch);
     const uint64_t weight_bytes = print_tensors(*file);
-    print_memory(*file, arch, weight_bytes);
+    print_memory(*file, arch, weight_bytes, opt.n_ctx);
     print_tokenizer(*file);
     file.reset();
     print_support(opt.model);

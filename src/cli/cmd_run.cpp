@@ -5,11 +5,13 @@
 // With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
 // (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
 // follow.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "common/error.h"
 #include "frontend/prompt.h"
 #include "model/model.h"
+#include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 #include "speculative/generator.h"
@@ -66,6 +69,50 @@ std::unique_ptr<Session> make_session(const Model& model, int n_ctx, int n_threa
     }
 }
 
+// The penalties and logit bias of -repeat-penalty ... --logit-bias; Error names a bad value.
+Constraints make_constraints(const RunOptions& o, int n_vocab) {
+    PenaltyParams p = o.penalties;
+    for (const std::string& b : o.logit_bias) parse_logit_bias(b, p.logit_bias);
+    try {
+        return Constraints(p, n_vocab);
+    } catch (const Error& e) {
+        // The field names are the server's (repeat_penalty); say the flag as the user typed it.
+        std::string msg = e.what();
+        for (size_t i = 0; i < msg.size(); ++i)
+            if (msg[i] == '_') msg[i] = '-';
+        fail("--", msg);
+    }
+}
+
+// What one plain decoding step costs: the fastest of three one-token target passes at the end
+// of the context used (the cache is left as it was); 0 when there is no room for one.
+double plain_pass_ms(Session& target, token_id last) {
+    const int n_past = target.n_past();
+    if (n_past >= target.n_ctx()) return 0;
+    double best = 0;
+    for (int i = 0; i < 3; ++i) {
+        Timer t;
+        target.eval(std::span(&last, 1));
+        const double ms = t.ms();
+        target.rollback(n_past);
+        best = i == 0 ? ms : std::min(best, ms);
+    }
+    return best;
+}
+
+// One line when a speculative run spent more per token than plain decoding would have.
+void advise(const SpecStats& st, double plain_ms) {
+    if (st.n_drafts == 0 || st.n_generated < 16 || plain_ms <= 0) return;
+    const double spec_ms = st.t_gen_ms / st.n_generated;
+    if (spec_ms <= plain_ms) return;
+    // A draft step that costs half a target pass or more cannot pay for itself at any length.
+    const char* hint = st.cost_ratio() >= 0.5 ? "use a much smaller draft model, or plain decoding"
+                                              : "try --draft auto or a smaller --draft N";
+    log("note: speculation was slower than plain decoding here (%.3f ms per token, a plain step "
+        "takes %.3f ms; acceptance %.0f%%, draft/target cost ratio %.2f): %s",
+        spec_ms, plain_ms, 100 * st.accept_rate(), st.cost_ratio(), hint);
+}
+
 void print_stats(const SpecStats& st, int n_prompt, double load_ms) {
     if (st.stop_reason == "context") log("warning: the context is full; generation stopped");
     if (st.n_generated > 0) log("%s", "");  // end the streamed text's line on a terminal
@@ -86,10 +133,6 @@ void write_stats_json(const std::string& path, const SpecStats& st) {
 
 int cmd_run(const RunOptions& opt) {
     check_options(opt);
-    if (opt.n_gpu_layers > 0) {
-        log("warning: -ngl %d ignored: specula has no GPU backend, running on the CPU",
-            opt.n_gpu_layers);
-    }
     const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
     const SpeculativeConfig spec = parse_speculative_flags(opt.spec);
 
@@ -97,6 +140,7 @@ int cmd_run(const RunOptions& opt) {
     auto model = Model::load(opt.model);
     const double load_ms = load_timer.ms();
     const Tokenizer& tok = model->tokenizer();
+    Constraints constraints = make_constraints(opt, model->hparams().n_vocab);
     const auto prompt = tokenize_prompt(tok, prompt_text);
 
     const int n_ctx_train = model->hparams().n_ctx_train;
@@ -105,9 +149,12 @@ int cmd_run(const RunOptions& opt) {
         log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
             n_ctx_train);
     }
-    // Refuses a prompt or a token budget that cannot fit in the context before anything runs.
+    // Refuses a prompt that cannot fit in the context before anything runs; a budget past the
+    // context stops at a full context, as llama-cli does.
     const ContextFit fit = check_context(int(prompt.size()), opt.n_predict, n_ctx, " (-c)", "-n");
-    if (fit.what != ContextFit::fits) fail(fit.message);
+    if (fit.what == ContextFit::prompt_too_long) fail(fit.message);
+    if (fit.what == ContextFit::budget_too_long)
+        log("note: %s; generation stops when the context is full", fit.message.c_str());
 
     const int n_threads = default_threads(opt.n_threads);
     auto session = make_session(*model, n_ctx, n_threads);
@@ -131,12 +178,14 @@ int cmd_run(const RunOptions& opt) {
     const bool bos_only = prompt.size() == 1 && prompt[0] == tok.bos();
     PieceWriter writer(tok, tok.model() == "llama" && bos_only);
     DraftLengthController auto_length;  // --draft auto
-    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr);
+    Generator gen(*session, sampler, drafter.get(), gp, spec.draft_auto ? &auto_length : nullptr,
+                  &constraints);
     const SpecStats st = gen.generate(prompt, [&](token_id id, bool) {
         writer(id);
         return true;
     });
     print_stats(st, static_cast<int>(prompt.size()), load_ms);
+    if (drafter && log_enabled()) advise(st, plain_pass_ms(*session, gen.history().back()));
     if (!opt.stats_json.empty()) write_stats_json(opt.stats_json, st);
     return 0;
 }

@@ -19,10 +19,16 @@ int cmd_tokenize(const TokenizeOptions& opt) {
 
     std::string line;
     for (size_t i = 0; i < ids.size(); ++i) {
-        if (i) line += ' ';
-        line += std::to_string(ids[i]);
+        if (opt.ids_only) {
+            if (i) line += ' ';
+            line += std::to_string(ids[i]);
+        } else {
+            char id[16];
+            std::snprintf(id, sizeof id, "%6d", ids[i]);
+            line += std::string(id) + " -> '" + tok->token_to_piece(ids[i], true) + "'\n";
+        }
     }
-    line += '\n';
+    if (opt.ids_only) line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 1;
 }

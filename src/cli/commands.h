@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "sampling/penalties.h"
 #include "speculative/config.h"
 
 namespace CLI {
@@ -29,8 +31,11 @@ struct RunOptions {
     float min_p = 0.05f;
     uint64_t seed = 0xFFFFFFFFu;  // llama.cpp's LLAMA_DEFAULT_SEED: pick a random seed
     bool ignore_eos = false;
-    int n_gpu_layers = 0;  // -ngl; accepted for compatibility, there is only the CPU backend
-    bool quiet = false;    // --log-disable: no logs or stats on stderr (errors still print)
+    // --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty (llama.cpp's
+    // defaults: off) and --logit-bias ID(+|-)BIAS, repeatable.
+    PenaltyParams penalties;
+    std::vector<std::string> logit_bias;
+    bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
 
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
@@ -41,14 +46,17 @@ struct RunOptions {
 // `specula info FILE`: what the GGUF holds and what running it needs.
 struct InfoOptions {
     std::string model;
+    int n_ctx = 0;  // -c: the context the KV cache size is given for (0: training context)
 };
 
-// `specula tokenize`: token ids of a text, one line, space separated (llama-tokenize --ids).
+// `specula tokenize`: the tokens of a text, one `id -> 'piece'` line each (llama-tokenize's
+// default), or with --ids the ids on one line, space separated (llama-tokenize --ids).
 struct TokenizeOptions {
     std::string model;
     std::string prompt;
     std::string prompt_file;
     bool parse_special = true;
+    bool ids_only = false;
 };
 
 int cmd_run(const RunOptions& opt);

@@ -3,6 +3,7 @@
 // bad option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is
 // left to the command's own output.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -12,9 +13,14 @@
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "kernels/dispatch.h"
 
+#ifndef SPECULA_BUILD_TYPE
+#define SPECULA_BUILD_TYPE "unknown"
+#endif
 #ifndef SPECULA_VERSION
 #define SPECULA_VERSION "0.0.0"
 #endif
@@ -32,12 +38,21 @@ void print_error(std::string msg) {
     std::fprintf(stderr, "error: %s\n", msg.c_str());
 }
 
-// llama.cpp spells some options as multi-letter single-dash words, which CLI11 would read as a
-// group of short flags. Map them to their long names before parsing.
-std::string normalize_arg(const std::string& a) {
-    if (a == "-ngl") return "--n-gpu-layers";
-    if (a == "-md") return "--model-draft";  // for speculative decoding's draft model option
-    return a;
+// `specula --version`: the version, how it was built and the SIMD level its kernels use here.
+std::string version_text() {
+    std::string s = std::string("specula ") + SPECULA_VERSION + "\nbuild: " + SPECULA_BUILD_TYPE +
+                    ", " +
+#if defined(__clang__)
+                    "clang " + __clang_version__;
+#elif defined(__GNUC__)
+                    "gcc " + __VERSION__;
+#else
+                    "unknown compiler";
+#endif
+    const specula::SimdLevel cpu = specula::cpu_simd_level();
+    s += std::string("\nsimd: ") + specula::simd_level_name(specula::active_simd_level()) +
+         " (this CPU supports " + specula::simd_level_name(cpu) + ")";
+    return s;
 }
 
 // A seed given as -1 means "random", as in llama.cpp.
@@ -63,22 +78,31 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_option("--min-p", o.min_p, "min-p sampling (0.0: off)")->capture_default_str();
     cmd.add_option("-s,--seed", seed, "RNG seed (-1: random)")->capture_default_str();
     cmd.add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
-    cmd.add_option("--n-gpu-layers,--gpu-layers", o.n_gpu_layers,
-                   "-ngl: accepted for compatibility; specula runs on the CPU");
+    specula::PenaltyParams& pen = o.penalties;
+    cmd.add_option("--repeat-penalty", pen.repeat_penalty, "penalise repeated tokens (1.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--repeat-last-n", pen.repeat_last_n,
+                   "tokens the penalties look back over (0: off, -1: the whole context)")
+        ->capture_default_str();
+    cmd.add_option("--presence-penalty", pen.presence_penalty, "presence penalty (0.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--frequency-penalty", pen.frequency_penalty, "frequency penalty (0.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--logit-bias", o.logit_bias,
+                   "ID(+|-)BIAS, e.g. 15043+1 or 15043-inf (bans it); repeatable");
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
 }
 
 void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {
-    static bool ignored = false;  // flags kept only so that llama-tokenize command lines work
+    static bool ignored = false;  // a flag kept only so that llama-tokenize command lines work
     cmd.add_option("-m,--model", o.model, "GGUF file (only its tokenizer is read)")->required();
     cmd.add_option("-p,--prompt", o.prompt, "text to tokenize");
     cmd.add_option("-f,--file", o.prompt_file, "read the text from a file");
     cmd.add_flag("!--no-parse-special", o.parse_special,
                  "treat special-token texts such as <s> as plain text");
-    cmd.add_flag("--ids", ignored,
-                 "print ids only (the only output format; for llama-tokenize users)");
+    cmd.add_flag("--ids", o.ids_only, "print the ids only, on one line (llama-tokenize --ids)");
     cmd.add_flag("--log-disable", ignored, "accepted for compatibility");
 }
 
@@ -95,7 +119,7 @@ void check_command(CLI::App& app, const std::string& word) {
 int run_cli(int argc, char** argv) {
     CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
                  "specula"};
-    app.set_version_flag("--version", std::string("specula ") + SPECULA_VERSION);
+    app.set_version_flag("--version", version_text());
     app.require_subcommand(1);
 
     RunOptions run_opt;
@@ -106,6 +130,8 @@ int run_cli(int argc, char** argv) {
     InfoOptions info_opt;
     CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
     info->add_option("file,-m,--model", info_opt.model, "GGUF model file")->required();
+    info->add_option("-c,--ctx-size", info_opt.n_ctx,
+                     "context for the KV cache size (0: the model's training context)");
 
     TokenizeOptions tok_opt;
     CLI::App* tokenize = app.add_subcommand("tokenize", "print the token ids of a text");
@@ -116,10 +142,14 @@ int run_cli(int argc, char** argv) {
     add_bench_options(*bench, bench_opt);
 
     CLI::App* serve = add_serve_command(app);
+    // Each command gets the llama.cpp options it accepts and ignores (cli/llama_flags.h).
+    std::vector<CompatFlags> compat(5);
+    CLI::App* commands[] = {run, info, tokenize, bench, serve};
+    for (int i = 0; i < 5; ++i) add_compat_options(*commands[i], compat[size_t(i)]);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.push_back(normalize_arg(argv[i]));
+    std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
+    std::reverse(args.begin(), args.end());
     try {
         app.parse(args);               // CLI11 takes the arguments in reverse order
     } catch (const CLI::Success& e) {  // --help, --version
@@ -129,6 +159,8 @@ int run_cli(int argc, char** argv) {
         return 1;
     }
 
+    for (int i = 0; i < 5; ++i)
+        if (commands[i]->parsed()) report_compat(compat[size_t(i)]);
     if (run->parsed()) {
         run_opt.seed = seed_from_arg(seed);
         log_set_enabled(!run_opt.quiet);

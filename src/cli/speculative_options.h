@@ -1,6 +1,6 @@
 // The speculative-decoding options, declared once for every subcommand that decodes (`run`,
 // `bench`, `serve`): the same names and aliases everywhere (speculative/config.h lists them).
-// main.cpp maps llama.cpp's single-dash `-md` to `--model-draft` before parsing.
+// cli/llama_flags.h maps llama.cpp's single-dash `-md` to `--model-draft` before parsing.
 #pragma once
 
 #include "speculative/config.h"

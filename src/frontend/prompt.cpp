@@ -2,6 +2,7 @@
 #include "frontend/prompt.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 
 #include "common/error.h"
@@ -24,7 +25,7 @@ ContextFit check_context(int n_prompt, int n_predict, int n_ctx, const std::stri
         return {ContextFit::prompt_too_long, "the prompt is " + std::to_string(n_prompt) +
                                                  " tokens but " + ctx + " holds " +
                                                  std::to_string(n_ctx)};
-    if (n_predict >= 0 && n_prompt + n_predict > n_ctx)
+    if (n_predict >= 0 && int64_t(n_prompt) + n_predict > n_ctx)  // no int overflow
         return {ContextFit::budget_too_long, "prompt (" + std::to_string(n_prompt) + " tokens) + " +
                                                  budget_name + " " + std::to_string(n_predict) +
                                                  " exceeds " + ctx + " of " +

@@ -38,20 +38,27 @@ void check_logit(float l, int32_t id) {
 
 // Fills c with every token, or only the top_k best when 0 < top_k < n (unsorted). The top-k pass
 // keeps a heap whose front is the worst kept candidate, so most tokens cost one comparison.
+// Banned tokens (logit -inf: a logit bias or a grammar mask) are never candidates, so not even
+// the rounding leftover of a draw can pick one.
 void collect_candidates(const float* logits, int n, int top_k, std::vector<TokenProb>& c) {
+    constexpr float kBanned = -std::numeric_limits<float>::infinity();
     c.clear();
     if (top_k <= 0 || top_k >= n) {
         c.resize(static_cast<size_t>(n));
+        size_t k = 0;
         for (int32_t i = 0; i < n; ++i) {
             check_logit(logits[i], i);
-            c[i] = {i, logits[i]};
+            c[k] = {i, logits[i]};
+            k += logits[i] != kBanned;
         }
+        c.resize(k);
         return;
     }
     c.reserve(static_cast<size_t>(top_k));
     for (int32_t i = 0; i < n; ++i) {
         const TokenProb t{i, logits[i]};
         check_logit(t.p, i);
+        if (t.p == kBanned) continue;
         if (c.size() < static_cast<size_t>(top_k)) {
             c.push_back(t);
             std::push_heap(c.begin(), c.end(), better);

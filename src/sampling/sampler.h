@@ -1,6 +1,7 @@
 // Token sampling: greedy, or temperature with top-k / top-p / min-p, seeded and reproducible.
-// The transforms run in llama.cpp's default order (top-k, top-p, min-p, temperature). distribution()
-// exposes the final probabilities so speculative verification can use the exact same p and q.
+// The transforms run in llama.cpp's default order (top-k, top-p, min-p, temperature).
+// distribution() exposes the final probabilities so speculative verification can use the exact same
+// p and q.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,10 @@
 namespace specula {
 
 struct SamplingParams {
-    float temp = 0.8f;   // <= 0: greedy
-    int top_k = 40;      // <= 0: off
-    float top_p = 0.95f; // >= 1: off
-    float min_p = 0.05f; // <= 0: off
+    float temp = 0.8f;            // <= 0: greedy
+    int top_k = 40;               // <= 0: off
+    float top_p = 0.95f;          // >= 1: off
+    float min_p = 0.05f;          // <= 0: off
     uint64_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF (llama.cpp's LLAMA_DEFAULT_SEED): random seed
 };
 
@@ -26,7 +27,7 @@ struct TokenProb {
 int32_t argmax(const float* logits, int n_vocab);
 
 class Sampler {
-public:
+  public:
     explicit Sampler(const SamplingParams& params);
 
     bool greedy() const { return params_.temp <= 0.f; }
@@ -34,7 +35,8 @@ public:
     uint64_t seed() const { return seed_; }
 
     // The candidates that survive the transforms and their normalised probabilities, sorted by
-    // probability (descending, ties by lower id). Greedy gives the argmax with p = 1.
+    // probability (descending, ties by lower id). Greedy gives the argmax with p = 1. Tokens
+    // whose logit is -inf (banned by a logit bias or a grammar mask) are never candidates.
     void distribution(const float* logits, int n_vocab, std::vector<TokenProb>& out) const;
 
     // Draws one token from distribution(); greedy returns argmax without touching the RNG.
@@ -44,7 +46,7 @@ public:
     double uniform();
     std::mt19937_64& rng() { return rng_; }
 
-private:
+  private:
     SamplingParams params_;
     uint64_t seed_;
     std::mt19937_64 rng_;

@@ -99,6 +99,8 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
     parse_draft_length(f.draft, c);
     if (f.draft_min < 0) fail("--draft-min must be >= 0, got ", f.draft_min);
     c.draft_min = f.draft_min;
+    if (!(f.p_min >= 0.f && f.p_min <= 1.f))  // also refuses NaN
+        fail("--draft-p-min must be in [0, 1], got ", f.p_min);
     c.p_min = f.p_min;
     if (f.ngram_min < 1 || f.ngram_max < f.ngram_min)
         fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", f.ngram_min, "/",

@@ -19,12 +19,13 @@ double ms_since(clock_type::time_point t0) {
 }  // namespace
 
 Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params,
-                     DraftLengthController* auto_length)
+                     DraftLengthController* auto_length, Constraints* constraints)
     : target_(target),
       sampler_(sampler),
       drafter_(drafter),
       params_(params),
       auto_length_(auto_length),
+      constraints_(constraints && constraints->active() ? constraints : nullptr),
       synthetic_rng_(sampler.seed() ^ 0x5DEECE66Dull),
       scratch_(target.model().hparams().n_vocab) {
     if (params.n_draft < 0) fail("draft length must be >= 0, got ", params.n_draft);
@@ -38,6 +39,9 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
     batch_.reserve(max_batch);
     rows_.reserve(max_batch);
     rec_.emitted.reserve(max_batch);
+    if (constraints_)
+        constrained_.assign(max_batch,
+                            std::vector<float>(size_t(target.model().hparams().n_vocab)));
 }
 
 SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
@@ -78,6 +82,7 @@ SpecStats Generator::start(std::span<const token_id> prompt) {
     st.pos_accepted.reserve(rec_.emitted.capacity());
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
+    if (constraints_) constraints_->push_prompt(prompt);
 
     const auto t0 = clock_type::now();
     target_.reset();
@@ -142,7 +147,22 @@ void Generator::propose(int n) {
 // The verdict on the last target pass, from its logit rows.
 Verdict Generator::verify_pass() {
     rows_.clear();
-    for (int i = 0; i < target_.n_logits(); ++i) rows_.push_back(target_.logits(i));
+    if (!constraints_) {
+        for (int i = 0; i < target_.n_logits(); ++i) rows_.push_back(target_.logits(i));
+    } else {
+        // Row i checks draft token i: constrained by the history plus drafts 0..i-1.
+        const Constraints::Mark m = constraints_->mark();
+        for (int i = 0; i < target_.n_logits(); ++i) {
+            rows_.push_back(constraints_->apply(target_.logits(i), constrained_[size_t(i)]));
+            if (i < draft_.size() && !constraints_->accept(draft_.tokens[size_t(i)])) {
+                // The grammar refuses draft i (p = 0 in row i): it is rejected there, and the
+                // rows after it are never read.
+                while (int(rows_.size()) < target_.n_logits()) rows_.push_back(rows_.back());
+                break;
+            }
+        }
+        constraints_->rewind(m);
+    }
     const LogitRows rows{rows_, target_.model().hparams().n_vocab};
     if (params_.synthetic_accept >= 0.0)
         return verify_synthetic(draft_, rows, sampler_, params_.synthetic_accept, synthetic_rng_);
@@ -155,6 +175,7 @@ void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
         rec_.stop = "eog";
         return;
     }
+    if (constraints_) constraints_->accept(t.id);
     history_.push_back(t.id);
     output_.push_back(t.id);
     rec_.emitted.push_back(t);

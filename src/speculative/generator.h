@@ -7,6 +7,14 @@
 // StepRecord feeds the statistics and the adaptive draft length. The Generator alone evaluates
 // and rolls back the target.
 //
+// Constraints (sampling/constraints.h: logit bias, repetition / presence / frequency penalties, a
+// grammar) reshape every target row before the verifier sees it, position by position: the row
+// that checks draft token i is constrained by the history INCLUDING drafts 0..i-1 (mark / accept /
+// rewind), so the verifier decides on exactly the distribution plain decoding would sample from.
+// Greedy speculative output therefore equals plain output with the same constraints, and
+// rejection sampling stays exact (it is exact for whatever q the drafter drew from; a drafter
+// that sees the same constraints only accepts more).
+//
 // It stops at an end-of-generation token (not emitted, unless ignore_eos), after n_predict tokens,
 // when the target's context is full, or when the callback returns false. Buffers are reserved up
 // front: a running loop does not allocate.
@@ -18,6 +26,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter.h"
@@ -45,8 +54,10 @@ class Generator {
     // of every step (--draft auto; params.n_draft is then unused) and learns from each step; the
     // caller owns it and may keep it across generations. Everything passed in must outlive the
     // Generator.
+    // `constraints`, when given, must hold no history yet: generate() pushes the prompt into it
+    // and accepts every emitted token; the caller owns it.
     Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params,
-              DraftLengthController* auto_length = nullptr);
+              DraftLengthController* auto_length = nullptr, Constraints* constraints = nullptr);
 
     // Starts from an empty target cache, evaluates the prompt (all but its last token, which the
     // first step evaluates with the first draft), then steps until generation stops. Throws Error
@@ -69,6 +80,8 @@ class Generator {
     Drafter* drafter_;
     GenParams params_;
     DraftLengthController* auto_length_;
+    Constraints* constraints_;
+    std::vector<std::vector<float>> constrained_;  // one constrained row per batch position
     std::mt19937_64 synthetic_rng_;
     VerifyScratch scratch_;
     Draft draft_;

@@ -1,0 +1,148 @@
+// normalize_args / add_compat_options / report_compat: see llama_flags.h.
+#include "cli/llama_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cstdio>
+#include <map>
+
+#include "cli/cli_util.h"
+#include "common/error.h"
+
+namespace specula::cli {
+
+namespace {
+
+// llama.cpp's multi-letter single-dash spellings and their long forms.
+const std::map<std::string, std::string>& long_forms() {
+    static const std::map<std::string, std::string> m = {
+        {"-md", "--model-draft"},
+        {"-td", "--threads-draft"},
+        {"-tb", "--threads-batch"},
+        {"-tbd", "--threads-batch-draft"},
+        {"-cd", "--ctx-size-draft"},
+        {"-ngl", "--n-gpu-layers"},
+        {"-ngld", "--n-gpu-layers-draft"},
+        {"-np", "--parallel"},
+        {"-fa", "--flash-attn"},
+        {"-ctk", "--cache-type-k"},
+        {"-ctv", "--cache-type-v"},
+        {"-ctkd", "--cache-type-k-draft"},
+        {"-ctvd", "--cache-type-v-draft"},
+        {"-sm", "--split-mode"},
+        {"-ts", "--tensor-split"},
+        {"-mg", "--main-gpu"},
+        {"-dev", "--device"},
+        {"-devd", "--device-draft"},
+        {"-nkvo", "--no-kv-offload"},
+        {"-ub", "--ubatch-size"},
+        {"-cnv", "--conversation"},
+        {"-no-cnv", "--no-conversation"},
+        {"-sys", "--system-prompt"},
+        {"-mli", "--multiline-input"},
+        {"-hf", "--hf-repo"},
+        {"-hfr", "--hf-repo"},
+        {"-hfd", "--hf-repo-draft"},
+        {"-hff", "--hf-file"},
+        {"-hft", "--hf-token"},
+        {"-mu", "--model-url"},
+    };
+    return m;
+}
+
+// Features Specula does not have, refused before parsing so that nothing else is reported first.
+const char* missing_feature(const std::string& long_form) {
+    if (long_form.rfind("--hf-", 0) == 0 || long_form == "--model-url")
+        return "specula does not download models; give a local GGUF file with -m";
+    if (long_form == "--conversation" || long_form == "--interactive" || long_form == "-i" ||
+        long_form == "--interactive-first" || long_form == "--system-prompt" ||
+        long_form == "--chat-template" || long_form == "--multiline-input")
+        return "specula run has no conversation mode yet; use `specula serve` for chat";
+    return nullptr;
+}
+
+// The options below take a value unless listed here.
+bool is_switch(const std::string& name) {
+    return name == "--no-kv-offload" || name == "--mlock" || name == "--no-mmap" ||
+           name == "--no-conversation";
+}
+
+struct Compat {
+    const char* names;  // CLI11 spelling
+    const char* why;    // the warning, after "NAME ignored: "
+};
+
+const Compat kCompat[] = {
+    {"--n-gpu-layers,--gpu-layers", "specula has no GPU backend; running on the CPU"},
+    {"--n-gpu-layers-draft,--gpu-layers-draft", "specula has no GPU backend; running on the CPU"},
+    {"--split-mode", "specula has no GPU backend; running on the CPU"},
+    {"--tensor-split", "specula has no GPU backend; running on the CPU"},
+    {"--main-gpu", "specula has no GPU backend; running on the CPU"},
+    {"--device", "specula has no GPU backend; running on the CPU"},
+    {"--device-draft", "specula has no GPU backend; running on the CPU"},
+    {"--no-kv-offload", "specula has no GPU backend; running on the CPU"},
+    {"--flash-attn",
+     "specula's CPU attention has one form; flash attention is not a separate mode"},
+    {"--cache-type-k", "the KV cache is F32 (no other cache types yet)"},
+    {"--cache-type-v", "the KV cache is F32 (no other cache types yet)"},
+    {"--cache-type-k-draft", "the KV cache is F32 (no other cache types yet)"},
+    {"--cache-type-v-draft", "the KV cache is F32 (no other cache types yet)"},
+    {"--threads-draft", "the draft model uses the target's threads (-t)"},
+    {"--threads-batch", "prompt processing uses the generation threads (-t)"},
+    {"--threads-batch-draft", "prompt processing uses the generation threads (-t)"},
+    {"--ctx-size-draft", "the draft model follows the target through its context (-c)"},
+    {"--ubatch-size", "the prompt is evaluated in one batch"},
+    {"--batch-size,-b", "the prompt is evaluated in one batch"},
+    {"--mlock", "the model is memory-mapped; pages are not locked"},
+    {"--no-mmap", "the model is always memory-mapped"},
+    {"--no-conversation", "run never enters a conversation mode"},
+};
+
+// -xyz: llama.cpp would read one option; CLI11 would split it into -x -y -z.
+bool multi_letter_single_dash(const std::string& a) {
+    if (a.size() < 3 || a[0] != '-' || a[1] == '-') return false;
+    for (size_t i = 1; i < a.size(); ++i)
+        if (!std::isalpha(static_cast<unsigned char>(a[i])) && a[i] != '-') return false;
+    return true;
+}
+
+}  // namespace
+
+// CLI11 never takes a word starting with a dash (other than a negative number) as a value, so
+// every such word is an option and can be rewritten without tracking which option it follows.
+std::vector<std::string> normalize_args(const std::vector<std::string>& args) {
+    std::vector<std::string> out;
+    for (size_t i = 1; i < args.size(); ++i) {
+        std::string a = args[i];
+        if (const auto it = long_forms().find(a); it != long_forms().end())
+            a = it->second;
+        else if (multi_letter_single_dash(a))
+            fail("unknown option ", a, " (run with --help for the options)");
+        const std::string name = a.substr(0, a.find('='));
+        if (const char* why = missing_feature(name))
+            fail(args[i], (args[i] == name ? "" : " (" + name + ")"), ": ", why);
+        out.push_back(a);
+    }
+    return out;
+}
+
+void add_compat_options(CLI::App& cmd, CompatFlags& f) {
+    for (const Compat& c : kCompat) {
+        const std::string names = c.names;
+        const std::string first = names.substr(0, names.find(','));
+        const std::string help = "ignored (llama.cpp compatibility)";
+        CLI::Option* o = is_switch(first) ? cmd.add_flag(names, help) : cmd.add_option(names, help);
+        if (first == "--flash-attn") o->expected(0, 1);  // -fa, or -fa on|off|auto
+        o->group("llama.cpp options accepted and ignored");
+        if (!is_switch(first)) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        f.options.push_back({o, c.why});
+    }
+}
+
+void report_compat(const CompatFlags& f) {
+    for (const auto& [o, why] : f.options)
+        if (o->count() > 0)
+            std::fprintf(stderr, "warning: %s ignored: %s\n", o->get_name().c_str(), why);
+}
+
+}  // namespace specula::cli

@@ -1,0 +1,92 @@
+// JSON grammars for structured output: what OpenAI's `response_format` asks for, compiled into a
+// small graph of value nodes that GrammarState (grammar_state.h) walks byte by byte.
+//
+//  - json_object_grammar(): `{"type": "json_object"}`: any JSON object (values of any type).
+//  - json_schema_grammar(schema): `{"type": "json_schema", "json_schema": {"schema": S}}`. The
+//    supported subset of JSON Schema: `type` (a name or an array of names: object, array, string,
+//    number, integer, boolean, null), `properties`, `required`, `additionalProperties` (false,
+//    true or a schema; default true), `items`, `minItems`, `maxItems`, `enum`, `const`, `anyOf` /
+//    `oneOf` whose branches have different JSON types (e.g. {"anyOf": [{"type": "string"},
+//    {"type": "null"}]}, pydantic's Optional; number and integer count as one type), and the
+//    annotations `title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`
+//    (which constrain nothing). Any other keyword (`allOf`, `$ref`, `pattern`, `minimum`,
+//    `minLength`, `format`, ...) is refused with a specula::Error naming it and where it is
+//    (a JSON pointer such as /properties/age), never silently ignored. A schema without `type`
+//    (and without enum / const) accepts any value.
+//
+// The output the grammar admits is JSON text that nlohmann::json::parse accepts and that matches
+// the schema, with these limits (so that a model cannot loop forever on filler):
+//  - at most `max_ws` whitespace bytes (space, \t, \n, \r) in a row between tokens of the JSON;
+//    none after the top-level value (only an end-of-generation token may follow it);
+//  - values of unconstrained type nest at most `max_depth` containers deep;
+//  - integer parts of at most 18 digits (so "integer" values stay int64), at most 16 fraction
+//    digits and 2 exponent digits (nlohmann refuses numbers that overflow a double);
+//  - strings are valid UTF-8 without control bytes; \u escapes of surrogates are not produced
+//    (non-BMP characters come as raw UTF-8);
+//  - an object's keys are distinct when the schema names its properties; inside such an object a
+//    key cannot contain escapes (so a key cannot spell a named property in disguise);
+//  - `enum` / `const` values are matched in nlohmann's compact dump form (`{"a":1}`, `"x"`, `1.5`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace specula {
+
+struct JsonGrammarOptions {
+    int max_ws = 16;     // whitespace bytes in a row
+    int max_depth = 16;  // container nesting of unconstrained values; also the schema's limit
+};
+
+// Bit set of JSON types a node admits.
+enum JsonType : uint8_t {
+    kJsonObject = 1,
+    kJsonArray = 2,
+    kJsonString = 4,
+    kJsonNumber = 8,    // any number
+    kJsonInteger = 16,  // integers only (no fraction or exponent); implied by kJsonNumber
+    kJsonBoolean = 32,
+    kJsonNull = 64,
+    kJsonAny = 127,
+};
+
+struct JsonNode {
+    uint8_t types = kJsonAny;
+    // Object: named properties, sorted by name; `required` is a bit per property.
+    std::vector<std::string> prop_names;
+    std::vector<int32_t> prop_nodes;
+    uint64_t required = 0;
+    int32_t additional = -1;  // node of other keys' values; -1: no other keys allowed
+    // Array.
+    int32_t items = -1;                     // node of the items
+    int32_t min_items = 0, max_items = -1;  // -1: unbounded
+    // enum / const: the only admitted values, as sorted compact JSON texts; empty: not a literal.
+    std::vector<std::string> literals;
+    // anyOf / oneOf: alternative nodes, of pairwise different JSON types; empty: not a union.
+    std::vector<int32_t> branches;
+};
+
+struct JsonGrammar {
+    std::vector<JsonNode> nodes;
+    int32_t root = 0;
+    JsonGrammarOptions options;
+};
+
+// `{"type": "json_object"}`.
+std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions& opt = {});
+
+// A JSON Schema (the subset above). Throws specula::Error naming the unsupported keyword or bad
+// value and its JSON pointer, e.g. "json_schema: unsupported keyword 'pattern' at /properties/id".
+std::shared_ptr<const JsonGrammar> json_schema_grammar(const nlohmann::json& schema,
+                                                       const JsonGrammarOptions& opt = {});
+
+// From an OpenAI `response_format` object: {"type": "text"} gives nullptr (no constraint),
+// {"type": "json_object"}, {"type": "json_schema", "json_schema": {"schema": {...}, ...}}.
+// Throws specula::Error naming the field (response_format.type, response_format.json_schema...).
+std::shared_ptr<const JsonGrammar> response_format_grammar(const nlohmann::json& response_format,
+                                                           const JsonGrammarOptions& opt = {});
+
+}  // namespace specula
