@@ -36,6 +36,7 @@
 
 #include "server/connection.h"
 #include "server/engine.h"
+#include "server/host_check.h"
 
 namespace specula {
 
@@ -50,13 +51,6 @@ struct HttpConfig {
     size_t max_body_bytes = 1 << 20;
     ConnectionLimits limits;
 };
-
-// Whether a Host header value may reach a server bound to `bind_host` without an API key: an
-// IP literal, localhost (or *.localhost) or the bound name itself, with any port; or no header.
-bool host_header_allowed(const std::string& host_header, const std::string& bind_host);
-
-// Whether `host` is a loopback address or name (127.0.0.0/8, ::1, localhost).
-bool is_loopback_host(const std::string& host);
 
 class HttpServer {
   public:
