@@ -25,7 +25,7 @@ esac
 cd "$(dirname "$0")/.."
 SHARED="${SPECULA_SHARED_DIR:-$(pwd)/../shared}"
 BUILD=build-fuzz
-BIN="$BUILD/fuzz/fuzz_$TARGET"
+BIN="$BUILD/bin/fuzz_$TARGET"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
     CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
