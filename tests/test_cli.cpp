@@ -356,6 +356,11 @@ TEST_F(CliErrors, BadOptions) {
     expect_clean_error(run_specula({"run", "-m", model, "-n", "-5"}), "-n");
     expect_clean_error(run_specula({"run", "-m", model, "--top-p", "2"}), "top-p");
     expect_clean_error(run_specula({"run", "-p", "hello"}), "model");
+    // Thread counts are capped by the hardware (4x its threads), before anything is loaded.
+    expect_clean_error(run_specula({"run", "-m", model, "-p", "x", "-n", "4", "-t", "1000"}),
+                       "-t (--threads) must be at most");
+    expect_clean_error(run_specula({"serve", "-m", model, "--port", "0", "-t", "1000000"}),
+                       "-t (--threads) must be at most");
     expect_clean_error(run_specula({"explode"}), "explode");
     expect_clean_error(run_specula({}), "subcommand");
 }

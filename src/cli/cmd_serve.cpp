@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "kernels/threadpool.h"
 #include "server/engine.h"
 #include "server/server.h"
 
@@ -88,6 +89,9 @@ void resolve(ServeOptions& o) {
         fail("--parallel must be in [1, 256], got ", o.engine.n_parallel);
     if (o.engine.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.engine.n_ctx);
     if (o.engine.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.engine.n_threads);
+    if (o.engine.n_threads > max_pool_threads())
+        fail("-t (--threads) must be at most ", max_pool_threads(),
+             " (4x the hardware threads), got ", o.engine.n_threads);
 }
 
 // Stops the server on SIGINT / SIGTERM (delivered to this thread only; see cmd_serve).
@@ -116,7 +120,8 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "vLLM style JSON: {\"method\", \"model\", \"num_speculative_tokens\"}");
     cmd->add_option("-c,--ctx-size", o.engine.n_ctx,
                     "context per slot (0: the model's training context, at most 4096)");
-    cmd->add_option("--parallel", o.engine.n_parallel, "generation slots (default 1: a lone request gets every thread)")
+    cmd->add_option("--parallel", o.engine.n_parallel,
+                    "generation slots (default 1: a lone request gets every thread)")
         ->capture_default_str();
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
