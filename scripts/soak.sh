@@ -202,6 +202,7 @@ def client(i):
             fail(f.__name__, repr(e))
 
 rss_warm = None
+rss_series = []  # (seconds, kB) every 30 s, printed at the end to tell a trend from a step
 threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
 for t in threads:
     t.start()
@@ -209,6 +210,8 @@ while time.time() < end:
     time.sleep(min(1.0, max(0.0, end - time.time())))
     if rss_warm is None and time.time() >= warm_end:
         rss_warm = rss_kb()
+    if not rss_series or time.time() - t0 - rss_series[-1][0] >= 30:
+        rss_series.append((round(time.time() - t0), rss_kb()))
 for t in threads:
     t.join(timeout=180)
 if any(t.is_alive() for t in threads):
@@ -223,6 +226,7 @@ growth = (rss_end - rss_warm) / rss_warm * 100 if rss_warm else 0.0
 print("soak: %d clients, %.1f min: %d requests ok (%s), %d failed; RSS %d kB after warm-up, %d kB at the end (%+.1f%%)"
       % (clients, minutes, total, ", ".join("%s %d" % kv for kv in sorted(counts.items())),
          len(failures), rss_warm or 0, rss_end, growth))
+print("soak: RSS kB by time: " + " ".join("%ds:%d" % x for x in rss_series))
 for f in failures[:20]:
     print("  FAIL " + f)
 if rss_warm and growth > 5.0:
