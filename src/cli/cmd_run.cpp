@@ -35,6 +35,8 @@ void check_options(const RunOptions& o) {
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
     if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
     if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
+    if (!(o.draft_p_min >= 0.f && o.draft_p_min <= 1.f))  // NaN fails too
+        fail("--draft-p-min must be in [0, 1], got ", o.draft_p_min);
 }
 
 // Prompt tokens as llama-cli makes them; an empty result (a vocabulary that adds no BOS and an
