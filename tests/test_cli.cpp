@@ -363,6 +363,9 @@ TEST_F(CliErrors, BadOptions) {
                        "--draft-p-min must be in [0, 1]");
     expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "--pp", "100000000"}),
                        "--pp must be in [0, 65536]");
+    expect_clean_error(run_specula({"run", "-m", model, "-p", "x", "-n", "2147483647"}),
+                       "exceeds the context");
+    expect_clean_error(run_specula({"run", "-m", model, "-f", "/tmp"}), "is a directory");
     // Thread counts are capped by the hardware (4x its threads), before anything is loaded.
     expect_clean_error(run_specula({"run", "-m", model, "-p", "x", "-n", "4", "-t", "1000"}),
                        "-t (--threads) must be at most");

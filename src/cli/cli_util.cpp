@@ -3,6 +3,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -32,6 +33,7 @@ void log(const char* fmt, ...) {
 }
 
 std::string read_text_file(const std::string& path) {
+    if (std::filesystem::is_directory(path)) fail(path, ": is a directory, not a file");
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(path, ": cannot open file");
     std::ostringstream ss;

@@ -55,7 +55,7 @@ void check_context(int n_prompt, int n_predict, int n_ctx) {
     if (n_prompt > n_ctx) {
         fail("the prompt is ", n_prompt, " tokens but the context (-c) holds ", n_ctx);
     }
-    if (n_predict >= 0 && n_prompt + n_predict > n_ctx) {
+    if (n_predict >= 0 && int64_t(n_prompt) + n_predict > n_ctx) {  // -n 2147483647: no overflow
         fail("prompt (", n_prompt, " tokens) + -n ", n_predict, " exceeds the context (-c) of ",
              n_ctx, " tokens");
     }
