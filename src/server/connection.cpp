@@ -41,7 +41,7 @@ bool wait_for(socket_t sock, short events, int timeout_ms) {
     }
 }
 
-// One thread per connection, created when no idle one is waiting, at most `max` in all.
+// One thread per open connection, created when every existing one is busy, at most `max`.
 class ConnectionQueue final : public httplib::TaskQueue {
   public:
     explicit ConnectionQueue(int max) : max_(max) {}
@@ -49,7 +49,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
 
     void enqueue(std::function<void()> fn) override {
         std::unique_lock<std::mutex> lk(mu_);
-        if (busy_ >= max_ || stopping_ || !ensure_thread()) {
+        if (busy_ >= max_ || stopping_ || !ensure_thread(busy_ + 1)) {
             lk.unlock();
             t_refuse = true;  // process_and_close_socket answers 503 and closes, on this thread
             fn();
@@ -74,9 +74,12 @@ class ConnectionQueue final : public httplib::TaskQueue {
     }
 
   private:
-    // A thread for one more job (under mu_): an idle one, or a new one. False if none can start.
-    bool ensure_thread() {
-        if (idle_ > int(jobs_.size())) return true;
+    // Enough threads for `busy` jobs (under mu_): a thread that is not running a job is idle or
+    // about to be (it has counted its job done), so a new one starts only when there are fewer
+    // threads than jobs; the pool grows to the peak of open connections and no further.
+    // False if a thread was needed and could not start.
+    bool ensure_thread(int busy) {
+        if (int(threads_.size()) >= busy) return true;
         try {
             threads_.emplace_back([this] { work(); });
             return true;
@@ -88,9 +91,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
     void work() {
         std::unique_lock<std::mutex> lk(mu_);
         for (;;) {
-            ++idle_;
             cv_.wait(lk, [&] { return stopping_ || !jobs_.empty(); });
-            --idle_;
             if (jobs_.empty()) return;  // stopping, nothing left
             auto fn = std::move(jobs_.front());
             jobs_.pop_front();
@@ -102,7 +103,7 @@ class ConnectionQueue final : public httplib::TaskQueue {
     }
 
     const int max_;
-    int busy_ = 0, idle_ = 0;
+    int busy_ = 0;  // connections queued or being served
     bool stopping_ = false;
     std::deque<std::function<void()>> jobs_;
     std::vector<std::thread> threads_;
