@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-    build-essential cmake ninja-build clang-format
+    build-essential cmake ninja-build clang-format clang libclang-rt-dev libomp-dev
     nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev
-    libgtest-dev libbenchmark-dev libomp-dev python3-numpy
+    libgtest-dev libbenchmark-dev python3-numpy
 )
 
 missing=()

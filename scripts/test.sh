@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # THE test command. Installs what is missing (setup.sh), builds Release in build/ and runs every
 # test, then builds again with AddressSanitizer + UBSan in build-asan/ (no benchmarks) and runs
-# every test there too. Exits non-zero on the first failure. Tests find the shared test data in
+# every test there too, then builds the libFuzzer targets with clang (build-fuzz/) and runs each
+# for SPECULA_FUZZ_SECONDS (30) and a 1-minute, 8-client soak of the server (scripts/fuzz.sh,
+# scripts/soak.sh; about 4 minutes more on 2 cores). Exits non-zero on the first failure. Tests find the shared test data in
 # ../shared next to the repository, or in $SPECULA_SHARED_DIR.
 set -euo pipefail
 # A relative SPECULA_SHARED_DIR means relative to where the script was started.
@@ -28,4 +30,12 @@ ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
     ctest --test-dir build-asan --output-on-failure -j "$JOBS"
 
-echo "== all tests passed (Release and ASan/UBSan)"
+echo "== fuzzers (clang, libFuzzer + ASan/UBSan, build-fuzz/), ${SPECULA_FUZZ_SECONDS:-30} s each"
+for target in gguf tokenizer chat_template request; do
+    timeout 900 scripts/fuzz.sh "$target" "${SPECULA_FUZZ_SECONDS:-30}"
+done
+
+echo "== soak: 8 streaming clients for 1 minute against specula serve with a draft model"
+timeout 300 scripts/soak.sh 8 1
+
+echo "== all tests passed (Release, ASan/UBSan, fuzzers, soak)"

@@ -623,6 +623,20 @@ TEST_F(CliErrors, BadOptions) {
     expect_clean_error(run_specula({"run", "-m", model, "-n", "-5"}), "-n");
     expect_clean_error(run_specula({"run", "-m", model, "--top-p", "2"}), "top-p");
     expect_clean_error(run_specula({"run", "-p", "hello"}), "model");
+    for (const char* p : {"nan", "-1", "2"})
+        expect_clean_error(run_specula({"run", "-m", model, "-p", "x", "--draft-p-min", p}),
+                           "--draft-p-min must be in [0, 1]");
+    expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "--draft-p-min", "nan"}),
+                       "--draft-p-min must be in [0, 1]");
+    expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "--pp", "100000000"}),
+                       "--pp must be in [0, 65536]");
+    // -n 2147483647 overflows nothing: it stops at a full context (Cli.BudgetPastTheContext...).
+    expect_clean_error(run_specula({"run", "-m", model, "-f", "/tmp"}), "is a directory");
+    // Thread counts are capped by the hardware (4x its threads), before anything is loaded.
+    expect_clean_error(run_specula({"run", "-m", model, "-p", "x", "-n", "4", "-t", "1000"}),
+                       "-t (--threads) must be at most");
+    expect_clean_error(run_specula({"serve", "-m", model, "--port", "0", "-t", "1000000"}),
+                       "-t (--threads) must be at most");
     expect_clean_error(run_specula({"explode"}), "explode");
     expect_clean_error(run_specula({}), "subcommand");
 }

@@ -3,6 +3,9 @@
 // of corrupted files (plus byte flips and truncations at every header offset) is rejected with a
 // specula::Error whose message names the defect.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -433,6 +436,20 @@ std::vector<Corruption> corruptions() {
         {"alignment wrong type",
          [](Bytes& b) { poke<uint32_t>(b, after(b, "general.alignment"), 5); },  // i32
          "general.alignment has type i32"},
+        // The header counts one tensor less than the file holds: the data section would start
+        // early and every weight be read shifted; the last tensor's bytes belong to none.
+        {"tensor count one less", [](Bytes& b) { poke<uint64_t>(b, 8, 1); },
+         "belong to no tensor: the header's tensor count (1) is probably wrong"},
+        {"overlapping tensors", [](Bytes& b) { poke<uint64_t>(b, b_offset(b), 32); },
+         "tensors 'tensor.a' and 'tensor.b' overlap"},
+        // Control bytes in a name reach the message escaped (one line, no terminal escapes).
+        {"control bytes in a name",
+         [](Bytes& b) {
+             poke<uint32_t>(b, b_type(b), 4);
+             b[after(b, "tensor.b") - 2] = '\x1b';
+             b[after(b, "test.k2") - 1] = '\n';
+         },
+         "tensor 'tensor\\x1bb': unknown tensor type 4"},
         // GGUF v1: 32-bit counts, lengths and dims.
         {"v1 absurd kv count", [](Bytes& b) { poke<uint32_t>(b, 12, 0xFFFFFFFFu); }, "kv count", 1},
         {"v1 absurd tensor count", [](Bytes& b) { poke<uint32_t>(b, 8, 0x10000000u); },
@@ -481,6 +498,30 @@ TEST(GGUFCorrupt, MissingFileAndDirectoryThrow) {
     const std::string dir = test::temp_dir("gguf-corrupt");
     EXPECT_THROW(GGUFFile::open(dir + "/does-not-exist.gguf"), Error);
     EXPECT_THROW(GGUFFile::open(dir), Error);
+}
+
+// A FIFO as the model path is refused at once instead of blocking in open() for a writer. In a
+// child process, so that a regression fails by alarm instead of hanging the suite.
+TEST(GGUFCorrupt, FifoIsRefusedWithoutBlocking) {
+    const std::string path = test::temp_dir("gguf-corrupt") + "/model.fifo";
+    std::filesystem::remove(path);
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        try {
+            GGUFFile::open(path);
+            _exit(2);
+        } catch (const Error& e) {
+            _exit(std::string(e.what()).find("not a regular file") != std::string::npos ? 0 : 3);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " (14: blocked)";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    std::filesystem::remove(path);
 }
 
 TEST(GGUFCorrupt, DeeplyNestedArraysAreRejected) {

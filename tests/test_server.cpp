@@ -442,7 +442,7 @@ int open_request(int port, int max_tokens, bool stream = true) {
                                    {"stream", stream}})
                                  .dump();
     const std::string req =
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Content-Length: " +
         std::to_string(body.size()) + "\r\n\r\n" + body;
     if (write(fd, req.data(), req.size()) != ssize_t(req.size()))

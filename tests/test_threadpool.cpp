@@ -1,10 +1,16 @@
 // ThreadPool: every thread index runs exactly once per run(), runs do not overlap, results are
 // visible to the caller when run() returns, and parallel_for covers [0, n) exactly once.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/threadpool.h"
 
 using specula::ThreadPool;
@@ -102,4 +108,53 @@ TEST(ThreadPool, OversubscribedPoolStillRunsEveryIndexOnce) {
         });
         for (int i = 0; i < 8; ++i) ASSERT_EQ(total[i].load(), run + 1) << "index " << i;
     }
+}
+
+// A pool whose thread creation fails part-way (here: the address space runs out, as under
+// `ulimit -v`) throws a clear Error and leaves no thread behind, instead of terminating or
+// deadlocking in its own unwinding. Run in a child process so the limit stays there.
+TEST(ThreadPool, FailedThreadCreationThrowsAndDoesNotHang) {
+    const int n = specula::max_pool_threads();
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(20);  // a deadlock ends the child by SIGALRM, which the parent reports
+        long pages = 0;
+        std::ifstream("/proc/self/statm") >> pages;
+        const rlim_t now = rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE));
+        const rlimit lim{now + (24u << 20), now + (24u << 20)};  // room for ~2 thread stacks
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(10);
+        try {
+            ThreadPool pool(n);
+            _exit(11);  // every thread started: the limit did not bite
+        } catch (const specula::Error& e) {
+            const std::string msg = e.what();
+            _exit(msg.find("cannot start thread") != std::string::npos &&
+                          msg.find(" of " + std::to_string(n)) != std::string::npos
+                      ? 0
+                      : 12);
+        } catch (...) {
+            _exit(13);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status)
+                                   << " (SIGABRT: terminate; SIGALRM: deadlock)";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: no failure, 12: message, 13: type";
+}
+
+TEST(ThreadPool, MoreThreadsThanTheLimitIsAnError) {
+    const int cap = specula::max_pool_threads();
+    EXPECT_GE(cap, 8);
+    EXPECT_GE(cap, 4 * int(std::thread::hardware_concurrency()));
+    try {
+        ThreadPool pool(cap + 1);
+        ADD_FAILURE() << "a pool over the limit was created";
+    } catch (const specula::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("more than the limit of " + std::to_string(cap)),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(ThreadPool(cap).size(), cap);
 }

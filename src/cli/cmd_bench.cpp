@@ -123,6 +123,7 @@ int cmd_bench(const BenchOptions& o) {
         fail("--synthetic-acceptance must be in [0, 1], got ", o.synthetic_acceptance);
     if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);
     if (o.seed < 0) fail("--seed must be >= 0 for bench, got ", o.seed);
+    if (o.pp < 0 || o.pp > 65536) fail("--pp must be in [0, 65536], got ", o.pp);
     BenchParams p;
     p.target_path = o.model;
     p.speculative = parse_speculative_flags(o.spec);

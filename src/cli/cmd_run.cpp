@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "frontend/prompt.h"
+#include "kernels/threadpool.h"
 #include "model/model.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
@@ -33,6 +34,9 @@ namespace {
 void check_options(const RunOptions& o) {
     if (o.n_predict < -1) fail("-n (--n-predict) must be -1 or >= 0, got ", o.n_predict);
     if (o.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.n_threads);
+    if (o.n_threads > max_pool_threads())
+        fail("-t (--threads) must be at most ", max_pool_threads(),
+             " (4x the hardware threads), got ", o.n_threads);
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
     if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
     if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);

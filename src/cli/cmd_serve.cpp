@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "kernels/threadpool.h"
 #include "server/engine.h"
 #include "server/server.h"
 
@@ -37,6 +38,9 @@ void resolve(ServeOptions& o) {
         fail("--parallel must be in [1, 256], got ", o.engine.n_parallel);
     if (o.engine.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.engine.n_ctx);
     if (o.engine.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.engine.n_threads);
+    if (o.engine.n_threads > max_pool_threads())
+        fail("-t (--threads) must be at most ", max_pool_threads(),
+             " (4x the hardware threads), got ", o.engine.n_threads);
 }
 
 // Stops the server on SIGINT / SIGTERM (delivered to this thread only; see cmd_serve).

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -321,7 +322,8 @@ struct Mapping {
 };
 
 void map_file(const std::string& path, Mapping& m) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; it is refused below.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -338,6 +340,39 @@ void map_file(const std::string& path, Mapping& m) {
     ::close(fd);
     if (p == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(err));
     m.ptr = p;
+}
+
+// The tensors must tile the data section: no two overlap, and no more than the alignment
+// padding lies between two of them or after the last. A header whose tensor count is too small
+// parses fine but starts the data section early (every weight read shifted) and leaves the
+// uncounted tensors' bytes unclaimed: caught here, as is tensor data shared by two names.
+void check_data_layout(const std::string& path, const std::vector<GGUFTensor>& tensors,
+                       uint64_t data_size, uint64_t alignment) {
+    if (tensors.empty()) return;
+    std::vector<const GGUFTensor*> by_offset;
+    for (const GGUFTensor& t : tensors) by_offset.push_back(&t);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const GGUFTensor* a, const GGUFTensor* b) { return a->offset < b->offset; });
+    uint64_t end = 0;  // of the previous tensor's data
+    const GGUFTensor* prev = nullptr;
+    for (const GGUFTensor* t : by_offset) {
+        if (prev && t->offset < end) {
+            fail(path, ": tensors '", prev->name, "' and '", t->name, "' overlap (data [",
+                 prev->offset, ", ", end, ") and [", t->offset, ", ", t->offset + t->nbytes, "))");
+        }
+        if (t->offset - end >= alignment) {
+            fail(path, ": ", t->offset - end, " bytes of tensor data before tensor '", t->name,
+                 "' (at ", end, ") belong to no tensor: the header's tensor count (",
+                 tensors.size(), ") is probably wrong, or the file is corrupt");
+        }
+        end = t->offset + t->nbytes;
+        prev = t;
+    }
+    if (data_size - end >= alignment) {
+        fail(path, ": the last ", data_size - end, " bytes of tensor data (from ", end,
+             ") belong to no tensor: the header's tensor count (", tensors.size(),
+             ") is probably wrong, or the file is corrupt");
+    }
 }
 
 }  // namespace
@@ -485,6 +520,7 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path) {
         }
         t.data = bytes + f->data_offset_ + t.offset;
     }
+    check_data_layout(path, f->tensors_, data_size, f->alignment_);
 
     f->map_ = m.ptr;
     m.ptr = nullptr;  // owned by f now

@@ -16,7 +16,7 @@ namespace specula {
 namespace {
 
 SimdLevel probe_cpu() {
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(SPECULA_NO_CPU_PROBE)  // fuzz: clang 14
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                       __builtin_cpu_supports("f16c");

@@ -7,7 +7,11 @@
 // the condition variable.
 #include "kernels/threadpool.h"
 
+#include <algorithm>
 #include <chrono>
+#include <system_error>
+
+#include "common/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,18 +33,42 @@ constexpr uint64_t pack_claim(uint64_t gen, uint32_t next) {
 }
 }  // namespace
 
+int max_pool_threads() {
+    return std::max(8, 4 * int(std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    if (n_threads_ > max_pool_threads()) {
+        fail("a thread pool of ", n_threads_, " threads is more than the limit of ",
+             max_pool_threads(), " (4x the ", std::thread::hardware_concurrency(),
+             " hardware threads)");
+    }
     threads_.reserve(n_threads_ - 1);
-    for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+    try {
+        for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error& e) {
+        // The destructor will not run: stop the workers started so far, or their joinable
+        // std::threads would terminate the process as the vector unwinds.
+        const size_t started = threads_.size();
+        stop_workers();
+        fail("cannot start thread ", started + 1, " of ", n_threads_, ": ", e.what(),
+             " (out of memory or of the process's thread limit; use fewer threads)");
+    }
 }
 
 ThreadPool::~ThreadPool() {
+    stop_workers();
+}
+
+void ThreadPool::stop_workers() {
     {
         std::lock_guard<std::mutex> lk(mu_);
         stop_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
 }
 
 bool ThreadPool::claim(uint64_t gen, int* ith) {

@@ -16,8 +16,15 @@
 
 namespace specula {
 
+// The most threads a pool (and so -t / --threads) may have: 4x the hardware threads, at least 8.
+// More only oversubscribes the cores, and an unbounded count exhausts the process limits.
+int max_pool_threads();
+
 class ThreadPool {
   public:
+    // Starts n_threads - 1 workers (n_threads < 1 counts as 1). Throws specula::Error when
+    // n_threads is above max_pool_threads() or a thread cannot be started; the workers already
+    // started are stopped and joined first, so a failed construction leaves nothing behind.
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -57,6 +64,7 @@ class ThreadPool {
     void* ctx_ = nullptr;
     bool claim(uint64_t gen, int* ith);  // takes the next unclaimed index of run `gen`
     void run_claimed(uint64_t gen);      // runs indices of run `gen` until none is left
+    void stop_workers();                 // wakes every worker to exit, and joins them
 
     std::atomic<uint64_t> generation_{0};  // bumped to start a run (workers sleep on it)
     std::atomic<uint64_t> claim_{0};       // (generation << 32) | next unclaimed index

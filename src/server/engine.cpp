@@ -78,7 +78,7 @@ std::vector<token_id> Engine::tokenize(const std::string& text) const {
 PreparedRequest Engine::prepare(CompletionRequest req) const {
     PreparedRequest p;
     p.t_arrival = clock_type::now();
-    if (!req.model.empty() && req.model != served_name_ && req.model != cfg_.model_path) {
+    if (!req.model.empty() && req.model != served_name_) {  // never the path: no path oracle
         throw ApiError(404,
                        "the model '" + req.model + "' does not exist (this server serves '" +
                            served_name_ + "')",

@@ -129,7 +129,13 @@ void get_prompt(const json& body, CompletionRequest& r) {
                 "(several prompts per request are not supported)",
                 "prompt");
         }
-        r.prompt_ids.push_back(t.get<int32_t>());
+        // Range-checked here, not narrowed: [1, 4294967301] must not run as token 5. The
+        // vocabulary bound is checked against the model later.
+        if (t.is_number_unsigned() ? t.get<uint64_t>() > uint64_t(INT32_MAX)
+                                   : (t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)) {
+            bad_request("prompt token id " + t.dump() + " is not a valid token id", "prompt");
+        }
+        r.prompt_ids.push_back(int32_t(t.get<int64_t>()));
     }
     if (r.prompt_ids.empty()) bad_request("'prompt' must not be an empty array", "prompt");
 }
@@ -167,7 +173,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     }
     const char* max_name =
         field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    r.max_tokens = int(get_int(body, max_name, -1, -1, INT32_MAX));
+    r.max_tokens = get_int(body, max_name, -1, -1, INT32_MAX);
     r.temperature = float(get_number(body, "temperature", r.temperature, 0.0, 2.0));
     r.top_p = float(get_number(body, "top_p", r.top_p, 0.0, 1.0));
     r.min_p = float(get_number(body, "min_p", r.min_p, 0.0, 1.0));

@@ -19,8 +19,9 @@ struct CompletionRequest {
     std::string prompt;                 // completions: the prompt text
     std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
     std::vector<ChatMessage> messages;  // chat
-    int max_tokens = -1;                // -1: until end of generation or a full context
-    float temperature = 0.8f;           // llama-server's sampling defaults
+    int64_t max_tokens = -1;   // -1: until the end of generation or a full context (64-bit, so
+                               // that adding the prompt's length to it cannot overflow)
+    float temperature = 0.8f;  // llama-server's sampling defaults
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;

@@ -1,11 +1,13 @@
 // HttpServer: see server.h.
 #include "server/server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -105,6 +107,11 @@ bool write_sse(httplib::DataSink& sink, const json& j) {
     return sink.write(s.data(), s.size());
 }
 
+std::string too_big_message(size_t max_body) {
+    return "the request body is larger than the limit of " + std::to_string(max_body) +
+           " bytes (--max-body-bytes; counted after any Content-Encoding)";
+}
+
 std::string status_message(int status, size_t max_body) {
     switch (status) {
         case 404:
@@ -112,13 +119,55 @@ std::string status_message(int status, size_t max_body) {
         case 405:
             return "method not allowed";
         case 413:
-            return "the request body is larger than the limit of " + std::to_string(max_body) +
-                   " bytes";
+            return too_big_message(max_body);
         case 414:
             return "the request URI is too long";
         default:
             return "request failed with HTTP status " + std::to_string(status);
     }
+}
+
+std::string lower(std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// The methods each path answers (a known path with another method gets 405), "" if unknown.
+const char* allowed_methods(const std::string& path) {
+    if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+    if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models")
+        return "GET, HEAD";
+    return "";
+}
+
+// A POST body must be JSON by its Content-Type (a browser sends text/plain cross-origin without
+// asking first; application/json needs a preflight this server never grants).
+bool is_json_content_type(const std::string& value) {
+    const std::string v = lower(value.substr(0, value.find(';')));
+    const size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t");
+    return b != std::string::npos && v.substr(b, e - b + 1) == "application/json";
+}
+
+// Reads a body through httplib's decoding (chunked, gzip, deflate, br), counting the decoded
+// bytes as they come: false, with the reason in `error`, past `max` or on a broken encoding.
+bool read_body(const httplib::ContentReader& reader, const httplib::Response& res, size_t max,
+               std::string& body, ApiError& error) {
+    bool too_big = false;
+    const bool ok = reader([&](const char* data, size_t n) {
+        if (n > max - body.size()) {
+            too_big = true;
+            return false;
+        }
+        body.append(data, n);
+        return true;
+    });
+    if (ok) return true;
+    error = too_big || res.status == 413
+                ? ApiError(413, too_big_message(max))
+                : ApiError(400,
+                           "the request body could not be read (bad chunked or content "
+                           "encoding, or it did not arrive within the read deadline)");
+    return false;
 }
 
 std::atomic<long> g_request_id{0};
@@ -145,11 +194,22 @@ json usage_json(const SpecStats& st) {
             {"speculative", spec}};
 }
 
+// The wire bytes one request may take: its decoded body's limit, with room for the head and for
+// chunk framing or a compressed encoding that is larger than what it decodes to.
+static ConnectionLimits wire_limits(const HttpConfig& cfg) {
+    ConnectionLimits l = cfg.limits;
+    l.max_request_bytes = std::min<size_t>(cfg.max_body_bytes, kMaxBodyBytesLimit) * 8 + (1 << 20);
+    return l;
+}
+
 HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
-    : engine_(engine), cfg_(cfg), svr_(std::make_unique<httplib::Server>()) {
-    const int n_threads = cfg.n_http_threads > 0 ? cfg.n_http_threads : 64;
-    svr_->new_task_queue = [n_threads] { return new httplib::ThreadPool(size_t(n_threads)); };
+    : engine_(engine), cfg_(cfg), svr_(std::make_unique<LimitedServer>(wire_limits(cfg))) {
+    if (cfg.max_body_bytes < 1 || cfg.max_body_bytes > kMaxBodyBytesLimit)
+        fail("--max-body-bytes must be in [1, ", kMaxBodyBytesLimit, "], got ",
+             cfg.max_body_bytes == SIZE_MAX ? std::string("-1")
+                                            : std::to_string(cfg.max_body_bytes));
     svr_->set_payload_max_length(cfg.max_body_bytes);
+    svr_->on_refused = [this] { engine_.metrics().record_failure(503); };
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
     // server bind the same port silently and share its connections. TCP_NODELAY (inherited by
     // accepted sockets) sends each streamed token at once.
@@ -167,23 +227,46 @@ void HttpServer::routes() {
     httplib::Server& s = *svr_;
     Metrics& metrics = engine_.metrics();
 
-    s.set_pre_routing_handler(
-        [this, &metrics](const httplib::Request& req, httplib::Response& res) {
-            if (cfg_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
-                return httplib::Server::HandlerResponse::Unhandled;
-            if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key)
-                return httplib::Server::HandlerResponse::Unhandled;
-            metrics.record_failure(401);
-            send_json(res, 401,
-                      api_error_body(req.has_header("Authorization")
-                                         ? "invalid API key"
-                                         : "missing API key (Authorization: Bearer KEY)",
-                                     "invalid_request_error", "", "invalid_api_key"));
+    s.set_pre_routing_handler([this, &metrics](const httplib::Request& req,
+                                               httplib::Response& res) {
+        const auto refuse = [&](const ApiError& e) {
+            metrics.record_failure(e.status());
+            send_error(res, e);
+            res.set_header("Connection", "close");  // its body, if any, is left unread
+            LimitedServer::close_after_response();
             return httplib::Server::HandlerResponse::Handled;
-        });
+        };
+        if (cfg_.api_key.empty() && !host_header_allowed(req.get_header_value("Host"), cfg_.host)) {
+            return refuse(ApiError(403,
+                                   "the Host header '" + req.get_header_value("Host") +
+                                       "' is not this server (without --api-key only IP "
+                                       "addresses, localhost and the --host name are served)",
+                                   "", "invalid_request_error", "host_not_allowed"));
+        }
+        if (req.method == "POST" && allowed_methods(req.path)[0] == 'P' &&
+            !is_json_content_type(req.get_header_value("Content-Type"))) {
+            return refuse(ApiError(415,
+                                   "the request body must be sent as Content-Type: "
+                                   "application/json, got '" +
+                                       req.get_header_value("Content-Type") + "'"));
+        }
+        if (cfg_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
+            return httplib::Server::HandlerResponse::Unhandled;
+        if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key)
+            return httplib::Server::HandlerResponse::Unhandled;
+        return refuse(ApiError(401,
+                               req.has_header("Authorization")
+                                   ? "invalid API key"
+                                   : "missing API key (Authorization: Bearer KEY)",
+                               "", "invalid_request_error", "invalid_api_key"));
+    });
     s.set_error_handler(httplib::Server::HandlerWithResponse(
-        [this, &metrics](const httplib::Request&, httplib::Response& res) {
+        [this, &metrics](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            if (res.status == 404 && *allowed_methods(req.path)) {
+                res.status = 405;
+                res.set_header("Allow", allowed_methods(req.path));
+            }
             metrics.record_failure(res.status);
             const char* type = res.status >= 500 ? "server_error" : "invalid_request_error";
             send_json(res, res.status,
@@ -220,18 +303,28 @@ void HttpServer::routes() {
                       {"max_model_len", engine_.n_ctx()}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
-    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        handle_completion(req, res, false);
+    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+        handle_completion(req, res, reader, false);
     });
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        handle_completion(req, res, true);
+    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                          const httplib::ContentReader& reader) {
+        handle_completion(req, res, reader, true);
     });
 }
 
-void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader, bool chat) {
     PreparedRequest p;
     try {
-        json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+        std::string text;
+        ApiError read_error(400, "");
+        if (!read_body(reader, res, cfg_.max_body_bytes, text, read_error)) {
+            res.set_header("Connection", "close");  // the rest of the body is not read
+            LimitedServer::close_after_response();
+            throw read_error;
+        }
+        json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
         p = engine_.prepare(parse_completion_request(body, chat));
     } catch (const ApiError& e) {
@@ -329,7 +422,14 @@ void HttpServer::listen() {
     } else if (!svr_->bind_to_port(cfg_.host, cfg_.port)) {
         fail("cannot listen on ", cfg_.host, ":", cfg_.port, " (in use, or not a local address?)");
     }
+    svr_->widen_backlog();
     std::fprintf(stderr, "serve: listening on http://%s:%d\n", cfg_.host.c_str(), cfg_.port);
+    if (cfg_.api_key.empty() && !is_loopback_host(cfg_.host)) {
+        std::fprintf(stderr,
+                     "serve: warning: %s is reachable from other machines and no --api-key is "
+                     "set: anyone who can connect can run generations and read /metrics\n",
+                     cfg_.host.c_str());
+    }
     std::fflush(stderr);
     svr_->listen_after_bind();
 }

@@ -4,8 +4,19 @@
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text), GET / (the embedded web UI)
 //
 // Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields, 401 bad or
-// missing API key (when one is set; /v1/* only), 404 unknown model or path, 413 body too large,
-// 500 internal. A failing request never affects the others.
+// missing API key (when one is set; /v1/* only), 403 a Host header naming another site (when no
+// key is set), 404 unknown model or path, 405 a known path with the wrong method, 413 body too
+// large, 415 a POST body not sent as application/json, 503 too many connections, 500 internal.
+// A failing request never affects the others.
+//
+// Limits, all enforced here or in server/connection.h: the body is at most max_body_bytes after
+// decoding (whatever its Transfer-Encoding or Content-Encoding; counted while it is read, so an
+// oversized or expanding body is cut off, answered 413 and its connection closed); a request must
+// arrive within limits.read_deadline_s; at most limits.max_connections are open at once.
+//
+// Browsers: a POST must say Content-Type: application/json, which a page on another origin can
+// only send after a CORS preflight this server never grants; without --api-key the Host header
+// must be an IP address, localhost or the --host name, so a DNS-rebound name cannot read the API.
 //
 // Responses carry the usual OpenAI fields plus, in `usage`, a `speculative` block (drafts,
 // drafted, accepted, accepted_per_pos, acceptance_rate, mean_acceptance_length); each streamed
@@ -23,24 +34,22 @@
 #include <memory>
 #include <string>
 
+#include "server/connection.h"
 #include "server/engine.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "server/host_check.h"
 
 namespace specula {
 
 struct ResponseHead;  // id, object, created, model of one response (server.cpp)
+
+constexpr size_t kMaxBodyBytesLimit = size_t(1) << 30;  // the largest --max-body-bytes
 
 struct HttpConfig {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (see port())
     std::string api_key;
     size_t max_body_bytes = 1 << 20;
-    int n_http_threads = 0;  // 0: enough for every slot plus queued and metrics requests
+    ConnectionLimits limits;
 };
 
 class HttpServer {
@@ -54,7 +63,8 @@ class HttpServer {
 
   private:
     void routes();
-    void handle_completion(const httplib::Request& req, httplib::Response& res, bool chat);
+    void handle_completion(const httplib::Request& req, httplib::Response& res,
+                           const httplib::ContentReader& reader, bool chat);
     void send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                      std::shared_ptr<const PreparedRequest> prepared);
     void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
@@ -62,7 +72,7 @@ class HttpServer {
 
     Engine& engine_;
     HttpConfig cfg_;
-    std::unique_ptr<httplib::Server> svr_;
+    std::unique_ptr<LimitedServer> svr_;
 };
 
 // The JSON of a finished request's usage (with the speculative block).

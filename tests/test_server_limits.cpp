@@ -1,0 +1,364 @@
+// `specula serve` against hostile and careless clients (issue #15): the real binary on a free
+// loopback port. The body limit holds after chunked and gzip decoding; slow-dripping connections
+// neither starve /health nor outlive the request-read deadline; connections over the cap get 503
+// at once; JSON sent as text/plain, a foreign Host header, wrong methods, out-of-range token ids,
+// max_tokens that would overflow the context check and the model file's path as `model` are all
+// refused; --host 0.0.0.0 without --api-key warns; --max-body-bytes -1 is refused.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/server.h"
+#include "server/server_process.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using specula::test::ServerProcess;
+using specula::test::shared_path;
+using clock_type = std::chrono::steady_clock;
+
+std::string target_path() {
+    return shared_path("models/tinystories/stories260K.gguf");
+}
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// A raw TCP connection to the server (no HTTP library in the way).
+class RawConn {
+  public:
+    explicit RawConn(int port) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(uint16_t(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+            throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
+    }
+    ~RawConn() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    RawConn(const RawConn&) = delete;
+    RawConn& operator=(const RawConn&) = delete;
+
+    bool send_all(const std::string& s) {
+        size_t off = 0;
+        while (off < s.size()) {
+            const ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) return false;
+            off += size_t(n);
+        }
+        return true;
+    }
+    // Everything the server sends until it closes the connection or `timeout_s` pass.
+    std::string read_until_close(double timeout_s) {
+        std::string out;
+        const auto end = clock_type::now() + std::chrono::duration<double>(timeout_s);
+        while (clock_type::now() < end) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) continue;
+            char buf[4096];
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n <= 0) {
+                closed_ = true;
+                break;
+            }
+            out.append(buf, size_t(n));
+        }
+        return out;
+    }
+    // True once the server has closed its end (a read returns EOF or an error), without waiting.
+    bool closed_by_server() {
+        if (closed_) return true;
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0) return false;
+        char buf[4096];
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        closed_ = n <= 0;
+        return closed_;
+    }
+
+  private:
+    int fd_ = -1;
+    bool closed_ = false;
+};
+
+int status_of(const std::string& response) {
+    if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
+    return std::stoi(response.substr(9, 3));
+}
+
+class ServerLimits : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = std::make_unique<ServerProcess>(
+            std::vector<std::string>{"-m", target_path(), "-c", "256", "-t", "2",
+                                     "--max-body-bytes", "65536"},
+            "limits");
+    }
+    static void TearDownTestSuite() { server_.reset(); }
+    static std::unique_ptr<ServerProcess> server_;
+    const ServerProcess& s() { return *server_; }
+
+    // A raw request's full response (the server closes, or answers within 30 s).
+    std::string raw(const std::string& request) {
+        RawConn c(s().port());
+        EXPECT_TRUE(c.send_all(request));
+        return c.read_until_close(30);
+    }
+    void expect_error(const httplib::Result& res, int status, const std::string& what) {
+        ASSERT_TRUE(res) << "no response, expected " << status;
+        EXPECT_EQ(res->status, status) << res->body;
+        const json j = json::parse(res->body, nullptr, false);
+        ASSERT_TRUE(j.contains("error")) << res->body;
+        EXPECT_NE(j["error"]["message"].get<std::string>().find(what), std::string::npos)
+            << res->body;
+    }
+};
+std::unique_ptr<ServerProcess> ServerLimits::server_;
+
+std::string big_prompt_body(size_t n) {
+    return json{{"prompt", std::string(n, 'a')}, {"max_tokens", 1}}.dump();
+}
+
+TEST_F(ServerLimits, ChunkedBodyOverTheLimitIs413AndClosed) {
+    const std::string body = big_prompt_body(200000);
+    std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n";
+    for (size_t off = 0; off < body.size(); off += 8192) {
+        const std::string part = body.substr(off, 8192);
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "%zx", part.size());
+        req += std::string(hex) + "\r\n" + part + "\r\n";
+    }
+    req += "0\r\n\r\n";
+    RawConn c(s().port());
+    c.send_all(req);  // the server may close before all of it is sent
+    const std::string res = c.read_until_close(30);
+    EXPECT_EQ(status_of(res), 413) << res.substr(0, 300);
+    EXPECT_NE(res.find("larger than the limit of 65536 bytes"), std::string::npos) << res;
+    EXPECT_TRUE(c.closed_by_server()) << "the unread rest of the body must not stay queued";
+    // A small chunked body is fine.
+    const std::string small = R"({"prompt": "Lily", "max_tokens": 2, "temperature": 0})";
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%zx", small.size());
+    const std::string ok =
+        raw("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+            std::string(hex) + "\r\n" + small + "\r\n0\r\n\r\n");
+    EXPECT_EQ(status_of(ok), 200) << ok;
+}
+
+TEST_F(ServerLimits, GzipBodyThatExpandsPastTheLimitIs413) {
+    auto c = s().client();
+    c.set_compress(true);  // Content-Encoding: gzip; 1 MB of 'a' compresses to ~1 KB
+    auto res = c.Post("/v1/completions", big_prompt_body(1 << 20), "application/json");
+    expect_error(res, 413, "larger than the limit of 65536 bytes");
+    auto ok =
+        c.Post("/v1/completions", R"({"prompt": "Lily", "max_tokens": 2})", "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST_F(ServerLimits, ContentLengthOverTheLimitIs413) {
+    auto res = s().client().Post("/v1/completions", big_prompt_body(100000), "application/json");
+    expect_error(res, 413, "larger than the limit");
+}
+
+// 80 connections dripping a header byte every 250 ms (more than a fixed pool of HTTP threads
+// would hold) must not delay /health, and each is closed by the request-read deadline (10 s)
+// however steadily it drips.
+TEST_F(ServerLimits, SlowLorisNeitherStarvesOthersNorOutlivesTheDeadline) {
+    std::vector<std::unique_ptr<RawConn>> conns;
+    for (int i = 0; i < 80; ++i) {
+        conns.push_back(std::make_unique<RawConn>(s().port()));
+        conns.back()->send_all("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    }
+    const auto t0 = clock_type::now();
+    bool all_closed = false;
+    double first_close = -1, health_max = 0;
+    int round = 0;
+    while (seconds_since(t0) < 16 && !all_closed) {
+        all_closed = true;
+        for (auto& c : conns) {
+            if (c->closed_by_server()) {
+                if (first_close < 0) first_close = seconds_since(t0);
+                continue;
+            }
+            all_closed = false;
+            c->send_all("X");  // one more byte of a header that never ends
+        }
+        if (round++ % 4 == 0 && !all_closed) {
+            const auto h0 = clock_type::now();
+            auto res = s().client(5).Get("/health");
+            EXPECT_TRUE(res && res->status == 200) << "at " << seconds_since(t0) << " s";
+            health_max = std::max(health_max, seconds_since(h0));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    EXPECT_TRUE(all_closed) << "dripping connections still open after 16 s";
+    EXPECT_GE(first_close, 8.0) << "closed before the 10 s deadline: not the deadline";
+    EXPECT_LT(health_max, 2.0) << "/health was delayed by the dripping connections";
+}
+
+// Past --max-connections (256) a connection is answered 503 at once and closed, not queued.
+TEST_F(ServerLimits, ConnectionsOverTheCapGet503AtOnce) {
+    std::vector<std::unique_ptr<RawConn>> held;
+    for (int i = 0; i < 256; ++i) {
+        held.push_back(std::make_unique<RawConn>(s().port()));
+        held.back()->send_all("GET /health HTTP/1.1\r\n");  // headers unfinished: held open
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto t0 = clock_type::now();
+    RawConn extra(s().port());
+    const std::string res = extra.read_until_close(5);
+    EXPECT_EQ(status_of(res), 503) << res;
+    EXPECT_NE(res.find("too many open connections"), std::string::npos) << res;
+    EXPECT_LT(seconds_since(t0), 2.0);
+    held.clear();  // once they go, the server answers again
+    bool ok = false;
+    for (int i = 0; i < 50 && !ok; ++i) {
+        auto h = s().client(5).Get("/health");
+        ok = h && h->status == 200;
+        if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(ok);
+}
+
+TEST_F(ServerLimits, JsonSentAsTextPlainIs415) {
+    const std::string body = R"({"prompt": "Lily", "max_tokens": 2})";
+    expect_error(s().client().Post("/v1/completions", body, "text/plain"), 415,
+                 "Content-Type: application/json");
+    expect_error(s().client().Post("/v1/chat/completions",
+                                   R"({"messages": [{"role": "user", "content": "hi"}]})",
+                                   "application/x-www-form-urlencoded"),
+                 415, "application/json");
+    auto ok = s().client().Post("/v1/completions", body, "Application/JSON; charset=utf-8");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST_F(ServerLimits, ForeignHostHeaderIs403WithoutAnApiKey) {
+    const std::string port = std::to_string(s().port());
+    for (const std::string& host :
+         std::vector<std::string>{"evil.example:" + port, "attacker.com", "127.0.0.1.evil.com"}) {
+        const std::string res =
+            raw("GET /v1/models HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+        EXPECT_EQ(status_of(res), 403) << host << ": " << res;
+        EXPECT_NE(res.find("host_not_allowed"), std::string::npos) << res;
+    }
+    for (const std::string host :
+         {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, std::string("10.1.2.3")}) {
+        const std::string res =
+            raw("GET /v1/models HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+        EXPECT_EQ(status_of(res), 200) << host << ": " << res;
+    }
+}
+
+TEST(ServerHostCheck, WhatTheHostHeaderMayName) {
+    using specula::host_header_allowed;
+    EXPECT_TRUE(host_header_allowed("", "127.0.0.1"));
+    EXPECT_TRUE(host_header_allowed("192.168.1.5:8080", "0.0.0.0"));
+    EXPECT_TRUE(host_header_allowed("LOCALHOST", "127.0.0.1"));
+    EXPECT_TRUE(host_header_allowed("app.localhost:80", "127.0.0.1"));
+    EXPECT_TRUE(host_header_allowed("myhost.lan:8080", "myhost.lan"));
+    EXPECT_FALSE(host_header_allowed("myhost.lan:8080", "0.0.0.0"));
+    EXPECT_FALSE(host_header_allowed("[::1", "127.0.0.1"));
+    EXPECT_FALSE(host_header_allowed("[zz]:80", "127.0.0.1"));
+    EXPECT_FALSE(host_header_allowed("localhost.evil.com", "127.0.0.1"));
+    EXPECT_TRUE(specula::is_loopback_host("127.0.0.2"));
+    EXPECT_TRUE(specula::is_loopback_host("::1"));
+    EXPECT_FALSE(specula::is_loopback_host("0.0.0.0"));
+}
+
+TEST_F(ServerLimits, WrongMethodOnAKnownPathIs405) {
+    auto get = s().client().Get("/v1/completions");
+    expect_error(get, 405, "method not allowed");
+    EXPECT_EQ(get->get_header_value("Allow"), "POST");
+    auto post = s().client().Post("/health", "{}", "application/json");
+    expect_error(post, 405, "method not allowed");
+    EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+    expect_error(s().client().Delete("/v1/models"), 405, "method not allowed");
+    expect_error(s().client().Get("/no/such/path"), 404, "not found");
+}
+
+TEST_F(ServerLimits, TokenIdsAreRangeCheckedNotNarrowed) {
+    for (const std::string ids : {"[1, 4294967301]", "[1, -4294967291]", "[18446744073709551615]",
+                                  "[2147483648]", "[1, 512]"}) {
+        expect_error(
+            s().client().Post("/v1/completions", R"({"max_tokens": 1, "prompt": )" + ids + "}",
+                              "application/json"),
+            400, "prompt token id");
+    }
+    auto ok = s().client().Post("/v1/completions", R"({"prompt": [1, 5], "max_tokens": 1})",
+                                "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST_F(ServerLimits, MaxTokensThatWouldOverflowTheContextCheckIs400) {
+    for (const std::string field : {"max_tokens", "max_completion_tokens"}) {
+        expect_error(s().client().Post("/v1/completions",
+                                       R"({"prompt": "Lily", ")" + field + R"(": 2147483647})",
+                                       "application/json"),
+                     400, "exceeds the context");
+    }
+}
+
+TEST_F(ServerLimits, TheModelFilesPathIsNotAModelName) {
+    const json body = {{"prompt", "Lily"}, {"max_tokens", 1}, {"model", target_path()}};
+    expect_error(s().client().Post("/v1/completions", body.dump(), "application/json"), 404,
+                 "does not exist");
+}
+
+// Output (stdout + stderr) and exit status of a shell command.
+std::pair<std::string, int> shell(const std::string& cmd) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (!p) throw std::runtime_error("popen failed");
+    std::string out;
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+    const int st = pclose(p);
+    return {out, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+}
+
+TEST(ServerStartup, WarnsWhenReachableFromOtherMachinesWithoutAKey) {
+    // Stopped by timeout once it has printed its startup lines.
+    auto [out, st] = shell("timeout -s INT 4 " + specula::test::specula_bin() + " serve -m '" +
+                           target_path() + "' --host 0.0.0.0 --port 0");
+    EXPECT_NE(out.find("listening on http://0.0.0.0:"), std::string::npos) << out;
+    EXPECT_NE(out.find("warning: 0.0.0.0 is reachable from other machines and no --api-key"),
+              std::string::npos)
+        << out;
+    auto [quiet, st2] = shell("timeout -s INT 4 " + specula::test::specula_bin() + " serve -m '" +
+                              target_path() + "' --host 0.0.0.0 --port 0 --api-key k");
+    EXPECT_NE(quiet.find("listening on"), std::string::npos) << quiet;
+    EXPECT_EQ(quiet.find("warning:"), std::string::npos) << quiet;
+}
+
+TEST(ServerStartup, RefusesAnUnlimitedOrZeroBodyLimit) {
+    for (const std::string v : {"-1", "0", "4294967296"}) {
+        auto [out, st] = shell("timeout 20 " + specula::test::specula_bin() + " serve -m '" +
+                               target_path() + "' --port 0 --max-body-bytes " + v);
+        EXPECT_EQ(st, 1) << v << ": " << out;
+        EXPECT_NE(out.find("--max-body-bytes must be in [1, 1073741824]"), std::string::npos)
+            << out;
+    }
+}
+
+}  // namespace
