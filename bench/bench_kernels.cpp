@@ -368,11 +368,13 @@ void BM_attention(benchmark::State& state) {
     const int pos0 = ntok >= 512 ? 0 : 512;
     const AttentionShape s{32, 16, 64, 0.125f};
     KVCache kv(1, 1024, 16 * 64);
+    std::vector<float> kr(16 * 64), vr(16 * 64);
     for (int p = 0; p < pos0 + ntok; ++p) {
         for (int i = 0; i < 16 * 64; ++i) {
-            kv.k(0, p)[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
-            kv.v(0, p)[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
+            kr[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
+            vr[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
         }
+        kv.write(0, p, kr.data(), vr.data());
     }
     ThreadPool& tp = threads(2);
     std::vector<float> q(static_cast<size_t>(ntok) * 32 * 64, 0.25f), out(q.size());

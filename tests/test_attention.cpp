@@ -30,11 +30,13 @@ struct AttnCase {
         std::mt19937 rng(n_head * 1000 + n_head_kv * 10 + hd);
         std::normal_distribution<float> nd(0.f, 1.f);
         for (int layer = 0; layer < 2; ++layer) {
+            std::vector<float> kr(n_head_kv * hd), vr(n_head_kv * hd);
             for (int p = 0; p < kPositions; ++p) {
                 for (int i = 0; i < n_head_kv * hd; ++i) {
-                    kv.k(layer, p)[i] = 2.f * nd(rng);
-                    kv.v(layer, p)[i] = nd(rng);
+                    kr[i] = 2.f * nd(rng);
+                    vr[i] = nd(rng);
                 }
+                kv.write(layer, p, kr.data(), vr.data());
             }
         }
         q.resize(static_cast<size_t>(kPositions) * n_head * hd);

@@ -55,7 +55,7 @@ struct Session::Impl {
     AttentionShape att_shape;
 
     int n_logits = 0;
-    std::vector<float> x, h, q, att, tmp, ff_g, ff_u, rope_cs, logits, scores;
+    std::vector<float> x, h, q, k_new, v_new, att, tmp, ff_g, ff_u, rope_cs, logits, scores;
 
     Impl(const Model& m, const SessionParams& p)
         : model(m),
@@ -78,6 +78,8 @@ struct Session::Impl {
         grow(h, n * hp.n_embd);
         grow(tmp, n * hp.n_embd);
         grow(q, n * hp.n_embd_q());
+        grow(k_new, n * hp.n_embd_kv());
+        grow(v_new, n * hp.n_embd_kv());
         grow(att, n * hp.n_embd_q());
         grow(ff_g, n * hp.n_ff);
         grow(ff_u, n * hp.n_ff);
@@ -115,8 +117,8 @@ struct Session::Impl {
     void attention_block(const LayerWeights& l, int il, int pos0, int ntok, int r0) {
         const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
         norm_rows(x.data(), l.attn_norm, ntok, h.data());
-        float* kc = kv.k(il, pos0);
-        float* vc = kv.v(il, pos0);
+        float* kc = k_new.data();
+        float* vc = v_new.data();
         const MatmulJob qkv[] = {{l.wq, q.data(), dq}, {l.wk, kc, dkv}, {l.wv, vc, dkv}};
         matmul_multi(qkv, h.data(), hp.n_embd, ntok, pool, mm);
         add_bias(q.data(), l.bq, ntok, dq, dq);
@@ -126,6 +128,8 @@ struct Session::Impl {
             const float* cs = rope_cs.data() + static_cast<size_t>(t) * hp.n_rot;
             rope_apply(rope, cs, q.data() + t * dq, hp.n_head, hp.head_dim);
             rope_apply(rope, cs, kc + t * dkv, hp.n_head_kv, hp.head_dim);
+            // Every K/V row enters the cache through write() (the cache decides its storage).
+            kv.write(il, pos0 + t, kc + t * dkv, vc + t * dkv);
         }
         const int n = ntok - r0;
         attention(kv, il, pos0 + r0, n, q.data() + r0 * dq, att.data(), att_shape, pool,

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include "common/error.h"
 
 namespace specula {
@@ -28,6 +30,11 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv)
     const size_t n = static_cast<size_t>(n_layer) * n_ctx * n_embd_kv;
     k_.reset(new float[n]);
     v_.reset(new float[n]);
+}
+
+void KVCache::write(int layer, int pos, const float* k, const float* v) {
+    std::memcpy(k_.get() + offset(layer, pos), k, sizeof(float) * n_embd_kv_);
+    std::memcpy(v_.get() + offset(layer, pos), v, sizeof(float) * n_embd_kv_);
 }
 
 }  // namespace specula

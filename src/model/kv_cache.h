@@ -14,8 +14,9 @@ class KVCache {
   public:
     KVCache(int n_layer, int n_ctx, int n_embd_kv);
 
-    float* k(int layer, int pos) { return k_.get() + offset(layer, pos); }
-    float* v(int layer, int pos) { return v_.get() + offset(layer, pos); }
+    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each).
+    void write(int layer, int pos, const float* k, const float* v);
+
     const float* k(int layer, int pos) const { return k_.get() + offset(layer, pos); }
     const float* v(int layer, int pos) const { return v_.get() + offset(layer, pos); }
 
