@@ -11,6 +11,8 @@
 //    token was evaluated alone or together with others, so speculative verification can run a
 //    whole draft in one pass.
 //  - After warm-up (the first eval of the largest batch size) eval allocates nothing.
+//  - Several sessions of one model can be evaluated in ONE pass (model/batch_eval.h); a
+//    sequence's logits are bit-identical to evaluating it alone.
 #pragma once
 
 #include <cstdint>
@@ -106,7 +108,11 @@ void pack_weights(Model& m);
 
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
-    int n_threads = 0;  // 0: hardware concurrency
+    int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
+    // A pool shared with other sessions (not owned; it must outlive the session). Sessions that
+    // share one must not eval from two threads at once; model/batch_eval.h evaluates several of
+    // them in one pass. Null: the session owns a pool of n_threads.
+    ThreadPool* pool = nullptr;
 
     // The F32 KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -144,8 +150,10 @@ class Session {
 
     const Model& model() const;
 
+    struct Impl;  // model/forward_pass.h
+
   private:
-    struct Impl;
+    friend class BatchEvaluator;  // model/batch_eval.h: one pass over several sessions
     std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,49 @@
+// BatchEvaluator: see batch_eval.h. The pass itself is ForwardPass (forward.cpp), the same code
+// Session::eval runs for one sequence.
+#include "model/batch_eval.h"
+
+#include <vector>
+
+#include "common/error.h"
+#include "model/forward_pass.h"
+
+namespace specula {
+
+struct BatchEvaluator::State {
+    explicit State(const Model& m) : pass(m) {}
+    ForwardPass pass;
+    std::vector<PassSegment> segs;
+};
+
+BatchEvaluator::BatchEvaluator(const Model& model, ThreadPool& pool)
+    : model_(model), pool_(pool), state_(std::make_unique<State>(model)) {}
+
+BatchEvaluator::~BatchEvaluator() = default;
+
+void BatchEvaluator::eval(std::span<const BatchItem> items) {
+    std::vector<PassSegment>& segs = state_->segs;
+    segs.clear();
+    for (size_t i = 0; i < items.size(); ++i) {
+        Session* s = items[i].session;
+        if (!s) fail("eval_batch: item ", i, " has no session");
+        if (&s->model() != &model_) fail("eval_batch: item ", i, "'s session is of another model");
+        for (size_t j = 0; j < i; ++j)
+            if (items[j].session == s)
+                fail("eval_batch: items ", j, " and ", i, " share a session");
+        try {
+            s->impl_->check(items[i].tokens);
+        } catch (const Error& e) {
+            fail("eval_batch: item ", i, ": ", e.what());
+        }
+    }
+    for (const BatchItem& it : items) {
+        if (it.tokens.empty()) {
+            it.session->impl_->n_logits = 0;
+            continue;
+        }
+        segs.push_back({it.session->impl_.get(), it.tokens, it.all_logits});
+    }
+    state_->pass.run(segs, pool_);
+}
+
+}  // namespace specula

@@ -1,0 +1,74 @@
+// Internal to model/: the forward pass over one or more sequences (forward.cpp) and the state of a
+// Session (its KV cache, its logits, the pool it runs on). Session::eval runs a pass over one
+// sequence; eval_batch (model/batch_eval.h) runs one pass over rows of several, each row reading
+// and writing only its own sequence's cache, so a row's logits do not depend on what else shares
+// the pass.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/threadpool.h"
+#include "model/attention.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/moe.h"
+#include "model/rope.h"
+
+namespace specula {
+
+struct Session::Impl {
+    Impl(const Model& m, const SessionParams& p);
+    ~Impl();
+
+    const Model& model;
+    std::unique_ptr<ThreadPool> own_pool;  // null when built over SessionParams::pool
+    ThreadPool* pool;
+    KVCache kv;
+    std::unique_ptr<class ForwardPass> pass;  // made on the first Session::eval
+    std::vector<float> logits;                // n_logits rows of n_vocab
+    int n_logits = 0;
+
+    // Throws Error (context overflow, token id out of range) before anything changes.
+    void check(std::span<const token_id> tokens) const;
+};
+
+// One sequence's share of a pass: its tokens go to positions n_past() .. of its own cache.
+struct PassSegment {
+    Session::Impl* seq = nullptr;
+    std::span<const token_id> tokens;
+    bool all_logits = true;  // false: only the last token's logits
+};
+
+// The buffers of a pass (they grow to the largest pass seen and are reused) and the pass itself.
+class ForwardPass {
+  public:
+    explicit ForwardPass(const Model& model);
+
+    // Evaluates every segment's tokens in ONE pass over the weights (each matmul takes all rows),
+    // appends them to their caches, and leaves each segment's logits in its Session. The
+    // segments must be checked already and belong to distinct sessions of this model.
+    void run(std::span<const PassSegment> segs, ThreadPool& pool);
+
+  private:
+    void reserve(int ntok, int max_ctx, int n_threads);
+    void norm_rows(const float* in, const float* w, int ntok, float* out);
+    void attention_block(std::span<const PassSegment> segs, int il, bool last, ThreadPool& pool);
+    void ffn_block(const LayerWeights& l, int nrows, ThreadPool& pool);
+
+    const Model& model_;
+    const HParams hp_;
+    MatmulScratch mm_;
+    MoeFFN moe_;
+    RopeParams rope_;
+    AttentionShape att_shape_;
+    // Per segment: first row, rows, first output row, output rows (the last n_out of its rows).
+    std::vector<int> off_, n_, out_off_, n_out_;
+    int n_rows_ = 0, n_out_rows_ = 0;
+    std::vector<float> x_, h_, q_, k_new_, v_new_, att_, tmp_, ff_g_, ff_u_, rope_cs_, logits_,
+        scores_;
+};
+
+}  // namespace specula
