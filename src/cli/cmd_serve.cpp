@@ -70,7 +70,7 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
     cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
     cmd->add_option("-t,--threads", o.engine.n_threads,
-                    "threads, split among the slots (default: hardware threads)");
+                    "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.engine.served_name,
                     "model id in the API (default: the file name without .gguf)");
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,

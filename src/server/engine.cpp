@@ -49,17 +49,20 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     n_ctx_ = cfg.n_ctx > 0 ? cfg.n_ctx
                            : std::min(n_ctx_train > 0 ? n_ctx_train : SessionParams::kDefaultMaxCtx,
                                       SessionParams::kDefaultMaxCtx);
-    n_threads_slot_ = std::max(1, default_threads(cfg.n_threads) / cfg.n_parallel);
-    slots_ = std::make_unique<SlotPool>(*target_, cfg.n_parallel, n_ctx_, n_threads_slot_);
+    SchedulerConfig sc;
+    sc.n_slots = cfg.n_parallel;
+    sc.n_ctx = n_ctx_;
+    sc.n_threads = cfg.n_threads;
+    scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
 }
 
 Engine::~Engine() = default;
 
 std::string Engine::describe() const {
     std::string s = served_name_ + " (" + target_->describe() + ") | ctx " +
-                    std::to_string(n_ctx_) + " | slots " + std::to_string(slots_->size()) + " x " +
-                    std::to_string(n_threads_slot_) + " threads | chat " +
-                    chat_format_name(chat_format_);
+                    std::to_string(n_ctx_) + " | slots " + std::to_string(scheduler_->n_slots()) +
+                    " in one batched pass x " + std::to_string(scheduler_->n_threads()) +
+                    " threads | chat " + chat_format_name(chat_format_);
     const SpeculativeConfig& sc = cfg_.speculative;
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
@@ -120,81 +123,87 @@ Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
     return c;
 }
 
-// Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
-// (its draft Session is allocated once); a sampling request gets a fresh one whose draws follow
-// the request's seed. N-gram drafting is deterministic: always the slot's.
-Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
-                             std::unique_ptr<Drafter>& own) const {
-    const SpecMethod method = cfg_.speculative.method;
-    if (method == SpecMethod::none) return nullptr;
-    if (sp.temp <= 0.f || method == SpecMethod::ngram) {
-        if (!slot.drafter)
-            slot.drafter = make_drafter(
-                spec_, DrafterParams{n_ctx_, n_threads_slot_, SamplingParams{0.f, 0, 1.f, 0.f, 0}});
-        return slot.drafter.get();
-    }
-    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp});
-    return own.get();
-}
-
+// Waits for the scheduler to start and run the job, sending its text from this thread.
 Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
                        const std::function<bool()>& keep_waiting) {
     const CompletionRequest& r = p.req;
-    metrics_.add_waiting(1);
-    auto lease = slots_->acquire(keep_waiting);
-    metrics_.add_waiting(-1);
-    if (!lease) return abandoned_in_queue(p);
-    Slot& slot = **lease;
-    metrics_.add_running(1);
-    struct RunningGuard {
-        Metrics& m;
-        ~RunningGuard() { m.add_running(-1); }
-    } running{metrics_};
-
-    SamplingParams sp{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
-    Sampler sampler(sp);
-    std::unique_ptr<Drafter> own_drafter;
-    Drafter* drafter = drafter_for(slot, sp, own_drafter);
-
-    GenParams gp;
-    gp.n_predict = p.n_predict;
-    gp.ignore_eos = r.ignore_eos;
-    gp.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
-    gp.draft_min = cfg_.speculative.draft_min;
+    auto job = std::make_shared<Job>();
+    job->prompt = p.prompt;
+    job->gen.n_predict = p.n_predict;
+    job->gen.ignore_eos = r.ignore_eos;
+    job->gen.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
+    job->gen.draft_min = cfg_.speculative.draft_min;
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
-    const bool automatic = cfg_.speculative.draft_auto && !r.n_draft;
-    Generator gen(*slot.target, sampler, drafter, gp, automatic ? &slot.draft_length : nullptr);
+    job->draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
+    job->sampling = SamplingParams{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
+    job->stops = r.stop;
+    job->t_arrival = p.t_arrival;
+
+    metrics_.add_waiting(1);
+    bool started = false, cancelled = false;
+    struct Gauges {  // the request leaves the waiting or running gauge once, before it is recorded
+        Metrics& m;
+        bool& started;
+        bool left = false;
+        void leave() {
+            if (!left) started ? m.add_running(-1) : m.add_waiting(-1);
+            left = true;
+        }
+        ~Gauges() { leave(); }
+    } gauges{metrics_, started};
+    scheduler_->submit(job);
 
     Completion c;
-    const Tokenizer& tok = target_->tokenizer();
-    TextStream text(r.stop);
-    bool cancelled = false;
-    auto send = [&](std::vector<TokenPiece> pieces) {
+    std::vector<TokenPiece> pieces;
+    std::unique_lock lock(job->mu);
+    for (;;) {
+        job->cv.wait_for(lock, std::chrono::milliseconds(100), [&] {
+            return job->done || !job->pieces.empty() || job->started != started;
+        });
+        if (job->started && !started) {
+            started = true;
+            metrics_.add_waiting(-1);
+            metrics_.add_running(1);
+        }
+        pieces.swap(job->pieces);
+        const bool done = job->done;
+        lock.unlock();
+        if (!started && !done && keep_waiting && !keep_waiting()) job->cancel = true;
         for (const auto& piece : pieces) c.text += piece.text;
-        if (!cancelled && !pieces.empty() && !sink(pieces)) cancelled = true;
-        return !cancelled;
-    };
-    c.stats = gen.generate(p.prompt, [&](token_id id, bool drafted) {
-        if (c.ttft_s == 0) c.ttft_s = seconds_since(p.t_arrival);
-        const bool stop = text.push(tok.token_to_piece(id, /*special=*/false), drafted);
-        return send(text.take()) && !stop;
-    });
-    if (!cancelled) send(text.finish());
+        if (!cancelled && !pieces.empty() && !sink(pieces)) {
+            cancelled = true;
+            job->cancel = true;
+        }
+        pieces.clear();
+        lock.lock();
+        if (done && job->pieces.empty()) break;
+    }
+    if (!job->error.empty()) throw Error(job->error);
+    gauges.leave();
+    if (!started) return abandoned_in_queue(p);
+    c.stats = job->stats;
+    c.ttft_s = job->ttft_s;
+    c.n_cached = job->n_cached;
+    const int slot_id = job->slot_id;
+    const bool text_stopped = job->text_stopped;
+    lock.unlock();
 
     if (cancelled) {
         c.finish_reason = "abort";
-    } else if (text.stopped() || c.stats.stop_reason == "eog") {
+    } else if (text_stopped || c.stats.stop_reason == "eog") {
         c.finish_reason = "stop";
     } else {
         c.finish_reason = "length";
     }
     c.e2e_s = seconds_since(p.t_arrival);
     metrics_.record_request(c.stats, c.finish_reason, c.e2e_s, c.ttft_s);
+    metrics_.record_cached(c.n_cached);
     std::fprintf(stderr,
-                 "serve: slot %d | prompt %d | generated %d (%s) | %.1f tok/s | drafted %ld, "
-                 "accepted %ld | %.0f ms\n",
-                 slot.id, c.stats.n_prompt, c.stats.n_generated, c.finish_reason.c_str(),
-                 c.stats.gen_tps(), c.stats.n_drafted, c.stats.n_accepted, c.e2e_s * 1e3);
+                 "serve: slot %d | prompt %d (%d cached) | generated %d (%s) | %.1f tok/s | "
+                 "drafted %ld, accepted %ld | %.0f ms\n",
+                 slot_id, c.stats.n_prompt, c.n_cached, c.stats.n_generated,
+                 c.finish_reason.c_str(), c.stats.gen_tps(), c.stats.n_drafted, c.stats.n_accepted,
+                 c.e2e_s * 1e3);
     return c;
 }
 

@@ -1,12 +1,10 @@
 // Engine: what the HTTP layer calls to run one completion. It owns the loaded target (and draft)
 // Model, the chat format, the slot pool and the metrics. prepare() turns a parsed request into
 // prompt tokens and checks it against the model (context, draft length, model name): ApiError on
-// failure. run() waits for a free slot, generates with the shared Generator (plain, draft-model or
-// n-gram speculative) and hands the text out as it becomes safe to send (server/text_stream.h);
-// when the sink returns false (the client is gone) generation stops and the slot is freed.
-//
-// Threads: every slot's Session runs with max(1, threads / slots) threads, so that all slots busy
-// at once do not oversubscribe the CPU.
+// failure. run() hands the request to the scheduler (server/scheduler.h: every busy slot shares
+// one batched target pass per step, on all threads) and, on the calling thread, hands the text
+// out as it becomes safe to send (server/text_stream.h); when the sink returns false (the client
+// is gone) generation stops and the slot is freed.
 #pragma once
 
 #include <chrono>
@@ -19,7 +17,7 @@
 #include "server/chat_template.h"
 #include "server/metrics.h"
 #include "server/request.h"
-#include "server/slots.h"
+#include "server/scheduler.h"
 #include "server/text_stream.h"
 #include "speculative/config.h"
 #include "speculative/make_drafter.h"
@@ -50,6 +48,7 @@ struct Completion {
     std::string finish_reason;  // "stop", "length" or "abort"
     SpecStats stats;
     double ttft_s = 0, e2e_s = 0;
+    int n_cached = 0;  // prompt tokens the slot already held (not evaluated again)
 };
 
 // Receives text as it becomes safe to send; returns false to cancel (client disconnected).
@@ -76,16 +75,15 @@ class Engine {
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
-    Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own) const;
 
     EngineConfig cfg_;
     std::unique_ptr<Model> target_;
     SpeculativeSetup spec_;  // the draft model, loaded once for every slot
     std::string served_name_;
     ChatFormat chat_format_ = ChatFormat::Plain;
-    int n_ctx_ = 0, n_threads_slot_ = 1;
-    std::unique_ptr<SlotPool> slots_;
+    int n_ctx_ = 0;
     Metrics metrics_;
+    std::unique_ptr<Scheduler> scheduler_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace specula

@@ -64,6 +64,11 @@ void Metrics::add_running(int d) {
     running_ += d;
 }
 
+void Metrics::record_cached(long n) {
+    std::lock_guard lock(mu_);
+    cached_tokens_ += n;
+}
+
 void Metrics::record_request(const SpecStats& st, const std::string& reason, double e2e_s,
                              double ttft_s) {
     std::lock_guard lock(mu_);
@@ -104,6 +109,9 @@ std::string Metrics::render() const {
                std::to_string(n) + "\n";
     }
     scalar(out, P + "prompt_tokens_total", "counter", "Prompt tokens processed.", prompt_tokens_);
+    scalar(out, P + "prompt_tokens_cached_total", "counter",
+           "Prompt tokens found in a slot's cache (prefix reuse), not evaluated again.",
+           cached_tokens_);
     scalar(out, P + "generation_tokens_total", "counter", "Tokens generated.", generation_tokens_);
     scalar(out, P + "spec_decode_num_drafts", "counter", "Target passes that verified a draft.",
            num_drafts_);

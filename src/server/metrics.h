@@ -3,7 +3,8 @@
 //   specula:spec_decode_num_accepted_tokens, specula:spec_decode_num_accepted_tokens_per_pos
 //   {position="0".."k"} (counters, summed over finished requests' SpecStats);
 //   specula:request_success_total{finished_reason}, specula:request_failure_total{status},
-//   specula:prompt_tokens_total, specula:generation_tokens_total (counters);
+//   specula:prompt_tokens_total, specula:generation_tokens_total,
+//   specula:prompt_tokens_cached_total (prefix reuse) (counters);
 //   specula:num_requests_running / specula:num_requests_waiting (gauges);
 //   specula:e2e_request_latency_seconds, specula:time_to_first_token_seconds,
 //   specula:time_per_output_token_seconds (histograms).
@@ -42,13 +43,15 @@ class Metrics {
     void record_request(const SpecStats& st, const std::string& finish_reason, double e2e_s,
                         double ttft_s);
     void record_failure(int status);
+    // Prompt tokens a request found in its slot's cache (prefix reuse: not evaluated again).
+    void record_cached(long n_tokens);
 
     std::string render() const;
 
   private:
     mutable std::mutex mu_;
     long running_ = 0, waiting_ = 0;
-    long prompt_tokens_ = 0, generation_tokens_ = 0;
+    long prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
     long num_drafts_ = 0, num_draft_tokens_ = 0, num_accepted_ = 0;
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason

@@ -86,6 +86,7 @@ json final_chunk(const ResponseHead& h, const Completion& c) {
     json j = h.make();
     j["choices"] = json::array({choice});
     j["usage"] = usage_json(c.stats);
+    j["usage"]["prompt_tokens_details"] = {{"cached_tokens", c.n_cached}};
     return j;
 }
 
@@ -99,6 +100,7 @@ json full_response(const ResponseHead& h, const Completion& c) {
     json j = h.make();
     j["choices"] = json::array({choice});
     j["usage"] = usage_json(c.stats);
+    j["usage"]["prompt_tokens_details"] = {{"cached_tokens", c.n_cached}};
     return j;
 }
 

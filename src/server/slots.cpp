@@ -1,48 +1,42 @@
-// SlotPool: see slots.h.
+// Slots: see slots.h.
 #include "server/slots.h"
 
-#include <chrono>
 #include <new>
 
 #include "common/error.h"
 
 namespace specula {
 
-SlotPool::SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads) {
+std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
+                                              ThreadPool& pool) {
+    std::vector<std::unique_ptr<Slot>> slots;
     for (int i = 0; i < n_slots; ++i) {
         auto slot = std::make_unique<Slot>();
         slot->id = i;
         try {
-            slot->target = std::make_unique<Session>(target, SessionParams{n_ctx, n_threads});
+            SessionParams sp{n_ctx, 0};
+            sp.pool = &pool;
+            slot->target = std::make_unique<Session>(target, sp);
         } catch (const std::bad_alloc&) {
             fail("out of memory allocating the KV cache of slot ", i, " (context ", n_ctx,
                  " tokens); try a smaller -c or --parallel");
         }
-        free_.push_back(slot.get());
-        slots_.push_back(std::move(slot));
+        slot->cached.reserve(size_t(n_ctx));
+        slots.push_back(std::move(slot));
     }
+    return slots;
 }
 
-std::optional<SlotPool::Lease> SlotPool::acquire(const std::function<bool()>& keep_waiting) {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !free_.empty(); })) {
-        if (!keep_waiting) continue;
-        lock.unlock();
-        const bool keep = keep_waiting();
-        lock.lock();
-        if (!keep) return std::nullopt;
+SlotMatch best_slot(const std::vector<Slot*>& free, std::span<const token_id> prompt) {
+    SlotMatch best{free.front(), -1};
+    const size_t lim = prompt.empty() ? 0 : prompt.size() - 1;
+    for (Slot* s : free) {
+        size_t k = 0;
+        const size_t n = std::min(lim, s->cached.size());
+        while (k < n && s->cached[k] == prompt[k]) ++k;
+        if (int(k) > best.n_prefix) best = {s, int(k)};
     }
-    Slot* s = free_.back();
-    free_.pop_back();
-    return Lease(*this, *s);
-}
-
-void SlotPool::release(Slot& slot) {
-    {
-        std::lock_guard lock(mu_);
-        free_.push_back(&slot);
-    }
-    cv_.notify_one();
+    return best;
 }
 
 }  // namespace specula

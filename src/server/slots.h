@@ -1,15 +1,11 @@
-// SlotPool: the server's --parallel generation slots. Each slot owns a target Session (its own KV
-// cache over the shared, read-only Model), its drafter and the adaptive draft-length state it
-// carries from request to request. acquire() blocks while all slots are busy (requests queue; the
-// order among waiters is the condition variable's) and returns a lease that gives the slot back
-// when it goes out of scope.
+// Slots: the server's --parallel generation slots. Each slot owns a target Session (its own KV
+// cache over the shared, read-only Model, built over the engine's one thread pool), its drafter,
+// the adaptive draft-length state it carries from request to request, and the tokens its cache
+// holds (so a request whose prompt starts with them skips that prefill). The scheduler
+// (server/scheduler.h) alone uses them.
 #pragma once
 
-#include <condition_variable>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <vector>
 
 #include "model/model.h"
@@ -25,41 +21,21 @@ struct Slot {
     // The slot's drafter (draft-model Session or n-gram), made on first use and reused by every
     // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
     std::unique_ptr<Drafter> drafter;
+    std::vector<token_id> cached;  // the token at each position of target's cache
 };
 
-class SlotPool {
-  public:
-    // Slots are created up front so that a KV cache that does not fit fails at startup.
-    SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads);
+// Slots are created up front so that a KV cache that does not fit fails at startup (an Error
+// naming the slot and the context).
+std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
+                                              ThreadPool& pool);
 
-    class Lease {
-      public:
-        Lease(SlotPool& pool, Slot& slot) : pool_(&pool), slot_(&slot) {}
-        Lease(Lease&& o) noexcept : pool_(o.pool_), slot_(o.slot_) { o.pool_ = nullptr; }
-        Lease(const Lease&) = delete;
-        ~Lease() {
-            if (pool_) pool_->release(*slot_);
-        }
-        Slot& operator*() const { return *slot_; }
-        Slot* operator->() const { return slot_; }
-
-      private:
-        SlotPool* pool_;
-        Slot* slot_;
-    };
-
-    // Waits for a free slot. While waiting, `keep_waiting` (when given) is asked every 100 ms;
-    // when it says no (the client left), gives up and returns nothing.
-    std::optional<Lease> acquire(const std::function<bool()>& keep_waiting = {});
-    int size() const { return int(slots_.size()); }
-
-  private:
-    void release(Slot& slot);
-
-    std::vector<std::unique_ptr<Slot>> slots_;
-    std::vector<Slot*> free_;
-    std::mutex mu_;
-    std::condition_variable cv_;
+// The slot among `free` whose cached tokens share the longest prefix with prompt[0, n-1) (the
+// part of a prompt the target evaluates before the first step), and that length; ties go to the
+// first. `free` must not be empty.
+struct SlotMatch {
+    Slot* slot = nullptr;
+    int n_prefix = 0;
 };
+SlotMatch best_slot(const std::vector<Slot*>& free, std::span<const token_id> prompt);
 
 }  // namespace specula

@@ -23,9 +23,10 @@ namespace specula {
 
 struct DraftModelParams {
     int n_ctx = 0;      // 0: the draft model's training context
-    int n_threads = 0;  // 0: hardware concurrency
+    int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
     float p_min = 0.0f;
-    SamplingParams sampling;  // the target's sampling parameters (temp <= 0: greedy drafting)
+    SamplingParams sampling;     // the target's sampling parameters (temp <= 0: greedy drafting)
+    ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
 };
 
 class DraftModelDrafter final : public Drafter {

@@ -47,11 +47,9 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
 SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
     SpecStats st = start(prompt);
     const auto t_gen = clock_type::now();
-    if (params_.n_predict == 0) st.stop_reason = "n_predict";
     while (st.stop_reason.empty()) {
-        // The target evaluates `last` at position history.size() - 1, plus the drafts.
-        if (int(history_.size()) > target_.n_ctx()) {
-            st.stop_reason = "context";
+        if (const char* why = stop_before_step()) {
+            st.stop_reason = why;
             break;
         }
         const StepRecord& r = step(on_token);
@@ -60,14 +58,26 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
         if (r.stop) st.stop_reason = r.stop;
     }
     st.t_gen_ms = ms_since(t_gen);
-    // Keep the invariant "target holds all of history but its last token" for a caller that
-    // continues (tokens after an early stop are dropped).
-    target_.rollback(std::min(target_.n_past(), int(history_.size()) - 1));
+    end();
     return st;
 }
 
-// Checks the prompt and evaluates it in the target (all but its last token) and the drafter.
-SpecStats Generator::start(std::span<const token_id> prompt) {
+// Keeps the invariant "target holds all of history but its last token" for a caller that
+// continues (tokens after an early stop are dropped).
+void Generator::end() {
+    target_.rollback(std::min(target_.n_past(), int(history_.size()) - 1));
+}
+
+const char* Generator::stop_before_step() const {
+    if (params_.n_predict >= 0 && int(output_.size()) >= params_.n_predict) return "n_predict";
+    // The target evaluates `last` at position history.size() - 1, plus the drafts.
+    if (int(history_.size()) > target_.n_ctx()) return "context";
+    return nullptr;
+}
+
+// Checks the prompt and (when `evaluate`) evaluates it in the target (all but its last token)
+// and the drafter.
+SpecStats Generator::start(std::span<const token_id> prompt, bool evaluate) {
     if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
     const int n_ctx = target_.n_ctx();
     if (int(prompt.size()) > n_ctx)
@@ -83,6 +93,7 @@ SpecStats Generator::start(std::span<const token_id> prompt) {
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
     if (constraints_) constraints_->push_prompt(prompt);
+    if (!evaluate) return st;
 
     const auto t0 = clock_type::now();
     target_.reset();
@@ -94,6 +105,13 @@ SpecStats Generator::start(std::span<const token_id> prompt) {
 
 // One step: draft, verify in one target pass, roll the target back, emit.
 const StepRecord& Generator::step(const TokenCallback& on_token) {
+    const std::span<const token_id> batch = plan_step();
+    const auto t = clock_type::now();
+    target_.eval(batch);
+    return finish_step(on_token, ms_since(t));
+}
+
+std::span<const token_id> Generator::plan_step() {
     StepRecord& r = rec_;
     r.emitted.clear();
     r.stop = nullptr;
@@ -105,16 +123,18 @@ const StepRecord& Generator::step(const TokenCallback& on_token) {
     draft_.clear();
     if (n > 0) propose(n);
 
-    const int n_past = target_.n_past();
-    auto t = clock_type::now();
+    step_n_past_ = target_.n_past();
     batch_.assign(1, history_.back());
     batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
-    target_.eval(batch_);
-    r.verify_ms = ms_since(t);
+    return batch_;
+}
 
-    t = clock_type::now();
+const StepRecord& Generator::finish_step(const TokenCallback& on_token, double verify_ms) {
+    StepRecord& r = rec_;
+    r.verify_ms = verify_ms;
+    const auto t = clock_type::now();
     const Verdict v = verify_pass();
-    target_.rollback(n_past + 1 + v.n_accepted);  // drop the rejected drafts
+    target_.rollback(step_n_past_ + 1 + v.n_accepted);  // drop the rejected drafts
     if (drafter_) drafter_->accept(v.n_accepted);
     r.sample_ms = ms_since(t);
     r.n_drafted = draft_.size();

@@ -64,11 +64,31 @@ class Generator {
     // when the prompt is empty or does not fit the context.
     SpecStats generate(std::span<const token_id> prompt, const TokenCallback& on_token = {});
 
+    // The same loop in phases, for a caller that evaluates the target itself (the server's
+    // scheduler runs the target passes of many generators as one, model/batch_eval.h):
+    //   begin(prompt)       checks the prompt and makes it the history; evaluates nothing. The
+    //                       caller then brings the target to hold prompt[0, n-1) (in chunks, or
+    //                       keeping a prefix it already holds) and the drafter needs no begin()
+    //                       (drafters follow the history they are given).
+    //   stop_before_step()  why no step may run now ("n_predict", "context"), or null
+    //   plan_step()         proposes drafts; returns [last, drafts...]: the target must evaluate
+    //                       them at its n_past() with all logits before finish_step()
+    //   finish_step(cb, ms) verifies from the target's rows, rolls it back, emits; `ms` is the
+    //                       pass's time (StepRecord::verify_ms). The record feeds SpecStats::add
+    //                       and the draft-length controller as in generate().
+    //   end()               rolls the target back to hold all of history but its last token.
+    // step() is plan_step + target.eval + finish_step, so both ways emit the same tokens.
+    SpecStats begin(std::span<const token_id> prompt) { return start(prompt, false); }
+    const char* stop_before_step() const;
+    std::span<const token_id> plan_step();
+    const StepRecord& finish_step(const TokenCallback& on_token, double verify_ms);
+    void end();
+
     const std::vector<token_id>& output() const { return output_; }    // generated tokens
     const std::vector<token_id>& history() const { return history_; }  // prompt + output
 
   private:
-    SpecStats start(std::span<const token_id> prompt);
+    SpecStats start(std::span<const token_id> prompt, bool evaluate = true);
     const StepRecord& step(const TokenCallback& on_token);
     int draft_length() const;
     void propose(int n);
@@ -88,6 +108,7 @@ class Generator {
     StepRecord rec_;
     std::vector<token_id> batch_, history_, output_;
     std::vector<const float*> rows_;
+    int step_n_past_ = 0;  // the target's n_past() when plan_step() planned the current step
 };
 
 // Convenience: plain or speculative generation of a whole sequence, returning the generated ids.

@@ -25,6 +25,7 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             DraftModelParams dp;
             dp.n_ctx = params.n_ctx;
             dp.n_threads = params.n_threads;
+            dp.pool = params.pool;
             dp.p_min = setup.config.p_min;
             dp.sampling = params.sampling;
             return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);

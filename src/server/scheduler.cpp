@@ -1,0 +1,288 @@
+// Scheduler: see scheduler.h.
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/error.h"
+#include "frontend/prompt.h"
+
+namespace specula {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+}  // namespace
+
+// A job holding a slot.
+struct Scheduler::Active {
+    std::shared_ptr<Job> job;
+    Slot* slot = nullptr;
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<Drafter> own_drafter;  // a sampling request's own drafter
+    std::unique_ptr<Generator> gen;
+    std::unique_ptr<TextStream> text;
+    SpecStats st;
+    bool decoding = false;  // the prompt (all but its last token) is in the target
+    bool stopped = false;   // a stop string or the client ended it
+    clock_type::time_point t_start, t_gen;
+};
+
+Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
+                     const SchedulerConfig& config)
+    : target_(target),
+      spec_(spec),
+      cfg_(config),
+      pool_(default_threads(config.n_threads)),
+      batch_(target, pool_),
+      slots_(make_slots(target, config.n_slots, config.n_ctx, pool_)) {
+    if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
+    for (auto& s : slots_) free_.push_back(s.get());
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    {
+        std::lock_guard lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void Scheduler::submit(std::shared_ptr<Job> job) {
+    {
+        std::lock_guard lock(mu_);
+        queue_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+}
+
+void Scheduler::loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(mu_);
+            // Idle: sleep until a request comes; busy: look for cancelled waiters every step.
+            cv_.wait_for(lock, std::chrono::milliseconds(100),
+                         [&] { return stop_ || !queue_.empty() || !active_.empty(); });
+            if (stop_) break;
+        }
+        admit();
+        if (active_.empty()) continue;
+        try {
+            step();
+        } catch (const std::exception& e) {  // not expected: fail every running request
+            std::fprintf(stderr, "serve: scheduler step failed: %s\n", e.what());
+            for (auto& a : active_) {
+                {
+                    std::lock_guard lk(a->job->mu);
+                    a->job->error = e.what();
+                }
+                finish(*a, "callback");
+            }
+            active_.clear();
+        }
+    }
+    for (auto& a : active_) finish(*a, "callback");
+    active_.clear();
+    std::lock_guard lock(mu_);
+    for (auto& j : queue_) {
+        std::lock_guard lk(j->mu);
+        j->done = true;
+        j->cv.notify_all();
+    }
+}
+
+// Between steps: drops waiters whose clients left, and gives free slots to the oldest waiters.
+void Scheduler::admit() {
+    std::vector<std::pair<std::shared_ptr<Job>, SlotMatch>> starting;
+    {
+        std::lock_guard lock(mu_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if ((*it)->cancel) {
+                std::lock_guard lk((*it)->mu);
+                (*it)->done = true;
+                (*it)->cv.notify_all();
+                it = queue_.erase(it);
+            } else if (!free_.empty()) {
+                const SlotMatch m = best_slot(free_, (*it)->prompt);
+                free_.erase(std::find(free_.begin(), free_.end(), m.slot));
+                starting.emplace_back(std::move(*it), m);
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& [job, m] : starting) start(std::move(job), m.slot, m.n_prefix);
+}
+
+// Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
+// (its draft Session is allocated once and follows each history); a sampling request gets a fresh
+// one whose draws follow the request's seed. N-gram drafting is deterministic: always the slot's.
+Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
+                                std::unique_ptr<Drafter>& own) {
+    const SpecMethod method = spec_.config.method;
+    if (method == SpecMethod::none) return nullptr;
+    DrafterParams dp{cfg_.n_ctx, 0, sp, &pool_};
+    if (sp.temp <= 0.f || method == SpecMethod::ngram) {
+        if (!slot.drafter) {
+            dp.sampling = SamplingParams{0.f, 0, 1.f, 0.f, 0};
+            slot.drafter = make_drafter(spec_, dp);
+        }
+        return slot.drafter.get();
+    }
+    own = make_drafter(spec_, dp);
+    return own.get();
+}
+
+void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
+    auto a = std::make_unique<Active>();
+    a->job = job;
+    a->slot = slot;
+    a->t_start = clock_type::now();
+    slot->target->rollback(n_prefix);  // the cached prefix stays, the rest is overwritten
+    slot->cached.resize(size_t(n_prefix));
+    a->sampler = std::make_unique<Sampler>(job->sampling);
+    Drafter* drafter = drafter_for(*slot, job->sampling, a->own_drafter);
+    a->gen = std::make_unique<Generator>(*slot->target, *a->sampler, drafter, job->gen,
+                                         job->draft_auto ? &slot->draft_length : nullptr);
+    a->text = std::make_unique<TextStream>(job->stops);
+    a->st = a->gen->begin(job->prompt);
+    a->decoding = slot->target->n_past() + 1 >= int(job->prompt.size());
+    a->t_gen = clock_type::now();
+    {
+        std::lock_guard lk(job->mu);
+        job->started = true;
+        job->slot_id = slot->id;
+        job->n_cached = n_prefix;
+        job->cv.notify_all();
+    }
+    active_.push_back(std::move(a));
+}
+
+// The per-token hook of a generator (scheduler thread): text out to the job; false stops.
+bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
+    Job& j = *a.job;
+    const bool stop = a.text->push(target_.tokenizer().token_to_piece(id, false), drafted);
+    std::vector<TokenPiece> pieces = a.text->take();
+    {
+        std::lock_guard lk(j.mu);
+        if (j.ttft_s == 0)
+            j.ttft_s = std::chrono::duration<double>(clock_type::now() - j.t_arrival).count();
+        for (auto& p : pieces) j.pieces.push_back(std::move(p));
+        j.cv.notify_all();
+    }
+    if (stop) a.stopped = true;
+    return !stop && !j.cancel;
+}
+
+void Scheduler::step() {
+    items_.clear();
+    item_owner_.clear();
+    prefilling_.clear();
+    for (size_t i = 0; i < active_.size();) {
+        Active& a = *active_[i];
+        const char* why = a.job->cancel ? "callback"
+                          : a.decoding  ? a.gen->stop_before_step()
+                                        : nullptr;
+        if (why) {
+            finish(a, why);
+            active_.erase(active_.begin() + long(i));
+            continue;
+        }
+        ++i;
+        if (a.decoding) {
+            items_.push_back({a.slot->target.get(), a.gen->plan_step(), true});
+            item_owner_.push_back(&a);
+        } else {
+            prefilling_.push_back(&a);
+        }
+    }
+    // The prefill budget goes to the prompts closest to their first token first, so a short
+    // prompt is never stuck behind a long one.
+    auto left = [](const Active* a) {
+        return int(a->job->prompt.size()) - 1 - a->slot->target->n_past();
+    };
+    std::stable_sort(prefilling_.begin(), prefilling_.end(),
+                     [&](const Active* x, const Active* y) { return left(x) < left(y); });
+    int budget = cfg_.prefill_chunk;
+    for (Active* a : prefilling_) {
+        if (budget == 0) break;
+        Session& t = *a->slot->target;
+        const int n = std::min(budget, left(a));
+        budget -= n;
+        items_.push_back(
+            {&t, std::span(a->job->prompt).subspan(size_t(t.n_past()), size_t(n)), false});
+        item_owner_.push_back(a);
+    }
+    if (items_.empty()) return;
+    const auto t0 = clock_type::now();
+    batch_.eval(items_);
+    const double pass_ms = ms_since(t0);
+    for (size_t k = 0; k < items_.size(); ++k) {
+        Active& a = *item_owner_[k];
+        if (!items_[k].all_logits) {  // a prompt chunk
+            if (a.slot->target->n_past() + 1 >= int(a.job->prompt.size())) {
+                a.decoding = true;
+                a.st.t_prompt_ms = ms_since(a.t_start);
+                a.t_gen = clock_type::now();
+            }
+            continue;
+        }
+        const StepRecord& r = a.gen->finish_step(
+            [&](token_id id, bool drafted) { return on_token(a, id, drafted); }, pass_ms);
+        a.st.add(r);
+        if (a.job->draft_auto) a.slot->draft_length.observe(r);
+        if (r.stop) a.st.stop_reason = r.stop;
+    }
+    // Finished ones leave now (the next step would find them too, one pass later).
+    for (size_t i = 0; i < active_.size();) {
+        Active& a = *active_[i];
+        if (a.st.stop_reason.empty()) {
+            ++i;
+            continue;
+        }
+        finish(a, a.st.stop_reason.c_str());
+        active_.erase(active_.begin() + long(i));
+    }
+}
+
+// Ends a job: the slot keeps what its cache holds for the next request's prefix.
+void Scheduler::finish(Active& a, const char* why) {
+    Slot& s = *a.slot;
+    std::string reason = why;
+    if (a.decoding) {
+        a.gen->end();
+        a.st.t_gen_ms = ms_since(a.t_gen);
+        const auto& h = a.gen->history();
+        s.cached.assign(h.begin(), h.begin() + std::min<long>(long(h.size()), s.target->n_past()));
+    } else {
+        s.cached.assign(a.job->prompt.begin(), a.job->prompt.begin() + s.target->n_past());
+    }
+    if (s.cached.size() != size_t(s.target->n_past())) s.target->rollback(int(s.cached.size()));
+    a.st.stop_reason = reason;
+    Job& j = *a.job;
+    {
+        std::lock_guard lk(j.mu);
+        if (!j.cancel) {  // the text held back for stop strings goes out
+            std::vector<TokenPiece> rest = a.text->finish();
+            for (auto& p : rest) j.pieces.push_back(std::move(p));
+        }
+        j.text_stopped = a.text->stopped();
+        j.stats = a.st;
+        j.done = true;
+        j.cv.notify_all();
+    }
+    {
+        std::lock_guard lock(mu_);
+        free_.push_back(&s);
+    }
+}
+
+}  // namespace specula

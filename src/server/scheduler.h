@@ -1,0 +1,105 @@
+// Scheduler: runs every request of `specula serve` on one thread, in batched steps. Each step
+// collects, for every busy slot, either a chunk of its prompt (prefill, at most
+// SchedulerConfig::prefill_chunk prompt tokens per step over all slots, shortest remaining prompt
+// first, so a long prompt never stalls the others for long) or its next [last, drafts...] (the
+// slot's Generator, driven in phases: speculative/generator.h), runs ONE target pass over all of
+// them (model/batch_eval.h, every thread of the one pool), then lets each decoding slot verify its
+// own rows, roll back and emit. Every sequence's logits are those of evaluating it alone, so a
+// request's greedy output is `specula run`'s whatever shares its passes.
+//
+// New requests join between steps, taking the free slot whose cache shares the longest prefix
+// with their prompt (that prefix is not evaluated again: Job::n_cached). A request is cancelled
+// (Job::cancel) by its client leaving or by a stop string; a cancelled one that waits for a slot
+// leaves the queue.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/batch_eval.h"
+#include "server/slots.h"
+#include "server/text_stream.h"
+#include "speculative/generator.h"
+#include "speculative/make_drafter.h"
+#include "speculative/stats.h"
+
+namespace specula {
+
+struct SchedulerConfig {
+    int n_slots = 1;
+    int n_ctx = 0;
+    int n_threads = 0;       // the one pool every pass runs on (0: hardware threads)
+    int prefill_chunk = 64;  // prompt tokens evaluated per step, over all prefilling slots
+};
+
+// One generation: the engine fills the inputs, submits it, and reads the outputs under `mu`.
+struct Job {
+    // Inputs (not changed after submit).
+    std::vector<token_id> prompt;
+    GenParams gen;
+    SamplingParams sampling;
+    bool draft_auto = false;  // use the slot's draft-length controller (gen.n_draft unused)
+    std::vector<std::string> stops;
+    std::chrono::steady_clock::time_point t_arrival;
+
+    std::atomic<bool> cancel{false};  // set by the engine: the client left
+
+    // Outputs, guarded by mu; cv is notified at every change.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool started = false;            // holds a slot
+    bool done = false;               // finished (or abandoned in the queue: !started)
+    std::vector<TokenPiece> pieces;  // text ready to send, taken by the engine
+    std::string error;               // set when the scheduler failed (done is set too)
+    int slot_id = -1, n_cached = 0;
+    SpecStats stats;
+    bool text_stopped = false;  // a stop string ended it
+    double ttft_s = 0;
+};
+
+class Scheduler {
+  public:
+    // Builds the pool, the slots (KV caches; an Error when they do not fit) and starts the thread.
+    Scheduler(const Model& target, const SpeculativeSetup& spec, const SchedulerConfig& config);
+    ~Scheduler();  // stops the thread; jobs still running are finished as cancelled
+
+    void submit(std::shared_ptr<Job> job);
+    int n_threads() const { return pool_.size(); }
+    int n_slots() const { return int(slots_.size()); }
+
+  private:
+    struct Active;
+    void loop();
+    void admit();
+    void start(std::shared_ptr<Job> job, Slot* slot, int n_prefix);
+    void step();
+    void finish(Active& a, const char* why);
+    bool on_token(Active& a, token_id id, bool drafted);
+    Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own);
+
+    const Model& target_;
+    const SpeculativeSetup& spec_;
+    SchedulerConfig cfg_;
+    ThreadPool pool_;
+    BatchEvaluator batch_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<Slot*> free_;
+    std::vector<std::unique_ptr<Active>> active_;
+    std::vector<BatchItem> items_;
+    std::vector<Active*> item_owner_, prefilling_;
+
+    std::mutex mu_;  // guards queue_ and stop_
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+}  // namespace specula
