@@ -26,24 +26,6 @@ const char* const kDefaultPrompts[] = {
     "One day, a little bird could not find its nest. It flew to the old farm and",
 };
 
-std::vector<int> parse_list(const std::string& s, const char* what = "--draft-list") {
-    std::vector<int> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        try {
-            size_t used = 0;
-            const int n = std::stoi(item, &used);
-            if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
-            out.push_back(n);
-        } catch (const std::exception&) {
-            fail(what, ": expected comma-separated numbers 1..64, got '", s, "'");
-        }
-    }
-    if (out.empty()) fail(what, " is empty");
-    return out;
-}
-
 std::vector<std::string> read_prompts(const BenchOptions& o) {
     std::vector<std::string> prompts;
     if (!o.prompt_file.empty()) {
@@ -90,6 +72,24 @@ nlohmann::json to_json(const BenchResult& r) {
 }
 
 }  // namespace
+
+std::vector<int> parse_list(const std::string& s, const char* what) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            size_t used = 0;
+            const int n = std::stoi(item, &used);
+            if (used != item.size() || n < 1 || n > 64) throw std::invalid_argument(item);
+            out.push_back(n);
+        } catch (const std::exception&) {
+            fail(what, ": expected comma-separated numbers 1..64, got '", s, "'");
+        }
+    }
+    if (out.empty()) fail(what, " is empty");
+    return out;
+}
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("-m,--model", o.model, "target GGUF model")->required();

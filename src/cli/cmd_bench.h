@@ -39,6 +39,8 @@ struct BenchOptions {
 };
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o);
+// "1,2,5" -> {1, 2, 5}; each 1..64. Throws Error naming `what`.
+std::vector<int> parse_list(const std::string& s, const char* what = "--draft-list");
 int cmd_bench(const BenchOptions& o);
 
 }  // namespace specula::cli

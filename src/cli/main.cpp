@@ -12,6 +12,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
+#include "cli/cmd_bench_serve.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
@@ -142,6 +143,8 @@ int run_cli(int argc, char** argv) {
     add_bench_options(*bench, bench_opt);
 
     CLI::App* serve = add_serve_command(app);
+    BenchServeOptions bench_serve_opt;
+    CLI::App* bench_serve = add_bench_serve_command(app, bench_serve_opt);
     // Each command gets the llama.cpp options it accepts and ignores (cli/llama_flags.h).
     std::vector<CompatFlags> compat(5);
     CLI::App* commands[] = {run, info, tokenize, bench, serve};
@@ -169,6 +172,7 @@ int run_cli(int argc, char** argv) {
     if (info->parsed()) return cmd_info(info_opt);
     if (bench->parsed()) return cmd_bench(bench_opt);
     if (serve->parsed()) return cmd_serve();
+    if (bench_serve->parsed()) return cmd_bench_serve(bench_serve_opt);
     return cmd_tokenize(tok_opt);
 }
 

@@ -57,6 +57,7 @@ class ServerProcess {
     ServerProcess& operator=(const ServerProcess&) = delete;
 
     int port() const { return port_; }
+    pid_t pid() const { return pid_; }
     std::string log() const {
         std::ifstream f(log_path_);
         std::stringstream ss;
