@@ -53,6 +53,7 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     sc.n_slots = cfg.n_parallel;
     sc.n_ctx = n_ctx_;
     sc.n_threads = cfg.n_threads;
+    sc.metrics = &metrics_;
     scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
 }
 

@@ -69,6 +69,16 @@ void Metrics::record_cached(long n) {
     cached_tokens_ += n;
 }
 
+void Metrics::record_pass(int n_seqs, int n_rows, double ms, int draft_by_load) {
+    std::lock_guard lock(mu_);
+    ++passes_;
+    pass_rows_ += n_rows;
+    pass_ms_ += ms;
+    last_seqs_ = n_seqs;
+    last_rows_ = n_rows;
+    last_draft_ = draft_by_load;
+}
+
 void Metrics::record_request(const SpecStats& st, const std::string& reason, double e2e_s,
                              double ttft_s) {
     std::lock_guard lock(mu_);
@@ -112,6 +122,15 @@ std::string Metrics::render() const {
     scalar(out, P + "prompt_tokens_cached_total", "counter",
            "Prompt tokens found in a slot's cache (prefix reuse), not evaluated again.",
            cached_tokens_);
+    scalar(out, P + "batch_passes_total", "counter", "Batched target passes.", passes_);
+    scalar(out, P + "batch_rows_total", "counter", "Token rows evaluated by the passes.",
+           pass_rows_);
+    scalar(out, P + "batch_pass_seconds_total", "counter", "Time in batched target passes.",
+           pass_ms_ / 1e3);
+    scalar(out, P + "batch_sequences", "gauge", "Sequences in the last pass.", last_seqs_);
+    scalar(out, P + "batch_rows", "gauge", "Token rows of the last pass.", last_rows_);
+    scalar(out, P + "spec_decode_draft_length_by_load", "gauge",
+           "Draft length the load chose for the last pass (-1: no slot adapts).", last_draft_);
     scalar(out, P + "generation_tokens_total", "counter", "Tokens generated.", generation_tokens_);
     scalar(out, P + "spec_decode_num_drafts", "counter", "Target passes that verified a draft.",
            num_drafts_);

@@ -5,6 +5,9 @@
 //   specula:request_success_total{finished_reason}, specula:request_failure_total{status},
 //   specula:prompt_tokens_total, specula:generation_tokens_total,
 //   specula:prompt_tokens_cached_total (prefix reuse) (counters);
+//   specula:batch_passes_total, specula:batch_rows_total, specula:batch_pass_seconds_total
+//   (counters of the scheduler's batched passes), specula:batch_sequences, specula:batch_rows,
+//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts);
 //   specula:num_requests_running / specula:num_requests_waiting (gauges);
 //   specula:e2e_request_latency_seconds, specula:time_to_first_token_seconds,
 //   specula:time_per_output_token_seconds (histograms).
@@ -45,6 +48,9 @@ class Metrics {
     void record_failure(int status);
     // Prompt tokens a request found in its slot's cache (prefix reuse: not evaluated again).
     void record_cached(long n_tokens);
+    // One batched target pass of the scheduler: sequences, rows, its time, and the draft length
+    // chosen by load for it (-1: no slot adapts).
+    void record_pass(int n_seqs, int n_rows, double ms, int draft_by_load);
 
     std::string render() const;
 
@@ -52,6 +58,9 @@ class Metrics {
     mutable std::mutex mu_;
     long running_ = 0, waiting_ = 0;
     long prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
+    long passes_ = 0, pass_rows_ = 0;
+    int last_seqs_ = 0, last_rows_ = 0, last_draft_ = -1;
+    double pass_ms_ = 0;
     long num_drafts_ = 0, num_draft_tokens_ = 0, num_accepted_ = 0;
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason

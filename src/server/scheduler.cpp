@@ -182,10 +182,29 @@ bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     return !stop && !j.cancel;
 }
 
+// One draft length for the decoding slots that adapt (--draft auto without a per-request length),
+// from their acceptance and the measured pass cost at this load (server/load_draft.h); -1: none.
+int Scheduler::draft_length_by_load(int prefill_rows) {
+    ctl_.clear();
+    int rows_other = prefill_rows;
+    double draft_ms = 0;
+    for (const Active* a : decoding_) {
+        if (a->job->draft_auto) {
+            ctl_.push_back(&a->slot->draft_length);
+            draft_ms = std::max(draft_ms, a->slot->draft_length.draft_cost());
+        } else {
+            rows_other += 1 + (spec_.config.method == SpecMethod::none ? 0 : a->job->gen.n_draft);
+        }
+    }
+    if (ctl_.empty()) return -1;
+    return load_draft_.choose(ctl_, rows_other, draft_ms);
+}
+
 void Scheduler::step() {
     items_.clear();
     item_owner_.clear();
     prefilling_.clear();
+    decoding_.clear();
     for (size_t i = 0; i < active_.size();) {
         Active& a = *active_[i];
         const char* why = a.job->cancel ? "callback"
@@ -197,12 +216,7 @@ void Scheduler::step() {
             continue;
         }
         ++i;
-        if (a.decoding) {
-            items_.push_back({a.slot->target.get(), a.gen->plan_step(), true});
-            item_owner_.push_back(&a);
-        } else {
-            prefilling_.push_back(&a);
-        }
+        (a.decoding ? decoding_ : prefilling_).push_back(&a);
     }
     // The prefill budget goes to the prompts closest to their first token first, so a short
     // prompt is never stuck behind a long one.
@@ -221,10 +235,20 @@ void Scheduler::step() {
             {&t, std::span(a->job->prompt).subspan(size_t(t.n_past()), size_t(n)), false});
         item_owner_.push_back(a);
     }
+    const int k_load = draft_length_by_load(cfg_.prefill_chunk - budget);
+    for (Active* a : decoding_) {
+        items_.push_back(
+            {a->slot->target.get(), a->gen->plan_step(a->job->draft_auto ? k_load : -1), true});
+        item_owner_.push_back(a);
+    }
     if (items_.empty()) return;
+    int rows = 0;
+    for (const BatchItem& it : items_) rows += int(it.tokens.size());
     const auto t0 = clock_type::now();
     batch_.eval(items_);
     const double pass_ms = ms_since(t0);
+    if (!decoding_.empty()) load_draft_.observe_pass(rows, pass_ms);
+    if (cfg_.metrics) cfg_.metrics->record_pass(int(items_.size()), rows, pass_ms, k_load);
     for (size_t k = 0; k < items_.size(); ++k) {
         Active& a = *item_owner_[k];
         if (!items_[k].all_logits) {  // a prompt chunk

@@ -7,6 +7,9 @@
 // own rows, roll back and emit. Every sequence's logits are those of evaluating it alone, so a
 // request's greedy output is `specula run`'s whatever shares its passes.
 //
+// Slots under `--draft auto` (Job::draft_auto) share one draft length per step, chosen from the
+// load (server/load_draft.h).
+//
 // New requests join between steps, taking the free slot whose cache shares the longest prefix
 // with their prompt (that prefix is not evaluated again: Job::n_cached). A request is cancelled
 // (Job::cancel) by its client leaving or by a stop string; a cancelled one that waits for a slot
@@ -24,6 +27,8 @@
 #include <vector>
 
 #include "model/batch_eval.h"
+#include "server/load_draft.h"
+#include "server/metrics.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
 #include "speculative/generator.h"
@@ -35,8 +40,9 @@ namespace specula {
 struct SchedulerConfig {
     int n_slots = 1;
     int n_ctx = 0;
-    int n_threads = 0;       // the one pool every pass runs on (0: hardware threads)
-    int prefill_chunk = 64;  // prompt tokens evaluated per step, over all prefilling slots
+    int n_threads = 0;           // the one pool every pass runs on (0: hardware threads)
+    int prefill_chunk = 64;      // prompt tokens evaluated per step, over all prefilling slots
+    Metrics* metrics = nullptr;  // gets every pass (batch size, rows, cost, draft length by load)
 };
 
 // One generation: the engine fills the inputs, submits it, and reads the outputs under `mu`.
@@ -80,6 +86,7 @@ class Scheduler {
     void admit();
     void start(std::shared_ptr<Job> job, Slot* slot, int n_prefix);
     void step();
+    int draft_length_by_load(int prefill_rows);
     void finish(Active& a, const char* why);
     bool on_token(Active& a, token_id id, bool drafted);
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own);
@@ -93,7 +100,9 @@ class Scheduler {
     std::vector<Slot*> free_;
     std::vector<std::unique_ptr<Active>> active_;
     std::vector<BatchItem> items_;
-    std::vector<Active*> item_owner_, prefilling_;
+    std::vector<Active*> item_owner_, prefilling_, decoding_;
+    std::vector<const DraftLengthController*> ctl_;
+    LoadDraftLength load_draft_;
 
     std::mutex mu_;  // guards queue_ and stop_
     std::condition_variable cv_;

@@ -111,14 +111,15 @@ const StepRecord& Generator::step(const TokenCallback& on_token) {
     return finish_step(on_token, ms_since(t));
 }
 
-std::span<const token_id> Generator::plan_step() {
+std::span<const token_id> Generator::plan_step(int n_draft) {
     StepRecord& r = rec_;
     r.emitted.clear();
     r.stop = nullptr;
     r.n_draft_steps = 0;
     r.draft_ms = 0;
 
-    int n = std::min(draft_length(), target_.n_ctx() - int(history_.size()));
+    int n = std::min(n_draft >= 0 && drafter_ ? n_draft : draft_length(),
+                     target_.n_ctx() - int(history_.size()));
     if (params_.n_predict >= 0) n = std::min(n, params_.n_predict - int(output_.size()) - 1);
     draft_.clear();
     if (n > 0) propose(n);

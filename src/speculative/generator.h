@@ -71,7 +71,8 @@ class Generator {
     //                       keeping a prefix it already holds) and the drafter needs no begin()
     //                       (drafters follow the history they are given).
     //   stop_before_step()  why no step may run now ("n_predict", "context"), or null
-    //   plan_step()         proposes drafts; returns [last, drafts...]: the target must evaluate
+    //   plan_step(k)        proposes drafts (k >= 0: up to k); returns [last, drafts...]: the
+    //   target must evaluate
     //                       them at its n_past() with all logits before finish_step()
     //   finish_step(cb, ms) verifies from the target's rows, rolls it back, emits; `ms` is the
     //                       pass's time (StepRecord::verify_ms). The record feeds SpecStats::add
@@ -80,7 +81,8 @@ class Generator {
     // step() is plan_step + target.eval + finish_step, so both ways emit the same tokens.
     SpecStats begin(std::span<const token_id> prompt) { return start(prompt, false); }
     const char* stop_before_step() const;
-    std::span<const token_id> plan_step();
+    // n_draft >= 0 overrides this step's draft length (the scheduler's choice by load).
+    std::span<const token_id> plan_step(int n_draft = -1);
     const StepRecord& finish_step(const TokenCallback& on_token, double verify_ms);
     void end();
 
