@@ -360,6 +360,21 @@ BENCHMARK_CAPTURE(BM_matmul, F32_batch, GGMLType::F32)
     ->ArgNames({"rows", "cols", "ntok", "thr"})
     ->ArgsProduct({{5632}, {2048}, {1, 2, 5, 9, 512}, {2}})
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_matmul, F16_down, GGMLType::F16)
+    ->ArgNames({"rows", "cols", "ntok", "thr"})
+    ->ArgsProduct({{2048}, {5632}, {1, 2, 5, 9, 512}, {2}})
+    ->UseRealTime();
+// One thread, the same copy every time: the float kernels' per-core compute, in CPU time (which
+// stays meaningful when other processes share the cores).
+void float_core_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (auto [r, c] : {std::pair{1024, 2048}, {512, 5632}}) {
+        for (int ntok : {1, 2, 5, 9, 512}) b->Args({r, c, ntok, 1});
+    }
+}
+BENCHMARK_CAPTURE(BM_matmul_hot, F16_core, GGMLType::F16)->Apply(float_core_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, BF16_core, GGMLType::BF16)->Apply(float_core_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, F32_core, GGMLType::F32)->Apply(float_core_shapes);
 
 // One layer's attention at the ~1B target's shape (32 heads over 16 KV heads of 64), 2 threads:
 // ntok new positions after 512 cached ones, or (ntok 512) a whole prompt from position 0.

@@ -1,7 +1,7 @@
 // AVX-512 build of the float tile kernels (kernels/dot_float_tiles.inc): one 16-lane chain per
-// output; the single-token tile is 8 rows, verify and prompt tiles up to 4 rows x 6 tokens (24
-// accumulators of the 32 zmm registers). Results differ from the AVX2 build (8-lane chains) only
-// by summation order. dispatch only calls it after checking the CPU has AVX-512 F/BW/VL/DQ.
+// output; the one- and two-token tiles are 8 rows, verify and prompt tiles up to 4 rows x 6 tokens
+// (24 accumulators of the 32 zmm registers). Results differ from the AVX2 build (8-lane chains)
+// only by summation order. dispatch only calls it after checking the CPU has AVX-512 F/BW/VL/DQ.
 // GCC 12's 512-bit intrinsics pass _mm512_undefined_*() (a self-initialised variable) as the
 // unused merge source, which -Wuninitialized would report at every call.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -25,7 +25,7 @@ struct V {
     using reg = __m512;
     static constexpr int kLanes = 16;
     static constexpr int kMaxTokens = 6;
-    static constexpr int rows_for(int t) { return t == 1 ? 8 : t == 2 ? 6 : 4; }
+    static constexpr int rows_for(int t) { return t <= 2 ? 8 : 4; }
     static __attribute__((always_inline)) reg zero() { return _mm512_setzero_ps(); }
     static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
         return _mm512_fmadd_ps(a, b, c);
