@@ -1,0 +1,48 @@
+// Private to kernels/: the packed Q4_K / Q6_K tile kernels per level (gemm_kquants_avx2.cpp,
+// gemm_kquants_avx512.cpp), which kq_packed_tile_kernel (repack_k.cpp) chooses from, and the
+// token grouping they share.
+#pragma once
+
+#include <type_traits>
+
+#include "kernels/repack_k.h"
+
+namespace specula::simd {
+
+PackedTileFn avx2_kq_packed_tile(GGMLType t);
+PackedTileFn avx512_kq_packed_tile(GGMLType t);
+
+namespace {
+
+// Calls f(integral_constant<int, nt>) for a run-time nt in 1..N.
+template <int N, class F>
+__attribute__((always_inline)) inline void kq_with_tokens(int nt, F&& f) {
+    if constexpr (N == 1) {
+        f(std::integral_constant<int, 1>{});
+    } else if (nt == N) {
+        f(std::integral_constant<int, N>{});
+    } else {
+        kq_with_tokens<N - 1>(nt, f);
+    }
+}
+
+// Splits ntok tokens into the fewest groups of at most kMax, of balanced sizes (9 = 5 + 4 with
+// kMax 8), and calls run(integral_constant<NT>, the group's activations, its first token); `corr`
+// entries per token: kq_corr_per_token. A token's operations do not depend on its group.
+template <int kMax, class F>
+__attribute__((always_inline)) inline void kq_token_groups(const PackedActs& a, int ntok,
+                                                           size_t corr_per_token, F&& run) {
+    for (int t = 0; t < ntok;) {
+        const int left = ntok - t, groups = (left + kMax - 1) / kMax;
+        const int nt = (left + groups - 1) / groups;
+        PackedActs at = a;
+        at.q += t * a.stride;
+        if (at.corr) at.corr += t * corr_per_token;
+        kq_with_tokens<kMax>(nt, [&](auto n) { run(n, at, t); });
+        t += nt;
+    }
+}
+
+}  // namespace
+
+}  // namespace specula::simd
