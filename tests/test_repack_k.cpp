@@ -131,6 +131,43 @@ TEST(RepackK, EqualsReferenceAtEveryLevelBitForBit) {
     }
 }
 
+TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
+    // The AVX2 level's two builds (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) against the
+    // scalar reference, called directly: SPECULA_SIMD=avx2 picks the VNNI one on CPUs with it.
+    std::vector<bool> builds;  // those this CPU runs
+    if (cpu_simd_level() >= SimdLevel::AVX2) builds.push_back(false);
+    if (cpu_simd_level() >= SimdLevel::AVX2 && cpu_has_avx_vnni()) builds.push_back(true);
+    for (GGMLType t : kTypes) {
+        Packed p = make_packed(t, 16, 1024, 77);
+        for (int ntok : {1, 2, 3, 5, 9}) {
+            SCOPED_TRACE(testing::Message() << type_name(t) << " ntok " << ntok);
+            std::mt19937 rng(ntok);
+            const std::vector<float> x = random_floats(rng, ntok * 1024);
+            MatmulScratch s;
+            const size_t stride = quantize_acts(t, x.data(), 1024, 1024, ntok, s);
+            std::vector<uint8_t> q(kq_act_bytes(1024, ntok));
+            std::vector<float> d(kq_act_floats(1024, ntok));
+            std::vector<int32_t> corr(kq_act_corrs(1024, ntok));
+            const PackedActs a =
+                kq_prepare_acts(s.acts.data(), stride, 1024, ntok, q.data(), d.data(), corr.data());
+            std::vector<float> ref(16 * ntok), got(16 * ntok);
+            kq_packed_tile_kernel(t, SimdLevel::Scalar)(p.buf->data(), a, ntok, 0, 16, ref.data(),
+                                                        16);
+            for (bool vnni : builds) {
+                std::fill(got.begin(), got.end(), NAN);
+                kq_packed_tile_avx2(t, vnni)(p.buf->data(), a, ntok, 0, 16, got.data(), 16);
+                EXPECT_TRUE(same_bits(ref, got)) << (vnni ? "AVX-VNNI" : "AVX2");
+                // Rows 3 .. 12 only: the same values, shifted.
+                std::vector<float> part(9 * ntok, NAN);
+                kq_packed_tile_avx2(t, vnni)(p.buf->data(), a, ntok, 3, 12, part.data(), 9);
+                for (int tk = 0; tk < ntok; ++tk) {
+                    for (int r = 3; r < 12; ++r) ASSERT_EQ(part[tk * 9 + r - 3], ref[tk * 16 + r]);
+                }
+            }
+        }
+    }
+}
+
 TEST(RepackK, ExtremeValuesStayExact) {
     // All-63 Q6_K / all-15 Q4_K quants with the largest scales against activations of -128 and
     // 127 (Q8_K's range): the int32 sums and the SIMD byte products must not saturate.

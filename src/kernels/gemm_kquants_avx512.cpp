@@ -64,25 +64,30 @@ SPECULA_INLINE void store_rows(const __m512 (&acc)[NT], int lo, int hi, float* y
     }
 }
 
-template <int NT>
-struct TokenBlocks {
-    const block_q8_K* row[NT];
-    explicit TokenBlocks(const PackedActs& a) {
-        for (int t = 0; t < NT; ++t)
-            row[t] = reinterpret_cast<const block_q8_K*>(a.q + t * a.stride);
+// Super-block b of a group's activations (kq_prepare_acts): token t's quants at q + 256 t, its
+// scale d[t] and its corr entries at corr + kKqCorr t, all from one pointer each.
+struct ActsAt {
+    const int8_t* q;
+    const float* d;
+    const int32_t* corr;
+    ActsAt(const PackedActs& a, int64_t b) {
+        const size_t ntot = a.stride / 256;
+        q = reinterpret_cast<const int8_t*>(a.q + b * a.stride);
+        d = a.d + b * ntot;
+        corr = a.corr + b * ntot * kKqCorr;
     }
 };
 
 template <int NT>
 void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
     constexpr int CH = NT <= 4 ? 2 : 1;  // few tokens: two chains each (low and high nibbles)
-    const TokenBlocks<NT> x(a);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
         prefetch_record(sb, kQ4KSuperBytes);
+        const ActsAt x(a, b);
         // The mins term first: imin = sum_s m_s * (bsum_2s + bsum_2s+1), by vpdpwssd of (m_s, m_s)
         // with the bsum pair.
         {
@@ -94,19 +99,18 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
             }
             const __m512 dmin = fp16x16(sb + 32);
             for (int t = 0; t < NT; ++t) {
-                const block_q8_K& yb = x.row[t][b];
-                int32_t bs[8];  // bsum pairs (2s, 2s + 1) as one int32 each
-                std::memcpy(bs, yb.bsums, sizeof bs);
+                const int32_t* bs = x.corr + kKqCorr * t + kKqPairs;  // bsum pairs (2s, 2s + 1)
                 __m512i im = _mm512_setzero_si512();
                 for (int s = 0; s < 8; ++s) {
                     im = _mm512_dpwssd_epi32(im, mp[s], _mm512_set1_epi32(bs[s]));
                 }
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im),
-                                         _mm512_mul_ps(dmin, _mm512_set1_ps(-yb.d)), acc[t]);
+                                         _mm512_mul_ps(dmin, _mm512_set1_ps(-x.d[t])), acc[t]);
             }
         }
         __m512i isum[NT];
-#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 1
         for (int s = 0; s < 8; ++s) {
             __m512i dot[CH][NT];
             for (int t = 0; t < NT; ++t) {
@@ -118,7 +122,7 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                 const __m512i wl = _mm512_and_si512(raw, low4);
                 const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
                 for (int t = 0; t < NT; ++t) {
-                    const int8_t* q = x.row[t][b].qs + 8 * g;
+                    const int8_t* q = x.q + 256 * t + 8 * g;
                     dot[0][t] = dpbusd_b(dot[0][t], wl, q);
                     dot[CH - 1][t] = dpbusd_b(dot[CH - 1][t], wh, q + 4);
                 }
@@ -127,14 +131,13 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                 _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)));
             for (int t = 0; t < NT; ++t) {
                 const __m512i d = CH == 2 ? _mm512_add_epi32(dot[0][t], dot[CH - 1][t]) : dot[0][t];
-                const __m512i p = _mm512_mullo_epi32(d, sc);
-                isum[t] = s == 0 ? p : _mm512_add_epi32(isum[t], p);
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, sc));
             }
         }
         const __m512 dw = fp16x16(sb);
         for (int t = 0; t < NT; ++t) {
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(x.row[t][b].d)), acc[t]);
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(x.d[t])), acc[t]);
         }
     }
     store_rows<NT>(acc, lo, hi, y, ldy);
@@ -142,15 +145,16 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
 
 template <int NT>
 void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
-    const TokenBlocks<NT> x(a);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* sb = tile + b * kQ6KSuperBytes;
         prefetch_record(sb, kQ6KSuperBytes);
+        const ActsAt x(a, b);
         __m512i isum[NT];
-#pragma GCC unroll 16
+        for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 1
         for (int g = 0; g < 16; ++g) {
             const __m512i l0 = line(sb, 320 + 128 * g), l1 = line(sb, 384 + 128 * g);
             const __m512i h = line(sb, 2368 + 64 * g);
@@ -164,24 +168,23 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                                 _mm512_and_si512(_mm512_srli_epi16(h, 2), bits45))};
             __m512i dot[NT];
             for (int t = 0; t < NT; ++t) {
-                dot[t] = _mm512_set1_epi32(a.corr[(t * a.nb + b) * 16 + g]);
+                dot[t] = _mm512_set1_epi32(x.corr[kKqCorr * t + g]);
             }
             for (int k = 0; k < 4; ++k) {
                 for (int t = 0; t < NT; ++t) {
-                    dot[t] = dpbusd_b(dot[t], q[k], x.row[t][b].qs + 16 * g + 4 * k);
+                    dot[t] = dpbusd_b(dot[t], q[k], x.q + 256 * t + 16 * g + 4 * k);
                 }
             }
             const __m512i sc = _mm512_cvtepi8_epi32(
                 _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * g)));
             for (int t = 0; t < NT; ++t) {
-                const __m512i p = _mm512_mullo_epi32(dot[t], sc);
-                isum[t] = g == 0 ? p : _mm512_add_epi32(isum[t], p);
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
             }
         }
         const __m512 dw = fp16x16(sb);
         for (int t = 0; t < NT; ++t) {
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(x.row[t][b].d)), acc[t]);
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(x.d[t])), acc[t]);
         }
     }
     store_rows<NT>(acc, lo, hi, y, ldy);
@@ -189,17 +192,16 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
 
 void tile_q4_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
                int64_t ldy) {
-    kq_token_groups<kMaxTokens>(a, ntok, 0, [&](auto n, const PackedActs& at, int t) {
+    kq_token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
         q4k_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
     });
 }
 
 void tile_q6_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
                int64_t ldy) {
-    kq_token_groups<kMaxTokens>(a, ntok, static_cast<size_t>(a.nb) * 16,
-                                [&](auto n, const PackedActs& at, int t) {
-                                    q6k_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
-                                });
+    kq_token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
+        q6k_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
+    });
 }
 
 }  // namespace

@@ -77,16 +77,16 @@ constexpr int kPackTokenBlock = 32;
 void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                  float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.type, W.cols);
-    const bool kq = kq_repackable(W.type);  // Q8_K activations: no d, corr only for Q6_K
+    const bool kq = kq_repackable(W.type);
     for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
         const int nt = std::min(kPackTokenBlock, a.ntok - t0);
         PackedActs pa = a.packed;
-        pa.q += t0 * pa.stride;
-        if (!kq) {
+        if (kq) {
+            pa = kq_acts_from(pa, t0);
+        } else {
+            pa.q += t0 * pa.stride;
             pa.d += t0 * pa.nb;
             pa.corr += t0 * pa.nb;
-        } else if (pa.corr) {
-            pa.corr += t0 * kq_corr_per_token(GGMLType::Q6_K, W.cols);
         }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
@@ -172,15 +172,15 @@ Kernel kernel_for(const WeightView& W) {
     return k;
 }
 
-// The per-block activation sums of packed kernels, for ntok rows of weight type wt's activations
-// (Q8_0; or Q8_K, read in place, with Q6_K's offsets).
+// What packed kernels read besides the quantized rows, for ntok rows of weight type wt's
+// activations: Q8_0's per-block sums, or the Q8_K rows rearranged (kq_prepare_acts) into q.
 PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
-                       std::vector<float>& d, std::vector<int32_t>& corr) {
+                       std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q) {
     if (vec_dot_type(wt) == GGMLType::Q8_K) {
-        const size_t need = kq_corr_per_token(GGMLType::Q6_K, cols) * ntok;
-        if (corr.size() < need) corr.resize(need);
-        kq_act_corr(GGMLType::Q6_K, acts, stride, cols, ntok, corr.data());
-        return {acts, stride, nullptr, corr.data(), cols / QK_K};
+        q.resize(std::max(q.size(), kq_act_bytes(cols, ntok)));
+        d.resize(std::max(d.size(), kq_act_floats(cols, ntok)));
+        corr.resize(std::max(corr.size(), kq_act_corrs(cols, ntok)));
+        return kq_prepare_acts(acts, stride, cols, ntok, q.data(), d.data(), corr.data());
     }
     const int64_t nb = cols / QK8_0;
     const size_t need = static_cast<size_t>(nb) * ntok;
@@ -235,7 +235,8 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
     Acts a{acts, act_stride, nullptr, ntok, {}};
     std::vector<float> d;
     std::vector<int32_t> corr;
-    if (W.packed) a.packed = packed_acts(W.type, acts, act_stride, W.cols, ntok, d, corr);
+    std::vector<uint8_t> q;
+    if (W.packed) a.packed = packed_acts(W.type, acts, act_stride, W.cols, ntok, d, corr, q);
     rows_with_kernel(kernel_for(W), W, a, r0, r1, y, ldy);
 }
 
@@ -305,7 +306,7 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
            {}};
     if (any_packed) {
         a.packed = packed_acts(jobs[0].W.type, acts, stride, jobs[0].W.cols, ntok, scratch.packed_d,
-                               scratch.packed_corr);
+                               scratch.packed_corr, scratch.packed_q);
     }
     auto run_chunk = [&](int64_t id, size_t& j) {
         while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward

@@ -1,6 +1,6 @@
 // Private to kernels/: the packed Q4_K / Q6_K tile kernels per level (gemm_kquants_avx2.cpp,
-// gemm_kquants_avx512.cpp), which kq_packed_tile_kernel (repack_k.cpp) chooses from, and the
-// token grouping they share.
+// gemm_kquants_avxvnni.cpp, gemm_kquants_avx512.cpp), which kq_packed_tile_kernel (repack_k.cpp)
+// chooses from, and the token grouping they share.
 #pragma once
 
 #include <type_traits>
@@ -10,6 +10,7 @@
 namespace specula::simd {
 
 PackedTileFn avx2_kq_packed_tile(GGMLType t);
+PackedTileFn avxvnni_kq_packed_tile(GGMLType t);  // AVX2 + AVX-VNNI (the same bits)
 PackedTileFn avx512_kq_packed_tile(GGMLType t);
 
 namespace {
@@ -27,17 +28,15 @@ __attribute__((always_inline)) inline void kq_with_tokens(int nt, F&& f) {
 }
 
 // Splits ntok tokens into the fewest groups of at most kMax, of balanced sizes (9 = 5 + 4 with
-// kMax 8), and calls run(integral_constant<NT>, the group's activations, its first token); `corr`
-// entries per token: kq_corr_per_token. A token's operations do not depend on its group.
+// kMax 8), and calls run(integral_constant<NT>, the group's activations, its first token). A
+// token's operations do not depend on its group, so the split only changes how often a tile is
+// re-read.
 template <int kMax, class F>
-__attribute__((always_inline)) inline void kq_token_groups(const PackedActs& a, int ntok,
-                                                           size_t corr_per_token, F&& run) {
+__attribute__((always_inline)) inline void kq_token_groups(const PackedActs& a, int ntok, F&& run) {
     for (int t = 0; t < ntok;) {
         const int left = ntok - t, groups = (left + kMax - 1) / kMax;
         const int nt = (left + groups - 1) / groups;
-        PackedActs at = a;
-        at.q += t * a.stride;
-        if (at.corr) at.corr += t * corr_per_token;
+        const PackedActs at = kq_acts_from(a, t);
         kq_with_tokens<kMax>(nt, [&](auto n) { run(n, at, t); });
         t += nt;
     }

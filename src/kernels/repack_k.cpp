@@ -2,6 +2,8 @@
 // activation offsets, the scalar reference tile kernels and the choice of kernel per level.
 #include "kernels/repack_k.h"
 
+#include <cpuid.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -74,8 +76,16 @@ int q6_value(const uint8_t* sb, int r, int e) {  // u = q + 32
            (((sb[high_byte(r, e)] >> high_shift(e)) & 3) << 4);
 }
 
-const block_q8_K& act_block(const PackedActs& a, int t, int64_t b) {
-    return reinterpret_cast<const block_q8_K*>(a.q + t * a.stride)[b];
+// Token t's super-block b in the rearranged activations: its quants, scale and corr entries.
+struct ActBlock {
+    const int8_t* qs;
+    float d;
+    const int32_t* corr;
+};
+ActBlock act_block(const PackedActs& a, int t, int64_t b) {
+    const size_t ntok = a.stride / 256, i = b * ntok + t;
+    return {reinterpret_cast<const int8_t*>(a.q + b * a.stride + 256 * t), a.d[i],
+            a.corr + i * kKqCorr};
 }
 
 }  // namespace
@@ -133,20 +143,31 @@ void kq_dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
     }
 }
 
-size_t kq_corr_per_token(GGMLType t, int64_t cols) {
-    return t == GGMLType::Q6_K ? static_cast<size_t>(cols / QK_K) * 16 : 0;
+size_t kq_act_bytes(int64_t cols, int ntok) {
+    return static_cast<size_t>(cols) * ntok;
+}
+size_t kq_act_floats(int64_t cols, int ntok) {
+    return static_cast<size_t>(cols / QK_K) * ntok;
+}
+size_t kq_act_corrs(int64_t cols, int ntok) {
+    return kq_act_floats(cols, ntok) * kKqCorr;
 }
 
-void kq_act_corr(GGMLType t, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
-                 int32_t* corr) {
-    if (t != GGMLType::Q6_K) return;
+PackedActs kq_prepare_acts(const uint8_t* acts, size_t stride, int64_t cols, int ntok, uint8_t* q,
+                           float* d, int32_t* corr) {
     const int64_t nb = cols / QK_K;
-    for (int tk = 0; tk < ntok; ++tk) {
-        const auto* blk = reinterpret_cast<const block_q8_K*>(acts + tk * stride);
+    for (int t = 0; t < ntok; ++t) {
+        const auto* blk = reinterpret_cast<const block_q8_K*>(acts + t * stride);
         for (int64_t b = 0; b < nb; ++b) {
-            for (int g = 0; g < 16; ++g) *corr++ = -32 * blk[b].bsums[g];
+            const size_t i = b * ntok + t;
+            std::memcpy(q + i * QK_K, blk[b].qs, QK_K);
+            d[i] = blk[b].d;
+            int32_t* c = corr + i * kKqCorr;
+            for (int g = 0; g < 16; ++g) c[g] = -32 * blk[b].bsums[g];
+            std::memcpy(c + kKqPairs, blk[b].bsums, 32);
         }
     }
+    return {q, static_cast<size_t>(QK_K) * ntok, d, corr, nb};
 }
 
 void kq_tile_ref_q4_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
@@ -156,13 +177,15 @@ void kq_tile_ref_q4_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo
             float acc = 0.0f;
             for (int64_t b = 0; b < a.nb; ++b) {
                 const uint8_t* sb = tile + b * kQ4KSuperBytes;
-                const block_q8_K& yb = act_block(a, t, b);
+                const ActBlock yb = act_block(a, t, b);
+                int16_t bsums[16];
+                std::memcpy(bsums, yb.corr + kKqPairs, sizeof bsums);
                 int32_t isum = 0, imin = 0;
                 for (int s = 0; s < 8; ++s) {
                     int32_t dot = 0;
                     for (int e = 32 * s; e < 32 * s + 32; ++e) dot += q4_value(sb, r, e) * yb.qs[e];
                     isum += sb[64 + 16 * s + r] * dot;
-                    imin += sb[192 + 16 * s + r] * (yb.bsums[2 * s] + yb.bsums[2 * s + 1]);
+                    imin += sb[192 + 16 * s + r] * (bsums[2 * s] + bsums[2 * s + 1]);
                 }
                 const float dw = fp16_to_fp32(load_fp16(sb + 2 * r));
                 const float dmin = fp16_to_fp32(load_fp16(sb + 32 + 2 * r));
@@ -181,8 +204,8 @@ void kq_tile_ref_q6_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo
             float acc = 0.0f;
             for (int64_t b = 0; b < a.nb; ++b) {
                 const uint8_t* sb = tile + b * kQ6KSuperBytes;
-                const block_q8_K& yb = act_block(a, t, b);
-                const int32_t* corr = a.corr + (t * a.nb + b) * 16;
+                const ActBlock yb = act_block(a, t, b);
+                const int32_t* corr = yb.corr;
                 int32_t isum = 0;
                 for (int g = 0; g < 16; ++g) {
                     int32_t dot = corr[g];
@@ -197,13 +220,31 @@ void kq_tile_ref_q6_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo
     }
 }
 
+bool cpu_has_avx_vnni() {
+#if !(defined(__x86_64__) || defined(__i386__)) || defined(SPECULA_NO_CPU_PROBE)
+    return false;
+#else
+    static const bool has = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;  // CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's
+        // __builtin_cpu_supports does not know it)
+        return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1) != 0;
+    }();
+    return has;
+#endif
+}
+
+PackedTileFn kq_packed_tile_avx2(GGMLType t, bool vnni) {
+    return vnni ? simd::avxvnni_kq_packed_tile(t) : simd::avx2_kq_packed_tile(t);
+}
+
 PackedTileFn kq_packed_tile_kernel(GGMLType t, SimdLevel level) {
     if (!kq_repackable(t)) return nullptr;
     switch (level) {
         case SimdLevel::Scalar:
             return t == GGMLType::Q4_K ? &kq_tile_ref_q4_K : &kq_tile_ref_q6_K;
         case SimdLevel::AVX2:
-            return simd::avx2_kq_packed_tile(t);
+            return kq_packed_tile_avx2(t,
+                                       cpu_has_avx_vnni() && cpu_simd_level() >= SimdLevel::AVX2);
         case SimdLevel::AVX512:
             return simd::avx512_kq_packed_tile(t);
     }

@@ -29,8 +29,10 @@
 //                      [2368, 3392) 16 lines of high bits: line g (group g, elements 16g ..
 //                      16g + 15), byte 4r + j, bits 2k .. 2k + 1 = the top 2 bits of u for
 //                      element 16g + 4k + j
-// Activations are Q8_K rows, read in place; Q6_K also takes corr[t][b][g] = -32 * bsum_g
-// (kq_act_corr).
+// Activations (kq_prepare_acts) are the Q8_K rows rearranged by super-block: for super-block b,
+// the ntok tokens' 256 quants one after the other (a kernel reaches every token of its group from
+// one pointer), the scales d[b][t] and kKqCorr int32 per (b, t): Q6_K's -32 * bsum_g (16), then
+// Q4_K's bsum pairs (bsum_2s, bsum_2s+1) as int16 pairs (8).
 #pragma once
 
 #include <cstddef>
@@ -56,11 +58,29 @@ void kq_repack(const WeightView& W, uint8_t* dst);
 // Row r of a packed K-quant matrix as floats: the values dequantize_row gives for the row layout.
 void kq_dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 
-// int32 entries per token of kq_act_corr for a `cols`-column matrix of type t (0: none needed).
-size_t kq_corr_per_token(GGMLType t, int64_t cols);
-// Fills corr (ntok * kq_corr_per_token entries) from ntok Q8_K rows.
-void kq_act_corr(GGMLType t, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
-                 int32_t* corr);
+constexpr int kKqCorr = 24;   // int32 per (super-block, token) in PackedActs::corr
+constexpr int kKqPairs = 16;  // where the Q4_K bsum pairs start in them
+
+// The rearranged activations: bytes of quants, floats of scales and int32 of corr for ntok tokens
+// of a `cols`-column row.
+size_t kq_act_bytes(int64_t cols, int ntok);
+size_t kq_act_floats(int64_t cols, int ntok);
+size_t kq_act_corrs(int64_t cols, int ntok);
+
+// Rearranges ntok Q8_K rows (acts, stride bytes apart) into q, d and corr (sizes above) and
+// returns the PackedActs the kernels read: q = the quants, stride = bytes per super-block (256
+// ntok), d, corr, nb = super-blocks per row.
+PackedActs kq_prepare_acts(const uint8_t* acts, size_t stride, int64_t cols, int ntok, uint8_t* q,
+                           float* d, int32_t* corr);
+
+// The same activations from token t0 on (a group of tokens).
+inline PackedActs kq_acts_from(const PackedActs& a, int t0) {
+    PackedActs at = a;
+    at.q += static_cast<size_t>(t0) * 256;
+    at.d += t0;
+    at.corr += static_cast<size_t>(t0) * kKqCorr;
+    return at;
+}
 
 // The scalar reference tile kernels (the float operations of the SIMD ones).
 void kq_tile_ref_q4_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
@@ -69,9 +89,12 @@ void kq_tile_ref_q6_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo
                       int64_t ldy);
 
 // The tile kernel for packed weights of type t at exactly `level` (nullptr if t is not a packed
-// K-quant type), and the one at active_simd_level(). PackedActs: q / stride the Q8_K rows, nb the
-// super-blocks per row, corr from kq_act_corr (Q6_K), d unused.
+// K-quant type), and the one at active_simd_level(). They read kq_prepare_acts's activations.
+// The AVX2 level takes the AVX-VNNI build of its kernels when the CPU has AVX-VNNI (the same
+// bits); kq_packed_tile_avx2 gives either build (tests compare both where the CPU runs them).
 PackedTileFn kq_packed_tile_kernel(GGMLType t, SimdLevel level);
 PackedTileFn best_kq_packed_tile(GGMLType t);
+bool cpu_has_avx_vnni();
+PackedTileFn kq_packed_tile_avx2(GGMLType t, bool vnni);
 
 }  // namespace specula
