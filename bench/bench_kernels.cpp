@@ -181,6 +181,10 @@ void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, false, true);
 }
 
+void BM_matmul_packed_k_hot(benchmark::State& state, GGMLType type) {
+    run_matmul(state, type, true, true);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
     for (auto [r, c] : {std::pair{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
@@ -312,6 +316,16 @@ BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
 BENCHMARK(BM_matmul_packed)->Apply(packed_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k, Q4_K, GGMLType::Q4_K)->Apply(packed_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k, Q6_K, GGMLType::Q6_K)->Apply(packed_shapes);
+// The same kernels on one thread over a cache-resident 512 x 2048 matrix, in CPU time: their
+// compute ceiling (next to BM_matmul_hot's row-layout kernels).
+void packed_hot_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
+}
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q6_K, GGMLType::Q6_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K_rows512, GGMLType::Q4_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K_rows512, GGMLType::Q6_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul, Q8_0_pp, GGMLType::Q8_0)
     ->ArgNames({"rows", "cols", "ntok", "thr"})
     ->Args({5632, 2048, 512, 2})
