@@ -31,14 +31,7 @@ SPECULA_INLINE __m256i dpbusd256(__m256i s, __m256i w, const int8_t* p) {
 }  // namespace
 
 PackedTileFn avxvnni_kq_packed_tile(GGMLType t) {
-    switch (t) {
-        case GGMLType::Q4_K:
-            return &tile_256<false>;
-        case GGMLType::Q6_K:
-            return &tile_256<true>;
-        default:
-            return nullptr;
-    }
+    return tile_256_for(t);
 }
 
 }  // namespace specula::simd

@@ -3,8 +3,7 @@
 // chooses from, and the token grouping they share.
 #pragma once
 
-#include <type_traits>
-
+#include "kernels/packed_kernels.h"  // with_tokens
 #include "kernels/repack_k.h"
 
 namespace specula::simd {
@@ -14,18 +13,6 @@ PackedTileFn avxvnni_kq_packed_tile(GGMLType t);  // AVX2 + AVX-VNNI (the same b
 PackedTileFn avx512_kq_packed_tile(GGMLType t);
 
 namespace {
-
-// Calls f(integral_constant<int, nt>) for a run-time nt in 1..N.
-template <int N, class F>
-__attribute__((always_inline)) inline void kq_with_tokens(int nt, F&& f) {
-    if constexpr (N == 1) {
-        f(std::integral_constant<int, 1>{});
-    } else if (nt == N) {
-        f(std::integral_constant<int, N>{});
-    } else {
-        kq_with_tokens<N - 1>(nt, f);
-    }
-}
 
 // Splits ntok tokens into the fewest groups of at most kMax, of balanced sizes (9 = 5 + 4 with
 // kMax 8), and calls run(integral_constant<NT>, the group's activations, its first token). A
@@ -37,7 +24,7 @@ __attribute__((always_inline)) inline void kq_token_groups(const PackedActs& a, 
         const int left = ntok - t, groups = (left + kMax - 1) / kMax;
         const int nt = (left + groups - 1) / groups;
         const PackedActs at = kq_acts_from(a, t);
-        kq_with_tokens<kMax>(nt, [&](auto n) { run(n, at, t); });
+        with_tokens<kMax>(nt, [&](auto n) { run(n, at, t); });
         t += nt;
     }
 }
