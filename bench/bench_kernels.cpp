@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "kernels/blocks.h"
@@ -115,8 +116,8 @@ ThreadPool& threads(int n) {
 // measures the kernels' compute ceiling rather than memory bandwidth.
 // Every copy of the pool's matrix in the packed layout (kernels/repack.h), made once per shape.
 const uint8_t* packed_copies(const WeightPool& pool, int64_t rows, int64_t cols, size_t copies) {
-    static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<PackedBuffer>> made;
-    auto& buf = made[{rows, cols}];
+    static std::map<std::tuple<GGMLType, int64_t, int64_t>, std::unique_ptr<PackedBuffer>> made;
+    auto& buf = made[{pool.type, rows, cols}];
     if (!buf) {
         const size_t mat_bytes = row_size(pool.type, cols) * rows;
         const size_t packed_bytes = packed_size({pool.type, rows, cols, nullptr});
@@ -173,6 +174,15 @@ void BM_matmul_hot(benchmark::State& state, GGMLType type) {
 // Q8_0 in the packed layout (kernels/repack.h), streamed from memory like BM_matmul.
 void BM_matmul_packed(benchmark::State& state) {
     run_matmul(state, GGMLType::Q8_0, false, true);
+}
+
+// Q4_K / Q6_K in their packed layout (kernels/repack_k.h).
+void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
+    run_matmul(state, type, false, true);
+}
+
+void BM_matmul_packed_k_hot(benchmark::State& state, GGMLType type) {
+    run_matmul(state, type, true, true);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -304,6 +314,18 @@ BENCHMARK_CAPTURE(BM_matmul, Q3_K, GGMLType::Q3_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
 
 BENCHMARK(BM_matmul_packed)->Apply(packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k, Q4_K, GGMLType::Q4_K)->Apply(packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k, Q6_K, GGMLType::Q6_K)->Apply(packed_shapes);
+// The same kernels on one thread over a cache-resident 512 x 2048 matrix, in CPU time: their
+// compute ceiling (next to BM_matmul_hot's row-layout kernels).
+void packed_hot_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"});
+    for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
+}
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q6_K, GGMLType::Q6_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K_rows512, GGMLType::Q4_K)->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K_rows512, GGMLType::Q6_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul, Q8_0_pp, GGMLType::Q8_0)
     ->ArgNames({"rows", "cols", "ntok", "thr"})
     ->Args({5632, 2048, 512, 2})

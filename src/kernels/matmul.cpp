@@ -20,6 +20,7 @@
 #include "kernels/fp16.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
+#include "kernels/repack_k.h"
 
 namespace specula {
 
@@ -75,13 +76,18 @@ constexpr int kPackTokenBlock = 32;
 
 void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                  float* y, int64_t ldy) {
-    const size_t tb = packed_tile_bytes(W.cols);
+    const size_t tb = packed_tile_bytes(W.type, W.cols);
+    const bool kq = kq_repackable(W.type);
     for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
         const int nt = std::min(kPackTokenBlock, a.ntok - t0);
         PackedActs pa = a.packed;
-        pa.q += t0 * pa.stride;
-        pa.d += t0 * pa.nb;
-        pa.corr += t0 * pa.nb;
+        if (kq) {
+            pa = kq_acts_from(pa, t0);
+        } else {
+            pa.q += t0 * pa.stride;
+            pa.d += t0 * pa.nb;
+            pa.corr += t0 * pa.nb;
+        }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
             const int lo = static_cast<int>(std::max(r0, base) - base);
@@ -165,7 +171,8 @@ simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
 Kernel kernel_for(const WeightView& W) {
     if (W.packed) {
         if (!repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
-        return {nullptr, nullptr, nullptr, nullptr, best_packed_tile()};
+        return {nullptr, nullptr, nullptr, nullptr,
+                kq_repackable(W.type) ? best_kq_packed_tile(W.type) : best_packed_tile()};
     }
     const GGMLType wt = W.type;
     Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
@@ -175,9 +182,16 @@ Kernel kernel_for(const WeightView& W) {
     return k;
 }
 
-// The per-block activation sums of packed kernels, for ntok Q8_0 rows.
-PackedActs packed_acts(const uint8_t* acts, size_t stride, int64_t cols, int ntok,
-                       std::vector<float>& d, std::vector<int32_t>& corr) {
+// What packed kernels read besides the quantized rows, for ntok rows of weight type wt's
+// activations: Q8_0's per-block sums, or the Q8_K rows rearranged (kq_prepare_acts) into q.
+PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
+                       std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q) {
+    if (vec_dot_type(wt) == GGMLType::Q8_K) {
+        q.resize(std::max(q.size(), kq_act_bytes(cols, ntok)));
+        d.resize(std::max(d.size(), kq_act_floats(cols, ntok)));
+        corr.resize(std::max(corr.size(), kq_act_corrs(cols, ntok)));
+        return kq_prepare_acts(acts, stride, cols, ntok, q.data(), d.data(), corr.data());
+    }
     const int64_t nb = cols / QK8_0;
     const size_t need = static_cast<size_t>(nb) * ntok;
     if (d.size() < need) d.resize(need);
@@ -231,7 +245,8 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
     Acts a{acts, act_stride, nullptr, ntok, {}};
     std::vector<float> d;
     std::vector<int32_t> corr;
-    if (W.packed) a.packed = packed_acts(acts, act_stride, W.cols, ntok, d, corr);
+    std::vector<uint8_t> q;
+    if (W.packed) a.packed = packed_acts(W.type, acts, act_stride, W.cols, ntok, d, corr, q);
     rows_with_kernel(kernel_for(W), W, a, r0, r1, y, ldy);
 }
 
@@ -301,8 +316,8 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
            ntok,
            {}};
     if (any_packed) {
-        a.packed =
-            packed_acts(acts, stride, jobs[0].W.cols, ntok, scratch.packed_d, scratch.packed_corr);
+        a.packed = packed_acts(jobs[0].W.type, acts, stride, jobs[0].W.cols, ntok, scratch.packed_d,
+                               scratch.packed_corr, scratch.packed_q);
     }
     auto run_chunk = [&](int64_t id, size_t& j) {
         while (id >= parts[j + 1].first) ++j;  // ids only grow, so j only moves forward

@@ -36,6 +36,7 @@ struct MatmulScratch {
     std::vector<float> act_scales;     // their Q8_0 block scales as floats (for the SIMD kernels)
     std::vector<float> packed_d;       // the same per token and block, for packed weights
     std::vector<int32_t> packed_corr;  // -128 * the sum of each block's quants (PackedActs)
+    std::vector<uint8_t> packed_q;     // Q8_K quants rearranged for packed K-quants (repack_k.h)
 };
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t * ldx + c], for r < W.rows, t < ntok.

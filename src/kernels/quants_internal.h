@@ -48,6 +48,13 @@ void dequantize_q8_K(const block_q8_K* x, float* y, int64_t n);
 
 void quantize_q8_K(const float* x, block_q8_K* y, int64_t n);
 
+// Q4_K / Q5_K: scale and min of sub-block j (0..7) from the 12-byte packing.
+void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m);
+// Q4_K: the 4-bit value (0..15) of element l (0..255) of a super-block.
+int q4_K_value(const block_q4_K& b, int l);
+// Q6_K: the signed 6-bit value (-32..31) of element l.
+int q6_K_value(const block_q6_K& b, int l);
+
 float vec_dot_q2_K_q8_K(int64_t n, const block_q2_K* x, const block_q8_K* y);
 float vec_dot_q3_K_q8_K(int64_t n, const block_q3_K* x, const block_q8_K* y);
 float vec_dot_q4_K_q8_K(int64_t n, const block_q4_K* x, const block_q8_K* y);

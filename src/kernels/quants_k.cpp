@@ -14,8 +14,6 @@
 
 namespace specula::ref {
 
-namespace {
-
 // Q4_K / Q5_K: 8 pairs of 6-bit (scale, min) packed in 12 bytes. Pairs 0..3 sit in the low 6 bits
 // of bytes 0..3 (scales) and 4..7 (mins); pairs 4..7 take their low 4 bits from bytes 8..11 and
 // their top 2 bits from the top bits of bytes 0..7.
@@ -28,6 +26,26 @@ void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
         *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
+
+// Q4_K: the 4-bit value of element l: 64-element groups use 32 bytes, low nibbles first.
+int q4_K_value(const block_q4_K& b, int l) {
+    const uint8_t q = b.qs[32 * (l / 64) + l % 32];
+    return (l % 64) < 32 ? (q & 0x0F) : (q >> 4);
+}
+
+// Q6_K: the signed 6-bit value of element l. Each 128-element half uses 64 bytes of ql and 32 of
+// qh; quarter k of the half takes nibble (k / 2) of ql[(k % 2) * 32 + i] and bits 2k..2k+1 of
+// qh[i].
+int q6_K_value(const block_q6_K& b, int l) {
+    const int half = l / 128, r = l % 128;
+    const int k = r / 32, i = r % 32;
+    const uint8_t ql = b.ql[64 * half + (k % 2) * 32 + i];
+    const int low = k < 2 ? (ql & 0x0F) : (ql >> 4);
+    const int high = (b.qh[32 * half + i] >> (2 * k)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+namespace {
 
 // Q3_K: 16 6-bit scales packed in 12 bytes, returned with their -32 offset applied. Scale j's low
 // 4 bits are the low (j < 8) or high (j >= 8) nibble of byte j % 8; its top 2 bits are bits
@@ -56,29 +74,11 @@ int q2_K_value(const block_q2_K& b, int l) {
     return (b.qs[32 * half + r % 32] >> (2 * (r / 32))) & 3;
 }
 
-// Q4_K: the 4-bit value of element l: 64-element groups use 32 bytes, low nibbles first.
-int q4_K_value(const block_q4_K& b, int l) {
-    const uint8_t q = b.qs[32 * (l / 64) + l % 32];
-    return (l % 64) < 32 ? (q & 0x0F) : (q >> 4);
-}
-
 // Q5_K: Q4_K's nibble plus a fifth bit, bit (l / 32) of qh[l % 32].
 int q5_K_value(const block_q5_K& b, int l) {
     const uint8_t q = b.qs[32 * (l / 64) + l % 32];
     const int low = (l % 64) < 32 ? (q & 0x0F) : (q >> 4);
     return low | (((b.qh[l % 32] >> (l / 32)) & 1) << 4);
-}
-
-// Q6_K: the signed 6-bit value of element l. Each 128-element half uses 64 bytes of ql and 32 of
-// qh; quarter k of the half takes nibble (k / 2) of ql[(k % 2) * 32 + i] and bits 2k..2k+1 of
-// qh[i].
-int q6_K_value(const block_q6_K& b, int l) {
-    const int half = l / 128, r = l % 128;
-    const int k = r / 32, i = r % 32;
-    const uint8_t ql = b.ql[64 * half + (k % 2) * 32 + i];
-    const int low = k < 2 ? (ql & 0x0F) : (ql >> 4);
-    const int high = (b.qh[32 * half + i] >> (2 * k)) & 3;
-    return (low | (high << 4)) - 32;
 }
 
 }  // namespace

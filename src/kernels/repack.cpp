@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "kernels/blocks.h"
 #include "kernels/fp16.h"
+#include "kernels/repack_k.h"
 
 namespace specula {
 
@@ -31,18 +32,24 @@ const uint8_t* block_quants(const uint8_t* tile, int64_t b) {
 }  // namespace
 
 bool repackable(GGMLType t) {
-    return t == GGMLType::Q8_0;
+    return t == GGMLType::Q8_0 || kq_repackable(t);
 }
 
 size_t packed_tile_bytes(int64_t cols) {
     return static_cast<size_t>((n_blocks(cols) + 1) / 2) * kPackPairBytes;
 }
 
+size_t packed_tile_bytes(GGMLType t, int64_t cols) {
+    return kq_repackable(t) ? kq_tile_bytes(t, cols) : packed_tile_bytes(cols);
+}
+
 size_t packed_size(const WeightView& W) {
-    return static_cast<size_t>((W.rows + kPackRows - 1) / kPackRows) * packed_tile_bytes(W.cols);
+    return static_cast<size_t>((W.rows + kPackRows - 1) / kPackRows) *
+           packed_tile_bytes(W.type, W.cols);
 }
 
 void repack(const WeightView& W, uint8_t* dst) {
+    if (kq_repackable(W.type)) return kq_repack(W, dst);
     if (!repackable(W.type) || W.cols % QK8_0 != 0) {
         fail("repack: ", type_name(W.type), " weight with ", W.cols, " columns cannot be packed");
     }
@@ -72,6 +79,7 @@ void repack(const WeightView& W, uint8_t* dst) {
 }
 
 void dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
+    if (kq_repackable(W.type)) return kq_dequantize_packed_row(W, r, out);
     const uint8_t* tile = W.packed + (r / kPackRows) * packed_tile_bytes(W.cols);
     const int i = static_cast<int>(r % kPackRows);
     for (int64_t b = 0; b < n_blocks(W.cols); ++b) {

@@ -30,15 +30,17 @@ constexpr int kPackRows = 16;            // rows per tile
 constexpr size_t kPackPairBytes = 1088;  // one block pair of a tile
 constexpr size_t kPackAlign = 64;
 
-// Weight types repack() handles (Q8_0).
+// Weight types repack() handles: Q8_0 here, Q4_K and Q6_K in the layout of kernels/repack_k.h.
 bool repackable(GGMLType t);
 
-// Bytes of one tile (16 rows) and of the whole packed matrix.
+// Bytes of one tile (16 rows) of a Q8_0 matrix, of any repackable type's, and of the whole packed
+// matrix.
 size_t packed_tile_bytes(int64_t cols);
+size_t packed_tile_bytes(GGMLType t, int64_t cols);
 size_t packed_size(const WeightView& W);
 
 // Writes W (row layout, W.data) in the tiled layout to dst (packed_size(W) bytes, 64-byte
-// aligned). W must be repackable with cols a multiple of 32.
+// aligned). W must be repackable with cols a multiple of its block size.
 void repack(const WeightView& W, uint8_t* dst);
 
 // Row r of a packed matrix (W.packed) as floats: the same values dequantize_row gives for the row
