@@ -120,8 +120,8 @@ const StepRecord& Generator::step(const TokenCallback& on_token) {
     r.n_drafted = draft_.size();
     r.n_accepted = v.n_accepted;
 
-    for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit({draft_.tokens[i], true}, on_token);
-    if (!r.stop) emit({v.token, false}, on_token);
+    for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit({draft_.tokens[i], true}, i, on_token);
+    if (!r.stop) emit({v.token, false}, v.n_accepted, on_token);
     return r;
 }
 
@@ -170,7 +170,7 @@ Verdict Generator::verify_pass() {
 }
 
 // Appends one generated token, or records why generation stops.
-void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
+void Generator::emit(EmittedToken t, int row, const TokenCallback& on_token) {
     if (!params_.ignore_eos && target_.model().tokenizer().is_eog(t.id)) {
         rec_.stop = "eog";
         return;
@@ -179,6 +179,7 @@ void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
     history_.push_back(t.id);
     output_.push_back(t.id);
     rec_.emitted.push_back(t);
+    if (row_observer_) row_observer_(t.id, rows_[size_t(row)]);
     if (on_token && !on_token(t.id, t.drafted)) {
         rec_.stop = "callback";
         return;
