@@ -51,6 +51,9 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
                                       SessionParams::kDefaultMaxCtx);
     n_threads_slot_ = std::max(1, default_threads(cfg.n_threads) / cfg.n_parallel);
     slots_ = std::make_unique<SlotPool>(*target_, cfg.n_parallel, n_ctx_, n_threads_slot_);
+    sampling_ = std::make_unique<RequestSampling>(*target_);
+    metrics_.set_kv_capacity(cfg.n_parallel, n_ctx_);
+    metrics_.set_model_name(served_name_);
 }
 
 Engine::~Engine() = default;
@@ -103,6 +106,7 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
     if (fit.what != ContextFit::fits)
         bad_request(fit.message,
                     fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
+    sampling_->check(req);
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
@@ -137,8 +141,24 @@ Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
     return own.get();
 }
 
+// echo: the prompt's text and, with logprobs, each prompt token's logprob (one all-logits pass
+// over the prompt; the Generator starts the session afresh after it).
+void Engine::echo_prompt(Session& session, const PreparedRequest& p, Completion& c) const {
+    const Tokenizer& tok = target_->tokenizer();
+    c.echo =
+        p.req.prompt_ids.empty() ? p.req.prompt : tok.decode(p.prompt, /*remove_special=*/true);
+    if (p.req.logprobs < 0) return;
+    session.reset();
+    session.eval(p.prompt, /*all_logits=*/true);
+    const int nv = target_->hparams().n_vocab;
+    c.prompt_logprobs.push_back({p.prompt[0], 0.f, {}});
+    for (size_t i = 1; i < p.prompt.size(); ++i)
+        c.prompt_logprobs.push_back(
+            token_logprob(session.logits(int(i) - 1), nv, p.prompt[i], p.req.logprobs));
+}
+
 Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
-                       const std::function<bool()>& keep_waiting) {
+                       const std::function<bool()>& keep_waiting, int choice) {
     const CompletionRequest& r = p.req;
     metrics_.add_waiting(1);
     auto lease = slots_->acquire(keep_waiting);
@@ -151,8 +171,9 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
         ~RunningGuard() { m.add_running(-1); }
     } running{metrics_};
 
-    SamplingParams sp{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
+    const SamplingParams sp = sampling_->sampling(r, choice);
     Sampler sampler(sp);
+    const std::unique_ptr<Constraints> constraints = sampling_->constraints(r);
     std::unique_ptr<Drafter> own_drafter;
     Drafter* drafter = drafter_for(slot, sp, own_drafter);
 
@@ -163,23 +184,37 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     gp.draft_min = cfg_.speculative.draft_min;
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
     const bool automatic = cfg_.speculative.draft_auto && !r.n_draft;
-    Generator gen(*slot.target, sampler, drafter, gp, automatic ? &slot.draft_length : nullptr);
+    Generator gen(*slot.target, sampler, drafter, gp, automatic ? &slot.draft_length : nullptr,
+                  constraints.get());
 
     Completion c;
+    if (r.echo) echo_prompt(*slot.target, p, c);
+    if (r.logprobs >= 0) {
+        gen.observe_rows([&, nv = target_->hparams().n_vocab](token_id id, const float* row) {
+            c.logprobs.push_back(token_logprob(row, nv, id, r.logprobs));
+        });
+    }
+    int n_emitted = 0;
     const Tokenizer& tok = target_->tokenizer();
     TextStream text(r.stop);
     bool cancelled = false;
     auto send = [&](std::vector<TokenPiece> pieces) {
-        for (const auto& piece : pieces) c.text += piece.text;
-        if (!cancelled && !pieces.empty() && !sink(pieces)) cancelled = true;
+        for (const auto& piece : pieces) {
+            c.text += piece.text;
+            if (!piece.text.empty()) c.n_text_tokens = std::max(c.n_text_tokens, piece.index + 1);
+        }
+        if (!cancelled && !pieces.empty() && !sink(c, pieces)) cancelled = true;
         return !cancelled;
     };
     c.stats = gen.generate(p.prompt, [&](token_id id, bool drafted) {
         if (c.ttft_s == 0) c.ttft_s = seconds_since(p.t_arrival);
-        const bool stop = text.push(tok.token_to_piece(id, /*special=*/false), drafted);
+        metrics_.set_kv_tokens(slot.id, int(p.prompt.size()) + ++n_emitted);
+        const bool stop =
+            text.push(tok.token_to_piece(id, /*special=*/false), drafted, n_emitted - 1);
         return send(text.take()) && !stop;
     });
     if (!cancelled) send(text.finish());
+    metrics_.set_kv_tokens(slot.id, 0);
 
     if (cancelled) {
         c.finish_reason = "abort";
