@@ -45,6 +45,22 @@ json ok(const ServerProcess& s, const std::string& path, const json& body) {
     return r.body;
 }
 
+// The data events of an SSE response, parsed ([DONE] as the string "[DONE]").
+std::vector<json> sse_events(const ServerProcess& s, const std::string& path, json body) {
+    body["stream"] = true;
+    auto res = s.client().Post(path.c_str(), body.dump(), "application/json");
+    if (!res) throw std::runtime_error("no response from " + path);
+    EXPECT_EQ(res->status, 200) << res->body;
+    std::vector<json> out;
+    std::string rest = res->body;
+    for (size_t pos; (pos = rest.find("\n\n")) != std::string::npos; rest.erase(0, pos + 2)) {
+        const std::string ev = rest.substr(0, pos);
+        if (ev.rfind("data: ", 0) != 0) continue;  // a comment (queue probe)
+        out.push_back(ev == "data: [DONE]" ? json("[DONE]") : json::parse(ev.substr(6)));
+    }
+    return out;
+}
+
 json spec(int n) {
     return {{"num_speculative_tokens", n}};
 }
@@ -204,6 +220,46 @@ TEST_F(ServerApiTest, LogprobsAreTheSameWithAndWithoutSpeculation) {
         EXPECT_LE(p, 1.0 + 1e-5);
     }
     EXPECT_EQ(text, a["choices"][0]["message"]["content"]);
+}
+
+// Streamed: each token's logprob entry goes out with the chunk holding its text; all of them
+// together equal the non-streamed list. n = 2 streams the choices one after the other.
+TEST_F(ServerApiTest, StreamedLogprobsAndChoices) {
+    const json req = {{"messages", json::array({{{"role", "user"}, {"content", "A cat"}}})},
+                      {"max_tokens", 20},
+                      {"temperature", 0},
+                      {"logprobs", true},
+                      {"top_logprobs", 1},
+                      {"n", 2},
+                      {"stream_options", {{"include_usage", true}}}};
+    json whole = req;
+    whole.erase("stream_options");
+    const json full = ok(s(), "/v1/chat/completions", whole);
+    ASSERT_EQ(full["choices"].size(), 2u);
+    const std::vector<json> ev = sse_events(s(), "/v1/chat/completions", req);
+    ASSERT_GE(ev.size(), 3u);
+    EXPECT_EQ(ev.back(), "[DONE]");
+    const json& usage_chunk = ev[ev.size() - 2];
+    EXPECT_TRUE(usage_chunk["choices"].empty());
+    EXPECT_EQ(usage_chunk["usage"], full["usage"]);
+    json content[2] = {json::array(), json::array()};
+    std::string text[2];
+    int finishes = 0;
+    for (size_t i = 0; i + 2 < ev.size(); ++i) {
+        ASSERT_EQ(ev[i]["choices"].size(), 1u);
+        const json& c = ev[i]["choices"][0];
+        const int k = c["index"];
+        ASSERT_TRUE(k == 0 || k == 1);
+        text[k] += c["delta"].value("content", "");
+        if (c["logprobs"].is_object())
+            for (const json& t : c["logprobs"]["content"]) content[k].push_back(t);
+        if (!c["finish_reason"].is_null()) ++finishes;
+    }
+    EXPECT_EQ(finishes, 2);
+    for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(text[k], full["choices"][k]["message"]["content"]);
+        EXPECT_EQ(content[k], full["choices"][k]["logprobs"]["content"]);
+    }
 }
 
 TEST_F(ServerApiTest, CompletionLogprobsWithEcho) {
