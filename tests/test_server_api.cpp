@@ -286,6 +286,27 @@ TEST_F(ServerApiTest, CompletionLogprobsWithEcho) {
     }
     for (size_t i = 1; i < lp["text_offset"].size(); ++i)
         EXPECT_GE(lp["text_offset"][i].get<size_t>(), lp["text_offset"][i - 1].get<size_t>());
+
+    // A prompt longer than one evaluation chunk (64 tokens), given as token ids: the echo is its
+    // text and every token after the first has a logprob and its alternative.
+    std::string story;
+    for (int i = 0; i < 12; ++i) story += "The cat sat on the mat and looked at the dog. ";
+    const json ids = ok(s(), "/tokenize", {{"content", story}, {"add_special", true}})["tokens"];
+    ASSERT_GT(ids.size(), 130u);
+    const json long_r = ok(
+        s(), "/v1/completions",
+        {{"prompt", ids}, {"max_tokens", 4}, {"temperature", 0}, {"logprobs", 1}, {"echo", true}});
+    const json& llp = long_r["choices"][0]["logprobs"];
+    ASSERT_EQ(llp["tokens"].size(), ids.size() + 4);
+    EXPECT_EQ(long_r["choices"][0]["text"].get<std::string>().rfind(story.substr(0, 40), 0), 0u);
+    for (size_t i = 1; i < ids.size() + 4; ++i) {
+        ASSERT_TRUE(llp["token_logprobs"][i].is_number()) << i;
+        EXPECT_LE(llp["token_logprobs"][i].get<double>(), 0.0);
+        EXPECT_EQ(llp["top_logprobs"][i].size(), 1u);
+    }
+    // The repeated sentence is predictable: late prompt tokens are far likelier than early ones.
+    EXPECT_GT(llp["token_logprobs"][ids.size() - 2].get<double>(),
+              llp["token_logprobs"][2].get<double>());
 }
 
 // A tiny validator for the schema subset the tests use.

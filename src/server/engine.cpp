@@ -145,16 +145,27 @@ Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
 // over the prompt; the Generator starts the session afresh after it).
 void Engine::echo_prompt(Session& session, const PreparedRequest& p, Completion& c) const {
     const Tokenizer& tok = target_->tokenizer();
-    c.echo =
-        p.req.prompt_ids.empty() ? p.req.prompt : tok.decode(p.prompt, /*remove_special=*/true);
+    if (!p.req.prompt_ids.empty()) {  // token ids: their text, as llama.cpp detokenizes it
+        std::vector<token_id> ids = p.prompt;
+        if (!ids.empty() && ids[0] == tok.bos()) ids.erase(ids.begin());
+        c.echo = tok.decode(ids, /*remove_special=*/false, /*unparse_special=*/true);
+    } else {
+        c.echo = p.req.prompt;  // the text as sent
+    }
     if (p.req.logprobs < 0) return;
-    session.reset();
-    session.eval(p.prompt, /*all_logits=*/true);
+    // In chunks, so that the logits held at once stay small whatever the prompt's length.
+    constexpr size_t kChunk = 64;
+    const std::span<const token_id> prompt(p.prompt);
     const int nv = target_->hparams().n_vocab;
-    c.prompt_logprobs.push_back({p.prompt[0], 0.f, {}});
-    for (size_t i = 1; i < p.prompt.size(); ++i)
-        c.prompt_logprobs.push_back(
-            token_logprob(session.logits(int(i) - 1), nv, p.prompt[i], p.req.logprobs));
+    c.prompt_logprobs.push_back({prompt[0], 0.f, {}});
+    session.reset();
+    for (size_t b = 0; b + 1 < prompt.size(); b += kChunk) {
+        const size_t n = std::min(kChunk, prompt.size() - 1 - b);
+        session.eval(prompt.subspan(b, n), /*all_logits=*/true);
+        for (size_t i = 0; i < n; ++i)
+            c.prompt_logprobs.push_back(
+                token_logprob(session.logits(int(i)), nv, prompt[b + i + 1], p.req.logprobs));
+    }
 }
 
 Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,

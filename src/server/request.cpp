@@ -206,6 +206,8 @@ std::shared_ptr<const JsonGrammar> get_grammar(const json& body) {
         for (const char* sub : {"response_format.json_schema", "response_format.type"})
             if (msg.find(sub) != std::string::npos) param = sub;
         bad_request(msg, param);
+    } catch (const nlohmann::json::exception& e) {  // a schema value of an unexpected type
+        bad_request(std::string("response_format: ") + e.what(), "response_format");
     }
 }
 
