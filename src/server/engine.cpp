@@ -177,10 +177,14 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     if (!lease) return abandoned_in_queue(p);
     Slot& slot = **lease;
     metrics_.add_running(1);
-    struct RunningGuard {
+    struct RunningGuard {  // also when generation throws
         Metrics& m;
-        ~RunningGuard() { m.add_running(-1); }
-    } running{metrics_};
+        int slot;
+        ~RunningGuard() {
+            m.add_running(-1);
+            m.set_kv_tokens(slot, 0);
+        }
+    } running{metrics_, slot.id};
 
     const SamplingParams sp = sampling_->sampling(r, choice);
     Sampler sampler(sp);
@@ -225,7 +229,6 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
         return send(text.take()) && !stop;
     });
     if (!cancelled) send(text.finish());
-    metrics_.set_kv_tokens(slot.id, 0);
 
     if (cancelled) {
         c.finish_reason = "abort";

@@ -87,7 +87,10 @@ SpecStats Generator::start(std::span<const token_id> prompt) {
     const auto t0 = clock_type::now();
     target_.reset();
     if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1), /*all_logits=*/false);
-    if (drafter_) drafter_->begin(prompt);
+    if (drafter_) {
+        drafter_->guide(constraints_);  // null without constraints (a shared drafter forgets)
+        drafter_->begin(prompt);
+    }
     st.t_prompt_ms = ms_since(t0);
     return st;
 }
