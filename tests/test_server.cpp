@@ -29,10 +29,10 @@ using specula::test::ServerProcess;
 using specula::test::shared_path;
 
 std::string target_path() {
-    return shared_path("models/tinystories/stories260K.gguf");
+    return specula::test::server_target_path();
 }
 std::string draft_path() {
-    return shared_path("models/tinystories/llama2xs.gguf");
+    return specula::test::server_draft_path();
 }
 
 // `specula run --temp 0` stdout for a prompt (the reference for greedy server output).
@@ -74,6 +74,7 @@ struct Streamed {
     int n_drafted = 0, n_target = 0;
     int n_waiting_probes = 0;  // SSE comments sent while queued for a slot
     json final_chunk;
+    json usage;  // the include_usage chunk's (null without one)
     bool done = false;
 };
 
@@ -106,6 +107,12 @@ Streamed stream(const ServerProcess& s, json req, bool chat) {
         }
         EXPECT_FALSE(out.done) << "data after [DONE]";
         json chunk = json::parse(data);
+        EXPECT_FALSE(out.usage.is_object()) << "the usage chunk is the last";
+        if (chunk.contains("usage")) {
+            EXPECT_TRUE(chunk["choices"].empty()) << "the usage chunk has no choices";
+            out.usage = chunk["usage"];
+            continue;
+        }
         const json& choice = chunk["choices"][0];
         if (!choice["finish_reason"].is_null()) out.final_chunk = chunk;
         out.content += chat ? choice["delta"].value("content", "") : choice.value("text", "");
@@ -227,23 +234,29 @@ TEST_F(ServerTest, StreamingEqualsNonStreamingAndMarksDraftTokens) {
         json full = completion(s(), req, chat);
         const std::string text = chat ? full["choices"][0]["message"]["content"].get<std::string>()
                                       : full["choices"][0]["text"].get<std::string>();
+        Streamed plain_stream = stream(s(), req, chat);
+        EXPECT_TRUE(plain_stream.usage.is_null()) << "no usage chunk without include_usage";
+        EXPECT_FALSE(plain_stream.final_chunk.contains("usage"));
+        req["stream_options"] = {{"include_usage", true}};
         Streamed st = stream(s(), req, chat);
         EXPECT_TRUE(st.done);
         EXPECT_EQ(st.content, text);
         EXPECT_EQ(st.token_text, text);
         EXPECT_GT(st.n_drafted, 0);
         EXPECT_GT(st.n_target, 0);
-        ASSERT_TRUE(st.final_chunk.contains("usage"));
-        const json& spec = st.final_chunk["usage"]["speculative"];
+        ASSERT_TRUE(st.usage.is_object());
+        const json& spec = st.usage["speculative"];
         EXPECT_EQ(spec["accepted"].get<int>(), st.n_drafted);
         // Equal but for the prompt tokens found cached (prefix reuse: the streamed request runs
         // second, in a slot that may hold the same prompt).
-        json su = st.final_chunk["usage"], fu = full["usage"];
+        json su = st.usage, fu = full["usage"];
         EXPECT_LE(su["prompt_tokens_details"]["cached_tokens"].get<int>(),
                   su["prompt_tokens"].get<int>() - 1);
         su.erase("prompt_tokens_details");
         fu.erase("prompt_tokens_details");
         EXPECT_EQ(su, fu);
+        // The finish chunk keeps the speculative block (in its specula object).
+        EXPECT_EQ(st.final_chunk["choices"][0]["specula"]["speculative"], spec);
         EXPECT_EQ(st.final_chunk["object"], chat ? "chat.completion.chunk" : "text_completion");
     }
 }
@@ -375,7 +388,7 @@ TEST_F(ServerTest, BadRequestsGetOpenAIErrors) {
     expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "stop": 5})"), 400, "stop");
     expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "stream": "yes"})"), 400,
                  "stream");
-    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "n": 2})"), 400, "n");
+    expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "n": 17})"), 400, "n");
     expect_error(post(s(), "/v1/completions", R"({"prompt": "a", "model": "gpt-4"})"), 404,
                  "model");
     // The context is 2048 tokens: a longer prompt, and a budget past it.

@@ -1,8 +1,11 @@
 // `specula serve`: the OpenAI-compatible HTTP server (src/server/). Options follow llama-server
 // (-m, -md, --draft, -c, --parallel, --host, --port, --api-key, -t) with vLLM's spellings as
 // aliases (--model, --speculative-model, --num-speculative-tokens, --speculative-config,
-// --served-model-name). The models are loaded and a draft's vocabulary is checked before the
-// port is opened; SIGINT / SIGTERM stop the server cleanly.
+// --served-model-name, `serve MODEL` positional, --max-model-len; --tensor-parallel-size and
+// --gpu-memory-utilization are accepted with a warning that the run is on the CPU;
+// llama-server's -np / -ngl / -ngld / -cd come through cli/llama_flags.h). The models are loaded
+// and a draft's vocabulary is checked before the port is opened; SIGINT / SIGTERM stop the server
+// cleanly.
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
@@ -26,11 +29,34 @@ struct ServeOptions {
     EngineConfig engine;
     HttpConfig http;
     SpeculativeFlags spec;  // cli/speculative_options.h
+    std::string model_positional;
+    int tensor_parallel = 1;
+    double gpu_memory_utilization = -1;
 };
 
 ServeOptions g_opt;
 
 void resolve(ServeOptions& o) {
+    if (!o.model_positional.empty()) {
+        if (!o.engine.model_path.empty() && o.engine.model_path != o.model_positional)
+            fail("two models given: '", o.model_positional, "' and -m/--model '",
+                 o.engine.model_path, "'");
+        o.engine.model_path = o.model_positional;
+    }
+    if (o.engine.model_path.empty()) fail("no model: give MODEL or -m/--model");
+    if (o.tensor_parallel < 1) fail("--tensor-parallel-size must be >= 1, got ", o.tensor_parallel);
+    if (o.tensor_parallel != 1)
+        std::fprintf(stderr,
+                     "warning: --tensor-parallel-size %d ignored: specula has no GPU backend; "
+                     "running on the CPU\n",
+                     o.tensor_parallel);
+    if (o.gpu_memory_utilization >= 0) {
+        if (!(o.gpu_memory_utilization <= 1))
+            fail("--gpu-memory-utilization must be in [0, 1], got ", o.gpu_memory_utilization);
+        std::fprintf(stderr,
+                     "warning: --gpu-memory-utilization ignored: specula has no GPU backend; "
+                     "running on the CPU\n");
+    }
     o.engine.speculative = parse_speculative_flags(o.spec);
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
@@ -59,9 +85,10 @@ CLI::App* add_serve_command(CLI::App& app) {
     ServeOptions& o = g_opt;
     CLI::App* cmd =
         app.add_subcommand("serve", "OpenAI-compatible HTTP server (speculative decoding)");
-    cmd->add_option("-m,--model", o.engine.model_path, "target GGUF model")->required();
+    cmd->add_option("-m,--model", o.engine.model_path, "target GGUF model");
+    cmd->add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
     add_speculative_options(*cmd, o.spec);
-    cmd->add_option("-c,--ctx-size", o.engine.n_ctx,
+    cmd->add_option("-c,--ctx-size,--max-model-len", o.engine.n_ctx,
                     "context per slot (0: the model's training context, at most 4096)");
     cmd->add_option("--parallel", o.engine.n_parallel,
                     "generation slots (default 1: a lone request gets every thread)")
@@ -69,6 +96,12 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
     cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
+    cmd->add_option("--cors-origin", o.http.cors_origin,
+                    "let browser pages from this origin (or *) call the API (default: none)");
+    cmd->add_option("--tensor-parallel-size", o.tensor_parallel,
+                    "accepted for vLLM compatibility (warns: the run is on the CPU)");
+    cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                    "accepted for vLLM compatibility (warns: the run is on the CPU)");
     cmd->add_option("-t,--threads", o.engine.n_threads,
                     "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.engine.served_name,

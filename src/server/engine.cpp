@@ -55,6 +55,9 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     sc.n_threads = cfg.n_threads;
     sc.metrics = &metrics_;
     scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
+    sampling_ = std::make_unique<RequestSampling>(*target_);
+    metrics_.set_kv_capacity(cfg.n_parallel, n_ctx_);
+    metrics_.set_model_name(served_name_);
 }
 
 Engine::~Engine() = default;
@@ -107,6 +110,7 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
     if (fit.what != ContextFit::fits)
         bad_request(fit.message,
                     fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
+    sampling_->check(req);
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
@@ -124,9 +128,18 @@ Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
     return c;
 }
 
-// Waits for the scheduler to start and run the job, sending its text from this thread.
+// echo: the prompt's text (its logprobs, when asked, come from the scheduler: Job::echo_logprobs).
+std::string Engine::echo_text(const PreparedRequest& p) const {
+    if (p.req.prompt_ids.empty()) return p.req.prompt;  // the text as sent
+    // Token ids: their text, as llama.cpp detokenizes it.
+    const Tokenizer& tok = target_->tokenizer();
+    std::vector<token_id> ids = p.prompt;
+    if (!ids.empty() && ids[0] == tok.bos()) ids.erase(ids.begin());
+    return tok.decode(ids, /*remove_special=*/false, /*unparse_special=*/true);
+}
+
 Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
-                       const std::function<bool()>& keep_waiting) {
+                       const std::function<bool()>& keep_waiting, int choice) {
     const CompletionRequest& r = p.req;
     auto job = std::make_shared<Job>();
     job->prompt = p.prompt;
@@ -136,7 +149,10 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     job->gen.draft_min = cfg_.speculative.draft_min;
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
     job->draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
-    job->sampling = SamplingParams{r.temperature, r.top_k, r.top_p, r.min_p, r.seed};
+    job->sampling = sampling_->sampling(r, choice);
+    job->constraints = sampling_->constraints(r);
+    job->n_logprobs = r.logprobs;
+    job->echo_logprobs = r.echo && r.logprobs >= 0;
     job->stops = r.stop;
     job->t_arrival = p.t_arrival;
 
@@ -155,6 +171,7 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
     scheduler_->submit(job);
 
     Completion c;
+    if (r.echo) c.echo = echo_text(p);
     std::vector<TokenPiece> pieces;
     std::unique_lock lock(job->mu);
     for (;;) {
@@ -165,13 +182,20 @@ Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
             started = true;
             metrics_.add_waiting(-1);
             metrics_.add_running(1);
+            c.prompt_logprobs = job->prompt_logprobs;  // set before started
         }
         pieces.swap(job->pieces);
+        // Logprobs reach the job before the text of their tokens.
+        c.logprobs.insert(c.logprobs.end(), job->logprobs.begin() + long(c.logprobs.size()),
+                          job->logprobs.end());
         const bool done = job->done;
         lock.unlock();
         if (!started && !done && keep_waiting && !keep_waiting()) job->cancel = true;
-        for (const auto& piece : pieces) c.text += piece.text;
-        if (!cancelled && !pieces.empty() && !sink(pieces)) {
+        for (const auto& piece : pieces) {
+            c.text += piece.text;
+            if (!piece.text.empty()) c.n_text_tokens = std::max(c.n_text_tokens, piece.index + 1);
+        }
+        if (!cancelled && !pieces.empty() && !sink(c, pieces)) {
             cancelled = true;
             job->cancel = true;
         }

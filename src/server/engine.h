@@ -15,8 +15,10 @@
 
 #include "model/model.h"
 #include "server/chat_template.h"
+#include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/request.h"
+#include "server/sampling_setup.h"
 #include "server/scheduler.h"
 #include "server/text_stream.h"
 #include "speculative/config.h"
@@ -45,14 +47,21 @@ struct PreparedRequest {
 
 struct Completion {
     std::string text;
+    std::string echo;  // echo: the prompt's text (text does not include it)
+    // With req.logprobs >= 0: one per generated token (logprobs.h), and with echo one per
+    // prompt token.
+    std::vector<TokenLogprob> logprobs, prompt_logprobs;
+    int n_text_tokens =
+        0;  // generated tokens that put text in `text` (a stop string cuts later ones)
     std::string finish_reason;  // "stop", "length" or "abort"
     SpecStats stats;
     double ttft_s = 0, e2e_s = 0;
     int n_cached = 0;  // prompt tokens the slot already held (not evaluated again)
 };
 
-// Receives text as it becomes safe to send; returns false to cancel (client disconnected).
-using PieceSink = std::function<bool(const std::vector<TokenPiece>&)>;
+// Receives text as it becomes safe to send, with the completion so far (its logprobs); returns
+// false to cancel (client disconnected).
+using PieceSink = std::function<bool(const Completion&, const std::vector<TokenPiece>&)>;
 
 class Engine {
   public:
@@ -69,12 +78,14 @@ class Engine {
     PreparedRequest prepare(CompletionRequest req) const;
     // keep_waiting: asked every 100 ms while the request is queued for a slot; false gives up
     // (finish_reason "abort", nothing generated).
+    // `choice`: which of the request's n choices (it advances a given seed).
     Completion run(const PreparedRequest& p, const PieceSink& sink,
-                   const std::function<bool()>& keep_waiting = {});
+                   const std::function<bool()>& keep_waiting = {}, int choice = 0);
 
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
+    std::string echo_text(const PreparedRequest& p) const;
 
     EngineConfig cfg_;
     std::unique_ptr<Model> target_;
@@ -83,6 +94,7 @@ class Engine {
     ChatFormat chat_format_ = ChatFormat::Plain;
     int n_ctx_ = 0;
     Metrics metrics_;
+    std::unique_ptr<RequestSampling> sampling_;
     std::unique_ptr<Scheduler> scheduler_;  // last: its thread stops before the rest goes
 };
 

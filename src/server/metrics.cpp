@@ -1,15 +1,21 @@
 // Prometheus metrics: see metrics.h.
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace specula {
 
 namespace {
 
+// The shortest decimal that reads back as x (0.1, not 0.10000000000000001).
 std::string num(double x) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", x);
+    for (int prec = 6; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (std::strtod(buf, nullptr) == x) break;
+    }
     return buf;
 }
 
@@ -17,13 +23,19 @@ void header(std::string& out, const std::string& name, const char* type, const c
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-void scalar(std::string& out, const std::string& name, const char* type, const char* help,
-            double v) {
-    header(out, name, type, help);
-    out += name + " " + num(v) + "\n";
+// A label value with \, " and newlines escaped (the text format's rules).
+std::string escape_label(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
 }
-
-const std::string P = "specula:";
 
 }  // namespace
 
@@ -38,21 +50,28 @@ void Histogram::observe(double x) {
     ++count_;
 }
 
-void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+void Histogram::render(std::string& out, const std::string& name, const std::string& help,
+                       const std::string& labels) const {
     header(out, name, "histogram", help.c_str());
+    const std::string pre = labels.empty() ? "{" : "{" + labels + ",";
+    const std::string plain = labels.empty() ? "" : "{" + labels + "}";
     long cum = 0;
     for (size_t i = 0; i < bounds_.size(); ++i) {
         cum += counts_[i];
-        out += name + "_bucket{le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
+        out += name + "_bucket" + pre + "le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) +
+               "\n";
     }
-    out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-    out += name + "_sum " + num(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
+    out += name + "_bucket" + pre + "le=\"+Inf\"} " + std::to_string(count_) + "\n";
+    out += name + "_sum" + plain + " " + num(sum_) + "\n" + name + "_count" + plain + " " +
+           std::to_string(count_) + "\n";
 }
 
 Metrics::Metrics()
     : e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160}),
       ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20}),
-      tpot_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}) {}
+      tpot_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
+      req_prompt_({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}),
+      req_gen_({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}) {}
 
 void Metrics::add_waiting(int d) {
     std::lock_guard lock(mu_);
@@ -79,6 +98,22 @@ void Metrics::record_pass(int n_seqs, int n_rows, double ms, int draft_by_load) 
     last_draft_ = draft_by_load;
 }
 
+void Metrics::set_model_name(const std::string& name) {
+    std::lock_guard lock(mu_);
+    model_name_ = name;
+}
+
+void Metrics::set_kv_capacity(int n_slots, int n_ctx) {
+    std::lock_guard lock(mu_);
+    kv_tokens_.assign(size_t(std::max(n_slots, 0)), 0);
+    kv_capacity_ = long(n_slots) * n_ctx;
+}
+
+void Metrics::set_kv_tokens(int slot, int n) {
+    std::lock_guard lock(mu_);
+    if (slot >= 0 && size_t(slot) < kv_tokens_.size()) kv_tokens_[size_t(slot)] = n;
+}
+
 void Metrics::record_request(const SpecStats& st, const std::string& reason, double e2e_s,
                              double ttft_s) {
     std::lock_guard lock(mu_);
@@ -92,6 +127,8 @@ void Metrics::record_request(const SpecStats& st, const std::string& reason, dou
         accepted_per_pos_.resize(st.pos_accepted.size(), 0);
     for (size_t i = 0; i < st.pos_accepted.size(); ++i) accepted_per_pos_[i] += st.pos_accepted[i];
     e2e_.observe(e2e_s);
+    req_prompt_.observe(st.n_prompt);
+    req_gen_.observe(st.n_generated);
     if (st.n_generated > 0) ttft_.observe(ttft_s);
     if (st.n_generated > 1) tpot_.observe((e2e_s - ttft_s) / (st.n_generated - 1));
 }
@@ -101,54 +138,87 @@ void Metrics::record_failure(int status) {
     ++failure_[status];
 }
 
-std::string Metrics::render() const {
-    std::lock_guard lock(mu_);
-    std::string out;
-    scalar(out, P + "num_requests_running", "gauge", "Requests generating in a slot.", running_);
-    scalar(out, P + "num_requests_waiting", "gauge", "Requests queued for a free slot.", waiting_);
+// One set of metrics: vLLM's names with the model_name label, or the specula: ones.
+void Metrics::render_set(std::string& out, bool vllm) const {
+    const std::string P = vllm ? "vllm:" : "specula:";
+    const std::string model = vllm ? "model_name=\"" + escape_label(model_name_) + "\"" : "";
+    const std::string lbl = model.empty() ? "" : "{" + model + "}";
+    const std::string pre = model.empty() ? "{" : "{" + model + ",";
+    const std::string total = vllm ? "_total" : "";
+    const auto sample = [&](const std::string& name, double v) {
+        out += name + lbl + " " + num(v) + "\n";
+    };
+    const auto scalar = [&](const std::string& name, const char* type, const char* help, double v) {
+        header(out, name, type, help);
+        sample(name, v);
+    };
+    scalar(P + "num_requests_running", "gauge", "Requests generating in a slot.", running_);
+    scalar(P + "num_requests_waiting", "gauge", "Requests queued for a free slot.", waiting_);
     header(out, P + "request_success_total", "counter",
            "Finished requests by finish reason (abort: the client disconnected).");
     for (const char* r : {"stop", "length", "abort"}) {
         auto it = success_.find(r);
-        out += P + "request_success_total{finished_reason=\"" + r + "\"} " +
+        out += P + "request_success_total" + pre + "finished_reason=\"" + r + "\"} " +
                std::to_string(it == success_.end() ? 0 : it->second) + "\n";
     }
-    header(out, P + "request_failure_total", "counter", "Rejected requests by HTTP status.");
-    for (const auto& [status, n] : failure_) {
-        out += P + "request_failure_total{status=\"" + std::to_string(status) + "\"} " +
-               std::to_string(n) + "\n";
+    scalar(P + "prompt_tokens_total", "counter", "Prompt tokens processed.", prompt_tokens_);
+    scalar(P + "generation_tokens_total", "counter", "Tokens generated.", generation_tokens_);
+    if (!vllm) {
+        scalar(P + "prompt_tokens_cached_total", "counter",
+               "Prompt tokens found in a slot's cache (prefix reuse), not evaluated again.",
+               cached_tokens_);
+        scalar(P + "batch_passes_total", "counter", "Batched target passes.", passes_);
+        scalar(P + "batch_rows_total", "counter", "Token rows evaluated by the passes.",
+               pass_rows_);
+        scalar(P + "batch_pass_seconds_total", "counter", "Time in batched target passes.",
+               pass_ms_ / 1e3);
+        scalar(P + "batch_sequences", "gauge", "Sequences in the last pass.", last_seqs_);
+        scalar(P + "batch_rows", "gauge", "Token rows of the last pass.", last_rows_);
+        scalar(P + "spec_decode_draft_length_by_load", "gauge",
+               "Draft length the load chose for the last pass (-1: no slot adapts).", last_draft_);
     }
-    scalar(out, P + "prompt_tokens_total", "counter", "Prompt tokens processed.", prompt_tokens_);
-    scalar(out, P + "prompt_tokens_cached_total", "counter",
-           "Prompt tokens found in a slot's cache (prefix reuse), not evaluated again.",
-           cached_tokens_);
-    scalar(out, P + "batch_passes_total", "counter", "Batched target passes.", passes_);
-    scalar(out, P + "batch_rows_total", "counter", "Token rows evaluated by the passes.",
-           pass_rows_);
-    scalar(out, P + "batch_pass_seconds_total", "counter", "Time in batched target passes.",
-           pass_ms_ / 1e3);
-    scalar(out, P + "batch_sequences", "gauge", "Sequences in the last pass.", last_seqs_);
-    scalar(out, P + "batch_rows", "gauge", "Token rows of the last pass.", last_rows_);
-    scalar(out, P + "spec_decode_draft_length_by_load", "gauge",
-           "Draft length the load chose for the last pass (-1: no slot adapts).", last_draft_);
-    scalar(out, P + "generation_tokens_total", "counter", "Tokens generated.", generation_tokens_);
-    scalar(out, P + "spec_decode_num_drafts", "counter", "Target passes that verified a draft.",
+    scalar(P + "spec_decode_num_drafts" + total, "counter", "Target passes that verified a draft.",
            num_drafts_);
-    scalar(out, P + "spec_decode_num_draft_tokens", "counter", "Draft tokens proposed.",
+    scalar(P + "spec_decode_num_draft_tokens" + total, "counter", "Draft tokens proposed.",
            num_draft_tokens_);
-    scalar(out, P + "spec_decode_num_accepted_tokens", "counter", "Draft tokens accepted.",
+    scalar(P + "spec_decode_num_accepted_tokens" + total, "counter", "Draft tokens accepted.",
            num_accepted_);
-    header(out, P + "spec_decode_num_accepted_tokens_per_pos", "counter",
+    header(out, P + "spec_decode_num_accepted_tokens_per_pos" + total, "counter",
            "Draft tokens accepted at each draft position (0-based).");
     for (size_t i = 0; i < accepted_per_pos_.size(); ++i) {
-        out += P + "spec_decode_num_accepted_tokens_per_pos{position=\"" + std::to_string(i) +
-               "\"} " + std::to_string(accepted_per_pos_[i]) + "\n";
+        out += P + "spec_decode_num_accepted_tokens_per_pos" + total + pre + "position=\"" +
+               std::to_string(i) + "\"} " + std::to_string(accepted_per_pos_[i]) + "\n";
     }
-    e2e_.render(out, P + "e2e_request_latency_seconds", "End-to-end request latency.");
-    ttft_.render(out, P + "time_to_first_token_seconds", "Time to the first generated token.");
+    e2e_.render(out, P + "e2e_request_latency_seconds", "End-to-end request latency.", model);
+    ttft_.render(out, P + "time_to_first_token_seconds", "Time to the first generated token.",
+                 model);
     tpot_.render(out, P + "time_per_output_token_seconds",
-                 "Mean time per output token after "
-                 "the first.");
+                 "Mean time per output token after the first.", model);
+    if (!vllm) return;
+    scalar(P + "spec_decode_draft_acceptance_rate", "gauge",
+           "Accepted / proposed draft tokens so far (0 before any draft).",
+           num_draft_tokens_ > 0 ? double(num_accepted_) / double(num_draft_tokens_) : 0.0);
+    long used = 0;
+    for (long n : kv_tokens_) used += n;
+    scalar(P + "kv_cache_usage_perc", "gauge",
+           "Fraction of the slots' KV cache positions in use (1 = full).",
+           kv_capacity_ > 0 ? double(used) / double(kv_capacity_) : 0.0);
+    scalar(P + "num_preemptions_total", "counter", "Preempted requests (never: slots are fixed).",
+           0);
+    req_prompt_.render(out, P + "request_prompt_tokens", "Prompt tokens per request.", model);
+    req_gen_.render(out, P + "request_generation_tokens", "Generated tokens per request.", model);
+}
+
+std::string Metrics::render() const {
+    std::lock_guard lock(mu_);
+    std::string out;
+    render_set(out, /*vllm=*/true);
+    render_set(out, /*vllm=*/false);
+    header(out, "specula:request_failure_total", "counter", "Rejected requests by HTTP status.");
+    for (const auto& [status, n] : failure_) {
+        out += "specula:request_failure_total{status=\"" + std::to_string(status) + "\"} " +
+               std::to_string(n) + "\n";
+    }
     return out;
 }
 

@@ -1,16 +1,23 @@
-// Server metrics in the Prometheus text format, named like vLLM's under a `specula:` prefix:
-//   specula:spec_decode_num_drafts, specula:spec_decode_num_draft_tokens,
-//   specula:spec_decode_num_accepted_tokens, specula:spec_decode_num_accepted_tokens_per_pos
-//   {position="0".."k"} (counters, summed over finished requests' SpecStats);
-//   specula:request_success_total{finished_reason}, specula:request_failure_total{status},
-//   specula:prompt_tokens_total, specula:generation_tokens_total,
-//   specula:prompt_tokens_cached_total (prefix reuse) (counters);
+// Server metrics in the Prometheus text format, twice: under vLLM's exact names with a
+// model_name label, so that vLLM's Grafana dashboards and alerts work unmodified, and under the
+// older `specula:` names (no label), kept for existing scrapers.
+//   vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_draft_tokens_total,
+//   vllm:spec_decode_num_accepted_tokens_total,
+//   vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0".."k"} (counters, summed over
+//   finished requests' SpecStats), vllm:spec_decode_draft_acceptance_rate (gauge: accepted /
+//   drafted so far); vllm:request_success_total{finished_reason}, vllm:prompt_tokens_total,
+//   vllm:generation_tokens_total, vllm:num_preemptions_total (always 0) (counters);
+//   vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc (gauges; the
+//   last is the fraction, 0..1, of all slots' KV positions in use);
+//   vllm:e2e_request_latency_seconds, vllm:time_to_first_token_seconds,
+//   vllm:time_per_output_token_seconds, vllm:request_prompt_tokens, vllm:request_generation_tokens
+//   (histograms). specula:request_failure_total{status} counts refused requests (no vLLM name). The
+//   specula: set: the same without the model_name label, the spec_decode counters without the
+//   _total suffix (specula:spec_decode_num_drafts, ...).
+//   Specula only (specula: prefix): specula:prompt_tokens_cached_total (prefix reuse),
 //   specula:batch_passes_total, specula:batch_rows_total, specula:batch_pass_seconds_total
 //   (counters of the scheduler's batched passes), specula:batch_sequences, specula:batch_rows,
-//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts);
-//   specula:num_requests_running / specula:num_requests_waiting (gauges);
-//   specula:e2e_request_latency_seconds, specula:time_to_first_token_seconds,
-//   specula:time_per_output_token_seconds (histograms).
+//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts).
 // Thread-safe: every request thread records into one Metrics.
 #pragma once
 
@@ -27,7 +34,9 @@ class Histogram {
   public:
     explicit Histogram(std::vector<double> bounds);
     void observe(double x);
-    void render(std::string& out, const std::string& name, const std::string& help) const;
+    // labels: "" or `key="value"` pairs (comma-separated) for every sample.
+    void render(std::string& out, const std::string& name, const std::string& help,
+                const std::string& labels = "") const;
 
   private:
     std::vector<double> bounds_;
@@ -51,10 +60,16 @@ class Metrics {
     // One batched target pass of the scheduler: sequences, rows, its time, and the draft length
     // chosen by load for it (-1: no slot adapts).
     void record_pass(int n_seqs, int n_rows, double ms, int draft_by_load);
+    void set_model_name(const std::string& name);
+    // KV cache usage: slots x positions in all, and the positions slot `slot` now holds.
+    void set_kv_capacity(int n_slots, int n_ctx);
+    void set_kv_tokens(int slot, int n_tokens);
 
     std::string render() const;
 
   private:
+    void render_set(std::string& out, bool vllm) const;
+
     mutable std::mutex mu_;
     long running_ = 0, waiting_ = 0;
     long prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
@@ -65,7 +80,10 @@ class Metrics {
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason
     std::map<int, long> failure_;          // by HTTP status
-    Histogram e2e_, ttft_, tpot_;
+    Histogram e2e_, ttft_, tpot_, req_prompt_, req_gen_;
+    std::string model_name_;
+    std::vector<long> kv_tokens_;  // per slot
+    long kv_capacity_ = 0;
 };
 
 }  // namespace specula

@@ -1,7 +1,9 @@
 // Request parsing: see request.h.
 #include "server/request.h"
 
+#include "common/error.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace specula {
 
@@ -153,6 +155,62 @@ std::optional<int> get_draft_override(const json& body) {
     return n->get<int>();
 }
 
+// stream_options: {"include_usage": bool}; only with stream: true (as OpenAI requires).
+bool get_include_usage(const json& body, bool stream) {
+    const json* v = field(body, "stream_options");
+    if (!v) return false;
+    if (!stream)
+        bad_request("'stream_options' is only allowed with stream: true", "stream_options");
+    if (!v->is_object()) wrong_type("stream_options", "an object");
+    for (const auto& [k, x] : v->items()) {
+        if (k != "include_usage" && !x.is_null())
+            bad_request("'stream_options." + k + "' is not supported (only include_usage)",
+                        "stream_options." + k);
+    }
+    const json* u = field(*v, "include_usage");
+    if (!u) return false;
+    if (!u->is_boolean()) wrong_type("stream_options.include_usage", "a boolean");
+    return u->get<bool>();
+}
+
+// chat: logprobs (bool) + top_logprobs (0..20, only with logprobs); completions: logprobs N.
+int get_logprobs(const json& body, bool chat) {
+    if (!chat) return int(get_int(body, "logprobs", -1, 0, 20));
+    const bool on = get_bool(body, "logprobs", false);
+    if (field(body, "top_logprobs") && !on)
+        bad_request("'top_logprobs' needs logprobs: true", "top_logprobs");
+    const int top = int(get_int(body, "top_logprobs", 0, 0, 20));
+    return on ? top : -1;
+}
+
+PenaltyParams get_penalties(const json& body) {
+    PenaltyParams p;
+    p.presence_penalty = float(get_number(body, "presence_penalty", 0.0, -2.0, 2.0));
+    p.frequency_penalty = float(get_number(body, "frequency_penalty", 0.0, -2.0, 2.0));
+    const char* rep = field(body, "repeat_penalty") ? "repeat_penalty" : "repetition_penalty";
+    p.repeat_penalty = float(get_number(body, rep, 1.0, 1e-3, 100.0));
+    // OpenAI's penalties count the whole output; llama.cpp's window is the last 64 tokens.
+    const bool openai_only = !field(body, rep);
+    p.repeat_last_n = int(get_int(body, "repeat_last_n", openai_only ? -1 : 64, -1, INT32_MAX));
+    return p;
+}
+
+std::shared_ptr<const JsonGrammar> get_grammar(const json& body) {
+    const json* v = field(body, "response_format");
+    if (!v) return nullptr;
+    try {
+        return response_format_grammar(*v);
+    } catch (const Error& e) {
+        std::string param = "response_format";
+        const std::string msg = e.what();
+        for (const char* sub : {"response_format.json_schema", "response_format.type"})
+            if (msg.find(sub) != std::string::npos) param = sub;
+        bad_request(msg, param);
+    } catch (const nlohmann::json::exception& e) {  // a schema value of an unexpected type
+        bad_request(std::string("response_format: ") + e.what(), "response_format");
+    }
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, bool chat) {
@@ -168,9 +226,11 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     } else {
         get_prompt(body, r);
     }
-    if (get_int(body, "n", 1, 1, INT32_MAX) != 1) {
-        bad_request("only n = 1 is supported", "n");
-    }
+    check_request_fields(body, chat);  // after the required field, which is the likelier mistake
+    r.n = int(get_int(body, "n", 1, 1, 16));
+    if (!chat && get_int(body, "best_of", r.n, 1, 16) != r.n)
+        bad_request("'best_of' must equal n (no server-side ranking of choices)", "best_of");
+    if (const json* u = field(body, "user"); u && !u->is_string()) wrong_type("user", "a string");
     const char* max_name =
         field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     r.max_tokens = get_int(body, max_name, -1, -1, INT32_MAX);
@@ -182,8 +242,18 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     r.seed = seed < 0 ? 0xFFFFFFFFu : uint64_t(seed);
     r.stop = get_stop(body);
     r.stream = get_bool(body, "stream", false);
+    r.include_usage = get_include_usage(body, r.stream);
     r.ignore_eos = get_bool(body, "ignore_eos", false);
     r.n_draft = get_draft_override(body);
+    r.echo = !chat && get_bool(body, "echo", false);
+    r.logprobs = get_logprobs(body, chat);
+    r.penalties = get_penalties(body);
+    if (const json* b = field(body, "logit_bias")) {
+        if (!b->is_object() && !b->is_array())
+            wrong_type("logit_bias", "an object of token id -> bias (or [[id, bias], ...])");
+        r.logit_bias_json = *b;
+    }
+    r.grammar = get_grammar(body);
     return r;
 }
 

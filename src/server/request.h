@@ -1,14 +1,18 @@
 // Parsing and validating the JSON bodies of POST /v1/completions and /v1/chat/completions.
-// Every malformed, missing or wrong-typed field is an ApiError 400 naming the field (`param`);
-// limits that need the model (context size, draft length) are checked later by the server.
+// Every malformed, missing or wrong-typed field is an ApiError 400 naming the field (`param`), and
+// so is every field this server does not act on (server/request_fields.h); limits that need the
+// model (context size, vocabulary, draft length) are checked later by the Engine.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sampling/json_grammar.h"
+#include "sampling/penalties.h"
 #include "server/chat_template.h"
 
 namespace specula {
@@ -30,6 +34,17 @@ struct CompletionRequest {
     bool stream = false;
     bool ignore_eos = false;
     std::optional<int> n_draft;  // "speculative": {"num_speculative_tokens": N}
+    int n = 1;                   // choices, generated one after another
+    bool include_usage = false;  // stream_options.include_usage
+    bool echo = false;           // completions: the prompt's text (and logprobs) come first
+    // Logprobs of each generated token and this many alternatives (chat: top_logprobs;
+    // completions: logprobs N); -1: no logprobs.
+    int logprobs = -1;
+    // Penalties (sampling/penalties.h); logit_bias is filled in by the Engine from
+    // logit_bias_json, which needs the vocabulary to check token ids.
+    PenaltyParams penalties{};
+    nlohmann::json logit_bias_json;              // null: none
+    std::shared_ptr<const JsonGrammar> grammar;  // response_format json_object / json_schema
 };
 
 // Throws ApiError (400) for anything malformed.

@@ -30,6 +30,7 @@ struct Scheduler::Active {
     SpecStats st;
     bool decoding = false;  // the prompt (all but its last token) is in the target
     bool stopped = false;   // a stop string or the client ended it
+    int n_emitted = 0;      // tokens handed to the text stream (their index)
     clock_type::time_point t_start, t_gen;
 };
 
@@ -142,6 +143,7 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
 }
 
 void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
+    if (job->echo_logprobs) n_prefix = 0;  // the echo pass evaluates the whole prompt anyway
     auto a = std::make_unique<Active>();
     a->job = job;
     a->slot = slot;
@@ -151,8 +153,18 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
     a->sampler = std::make_unique<Sampler>(job->sampling);
     Drafter* drafter = drafter_for(*slot, job->sampling, a->own_drafter);
     a->gen = std::make_unique<Generator>(*slot->target, *a->sampler, drafter, job->gen,
-                                         job->draft_auto ? &slot->draft_length : nullptr);
+                                         job->draft_auto ? &slot->draft_length : nullptr,
+                                         job->constraints.get());
+    if (job->n_logprobs >= 0) {
+        a->gen->observe_rows([j = job.get(), nv = target_.hparams().n_vocab](token_id id,
+                                                                              const float* row) {
+            TokenLogprob lp = token_logprob(row, nv, id, j->n_logprobs);
+            std::lock_guard lk(j->mu);
+            j->logprobs.push_back(std::move(lp));
+        });
+    }
     a->text = std::make_unique<TextStream>(job->stops);
+    if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
     a->st = a->gen->begin(job->prompt);
     a->decoding = slot->target->n_past() + 1 >= int(job->prompt.size());
     a->t_gen = clock_type::now();
@@ -166,10 +178,34 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
     active_.push_back(std::move(a));
 }
 
+// echo with logprobs: each prompt token's logprob, from all-logits passes over the prompt in
+// chunks (the logits held at once stay small whatever its length). This runs on the scheduler
+// thread before the job's first step (the other slots wait for it) and leaves the target holding
+// prompt[0, n-1), which is what the generation starts from.
+void Scheduler::echo_logprobs(Job& job, Session& target) {
+    constexpr size_t kChunk = 64;
+    const std::span<const token_id> prompt(job.prompt);
+    const int nv = target_.hparams().n_vocab;
+    std::vector<TokenLogprob> out;
+    out.push_back({prompt[0], 0.f, {}});
+    target.reset();
+    for (size_t b = 0; b + 1 < prompt.size(); b += kChunk) {
+        const size_t n = std::min(kChunk, prompt.size() - 1 - b);
+        target.eval(prompt.subspan(b, n), /*all_logits=*/true);
+        for (size_t i = 0; i < n; ++i)
+            out.push_back(
+                token_logprob(target.logits(int(i)), nv, prompt[b + i + 1], job.n_logprobs));
+    }
+    std::lock_guard lk(job.mu);
+    job.prompt_logprobs = std::move(out);
+}
+
 // The per-token hook of a generator (scheduler thread): text out to the job; false stops.
 bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     Job& j = *a.job;
-    const bool stop = a.text->push(target_.tokenizer().token_to_piece(id, false), drafted);
+    const bool stop =
+        a.text->push(target_.tokenizer().token_to_piece(id, false), drafted, a.n_emitted++);
+    if (cfg_.metrics) cfg_.metrics->set_kv_tokens(a.slot->id, a.slot->target->n_past());
     std::vector<TokenPiece> pieces = a.text->take();
     {
         std::lock_guard lk(j.mu);
@@ -303,6 +339,7 @@ void Scheduler::finish(Active& a, const char* why) {
         j.done = true;
         j.cv.notify_all();
     }
+    if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
     {
         std::lock_guard lock(mu_);
         free_.push_back(&s);

@@ -28,6 +28,7 @@
 
 #include "model/batch_eval.h"
 #include "server/load_draft.h"
+#include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
@@ -54,6 +55,9 @@ struct Job {
     bool draft_auto = false;  // use the slot's draft-length controller (gen.n_draft unused)
     std::vector<std::string> stops;
     std::chrono::steady_clock::time_point t_arrival;
+    std::unique_ptr<Constraints> constraints;  // the request's (server/sampling_setup.h), or null
+    int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
+    bool echo_logprobs = false;  // also one per prompt token (echo with logprobs)
 
     std::atomic<bool> cancel{false};  // set by the engine: the client left
 
@@ -63,6 +67,8 @@ struct Job {
     bool started = false;            // holds a slot
     bool done = false;               // finished (or abandoned in the queue: !started)
     std::vector<TokenPiece> pieces;  // text ready to send, taken by the engine
+    // Pushed before the text of their tokens; prompt_logprobs is complete once started is set.
+    std::vector<TokenLogprob> logprobs, prompt_logprobs;
     std::string error;               // set when the scheduler failed (done is set too)
     int slot_id = -1, n_cached = 0;
     SpecStats stats;
@@ -85,6 +91,7 @@ class Scheduler {
     void loop();
     void admit();
     void start(std::shared_ptr<Job> job, Slot* slot, int n_prefix);
+    void echo_logprobs(Job& job, Session& target);
     void step();
     int draft_length_by_load(int prefill_rows);
     void finish(Active& a, const char* why);

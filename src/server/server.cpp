@@ -15,22 +15,11 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/responses.h"
+#include "server/token_routes.h"
 #include "server/web_ui.h"
 
 namespace specula {
-
-// The fields every response and chunk starts with.
-struct ResponseHead {
-    std::string id;
-    std::string object;
-    long created;
-    std::string model;
-    bool chat;
-
-    nlohmann::json make() const {
-        return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
-    }
-};
 
 namespace {
 
@@ -48,60 +37,6 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
     send_json(res, e.status(), e.body());
-}
-
-json tokens_json(const std::vector<TokenPiece>& pieces) {
-    json toks = json::array();
-    for (const auto& p : pieces) toks.push_back({{"text", p.text}, {"drafted", p.drafted}});
-    return {{"tokens", toks}};
-}
-
-std::string joined(const std::vector<TokenPiece>& pieces) {
-    std::string s;
-    for (const auto& p : pieces) s += p.text;
-    return s;
-}
-
-json stream_chunk(const ResponseHead& h, const std::vector<TokenPiece>& pieces) {
-    json choice = {{"index", 0}, {"finish_reason", nullptr}, {"specula", tokens_json(pieces)}};
-    if (h.chat) {
-        choice["delta"] = {{"content", joined(pieces)}};
-    } else {
-        choice["text"] = joined(pieces);
-        choice["logprobs"] = nullptr;
-    }
-    json j = h.make();
-    j["choices"] = json::array({choice});
-    return j;
-}
-
-json final_chunk(const ResponseHead& h, const Completion& c) {
-    json choice = {{"index", 0}, {"finish_reason", c.finish_reason}};
-    if (h.chat) {
-        choice["delta"] = json::object();
-    } else {
-        choice["text"] = "";
-        choice["logprobs"] = nullptr;
-    }
-    json j = h.make();
-    j["choices"] = json::array({choice});
-    j["usage"] = usage_json(c.stats);
-    j["usage"]["prompt_tokens_details"] = {{"cached_tokens", c.n_cached}};
-    return j;
-}
-
-json full_response(const ResponseHead& h, const Completion& c) {
-    json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
-    if (h.chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    } else {
-        choice["text"] = c.text;
-    }
-    json j = h.make();
-    j["choices"] = json::array({choice});
-    j["usage"] = usage_json(c.stats);
-    j["usage"]["prompt_tokens_details"] = {{"cached_tokens", c.n_cached}};
-    return j;
 }
 
 bool write_sse(httplib::DataSink& sink, const json& j) {
@@ -136,7 +71,9 @@ std::string lower(std::string s) {
 
 // The methods each path answers (a known path with another method gets 405), "" if unknown.
 const char* allowed_methods(const std::string& path) {
-    if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
+        path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings")
+        return "POST";
     if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models")
         return "GET, HEAD";
     return "";
@@ -183,19 +120,6 @@ json internal_error(const std::exception& e) {
 
 }  // namespace
 
-json usage_json(const SpecStats& st) {
-    json spec = {{"drafts", st.n_drafts},
-                 {"drafted", st.n_drafted},
-                 {"accepted", st.n_accepted},
-                 {"accepted_per_pos", st.pos_accepted},
-                 {"acceptance_rate", st.accept_rate()},
-                 {"mean_acceptance_length", st.mean_accept_len()}};
-    return {{"prompt_tokens", st.n_prompt},
-            {"completion_tokens", st.n_generated},
-            {"total_tokens", st.n_prompt + st.n_generated},
-            {"speculative", spec}};
-}
-
 // The wire bytes one request may take: its decoded body's limit, with room for the head and for
 // chunk framing or a compressed encoding that is larger than what it decodes to.
 static ConnectionLimits wire_limits(const HttpConfig& cfg) {
@@ -238,6 +162,22 @@ void HttpServer::routes() {
             LimitedServer::close_after_response();
             return httplib::Server::HandlerResponse::Handled;
         };
+        if (!cfg_.cors_origin.empty() && req.has_header("Origin")) {
+            const std::string origin = req.get_header_value("Origin");
+            if (cfg_.cors_origin == "*" || origin == cfg_.cors_origin) {
+                res.set_header("Access-Control-Allow-Origin",
+                               cfg_.cors_origin == "*" ? "*" : origin);
+                res.set_header("Vary", "Origin");
+                if (req.method == "OPTIONS" && *allowed_methods(req.path)) {  // preflight
+                    res.status = 204;
+                    res.set_header("Access-Control-Allow-Methods",
+                                   std::string(allowed_methods(req.path)) + ", OPTIONS");
+                    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+                    res.set_header("Access-Control-Max-Age", "600");
+                    return httplib::Server::HandlerResponse::Handled;
+                }
+            }
+        }
         if (cfg_.api_key.empty() && !host_header_allowed(req.get_header_value("Host"), cfg_.host)) {
             return refuse(ApiError(403,
                                    "the Host header '" + req.get_header_value("Host") +
@@ -305,6 +245,32 @@ void HttpServer::routes() {
                       {"max_model_len", engine_.n_ctx()}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
+    const auto json_route = [this, &metrics](auto respond) {
+        return [this, &metrics, respond](const httplib::Request& req, httplib::Response& res) {
+            try {
+                json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+                if (body.is_discarded()) bad_request("the request body is not valid JSON");
+                send_json(res, 200, respond(engine_.target().tokenizer(), body));
+            } catch (const ApiError& e) {
+                metrics.record_failure(e.status());
+                send_error(res, e);
+            } catch (const Error& e) {
+                metrics.record_failure(400);
+                send_error(res, ApiError(400, e.what()));
+            }
+        };
+    };
+    s.Post("/tokenize", json_route(tokenize_response));
+    s.Post("/detokenize", json_route(detokenize_response));
+    for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+        s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
+            metrics.record_failure(501);
+            send_error(res, ApiError(501,
+                                     "embeddings are not implemented by this server (it serves "
+                                     "completions and chat completions only)",
+                                     "", "not_implemented_error", "not_implemented"));
+        });
+    }
     s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& reader) {
         handle_completion(req, res, reader, false);
@@ -342,7 +308,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     auto head = std::make_shared<ResponseHead>(ResponseHead{
         (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
         chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
-        long(std::time(nullptr)), engine_.served_name(), chat});
+        long(std::time(nullptr)), engine_.served_name(), chat, p.req.logprobs});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -351,69 +317,84 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     }
 }
 
-// SSE: a chunk per batch of released text, a final chunk with finish_reason and usage, [DONE].
+// SSE, choice after choice: a start chunk (chat: the role; completions: the echo), a chunk per
+// batch of released text, a chunk with finish_reason; then, with stream_options.include_usage, a
+// chunk with "choices": [] and the usage; then [DONE].
 void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                              std::shared_ptr<const PreparedRequest> prepared) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream", [this, head, prepared](size_t, httplib::DataSink& sink) {
-            if (head->chat) {
-                json first = stream_chunk(*head, {});
-                first["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
-                if (!write_sse(sink, first)) return false;
-            }
-            static const std::string waiting = ": waiting for a free slot\n\n";  // an SSE comment
+    res.set_chunked_content_provider("text/event-stream", [this, head, prepared](
+                                                              size_t, httplib::DataSink& sink) {
+        static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
+        const Tokenizer& tok = engine_.target().tokenizer();
+        std::vector<Completion> done;
+        for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
+            StreamCursor cursor;
+            bool started = false;
+            const auto start = [&](const Completion& so_far) {
+                started = true;
+                return write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
+            };
             try {
                 c = engine_.run(
                     *prepared,
-                    [&](const std::vector<TokenPiece>& pieces) {
-                        return write_sse(sink, stream_chunk(*head, pieces));
+                    [&](const Completion& so_far, const std::vector<TokenPiece>& pieces) {
+                        if (!started && !start(so_far)) return false;
+                        return write_sse(sink, stream_chunk(*head, i, pieces, so_far, tok, cursor));
                     },
-                    [&] { return sink.write(waiting.data(), waiting.size()); });
+                    [&] { return sink.write(waiting.data(), waiting.size()); }, i);
             } catch (const std::exception& e) {  // the status line is gone: report in-band
                 write_sse(sink, internal_error(e));
                 return false;
             }
             if (c.finish_reason == "abort") return false;
-            write_sse(sink, final_chunk(*head, c));
-            static const std::string done = "data: [DONE]\n\n";
-            sink.write(done.data(), done.size());
-            sink.done();
-            return true;
-        });
+            if (!started && !start(c)) return false;
+            if (!write_sse(sink, finish_chunk(*head, i, c))) return false;
+            done.push_back(std::move(c));
+        }
+        if (prepared->req.include_usage) write_sse(sink, usage_chunk(*head, done));
+        static const std::string end = "data: [DONE]\n\n";
+        sink.write(end.data(), end.size());
+        sink.done();
+        return true;
+    });
 }
 
 // One JSON object, preceded by whitespace written while queued or generating (disconnect probe).
 void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                             std::shared_ptr<const PreparedRequest> prepared) {
-    res.set_chunked_content_provider(
-        "application/json", [this, head, prepared](size_t, httplib::DataSink& sink) {
-            auto last_write = clock_type::now();
-            auto probe = [&] {
-                last_write = clock_type::now();
-                return sink.write(" ", 1);  // JSON allows leading whitespace
-            };
+    res.set_chunked_content_provider("application/json", [this, head, prepared](
+                                                             size_t, httplib::DataSink& sink) {
+        auto last_write = clock_type::now();
+        auto probe = [&] {
+            last_write = clock_type::now();
+            return sink.write(" ", 1);  // JSON allows leading whitespace
+        };
+        std::vector<Completion> choices;
+        for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
             try {
                 c = engine_.run(
                     *prepared,
-                    [&](const std::vector<TokenPiece>&) {
+                    [&](const Completion&, const std::vector<TokenPiece>&) {
                         return clock_type::now() - last_write < std::chrono::milliseconds(100) ||
                                probe();
                     },
-                    probe);
-            } catch (const std::exception& e) {  // the status line is gone: report in the body
+                    probe, i);
+            } catch (const std::exception& e) {  // the status line is gone: report in-band
                 const std::string body = dump(internal_error(e));
                 sink.write(body.data(), body.size());
                 return false;
             }
             if (c.finish_reason == "abort") return false;
-            const std::string body = dump(full_response(*head, c));
-            sink.write(body.data(), body.size());
-            sink.done();
-            return true;
-        });
+            choices.push_back(std::move(c));
+        }
+        const std::string body = dump(full_response(*head, choices, engine_.target().tokenizer()));
+        sink.write(body.data(), body.size());
+        sink.done();
+        return true;
+    });
 }
 
 void HttpServer::listen() {

@@ -2,6 +2,8 @@
 //
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true -> SSE chunks, data: [DONE])
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text), GET / (the embedded web UI)
+//   POST /tokenize, POST /detokenize (llama-server's), POST /v1/embeddings (501): token_routes.h
+//   OPTIONS (CORS preflight) on any of them when --cors-origin allows the request's Origin
 //
 // Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields, 401 bad or
 // missing API key (when one is set; /v1/* only), 403 a Host header naming another site (when no
@@ -15,8 +17,9 @@
 // arrive within limits.read_deadline_s; at most limits.max_connections are open at once.
 //
 // Browsers: a POST must say Content-Type: application/json, which a page on another origin can
-// only send after a CORS preflight this server never grants; without --api-key the Host header
-// must be an IP address, localhost or the --host name, so a DNS-rebound name cannot read the API.
+// only send after a CORS preflight this server grants only to --cors-origin (off by default);
+// without --api-key the Host header must be an IP address, localhost or the --host name, so a
+// DNS-rebound name cannot read the API.
 //
 // Responses carry the usual OpenAI fields plus, in `usage`, a `speculative` block (drafts,
 // drafted, accepted, accepted_per_pos, acceptance_rate, mean_acceptance_length); each streamed
@@ -40,7 +43,7 @@
 
 namespace specula {
 
-struct ResponseHead;  // id, object, created, model of one response (server.cpp)
+struct ResponseHead;  // id, object, created, model of one response (server/responses.h)
 
 constexpr size_t kMaxBodyBytesLimit = size_t(1) << 30;  // the largest --max-body-bytes
 
@@ -48,6 +51,9 @@ struct HttpConfig {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (see port())
     std::string api_key;
+    // --cors-origin: "" (default) sends no CORS headers and answers no preflight; "*" or one
+    // origin (e.g. https://app.example.com) is allowed to call the API from a browser.
+    std::string cors_origin;
     size_t max_body_bytes = 1 << 20;
     ConnectionLimits limits;
 };
@@ -74,8 +80,5 @@ class HttpServer {
     HttpConfig cfg_;
     std::unique_ptr<LimitedServer> svr_;
 };
-
-// The JSON of a finished request's usage (with the speculative block).
-nlohmann::json usage_json(const SpecStats& st);
 
 }  // namespace specula

@@ -34,9 +34,9 @@ size_t TextStream::held_back_for_stops() const {
     return hold;
 }
 
-bool TextStream::push(const std::string& piece, bool drafted) {
+bool TextStream::push(const std::string& piece, bool drafted, int index) {
     if (stopped_) return true;
-    pending_.push_back({piece, drafted});
+    pending_.push_back({piece, drafted, index});
     text_ += piece;
     size_t cut = std::string::npos;
     for (const auto& stop : stops_) cut = std::min(cut, text_.find(stop));
@@ -71,7 +71,7 @@ std::vector<TokenPiece> TextStream::release(size_t n) {
             out.push_back(std::move(p));
             pending_.pop_front();
         } else {
-            out.push_back({p.text.substr(0, left), p.drafted});
+            out.push_back({p.text.substr(0, left), p.drafted, p.index});
             p.text.erase(0, left);
             left = 0;
         }

@@ -14,6 +14,7 @@ namespace specula {
 struct TokenPiece {
     std::string text;
     bool drafted = false;  // an accepted draft token (vs the target's own token)
+    int index = -1;        // which generated token (0-based) the text came from
 };
 
 class TextStream {
@@ -22,7 +23,7 @@ class TextStream {
 
     // Adds one token's piece. Returns true when a stop string is now complete: the text is cut
     // just before it and nothing more may be pushed.
-    bool push(const std::string& piece, bool drafted);
+    bool push(const std::string& piece, bool drafted, int index = -1);
 
     // Removes and returns what can be sent now (all of it after a stop).
     std::vector<TokenPiece> take();

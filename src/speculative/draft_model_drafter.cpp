@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sampling/constraints.h"
 #include "speculative/categorical.h"
 
 namespace specula {
@@ -67,10 +68,10 @@ int DraftModelDrafter::sync(std::span<const token_id> history) {
     return int(k);
 }
 
-bool DraftModelDrafter::confident(const float* logits, const std::vector<TokenProb>* q) const {
+bool DraftModelDrafter::confident(const float* logits, int n_vocab,
+                                  const std::vector<TokenProb>* q) const {
     if (params_.p_min <= 0.f) return true;
-    const float top =
-        q ? (q->empty() ? 0.f : (*q)[0].p) : top_prob(logits, model_.hparams().n_vocab);
+    const float top = q ? (q->empty() ? 0.f : (*q)[0].p) : top_prob(logits, n_vocab);
     return top >= params_.p_min;
 }
 
@@ -87,26 +88,34 @@ int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Dra
     n_max = std::min(n_max, room - n_pending + 1);
     if (n_max <= 0) return 0;
 
-    const int n_vocab = model_.hparams().n_vocab;
+    // Guided by the target's constraints: only their first n_vocab ids (a draft vocabulary may be
+    // larger; those ids cannot be verified anyway).
+    Constraints* guide = guide_ && guide_->n_vocab() <= model_.hparams().n_vocab ? guide_ : nullptr;
+    const int n_vocab = guide ? guide->n_vocab() : model_.hparams().n_vocab;
+    Constraints::Mark mark;
+    if (guide) mark = guide->mark();
     batch_.assign(history.begin() + n_cached, history.end());
     int steps = 0;
     for (int i = 0; i < n_max; ++i) {
         eval(batch_);
         ++steps;
         const float* logits = session_->logits(session_->n_logits() - 1);
+        if (guide) logits = guide->apply(logits, guided_);
         token_id tok;
         if (out.has_q) {
             std::vector<TokenProb>& q = out.next_q();
             sampler_.distribution(logits, n_vocab, q);
-            if (!confident(logits, &q)) break;
+            if (q.empty() || !confident(logits, n_vocab, &q)) break;
             tok = sample_categorical(q, sampler_.uniform());
         } else {
-            if (!confident(logits, nullptr)) break;
+            if (!confident(logits, n_vocab, nullptr)) break;
             tok = argmax(logits, n_vocab);
         }
+        if (guide && !guide->accept(tok)) break;  // everything banned (-inf row): nothing to draft
         out.tokens.push_back(tok);
         batch_.assign(1, tok);
     }
+    if (guide) guide->rewind(mark);
     return steps;
 }
 

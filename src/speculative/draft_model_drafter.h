@@ -45,7 +45,7 @@ class DraftModelDrafter final : public Drafter {
   private:
     int sync(std::span<const token_id> history);
     void eval(std::span<const token_id> tokens);
-    bool confident(const float* logits, const std::vector<TokenProb>* q) const;
+    bool confident(const float* logits, int n_vocab, const std::vector<TokenProb>* q) const;
 
     const Model& model_;
     DraftModelParams params_;
@@ -53,7 +53,8 @@ class DraftModelDrafter final : public Drafter {
     Sampler sampler_;
     std::vector<token_id> cached_;  // token at each cache position
     std::vector<token_id> batch_;
-    size_t n_history_ = 0;  // history length at the last propose()
+    std::vector<float> guided_;  // a row after guide_'s constraints
+    size_t n_history_ = 0;       // history length at the last propose()
 };
 
 }  // namespace specula

@@ -14,6 +14,8 @@
 
 namespace specula {
 
+class Constraints;
+
 // One proposal: tokens d_1..d_n and, when drafting by sampling, the draft distribution q_i each
 // d_i was drawn from (the same temp/top-k/top-p/min-p transforms as the target's sampler).
 // Buffers keep their capacity between steps, so a running loop does not allocate.
@@ -47,6 +49,17 @@ class Drafter {
     // The target kept the first n_kept tokens of the last proposal and then appended its own
     // token (the correction or bonus); history grows by n_kept + 1.
     virtual void accept(int n_kept) = 0;
+
+    // Optional (the Generator sets it for each generation, null when there are none): the
+    // target's Constraints (logit bias, penalties, grammar) at the current history. A drafter that
+    // uses it masks its rows the same way before choosing, so it proposes only tokens a grammar
+    // allows and draws from the constrained distribution (q); it leaves the state as it found it
+    // (mark / accept / rewind). Verification stays exact either way; guided drafts are accepted
+    // more often.
+    void guide(Constraints* constraints) { guide_ = constraints; }
+
+  protected:
+    Constraints* guide_ = nullptr;
 };
 
 }  // namespace specula

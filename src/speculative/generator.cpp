@@ -93,6 +93,8 @@ SpecStats Generator::start(std::span<const token_id> prompt, bool evaluate) {
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
     if (constraints_) constraints_->push_prompt(prompt);
+    // Set on every generation, phased or not: a shared drafter must forget an earlier request's.
+    if (drafter_) drafter_->guide(constraints_);  // null without constraints
     if (!evaluate) return st;
 
     const auto t0 = clock_type::now();
@@ -141,8 +143,8 @@ const StepRecord& Generator::finish_step(const TokenCallback& on_token, double v
     r.n_drafted = draft_.size();
     r.n_accepted = v.n_accepted;
 
-    for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit({draft_.tokens[i], true}, on_token);
-    if (!r.stop) emit({v.token, false}, on_token);
+    for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit({draft_.tokens[i], true}, i, on_token);
+    if (!r.stop) emit({v.token, false}, v.n_accepted, on_token);
     return r;
 }
 
@@ -191,7 +193,7 @@ Verdict Generator::verify_pass() {
 }
 
 // Appends one generated token, or records why generation stops.
-void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
+void Generator::emit(EmittedToken t, int row, const TokenCallback& on_token) {
     if (!params_.ignore_eos && target_.model().tokenizer().is_eog(t.id)) {
         rec_.stop = "eog";
         return;
@@ -200,6 +202,7 @@ void Generator::emit(EmittedToken t, const TokenCallback& on_token) {
     history_.push_back(t.id);
     output_.push_back(t.id);
     rec_.emitted.push_back(t);
+    if (row_observer_) row_observer_(t.id, rows_[size_t(row)]);
     if (on_token && !on_token(t.id, t.drafted)) {
         rec_.stop = "callback";
         return;

@@ -48,6 +48,12 @@ struct GenParams {
 // target's own); return false to stop.
 using TokenCallback = std::function<bool(token_id, bool drafted)>;
 
+// Called for each generated token just before the TokenCallback, with the target's logit row the
+// token was chosen from, after the Constraints (n_vocab values; valid only during the call). The
+// row is the same with and without speculation (batch invariance), so whatever is computed from
+// it, e.g. logprobs, is too.
+using RowObserver = std::function<void(token_id, const float* row)>;
+
 class Generator {
   public:
     // `drafter` may be null (plain decoding). `auto_length`, when given, chooses the draft length
@@ -85,6 +91,8 @@ class Generator {
     std::span<const token_id> plan_step(int n_draft = -1);
     const StepRecord& finish_step(const TokenCallback& on_token, double verify_ms);
     void end();
+    // Optional; set before generate().
+    void observe_rows(RowObserver observer) { row_observer_ = std::move(observer); }
 
     const std::vector<token_id>& output() const { return output_; }    // generated tokens
     const std::vector<token_id>& history() const { return history_; }  // prompt + output
@@ -95,7 +103,8 @@ class Generator {
     int draft_length() const;
     void propose(int n);
     Verdict verify_pass();
-    void emit(EmittedToken t, const TokenCallback& on_token);
+    // `row`: the index in rows_ of the logit row that chose the token.
+    void emit(EmittedToken t, int row, const TokenCallback& on_token);
 
     Session& target_;
     Sampler& sampler_;
@@ -111,6 +120,7 @@ class Generator {
     std::vector<token_id> batch_, history_, output_;
     std::vector<const float*> rows_;
     int step_n_past_ = 0;  // the target's n_past() when plan_step() planned the current step
+    RowObserver row_observer_;
 };
 
 // Convenience: plain or speculative generation of a whole sequence, returning the generated ids.

@@ -21,9 +21,19 @@
 #include <thread>
 #include <vector>
 
+#include "test_util.h"
+
 extern char** environ;
 
 namespace specula::test {
+
+// The server tests' models: stories260K as the target, llama2xs (same vocabulary) as the draft.
+inline std::string server_target_path() {
+    return shared_path("models/tinystories/stories260K.gguf");
+}
+inline std::string server_draft_path() {
+    return shared_path("models/tinystories/llama2xs.gguf");
+}
 
 inline std::string specula_bin() {
     return std::string(SPECULA_BINARY_DIR) + "/bin/specula";

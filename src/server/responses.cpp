@@ -1,0 +1,154 @@
+// Response bodies: see responses.h.
+#include "server/responses.h"
+
+#include <algorithm>
+
+namespace specula {
+
+namespace {
+
+using json = nlohmann::json;
+
+json speculative_json(const std::vector<Completion>& choices) {
+    long drafts = 0, drafted = 0, accepted = 0, passes = 0;
+    std::vector<long> per_pos;
+    for (const Completion& c : choices) {
+        drafts += c.stats.n_drafts;
+        drafted += c.stats.n_drafted;
+        accepted += c.stats.n_accepted;
+        passes += c.stats.n_target_passes;
+        const auto& pa = c.stats.pos_accepted;
+        if (per_pos.size() < pa.size()) per_pos.resize(pa.size(), 0);
+        for (size_t i = 0; i < pa.size(); ++i) per_pos[i] += pa[i];
+    }
+    return {
+        {"drafts", drafts},
+        {"drafted", drafted},
+        {"accepted", accepted},
+        {"accepted_per_pos", per_pos},
+        {"acceptance_rate", drafted > 0 ? double(accepted) / double(drafted) : 0.0},
+        {"mean_acceptance_length", passes > 0 ? double(accepted + passes) / double(passes) : 0.0}};
+}
+
+json tokens_json(const std::vector<TokenPiece>& pieces) {
+    json toks = json::array();
+    for (const auto& p : pieces) toks.push_back({{"text", p.text}, {"drafted", p.drafted}});
+    return {{"tokens", toks}};
+}
+
+std::string joined(const std::vector<TokenPiece>& pieces) {
+    std::string s;
+    for (const auto& p : pieces) s += p.text;
+    return s;
+}
+
+// The logprobs of generated tokens [from, to) (completions: after the echoed prompt's).
+json logprobs_json(const ResponseHead& h, const Completion& c, size_t from, size_t to,
+                   bool with_prompt, const Tokenizer& tok) {
+    if (h.logprobs < 0) return nullptr;
+    to = std::min(to, c.logprobs.size());
+    from = std::min(from, to);
+    const std::vector<TokenLogprob> part(c.logprobs.begin() + long(from),
+                                         c.logprobs.begin() + long(to));
+    if (h.chat) return chat_logprobs_json(part, tok);
+    static const std::vector<TokenLogprob> none;
+    return completion_logprobs_json(with_prompt ? c.prompt_logprobs : none, part, tok);
+}
+
+json with_choice(const ResponseHead& h, json choice) {
+    json j = h.make();
+    j["choices"] = json::array({std::move(choice)});
+    return j;
+}
+
+}  // namespace
+
+json ResponseHead::make() const {
+    return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
+}
+
+json usage_json(const std::vector<Completion>& choices) {
+    const int prompt = choices.empty() ? 0 : choices[0].stats.n_prompt;
+    long completion = 0;
+    for (const Completion& c : choices) completion += c.stats.n_generated;
+    return {{"prompt_tokens", prompt},
+            {"completion_tokens", completion},
+            {"total_tokens", prompt + completion},
+            {"prompt_tokens_details",
+             {{"cached_tokens", choices.empty() ? 0 : choices[0].n_cached}}},
+            {"speculative", speculative_json(choices)}};
+}
+
+json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece>& pieces,
+                  const Completion& c, const Tokenizer& tok, StreamCursor& cursor) {
+    json choice = {{"index", index}, {"finish_reason", nullptr}, {"specula", tokens_json(pieces)}};
+    // The tokens whose first text is in this chunk.
+    int upto = cursor.next_logprob;
+    for (const auto& p : pieces) upto = std::max(upto, p.index + 1);
+    json lp = logprobs_json(h, c, size_t(cursor.next_logprob), size_t(upto), false, tok);
+    cursor.next_logprob = upto;
+    if (h.chat) {
+        choice["delta"] = {{"content", joined(pieces)}};
+    } else {
+        choice["text"] = joined(pieces);
+    }
+    choice["logprobs"] = lp;
+    return with_choice(h, choice);
+}
+
+json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
+                        const Tokenizer& tok) {
+    json choice = {{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}};
+    if (h.chat) {
+        choice["delta"] = {{"role", "assistant"}, {"content", ""}};
+    } else {
+        choice["text"] = c.echo;
+        if (h.logprobs >= 0 && !c.prompt_logprobs.empty())
+            choice["logprobs"] = completion_logprobs_json(c.prompt_logprobs, {}, tok);
+    }
+    return with_choice(h, choice);
+}
+
+json finish_chunk(const ResponseHead& h, int index, const Completion& c) {
+    json choice = {
+        {"index", index},
+        {"finish_reason", c.finish_reason},
+        {"logprobs", nullptr},
+        {"specula", {{"tokens", json::array()}, {"speculative", speculative_json({c})}}}};
+    if (h.chat) {
+        choice["delta"] = json::object();
+    } else {
+        choice["text"] = "";
+    }
+    return with_choice(h, choice);
+}
+
+json usage_chunk(const ResponseHead& h, const std::vector<Completion>& choices) {
+    json j = h.make();
+    j["choices"] = json::array();
+    j["usage"] = usage_json(choices);
+    return j;
+}
+
+json full_response(const ResponseHead& h, const std::vector<Completion>& choices,
+                   const Tokenizer& tok) {
+    json list = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+        const Completion& c = choices[i];
+        json choice = {{"index", int(i)},
+                       {"finish_reason", c.finish_reason},
+                       {"logprobs", logprobs_json(h, c, 0, size_t(c.n_text_tokens), true, tok)}};
+        if (h.chat) {
+            choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        } else {
+            choice["text"] = c.echo + c.text;
+        }
+        list.push_back(choice);
+    }
+    json j = h.make();
+    j["choices"] = list;
+    j["usage"] = usage_json(choices);
+    return j;
+}
+
+}  // namespace specula

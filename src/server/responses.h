@@ -1,0 +1,49 @@
+// The JSON bodies of completion responses and SSE chunks, in OpenAI's shapes, for n choices:
+// text / message, finish_reason, logprobs (server/logprobs.h), echo, usage with the speculative
+// block, and each chunk's `specula` object (its tokens and whether each was an accepted draft).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/engine.h"
+
+namespace specula {
+
+// The fields every response and chunk starts with.
+struct ResponseHead {
+    std::string id;
+    std::string object;
+    long created;
+    std::string model;
+    bool chat;
+    int logprobs = -1;  // the request's (req.logprobs)
+    nlohmann::json make() const;
+};
+
+// Usage over all choices: the prompt once, every choice's generated tokens, and the speculative
+// block (drafts, drafted, accepted, accepted_per_pos summed; rates over the sums).
+nlohmann::json usage_json(const std::vector<Completion>& choices);
+
+// Tracks which generated tokens' logprobs a stream has sent (a token's entry goes out with the
+// chunk that carries the first of its text).
+struct StreamCursor {
+    int next_logprob = 0;
+};
+
+// A chunk of released text for choice `index` (`c`: the choice so far, for its logprobs).
+nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece>& pieces,
+                            const Completion& c, const Tokenizer& tok, StreamCursor& cursor);
+// The first chunk of a choice: chat's role, or completions' echoed prompt.
+nlohmann::json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
+                                  const Tokenizer& tok);
+// The chunk with the choice's finish_reason (and, in `specula`, its speculative block).
+nlohmann::json finish_chunk(const ResponseHead& h, int index, const Completion& c);
+// stream_options.include_usage: the last chunk, with "choices": [] and the usage.
+nlohmann::json usage_chunk(const ResponseHead& h, const std::vector<Completion>& choices);
+
+nlohmann::json full_response(const ResponseHead& h, const std::vector<Completion>& choices,
+                             const Tokenizer& tok);
+
+}  // namespace specula
