@@ -2,12 +2,7 @@
 // stdout, stderr and exit status are checked separately. stdout must carry exactly the generated
 // text (llama.cpp's reference continuations and llama2.c's golden story), tokenize must print the
 // reference ids, and every kind of bad input must end as one `error:` line with status 1.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,74 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
-
-extern char** environ;
 
 namespace {
 
 using specula::test::read_file;
 using specula::test::shared_path;
 using json = nlohmann::json;
-
-struct ProcResult {
-    std::string out, err;
-    int status = -1;  // exit code, or 128 + signal
-};
-
-// Runs bin/specula with `args` and stdin from `stdin_path`, reading stdout and stderr
-// concurrently until both close.
-ProcResult run_specula(const std::vector<std::string>& args,
-                       const std::string& stdin_path = "/dev/null") {
-    const std::string bin = std::string(SPECULA_BINARY_DIR) + "/bin/specula";
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(bin.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-
-    int out_pipe[2], err_pipe[2];
-    if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-        posix_spawn_file_actions_addclose(&fa, fd);
-    }
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    if (rc != 0) throw std::runtime_error("cannot start " + bin);
-
-    ProcResult r;
-    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    std::string* sinks[2] = {&r.out, &r.err};
-    int open_fds = 2;
-    while (open_fds > 0) {
-        if (poll(fds, 2, -1) < 0) continue;
-        for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            char buf[4096];
-            const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-            if (n > 0) {
-                sinks[i]->append(buf, static_cast<size_t>(n));
-            } else {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                --open_fds;
-            }
-        }
-    }
-    int wstatus = 0;
-    waitpid(pid, &wstatus, 0);
-    r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    return r;
-}
+using specula::test::ProcResult;
+using specula::test::run_specula;
 
 std::string describe(const ProcResult& r) {
     return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
@@ -429,7 +368,7 @@ TEST(Cli, GuideCommandRunsAsPasted) {
 
 // llama.cpp's multi-letter single-dash spellings are whole flags in every command: GPU options
 // warn that the run is on the CPU, -fa / -ctk / -td are accepted with a warning naming them, a
-// missing feature (-hf, -cnv, -sys) is one error line naming the flag, an unknown -xyz names
+// missing feature (-hf, -i) is one error line naming the flag, an unknown -xyz names
 // itself; none prints the help or exits 0 by mistake.
 TEST(Cli, LlamaCppFlagSpellings) {
     const std::string model = shared_path(kStoriesRel);
@@ -484,13 +423,21 @@ TEST(Cli, LlamaCppFlagSpellings) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
         {{"-hf", "ggml-org/model"}, "-hf (--hf-repo): specula does not download models"},
         {{"-hff", "x.gguf"}, "-hff (--hf-file): specula does not download models"},
-        {{"-cnv"}, "-cnv (--conversation): specula run has no conversation mode"},
-        {{"-sys", "hi"}, "-sys (--system-prompt)"},
-        {{"-i"}, "-i: specula run has no conversation mode"},
+        {{"-i"}, "-i: llama-cli's raw interactive mode is not supported; use -cnv"},
         {{"-xyz"}, "unknown option -xyz"},
         {{"--bogus"}, "--bogus"},
         {{"-np", "2"}, "--parallel"},
     };
+    // Conversation flags are run's (with -cnv) and chat's; elsewhere they say where to go.
+    for (const std::string cmd : {"bench", "serve"}) {
+        for (const std::string flag : {"-cnv", "-sys", "--chat-template"}) {
+            const auto r = run_specula({cmd, "-m", model, flag, "x"});
+            EXPECT_EQ(r.status, 1) << cmd << " " << flag << ": " << describe(r);
+            EXPECT_NE(r.err.find("error: " + flag), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("conversation mode is `specula chat`"), std::string::npos)
+                << r.err;
+        }
+    }
     for (const std::string cmd : {"run", "bench", "serve"}) {
         for (const auto& [extra, msg] : refused) {
             if (cmd == "serve" && extra[0] == "-np") continue;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/slots.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace specula {
 

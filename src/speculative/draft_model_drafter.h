@@ -34,6 +34,9 @@ class DraftModelDrafter final : public Drafter {
 
     const char* name() const override { return "draft-model"; }
     void begin(std::span<const token_id> prompt) override;
+    // Keeps the cache: the next proposal rolls it back to the prefix shared with the history and
+    // evaluates only the rest (sync).
+    void resume(std::span<const token_id> prompt) override { n_history_ = 0; }
     int propose(std::span<const token_id> history, int n_max, Draft& out) override;
     void accept(int n_kept) override;
 

@@ -45,7 +45,16 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
 }
 
 SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
-    SpecStats st = start(prompt);
+    return run(prompt, /*reuse=*/false, on_token);
+}
+
+SpecStats Generator::resume(std::span<const token_id> prompt, const TokenCallback& on_token) {
+    return run(prompt, /*reuse=*/true, on_token);
+}
+
+SpecStats Generator::run(std::span<const token_id> prompt, bool reuse,
+                         const TokenCallback& on_token) {
+    SpecStats st = start(prompt, reuse);
     const auto t_gen = clock_type::now();
     if (params_.n_predict == 0) st.stop_reason = "n_predict";
     while (st.stop_reason.empty()) {
@@ -66,8 +75,9 @@ SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallb
     return st;
 }
 
-// Checks the prompt and evaluates it in the target (all but its last token) and the drafter.
-SpecStats Generator::start(std::span<const token_id> prompt) {
+// Checks the prompt and evaluates it in the target (all but its last token) and the drafter;
+// with `reuse`, only past the prefix the target's cache shares with it.
+SpecStats Generator::start(std::span<const token_id> prompt, bool reuse) {
     if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
     const int n_ctx = target_.n_ctx();
     if (int(prompt.size()) > n_ctx)
@@ -80,14 +90,26 @@ SpecStats Generator::start(std::span<const token_id> prompt) {
     // Per-position counters sized up front: the token loop does not allocate.
     st.pos_reached.reserve(rec_.emitted.capacity());
     st.pos_accepted.reserve(rec_.emitted.capacity());
+    // The target holds history_'s first n_past() tokens; keep what `prompt` shares with them,
+    // leaving at least its last token to evaluate.
+    size_t keep = 0;
+    if (reuse) {
+        const size_t lim = std::min({size_t(target_.n_past()), history_.size(), prompt.size() - 1});
+        while (keep < lim && history_[keep] == prompt[keep]) ++keep;
+    }
+    st.n_prompt_cached = int(keep);
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
-    if (constraints_) constraints_->push_prompt(prompt);
+    if (constraints_) {
+        constraints_->rewind(Constraints::Mark{});  // no history (penalties only: no grammar)
+        constraints_->push_prompt(prompt);
+    }
 
     const auto t0 = clock_type::now();
-    target_.reset();
-    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1), /*all_logits=*/false);
-    if (drafter_) drafter_->begin(prompt);
+    target_.rollback(int(keep));
+    if (prompt.size() >= keep + 2)
+        target_.eval(prompt.subspan(keep, prompt.size() - 1 - keep), /*all_logits=*/false);
+    if (drafter_) reuse ? drafter_->resume(prompt) : drafter_->begin(prompt);
     st.t_prompt_ms = ms_since(t0);
     return st;
 }

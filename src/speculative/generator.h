@@ -64,11 +64,19 @@ class Generator {
     // when the prompt is empty or does not fit the context.
     SpecStats generate(std::span<const token_id> prompt, const TokenCallback& on_token = {});
 
+    // generate() that keeps the caches of the previous generate() / resume() (a conversation's
+    // next turn): the target rolls back to the longest common prefix of `prompt` and the previous
+    // history and evaluates only the rest, the drafter resumes (Drafter::resume) and the
+    // constraints restart from `prompt` (they must hold no grammar). SpecStats::n_prompt counts
+    // every prompt token, n_prompt_cached the ones reused from the cache.
+    SpecStats resume(std::span<const token_id> prompt, const TokenCallback& on_token = {});
+
     const std::vector<token_id>& output() const { return output_; }    // generated tokens
     const std::vector<token_id>& history() const { return history_; }  // prompt + output
 
   private:
-    SpecStats start(std::span<const token_id> prompt);
+    SpecStats start(std::span<const token_id> prompt, bool reuse);
+    SpecStats run(std::span<const token_id> prompt, bool reuse, const TokenCallback& on_token);
     const StepRecord& step(const TokenCallback& on_token);
     int draft_length() const;
     void propose(int n);

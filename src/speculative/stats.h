@@ -21,6 +21,7 @@ struct SpecStats {
     // The prompt pass evaluates all prompt tokens but the last (which goes with the first draft)
     // in the target, and the same in the draft model.
     int n_prompt = 0;
+    int n_prompt_cached = 0;  // prompt tokens already in the cache (Generator::resume)
     double t_prompt_ms = 0;
     int n_generated = 0;
     double t_gen_ms = 0;
@@ -40,7 +41,9 @@ struct SpecStats {
     // Counts one step of the generation loop.
     void add(const StepRecord& step);
 
-    double prompt_tps() const { return t_prompt_ms > 0 ? n_prompt * 1e3 / t_prompt_ms : 0; }
+    double prompt_tps() const {
+        return t_prompt_ms > 0 ? (n_prompt - n_prompt_cached) * 1e3 / t_prompt_ms : 0;
+    }
     double gen_tps() const { return t_gen_ms > 0 ? n_generated * 1e3 / t_gen_ms : 0; }
     double accept_rate() const { return n_drafted ? double(n_accepted) / n_drafted : 0; }
     // Tokens produced per target pass (accepted drafts + the target's own token).
