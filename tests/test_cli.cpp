@@ -387,7 +387,7 @@ TEST(Cli, LlamaCppFlagSpellings) {
         {{"-nkvo"}, "--no-kv-offload ignored"},
         {{"-fa"}, "--flash-attn ignored"},
         {{"-fa", "on"}, "--flash-attn ignored"},
-        {{"-ctk", "f16", "-ctv", "q8_0"}, "--cache-type-v ignored"},
+        {{"-ctkd", "q8_0"}, "--cache-type-k-draft ignored"},
         {{"-td", "1"}, "--threads-draft ignored"},
         {{"-cd", "64"}, "--ctx-size-draft ignored"},
         {{"-tb", "2"}, "--threads-batch ignored"},
@@ -589,6 +589,46 @@ TEST_F(CliErrors, BadOptions) {
                        "-t (--threads) must be at most");
     expect_clean_error(run_specula({"explode"}), "explode");
     expect_clean_error(run_specula({}), "subcommand");
+}
+
+}  // namespace
+
+namespace {
+
+// -ctk / -ctv: each KV cache type runs (the log line names them), greedy speculative output
+// equals plain output with that type, a bad type is one error line in run, bench and serve.
+TEST(Cli, CacheTypes) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    for (const std::string t : {"f32", "f16", "q8_0"}) {
+        const std::vector<std::string> base = {"run", "-m",   model,    "-p",   "Once upon a time",
+                                               "-n",  "96",   "--temp", "0",    "-t",
+                                               "1",   "-ctk", t,        "-ctv", t};
+        const auto plain = run_specula(base);
+        ASSERT_EQ(plain.status, 0) << describe(plain);
+        EXPECT_NE(plain.err.find("kv cache: k " + t + ", v " + t), std::string::npos) << plain.err;
+        EXPECT_GT(plain.out.size(), 200u);
+        std::vector<std::string> spec = base;
+        spec.insert(spec.end(), {"-md", draft, "--draft", "4"});
+        const auto s = run_specula(spec);
+        ASSERT_EQ(s.status, 0) << describe(s);
+        EXPECT_EQ(s.out, plain.out) << "speculative != plain with a " << t << " cache";
+    }
+    const auto mixed = run_specula({"run", "-m", model, "-n", "4", "-ctk", "f32", "-ctv", "q8_0"});
+    ASSERT_EQ(mixed.status, 0) << describe(mixed);
+    EXPECT_NE(mixed.err.find("kv cache: k f32, v q8_0"), std::string::npos) << mixed.err;
+    const auto def = run_specula({"run", "-m", model, "-n", "4"});
+    EXPECT_NE(def.err.find("kv cache: k f16, v f16"), std::string::npos) << def.err;
+
+    expect_clean_error(run_specula({"run", "-m", model, "-ctk", "q4_0"}),
+                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'q4_0'");
+    expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "-ctv", "bf16"}),
+                       "-ctv (--cache-type-v) must be f32, f16 or q8_0, got 'bf16'");
+    expect_clean_error(run_specula({"serve", "-m", model, "-ctk", "x", "--port", "1"}),
+                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'x'");
+    const auto b = run_specula({"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r",
+                                "1", "-ctk", "q8_0", "-ctv", "q8_0"});
+    EXPECT_EQ(b.status, 0) << describe(b);
 }
 
 }  // namespace

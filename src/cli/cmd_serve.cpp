@@ -25,13 +25,16 @@ namespace {
 struct ServeOptions {
     EngineConfig engine;
     HttpConfig http;
-    SpeculativeFlags spec;  // cli/speculative_options.h
+    SpeculativeFlags spec;                                   // cli/speculative_options.h
+    std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
 };
 
 ServeOptions g_opt;
 
 void resolve(ServeOptions& o) {
     o.engine.speculative = parse_speculative_flags(o.spec);
+    o.engine.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    o.engine.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
     if (o.engine.n_parallel < 1 || o.engine.n_parallel > 256)
@@ -69,6 +72,10 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
     cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
+    cmd->add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
     cmd->add_option("-t,--threads", o.engine.n_threads,
                     "threads, split among the slots (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.engine.served_name,

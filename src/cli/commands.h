@@ -46,6 +46,10 @@ struct RunOptions {
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
     SpeculativeFlags spec;   // cli/speculative_options.h
+    // -ctk / -ctv: the KV cache types (f32, f16, q8_0; llama.cpp's default f16), the draft
+    // model's too.
+    std::string cache_type_k = "f16";
+    std::string cache_type_v = "f16";
     std::string stats_json;  // --stats-json FILE
 };
 

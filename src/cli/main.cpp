@@ -93,6 +93,10 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
+    cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
     cmd.add_option("--system-prompt", o.system_prompt,
                    "conversation mode: the system message (-sys)");
     cmd.add_option("--chat-template", o.chat_template,

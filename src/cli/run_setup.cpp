@@ -14,9 +14,10 @@ namespace specula::cli {
 namespace {
 
 // The KV cache is allocated up front; a context too large for memory is a user error.
-std::unique_ptr<Session> make_session(const Model& model, int n_ctx, int n_threads) {
+std::unique_ptr<Session> make_session(const Model& model, const SessionParams& sp) {
+    const int n_ctx = sp.n_ctx;
     try {
-        return std::make_unique<Session>(model, SessionParams{n_ctx, n_threads});
+        return std::make_unique<Session>(model, sp);
     } catch (const std::bad_alloc&) {
         fail("out of memory allocating the KV cache for a context of ", n_ctx,
              " tokens (-c); try a smaller -c");
@@ -70,15 +71,19 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
     e->spec = parse_speculative_flags(o.spec);
     e->constraints = make_constraints(o, model.hparams().n_vocab);
     e->n_threads = default_threads(o.n_threads);
-    e->session = make_session(model, t.n_ctx, e->n_threads);
+    const KVType type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    const KVType type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
+    e->session = make_session(model, SessionParams{t.n_ctx, e->n_threads, type_k, type_v});
     e->sampler =
         std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed});
-    log("model: %s | n_ctx: %d | threads: %d | seed: %llu", model.describe().c_str(), t.n_ctx,
-        e->n_threads, static_cast<unsigned long long>(e->sampler->seed()));
+    log("model: %s | n_ctx: %d | kv cache: k %s, v %s | threads: %d | seed: %llu",
+        model.describe().c_str(), t.n_ctx, kv_type_name(type_k), kv_type_name(type_v), e->n_threads,
+        static_cast<unsigned long long>(e->sampler->seed()));
 
     e->setup = load_speculative(e->spec, model);
     // The draft follows the target through the whole context.
-    e->drafter = make_drafter(e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params()});
+    e->drafter = make_drafter(
+        e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(), type_k, type_v});
     e->gen.n_predict = o.n_predict;
     e->gen.ignore_eos = o.ignore_eos;
     e->gen.n_draft = e->spec.n_draft;

@@ -61,7 +61,7 @@ struct Session::Impl {
         : model(m),
           hp(m.hparams()),
           pool(resolve_threads(p.n_threads)),
-          kv(hp.n_layer, resolve_ctx(hp, p.n_ctx), hp.n_embd_kv()) {
+          kv(hp.n_layer, resolve_ctx(hp, p.n_ctx), hp.n_embd_kv(), p.type_k, p.type_v) {
         rope.n_rot = hp.n_rot;
         rope.neox = hp.rope_neox;
         rope.freq_base = hp.rope_freq_base;

@@ -22,6 +22,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
+#include "model/kv_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -107,8 +108,12 @@ void pack_weights(Model& m);
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
     int n_threads = 0;  // 0: hardware concurrency
+    // The KV cache's types (-ctk / -ctv). llama.cpp's default is F16; sessions made in code keep
+    // F32 unless they ask.
+    KVType type_k = KVType::F32;
+    KVType type_v = KVType::F32;
 
-    // The F32 KV cache is preallocated for the whole context, so a default context is capped
+    // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
     static constexpr int kDefaultMaxCtx = 4096;
 };

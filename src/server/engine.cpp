@@ -50,7 +50,8 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
                            : std::min(n_ctx_train > 0 ? n_ctx_train : SessionParams::kDefaultMaxCtx,
                                       SessionParams::kDefaultMaxCtx);
     n_threads_slot_ = std::max(1, default_threads(cfg.n_threads) / cfg.n_parallel);
-    slots_ = std::make_unique<SlotPool>(*target_, cfg.n_parallel, n_ctx_, n_threads_slot_);
+    slots_ = std::make_unique<SlotPool>(*target_, cfg.n_parallel, n_ctx_, n_threads_slot_,
+                                        cfg.type_k, cfg.type_v);
 }
 
 Engine::~Engine() = default;
@@ -130,10 +131,11 @@ Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
     if (sp.temp <= 0.f || method == SpecMethod::ngram) {
         if (!slot.drafter)
             slot.drafter = make_drafter(
-                spec_, DrafterParams{n_ctx_, n_threads_slot_, SamplingParams{0.f, 0, 1.f, 0.f, 0}});
+                spec_, DrafterParams{n_ctx_, n_threads_slot_, SamplingParams{0.f, 0, 1.f, 0.f, 0},
+                                     cfg_.type_k, cfg_.type_v});
         return slot.drafter.get();
     }
-    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp});
+    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp, cfg_.type_k, cfg_.type_v});
     return own.get();
 }
 

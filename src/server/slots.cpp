@@ -8,12 +8,14 @@
 
 namespace specula {
 
-SlotPool::SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads) {
+SlotPool::SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads, KVType type_k,
+                   KVType type_v) {
     for (int i = 0; i < n_slots; ++i) {
         auto slot = std::make_unique<Slot>();
         slot->id = i;
         try {
-            slot->target = std::make_unique<Session>(target, SessionParams{n_ctx, n_threads});
+            slot->target =
+                std::make_unique<Session>(target, SessionParams{n_ctx, n_threads, type_k, type_v});
         } catch (const std::bad_alloc&) {
             fail("out of memory allocating the KV cache of slot ", i, " (context ", n_ctx,
                  " tokens); try a smaller -c or --parallel");

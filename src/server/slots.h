@@ -30,7 +30,8 @@ struct Slot {
 class SlotPool {
   public:
     // Slots are created up front so that a KV cache that does not fit fails at startup.
-    SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads);
+    SlotPool(const Model& target, int n_slots, int n_ctx, int n_threads,
+             KVType type_k = KVType::F32, KVType type_v = KVType::F32);
 
     class Lease {
       public:

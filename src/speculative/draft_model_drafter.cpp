@@ -32,7 +32,8 @@ float top_prob(const float* logits, int n) {
 DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams& params)
     : model_(draft),
       params_(params),
-      session_(std::make_unique<Session>(draft, SessionParams{params.n_ctx, params.n_threads})),
+      session_(std::make_unique<Session>(draft, SessionParams{params.n_ctx, params.n_threads,
+                                                                  params.type_k, params.type_v})),
       sampler_(draft_sampling(params.sampling)) {
     cached_.reserve(session_->n_ctx());
     batch_.reserve(64);

@@ -26,6 +26,8 @@ struct DraftModelParams {
     int n_threads = 0;  // 0: hardware concurrency
     float p_min = 0.0f;
     SamplingParams sampling;  // the target's sampling parameters (temp <= 0: greedy drafting)
+    KVType type_k = KVType::F32;  // the draft's KV cache types
+    KVType type_v = KVType::F32;
 };
 
 class DraftModelDrafter final : public Drafter {

@@ -27,6 +27,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             dp.n_threads = params.n_threads;
             dp.p_min = setup.config.p_min;
             dp.sampling = params.sampling;
+            dp.type_k = params.type_k;
+            dp.type_v = params.type_v;
             return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
         }
         case SpecMethod::ngram:

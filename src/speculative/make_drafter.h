@@ -25,6 +25,8 @@ struct DrafterParams {
     int n_ctx = 0;            // draft context; 0: the draft model's training context
     int n_threads = 0;        // 0: hardware concurrency
     SamplingParams sampling;  // the target's sampling (temp <= 0: greedy drafts)
+    KVType type_k = KVType::F32;  // the draft model's KV cache types
+    KVType type_v = KVType::F32;
 };
 
 // target_name labels the vocabulary error (e.g. the target's path).
