@@ -632,3 +632,49 @@ TEST(Cli, CacheTypes) {
 }
 
 }  // namespace
+
+namespace {
+
+double mem_available() {
+    std::ifstream f("/proc/meminfo");
+    std::string key, unit;
+    double kib = 0;
+    while (f >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+// The memory plan: weights, target KV, draft KV and their total against MemAvailable on one
+// stderr line; a target and a draft cache that each fit but not together are refused before
+// anything is allocated, naming both.
+TEST(Cli, MemoryPlan) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    const auto r =
+        run_specula({"run", "-m", model, "-md", draft, "-n", "4", "-c", "256", "-t", "1"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each, plus
+    // one thread's attention scratch: (16 x 256 + 64 x 8) floats = 18 KiB.
+    EXPECT_NE(r.err.find("memory: weights 1.12 MiB + KV 178.00 KiB + draft weights 1.19 MiB + "
+                         "draft KV 178.00 KiB = "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" available"), std::string::npos) << r.err;
+
+    const double avail = mem_available();
+    ASSERT_GT(avail, 0);
+    // Each cache takes 0.6 of the available memory (640 bytes per position with F16, 64 more of
+    // scratch with one thread).
+    const long n_ctx = long(0.6 * avail / 704);
+    const auto big = run_specula(
+        {"run", "-m", model, "-md", draft, "-n", "4", "-t", "1", "-c", std::to_string(n_ctx)});
+    EXPECT_EQ(big.status, 1) << describe(big);
+    EXPECT_EQ(big.out, "");
+    EXPECT_NE(big.err.find("error: not enough memory for this run (weights 1.12 MiB + KV "),
+              std::string::npos)
+        << big.err;
+    EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
+    EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "cli/cli_util.h"
+#include "cli/memory_plan.h"
 #include "common/error.h"
 #include "frontend/prompt.h"
 #include "kernels/threadpool.h"
@@ -54,6 +55,7 @@ void check_run_options(const RunOptions& o) {
 
 LoadedTarget load_target(const RunOptions& o) {
     LoadedTarget t;
+    t.mem_available = mem_available_bytes();  // before the models take their share
     Timer load_timer;
     t.model = Model::load(o.model);
     t.load_ms = load_timer.ms();
@@ -73,6 +75,12 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
     e->n_threads = default_threads(o.n_threads);
     const KVType type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     const KVType type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
+    // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
+    e->setup = load_speculative(e->spec, model);
+    const MemoryPlan plan = plan_memory(model, e->setup.draft_model.get(), t.n_ctx, e->n_threads,
+                                        type_k, type_v, t.mem_available);
+    log("%s", describe(plan).c_str());
+    check_memory(plan);
     e->session = make_session(model, SessionParams{t.n_ctx, e->n_threads, type_k, type_v});
     e->sampler =
         std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed});
@@ -80,7 +88,6 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
         model.describe().c_str(), t.n_ctx, kv_type_name(type_k), kv_type_name(type_v), e->n_threads,
         static_cast<unsigned long long>(e->sampler->seed()));
 
-    e->setup = load_speculative(e->spec, model);
     // The draft follows the target through the whole context.
     e->drafter = make_drafter(
         e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(), type_k, type_v});

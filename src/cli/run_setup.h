@@ -25,6 +25,7 @@ struct LoadedTarget {
     std::unique_ptr<Model> model;
     double load_ms = 0;
     int n_ctx = 0;
+    double mem_available = 0;  // MemAvailable before loading (cli/memory_plan.h)
 };
 LoadedTarget load_target(const RunOptions& o);
 
@@ -43,8 +44,9 @@ struct RunEngine {
     // A Generator over this engine (it must not outlive it).
     Generator make_generator();
 };
-// Allocates the KV caches (an Error suggesting a smaller -c when memory runs out), loads the
-// draft model and logs the model / context / threads / seed line.
+// Loads the draft model, logs and checks the memory plan (cli/memory_plan.h), allocates the KV
+// caches (an Error suggesting a smaller -c when memory runs out) and logs the model / context /
+// cache types / threads / seed line.
 std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& target);
 
 // Writes token pieces to stdout as they come and keeps the text. llama2.c drops the space that
