@@ -25,10 +25,15 @@ std::unique_ptr<Session> make_session(const Model& model, const SessionParams& s
     }
 }
 
-// The penalties and logit bias of --repeat-penalty ... --logit-bias; Error names a bad value.
-std::unique_ptr<Constraints> make_constraints(const RunOptions& o, int n_vocab) {
+// The penalties and logit bias of --repeat-penalty ... --logit-bias.
+PenaltyParams penalty_params(const RunOptions& o) {
     PenaltyParams p = o.penalties;
     for (const std::string& b : o.logit_bias) parse_logit_bias(b, p.logit_bias);
+    return p;
+}
+
+// The target's constraints; Error names a bad value.
+std::unique_ptr<Constraints> make_constraints(const PenaltyParams& p, int n_vocab) {
     try {
         return std::make_unique<Constraints>(p, n_vocab);
     } catch (const Error& e) {
@@ -71,7 +76,8 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
     auto e = std::make_unique<RunEngine>();
     const Model& model = *t.model;
     e->spec = parse_speculative_flags(o.spec);
-    e->constraints = make_constraints(o, model.hparams().n_vocab);
+    const PenaltyParams penalties = penalty_params(o);
+    e->constraints = make_constraints(penalties, model.hparams().n_vocab);
     e->n_threads = default_threads(o.n_threads);
     const KVType type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     const KVType type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
@@ -89,8 +95,8 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
         static_cast<unsigned long long>(e->sampler->seed()));
 
     // The draft follows the target through the whole context.
-    e->drafter = make_drafter(
-        e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(), type_k, type_v});
+    e->drafter = make_drafter(e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(),
+                                                      type_k, type_v, penalties});
     e->gen.n_predict = o.n_predict;
     e->gen.ignore_eos = o.ignore_eos;
     e->gen.n_draft = e->spec.n_draft;

@@ -32,11 +32,29 @@ float top_prob(const float* logits, int n) {
 DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams& params)
     : model_(draft),
       params_(params),
-      session_(std::make_unique<Session>(draft, SessionParams{params.n_ctx, params.n_threads,
-                                                                  params.type_k, params.type_v})),
+      session_(std::make_unique<Session>(
+          draft, SessionParams{params.n_ctx, params.n_threads, params.type_k, params.type_v})),
       sampler_(draft_sampling(params.sampling)) {
     cached_.reserve(session_->n_ctx());
     batch_.reserve(64);
+    if (params.penalties.active()) {
+        constraints_ = std::make_unique<Constraints>(params.penalties, draft.hparams().n_vocab);
+        pushed_.reserve(session_->n_ctx());
+        row_.resize(size_t(draft.hparams().n_vocab));
+    }
+}
+
+// The constraints hold exactly `history` (penalties only: rewinding to a length is exact).
+void DraftModelDrafter::sync_constraints(std::span<const token_id> history) {
+    size_t k = 0;
+    const size_t lim = std::min(pushed_.size(), history.size());
+    while (k < lim && pushed_[k] == history[k]) ++k;
+    constraints_->rewind(Constraints::Mark{k, std::nullopt});
+    pushed_.resize(k);
+    for (size_t i = k; i < history.size(); ++i) {
+        constraints_->accept(history[i]);
+        pushed_.push_back(history[i]);
+    }
 }
 
 void DraftModelDrafter::eval(std::span<const token_id> tokens) {
@@ -89,11 +107,17 @@ int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Dra
 
     const int n_vocab = model_.hparams().n_vocab;
     batch_.assign(history.begin() + n_cached, history.end());
+    Constraints::Mark mark;
+    if (constraints_) {
+        sync_constraints(history);
+        mark = constraints_->mark();
+    }
     int steps = 0;
     for (int i = 0; i < n_max; ++i) {
         eval(batch_);
         ++steps;
         const float* logits = session_->logits(session_->n_logits() - 1);
+        if (constraints_) logits = constraints_->apply(logits, row_);
         token_id tok;
         if (out.has_q) {
             std::vector<TokenProb>& q = out.next_q();
@@ -106,7 +130,9 @@ int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Dra
         }
         out.tokens.push_back(tok);
         batch_.assign(1, tok);
+        if (constraints_) constraints_->accept(tok);
     }
+    if (constraints_) constraints_->rewind(mark);  // the drafts are not history yet
     return steps;
 }
 

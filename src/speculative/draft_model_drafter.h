@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "sampling/constraints.h"
 #include "speculative/drafter.h"
 
 namespace specula {
@@ -25,9 +26,13 @@ struct DraftModelParams {
     int n_ctx = 0;      // 0: the draft model's training context
     int n_threads = 0;  // 0: hardware concurrency
     float p_min = 0.0f;
-    SamplingParams sampling;  // the target's sampling parameters (temp <= 0: greedy drafting)
+    SamplingParams sampling;      // the target's sampling parameters (temp <= 0: greedy drafting)
     KVType type_k = KVType::F32;  // the draft's KV cache types
     KVType type_v = KVType::F32;
+    // The target's penalties and logit bias (sampling/constraints.h), applied to every draft row
+    // over the history plus the drafts before it, so the draft proposes from the distribution the
+    // target's verifier will judge by (more acceptance; exactness never depends on it).
+    PenaltyParams penalties;
 };
 
 class DraftModelDrafter final : public Drafter {
@@ -48,6 +53,7 @@ class DraftModelDrafter final : public Drafter {
 
   private:
     int sync(std::span<const token_id> history);
+    void sync_constraints(std::span<const token_id> history);
     void eval(std::span<const token_id> tokens);
     bool confident(const float* logits, const std::vector<TokenProb>* q) const;
 
@@ -57,7 +63,10 @@ class DraftModelDrafter final : public Drafter {
     Sampler sampler_;
     std::vector<token_id> cached_;  // token at each cache position
     std::vector<token_id> batch_;
-    size_t n_history_ = 0;  // history length at the last propose()
+    size_t n_history_ = 0;                      // history length at the last propose()
+    std::unique_ptr<Constraints> constraints_;  // null when no penalty / bias is active
+    std::vector<token_id> pushed_;              // the history constraints_ holds
+    std::vector<float> row_;                    // a constrained draft row
 };
 
 }  // namespace specula

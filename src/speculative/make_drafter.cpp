@@ -29,6 +29,7 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             dp.sampling = params.sampling;
             dp.type_k = params.type_k;
             dp.type_v = params.type_v;
+            dp.penalties = params.penalties;
             return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
         }
         case SpecMethod::ngram:

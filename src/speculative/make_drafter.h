@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "sampling/penalties.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 #include "speculative/drafter.h"
@@ -22,11 +23,12 @@ struct SpeculativeSetup {
 
 // Where one drafter runs and what it drafts for.
 struct DrafterParams {
-    int n_ctx = 0;            // draft context; 0: the draft model's training context
-    int n_threads = 0;        // 0: hardware concurrency
-    SamplingParams sampling;  // the target's sampling (temp <= 0: greedy drafts)
+    int n_ctx = 0;                // draft context; 0: the draft model's training context
+    int n_threads = 0;            // 0: hardware concurrency
+    SamplingParams sampling;      // the target's sampling (temp <= 0: greedy drafts)
     KVType type_k = KVType::F32;  // the draft model's KV cache types
     KVType type_v = KVType::F32;
+    PenaltyParams penalties;  // the target's penalties and logit bias, for the draft's rows too
 };
 
 // target_name labels the vocabulary error (e.g. the target's path).
