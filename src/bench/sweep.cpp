@@ -63,7 +63,7 @@ BenchResult run_bench(const BenchParams& p) {
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
     const auto drafter =
-        make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling, p.type_k, p.type_v});
+        make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling, p.type_k, p.type_v, {}});
     Session session(*target, SessionParams{0, p.n_threads, p.type_k, p.type_v});
 
     std::vector<std::vector<token_id>> prompts;

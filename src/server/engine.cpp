@@ -132,10 +132,11 @@ Drafter* Engine::drafter_for(Slot& slot, const SamplingParams& sp,
         if (!slot.drafter)
             slot.drafter = make_drafter(
                 spec_, DrafterParams{n_ctx_, n_threads_slot_, SamplingParams{0.f, 0, 1.f, 0.f, 0},
-                                     cfg_.type_k, cfg_.type_v});
+                                     cfg_.type_k, cfg_.type_v, PenaltyParams{}});
         return slot.drafter.get();
     }
-    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp, cfg_.type_k, cfg_.type_v});
+    own = make_drafter(spec_, DrafterParams{n_ctx_, n_threads_slot_, sp, cfg_.type_k, cfg_.type_v,
+                                            PenaltyParams{}});
     return own.get();
 }
 
