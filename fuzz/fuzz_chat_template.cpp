@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string in(reinterpret_cast<const char*>(data), size);

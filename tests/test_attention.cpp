@@ -3,6 +3,7 @@
 // 300 positions, with any thread count (batch invariance), for head sizes that take the blocked
 // AVX-512 path (multiples of 16) and ones that do not, with 1, 2, 4 and 32 query heads per KV head.
 // ctest also runs it with SPECULA_SIMD=avx2 and =scalar (the level is chosen once per process).
+// The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "common/error.h"
+#include "kernels/fp16.h"
 #include "kernels/threadpool.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
@@ -24,9 +27,9 @@ struct AttnCase {
     AttentionShape s;
     KVCache kv;
     std::vector<float> q;  // kPositions rows of n_head * head_dim
-    AttnCase(int n_head, int n_head_kv, int hd)
+    AttnCase(int n_head, int n_head_kv, int hd, KVType type)
         : s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))},
-          kv(2, kPositions + 5, n_head_kv * hd) {
+          kv(2, kPositions + 5, n_head_kv * hd, type, type) {
         std::mt19937 rng(n_head * 1000 + n_head_kv * 10 + hd);
         std::normal_distribution<float> nd(0.f, 1.f);
         for (int layer = 0; layer < 2; ++layer) {
@@ -59,21 +62,34 @@ struct AttnCase {
 
 struct Shape {
     int n_head, n_head_kv, hd;
+    KVType type = KVType::F32;
 };
 
 class AttentionInvariance : public ::testing::TestWithParam<Shape> {};
+
+// Layer 1's K or V rows as the cache holds them, as floats (row j at j * n_embd_kv).
+std::vector<float> rows_held(const KVCache& kv, bool k) {
+    const int n = kv.n_embd_kv();
+    std::vector<float> out(size_t(kPositions) * n);
+    for (int j = 0; j < kPositions; ++j)
+        k ? kv.read_k(1, j, 0, n, out.data() + size_t(j) * n)
+          : kv.read_v(1, j, 0, n, out.data() + size_t(j) * n);
+    return out;
+}
 
 }  // namespace
 
 TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     const Shape sh = GetParam();
-    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd);
+    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd, sh.type);
     ThreadPool pool1(1), pool2(2), pool3(3);
     const std::vector<float> single = st.run(1, pool1);
 
-    // Reference in double precision.
+    // Reference in double precision, over the values as the cache rounded them.
     const int group = sh.n_head / sh.n_head_kv;
     std::vector<double> sc(kPositions);
+    const std::vector<float> kh = rows_held(st.kv, true), vh = rows_held(st.kv, false);
+    const size_t nkv = size_t(st.kv.n_embd_kv());
     for (int t = 0; t < kPositions; t += 7) {
         for (int h = 0; h < sh.n_head; ++h) {
             const float* qv = st.q.data() + t * st.ldq() + h * sh.hd;
@@ -81,14 +97,14 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
             double mx = -1e300, sum = 0;
             for (int j = 0; j <= t; ++j) {
                 double d = 0;
-                for (int i = 0; i < sh.hd; ++i) d += double(qv[i]) * st.kv.k(1, j)[off + i];
+                for (int i = 0; i < sh.hd; ++i) d += double(qv[i]) * kh[j * nkv + off + i];
                 sc[j] = d * st.s.scale;
                 mx = std::max(mx, sc[j]);
             }
             for (int j = 0; j <= t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
             for (int i = 0; i < sh.hd; ++i) {
                 double o = 0;
-                for (int j = 0; j <= t; ++j) o += sc[j] / sum * st.kv.v(1, j)[off + i];
+                for (int j = 0; j <= t; ++j) o += sc[j] / sum * vh[j * nkv + off + i];
                 ASSERT_NEAR(single[t * st.ldq() + h * sh.hd + i], o, 1e-4)
                     << "position " << t << " head " << h << " element " << i;
             }
@@ -108,14 +124,69 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance,
-                         ::testing::Values(Shape{32, 16, 64},  // the ~1B benchmark target
-                                           Shape{8, 4, 8},     // stories260K: not blocked
-                                           Shape{4, 4, 48}, Shape{8, 2, 128},
-                                           Shape{32, 1, 16},  // 32 query heads per KV head
-                                           Shape{6, 3, 40}),  // 40: not a multiple of 16
+// Every shape with each cache type (Q8_0 needs K/V rows of a multiple of 32 values).
+std::vector<Shape> shapes_and_types() {
+    const Shape shapes[] = {{32, 16, 64},                            // the ~1B benchmark target
+                            {8, 4, 8},                               // stories260K: not blocked
+                            {4, 4, 48},   {8, 2, 128}, {32, 1, 16},  // 32 query heads per KV head
+                            {6, 3, 40}};                             // 40: not a multiple of 16
+    std::vector<Shape> out;
+    for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
+        for (Shape s : shapes)
+            if (t != KVType::Q8_0 || s.n_head_kv * s.hd % 32 == 0)
+                out.push_back({s.n_head, s.n_head_kv, s.hd, t});
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes_and_types()),
                          [](const auto& info) {
                              const Shape& s = info.param;
                              return "h" + std::to_string(s.n_head) + "_kv" +
-                                    std::to_string(s.n_head_kv) + "_d" + std::to_string(s.hd);
+                                    std::to_string(s.n_head_kv) + "_d" + std::to_string(s.hd) +
+                                    "_" + kv_type_name(s.type);
                          });
+
+// Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);
+// a Q8_0 cache refuses rows that are not whole blocks; bytes() counts what each type stores.
+TEST(KVCacheTypes, RoundsAtWriteAndSizes) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    std::vector<float> k(64), v(64);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    KVCache f16(1, 4, 64, KVType::F16, KVType::Q8_0);
+    f16.write(0, 2, k.data(), v.data());
+    std::vector<float> got(64);
+    f16.read_k(0, 2, 0, 64, got.data());
+    for (int i = 0; i < 64; ++i) {
+        EXPECT_EQ(got[i], fp16_to_fp32(fp32_to_fp16(k[i]))) << i;
+        EXPECT_NE(got[i], k[i]) << i;  // random floats are not all halves
+    }
+    f16.read_v(0, 2, 0, 64, got.data());
+    for (int b = 0; b < 2; ++b) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b * 32 + i]));
+        for (int i = 0; i < 32; ++i)
+            EXPECT_NEAR(got[b * 32 + i], v[b * 32 + i], amax / 127 * 0.51f) << b * 32 + i;
+    }
+    std::vector<float> part(5);  // a slice inside a block
+    f16.read_v(0, 2, 30, 5, part.data());
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(part[i], got[30 + i]);
+    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F32, KVType::F32), 2 * 10 * 64 * 4 * 2);
+    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F16, KVType::Q8_0), 2 * 10 * (128 + 68));
+    try {
+        KVCache bad(1, 4, 40, KVType::Q8_0, KVType::F16);
+        FAIL() << "a q8_0 cache of 40-value rows was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("multiple of 32"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(parse_kv_type("q8_0", "-ctk"), KVType::Q8_0);
+    try {
+        parse_kv_type("q4_0", "-ctk");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-ctk must be f32, f16 or q8_0, got 'q4_0'"),
+                  std::string::npos)
+            << e.what();
+    }
+}

@@ -2,12 +2,7 @@
 // stdout, stderr and exit status are checked separately. stdout must carry exactly the generated
 // text (llama.cpp's reference continuations and llama2.c's golden story), tokenize must print the
 // reference ids, and every kind of bad input must end as one `error:` line with status 1.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,74 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
-
-extern char** environ;
 
 namespace {
 
 using specula::test::read_file;
 using specula::test::shared_path;
 using json = nlohmann::json;
-
-struct ProcResult {
-    std::string out, err;
-    int status = -1;  // exit code, or 128 + signal
-};
-
-// Runs bin/specula with `args` and stdin from `stdin_path`, reading stdout and stderr
-// concurrently until both close.
-ProcResult run_specula(const std::vector<std::string>& args,
-                       const std::string& stdin_path = "/dev/null") {
-    const std::string bin = std::string(SPECULA_BINARY_DIR) + "/bin/specula";
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(bin.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-
-    int out_pipe[2], err_pipe[2];
-    if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-        posix_spawn_file_actions_addclose(&fa, fd);
-    }
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    if (rc != 0) throw std::runtime_error("cannot start " + bin);
-
-    ProcResult r;
-    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    std::string* sinks[2] = {&r.out, &r.err};
-    int open_fds = 2;
-    while (open_fds > 0) {
-        if (poll(fds, 2, -1) < 0) continue;
-        for (int i = 0; i < 2; ++i) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            char buf[4096];
-            const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-            if (n > 0) {
-                sinks[i]->append(buf, static_cast<size_t>(n));
-            } else {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                --open_fds;
-            }
-        }
-    }
-    int wstatus = 0;
-    waitpid(pid, &wstatus, 0);
-    r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    return r;
-}
+using specula::test::ProcResult;
+using specula::test::run_specula;
 
 std::string describe(const ProcResult& r) {
     return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
@@ -429,7 +368,7 @@ TEST(Cli, GuideCommandRunsAsPasted) {
 
 // llama.cpp's multi-letter single-dash spellings are whole flags in every command: GPU options
 // warn that the run is on the CPU, -fa / -ctk / -td are accepted with a warning naming them, a
-// missing feature (-hf, -cnv, -sys) is one error line naming the flag, an unknown -xyz names
+// missing feature (-hf, -i) is one error line naming the flag, an unknown -xyz names
 // itself; none prints the help or exits 0 by mistake.
 TEST(Cli, LlamaCppFlagSpellings) {
     const std::string model = shared_path(kStoriesRel);
@@ -448,7 +387,7 @@ TEST(Cli, LlamaCppFlagSpellings) {
         {{"-nkvo"}, "--no-kv-offload ignored"},
         {{"-fa"}, "--flash-attn ignored"},
         {{"-fa", "on"}, "--flash-attn ignored"},
-        {{"-ctk", "f16", "-ctv", "q8_0"}, "--cache-type-v ignored"},
+        {{"-ctkd", "q8_0"}, "--cache-type-k-draft ignored"},
         {{"-td", "1"}, "--threads-draft ignored"},
         {{"-cd", "64"}, "--ctx-size-draft ignored"},
         {{"-tb", "2"}, "--threads-batch ignored"},
@@ -484,13 +423,21 @@ TEST(Cli, LlamaCppFlagSpellings) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
         {{"-hf", "ggml-org/model"}, "-hf (--hf-repo): specula does not download models"},
         {{"-hff", "x.gguf"}, "-hff (--hf-file): specula does not download models"},
-        {{"-cnv"}, "-cnv (--conversation): specula run has no conversation mode"},
-        {{"-sys", "hi"}, "-sys (--system-prompt)"},
-        {{"-i"}, "-i: specula run has no conversation mode"},
+        {{"-i"}, "-i: llama-cli's raw interactive mode is not supported; use -cnv"},
         {{"-xyz"}, "unknown option -xyz"},
         {{"--bogus"}, "--bogus"},
         {{"-np", "2"}, "--parallel"},
     };
+    // Conversation flags are run's (with -cnv) and chat's; elsewhere they say where to go.
+    for (const std::string cmd : {"bench", "serve"}) {
+        for (const std::string flag : {"-cnv", "-sys", "--chat-template"}) {
+            const auto r = run_specula({cmd, "-m", model, flag, "x"});
+            EXPECT_EQ(r.status, 1) << cmd << " " << flag << ": " << describe(r);
+            EXPECT_NE(r.err.find("error: " + flag), std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("conversation mode is `specula chat`"), std::string::npos)
+                << r.err;
+        }
+    }
     for (const std::string cmd : {"run", "bench", "serve"}) {
         for (const auto& [extra, msg] : refused) {
             if (cmd == "serve" && extra[0] == "-np") continue;
@@ -558,11 +505,12 @@ TEST(Cli, SlowSpeculationIsReported) {
         << r.err;
 }
 
-// bench says plainly when no draft length (nor auto) beats plain decoding.
+// bench says plainly when no draft length (nor auto) beats plain decoding. Medians of 5
+// repetitions: a single sub-millisecond repetition is too noisy on a shared machine.
 TEST(Cli, BenchSaysWhenPlainIsFaster) {
     const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
                                 shared_path("models/tinystories/llama2xs.gguf"), "-n", "32", "-r",
-                                "1", "--pp", "8", "--batches", "1,2"});
+                                "5", "--pp", "8", "--batches", "1,2"});
     ASSERT_EQ(r.status, 0) << describe(r);
     const std::string all = r.out + r.err;
     EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
@@ -642,6 +590,92 @@ TEST_F(CliErrors, BadOptions) {
                        "-t (--threads) must be at most");
     expect_clean_error(run_specula({"explode"}), "explode");
     expect_clean_error(run_specula({}), "subcommand");
+}
+
+}  // namespace
+
+namespace {
+
+// -ctk / -ctv: each KV cache type runs (the log line names them), greedy speculative output
+// equals plain output with that type, a bad type is one error line in run, bench and serve.
+TEST(Cli, CacheTypes) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    for (const std::string t : {"f32", "f16", "q8_0"}) {
+        const std::vector<std::string> base = {"run", "-m",   model,    "-p",   "Once upon a time",
+                                               "-n",  "96",   "--temp", "0",    "-t",
+                                               "1",   "-ctk", t,        "-ctv", t};
+        const auto plain = run_specula(base);
+        ASSERT_EQ(plain.status, 0) << describe(plain);
+        EXPECT_NE(plain.err.find("kv cache: k " + t + ", v " + t), std::string::npos) << plain.err;
+        EXPECT_GT(plain.out.size(), 200u);
+        std::vector<std::string> spec = base;
+        spec.insert(spec.end(), {"-md", draft, "--draft", "4"});
+        const auto s = run_specula(spec);
+        ASSERT_EQ(s.status, 0) << describe(s);
+        EXPECT_EQ(s.out, plain.out) << "speculative != plain with a " << t << " cache";
+    }
+    const auto mixed = run_specula({"run", "-m", model, "-n", "4", "-ctk", "f32", "-ctv", "q8_0"});
+    ASSERT_EQ(mixed.status, 0) << describe(mixed);
+    EXPECT_NE(mixed.err.find("kv cache: k f32, v q8_0"), std::string::npos) << mixed.err;
+    const auto def = run_specula({"run", "-m", model, "-n", "4"});
+    EXPECT_NE(def.err.find("kv cache: k f16, v f16"), std::string::npos) << def.err;
+
+    expect_clean_error(run_specula({"run", "-m", model, "-ctk", "q4_0"}),
+                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'q4_0'");
+    expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "-ctv", "bf16"}),
+                       "-ctv (--cache-type-v) must be f32, f16 or q8_0, got 'bf16'");
+    expect_clean_error(run_specula({"serve", "-m", model, "-ctk", "x", "--port", "1"}),
+                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'x'");
+    const auto b = run_specula({"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r",
+                                "1", "-ctk", "q8_0", "-ctv", "q8_0"});
+    EXPECT_EQ(b.status, 0) << describe(b);
+}
+
+}  // namespace
+
+namespace {
+
+double mem_available() {
+    std::ifstream f("/proc/meminfo");
+    std::string key, unit;
+    double kib = 0;
+    while (f >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+// The memory plan: weights, target KV, draft KV and their total against MemAvailable on one
+// stderr line; a target and a draft cache that each fit but not together are refused before
+// anything is allocated, naming both.
+TEST(Cli, MemoryPlan) {
+    const std::string model = shared_path(kStoriesRel);
+    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
+    const auto r =
+        run_specula({"run", "-m", model, "-md", draft, "-n", "4", "-c", "256", "-t", "1"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each, plus
+    // one thread's attention scratch: (16 x 256 + 64 x 8) floats = 18 KiB.
+    EXPECT_NE(r.err.find("memory: weights 1.12 MiB + KV 178.00 KiB + draft weights 1.19 MiB + "
+                         "draft KV 178.00 KiB = "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(" available"), std::string::npos) << r.err;
+
+    const double avail = mem_available();
+    ASSERT_GT(avail, 0);
+    // Each cache takes 0.6 of the available memory (640 bytes per position with F16, 64 more of
+    // scratch with one thread).
+    const long n_ctx = long(0.6 * avail / 704);
+    const auto big = run_specula(
+        {"run", "-m", model, "-md", draft, "-n", "4", "-t", "1", "-c", std::to_string(n_ctx)});
+    EXPECT_EQ(big.status, 1) << describe(big);
+    EXPECT_EQ(big.out, "");
+    EXPECT_NE(big.err.find("error: not enough memory for this run (weights 1.12 MiB + KV "),
+              std::string::npos)
+        << big.err;
+    EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
+    EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-// Chat templates (server/chat_template.h): the real tokenizer.chat_template of the Llama 3
+// Chat templates (chat/chat_template.h): the real tokenizer.chat_template of the Llama 3
 // Instruct, Qwen3 and Phi-3 vocabularies in ../shared/vocab is detected as its family and a short
 // conversation renders to the hand-written string that template produces (without BOS, which the
 // tokenizer adds); the other families are detected from their markers.
 #include <gtest/gtest.h>
 
 #include "gguf/gguf.h"
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 #include "test_util.h"
 
 namespace {

@@ -62,8 +62,9 @@ BenchResult run_bench(const BenchParams& p) {
     auto target = Model::load(p.target_path);
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
-    const auto drafter = make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling});
-    Session session(*target, SessionParams{0, p.n_threads});
+    const auto drafter =
+        make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling, p.type_k, p.type_v});
+    Session session(*target, SessionParams{0, p.n_threads, p.type_k, p.type_v});
 
     std::vector<std::vector<token_id>> prompts;
     for (const std::string& text : p.prompts)
@@ -142,7 +143,7 @@ BenchResult run_bench(const BenchParams& p) {
     const double tb = time_eval(session, ctx, bmax, reps);
     res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
     if (setup.draft_model) {
-        Session ds(*setup.draft_model, SessionParams{0, p.n_threads});
+        Session ds(*setup.draft_model, SessionParams{0, p.n_threads, p.type_k, p.type_v});
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
     }
     ThroughputParams tq;
@@ -151,6 +152,8 @@ BenchResult run_bench(const BenchParams& p) {
     tq.pass_sizes = p.pass_sizes;
     tq.read_test_bytes = p.read_test_bytes;
     tq.n_threads = p.n_threads;
+    tq.type_k = p.type_k;
+    tq.type_v = p.type_v;
     res.tp = measure_throughput(tq, *target, session, ctx, t1, p.n_predict, res.rows[0].median_tps);
     return res;
 }

@@ -35,7 +35,8 @@ struct BenchParams {
     SamplingParams sampling{.temp = 0.f, .seed = 42};
     double synthetic_accept = -1.0;  // >= 0: SYNTHETIC acceptance (timing study only)
     int n_threads = 0;
-    bool verbose = true;    // progress lines on stderr
+    KVType type_k = KVType::F32, type_v = KVType::F32;  // every session's KV cache (-ctk / -ctv)
+    bool verbose = true;                                // progress lines on stderr
     bool with_spec = true;  // false: plain decoding and the throughput figures only (no draft)
     int pp = 512;           // prompt-processing test length (0: skip)
     std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes

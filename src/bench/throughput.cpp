@@ -16,8 +16,8 @@ using clock_type = std::chrono::steady_clock;
 // Median tokens/s of one pass over `n` prompt tokens (the prompt's tokens repeated), with only the
 // last position's logits, as a prompt is evaluated; needs its own session for the context.
 double time_prompt(const Model& m, const std::vector<token_id>& prompt, int n, int reps,
-                   int n_threads) {
-    Session s(m, SessionParams{n + 8, n_threads});
+                   const ThroughputParams& p) {
+    Session s(m, SessionParams{n + 8, p.n_threads, p.type_k, p.type_v});
     std::vector<token_id> toks;
     while (int(toks.size()) < n) toks.push_back(prompt[toks.size() % prompt.size()]);
     std::vector<double> tps;
@@ -65,7 +65,7 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
         tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
     }
     tp.pp = p.pp;
-    if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, p.pp_reps, p.n_threads);
+    if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, p.pp_reps, p);
     tp.n_threads = session.n_threads();
     if (p.read_test_bytes > 0) {
         ThreadPool pool(tp.n_threads);

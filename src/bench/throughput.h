@@ -14,11 +14,12 @@
 namespace specula {
 
 struct ThroughputParams {
-    int pp = 512;                                // prompt-processing test length (0: skip)
-    int pp_reps = 3;                             // repetitions of the pp pass
-    std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes
-    size_t read_test_bytes = size_t{512} << 20;  // buffer of the bandwidth test (0: skip it)
-    int n_threads = 0;                           // threads of the pp session (0: hardware)
+    int pp = 512;                                       // prompt-processing test length (0: skip)
+    int pp_reps = 3;                                    // repetitions of the pp pass
+    std::vector<int> pass_sizes{1, 2, 5, 9};            // batch sizes of the timed target passes
+    size_t read_test_bytes = size_t{512} << 20;         // buffer of the bandwidth test (0: skip it)
+    int n_threads = 0;                                  // threads of the pp session (0: hardware)
+    KVType type_k = KVType::F32, type_v = KVType::F32;  // the pp session's KV cache
 };
 
 // One timed target pass over `batch` tokens (median of several), on top of a short prompt.

@@ -111,6 +111,10 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
     cmd.add_option("--json", o.json, "write the results as JSON");
     cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+    cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
     cmd.add_flag("--no-spec", o.no_spec,
                  "plain decoding and throughput only (pp, tg, pass costs); no draft needed");
     cmd.add_option("--pp", o.pp, "prompt-processing test length (0: skip)")->capture_default_str();
@@ -135,6 +139,8 @@ int cmd_bench(const BenchOptions& o) {
     p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, uint64_t(o.seed)};
     p.synthetic_accept = o.synthetic_acceptance;
     p.n_threads = o.n_threads;
+    p.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    p.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     p.with_spec = !o.no_spec;
     p.pp = o.pp;
     p.pass_sizes = parse_list(o.batches, "--batches");

@@ -33,9 +33,10 @@ struct BenchOptions {
     std::string plot;  // --plot FILE.svg
     std::string json;  // --json FILE
     int n_threads = 0;
-    bool no_spec = false;             // --no-spec: throughput figures only
-    int pp = 512;                     // --pp
-    std::string batches = "1,2,5,9";  // --batches
+    std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
+    bool no_spec = false;                                    // --no-spec: throughput figures only
+    int pp = 512;                                            // --pp
+    std::string batches = "1,2,5,9";                         // --batches
 };
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o);

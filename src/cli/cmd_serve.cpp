@@ -32,6 +32,7 @@ struct ServeOptions {
     std::string model_positional;
     int tensor_parallel = 1;
     double gpu_memory_utilization = -1;
+    std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
 };
 
 ServeOptions g_opt;
@@ -58,6 +59,8 @@ void resolve(ServeOptions& o) {
                      "running on the CPU\n");
     }
     o.engine.speculative = parse_speculative_flags(o.spec);
+    o.engine.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    o.engine.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
     if (o.engine.n_parallel < 1 || o.engine.n_parallel > 256)
@@ -102,6 +105,10 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "accepted for vLLM compatibility (warns: the run is on the CPU)");
     cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                     "accepted for vLLM compatibility (warns: the run is on the CPU)");
+    cmd->add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
     cmd->add_option("-t,--threads", o.engine.n_threads,
                     "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.engine.served_name,

@@ -37,9 +37,19 @@ struct RunOptions {
     std::vector<std::string> logit_bias;
     bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
 
+    // Conversation mode (-cnv, or `specula chat`): -p / -f is the first user message, then one
+    // reply per line typed; the model's chat template (or --chat-template NAME) formats turns.
+    bool conversation = false;
+    std::string system_prompt;  // -sys
+    std::string chat_template;  // --chat-template: a format name or a template text
+
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
     SpeculativeFlags spec;   // cli/speculative_options.h
+    // -ctk / -ctv: the KV cache types (f32, f16, q8_0; llama.cpp's default f16), the draft
+    // model's too.
+    std::string cache_type_k = "f16";
+    std::string cache_type_v = "f16";
     std::string stats_json;  // --stats-json FILE
 };
 
@@ -60,6 +70,7 @@ struct TokenizeOptions {
 };
 
 int cmd_run(const RunOptions& opt);
+int cmd_chat(const RunOptions& opt);  // cli/cmd_chat.cpp
 int cmd_info(const InfoOptions& opt);
 int cmd_tokenize(const TokenizeOptions& opt);
 

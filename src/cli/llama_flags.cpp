@@ -51,20 +51,25 @@ const std::map<std::string, std::string>& long_forms() {
 }
 
 // Features Specula does not have, refused before parsing so that nothing else is reported first.
-const char* missing_feature(const std::string& long_form) {
+const char* missing_feature(const std::string& long_form, const std::string& command) {
+    const bool conversation_flag = long_form == "--conversation" ||
+                                   long_form == "--no-conversation" ||
+                                   long_form == "--system-prompt" || long_form == "--chat-template";
+    if (conversation_flag && command != "run" && command != "chat")
+        return "conversation mode is `specula chat` (or `specula run -cnv`)";
     if (long_form.rfind("--hf-", 0) == 0 || long_form == "--model-url")
         return "specula does not download models; give a local GGUF file with -m";
-    if (long_form == "--conversation" || long_form == "--interactive" || long_form == "-i" ||
-        long_form == "--interactive-first" || long_form == "--system-prompt" ||
-        long_form == "--chat-template" || long_form == "--multiline-input")
-        return "specula run has no conversation mode yet; use `specula serve` for chat";
+    if (long_form == "--interactive" || long_form == "-i" || long_form == "--interactive-first")
+        return "llama-cli's raw interactive mode is not supported; use -cnv (a conversation "
+               "with the model's chat template) or `specula chat`";
+    if (long_form == "--multiline-input")
+        return "not supported; in conversation mode end a line with \\ to continue it";
     return nullptr;
 }
 
 // The options below take a value unless listed here.
 bool is_switch(const std::string& name) {
-    return name == "--no-kv-offload" || name == "--mlock" || name == "--no-mmap" ||
-           name == "--no-conversation";
+    return name == "--no-kv-offload" || name == "--mlock" || name == "--no-mmap";
 }
 
 struct Compat {
@@ -83,10 +88,8 @@ const Compat kCompat[] = {
     {"--no-kv-offload", "specula has no GPU backend; running on the CPU"},
     {"--flash-attn",
      "specula's CPU attention has one form; flash attention is not a separate mode"},
-    {"--cache-type-k", "the KV cache is F32 (no other cache types yet)"},
-    {"--cache-type-v", "the KV cache is F32 (no other cache types yet)"},
-    {"--cache-type-k-draft", "the KV cache is F32 (no other cache types yet)"},
-    {"--cache-type-v-draft", "the KV cache is F32 (no other cache types yet)"},
+    {"--cache-type-k-draft", "the draft model's KV cache takes the types of -ctk / -ctv"},
+    {"--cache-type-v-draft", "the draft model's KV cache takes the types of -ctk / -ctv"},
     {"--threads-draft", "the draft model uses the target's threads (-t)"},
     {"--threads-batch", "prompt processing uses the generation threads (-t)"},
     {"--threads-batch-draft", "prompt processing uses the generation threads (-t)"},
@@ -95,7 +98,6 @@ const Compat kCompat[] = {
     {"--batch-size,-b", "the prompt is evaluated in one batch"},
     {"--mlock", "the model is memory-mapped; pages are not locked"},
     {"--no-mmap", "the model is always memory-mapped"},
-    {"--no-conversation", "run never enters a conversation mode"},
 };
 
 // -xyz: llama.cpp would read one option; CLI11 would split it into -x -y -z.
@@ -119,7 +121,7 @@ std::vector<std::string> normalize_args(const std::vector<std::string>& args) {
         else if (multi_letter_single_dash(a))
             fail("unknown option ", a, " (run with --help for the options)");
         const std::string name = a.substr(0, a.find('='));
-        if (const char* why = missing_feature(name))
+        if (const char* why = missing_feature(name, args.size() > 1 ? args[1] : ""))
             fail(args[i], (args[i] == name ? "" : " (" + name + ")"), ": ", why);
         out.push_back(a);
     }

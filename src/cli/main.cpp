@@ -1,7 +1,7 @@
-// `specula`: command-line entry point. Parses `run`, `info`, `tokenize` and `bench` with CLI11
-// (options named as in llama.cpp's tools) and dispatches to cli/cmd_*.cpp. Every failure, whether a
-// bad option or bad input, ends as one `error: ...` line on stderr and exit status 1; stdout is
-// left to the command's own output.
+// `specula`: command-line entry point. Parses `run`, `chat`, `info`, `tokenize` and `bench` with
+// CLI11 (options named as in llama.cpp's tools) and dispatches to cli/cmd_*.cpp. Every failure,
+// whether a bad option or bad input, ends as one `error: ...` line on stderr and exit status 1;
+// stdout is left to the command's own output.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -94,6 +94,15 @@ void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");
+    cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
+    cmd.add_option("--system-prompt", o.system_prompt,
+                   "conversation mode: the system message (-sys)");
+    cmd.add_option("--chat-template", o.chat_template,
+                   "conversation mode: chatml, llama2, llama3, mistral, gemma, phi3 or plain "
+                   "(default: the model's template)");
 }
 
 void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {
@@ -127,6 +136,13 @@ int run_cli(int argc, char** argv) {
     int64_t seed = -1;
     CLI::App* run = app.add_subcommand("run", "generate text from a prompt");
     add_run_options(*run, run_opt, seed);
+    run->add_flag("--conversation,!--no-conversation", run_opt.conversation,
+                  "conversation mode (-cnv), as `specula chat`");
+
+    RunOptions chat_opt;
+    int64_t chat_seed = -1;
+    CLI::App* chat = app.add_subcommand("chat", "a conversation with the model's chat template");
+    add_run_options(*chat, chat_opt, chat_seed);
 
     InfoOptions info_opt;
     CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
@@ -146,9 +162,9 @@ int run_cli(int argc, char** argv) {
     BenchServeOptions bench_serve_opt;
     CLI::App* bench_serve = add_bench_serve_command(app, bench_serve_opt);
     // Each command gets the llama.cpp options it accepts and ignores (cli/llama_flags.h).
-    std::vector<CompatFlags> compat(5);
-    CLI::App* commands[] = {run, info, tokenize, bench, serve};
-    for (int i = 0; i < 5; ++i) add_compat_options(*commands[i], compat[size_t(i)]);
+    CLI::App* commands[] = {run, chat, info, tokenize, bench, serve};
+    std::vector<CompatFlags> compat(std::size(commands));
+    for (size_t i = 0; i < compat.size(); ++i) add_compat_options(*commands[i], compat[i]);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
@@ -162,12 +178,18 @@ int run_cli(int argc, char** argv) {
         return 1;
     }
 
-    for (int i = 0; i < 5; ++i)
-        if (commands[i]->parsed()) report_compat(compat[size_t(i)]);
+    for (size_t i = 0; i < compat.size(); ++i)
+        if (commands[i]->parsed()) report_compat(compat[i]);
     if (run->parsed()) {
         run_opt.seed = seed_from_arg(seed);
         log_set_enabled(!run_opt.quiet);
         return cmd_run(run_opt);
+    }
+    if (chat->parsed()) {
+        chat_opt.seed = seed_from_arg(chat_seed);
+        chat_opt.conversation = true;
+        log_set_enabled(!chat_opt.quiet);
+        return cmd_chat(chat_opt);
     }
     if (info->parsed()) return cmd_info(info_opt);
     if (bench->parsed()) return cmd_bench(bench_opt);

@@ -15,18 +15,76 @@ namespace {
 
 constexpr int64_t kMinParallelFlops = 1 << 16;
 
-// One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv).
-void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
-                 const float* q, float* out, const AttentionShape& s, float* scores) {
-    const int hd = s.head_dim;
-    for (int j = 0; j < n_kv; ++j) scores[j] = kern.dot(q, kv.k(layer, j) + kv_off, hd) * s.scale;
-    softmax(scores, n_kv);
-    std::memset(out, 0, sizeof(float) * hd);
-    for (int j = 0; j < n_kv; ++j) kern.axpy(scores[j], kv.v(layer, j) + kv_off, out, hd);
-}
-
 // Queries per blocked work item: P consecutive positions x H query heads of one KV head.
 constexpr int kBlockQueries = 16;
+// Rows of an F16 / Q8_0 cache dequantized at a time (per thread, head_dim floats each).
+constexpr int kChunkRows = 64;
+
+// Thread ith's row buffer, after every thread's scores.
+float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim) {
+    return scores + static_cast<size_t>(n_threads) * kBlockQueries * n_ctx +
+           static_cast<size_t>(ith) * kChunkRows * head_dim;
+}
+
+// One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv). Rows of a
+// typed cache are dequantized into `buf` (head_dim floats) one at a time.
+void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
+                 const float* q, float* out, const AttentionShape& s, float* scores, float* buf) {
+    const int hd = s.head_dim;
+    const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
+    for (int j = 0; j < n_kv; ++j) {
+        const float* kj = buf;
+        if (k32)
+            kj = kv.k(layer, j) + kv_off;
+        else
+            kv.read_k(layer, j, kv_off, hd, buf);
+        scores[j] = kern.dot(q, kj, hd) * s.scale;
+    }
+    softmax(scores, n_kv);
+    std::memset(out, 0, sizeof(float) * hd);
+    for (int j = 0; j < n_kv; ++j) {
+        const float* vj = buf;
+        if (v32)
+            vj = kv.v(layer, j) + kv_off;
+        else
+            kv.read_v(layer, j, kv_off, hd, buf);
+        kern.axpy(scores[j], vj, out, hd);
+    }
+}
+
+// The blocked kernels over cache rows [j0, j1) of the KV head at value offset `off`: in place
+// for F32 rows, else dequantized kChunkRows at a time into `buf` (the kernels see the chunk as
+// rows [0, n) and the score / probability rows shifted to match). Splitting [j0, j1) changes no
+// result (attention_kernels.h), so neither does the cache type's chunking.
+void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
+             int j1, const float* const* q, int nq, float scale, float* const* s, float* buf) {
+    if (kv.type_k() == KVType::F32) {
+        bk.qk(kv.k(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
+        return;
+    }
+    float* shifted[kBlockQueries];
+    for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
+        const int c1 = std::min(j1, c0 + kChunkRows);
+        for (int j = c0; j < c1; ++j) kv.read_k(layer, j, off, hd, buf + size_t(j - c0) * hd);
+        for (int i = 0; i < nq; ++i) shifted[i] = s[i] + c0;
+        bk.qk(buf, size_t(hd), 0, c1 - c0, q, nq, scale, shifted);
+    }
+}
+
+void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
+             int j1, const float* const* p, int nq, float* const* out, float* buf) {
+    if (kv.type_v() == KVType::F32) {
+        bk.pv(kv.v(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
+        return;
+    }
+    const float* shifted[kBlockQueries];
+    for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
+        const int c1 = std::min(j1, c0 + kChunkRows);
+        for (int j = c0; j < c1; ++j) kv.read_v(layer, j, off, hd, buf + size_t(j - c0) * hd);
+        for (int i = 0; i < nq; ++i) shifted[i] = p[i] + c0;
+        bk.pv(buf, size_t(hd), 0, c1 - c0, shifted, nq, out);
+    }
+}
 
 struct BlockShape {
     int heads;      // H: query heads of the group per item
@@ -62,10 +120,10 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
     const int n_blocks = (ntok + b.positions - 1) / b.positions;
     const int64_t per_block = static_cast<int64_t>(s.n_head_kv) * b.head_chunks;
     const int64_t n_items = per_block * n_blocks;
-    const size_t stride = static_cast<size_t>(kv.n_embd_kv());
     std::atomic<int64_t> next{0};
     auto work = [&](int ith, int) {
         float* sc = scores + static_cast<int64_t>(ith) * kBlockQueries * kv.n_ctx();
+        float* buf = row_buffer(scores, ith, pool.size(), kv.n_ctx(), hd);
         const float* qp[kBlockQueries];
         float* op[kBlockQueries];
         float* sp[kBlockQueries];
@@ -86,18 +144,20 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     nkv[nq] = pos0 + t + 1;
                 }
             }
-            const float* k0 = kv.k(layer, 0) + static_cast<int64_t>(g) * hd;
-            const float* v0 = kv.v(layer, 0) + static_cast<int64_t>(g) * hd;
+            const int off = g * hd;
             const int common = pos0 + t0 + 1;
-            bk.qk(k0, stride, 0, common, qp, nq, s.scale, sp);
+            qk_rows(bk, kv, layer, off, hd, 0, common, qp, nq, s.scale, sp, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common) bk.qk(k0, stride, common, nkv[i], qp + i, 1, s.scale, sp + i);
+                if (nkv[i] > common)
+                    qk_rows(bk, kv, layer, off, hd, common, nkv[i], qp + i, 1, s.scale, sp + i,
+                            buf);
                 bk.softmax(sp[i], nkv[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
             }
-            bk.pv(v0, stride, 0, common, sp, nq, op);
+            pv_rows(bk, kv, layer, off, hd, 0, common, sp, nq, op, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common) bk.pv(v0, stride, common, nkv[i], sp + i, 1, op + i);
+                if (nkv[i] > common)
+                    pv_rows(bk, kv, layer, off, hd, common, nkv[i], sp + i, 1, op + i, buf);
             }
         }
     };
@@ -111,7 +171,8 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
 }  // namespace
 
 size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_threads) {
-    return static_cast<size_t>(n_threads) * kBlockQueries * static_cast<size_t>(n_ctx);
+    return static_cast<size_t>(n_threads) *
+           (kBlockQueries * static_cast<size_t>(n_ctx) + kChunkRows * size_t(s.head_dim));
 }
 
 const AttentionKernels& attention_kernels() {
@@ -137,11 +198,12 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
     const AttentionKernels& kern = attention_kernels();
     auto work = [&](int ith, int nth) {
         float* sc = scores + static_cast<int64_t>(ith) * kv.n_ctx();
+        float* buf = row_buffer(scores, ith, pool.size(), kv.n_ctx(), s.head_dim);
         for (int64_t i = ith; i < n_pairs; i += nth) {
             const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
             const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
             attend_head(kern, kv, layer, pos0 + t + 1, (h / group) * s.head_dim, q + off, out + off,
-                        s, sc);
+                        s, sc, buf);
         }
     };
     if (parallel) {

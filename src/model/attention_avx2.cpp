@@ -71,3 +71,25 @@ bool block_attention_avx2(int head_dim, BlockAttentionKernels* k) {
 }
 
 }  // namespace specula
+
+namespace specula {
+
+void fp16_to_f32_avx2(const uint16_t* x, float* out, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+    for (; i < n; ++i) out[i] = _cvtsh_ss(x[i]);
+}
+
+void i8_scale_to_f32_avx2(const int8_t* q, float d, float* out, int n) {
+    const __m256 vd = _mm256_set1_ps(d);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b))));
+    }
+    for (; i < n; ++i) out[i] = d * static_cast<float>(q[i]);
+}
+
+}  // namespace specula

@@ -10,6 +10,10 @@ namespace specula {
 
 float dot_f32_avx2(const float* x, const float* y, int64_t n);
 void axpy_avx2(float a, const float* x, float* y, int64_t n);
+// Rows of a typed KV cache as floats (exact conversions, equal to the scalar ones): F16 by
+// vcvtph2ps, and d * q for int8 q (Q8_0).
+void fp16_to_f32_avx2(const uint16_t* x, float* out, int n);
+void i8_scale_to_f32_avx2(const int8_t* q, float d, float* out, int n);
 
 struct AttentionKernels {
     float (*dot)(const float* x, const float* y, int64_t n);

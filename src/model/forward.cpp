@@ -52,7 +52,8 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     : model(m),
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(resolve_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
-      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv()) {}
+      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
+         p.type_v) {}
 
 Session::Impl::~Impl() = default;
 

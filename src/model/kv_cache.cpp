@@ -3,9 +3,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "common/error.h"
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
+#include "kernels/fp16.h"
+#include "kernels/quants.h"
+#include "model/attention_kernels.h"
 
 namespace specula {
 
@@ -16,25 +23,129 @@ double physical_memory_bytes() {
     return pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
 }
 
+void store_row(KVType t, const float* src, uint8_t* dst, int n) {
+    switch (t) {
+        case KVType::F32:
+            std::memcpy(dst, src, sizeof(float) * n);
+            return;
+        case KVType::F16: {
+            auto* h = reinterpret_cast<fp16_t*>(dst);
+            for (int i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
+            return;
+        }
+        case KVType::Q8_0:
+            quantize_row_ggml_cpu(GGMLType::Q8_0, src, dst, n);
+            return;
+    }
+}
+
+// The AVX2 conversions when the CPU (and SPECULA_SIMD) allow, chosen once: both are exact, so
+// the level never changes a value.
+bool use_avx2() {
+    static const bool avx2 = active_simd_level() >= SimdLevel::AVX2;
+    return avx2;
+}
+
+void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
+    switch (t) {
+        case KVType::F32:
+            std::memcpy(out, reinterpret_cast<const float*>(row) + off, sizeof(float) * n);
+            return;
+        case KVType::F16: {
+            const auto* h = reinterpret_cast<const fp16_t*>(row) + off;
+            if (use_avx2()) return fp16_to_f32_avx2(h, out, n);
+            for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
+            return;
+        }
+        case KVType::Q8_0: {
+            const auto* b = reinterpret_cast<const block_q8_0*>(row) + off / QK8_0;
+            for (int i = 0, e = off % QK8_0; i < n; ++b, e = 0) {
+                const float d = fp16_to_fp32(b->d);
+                const int m = std::min(QK8_0 - e, n - i);
+                if (use_avx2())
+                    i8_scale_to_f32_avx2(b->qs + e, d, out + i, m);
+                else
+                    for (int k = 0; k < m; ++k) out[i + k] = d * static_cast<float>(b->qs[e + k]);
+                i += m;
+            }
+            return;
+        }
+    }
+}
+
 }  // namespace
 
-KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv)
-    : n_layer_(n_layer), n_ctx_(n_ctx), n_embd_kv_(n_embd_kv) {
+const char* kv_type_name(KVType t) {
+    switch (t) {
+        case KVType::F32:
+            return "f32";
+        case KVType::F16:
+            return "f16";
+        case KVType::Q8_0:
+            break;
+    }
+    return "q8_0";
+}
+
+KVType parse_kv_type(std::string_view name, std::string_view flag) {
+    for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
+        if (name == kv_type_name(t)) return t;
+    fail(std::string(flag), " must be f32, f16 or q8_0, got '", std::string(name.substr(0, 32)),
+         "'");
+}
+
+size_t kv_row_bytes(KVType t, int n) {
+    switch (t) {
+        case KVType::F32:
+            return sizeof(float) * size_t(n);
+        case KVType::F16:
+            return sizeof(fp16_t) * size_t(n);
+        case KVType::Q8_0:
+            break;
+    }
+    return sizeof(block_q8_0) * size_t(n / QK8_0);
+}
+
+double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
+    return double(n_layer) * n_ctx *
+           double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+}
+
+KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v)
+    : n_layer_(n_layer),
+      n_ctx_(n_ctx),
+      n_embd_kv_(n_embd_kv),
+      type_k_(type_k),
+      type_v_(type_v),
+      k_row_(kv_row_bytes(type_k, n_embd_kv)),
+      v_row_(kv_row_bytes(type_v, n_embd_kv)) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
-    const double bytes = 2.0 * n_layer * n_ctx * n_embd_kv * sizeof(float);
+    for (KVType t : {type_k, type_v})
+        if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
+            fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
+                 " values; this model's are ", n_embd_kv, " (use f16)");
+    const double total = bytes(n_layer, n_ctx, n_embd_kv, type_k, type_v);
     const double limit = physical_memory_bytes();
-    if (limit > 0 && bytes > limit) {
-        fail("n_ctx = ", n_ctx, " needs a ", bytes / (1 << 30), " GiB KV cache, more than the ",
+    if (limit > 0 && total > limit) {
+        fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    const size_t n = static_cast<size_t>(n_layer) * n_ctx * n_embd_kv;
-    k_.reset(new float[n]);
-    v_.reset(new float[n]);
+    const size_t rows = static_cast<size_t>(n_layer) * n_ctx;
+    k_.reset(new uint8_t[rows * k_row_]);
+    v_.reset(new uint8_t[rows * v_row_]);
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
-    std::memcpy(k_.get() + offset(layer, pos), k, sizeof(float) * n_embd_kv_);
-    std::memcpy(v_.get() + offset(layer, pos), v, sizeof(float) * n_embd_kv_);
+    store_row(type_k_, k, k_.get() + offset(layer, pos, k_row_), n_embd_kv_);
+    store_row(type_v_, v, v_.get() + offset(layer, pos, v_row_), n_embd_kv_);
+}
+
+void KVCache::read_k(int layer, int pos, int off, int n, float* out) const {
+    load_row(type_k_, k_.get() + offset(layer, pos, k_row_), off, n, out);
+}
+
+void KVCache::read_v(int layer, int pos, int off, int n, float* out) const {
+    load_row(type_v_, v_.get() + offset(layer, pos, v_row_), off, n, out);
 }
 
 }  // namespace specula

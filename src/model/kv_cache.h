@@ -1,25 +1,53 @@
-// The F32 key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv floats for K
+// The key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv values for K
 // (stored after RoPE) and for V, allocated once (left uninitialised, so untouched rows cost no
-// memory). Rows [0, n_past) are valid; rollback simply lowers n_past, since later evals
-// overwrite rows in place. The constructor throws Error when the cache would not fit in memory.
+// memory). K and V each have a type (llama.cpp's -ctk / -ctv): F32, F16 (llama.cpp's default) or
+// Q8_0 (blocks of 32: an F16 scale and 32 int8, as llama.cpp's CPU backend rounds them). A row is
+// rounded once, when write() stores it; readers see the same bits whatever the batch. Rows
+// [0, n_past) are valid; rollback simply lowers n_past, since later evals overwrite rows in
+// place. The constructor throws Error when the cache would not fit in memory, or for Q8_0 when
+// n_embd_kv is not a multiple of 32.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace specula {
 
+enum class KVType { F32, F16, Q8_0 };
+
+const char* kv_type_name(KVType t);  // "f32", "f16", "q8_0"
+// llama.cpp's names (f32, f16, q8_0); Error naming `flag` and listing them otherwise.
+KVType parse_kv_type(std::string_view name, std::string_view flag);
+// Bytes of one row of n values.
+size_t kv_row_bytes(KVType t, int n);
+
 class KVCache {
   public:
-    KVCache(int n_layer, int n_ctx, int n_embd_kv);
+    KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
+            KVType type_v = KVType::F32);
 
-    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each).
+    // Bytes the cache takes (K and V, every layer and position).
+    static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
+
+    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each),
+    // rounded to the cache's types.
     void write(int layer, int pos, const float* k, const float* v);
 
-    const float* k(int layer, int pos) const { return k_.get() + offset(layer, pos); }
-    const float* v(int layer, int pos) const { return v_.get() + offset(layer, pos); }
+    // F32 rows, read in place (only when that side's type is F32).
+    const float* k(int layer, int pos) const {
+        return reinterpret_cast<const float*>(k_.get() + offset(layer, pos, k_row_));
+    }
+    const float* v(int layer, int pos) const {
+        return reinterpret_cast<const float*>(v_.get() + offset(layer, pos, v_row_));
+    }
+    // Values [off, off + n) of a row as floats, whatever the type.
+    void read_k(int layer, int pos, int off, int n, float* out) const;
+    void read_v(int layer, int pos, int off, int n, float* out) const;
 
+    KVType type_k() const { return type_k_; }
+    KVType type_v() const { return type_v_; }
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv() const { return n_embd_kv_; }
@@ -27,12 +55,14 @@ class KVCache {
     void set_n_past(int n) { n_past_ = n; }
 
   private:
-    size_t offset(int layer, int pos) const {
-        return (static_cast<size_t>(layer) * n_ctx_ + pos) * n_embd_kv_;
+    size_t offset(int layer, int pos, size_t row) const {
+        return (static_cast<size_t>(layer) * n_ctx_ + pos) * row;
     }
     int n_layer_, n_ctx_, n_embd_kv_;
+    KVType type_k_, type_v_;
+    size_t k_row_, v_row_;  // bytes per row
     int n_past_ = 0;
-    std::unique_ptr<float[]> k_, v_;
+    std::unique_ptr<uint8_t[]> k_, v_;
 };
 
 }  // namespace specula

@@ -24,6 +24,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
+#include "model/kv_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -109,12 +110,16 @@ void pack_weights(Model& m);
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
     int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
+    // The KV cache's types (-ctk / -ctv). llama.cpp's default is F16; sessions made in code keep
+    // F32 unless they ask.
+    KVType type_k = KVType::F32;
+    KVType type_v = KVType::F32;
     // A pool shared with other sessions (not owned; it must outlive the session). Sessions that
     // share one must not eval from two threads at once; model/batch_eval.h evaluates several of
     // them in one pass. Null: the session owns a pool of n_threads.
     ThreadPool* pool = nullptr;
 
-    // The F32 KV cache is preallocated for the whole context, so a default context is capped
+    // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
     static constexpr int kDefaultMaxCtx = 4096;
 };

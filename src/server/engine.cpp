@@ -54,6 +54,8 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     sc.n_ctx = n_ctx_;
     sc.n_threads = cfg.n_threads;
     sc.metrics = &metrics_;
+    sc.type_k = cfg.type_k;
+    sc.type_v = cfg.type_v;
     scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
     sampling_ = std::make_unique<RequestSampling>(*target_);
     metrics_.set_kv_capacity(cfg.n_parallel, n_ctx_);

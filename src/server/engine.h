@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "model/model.h"
-#include "server/chat_template.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/request.h"
@@ -34,8 +34,9 @@ struct EngineConfig {
     SpeculativeConfig speculative;
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
     int n_parallel = 1;
-    int n_threads = 0;        // 0: hardware threads
-    std::string served_name;  // "" : the model file's name without .gguf
+    int n_threads = 0;                                  // 0: hardware threads
+    std::string served_name;                            // "" : the model file's name without .gguf
+    KVType type_k = KVType::F32, type_v = KVType::F32;  // every slot's and drafter's KV cache
 };
 
 struct PreparedRequest {

@@ -13,7 +13,7 @@
 
 #include "sampling/json_grammar.h"
 #include "sampling/penalties.h"
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace specula {
 

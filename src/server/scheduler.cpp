@@ -41,7 +41,7 @@ Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
       cfg_(config),
       pool_(default_threads(config.n_threads)),
       batch_(target, pool_),
-      slots_(make_slots(target, config.n_slots, config.n_ctx, pool_)) {
+      slots_(make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     for (auto& s : slots_) free_.push_back(s.get());
     thread_ = std::thread([this] { loop(); });
@@ -130,7 +130,7 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
                                 std::unique_ptr<Drafter>& own) {
     const SpecMethod method = spec_.config.method;
     if (method == SpecMethod::none) return nullptr;
-    DrafterParams dp{cfg_.n_ctx, 0, sp, &pool_};
+    DrafterParams dp{cfg_.n_ctx, 0, sp, cfg_.type_k, cfg_.type_v, &pool_};
     if (sp.temp <= 0.f || method == SpecMethod::ngram) {
         if (!slot.drafter) {
             dp.sampling = SamplingParams{0.f, 0, 1.f, 0.f, 0};

@@ -44,6 +44,7 @@ struct SchedulerConfig {
     int n_threads = 0;           // the one pool every pass runs on (0: hardware threads)
     int prefill_chunk = 64;      // prompt tokens evaluated per step, over all prefilling slots
     Metrics* metrics = nullptr;  // gets every pass (batch size, rows, cost, draft length by load)
+    KVType type_k = KVType::F32, type_v = KVType::F32;  // the slots' and drafters' KV caches
 };
 
 // One generation: the engine fills the inputs, submits it, and reads the outputs under `mu`.

@@ -8,7 +8,7 @@
 namespace specula {
 
 std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
-                                              ThreadPool& pool) {
+                                              ThreadPool& pool, KVType type_k, KVType type_v) {
     std::vector<std::unique_ptr<Slot>> slots;
     for (int i = 0; i < n_slots; ++i) {
         auto slot = std::make_unique<Slot>();
@@ -16,6 +16,8 @@ std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, 
         try {
             SessionParams sp{n_ctx, 0};
             sp.pool = &pool;
+            sp.type_k = type_k;
+            sp.type_v = type_v;
             slot->target = std::make_unique<Session>(target, sp);
         } catch (const std::bad_alloc&) {
             fail("out of memory allocating the KV cache of slot ", i, " (context ", n_ctx,

@@ -27,7 +27,8 @@ struct Slot {
 // Slots are created up front so that a KV cache that does not fit fails at startup (an Error
 // naming the slot and the context).
 std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
-                                              ThreadPool& pool);
+                                              ThreadPool& pool, KVType type_k = KVType::F32,
+                                              KVType type_v = KVType::F32);
 
 // The slot among `free` whose cached tokens share the longest prefix with prompt[0, n-1) (the
 // part of a prompt the target evaluates before the first step), and that length; ties go to the

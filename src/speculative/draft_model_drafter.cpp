@@ -34,7 +34,8 @@ DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams&
     : model_(draft),
       params_(params),
       session_(std::make_unique<Session>(
-          draft, SessionParams{params.n_ctx, params.n_threads, params.pool})),
+          draft, SessionParams{params.n_ctx, params.n_threads, params.type_k, params.type_v,
+                               params.pool})),
       sampler_(draft_sampling(params.sampling)) {
     cached_.reserve(session_->n_ctx());
     batch_.reserve(64);

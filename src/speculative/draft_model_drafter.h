@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "sampling/constraints.h"
 #include "speculative/drafter.h"
 
 namespace specula {
@@ -26,7 +27,9 @@ struct DraftModelParams {
     int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
     float p_min = 0.0f;
     SamplingParams sampling;     // the target's sampling parameters (temp <= 0: greedy drafting)
-    ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
+    KVType type_k = KVType::F32;  // the draft's KV cache types
+    KVType type_v = KVType::F32;
+    ThreadPool* pool = nullptr;   // a pool shared with other sessions (SessionParams::pool)
 };
 
 class DraftModelDrafter final : public Drafter {
@@ -35,6 +38,9 @@ class DraftModelDrafter final : public Drafter {
 
     const char* name() const override { return "draft-model"; }
     void begin(std::span<const token_id> prompt) override;
+    // Keeps the cache: the next proposal rolls it back to the prefix shared with the history and
+    // evaluates only the rest (sync).
+    void resume(std::span<const token_id> prompt) override { n_history_ = 0; }
     int propose(std::span<const token_id> history, int n_max, Draft& out) override;
     void accept(int n_kept) override;
 

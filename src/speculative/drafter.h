@@ -41,6 +41,10 @@ class Drafter {
     // A new sequence starts with `prompt` (the target has it, or is about to evaluate it).
     virtual void begin(std::span<const token_id> prompt) = 0;
 
+    // A new sequence `prompt` that may share a prefix with the previous one (a conversation's
+    // next turn): a drafter with a cache keeps the shared part. By default, begin().
+    virtual void resume(std::span<const token_id> prompt) { begin(prompt); }
+
     // Proposes up to n_max tokens that continue `history` (prompt + every accepted token; its last
     // token is the one the target evaluates next). May propose fewer, or none. Returns the number
     // of draft-model evaluation steps spent (0 for drafters without a model).

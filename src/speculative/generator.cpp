@@ -45,7 +45,16 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
 }
 
 SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
-    SpecStats st = start(prompt);
+    return run(prompt, /*reuse=*/false, on_token);
+}
+
+SpecStats Generator::resume(std::span<const token_id> prompt, const TokenCallback& on_token) {
+    return run(prompt, /*reuse=*/true, on_token);
+}
+
+SpecStats Generator::run(std::span<const token_id> prompt, bool reuse,
+                         const TokenCallback& on_token) {
+    SpecStats st = start(prompt, /*evaluate=*/true, reuse);
     const auto t_gen = clock_type::now();
     while (st.stop_reason.empty()) {
         if (const char* why = stop_before_step()) {
@@ -76,8 +85,8 @@ const char* Generator::stop_before_step() const {
 }
 
 // Checks the prompt and (when `evaluate`) evaluates it in the target (all but its last token)
-// and the drafter.
-SpecStats Generator::start(std::span<const token_id> prompt, bool evaluate) {
+// and the drafter; with `reuse`, only past the prefix the target's cache shares with it.
+SpecStats Generator::start(std::span<const token_id> prompt, bool evaluate, bool reuse) {
     if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
     const int n_ctx = target_.n_ctx();
     if (int(prompt.size()) > n_ctx)
@@ -90,17 +99,29 @@ SpecStats Generator::start(std::span<const token_id> prompt, bool evaluate) {
     // Per-position counters sized up front: the token loop does not allocate.
     st.pos_reached.reserve(rec_.emitted.capacity());
     st.pos_accepted.reserve(rec_.emitted.capacity());
+    // The target holds history_'s first n_past() tokens; keep what `prompt` shares with them,
+    // leaving at least its last token to evaluate.
+    size_t keep = 0;
+    if (reuse) {
+        const size_t lim = std::min({size_t(target_.n_past()), history_.size(), prompt.size() - 1});
+        while (keep < lim && history_[keep] == prompt[keep]) ++keep;
+    }
+    st.n_prompt_cached = int(keep);
     history_.assign(prompt.begin(), prompt.end());
     output_.clear();
-    if (constraints_) constraints_->push_prompt(prompt);
+    if (constraints_) {
+        constraints_->rewind(Constraints::Mark{});  // no history (penalties only: no grammar)
+        constraints_->push_prompt(prompt);
+    }
     // Set on every generation, phased or not: a shared drafter must forget an earlier request's.
     if (drafter_) drafter_->guide(constraints_);  // null without constraints
     if (!evaluate) return st;
 
     const auto t0 = clock_type::now();
-    target_.reset();
-    if (prompt.size() >= 2) target_.eval(prompt.first(prompt.size() - 1), /*all_logits=*/false);
-    if (drafter_) drafter_->begin(prompt);
+    target_.rollback(int(keep));
+    if (prompt.size() >= keep + 2)
+        target_.eval(prompt.subspan(keep, prompt.size() - 1 - keep), /*all_logits=*/false);
+    if (drafter_) reuse ? drafter_->resume(prompt) : drafter_->begin(prompt);
     st.t_prompt_ms = ms_since(t0);
     return st;
 }

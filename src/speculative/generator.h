@@ -85,7 +85,7 @@ class Generator {
     //                       and the draft-length controller as in generate().
     //   end()               rolls the target back to hold all of history but its last token.
     // step() is plan_step + target.eval + finish_step, so both ways emit the same tokens.
-    SpecStats begin(std::span<const token_id> prompt) { return start(prompt, false); }
+    SpecStats begin(std::span<const token_id> prompt) { return start(prompt, false, false); }
     const char* stop_before_step() const;
     // n_draft >= 0 overrides this step's draft length (the scheduler's choice by load).
     std::span<const token_id> plan_step(int n_draft = -1);
@@ -93,12 +93,19 @@ class Generator {
     void end();
     // Optional; set before generate().
     void observe_rows(RowObserver observer) { row_observer_ = std::move(observer); }
+    // generate() that keeps the caches of the previous generate() / resume() (a conversation's
+    // next turn): the target rolls back to the longest common prefix of `prompt` and the previous
+    // history and evaluates only the rest, the drafter resumes (Drafter::resume) and the
+    // constraints restart from `prompt` (they must hold no grammar). SpecStats::n_prompt counts
+    // every prompt token, n_prompt_cached the ones reused from the cache.
+    SpecStats resume(std::span<const token_id> prompt, const TokenCallback& on_token = {});
 
     const std::vector<token_id>& output() const { return output_; }    // generated tokens
     const std::vector<token_id>& history() const { return history_; }  // prompt + output
 
   private:
-    SpecStats start(std::span<const token_id> prompt, bool evaluate = true);
+    SpecStats start(std::span<const token_id> prompt, bool evaluate, bool reuse);
+    SpecStats run(std::span<const token_id> prompt, bool reuse, const TokenCallback& on_token);
     const StepRecord& step(const TokenCallback& on_token);
     int draft_length() const;
     void propose(int n);

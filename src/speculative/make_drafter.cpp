@@ -28,6 +28,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             dp.pool = params.pool;
             dp.p_min = setup.config.p_min;
             dp.sampling = params.sampling;
+            dp.type_k = params.type_k;
+            dp.type_v = params.type_v;
             return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
         }
         case SpecMethod::ngram:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "sampling/penalties.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 #include "speculative/drafter.h"
@@ -25,7 +26,9 @@ struct DrafterParams {
     int n_ctx = 0;               // draft context; 0: the draft model's training context
     int n_threads = 0;           // 0: hardware concurrency (unused with `pool`)
     SamplingParams sampling;     // the target's sampling (temp <= 0: greedy drafts)
-    ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
+    KVType type_k = KVType::F32;  // the draft model's KV cache types
+    KVType type_v = KVType::F32;
+    ThreadPool* pool = nullptr;   // a pool shared with other sessions (SessionParams::pool)
 };
 
 // target_name labels the vocabulary error (e.g. the target's path).

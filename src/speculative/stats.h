@@ -21,6 +21,7 @@ struct SpecStats {
     // The prompt pass evaluates all prompt tokens but the last (which goes with the first draft)
     // in the target, and the same in the draft model.
     int n_prompt = 0;
+    int n_prompt_cached = 0;  // prompt tokens already in the cache (Generator::resume)
     double t_prompt_ms = 0;
     int n_generated = 0;
     double t_gen_ms = 0;
@@ -36,11 +37,15 @@ struct SpecStats {
     double t_draft_ms = 0;   // proposing (draft model / lookup)
     double t_verify_ms = 0;  // target passes
     double t_sample_ms = 0;  // accept/reject decisions and sampling
+    // Least-squares sums of (pass size b = drafted + 1, verify ms t) over the target passes.
+    double fit_b = 0, fit_bb = 0, fit_t = 0, fit_bt = 0;
 
     // Counts one step of the generation loop.
     void add(const StepRecord& step);
 
-    double prompt_tps() const { return t_prompt_ms > 0 ? n_prompt * 1e3 / t_prompt_ms : 0; }
+    double prompt_tps() const {
+        return t_prompt_ms > 0 ? (n_prompt - n_prompt_cached) * 1e3 / t_prompt_ms : 0;
+    }
     double gen_tps() const { return t_gen_ms > 0 ? n_generated * 1e3 / t_gen_ms : 0; }
     double accept_rate() const { return n_drafted ? double(n_accepted) / n_drafted : 0; }
     // Tokens produced per target pass (accepted drafts + the target's own token).
@@ -52,6 +57,10 @@ struct SpecStats {
     double draft_step_ms() const { return n_draft_steps ? t_draft_ms / n_draft_steps : 0; }
     double target_pass_ms() const { return n_target_passes ? t_verify_ms / n_target_passes : 0; }
     // Measured cost of one draft step relative to one target pass.
+    // What a one-token target pass (a plain decoding step) costs, from this run's own passes: the
+    // line through (pass size, ms) at size 1 when the passes had different sizes, else the mean
+    // pass (an upper bound: every pass verified drafts). 0 without passes.
+    double plain_pass_ms() const;
     double cost_ratio() const {
         return target_pass_ms() > 0 ? draft_step_ms() / target_pass_ms() : 0;
     }

@@ -33,6 +33,11 @@ ChatFormat detect_chat_format(std::string_view tmpl);
 
 const char* chat_format_name(ChatFormat f);
 
+// A format chosen by hand (llama.cpp's --chat-template): one of the names above
+// (chatml, llama2, llama3, mistral, gemma, phi3, plain), or a template text recognised by its
+// markers. Throws Error naming the value and listing the names otherwise.
+ChatFormat parse_chat_format(std::string_view name_or_template);
+
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt = true);
 

@@ -1,5 +1,7 @@
 // Chat template detection and rendering: see chat_template.h.
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
+
+#include "common/error.h"
 
 namespace specula {
 
@@ -125,6 +127,22 @@ const char* chat_format_name(ChatFormat f) {
             break;
     }
     return "plain";
+}
+
+ChatFormat parse_chat_format(std::string_view v) {
+    const ChatFormat all[] = {ChatFormat::ChatML,  ChatFormat::Llama2, ChatFormat::Llama3,
+                              ChatFormat::Mistral, ChatFormat::Gemma,  ChatFormat::Phi3,
+                              ChatFormat::Plain};
+    std::string names;
+    for (ChatFormat f : all) {
+        if (v == chat_format_name(f)) return f;
+        names += std::string(names.empty() ? "" : ", ") + chat_format_name(f);
+    }
+    if (v == "qwen" || v == "qwen2") return ChatFormat::ChatML;
+    const ChatFormat detected = detect_chat_format(v);
+    if (detected != ChatFormat::Plain) return detected;
+    fail("unknown chat template '", std::string(v.substr(0, 64)), "' (use one of ", names,
+         ", or a template text with one of their markers)");
 }
 
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& msgs, bool gen) {

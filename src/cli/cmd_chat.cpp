@@ -1,0 +1,221 @@
+// `specula chat` and `specula run -cnv`: llama-cli's conversation mode. The conversation is a
+// list of messages formatted by the model's chat template (chat/chat_template.h; --chat-template
+// picks one by hand, and a model without a recognised template uses the plain
+// "User: ... Assistant:" format, said once on stderr). -sys is the system message, -p / -f the
+// first user message; after that each line typed is one user turn (a line ending in `\` continues
+// on the next). Each reply streams to stdout.
+//
+// The KV caches are kept across turns: the cache holds the previous prompt and the reply as
+// generated; a new turn appends the template's close of that reply (its end-of-turn marker) and
+// the new user turn with the opening of the next reply, and only those tokens are evaluated, in
+// the target and in the draft model (Generator::resume), as llama-cli does. A template that
+// rewrote earlier turns would get the whole text tokenized again, the cache kept up to the first
+// differing token.
+//
+// `/exit` or end of input (Ctrl-D) at the prompt ends the conversation. Ctrl-C during a reply stops
+// the reply and returns to the prompt; at the prompt it exits (status 130), as in llama-cli.
+// Each turn ends with one stats line on stderr: the new prompt tokens and the cached ones, prompt
+// and reply tok/s, and with a drafter the acceptance.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/run_setup.h"
+#include "common/error.h"
+#include "frontend/prompt.h"
+
+namespace specula::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_replying = 0;     // a reply is being generated
+volatile std::sig_atomic_t g_interrupted = 0;  // Ctrl-C during that reply
+
+void on_sigint(int) {
+    if (g_replying) {
+        g_interrupted = 1;
+        return;
+    }
+    const char nl = '\n';
+    (void)!write(STDOUT_FILENO, &nl, 1);
+    _exit(130);
+}
+
+void install_sigint() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+}
+
+ChatFormat choose_format(const RunOptions& o, const Model& model) {
+    if (!o.chat_template.empty()) {
+        const ChatFormat f = parse_chat_format(o.chat_template);
+        log("chat template: %s (--chat-template)", chat_format_name(f));
+        return f;
+    }
+    const std::string tmpl = model.file().get_string_or("tokenizer.chat_template", "");
+    const ChatFormat f = detect_chat_format(tmpl);
+    if (f != ChatFormat::Plain)
+        log("chat template: %s (the model's tokenizer.chat_template)", chat_format_name(f));
+    else
+        log("chat template: plain \"User: ... Assistant:\" (%s; --chat-template NAME picks one)",
+            tmpl.empty() ? "the model has no tokenizer.chat_template"
+                         : "the model's template is not one specula recognises");
+    return f;
+}
+
+// One user turn from stdin: a line, continued while it ends in a backslash. False at end of input.
+bool read_turn(std::string& out) {
+    out.clear();
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line.back() != '\\') {
+            out += line;
+            return true;
+        }
+        line.pop_back();
+        out += line + "\n";
+    }
+    return !out.empty();
+}
+
+void print_turn_stats(const SpecStats& st) {
+    std::string spec;
+    if (st.n_drafts > 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, " | accepted %ld/%ld drafted (%.0f%%), %.2f tokens/pass",
+                      st.n_accepted, st.n_drafted, 100 * st.accept_rate(), st.mean_accept_len());
+        spec = buf;
+    }
+    log("[prompt: %d new tokens (%d cached), %.1f tok/s | reply: %d tokens, %.1f tok/s%s]",
+        st.n_prompt - st.n_prompt_cached, st.n_prompt_cached, st.prompt_tps(), st.n_generated,
+        st.gen_tps(), spec.c_str());
+}
+
+// The conversation so far, and the text the generator's history holds of it.
+class Conversation {
+  public:
+    Conversation(const Tokenizer& tok, ChatFormat format, const std::string& system)
+        : tok_(tok), format_(format) {
+        if (!system.empty()) messages_.push_back({"system", system});
+    }
+
+    // The tokens of the conversation up to the assistant's next reply, after `user`'s message.
+    // `held` is the generator's history (the previous prompt and the reply as generated).
+    std::vector<token_id> next_prompt(const std::string& user, const std::vector<token_id>& held) {
+        // The previous reply's turn closed by the template (e.g. <|eot_id|> after it), and the
+        // new turn: appended to `held` when the template only appends to what it rendered.
+        std::string delta, closed;
+        bool incremental = !held.empty() && !prompt_text_.empty();
+        if (incremental) {
+            closed = render_chat(format_, messages_, /*add_generation_prompt=*/false);
+            const std::string& reply = messages_.back().content;
+            const size_t at = closed.compare(0, prompt_text_.size(), prompt_text_) == 0
+                                  ? closed.find(reply, prompt_text_.size())
+                                  : std::string::npos;
+            incremental = at != std::string::npos;
+            if (incremental) delta = closed.substr(at + reply.size());
+        }
+        messages_.push_back({"user", user});
+        prompt_text_ = render_chat(format_, messages_, /*add_generation_prompt=*/true);
+        if (!incremental || prompt_text_.compare(0, closed.size(), closed) != 0)
+            return tokenize_prompt(tok_, prompt_text_);
+        delta += prompt_text_.substr(closed.size());
+        std::vector<token_id> ids = held;
+        const auto more = tok_.encode(delta, /*add_special=*/false, /*parse_special=*/true);
+        ids.insert(ids.end(), more.begin(), more.end());
+        return ids;
+    }
+
+    // The reply as generated; the templates see it without surrounding whitespace.
+    void add_reply(const std::string& reply) { messages_.push_back({"assistant", trim(reply)}); }
+
+  private:
+    static std::string trim(const std::string& s) {
+        const char* ws = " \t\n\r";
+        const size_t b = s.find_first_not_of(ws);
+        return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(ws) - b + 1);
+    }
+
+    const Tokenizer& tok_;
+    ChatFormat format_;
+    std::vector<ChatMessage> messages_;
+    std::string prompt_text_;  // the last next_prompt()'s text
+};
+
+}  // namespace
+
+int cmd_chat(const RunOptions& opt) {
+    check_run_options(opt);
+    const std::string first = opt.prompt.empty() && opt.prompt_file.empty()
+                                  ? std::string()
+                                  : resolve_prompt(opt.prompt, opt.prompt_file);
+    parse_speculative_flags(opt.spec);
+    const LoadedTarget target = load_target(opt);
+    const Tokenizer& tok = target.model->tokenizer();
+    Conversation conv(tok, choose_format(opt, *target.model), opt.system_prompt);
+    const auto engine = make_engine(opt, target);
+    Generator gen = engine->make_generator();
+    log("conversation mode: type a message and Enter; a line ending in \\ continues; /exit or "
+        "Ctrl-D ends; Ctrl-C stops a reply");
+    install_sigint();
+    const bool interactive = isatty(STDIN_FILENO);  // else the input is echoed after "> "
+
+    std::string user = first;
+    bool have_turn = !first.empty();
+    for (;;) {
+        if (!have_turn) {
+            std::fputs("\n> ", stdout);
+            std::fflush(stdout);
+            if (!read_turn(user)) {  // Ctrl-D
+                std::fputs("\n", stdout);
+                break;
+            }
+            if (!interactive) std::printf("%s\n", user.c_str());  // a transcript, as typed
+            if (user == "/exit") break;
+            if (user.empty()) continue;
+        }
+        have_turn = false;
+        const std::vector<token_id> prompt = conv.next_prompt(user, gen.history());
+        const ContextFit fit =
+            check_context(int(prompt.size()), opt.n_predict, target.n_ctx, " (-c)", "-n");
+        if (fit.what == ContextFit::prompt_too_long)
+            fail("the conversation no longer fits: ", fit.message,
+                 "; start again with a larger -c");
+
+        PieceWriter writer(tok, /*strip_first_space=*/false);
+        g_interrupted = 0;
+        g_replying = 1;
+        const auto on_token = [&](token_id id, bool) {
+            writer(id);
+            return !g_interrupted;
+        };
+        const SpecStats st =
+            gen.history().empty() ? gen.generate(prompt, on_token) : gen.resume(prompt, on_token);
+        g_replying = 0;
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        conv.add_reply(writer.text());
+        if (g_interrupted) log("(reply stopped by Ctrl-C)");
+        print_turn_stats(st);
+        if (st.stop_reason == "context") {
+            log("warning: the context (-c %d) is full; the conversation ends here (start again "
+                "with a larger -c)",
+                target.n_ctx);
+            break;
+        }
+    }
+    std::fflush(stdout);
+    return 0;
+}
+
+}  // namespace specula::cli

@@ -1,0 +1,70 @@
+// What `run` and its conversation mode (`run -cnv`, `chat`) build alike from RunOptions: the
+// model, the context size, the target session, the sampler, the constraints (penalties, logit
+// bias) and the drafter, all checked before any token is generated, plus the piece writer that
+// streams generated text to stdout.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "model/model.h"
+#include "sampling/constraints.h"
+#include "sampling/sampler.h"
+#include "speculative/draft_length.h"
+#include "speculative/generator.h"
+#include "speculative/make_drafter.h"
+
+namespace specula::cli {
+
+// Checks the options that need no model (thread counts, sampling ranges).
+void check_run_options(const RunOptions& o);
+
+// The target model and the context it runs with (-c, or the training context).
+struct LoadedTarget {
+    std::unique_ptr<Model> model;
+    double load_ms = 0;
+    int n_ctx = 0;
+    double mem_available = 0;  // MemAvailable before loading (cli/memory_plan.h)
+};
+LoadedTarget load_target(const RunOptions& o);
+
+// Everything the generation loop runs with; built once, kept across a conversation's turns.
+struct RunEngine {
+    SpeculativeConfig spec;
+    std::unique_ptr<Session> session;
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<Constraints> constraints;
+    SpeculativeSetup setup;
+    std::unique_ptr<Drafter> drafter;
+    DraftLengthController auto_length;  // --draft auto
+    GenParams gen;
+    int n_threads = 0;
+
+    // A Generator over this engine (it must not outlive it).
+    Generator make_generator();
+};
+// Loads the draft model, logs and checks the memory plan (cli/memory_plan.h), allocates the KV
+// caches (an Error suggesting a smaller -c when memory runs out) and logs the model / context /
+// cache types / threads / seed line.
+std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& target);
+
+// Writes token pieces to stdout as they come and keeps the text. llama2.c drops the space that
+// SentencePiece puts in front of the first word when generation starts from BOS alone; so do
+// we, for that case only.
+class PieceWriter {
+  public:
+    PieceWriter(const Tokenizer& tok, bool strip_first_space)
+        : tok_(tok), strip_first_space_(strip_first_space) {}
+
+    void operator()(token_id id);
+    const std::string& text() const { return text_; }  // everything written
+
+  private:
+    const Tokenizer& tok_;
+    bool strip_first_space_;
+    bool first_ = true;
+    std::string text_;
+};
+
+}  // namespace specula::cli
