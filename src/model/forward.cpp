@@ -18,6 +18,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/moe.h"
+#include "model/offload.h"
 #include "model/ops.h"
 #include "model/rope.h"
 
@@ -54,6 +55,8 @@ struct Session::Impl {
     RopeParams rope;
     AttentionShape att_shape;
 
+    std::unique_ptr<LayerOffload> offload;  // layers [0, offload->n_layers()) on a device
+
     int n_logits = 0;
     std::vector<float> x, h, q, k_new, v_new, att, tmp, ff_g, ff_u, rope_cs, logits, scores;
 
@@ -70,6 +73,10 @@ struct Session::Impl {
         att_shape = {hp.n_head, hp.n_head_kv, hp.head_dim,
                      1.0f / std::sqrt(static_cast<float>(hp.head_dim))};
         scores.resize(attention_scratch_floats(att_shape, kv.n_ctx(), pool.size()));
+        OffloadParams op =
+            p.n_gpu_layers >= 0 ? OffloadParams{p.n_gpu_layers, p.gpu_device} : m.offload;
+        op.n_ctx = kv.n_ctx();
+        offload = make_offload(m, op);
     }
 
     void reserve(int ntok) {
@@ -184,7 +191,17 @@ struct Session::Impl {
         // Only the rows whose logits are wanted go through the last layer's attention output and
         // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).
         const int n_out = all_logits ? ntok : 1;
-        for (int il = 0; il < hp.n_layer; ++il) {
+        int il0 = 0;
+        if (offload) {  // the device runs the first layers (and maybe the head) on x
+            il0 = offload->n_layers();
+            offload->forward(x.data(), rope_cs.data(), ntok, pos0, n_out, logits.data());
+            if (offload->has_output()) {
+                kv.set_n_past(pos0 + ntok);
+                n_logits = n_out;
+                return;
+            }
+        }
+        for (int il = il0; il < hp.n_layer; ++il) {
             const int r0 = il == hp.n_layer - 1 ? ntok - n_out : 0;
             attention_block(model.layers[il], il, pos0, ntok, r0);
             ffn_block(model.layers[il], ntok, r0);

@@ -22,6 +22,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
+#include "model/offload.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -90,6 +91,9 @@ class Model {
     std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
     std::vector<PackedBuffer> packed;       // repacked matrices (pack_weights), W.packed points in
+    // Where Sessions of this model run their layers unless SessionParams says otherwise
+    // (model/offload.h; the CLI's -ngl / -ngld / --device set it after load). n_ctx is unused.
+    OffloadParams offload;
 
   private:
     HParams hp_;
@@ -107,6 +111,11 @@ void pack_weights(Model& m);
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
     int n_threads = 0;  // 0: hardware concurrency
+    // Layers [0, n_gpu_layers) run on a Vulkan device (model/offload.h); all of them and the
+    // output head when n_gpu_layers >= n_layer. 0: everything on the CPU.
+    // -1: the model's default (Model::offload, which -ngl / -ngld set).
+    int n_gpu_layers = -1;
+    int gpu_device = -1;  // Vulkan device index when n_gpu_layers >= 0 (-1: pick one)
 
     // The F32 KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
