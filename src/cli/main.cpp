@@ -13,6 +13,7 @@
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
 #include "cli/commands.h"
+#include "cli/gpu_flags.h"
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
@@ -117,8 +118,9 @@ void check_command(CLI::App& app, const std::string& word) {
 }
 
 int run_cli(int argc, char** argv) {
-    CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
-                 "specula"};
+    CLI::App app{
+        "specula: LLM inference on the CPU or a Vulkan GPU (GGUF models, llama.cpp compatible)",
+        "specula"};
     app.set_version_flag("--version", version_text());
     app.require_subcommand(1);
 
@@ -129,7 +131,8 @@ int run_cli(int argc, char** argv) {
 
     InfoOptions info_opt;
     CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
-    info->add_option("file,-m,--model", info_opt.model, "GGUF model file")->required();
+    info->add_option("file,-m,--model", info_opt.model, "GGUF model file");
+    info->add_flag("--devices", info_opt.devices, "list the Vulkan devices with their memory");
     info->add_option("-c,--ctx-size", info_opt.n_ctx,
                      "context for the KV cache size (0: the model's training context)");
 
@@ -146,6 +149,8 @@ int run_cli(int argc, char** argv) {
     std::vector<CompatFlags> compat(5);
     CLI::App* commands[] = {run, info, tokenize, bench, serve};
     for (int i = 0; i < 5; ++i) add_compat_options(*commands[i], compat[size_t(i)]);
+    GpuFlags gpu;  // -ngl / -ngld / --device (cli/gpu_flags.h), the same in every command
+    for (CLI::App* c : commands) add_gpu_options(*c, gpu);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
@@ -161,12 +166,17 @@ int run_cli(int argc, char** argv) {
 
     for (int i = 0; i < 5; ++i)
         if (commands[i]->parsed()) report_compat(compat[size_t(i)]);
+    apply_gpu_flags(gpu);
     if (run->parsed()) {
         run_opt.seed = seed_from_arg(seed);
         log_set_enabled(!run_opt.quiet);
         return cmd_run(run_opt);
     }
-    if (info->parsed()) return cmd_info(info_opt);
+    if (info->parsed()) {
+        if (info_opt.devices) return print_devices();
+        if (info_opt.model.empty()) specula::fail("info: give a GGUF model file (or --devices)");
+        return cmd_info(info_opt);
+    }
     if (bench->parsed()) return cmd_bench(bench_opt);
     if (serve->parsed()) return cmd_serve();
     return cmd_tokenize(tok_opt);

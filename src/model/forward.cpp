@@ -244,6 +244,9 @@ int Session::n_ctx() const {
 int Session::n_threads() const {
     return impl_->pool.size();
 }
+int Session::n_gpu_layers() const {
+    return impl_->offload ? impl_->offload->n_layers() : 0;
+}
 
 void Session::rollback(int n_past) {
     if (n_past < 0 || n_past > impl_->kv.n_past()) {

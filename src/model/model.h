@@ -146,6 +146,8 @@ class Session {
     int n_past() const;
     int n_ctx() const;
     int n_threads() const;
+    // Layers this session runs on a device (0: all on the CPU; model/offload.h).
+    int n_gpu_layers() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);

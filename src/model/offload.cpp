@@ -9,6 +9,11 @@
 
 namespace specula {
 
+OffloadDefaults& offload_defaults() {
+    static OffloadDefaults d;
+    return d;
+}
+
 std::unique_ptr<LayerOffload> make_offload(const Model& m, const OffloadParams& p) {
     if (p.n_gpu_layers <= 0) return nullptr;
 #ifdef SPECULA_HAVE_VULKAN

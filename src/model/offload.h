@@ -34,6 +34,15 @@ class LayerOffload {
                          float* logits) = 0;
 };
 
+// Process-wide defaults, set once by the CLI from -ngl / -ngld / --device before any model is
+// loaded: Model::load gives every model `target` as its Model::offload, and the speculative
+// setup gives a draft model `draft` (make_drafter.cpp). Both are "everything on the CPU" unless
+// set.
+struct OffloadDefaults {
+    OffloadParams target, draft;
+};
+OffloadDefaults& offload_defaults();
+
 // The offload for `p`, or nullptr when p.n_gpu_layers <= 0, when Specula was built without
 // Vulkan, or when there is no Vulkan device (one line on stderr says so, once per process).
 // Throws Error when the offloaded part does not fit in the device's memory (naming the sizes)

@@ -168,9 +168,9 @@ std::shared_ptr<Context> create(int index) {
 
 std::shared_ptr<Context> open_context(int index) {
     static std::mutex mu;
-    static std::map<int, std::weak_ptr<Context>> open;
+    static std::map<int, std::shared_ptr<Context>> open;  // kept for the process
     std::lock_guard<std::mutex> lock(mu);
-    if (auto c = open[index].lock()) return c;
+    if (auto c = open[index]) return c;
     auto c = create(index);
     open[index] = c;
     return c;

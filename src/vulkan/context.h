@@ -52,7 +52,8 @@ struct Context {
     void submit_and_wait(VkCommandBuffer cb);
 };
 
-// The shared context of device `index` (-1: the first discrete GPU, else the first device).
+// The shared context of device `index` (-1: the first discrete GPU, else the first device),
+// created on first use and kept until the process exits.
 // Throws Error when there is no such device.
 std::shared_ptr<Context> open_context(int index);
 

@@ -121,7 +121,6 @@ class VulkanLayers final : public LayerOffload {
     }
 
     const Pipeline& pipe(const char* name, int n_bindings, uint32_t push_bytes) {
-        std::lock_guard<std::mutex> lock(d_->mu);
         return d_->pipelines.get(name, n_bindings, push_bytes);
     }
 
@@ -130,7 +129,7 @@ class VulkanLayers final : public LayerOffload {
         const MatvecPC pc{w.rows,  w.cols, static_cast<uint32_t>(ntok), in_off, w.cols,
                           out_off, ld_out};
         p.dispatch(pipe(matvec_shader(w.type), 3, sizeof pc), {w.buf.get(), &in, &out}, &pc,
-                   w.rows);
+                   groups(w.rows, 4));  // matvec.comp: 4 rows per workgroup
     }
 
     void norm(Program& p, const Buffer& in, uint32_t in_off, const Buffer& w, const Buffer& out,

@@ -16,7 +16,17 @@ Pipelines::~Pipelines() {
     }
 }
 
+Pipelines& pipelines_for(const std::shared_ptr<Context>& ctx) {
+    static std::mutex mu;
+    static std::map<const Context*, std::unique_ptr<Pipelines>> all;
+    std::lock_guard<std::mutex> lock(mu);
+    auto& p = all[ctx.get()];
+    if (!p) p = std::make_unique<Pipelines>(ctx);
+    return *p;
+}
+
 const Pipeline& Pipelines::get(const std::string& name, int n_bindings, uint32_t push_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(name);
     if (it != cache_.end()) return it->second;
     const SpirvBlob* blob = find_spirv(name);

@@ -1,10 +1,13 @@
 // Compute pipelines made from the embedded SPIR-V (spirv.h): every shader takes its buffers as
 // storage buffers at bindings 0..n-1 of set 0 and its sizes as push constants. Pipelines
-// creates each one on first use and keeps it for the process' Context.
+// creates each one on first use and keeps it as long as its Context lives (pipelines_for():
+// one set per Context, for the whole process, since compiling a pipeline is slow on some
+// drivers). Thread-safe.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "vulkan/context.h"
@@ -32,7 +35,10 @@ class Pipelines {
 
   private:
     std::shared_ptr<Context> ctx_;
+    std::mutex mu_;
     std::map<std::string, Pipeline> cache_;
 };
+
+Pipelines& pipelines_for(const std::shared_ptr<Context>& ctx);
 
 }  // namespace specula::vk

@@ -33,9 +33,13 @@ const char* matvec_shader(GGMLType t) {
 
 namespace {
 
-// Shaders take 32-element units of a row and 32-bit indices.
+// Shaders take 32-element units of a row (plain types: the last one may be short, F16/BF16 rows
+// start on a 32-bit word) and 32-bit indices.
 bool matrix_ok(const WeightView& w) {
-    return matvec_shader(w.type) && w.cols % 32 == 0 &&
+    const bool plain =
+        w.type == GGMLType::F32 || w.type == GGMLType::F16 || w.type == GGMLType::BF16;
+    const bool shape = plain ? w.type == GGMLType::F32 || w.cols % 2 == 0 : w.cols % 32 == 0;
+    return matvec_shader(w.type) && shape &&
            static_cast<double>(w.row_bytes()) * w.rows < 4.0 * (1ull << 30);
 }
 

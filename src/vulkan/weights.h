@@ -28,14 +28,13 @@ struct DeviceLayer {
 
 struct DeviceModel {
     std::shared_ptr<Context> ctx;
-    Pipelines pipelines;
-    std::mutex mu;  // guards pipelines
+    Pipelines& pipelines;
     std::vector<DeviceLayer> layers;
     std::unique_ptr<Buffer> output_norm;
     DeviceMatrix output;  // rows == 0 when the head stays on the CPU
     size_t bytes = 0;     // weight bytes on the device
 
-    explicit DeviceModel(std::shared_ptr<Context> c) : ctx(c), pipelines(c) {}
+    explicit DeviceModel(std::shared_ptr<Context> c) : ctx(c), pipelines(pipelines_for(c)) {}
 };
 
 // The matvec shader of a weight type, or nullptr when there is none.

@@ -1,9 +1,9 @@
 // y[t][r] = sum_c W[r][c] * x[t][c] for every row r and token t < ntok, with W in its GGUF block
 // layout (compiled once per type: -DTYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0, TYPE_Q4_0,
-// TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K). One workgroup per row: thread i takes 32-element units
-// i, i+64, ... of the row, decodes each unit once and applies it to every token of the pass;
-// the 64 partial sums are then added in a fixed tree. A token's sum therefore runs in the same
-// order whatever ntok is (batch invariance).
+// TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K). A workgroup of 64 threads takes ROWS rows, LANES threads
+// per row: lane i takes 32-element units i, i + LANES, ... of its row, decodes each unit once
+// and applies it to every token of the pass; the LANES partial sums are then added in a fixed
+// tree. A token's sum therefore runs in the same order whatever ntok is (batch invariance).
 #version 450
 #extension GL_EXT_control_flow_attributes : enable
 
@@ -16,6 +16,8 @@ layout(push_constant) uniform PC {
 } pc;
 
 #define MAXT 8
+#define LANES 16u
+#define ROWS 4u
 shared float red[MAXT][64];
 
 uint u8(uint b) { return (w[b >> 2] >> ((b & 3u) * 8u)) & 0xFFu; }
@@ -27,11 +29,13 @@ int i8(uint b) { return int(u8(b) << 24) >> 24; }
 void decode(uint row, uint u, inout float v[32]) {
 #if defined(TYPE_F32)
     const uint e = row * pc.cols + u * 32u;
-    [[unroll]] for (uint j = 0; j < 32u; ++j) v[j] = uintBitsToFloat(w[e + j]);
+    [[unroll]] for (uint j = 0; j < 32u; ++j) {
+        v[j] = u * 32u + j < pc.cols ? uintBitsToFloat(w[e + j]) : 0.0;
+    }
 #elif defined(TYPE_F16) || defined(TYPE_BF16)
-    const uint e = (row * pc.cols + u * 32u) >> 1;
+    const uint e = (row * pc.cols + u * 32u) >> 1;  // cols is even (weights.cpp)
     [[unroll]] for (uint j = 0; j < 16u; ++j) {
-        const uint p = w[e + j];
+        const uint p = u * 32u + 2u * j < pc.cols ? w[e + j] : 0u;
 #if defined(TYPE_F16)
         const vec2 f = unpackHalf2x16(p);
         v[2 * j] = f.x;
@@ -99,34 +103,46 @@ void decode(uint row, uint u, inout float v[32]) {
 #endif
 }
 
+// Plain types allow rows that are not a multiple of 32: the last unit is cut short.
+#if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
+#define XAT(i, c) ((c) < pc.cols ? x[i] : 0.0)
+#else
+#define XAT(i, c) x[i]
+#endif
+
 void main() {
-    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (row >= pc.rows) return;
     const uint tid = gl_LocalInvocationID.x;
-    const uint units = pc.cols / 32u;
+    const uint lane = tid % LANES;
+    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS + tid / LANES;
+    const bool live = row < pc.rows;
+    const uint units = (pc.cols + 31u) / 32u;
     float v[32];
     for (uint t0 = 0; t0 < pc.ntok; t0 += MAXT) {
         const uint nt = min(uint(MAXT), pc.ntok - t0);
         float acc[MAXT];
         [[unroll]] for (uint k = 0; k < MAXT; ++k) acc[k] = 0.0;
-        for (uint u = tid; u < units; u += 64u) {
-            decode(row, u, v);
-            for (uint k = 0; k < nt; ++k) {
-                const uint xb = pc.in_off + (t0 + k) * pc.ld_in + u * 32u;
-                float s = 0.0;
-                [[unroll]] for (uint j = 0; j < 32u; ++j) s += v[j] * x[xb + j];
-                acc[k] += s;
+        if (live) {
+            for (uint u = lane; u < units; u += LANES) {
+                decode(row, u, v);
+                for (uint k = 0; k < nt; ++k) {
+                    const uint xb = pc.in_off + (t0 + k) * pc.ld_in + u * 32u;
+                    float s = 0.0;
+                    [[unroll]] for (uint j = 0; j < 32u; ++j) s += v[j] * XAT(xb + j, u * 32u + j);
+                    acc[k] += s;
+                }
             }
         }
         [[unroll]] for (uint k = 0; k < MAXT; ++k) red[k][tid] = acc[k];
         barrier();
-        [[unroll]] for (uint stride = 32u; stride > 0u; stride >>= 1) {
-            if (tid < stride) {
+        [[unroll]] for (uint stride = LANES / 2u; stride > 0u; stride >>= 1) {
+            if (lane < stride) {
                 for (uint k = 0; k < nt; ++k) red[k][tid] += red[k][tid + stride];
             }
             barrier();
         }
-        if (tid < nt) y[pc.out_off + (t0 + tid) * pc.ld_out + row] = red[tid][0];
+        if (live && lane < nt) {
+            y[pc.out_off + (t0 + lane) * pc.ld_out + row] = red[lane][tid - lane];
+        }
         barrier();
     }
 }
