@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "model/model.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
@@ -218,6 +219,22 @@ TEST(VulkanSession, TypesWithoutAShaderFallBackToTheCpu) {
     dev.eval(ids);
     cpu.eval(ids);
     EXPECT_EQ(0, std::memcmp(dev.logits(3), cpu.logits(3), sizeof(float) * m->hparams().n_vocab));
+}
+
+// A context whose device KV cache cannot fit in the device's memory is refused with a message
+// naming the sizes (before anything is allocated on the device).
+TEST(VulkanSession, RefusesAPlanLargerThanTheDevice) {
+    auto m = Model::load(test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-Q8_0.gguf"));
+    const auto devs = vk::list_devices();
+    ASSERT_FALSE(devs.empty());
+    const double row = 2.0 * sizeof(float) * m->hparams().n_layer * m->hparams().n_embd_kv();
+    const int n_ctx = static_cast<int>(std::min(2e9, devs[0].local_bytes / row + 1));
+    try {
+        Session s(*m, on_device(99, n_ctx));
+        FAIL() << "a " << n_ctx << "-position context was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("more than the"), std::string::npos) << e.what();
+    }
 }
 
 TEST(VulkanSession, LastLogitsOnlyMatchAllLogits) {
