@@ -217,13 +217,35 @@ TEST(Cli, SpeculativeOptionSpellings) {
                 "--draft-p-min must be in [0, 1]");
 }
 
-TEST(Cli, GpuLayersWarnAndRunOnCpu) {
+// -ngl 99 runs stories260K on the Vulkan device (lavapipe in CI) and prints the same greedy
+// story; `info --devices` lists the device; bad GPU flags are one clear error.
+TEST(Cli, GpuLayersRunOnTheDevice) {
     const auto r = run_specula(
         {"run", "-m", shared_path(kStoriesRel), "-n", "16", "--temp", "0", "-ngl", "99"});
     ASSERT_EQ(r.status, 0) << describe(r);
-    EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+#ifndef SPECULA_HAVE_VULKAN
+    EXPECT_NE(r.err.find("built without Vulkan"), std::string::npos) << r.err;
+    EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << r.out;
+    return;
+#endif
+    EXPECT_NE(r.err.find("to Vulkan device"), std::string::npos) << r.err;
     EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << r.out;
     EXPECT_FALSE(r.out.empty());
+    const auto d = run_specula({"info", "--devices"});
+    ASSERT_EQ(d.status, 0) << describe(d);
+    EXPECT_NE(d.out.find("Vulkan0: "), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find("MiB device memory"), std::string::npos) << d.out;
+    const auto none = run_specula({"run", "-m", shared_path(kStoriesRel), "-n", "4", "--temp", "0",
+                                   "-ngl", "99", "--device", "none"});
+    ASSERT_EQ(none.status, 0) << describe(none);
+    EXPECT_EQ(none.err.find("Vulkan device"), std::string::npos) << none.err;
+    expect_clean_error(run_specula({"run", "-m", shared_path(kStoriesRel), "-ngl", "-1"}),
+                       "--n-gpu-layers must be >= 0");
+    expect_clean_error(run_specula({"run", "-m", shared_path(kStoriesRel), "-dev", "CUDA0"}),
+                       "--device CUDA0: not a Vulkan device");
+    expect_clean_error(
+        run_specula({"run", "-m", shared_path(kStoriesRel), "-ngl", "9", "--device", "99"}),
+        "--device 99: there are only");
 }
 
 TEST(Cli, InfoDescribesTheModel) {
@@ -354,13 +376,18 @@ TEST(Cli, BudgetPastTheContextStopsAtAFullContext) {
 }
 
 // The command a speculative-decoding guide gives for llama-cli, with local paths, runs as pasted:
-// -n 512 past llama2xs's 256-token context stops at a full context, -ngl only warns.
+// -n 512 past llama2xs's 256-token context stops at a full context; --n-gpu-layers 81 puts both
+// models on the Vulkan device (lavapipe in CI), or says the build has no Vulkan.
 TEST(Cli, GuideCommandRunsAsPasted) {
     const auto r = run_specula({"run", "-m", shared_path("models/tinystories/llama2xs.gguf"),
                                 "--draft", "5", "-md", shared_path(kStoriesRel), "-p",
                                 "Once upon a time", "-n", "512", "--n-gpu-layers", "81"});
     ASSERT_EQ(r.status, 0) << describe(r);
+#ifdef SPECULA_HAVE_VULKAN
+    EXPECT_NE(r.err.find("to Vulkan device"), std::string::npos) << r.err;
+#else
     EXPECT_NE(r.err.find("running on the CPU"), std::string::npos) << r.err;
+#endif
     EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("speculative (draft-model)"), std::string::npos) << r.err;
     EXPECT_FALSE(r.out.empty());
@@ -376,14 +403,9 @@ TEST(Cli, LlamaCppFlagSpellings) {
     const std::string plain = run_specula(run).out;
     ASSERT_FALSE(plain.empty());
     const std::vector<std::pair<std::vector<std::string>, std::string>> accepted = {
-        {{"-ngl", "99"}, "--n-gpu-layers ignored: specula has no GPU backend; running on the CPU"},
-        {{"-ngl", "1", "-ngl", "2"}, "running on the CPU"},
-        {{"--gpu-layers", "9"}, "running on the CPU"},
-        {{"-ngld", "99"}, "--n-gpu-layers-draft ignored"},
         {{"-sm", "row"}, "--split-mode ignored"},
         {{"-ts", "3,1"}, "--tensor-split ignored"},
         {{"-mg", "1"}, "--main-gpu ignored"},
-        {{"-dev", "CUDA0"}, "--device ignored"},
         {{"-nkvo"}, "--no-kv-offload ignored"},
         {{"-fa"}, "--flash-attn ignored"},
         {{"-fa", "on"}, "--flash-attn ignored"},
@@ -402,18 +424,18 @@ TEST(Cli, LlamaCppFlagSpellings) {
         EXPECT_NE(r.err.find(warning), std::string::npos) << extra[0] << ": " << r.err;
         EXPECT_EQ(r.out, plain) << extra[0];
     }
-    // The GPU warning is the same in every command.
-    const std::string gpu = "--n-gpu-layers ignored: specula has no GPU backend";
+    // The multi-GPU warning is the same in every command.
+    const std::string gpu = "--split-mode ignored: specula's GPU backend uses one device";
     for (const std::vector<std::string>& cmd :
-         {std::vector<std::string>{"tokenize", "-m", model, "-p", "hi", "-ngl", "9"},
-          {"info", model, "-ngl", "9"},
-          {"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r", "1", "-ngl", "9"}}) {
+         {std::vector<std::string>{"tokenize", "-m", model, "-p", "hi", "-sm", "row"},
+          {"info", model, "-sm", "row"},
+          {"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r", "1", "-sm", "row"}}) {
         const auto r = run_specula(cmd);
         ASSERT_EQ(r.status, 0) << cmd[0] << ": " << describe(r);
         EXPECT_NE(r.err.find(gpu), std::string::npos) << cmd[0] << ": " << r.err;
     }
     // serve warns too, then refuses the bad port (so nothing is left listening).
-    const auto s = run_specula({"serve", "-m", model, "-ngl", "9", "--port", "-1"});
+    const auto s = run_specula({"serve", "-m", model, "-sm", "row", "--port", "-1"});
     EXPECT_EQ(s.status, 1) << describe(s);
     EXPECT_NE(s.err.find(gpu), std::string::npos) << s.err;
     // -md and -np are whole flags: -np is serve's --parallel, and an unknown flag in run.

@@ -156,19 +156,21 @@ TEST(CliChat, ChatTemplateFlagAndErrors) {
 // A `specula chat` in a detached tmux session on its own server socket.
 class TmuxChat {
   public:
-    // `then`: a shell command run after the program (which then is not exec'd).
+    // `then`: a shell command run after the program.
     explicit TmuxChat(const std::vector<std::string>& args, const std::string& command = "chat",
                       const std::string& then = "")
         : dir_(temp_dir()) {
         static int n_sessions = 0;  // a fresh server each time: a killed one may linger a moment
         socket_ = "specula-test-" + std::to_string(getpid()) + "-" + std::to_string(++n_sessions);
         err_path_ = (dir_ / "stderr.txt").string();
-        std::string cmd = (then.empty() ? "exec " : "") + specula::test::specula_binary() + " " +
-                          command;
+        status_path_ = (dir_ / "status.txt").string();
+        // Under bash (which waits on, and does not die with, a child that handles Ctrl-C), so
+        // that the exit status reaches a file: tmux's #{pane_dead_status} is sometimes empty.
+        std::string cmd = specula::test::specula_binary() + " " + command;
         for (const auto& a : args) cmd += " '" + a + "'";
-        cmd += " 2>" + err_path_;
+        cmd += " 2>" + err_path_ + "; echo $? > " + status_path_;
         if (!then.empty()) cmd += "; " + then;
-        tmux("new-session -d -s chat -x 150 -y 60 " + quote(cmd));
+        tmux("new-session -d -s chat -x 150 -y 60 " + quote("exec bash -c " + quote(cmd)));
         tmux("set-option -t chat remain-on-exit on");
     }
     ~TmuxChat() { tmux("kill-server"); }
@@ -187,10 +189,10 @@ class TmuxChat {
     int wait_exit() {
         int status = -1;
         wait([&] {
-            const std::string s =
-                tmux("display-message -p -t chat '#{pane_dead} #{pane_dead_status}'");
-            if (s.rfind("1 ", 0) != 0) return false;
-            status = std::stoi(s.substr(2));
+            if (!fs::exists(status_path_)) return false;
+            const std::string s = read_file(status_path_);
+            if (s.empty() || s.back() != '\n') return false;
+            status = std::stoi(s);
             return true;
         });
         return status;
@@ -233,7 +235,7 @@ class TmuxChat {
     }
 
     fs::path dir_;
-    std::string socket_, err_path_;
+    std::string socket_, err_path_, status_path_;
 };
 
 TEST(CliChatTmux, TurnsStreamInATerminalAndExitEnds) {

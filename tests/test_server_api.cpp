@@ -572,7 +572,11 @@ TEST(ServerFlags, VllmGuideCommandAndLlamaServerSpellingsStart) {
          "99", "--draft-min", "1", "--draft-p-min", "0.5", "-cd", "512"},
         "llama");
     EXPECT_NE(llama.log().find("slots 2"), std::string::npos) << llama.log();
-    EXPECT_NE(llama.log().find("running on the CPU"), std::string::npos);
+#ifdef SPECULA_HAVE_VULKAN
+    EXPECT_NE(llama.log().find("Vulkan device"), std::string::npos) << llama.log();
+#else
+    EXPECT_NE(llama.log().find("running on the CPU"), std::string::npos) << llama.log();
+#endif
 }
 
 // The KV-cache gauge is the fraction of all slots' positions in use (the exposition's format is

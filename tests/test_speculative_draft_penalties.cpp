@@ -56,7 +56,7 @@ struct Outcome {
 };
 
 Outcome generate(const Fixture& f, const SamplingParams& sp, bool draft_penalties, int n_draft,
-             int n_predict) {
+                 int n_predict) {
     Session target(*f.target, SessionParams{0, 1});
     Sampler sampler(sp);
     Constraints c(f.pen, f.target->hparams().n_vocab);

@@ -48,15 +48,15 @@ void resolve(ServeOptions& o) {
     if (o.tensor_parallel < 1) fail("--tensor-parallel-size must be >= 1, got ", o.tensor_parallel);
     if (o.tensor_parallel != 1)
         std::fprintf(stderr,
-                     "warning: --tensor-parallel-size %d ignored: specula has no GPU backend; "
-                     "running on the CPU\n",
+                     "warning: --tensor-parallel-size %d ignored: specula runs on one device "
+                     "(the CPU, or one GPU with -ngl N)\n",
                      o.tensor_parallel);
     if (o.gpu_memory_utilization >= 0) {
         if (!(o.gpu_memory_utilization <= 1))
             fail("--gpu-memory-utilization must be in [0, 1], got ", o.gpu_memory_utilization);
         std::fprintf(stderr,
-                     "warning: --gpu-memory-utilization ignored: specula has no GPU backend; "
-                     "running on the CPU\n");
+                     "warning: --gpu-memory-utilization ignored: the KV caches are sized by -c "
+                     "and checked against the memory\n");
     }
     o.engine.speculative = parse_speculative_flags(o.spec);
     o.engine.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");

@@ -56,7 +56,8 @@ struct RunOptions {
 // `specula info FILE`: what the GGUF holds and what running it needs.
 struct InfoOptions {
     std::string model;
-    int n_ctx = 0;  // -c: the context the KV cache size is given for (0: training context)
+    bool devices = false;  // --devices: list the Vulkan devices instead
+    int n_ctx = 0;         // -c: the context the KV cache size is given for (0: training context)
 };
 
 // `specula tokenize`: the tokens of a text, one `id -> 'piece'` line each (llama-tokenize's

@@ -78,14 +78,11 @@ struct Compat {
 };
 
 const Compat kCompat[] = {
-    {"--n-gpu-layers,--gpu-layers", "specula has no GPU backend; running on the CPU"},
-    {"--n-gpu-layers-draft,--gpu-layers-draft", "specula has no GPU backend; running on the CPU"},
-    {"--split-mode", "specula has no GPU backend; running on the CPU"},
-    {"--tensor-split", "specula has no GPU backend; running on the CPU"},
-    {"--main-gpu", "specula has no GPU backend; running on the CPU"},
-    {"--device", "specula has no GPU backend; running on the CPU"},
-    {"--device-draft", "specula has no GPU backend; running on the CPU"},
-    {"--no-kv-offload", "specula has no GPU backend; running on the CPU"},
+    {"--split-mode", "specula's GPU backend uses one device (--device)"},
+    {"--tensor-split", "specula's GPU backend uses one device (--device)"},
+    {"--main-gpu", "specula's GPU backend uses one device (--device)"},
+    {"--device-draft", "specula's GPU backend uses one device (--device)"},
+    {"--no-kv-offload", "specula's GPU backend uses one device (--device)"},
     {"--flash-attn",
      "specula's CPU attention has one form; flash attention is not a separate mode"},
     {"--cache-type-k-draft", "the draft model's KV cache takes the types of -ctk / -ctv"},

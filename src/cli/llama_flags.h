@@ -7,8 +7,9 @@
 // single-dash word as an unknown option (naming it) instead of letting it split.
 //
 // add_compat_options() declares, on a command, the llama.cpp options Specula accepts but does not
-// act on; report_compat() prints one warning line for each one given. GPU options (-ngl, -ngld,
-// -sm, -ts, -mg, -dev, ...) warn that the run is on the CPU, in every command alike; -fa (flash
+// act on; report_compat() prints one warning line for each one given. Multi-GPU options (-sm,
+// -ts, -mg, -devd, -nkvo) warn that the backend uses one device, in every command alike (-ngl,
+// -ngld and -dev are real options: cli/gpu_flags.h); -fa (flash
 // attention) is accepted as a no-op, as it only changes speed in llama.cpp, and -ctk / -ctv name
 // a cache type Specula does not have yet (the KV cache is F32).
 #pragma once

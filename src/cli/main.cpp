@@ -14,6 +14,7 @@
 #include "cli/cmd_bench.h"
 #include "cli/cmd_bench_serve.h"
 #include "cli/commands.h"
+#include "cli/gpu_flags.h"
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
@@ -127,8 +128,9 @@ void check_command(CLI::App& app, const std::string& word) {
 }
 
 int run_cli(int argc, char** argv) {
-    CLI::App app{"specula: LLM inference on the CPU (GGUF models, llama.cpp compatible)",
-                 "specula"};
+    CLI::App app{
+        "specula: LLM inference on the CPU or a Vulkan GPU (GGUF models, llama.cpp compatible)",
+        "specula"};
     app.set_version_flag("--version", version_text());
     app.require_subcommand(1);
 
@@ -146,7 +148,8 @@ int run_cli(int argc, char** argv) {
 
     InfoOptions info_opt;
     CLI::App* info = app.add_subcommand("info", "describe a GGUF model file");
-    info->add_option("file,-m,--model", info_opt.model, "GGUF model file")->required();
+    info->add_option("file,-m,--model", info_opt.model, "GGUF model file");
+    info->add_flag("--devices", info_opt.devices, "list the Vulkan devices with their memory");
     info->add_option("-c,--ctx-size", info_opt.n_ctx,
                      "context for the KV cache size (0: the model's training context)");
 
@@ -165,6 +168,8 @@ int run_cli(int argc, char** argv) {
     CLI::App* commands[] = {run, chat, info, tokenize, bench, serve};
     std::vector<CompatFlags> compat(std::size(commands));
     for (size_t i = 0; i < compat.size(); ++i) add_compat_options(*commands[i], compat[i]);
+    GpuFlags gpu;  // -ngl / -ngld / --device (cli/gpu_flags.h), the same in every command
+    for (CLI::App* c : commands) add_gpu_options(*c, gpu);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
@@ -180,6 +185,7 @@ int run_cli(int argc, char** argv) {
 
     for (size_t i = 0; i < compat.size(); ++i)
         if (commands[i]->parsed()) report_compat(compat[i]);
+    apply_gpu_flags(gpu);
     if (run->parsed()) {
         run_opt.seed = seed_from_arg(seed);
         log_set_enabled(!run_opt.quiet);
@@ -191,7 +197,11 @@ int run_cli(int argc, char** argv) {
         log_set_enabled(!chat_opt.quiet);
         return cmd_chat(chat_opt);
     }
-    if (info->parsed()) return cmd_info(info_opt);
+    if (info->parsed()) {
+        if (info_opt.devices) return print_devices();
+        if (info_opt.model.empty()) specula::fail("info: give a GGUF model file (or --devices)");
+        return cmd_info(info_opt);
+    }
     if (bench->parsed()) return cmd_bench(bench_opt);
     if (serve->parsed()) return cmd_serve();
     if (bench_serve->parsed()) return cmd_bench_serve(bench_serve_opt);

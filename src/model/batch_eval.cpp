@@ -43,7 +43,18 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
         }
         segs.push_back({it.session->impl_.get(), it.tokens, it.all_logits});
     }
-    state_->pass.run(segs, pool_);
+    // A session whose first layers run on a device (model/offload.h) keeps its own pass; the
+    // CPU sessions share one.
+    bool any_offload = false;
+    for (const PassSegment& sg : segs) any_offload = any_offload || sg.seq->offload;
+    if (!any_offload) {
+        state_->pass.run(segs, pool_);
+        return;
+    }
+    for (const PassSegment& sg : segs) {
+        if (!sg.seq->pass) sg.seq->pass = std::make_unique<ForwardPass>(model_);
+        sg.seq->pass->run(std::span(&sg, 1), pool_);
+    }
 }
 
 }  // namespace specula

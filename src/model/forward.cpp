@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "kernels/quants.h"
 #include "model/forward_pass.h"
+#include "model/offload.h"
 #include "model/ops.h"
 
 namespace specula {
@@ -53,7 +54,12 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(resolve_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v) {}
+         p.type_v) {
+    OffloadParams op =
+        p.n_gpu_layers >= 0 ? OffloadParams{p.n_gpu_layers, p.gpu_device} : m.offload;
+    op.n_ctx = kv.n_ctx();
+    offload = make_offload(m, op);
+}
 
 Session::Impl::~Impl() = default;
 
@@ -196,9 +202,26 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
             rope_angles(rope_, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
         }
     }
+    // A session with a device offload runs alone (BatchEvaluator evaluates such sessions one by
+    // one): the device runs the first layers (and maybe the head) on x.
+    int il0 = 0;
+    if (LayerOffload* off = ns == 1 ? segs[0].seq->offload.get() : nullptr) {
+        Session::Impl& seq = *segs[0].seq;
+        il0 = off->n_layers();
+        if (off->has_output()) {
+            grow(seq.logits, static_cast<size_t>(n_out_[0]) * hp_.n_vocab);
+            off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
+                         seq.logits.data());
+            seq.n_logits = n_out_[0];
+            seq.kv.set_n_past(seq.kv.n_past() + n_[0]);
+            return;
+        }
+        off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
+                     logits_.data());
+    }
     // Only the rows whose logits are wanted go through the last layer's attention output and
     // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).
-    for (int il = 0; il < hp_.n_layer; ++il) {
+    for (int il = il0; il < hp_.n_layer; ++il) {
         const bool last = il == hp_.n_layer - 1;
         attention_block(segs, il, last, pool);
         ffn_block(model_.layers[il], last ? n_out_rows_ : n_rows_, pool);
@@ -250,6 +273,9 @@ int Session::n_ctx() const {
 }
 int Session::n_threads() const {
     return impl_->pool->size();
+}
+int Session::n_gpu_layers() const {
+    return impl_->offload ? impl_->offload->n_layers() : 0;
 }
 
 void Session::rollback(int n_past) {

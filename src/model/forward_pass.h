@@ -15,6 +15,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/moe.h"
+#include "model/offload.h"
 #include "model/rope.h"
 
 namespace specula {
@@ -28,6 +29,7 @@ struct Session::Impl {
     ThreadPool* pool;
     KVCache kv;
     std::unique_ptr<class ForwardPass> pass;  // made on the first Session::eval
+    std::unique_ptr<LayerOffload> offload;    // layers [0, offload->n_layers()) on a device
     std::vector<float> logits;                // n_logits rows of n_vocab
     int n_logits = 0;
 

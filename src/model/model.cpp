@@ -182,6 +182,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     bind_weights(*m->file_, m->hp_, *m);
     const char* repack_env = std::getenv("SPECULA_REPACK");
     if (!repack_env || std::string_view(repack_env) != "0") pack_weights(*m);
+    m->offload = offload_defaults().target;
     return m;
 }
 

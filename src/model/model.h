@@ -25,6 +25,7 @@
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
 #include "model/kv_cache.h"
+#include "model/offload.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -93,6 +94,9 @@ class Model {
     std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
     std::vector<PackedBuffer> packed;       // repacked matrices (pack_weights), W.packed points in
+    // Where Sessions of this model run their layers unless SessionParams says otherwise
+    // (model/offload.h; the CLI's -ngl / -ngld / --device set it after load). n_ctx is unused.
+    OffloadParams offload;
 
   private:
     HParams hp_;
@@ -101,10 +105,10 @@ class Model {
 };
 
 // Repacks the dense matrices of repackable types (kernels/repack.h: Q8_0, Q4_K, Q6_K) into the
-// tiled layout the multi-token kernels want, and releases the mapped pages of their originals, so resident
-// memory stays that of the file. The token embedding keeps its row layout (get_rows reads it); a
-// tied output matrix gets a packed copy. MoE expert matrices keep the row layout. Model::load calls
-// it unless SPECULA_REPACK=0.
+// tiled layout the multi-token kernels want, and releases the mapped pages of their originals, so
+// resident memory stays that of the file. The token embedding keeps its row layout (get_rows reads
+// it); a tied output matrix gets a packed copy. MoE expert matrices keep the row layout.
+// Model::load calls it unless SPECULA_REPACK=0.
 void pack_weights(Model& m);
 
 struct SessionParams {
@@ -118,6 +122,11 @@ struct SessionParams {
     // share one must not eval from two threads at once; model/batch_eval.h evaluates several of
     // them in one pass. Null: the session owns a pool of n_threads.
     ThreadPool* pool = nullptr;
+    // Layers [0, n_gpu_layers) run on a Vulkan device (model/offload.h); all of them and the
+    // output head when n_gpu_layers >= n_layer. 0: everything on the CPU.
+    // -1: the model's default (Model::offload, which -ngl / -ngld set).
+    int n_gpu_layers = -1;
+    int gpu_device = -1;  // Vulkan device index when n_gpu_layers >= 0 (-1: pick one)
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -148,6 +157,8 @@ class Session {
     int n_past() const;
     int n_ctx() const;
     int n_threads() const;
+    // Layers this session runs on a device (0: all on the CPU; model/offload.h).
+    int n_gpu_layers() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);

@@ -71,12 +71,12 @@ json usage_json(const std::vector<Completion>& choices) {
     const int prompt = choices.empty() ? 0 : choices[0].stats.n_prompt;
     long completion = 0;
     for (const Completion& c : choices) completion += c.stats.n_generated;
-    return {{"prompt_tokens", prompt},
-            {"completion_tokens", completion},
-            {"total_tokens", prompt + completion},
-            {"prompt_tokens_details",
-             {{"cached_tokens", choices.empty() ? 0 : choices[0].n_cached}}},
-            {"speculative", speculative_json(choices)}};
+    return {
+        {"prompt_tokens", prompt},
+        {"completion_tokens", completion},
+        {"total_tokens", prompt + completion},
+        {"prompt_tokens_details", {{"cached_tokens", choices.empty() ? 0 : choices[0].n_cached}}},
+        {"speculative", speculative_json(choices)}};
 }
 
 json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece>& pieces,

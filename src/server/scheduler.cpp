@@ -41,7 +41,8 @@ Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
       cfg_(config),
       pool_(default_threads(config.n_threads)),
       batch_(target, pool_),
-      slots_(make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
+      slots_(
+          make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     for (auto& s : slots_) free_.push_back(s.get());
     thread_ = std::thread([this] { loop(); });
@@ -156,12 +157,12 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
                                          job->draft_auto ? &slot->draft_length : nullptr,
                                          job->constraints.get());
     if (job->n_logprobs >= 0) {
-        a->gen->observe_rows([j = job.get(), nv = target_.hparams().n_vocab](token_id id,
-                                                                              const float* row) {
-            TokenLogprob lp = token_logprob(row, nv, id, j->n_logprobs);
-            std::lock_guard lk(j->mu);
-            j->logprobs.push_back(std::move(lp));
-        });
+        a->gen->observe_rows(
+            [j = job.get(), nv = target_.hparams().n_vocab](token_id id, const float* row) {
+                TokenLogprob lp = token_logprob(row, nv, id, j->n_logprobs);
+                std::lock_guard lk(j->mu);
+                j->logprobs.push_back(std::move(lp));
+            });
     }
     a->text = std::make_unique<TextStream>(job->stops);
     if (job->echo_logprobs) echo_logprobs(*job, *slot->target);

@@ -70,7 +70,7 @@ struct Job {
     std::vector<TokenPiece> pieces;  // text ready to send, taken by the engine
     // Pushed before the text of their tokens; prompt_logprobs is complete once started is set.
     std::vector<TokenLogprob> logprobs, prompt_logprobs;
-    std::string error;               // set when the scheduler failed (done is set too)
+    std::string error;  // set when the scheduler failed (done is set too)
     int slot_id = -1, n_cached = 0;
     SpecStats stats;
     bool text_stopped = false;  // a stop string ended it

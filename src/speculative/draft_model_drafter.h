@@ -26,10 +26,10 @@ struct DraftModelParams {
     int n_ctx = 0;      // 0: the draft model's training context
     int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
     float p_min = 0.0f;
-    SamplingParams sampling;     // the target's sampling parameters (temp <= 0: greedy drafting)
+    SamplingParams sampling;      // the target's sampling parameters (temp <= 0: greedy drafting)
     KVType type_k = KVType::F32;  // the draft's KV cache types
     KVType type_v = KVType::F32;
-    ThreadPool* pool = nullptr;   // a pool shared with other sessions (SessionParams::pool)
+    ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
 };
 
 class DraftModelDrafter final : public Drafter {

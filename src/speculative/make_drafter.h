@@ -23,12 +23,12 @@ struct SpeculativeSetup {
 
 // Where one drafter runs and what it drafts for.
 struct DrafterParams {
-    int n_ctx = 0;               // draft context; 0: the draft model's training context
-    int n_threads = 0;           // 0: hardware concurrency (unused with `pool`)
-    SamplingParams sampling;     // the target's sampling (temp <= 0: greedy drafts)
+    int n_ctx = 0;                // draft context; 0: the draft model's training context
+    int n_threads = 0;            // 0: hardware concurrency (unused with `pool`)
+    SamplingParams sampling;      // the target's sampling (temp <= 0: greedy drafts)
     KVType type_k = KVType::F32;  // the draft model's KV cache types
     KVType type_v = KVType::F32;
-    ThreadPool* pool = nullptr;   // a pool shared with other sessions (SessionParams::pool)
+    ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
 };
 
 // target_name labels the vocabulary error (e.g. the target's path).

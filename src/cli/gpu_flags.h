@@ -1,0 +1,31 @@
+// The GPU options of every `specula` command: -ngl / --n-gpu-layers (target layers on the
+// device; all of them and the output head when N >= the layer count), -ngld /
+// --n-gpu-layers-draft (the draft model's; default: the same as -ngl), --device (a Vulkan device
+// index or "VulkanN" from `specula info --devices`, or "none"). apply_gpu_flags() checks them and
+// sets the process' offload defaults (model/offload.h) before any model is loaded.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace specula::cli {
+
+struct GpuFlags {
+    int n_gpu_layers = 0;
+    int n_gpu_layers_draft = -1;  // -1: follows -ngl
+    std::string device;           // empty: pick one
+};
+
+void add_gpu_options(CLI::App& cmd, GpuFlags& f);
+
+// Throws Error naming the flag for a negative layer count or a device that is not a Vulkan index.
+void apply_gpu_flags(const GpuFlags& f);
+
+// `specula info --devices`: one line per Vulkan device with its memory (or the reason there is
+// none).
+int print_devices();
+
+}  // namespace specula::cli

@@ -1,0 +1,250 @@
+// The Vulkan layer pass (see layers.h): per-session activation buffers, the device KV cache,
+// the recorded programs, and the memory check made before anything is uploaded.
+#include "vulkan/layers.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "common/error.h"
+#include "vulkan/program.h"
+#include "vulkan/weights.h"
+
+namespace specula::vk {
+
+namespace {
+
+// Push-constant blocks, laid out as the shaders declare them.
+struct MatvecPC {
+    uint32_t rows, cols, ntok, in_off, ld_in, out_off, ld_out;
+};
+struct NormPC {
+    uint32_t n, in_off, out_off;
+    float eps;
+};
+struct RopePC {
+    uint32_t head_dim, n_rot, neox, ld;
+};
+struct StorePC {
+    uint32_t width, layer_off;
+};
+struct AttnPC {
+    uint32_t n_head, n_head_kv, head_dim, layer_off, ld_q, ld_kv;
+    float scale;
+};
+struct AddPC {
+    uint32_t width, y_off, ld_y, x_off, ld_x;
+};
+struct SiluPC {
+    uint32_t n;
+};
+
+constexpr size_t kPassHeader = 16;  // pos0 and padding before the RoPE angles
+constexpr size_t kMaxPrograms = 64;
+
+uint32_t groups(uint64_t n, uint32_t per = 64) {
+    return static_cast<uint32_t>((n + per - 1) / per);
+}
+
+class VulkanLayers final : public LayerOffload {
+  public:
+    VulkanLayers(const Model& m, std::shared_ptr<DeviceModel> d, int n_ctx)
+        : hp_(m.hparams()), d_(std::move(d)), ctx_(d_->ctx), n_ctx_(n_ctx) {
+        const size_t kv = sizeof(float) * d_->layers.size() * n_ctx_ * hp_.n_embd_kv();
+        kc_ = std::make_unique<Buffer>(ctx_, kv, Buffer::Kind::Device);
+        vc_ = std::make_unique<Buffer>(ctx_, kv, Buffer::Kind::Device);
+    }
+
+    int n_layers() const override { return static_cast<int>(d_->layers.size()); }
+    bool has_output() const override { return d_->output.rows > 0; }
+
+    void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits) override {
+        reserve(ntok);
+        auto* pass = static_cast<char*>(pass_->mapped());
+        const int32_t p0 = pos0;
+        std::memcpy(pass, &p0, sizeof p0);
+        std::memcpy(pass + kPassHeader, cs, sizeof(float) * ntok * hp_.n_rot);
+        std::memcpy(in_->mapped(), x, sizeof(float) * ntok * hp_.n_embd);
+        const int key_out = has_output() ? n_out : 0;
+        auto it = programs_.find({ntok, key_out});
+        if (it == programs_.end()) {
+            if (programs_.size() >= kMaxPrograms) programs_.clear();
+            it = programs_.emplace(std::make_pair(ntok, key_out), record(ntok, n_out)).first;
+        }
+        it->second->run();
+        if (has_output()) {
+            std::memcpy(logits, out_->mapped(), sizeof(float) * n_out * hp_.n_vocab);
+        } else {
+            std::memcpy(x, out_->mapped(), sizeof(float) * ntok * hp_.n_embd);
+        }
+    }
+
+  private:
+    HParams hp_;
+    std::shared_ptr<DeviceModel> d_;
+    std::shared_ptr<Context> ctx_;
+    int n_ctx_;
+    int cap_ = 0;
+    std::unique_ptr<Buffer> kc_, vc_;
+    std::unique_ptr<Buffer> in_, out_, pass_, x_, h_, q_, k_, v_, att_, tmp_, g_, u_, logits_;
+    std::map<std::pair<int, int>, std::unique_ptr<Program>> programs_;
+
+    // Activation buffers for `ntok` tokens; growing drops the programs that point at the old ones.
+    void reserve(int ntok) {
+        if (ntok <= cap_) return;
+        programs_.clear();
+        int cap = 16;
+        while (cap < ntok) cap *= 2;
+        cap_ = cap;
+        const size_t n = cap, f = sizeof(float);
+        auto dev = [&](size_t floats) {
+            return std::make_unique<Buffer>(ctx_, floats * f, Buffer::Kind::Device);
+        };
+        auto host = [&](size_t bytes) {
+            return std::make_unique<Buffer>(ctx_, bytes, Buffer::Kind::Host);
+        };
+        const size_t out_floats = has_output() ? n * hp_.n_vocab : n * hp_.n_embd;
+        in_ = host(n * hp_.n_embd * f);
+        out_ = host(out_floats * f);
+        pass_ = host(kPassHeader + n * hp_.n_rot * f);
+        x_ = dev(n * hp_.n_embd);
+        h_ = dev(n * hp_.n_embd);
+        tmp_ = dev(n * hp_.n_embd);
+        q_ = dev(n * hp_.n_embd_q());
+        att_ = dev(n * hp_.n_embd_q());
+        k_ = dev(n * hp_.n_embd_kv());
+        v_ = dev(n * hp_.n_embd_kv());
+        g_ = dev(n * hp_.n_ff);
+        u_ = dev(n * hp_.n_ff);
+        logits_ = has_output() ? dev(n * hp_.n_vocab) : nullptr;
+    }
+
+    const Pipeline& pipe(const char* name, int n_bindings, uint32_t push_bytes) {
+        return d_->pipelines.get(name, n_bindings, push_bytes);
+    }
+
+    void matvec(Program& p, const DeviceMatrix& w, const Buffer& in, uint32_t in_off,
+                const Buffer& out, uint32_t out_off, uint32_t ld_out, int ntok) {
+        const MatvecPC pc{w.rows,  w.cols, static_cast<uint32_t>(ntok), in_off, w.cols,
+                          out_off, ld_out};
+        p.dispatch(pipe(matvec_shader(w.type), 3, sizeof pc), {w.buf.get(), &in, &out}, &pc,
+                   groups(w.rows, 4));  // matvec.comp: 4 rows per workgroup
+    }
+
+    void norm(Program& p, const Buffer& in, uint32_t in_off, const Buffer& w, const Buffer& out,
+              int ntok) {
+        const NormPC pc{static_cast<uint32_t>(hp_.n_embd), in_off, 0, hp_.rms_eps};
+        p.dispatch(pipe("rms_norm", 3, sizeof pc), {&in, &w, &out}, &pc, ntok);
+    }
+
+    void add(Program& p, const Buffer& y, const Buffer& x, uint32_t width, uint32_t ld_x,
+             int ntok) {
+        const AddPC pc{width, 0, width, 0, ld_x};
+        p.dispatch(pipe("add", 2, sizeof pc), {&y, &x}, &pc, groups(width), ntok);
+    }
+
+    void bias(Program& p, const Buffer& y, const Buffer* b, uint32_t width, int ntok) {
+        if (b) add(p, y, *b, width, 0, ntok);
+    }
+
+    void rope(Program& p, const Buffer& x, int n_heads, uint32_t ld, int ntok) {
+        const RopePC pc{static_cast<uint32_t>(hp_.head_dim), static_cast<uint32_t>(hp_.n_rot),
+                        hp_.rope_neox ? 1u : 0u, ld};
+        p.dispatch(pipe("rope", 2, sizeof pc), {&x, pass_.get()}, &pc, n_heads, ntok);
+    }
+
+    void layer(Program& p, const DeviceLayer& l, int il, int ntok) {
+        const uint32_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), ne = hp_.n_embd;
+        const uint32_t layer_off = static_cast<uint32_t>(il) * n_ctx_ * dkv;
+        norm(p, *x_, 0, *l.attn_norm, *h_, ntok);
+        matvec(p, l.wq, *h_, 0, *q_, 0, dq, ntok);
+        matvec(p, l.wk, *h_, 0, *k_, 0, dkv, ntok);
+        matvec(p, l.wv, *h_, 0, *v_, 0, dkv, ntok);
+        bias(p, *q_, l.bq.get(), dq, ntok);
+        bias(p, *k_, l.bk.get(), dkv, ntok);
+        bias(p, *v_, l.bv.get(), dkv, ntok);
+        rope(p, *q_, hp_.n_head, dq, ntok);
+        rope(p, *k_, hp_.n_head_kv, dkv, ntok);
+        const StorePC st{dkv, layer_off};
+        p.dispatch(pipe("kv_store", 5, sizeof st),
+                   {k_.get(), v_.get(), kc_.get(), vc_.get(), pass_.get()}, &st, groups(dkv), ntok);
+        const AttnPC at{static_cast<uint32_t>(hp_.n_head),
+                        static_cast<uint32_t>(hp_.n_head_kv),
+                        static_cast<uint32_t>(hp_.head_dim),
+                        layer_off,
+                        dq,
+                        dkv,
+                        1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+        p.dispatch(pipe("attention", 5, sizeof at),
+                   {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, hp_.n_head,
+                   ntok);
+        matvec(p, l.wo, *att_, 0, *tmp_, 0, ne, ntok);
+        bias(p, *tmp_, l.bo.get(), ne, ntok);
+        add(p, *x_, *tmp_, ne, ne, ntok);
+        norm(p, *x_, 0, *l.ffn_norm, *h_, ntok);
+        matvec(p, l.ffn_gate, *h_, 0, *g_, 0, hp_.n_ff, ntok);
+        matvec(p, l.ffn_up, *h_, 0, *u_, 0, hp_.n_ff, ntok);
+        const SiluPC sp{static_cast<uint32_t>(ntok * hp_.n_ff)};
+        p.dispatch(pipe("silu_mul", 2, sizeof sp), {g_.get(), u_.get()}, &sp, groups(sp.n));
+        matvec(p, l.ffn_down, *g_, 0, *tmp_, 0, ne, ntok);
+        add(p, *x_, *tmp_, ne, ne, ntok);
+    }
+
+    std::unique_ptr<Program> record(int ntok, int n_out) {
+        auto p = std::make_unique<Program>(ctx_);
+        const size_t f = sizeof(float);
+        p->copy(*in_, 0, *x_, 0, f * ntok * hp_.n_embd);
+        for (int il = 0; il < n_layers(); ++il) layer(*p, d_->layers[il], il, ntok);
+        if (has_output()) {
+            norm(*p, *x_, static_cast<uint32_t>((ntok - n_out) * hp_.n_embd), *d_->output_norm, *h_,
+                 n_out);
+            matvec(*p, d_->output, *h_, 0, *logits_, 0, hp_.n_vocab, n_out);
+            p->copy(*logits_, 0, *out_, 0, f * n_out * hp_.n_vocab);
+        } else {
+            p->copy(*x_, 0, *out_, 0, f * ntok * hp_.n_embd);
+        }
+        p->finish();
+        return p;
+    }
+};
+
+void say_once(const std::string& line) {
+    static std::mutex mu;
+    static std::map<std::string, bool> said;
+    std::lock_guard<std::mutex> lock(mu);
+    if (said[line]) return;
+    said[line] = true;
+    std::fprintf(stderr, "specula: %s\n", line.c_str());
+}
+
+}  // namespace
+
+std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p) {
+    if (p.device < 0 && list_devices().empty()) {
+        say_once("no Vulkan device found: running on the CPU");
+        return nullptr;
+    }
+    std::shared_ptr<Context> ctx = open_context(p.device);
+    bool output = false;
+    std::string note;
+    const int n = plan_layers(m, p.n_gpu_layers, &output, &note);
+    if (!note.empty()) say_once(note);
+    if (n == 0) return nullptr;
+    const HParams& hp = m.hparams();
+    const double weights = static_cast<double>(plan_bytes(m, n, output));
+    const double kv = 2.0 * sizeof(float) * n * p.n_ctx * hp.n_embd_kv();
+    const double have = static_cast<double>(ctx->info.local_bytes);
+    if (have > 0 && weights + kv > have) {
+        fail("the ", n, " offloaded layers need ", weights / (1 << 20), " MiB of weights + ",
+             kv / (1 << 20), " MiB of KV cache (n_ctx = ", p.n_ctx, "), more than the ",
+             have / (1 << 20), " MiB of '", ctx->info.name,
+             "': offload fewer layers (-ngl) or lower the context (-c)");
+    }
+    say_once("offloading " + std::to_string(n) + "/" + std::to_string(hp.n_layer) + " layers" +
+             (output ? " and the output head" : "") + " to Vulkan device " +
+             std::to_string(ctx->info.index) + " (" + ctx->info.name + ")");
+    return std::make_unique<VulkanLayers>(m, device_model(m, ctx, n, output), p.n_ctx);
+}
+
+}  // namespace specula::vk

@@ -1,0 +1,56 @@
+// The model's weights on the device: for the offloaded layers every norm, bias and matrix in
+// its GGUF layout (one storage buffer per tensor), and the output norm and head when all layers
+// are offloaded. Uploaded once per (model, device, layer count) and shared by every Session.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/types.h"
+#include "model/model.h"
+#include "vulkan/buffer.h"
+#include "vulkan/pipeline.h"
+
+namespace specula::vk {
+
+struct DeviceMatrix {
+    std::unique_ptr<Buffer> buf;
+    GGMLType type = GGMLType::F32;
+    uint32_t rows = 0, cols = 0;
+};
+
+struct DeviceLayer {
+    std::unique_ptr<Buffer> attn_norm, ffn_norm, bq, bk, bv, bo;
+    DeviceMatrix wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down;
+};
+
+struct DeviceModel {
+    std::shared_ptr<Context> ctx;
+    Pipelines& pipelines;
+    std::vector<DeviceLayer> layers;
+    std::unique_ptr<Buffer> output_norm;
+    DeviceMatrix output;  // rows == 0 when the head stays on the CPU
+    size_t bytes = 0;     // weight bytes on the device
+
+    explicit DeviceModel(std::shared_ptr<Context> c) : ctx(c), pipelines(pipelines_for(c)) {}
+};
+
+// The matvec shader of a weight type, or nullptr when there is none.
+const char* matvec_shader(GGMLType t);
+
+// How many of the first `want` layers the device can run: it stops before the first layer with
+// a tensor whose type has no shader (naming it in *note), and offloads nothing for MoE models or
+// head sizes over 256. *output is whether the output head goes too (all layers offloaded and a
+// supported type).
+int plan_layers(const Model& m, int want, bool* output, std::string* note);
+
+// Bytes the weights of that plan take on the device.
+size_t plan_bytes(const Model& m, int n_layers, bool output);
+
+// The device copy for (m, ctx, n_layers, output), uploading it on first use.
+std::shared_ptr<DeviceModel> device_model(const Model& m, const std::shared_ptr<Context>& ctx,
+                                          int n_layers, bool output);
+
+}  // namespace specula::vk
