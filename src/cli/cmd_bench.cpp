@@ -12,6 +12,7 @@
 #include "bench/sweep.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "common/stop_signals.h"
 
 namespace specula::cli {
 
@@ -119,6 +120,7 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
 }
 
 int cmd_bench(const BenchOptions& o) {
+    exit_on_stop_signals("bench", "");
     if (o.synthetic_acceptance > 1.0)
         fail("--synthetic-acceptance must be in [0, 1], got ", o.synthetic_acceptance);
     if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);

@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "frontend/prompt.h"
 #include "kernels/threadpool.h"
 #include "model/model.h"
@@ -136,6 +137,7 @@ void write_stats_json(const std::string& path, const SpecStats& st) {
 }  // namespace
 
 int cmd_run(const RunOptions& opt) {
+    exit_on_stop_signals("run", "");  // also while loading (common/stop_signals.h)
     check_options(opt);
     const std::string prompt_text = resolve_prompt(opt.prompt, opt.prompt_file);
     const SpeculativeConfig spec = parse_speculative_flags(opt.spec);
@@ -145,7 +147,6 @@ int cmd_run(const RunOptions& opt) {
     const double load_ms = load_timer.ms();
     const Tokenizer& tok = model->tokenizer();
     Constraints constraints = make_constraints(opt, model->hparams().n_vocab);
-    const auto prompt = tokenize_prompt(tok, prompt_text);
 
     const int n_ctx_train = model->hparams().n_ctx_train;
     const int n_ctx = opt.n_ctx > 0 ? opt.n_ctx : n_ctx_train;
@@ -153,6 +154,10 @@ int cmd_run(const RunOptions& opt) {
         log("warning: -c %d is larger than the model's training context (%d)", opt.n_ctx,
             n_ctx_train);
     }
+    // A prompt too long by its bytes alone is refused before it is tokenized.
+    const ContextFit bytes_fit = check_prompt_bytes(tok, prompt_text.size(), n_ctx, " (-c)");
+    if (bytes_fit.what != ContextFit::fits) fail(bytes_fit.message);
+    const auto prompt = tokenize_prompt(tok, prompt_text);
     // Refuses a prompt that cannot fit in the context before anything runs; a budget past the
     // context stops at a full context, as llama-cli does.
     const ContextFit fit = check_context(int(prompt.size()), opt.n_predict, n_ctx, " (-c)", "-n");
