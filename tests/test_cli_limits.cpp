@@ -3,6 +3,8 @@
 // them until loading was over and then never stopped; test_server_limits checks the clean stop
 // once listening), and a prompt too long for the context by
 // its bytes alone is refused before it is tokenized (tens of MB: at once, not after seconds).
+// Flags out of range are refused before the model loads (seeds over 2^63 were clamped, NaN
+// top-p / min-p / synthetic acceptance and a --draft-min no proposal can reach were accepted).
 //
 // "While loading" is made deterministic by starting the process with the signal already pending
 // (blocked in the child before exec; the pending set and the mask survive exec): the command
@@ -115,6 +117,50 @@ TEST(PromptBytes, RunRefusesAPromptTooLongByItsBytesBeforeTokenizing) {
     EXPECT_EQ(ok.status, 1) << ok.output;
     EXPECT_NE(ok.output.find("tokens but the context (-c) holds 256"), std::string::npos)
         << ok.output;
+}
+
+// Each case: the flags, and the start of the error line. The model does not exist: every one of
+// them must be refused before loading it.
+TEST(FlagRanges, RefusedBeforeTheModelLoads) {
+    const std::string none = "/nonexistent/model.gguf";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"run", "--seed", "18446744073709551616"}, "error: --seed must be -1 (random) or a whole"},
+        {{"run", "--seed", "1.5"}, "error: --seed must be -1 (random) or a whole"},
+        {{"run", "--seed", "-2"}, "error: --seed must be -1 (random) or a whole"},
+        {{"bench", "--seed", "-1"}, "error: --seed must be a whole number"},
+        {{"run", "--top-p", "nan"}, "error: --top-p must be in [0, 1], got nan"},
+        {{"run", "--min-p", "nan"}, "error: --min-p must be in [0, 1], got nan"},
+        {{"run", "--temp", "nan"}, "error: --temp must be a finite number"},
+        {{"run", "--temp", "inf"}, "error: --temp must be a finite number"},
+        {{"bench", "--synthetic-acceptance", "-0.5", "--no-spec"},
+         "error: --synthetic-acceptance must be in [0, 1]"},
+        {{"bench", "--synthetic-acceptance", "nan", "--no-spec"},
+         "error: --synthetic-acceptance must be in [0, 1]"},
+        {{"run", "-md", none, "--draft-min", "65"}, "error: --draft-min must be in [0, 64]"},
+        {{"run", "-md", none, "--draft", "2", "--draft-min", "3"},
+         "error: --draft-min 3 is larger than --draft 2"},
+        {{"serve", "-md", none, "--draft", "2", "--draft-min", "3"},
+         "error: --draft-min 3 is larger than --draft 2"},
+        {{"run", "--spec-type", "ngram", "--spec-ngram-max", "65"},
+         "error: --spec-ngram-min/max must satisfy 1 <= min <= max <= 64"},
+    };
+    for (const auto& [flags, msg] : cases) {
+        std::vector<std::string> args = {flags[0], "-m", none, "-p", "x"};
+        if (flags[0] == "serve") args = {"serve", "-m", none, "--port", "0"};
+        if (flags[0] == "bench") args = {"bench", "-m", none};
+        args.insert(args.end(), flags.begin() + 1, flags.end());
+        const Exit e = run_specula(args);
+        EXPECT_EQ(e.status, 1) << flags[1] << ": " << e.output;
+        EXPECT_EQ(e.output.rfind(msg, 0), 0u) << flags[1] << ": " << e.output;
+    }
+}
+
+// The whole seed range is usable: 2^64 - 1 is that seed, not 2^63 - 1.
+TEST(FlagRanges, SeedsAboveTwoToThe63AreNotClamped) {
+    const Exit e = run_specula({"run", "-m", model(), "-p", "Once", "-n", "2", "-t", "1", "--temp",
+                                "1", "--seed", "18446744073709551615"});
+    EXPECT_EQ(e.status, 0) << e.output;
+    EXPECT_NE(e.output.find("seed: 18446744073709551615"), std::string::npos) << e.output;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
 // follow.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -39,8 +40,10 @@ void check_options(const RunOptions& o) {
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.n_threads);
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
-    if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
-    if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
+    // Written so that NaN fails too.
+    if (!std::isfinite(o.temp)) fail("--temp must be a finite number, got ", o.temp);
+    if (!(o.top_p >= 0.f && o.top_p <= 1.f)) fail("--top-p must be in [0, 1], got ", o.top_p);
+    if (!(o.min_p >= 0.f && o.min_p <= 1.f)) fail("--min-p must be in [0, 1], got ", o.min_p);
 }
 
 // Writes token pieces to stdout as they come. llama2.c drops the space that SentencePiece puts
