@@ -323,6 +323,23 @@ TEST_F(ServerLimits, MaxTokensThatWouldOverflowTheContextCheckIs400) {
     }
 }
 
+// A seed over 2^63 - 1 is its own seed, not clamped to 2^63 - 1.
+TEST_F(ServerLimits, SeedsAboveTwoToThe63AreNotClamped) {
+    std::vector<std::string> texts;
+    for (const std::string seed :
+         {"18446744073709551615", "9223372036854775807", "18446744073709551615"}) {
+        auto res = s().client().Post(
+            "/v1/completions",
+            R"({"prompt": "Lily", "max_tokens": 32, "temperature": 1, "seed": )" + seed + "}",
+            "application/json");
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << res->body;
+        texts.push_back(json::parse(res->body)["choices"][0]["text"].get<std::string>());
+    }
+    EXPECT_EQ(texts[0], texts[2]) << "the same seed must give the same text";
+    EXPECT_NE(texts[0], texts[1]) << "2^64 - 1 was run as 2^63 - 1";
+}
+
 TEST_F(ServerLimits, TheModelFilesPathIsNotAModelName) {
     const json body = {{"prompt", "Lily"}, {"max_tokens", 1}, {"model", target_path()}};
     expect_error(s().client().Post("/v1/completions", body.dump(), "application/json"), 404,
