@@ -27,13 +27,11 @@ using namespace specula;
 
 namespace {
 
-using test::kDraft;
-using test::kOneThread;
-using test::kTrials;
-using Pair = test::TokenPair;
+using namespace specula::test;  // spec_sampling_fixture.h: kOneThread, kTrials, kDraft, ...
+using Pair = TokenPair;
 
-SamplingParams sampling(uint64_t seed) {
-    return test::spec_sampling(0.02f, seed);
+SamplingParams sampling(uint64_t seed) {  // min-p 0.02
+    return spec_sampling(0.02f, seed);
 }
 
 struct Fixture : test::SpecModels {

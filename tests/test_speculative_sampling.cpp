@@ -21,13 +21,11 @@ using namespace specula;
 
 namespace {
 
-using test::kDraft;
-using test::kOneThread;
-using test::kTrials;
-using Pair = test::TokenPair;
+using namespace specula::test;  // spec_sampling_fixture.h: kOneThread, kTrials, kDraft, ...
+using Pair = TokenPair;
 
-SamplingParams sampling(uint64_t seed) {
-    return test::spec_sampling(0.05f, seed);
+SamplingParams sampling(uint64_t seed) {  // min-p 0.05
+    return spec_sampling(0.05f, seed);
 }
 
 using Fixture = test::SpecModels;
