@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Runs one libFuzzer target for SECONDS under ASan + UBSan:  scripts/fuzz.sh TARGET SECONDS
+# Runs one libFuzzer target under ASan + UBSan:  scripts/fuzz.sh TARGET SECONDS [RUNS]
 #   TARGET: gguf | tokenizer | chat_template | request   (fuzz/fuzz_TARGET.cpp)
+#   SECONDS: the longest it runs; RUNS (optional): stop after that many executions instead, e.g.
+#   `nice -n 19 scripts/fuzz.sh gguf 7200 1000000` for the long run the README documents.
 # Builds build-fuzz/ with clang (-DSPECULA_FUZZ=ON) when needed, seeds a corpus from ../shared
 # (model and vocabulary files, the vocabularies' test texts) plus a few request bodies and chat
 # templates, and fails on any crash, sanitizer report, leak, timeout (10 s per input) or
 # out-of-memory (2 GiB). The growing corpus stays in build-fuzz/corpus/TARGET; a failing input is
 # saved as build-fuzz/artifacts/TARGET-*. Prints libFuzzer's final stats (execs, coverage).
 set -euo pipefail
-if [ $# -ne 2 ]; then
-    echo "usage: $0 gguf|tokenizer|chat_template|request SECONDS" >&2
+if [ $# -ne 2 ] && [ $# -ne 3 ]; then
+    echo "usage: $0 gguf|tokenizer|chat_template|request SECONDS [RUNS]" >&2
     exit 2
 fi
 TARGET="$1"
 SECONDS_TO_RUN="$2"
+RUNS="${3:--1}"
 case "$TARGET" in gguf | tokenizer | chat_template | request) ;; *)
     echo "fuzz.sh: unknown target '$TARGET'" >&2
     exit 2
@@ -20,6 +23,10 @@ case "$TARGET" in gguf | tokenizer | chat_template | request) ;; *)
 esac
 [[ "$SECONDS_TO_RUN" =~ ^[0-9]+$ ]] && [ "$SECONDS_TO_RUN" -ge 1 ] || {
     echo "fuzz.sh: SECONDS must be a positive integer, got '$SECONDS_TO_RUN'" >&2
+    exit 2
+}
+[[ "$RUNS" =~ ^(-1|[0-9]+)$ ]] || {
+    echo "fuzz.sh: RUNS must be a non-negative integer, got '$RUNS'" >&2
     exit 2
 }
 cd "$(dirname "$0")/.."
@@ -38,12 +45,18 @@ CORPUS="$BUILD/corpus/$TARGET"
 mkdir -p "$SEEDS" "$CORPUS" "$BUILD/artifacts"
 case "$TARGET" in
 gguf)
-    # One whole small model (reaches Model::load) and the first 64 KiB of others (the header).
-    cp "$SHARED/models/synthetic/rand-llama-tok512-d256-l2-Q2_K.gguf" "$SEEDS/model-q2k.gguf"
-    for f in "$SHARED"/models/tinystories/*.gguf "$SHARED"/vocab/*.gguf; do
+    # Whole tiny models of a few KB (F32, tied F16, Q8_0; they reach Model::load at thousands of
+    # inputs a second) and the first 64 KiB of every shared model and vocabulary (the headers).
+    PY=python3
+    if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+        PY=/usr/bin/python3  # Debian's, which has numpy (setup.sh); a pyenv one may not
+    fi
+    "$PY" fuzz/make_tiny_models.py "$SHARED/tools/widen_model.py" \
+        "$SHARED/models/tinystories/stories260K.gguf" "$SEEDS"
+    for f in "$SHARED"/models/*/*.gguf "$SHARED"/vocab/*.gguf; do
         head -c 65536 "$f" >"$SEEDS/head-$(basename "$f")"
     done
-    MAX_LEN=1048576
+    MAX_LEN=65536
     ;;
 tokenizer)
     # The vocabularies' test texts, one seed each, prefixed by (vocabulary index, flags).
@@ -90,5 +103,5 @@ echo "== fuzz_$TARGET for ${SECONDS_TO_RUN}s (seeds: $(ls "$SEEDS" | wc -l), cor
 ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
 SPECULA_SHARED_DIR="$SHARED" \
-    "$BIN" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 -max_len="$MAX_LEN" \
+    "$BIN" -max_total_time="$SECONDS_TO_RUN" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len="$MAX_LEN" \
     -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$TARGET-" "$CORPUS" "$SEEDS"

@@ -18,6 +18,7 @@
 #include "chi_square.h"
 #include "model/model.h"
 #include "sampling/constraints.h"
+#include "spec_sampling_fixture.h"
 #include "speculative/categorical.h"
 #include "speculative/verifier.h"
 #include "test_util.h"
@@ -26,33 +27,18 @@ using namespace specula;
 
 namespace {
 
-const SessionParams kOneThread{0, 1};
-const int kTrials = 2000;
-const int kDraft = 3;
+using namespace specula::test;  // spec_sampling_fixture.h: kOneThread, kTrials, kDraft, ...
+using Pair = TokenPair;
 
-SamplingParams sampling(uint64_t seed) {
-    SamplingParams p;
-    p.temp = 1.0f;
-    p.top_k = 40;
-    p.top_p = 0.95f;
-    p.min_p = 0.02f;
-    p.seed = seed;
-    return p;
+SamplingParams sampling(uint64_t seed) {  // min-p 0.02
+    return spec_sampling(0.02f, seed);
 }
 
-using Pair = std::pair<token_id, token_id>;
-
-struct Fixture {
-    std::unique_ptr<Model> target, draft;
-    std::vector<token_id> prompt;
+struct Fixture : test::SpecModels {
     PenaltyParams pen;
     std::shared_ptr<const JsonGrammar> grammar;
     std::shared_ptr<const GrammarVocab> vocab;
     explicit Fixture(bool with_grammar) {
-        target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
-        draft = Model::load(test::shared_path("models/tinystories/llama2xs.gguf"));
-        prompt =
-            target->tokenizer().encode("Tom and his dog went to the park. They saw a", true, false);
         // Negative presence / frequency penalties over a 2-token window reward repeating a recent
         // token, so the second token depends strongly on whether the first is in the history.
         pen.repeat_penalty = 1.1f;

@@ -4,6 +4,9 @@
 // at once; JSON sent as text/plain, a foreign Host header, wrong methods, out-of-range token ids,
 // max_tokens that would overflow the context check and the model file's path as `model` are all
 // refused; --host 0.0.0.0 without --api-key warns; --max-body-bytes -1 is refused.
+// --max-connections and --read-deadline set the cap and the deadline and are range-checked
+// before any model loads; a prompt too long for the context by its bytes alone (tens of MB under
+// a raised body limit) is refused with 400 before it is tokenized.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -15,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "server/server.h"
@@ -319,10 +323,92 @@ TEST_F(ServerLimits, MaxTokensThatWouldOverflowTheContextCheckIs400) {
     }
 }
 
+// A seed over 2^63 - 1 is its own seed, not clamped to 2^63 - 1.
+TEST_F(ServerLimits, SeedsAboveTwoToThe63AreNotClamped) {
+    std::vector<std::string> texts;
+    for (const std::string seed :
+         {"18446744073709551615", "9223372036854775807", "18446744073709551615"}) {
+        auto res = s().client().Post(
+            "/v1/completions",
+            R"({"prompt": "Lily", "max_tokens": 32, "temperature": 1, "seed": )" + seed + "}",
+            "application/json");
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << res->body;
+        texts.push_back(json::parse(res->body)["choices"][0]["text"].get<std::string>());
+    }
+    EXPECT_EQ(texts[0], texts[2]) << "the same seed must give the same text";
+    EXPECT_NE(texts[0], texts[1]) << "2^64 - 1 was run as 2^63 - 1";
+}
+
 TEST_F(ServerLimits, TheModelFilesPathIsNotAModelName) {
     const json body = {{"prompt", "Lily"}, {"max_tokens", 1}, {"model", target_path()}};
     expect_error(s().client().Post("/v1/completions", body.dump(), "application/json"), 404,
                  "does not exist");
+}
+
+// A server with its connection limits and body limit set by flag.
+class ServerFlags : public ServerLimits {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = std::make_unique<ServerProcess>(
+            std::vector<std::string>{"-m", target_path(), "-c", "256", "-t", "2",
+                                     "--max-connections", "8", "--read-deadline", "3",
+                                     "--max-body-bytes", std::to_string(64 << 20)},
+            "flags");
+    }
+};
+
+TEST_F(ServerFlags, MaxConnectionsSetsTheCap) {
+    std::vector<std::unique_ptr<RawConn>> held;
+    for (int i = 0; i < 8; ++i) {
+        held.push_back(std::make_unique<RawConn>(s().port()));
+        held.back()->send_all("GET /health HTTP/1.1\r\n");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    RawConn extra(s().port());
+    const std::string res = extra.read_until_close(1);  // well before the held ones time out
+    EXPECT_EQ(status_of(res), 503) << res;
+    EXPECT_NE(res.find("too many open connections"), std::string::npos) << res;
+}
+
+TEST_F(ServerFlags, ReadDeadlineClosesADrippingRequest) {
+    RawConn c(s().port());
+    c.send_all("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    const auto t0 = clock_type::now();
+    while (!c.closed_by_server() && seconds_since(t0) < 10) {
+        c.send_all("X");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const double took = seconds_since(t0);
+    EXPECT_TRUE(c.closed_by_server());
+    EXPECT_GE(took, 2.7) << "closed before the 3 s deadline";
+    EXPECT_LT(took, 6.0) << "the deadline is not --read-deadline 3 (the default is 10 s)";
+}
+
+// 40 MB of prompt under a 64 MiB body limit: refused by its bytes, without tokenizing it (which
+// takes many seconds), for a completion and for a chat message alike.
+TEST_F(ServerFlags, PromptTooLongByItsBytesIs400BeforeTokenizing) {
+    const std::string text(40 << 20, 'a');
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"/v1/completions", json{{"prompt", text}, {"max_tokens", 1}}.dump()},
+        {"/v1/chat/completions",
+         json{{"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", 1}}.dump()}};
+    for (const auto& [path, body] : cases) {
+        const auto t0 = clock_type::now();
+        auto res = s().client().Post(path, body, "application/json");
+        const double took = seconds_since(t0);
+        expect_error(res, 400, "bytes, so at least");
+        expect_error(res, 400, "but the context holds 256");
+        EXPECT_LT(took, 5.0) << path << ": tokenized before refusing?";
+        std::fprintf(stderr, "%s: 40 MiB prompt refused in %.2f s\n", path.c_str(), took);
+    }
+    // A prompt that could fit by its bytes still gets the token check.
+    std::string words;
+    for (int i = 0; i < 300; ++i) words += " a";
+    expect_error(
+        s().client().Post("/v1/completions", json{{"prompt", words}, {"max_tokens", 1}}.dump(),
+                          "application/json"),
+        400, "tokens but the context holds 256");
 }
 
 // Output (stdout + stderr) and exit status of a shell command.
@@ -359,6 +445,35 @@ TEST(ServerStartup, RefusesAnUnlimitedOrZeroBodyLimit) {
         EXPECT_NE(out.find("--max-body-bytes must be in [1, 1073741824]"), std::string::npos)
             << out;
     }
+}
+
+TEST(ServerStartup, ConnectionFlagsAreRangeCheckedBeforeLoading) {
+    // The model path does not exist: the flag must be refused first.
+    for (const auto& [flag, v, msg] :
+         std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"--max-connections", "0", "--max-connections must be in [1, 4096], got 0"},
+             {"--max-connections", "4097", "--max-connections must be in [1, 4096], got 4097"},
+             {"--max-connections", "-5", "--max-connections must be in [1, 4096], got -5"},
+             {"--read-deadline", "0", "--read-deadline must be in [0.1, 3600] seconds, got 0"},
+             {"--read-deadline", "-1", "--read-deadline must be in [0.1, 3600] seconds"},
+             {"--read-deadline", "nan", "--read-deadline must be in [0.1, 3600] seconds"},
+             {"--read-deadline", "1e9", "--read-deadline must be in [0.1, 3600] seconds"},
+             {"--max-body-bytes", "0", "--max-body-bytes must be in [1, 1073741824]"}}) {
+        auto [out, st] = shell("timeout 20 " + specula::test::specula_bin() +
+                               " serve -m /nonexistent/model.gguf --port 0 " + flag + " " + v);
+        EXPECT_EQ(st, 1) << flag << " " << v << ": " << out;
+        EXPECT_NE(out.find(msg), std::string::npos) << flag << " " << v << ": " << out;
+        EXPECT_EQ(out.find("nonexistent"), std::string::npos) << "loaded first: " << out;
+    }
+}
+
+// Once listening, SIGTERM is a clean stop: its own line, status 0.
+TEST(ServerStartup, SigtermOnceListeningStopsCleanly) {
+    auto [out, st] = shell("timeout --preserve-status -s TERM 5 " + specula::test::specula_bin() +
+                           " serve -m '" + target_path() + "' --port 0 -t 1");
+    EXPECT_NE(out.find("listening on"), std::string::npos) << out;
+    EXPECT_NE(out.find("serve: SIGTERM, stopping"), std::string::npos) << out;
+    EXPECT_EQ(st, 0) << out;
 }
 
 }  // namespace

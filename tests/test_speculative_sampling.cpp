@@ -11,6 +11,7 @@
 
 #include "chi_square.h"
 #include "model/model.h"
+#include "spec_sampling_fixture.h"
 #include "speculative/categorical.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/verifier.h"
@@ -20,33 +21,14 @@ using namespace specula;
 
 namespace {
 
-const SessionParams kOneThread{0, 1};
-const int kTrials = 2000;
-const int kDraft = 3;
+using namespace specula::test;  // spec_sampling_fixture.h: kOneThread, kTrials, kDraft, ...
+using Pair = TokenPair;
 
-SamplingParams sampling(uint64_t seed) {
-    SamplingParams p;
-    p.temp = 1.0f;
-    p.top_k = 40;
-    p.top_p = 0.95f;
-    p.min_p = 0.05f;
-    p.seed = seed;
-    return p;
+SamplingParams sampling(uint64_t seed) {  // min-p 0.05
+    return spec_sampling(0.05f, seed);
 }
 
-using Pair = std::pair<token_id, token_id>;
-
-struct Fixture {
-    std::unique_ptr<Model> target, draft;
-    std::vector<token_id> prompt;
-    Fixture() {
-        target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
-        draft = Model::load(test::shared_path("models/tinystories/llama2xs.gguf"));
-        // "Tom and his dog went to the park. They saw a": the models disagree on what follows.
-        prompt =
-            target->tokenizer().encode("Tom and his dog went to the park. They saw a", true, false);
-    }
-};
+using Fixture = test::SpecModels;
 
 // Exact p(t1) p(t2 | t1) of the target under the sampling transforms.
 std::map<Pair, double> exact_joint(const Model& target, const std::vector<token_id>& prompt) {

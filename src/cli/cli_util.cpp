@@ -1,6 +1,7 @@
 // Helpers for the subcommands (see cli_util.h).
 #include "cli/cli_util.h"
 
+#include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
@@ -31,6 +32,17 @@ void log(const char* fmt, ...) {
     std::vfprintf(stderr, fmt, ap);
     va_end(ap);
     std::fputc('\n', stderr);
+}
+
+uint64_t parse_seed(const std::string& text, bool allow_random) {
+    if (allow_random && text == "-1") return 0xFFFFFFFFu;
+    uint64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || ptr != end)
+        fail("--seed must be ", allow_random ? "-1 (random) or " : "",
+             "a whole number in [0, 18446744073709551615], got '", text, "'");
+    return v;
 }
 
 std::string read_text_file(const std::string& path) {

@@ -17,6 +17,10 @@ bool log_enabled();
 // read or is a directory.
 std::string read_text_file(const std::string& path);
 
+// A --seed value: "-1" (random: llama.cpp's LLAMA_DEFAULT_SEED, when allow_random) or a whole
+// number in 0 .. 2^64 - 1, all of it used (never clamped); anything else is an Error.
+uint64_t parse_seed(const std::string& text, bool allow_random);
+
 // The prompt text: the contents of `file` when given (then `text` must be empty), else `text`.
 std::string resolve_prompt(const std::string& text, const std::string& file);
 

@@ -10,8 +10,10 @@
 
 #include "bench/plot.h"
 #include "bench/sweep.h"
+#include "cli/cli_util.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "common/stop_signals.h"
 
 namespace specula::cli {
 
@@ -123,10 +125,13 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
 }
 
 int cmd_bench(const BenchOptions& o) {
-    if (o.synthetic_acceptance > 1.0)
+    exit_on_stop_signals("bench", "");
+    // -1 (the default) is off; written so that NaN fails too.
+    if (o.synthetic_acceptance != -1.0 &&
+        !(o.synthetic_acceptance >= 0.0 && o.synthetic_acceptance <= 1.0))
         fail("--synthetic-acceptance must be in [0, 1], got ", o.synthetic_acceptance);
     if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);
-    if (o.seed < 0) fail("--seed must be >= 0 for bench, got ", o.seed);
+    const uint64_t seed = parse_seed(o.seed, /*allow_random=*/false);
     if (o.pp < 0 || o.pp > 65536) fail("--pp must be in [0, 65536], got ", o.pp);
     BenchParams p;
     p.target_path = o.model;
@@ -136,7 +141,7 @@ int cmd_bench(const BenchOptions& o) {
     p.reps = o.reps;
     p.draft_list = parse_list(o.draft_list);
     p.with_auto = !o.no_auto;
-    p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, uint64_t(o.seed)};
+    p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, seed};
     p.synthetic_accept = o.synthetic_acceptance;
     p.n_threads = o.n_threads;
     p.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");

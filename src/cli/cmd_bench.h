@@ -28,7 +28,7 @@ struct BenchOptions {
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
-    long long seed = 42;
+    std::string seed = "42";  // cli_util parse_seed (no -1: bench is reproducible)
     double synthetic_acceptance = -1.0;
     std::string plot;  // --plot FILE.svg
     std::string json;  // --json FILE

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/run_setup.h"
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "frontend/prompt.h"
 #include "speculative/config.h"
 
@@ -56,6 +58,7 @@ void write_stats_json(const std::string& path, const SpecStats& st) {
 }  // namespace
 
 int cmd_run(const RunOptions& opt) {
+    exit_on_stop_signals("run", "");  // also while loading (common/stop_signals.h)
     if (opt.conversation) return cmd_chat(opt);
     check_run_options(opt);
     if (!opt.system_prompt.empty())
@@ -67,6 +70,9 @@ int cmd_run(const RunOptions& opt) {
 
     const LoadedTarget target = load_target(opt);
     const Tokenizer& tok = target.model->tokenizer();
+    // A prompt too long by its bytes alone is refused before it is tokenized.
+    const ContextFit bytes_fit = check_prompt_bytes(tok, prompt_text.size(), target.n_ctx, " (-c)");
+    if (bytes_fit.what != ContextFit::fits) fail(bytes_fit.message);
     const auto prompt = tokenize_prompt(tok, prompt_text);
     // Refuses a prompt that cannot fit in the context before anything runs; a budget past the
     // context stops at a full context, as llama-cli does.

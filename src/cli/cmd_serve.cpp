@@ -5,18 +5,19 @@
 // --gpu-memory-utilization are accepted with a warning that the run is on the CPU;
 // llama-server's -np / -ngl / -ngld / -cd come through cli/llama_flags.h). The models are loaded
 // and a draft's vocabulary is checked before the port is opened; SIGINT / SIGTERM stop the server
-// cleanly.
+// cleanly, or,
+// while the models load, end the process at once (common/stop_signals.h).
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "common/stop_signals.h"
 #include "kernels/threadpool.h"
 #include "server/engine.h"
 #include "server/server.h"
@@ -67,19 +68,10 @@ void resolve(ServeOptions& o) {
         fail("--parallel must be in [1, 256], got ", o.engine.n_parallel);
     if (o.engine.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.engine.n_ctx);
     if (o.engine.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.engine.n_threads);
+    check_http_config(o.http);  // before any model loads
     if (o.engine.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.engine.n_threads);
-}
-
-// Stops the server on SIGINT / SIGTERM (delivered to this thread only; see cmd_serve).
-void stop_on_signal(HttpServer& server, sigset_t set) {
-    std::thread([&server, set] {
-        int sig = 0;
-        sigwait(&set, &sig);
-        std::fprintf(stderr, "serve: signal %d, stopping\n", sig);
-        server.stop();
-    }).detach();
 }
 
 }  // namespace
@@ -115,6 +107,10 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "model id in the API (default: the file name without .gguf)");
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
                     "largest accepted request body (default 1 MiB)");
+    cmd->add_option("--max-connections", o.http.limits.max_connections,
+                    "open connections at most; one more is answered 503 (default 256)");
+    cmd->add_option("--read-deadline", o.http.limits.read_deadline_s,
+                    "seconds a request's line, headers and body may take to arrive (default 10)");
     return cmd;
 }
 
@@ -122,17 +118,15 @@ int cmd_serve() {
     ServeOptions& o = g_opt;
     resolve(o);
     std::signal(SIGPIPE, SIG_IGN);
-    // Block SIGINT/SIGTERM before any thread starts, so only the waiting thread receives them.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    exit_on_stop_signals("serve", "while loading the model");
 
     Engine engine(o.engine);
     std::fprintf(stderr, "serve: %s\n", engine.describe().c_str());
     HttpServer server(engine, o.http);
-    stop_on_signal(server, set);
+    forward_stop_signals([&server](int sig) {
+        std::fprintf(stderr, "serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        server.stop();
+    });
     server.listen();
     return 0;
 }

@@ -57,14 +57,7 @@ std::string version_text() {
     return s;
 }
 
-// A seed given as -1 means "random", as in llama.cpp.
-uint64_t seed_from_arg(int64_t s) {
-    if (s == -1) return 0xFFFFFFFFu;
-    if (s < 0) specula::fail("--seed must be -1 (random) or a non-negative number, got ", s);
-    return static_cast<uint64_t>(s);
-}
-
-void add_run_options(CLI::App& cmd, RunOptions& o, int64_t& seed) {
+void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
     cmd.add_option("-m,--model", o.model, "GGUF model file")->required();
     cmd.add_option("-p,--prompt", o.prompt, "prompt text (default: empty, i.e. BOS only)");
     cmd.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
@@ -135,14 +128,14 @@ int run_cli(int argc, char** argv) {
     app.require_subcommand(1);
 
     RunOptions run_opt;
-    int64_t seed = -1;
+    std::string seed = "-1";
     CLI::App* run = app.add_subcommand("run", "generate text from a prompt");
     add_run_options(*run, run_opt, seed);
     run->add_flag("--conversation,!--no-conversation", run_opt.conversation,
                   "conversation mode (-cnv), as `specula chat`");
 
     RunOptions chat_opt;
-    int64_t chat_seed = -1;
+    std::string chat_seed = "-1";
     CLI::App* chat = app.add_subcommand("chat", "a conversation with the model's chat template");
     add_run_options(*chat, chat_opt, chat_seed);
 
@@ -187,12 +180,12 @@ int run_cli(int argc, char** argv) {
         if (commands[i]->parsed()) report_compat(compat[i]);
     apply_gpu_flags(gpu);
     if (run->parsed()) {
-        run_opt.seed = seed_from_arg(seed);
+        run_opt.seed = parse_seed(seed, /*allow_random=*/true);
         log_set_enabled(!run_opt.quiet);
         return cmd_run(run_opt);
     }
     if (chat->parsed()) {
-        chat_opt.seed = seed_from_arg(chat_seed);
+        chat_opt.seed = parse_seed(chat_seed, /*allow_random=*/true);
         chat_opt.conversation = true;
         log_set_enabled(!chat_opt.quiet);
         return cmd_chat(chat_opt);

@@ -1,6 +1,7 @@
 // check_run_options / load_target / make_engine / PieceWriter: see run_setup.h.
 #include "cli/run_setup.h"
 
+#include <cmath>
 #include <cstdio>
 #include <new>
 
@@ -54,8 +55,10 @@ void check_run_options(const RunOptions& o) {
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.n_threads);
     if (o.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
-    if (o.top_p < 0.f || o.top_p > 1.f) fail("--top-p must be in [0, 1], got ", o.top_p);
-    if (o.min_p < 0.f || o.min_p > 1.f) fail("--min-p must be in [0, 1], got ", o.min_p);
+    // Written so that NaN fails too.
+    if (!std::isfinite(o.temp)) fail("--temp must be a finite number, got ", o.temp);
+    if (!(o.top_p >= 0.f && o.top_p <= 1.f)) fail("--top-p must be in [0, 1], got ", o.top_p);
+    if (!(o.min_p >= 0.f && o.min_p <= 1.f)) fail("--min-p must be in [0, 1], got ", o.min_p);
 }
 
 LoadedTarget load_target(const RunOptions& o) {
@@ -95,8 +98,8 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
         static_cast<unsigned long long>(e->sampler->seed()));
 
     // The draft follows the target through the whole context.
-    e->drafter = make_drafter(e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(),
-                                                      type_k, type_v});
+    e->drafter = make_drafter(
+        e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(), type_k, type_v});
     e->gen.n_predict = o.n_predict;
     e->gen.ignore_eos = o.ignore_eos;
     e->gen.n_draft = e->spec.n_draft;

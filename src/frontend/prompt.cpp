@@ -1,4 +1,5 @@
-// tokenize_prompt / check_context / default_threads: see prompt.h.
+// tokenize_prompt / min_prompt_tokens / check_context / check_prompt_bytes / default_threads:
+// see prompt.h.
 #include "frontend/prompt.h"
 
 #include <algorithm>
@@ -31,6 +32,30 @@ ContextFit check_context(int n_prompt, int n_predict, int n_ctx, const std::stri
                                                  " exceeds " + ctx + " of " +
                                                  std::to_string(n_ctx) + " tokens"};
     return {};
+}
+
+size_t longest_token_bytes(const Tokenizer& tok) {
+    size_t longest = 1;
+    for (token_id id = 0; id < tok.n_vocab(); ++id)
+        longest = std::max(longest, tok.token_text(id).size());
+    return longest;
+}
+
+int64_t min_prompt_tokens(const Tokenizer& tok, size_t n_bytes) {
+    const size_t longest = longest_token_bytes(tok);
+    return int64_t(n_bytes / longest + (n_bytes % longest != 0));
+}
+
+ContextFit check_prompt_bytes(const Tokenizer& tok, size_t n_bytes, int n_ctx,
+                              const std::string& ctx_label) {
+    const int64_t n_min = min_prompt_tokens(tok, n_bytes);
+    if (n_min <= n_ctx) return {};
+    const size_t longest = longest_token_bytes(tok);
+    return {ContextFit::prompt_too_long, "the prompt is " + std::to_string(n_bytes) +
+                                             " bytes, so at least " + std::to_string(n_min) +
+                                             " tokens (no token of the vocabulary is longer than " +
+                                             std::to_string(longest) + " bytes), but the context" +
+                                             ctx_label + " holds " + std::to_string(n_ctx)};
 }
 
 int default_threads(int requested) {

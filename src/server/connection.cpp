@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.h"
+
 namespace specula {
 
 namespace {
@@ -221,8 +223,19 @@ int to_ms(double s) {
 
 }  // namespace
 
+void check_connection_limits(const ConnectionLimits& limits) {
+    if (limits.max_connections < 1 || limits.max_connections > kMaxConnectionsLimit)
+        fail("--max-connections must be in [1, ", kMaxConnectionsLimit, "], got ",
+             limits.max_connections);
+    // Written so that NaN fails too.
+    if (!(limits.read_deadline_s >= kMinReadDeadline && limits.read_deadline_s <= kMaxReadDeadline))
+        fail("--read-deadline must be in [", kMinReadDeadline, ", ", kMaxReadDeadline,
+             "] seconds, got ", limits.read_deadline_s);
+}
+
 LimitedServer::LimitedServer(const ConnectionLimits& limits) : limits_(limits) {
-    const int max = limits.max_connections > 0 ? limits.max_connections : 1;
+    check_connection_limits(limits);
+    const int max = limits.max_connections;
     new_task_queue = [max] { return new ConnectionQueue(max); };
 }
 

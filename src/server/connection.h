@@ -22,16 +22,22 @@
 namespace specula {
 
 struct ConnectionLimits {
-    int max_connections = 256;
-    double read_deadline_s = 10;
+    int max_connections = 256;    // --max-connections, 1 .. kMaxConnectionsLimit
+    double read_deadline_s = 10;  // --read-deadline, kMinReadDeadline .. kMaxReadDeadline s
     size_t max_request_bytes = size_t(16) << 20;
     double keep_alive_s = 5;
     double write_timeout_s = 5;  // one send may block this long (a client that stopped reading)
 };
 
+constexpr int kMaxConnectionsLimit = 4096;  // each open connection holds a thread
+constexpr double kMinReadDeadline = 0.1, kMaxReadDeadline = 3600;
+
+// Throws Error naming the flag (--max-connections, --read-deadline) when a limit is out of range.
+void check_connection_limits(const ConnectionLimits& limits);
+
 class LimitedServer : public httplib::Server {
   public:
-    explicit LimitedServer(const ConnectionLimits& limits);
+    explicit LimitedServer(const ConnectionLimits& limits);  // check_connection_limits first
 
     // Called for each connection refused because max_connections are open (on the accept
     // thread; keep it short).

@@ -94,8 +94,14 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
                        "model", "invalid_request_error", "model_not_found");
     }
     const char* prompt_param = req.chat ? "messages" : "prompt";
+    // A prompt too long by its bytes alone is refused before it is tokenized.
+    const auto refuse_by_bytes = [&](const std::string& text) -> const std::string& {
+        const ContextFit fit = check_prompt_bytes(target_->tokenizer(), text.size(), n_ctx_, "");
+        if (fit.what != ContextFit::fits) bad_request(fit.message, prompt_param);
+        return text;
+    };
     if (req.chat) {
-        p.prompt = tokenize(render_chat(chat_format_, req.messages, true));
+        p.prompt = tokenize(refuse_by_bytes(render_chat(chat_format_, req.messages, true)));
     } else if (!req.prompt_ids.empty()) {
         const int nv = target_->hparams().n_vocab;
         for (token_id t : req.prompt_ids)
@@ -105,7 +111,7 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
                             "prompt");
         p.prompt = req.prompt_ids;
     } else {
-        p.prompt = tokenize(req.prompt);
+        p.prompt = tokenize(refuse_by_bytes(req.prompt));
     }
     const ContextFit fit =
         check_context(int(p.prompt.size()), req.max_tokens, n_ctx_, "", "max_tokens");

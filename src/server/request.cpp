@@ -211,6 +211,16 @@ std::shared_ptr<const JsonGrammar> get_grammar(const json& body) {
     }
 }
 
+// `seed`: a negative integer picks a random seed; 0 .. 2^64 - 1 is used as is (not clamped).
+uint64_t get_seed(const json& body) {
+    const json* v = field(body, "seed");
+    if (!v) return 0xFFFFFFFFu;
+    if (!v->is_number_integer()) wrong_type("seed", "an integer");
+    if (v->is_number_unsigned()) return v->get<uint64_t>();
+    const int64_t x = v->get<int64_t>();
+    return x < 0 ? 0xFFFFFFFFu : uint64_t(x);
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, bool chat) {
@@ -238,8 +248,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     r.top_p = float(get_number(body, "top_p", r.top_p, 0.0, 1.0));
     r.min_p = float(get_number(body, "min_p", r.min_p, 0.0, 1.0));
     r.top_k = int(get_int(body, "top_k", r.top_k, -1, INT32_MAX));
-    const int64_t seed = get_int(body, "seed", -1, INT64_MIN, INT64_MAX);
-    r.seed = seed < 0 ? 0xFFFFFFFFu : uint64_t(seed);
+    r.seed = get_seed(body);
     r.stop = get_stop(body);
     r.stream = get_bool(body, "stream", false);
     r.include_usage = get_include_usage(body, r.stream);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 #include "common/error.h"
 #include "server/api_error.h"
@@ -128,12 +129,18 @@ static ConnectionLimits wire_limits(const HttpConfig& cfg) {
     return l;
 }
 
-HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
-    : engine_(engine), cfg_(cfg), svr_(std::make_unique<LimitedServer>(wire_limits(cfg))) {
+void check_http_config(const HttpConfig& cfg) {
     if (cfg.max_body_bytes < 1 || cfg.max_body_bytes > kMaxBodyBytesLimit)
         fail("--max-body-bytes must be in [1, ", kMaxBodyBytesLimit, "], got ",
              cfg.max_body_bytes == SIZE_MAX ? std::string("-1")
                                             : std::to_string(cfg.max_body_bytes));
+    check_connection_limits(cfg.limits);
+}
+
+HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
+    : engine_(engine),
+      cfg_(cfg),
+      svr_((check_http_config(cfg), std::make_unique<LimitedServer>(wire_limits(cfg)))) {
     svr_->set_payload_max_length(cfg.max_body_bytes);
     svr_->on_refused = [this] { engine_.metrics().record_failure(503); };
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
@@ -406,6 +413,7 @@ void HttpServer::listen() {
         fail("cannot listen on ", cfg_.host, ":", cfg_.port, " (in use, or not a local address?)");
     }
     svr_->widen_backlog();
+    if (stop_requested_.load()) return;  // stopped (a signal) while binding
     std::fprintf(stderr, "serve: listening on http://%s:%d\n", cfg_.host.c_str(), cfg_.port);
     if (cfg_.api_key.empty() && !is_loopback_host(cfg_.host)) {
         std::fprintf(stderr,
@@ -418,6 +426,11 @@ void HttpServer::listen() {
 }
 
 void HttpServer::stop() {
+    // httplib's stop() does nothing until its accept loop runs: a stop that comes before listen()
+    // gets there is seen by listen() itself, or waits (a moment) for the loop to start.
+    stop_requested_.store(true);
+    for (int i = 0; i < 500 && !svr_->is_running(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     svr_->stop();
 }
 

@@ -58,6 +58,10 @@ struct HttpConfig {
     ConnectionLimits limits;
 };
 
+// Throws Error naming the flag when a limit is out of range (--max-body-bytes,
+// --max-connections, --read-deadline); HttpServer checks too, `serve` before loading anything.
+void check_http_config(const HttpConfig& config);
+
 class HttpServer {
   public:
     HttpServer(Engine& engine, const HttpConfig& config);
@@ -65,6 +69,7 @@ class HttpServer {
 
     // Binds (throws Error naming host:port when it cannot) and serves until stop().
     void listen();
+    // Ends listen() (from another thread), also when it is called before listen() starts.
     void stop();
 
   private:
@@ -79,6 +84,7 @@ class HttpServer {
     Engine& engine_;
     HttpConfig cfg_;
     std::unique_ptr<LimitedServer> svr_;
+    std::atomic<bool> stop_requested_{false};
 };
 
 }  // namespace specula

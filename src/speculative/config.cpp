@@ -11,6 +11,9 @@ namespace specula {
 
 namespace {
 
+constexpr int kMaxDraftLength = 64;  // --draft, --draft-min, num_speculative_tokens
+constexpr int kMaxNgram = 64;        // --spec-ngram-max
+
 SpecMethod parse_method(const std::string& name, const char* where) {
     if (name == "draft" || name == "draft_model") return SpecMethod::draft_model;
     if (name == "ngram") return SpecMethod::ngram;
@@ -31,7 +34,8 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
             if (!value.is_string()) fail("--speculative-config: 'model' must be a string");
             f.model_draft = value.get<std::string>();
         } else if (key == "num_speculative_tokens") {
-            if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 64)
+            if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+                value.get<int64_t>() > kMaxDraftLength)
                 fail(
                     "--speculative-config: 'num_speculative_tokens' must be an integer in [0, 64]");
             f.draft = std::to_string(value.get<int>());
@@ -63,7 +67,7 @@ void parse_draft_length(const std::string& value, SpeculativeConfig& config) {
     }
     int n = -1;
     const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || ptr != value.data() + value.size() || n < 0 || n > 64)
+    if (ec != std::errc() || ptr != value.data() + value.size() || n < 0 || n > kMaxDraftLength)
         fail("--draft: expected 'auto' or a length 0..64, got '", value, "'");
     config.draft_auto = false;
     config.n_draft = n;
@@ -97,14 +101,18 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
             "--spec-type draft");
 
     parse_draft_length(f.draft, c);
-    if (f.draft_min < 0) fail("--draft-min must be >= 0, got ", f.draft_min);
+    if (f.draft_min < 0 || f.draft_min > kMaxDraftLength)
+        fail("--draft-min must be in [0, ", kMaxDraftLength, "], got ", f.draft_min);
+    if (!c.draft_auto && c.n_draft > 0 && f.draft_min > c.n_draft && c.method != SpecMethod::none)
+        fail("--draft-min ", f.draft_min, " is larger than --draft ", c.n_draft,
+             ": no proposal would ever be used");
     c.draft_min = f.draft_min;
     if (!(f.p_min >= 0.f && f.p_min <= 1.f))  // also refuses NaN
         fail("--draft-p-min must be in [0, 1], got ", f.p_min);
     c.p_min = f.p_min;
-    if (f.ngram_min < 1 || f.ngram_max < f.ngram_min)
-        fail("--spec-ngram-min/max must satisfy 1 <= min <= max, got ", f.ngram_min, "/",
-             f.ngram_max);
+    if (f.ngram_min < 1 || f.ngram_max < f.ngram_min || f.ngram_max > kMaxNgram)
+        fail("--spec-ngram-min/max must satisfy 1 <= min <= max <= ", kMaxNgram, ", got ",
+             f.ngram_min, "/", f.ngram_max);
     c.ngram = NgramParams{f.ngram_min, f.ngram_max};
     return c;
 }
