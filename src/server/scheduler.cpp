@@ -4,20 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "frontend/prompt.h"
 
 namespace specula {
-
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-}  // namespace
 
 // A job holding a slot.
 struct Scheduler::Active {

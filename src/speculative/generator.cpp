@@ -4,19 +4,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 namespace specula {
-
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-}  // namespace
 
 Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const GenParams& params,
                      DraftLengthController* auto_length, Constraints* constraints)
