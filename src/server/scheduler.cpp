@@ -319,6 +319,9 @@ void Scheduler::finish(Active& a, const char* why) {
     }
     if (s.cached.size() != size_t(s.target->n_past())) s.target->rollback(int(s.cached.size()));
     a.st.stop_reason = reason;
+    // Before the job is marked done: a client that scrapes /metrics right after its answer must
+    // see the slot's KV released (a cached prefix is reusable, not in use, as in vLLM).
+    if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
     Job& j = *a.job;
     {
         std::lock_guard lk(j.mu);
@@ -331,7 +334,6 @@ void Scheduler::finish(Active& a, const char* why) {
         j.done = true;
         j.cv.notify_all();
     }
-    if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
     {
         std::lock_guard lock(mu_);
         free_.push_back(&s);
