@@ -2,6 +2,7 @@
 #include "server/load_draft.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace specula {
 
@@ -9,8 +10,12 @@ PassCost::PassCost(int max_rows, double prior_slope)
     : w_(size_t(max_rows) + 1), prior_slope_(prior_slope) {}
 
 double PassCost::Window::median() const {
+    // An insertion sort of at most kWindow values (std::sort's inlined 16-element threshold makes
+    // GCC 12 warn about bounds this array never reaches).
     std::array<double, kWindow> s = ms;
-    std::sort(s.begin(), s.begin() + n);
+    for (int i = 1; i < n; ++i)
+        for (int j = i; j > 0 && s[size_t(j)] < s[size_t(j - 1)]; --j)
+            std::swap(s[size_t(j)], s[size_t(j - 1)]);
     return n % 2 ? s[size_t(n / 2)] : 0.5 * (s[size_t(n / 2 - 1)] + s[size_t(n / 2)]);
 }
 
