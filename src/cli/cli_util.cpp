@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -66,6 +67,35 @@ std::string resolve_prompt(const std::string& text, const std::string& file) {
     if (file.empty()) return text;
     if (!text.empty()) fail("give the prompt either with -p or with -f, not both");
     return read_text_file(file);
+}
+
+std::string process_escapes(const std::string& text) {
+    const auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\\' || i + 1 == text.size()) {
+            out += text[i];
+            continue;
+        }
+        const char c = text[i + 1];
+        if (c != '\0' && std::strchr("nrt'\"\\", c) != nullptr) {
+            out += c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+            ++i;
+        } else if (c == 'x' && i + 3 < text.size() && hex(text[i + 2]) >= 0 &&
+                   hex(text[i + 3]) >= 0) {
+            out += static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
+            i += 3;
+        } else {
+            out += text[i];  // the backslash; the next character is copied as it is
+        }
+    }
+    return out;
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -24,6 +24,10 @@ uint64_t parse_seed(const std::string& text, bool allow_random);
 // The prompt text: the contents of `file` when given (then `text` must be empty), else `text`.
 std::string resolve_prompt(const std::string& text, const std::string& file);
 
+// llama-cli's escape processing (its -e, on by default): \n \r \t \' \" \\ become their
+// characters and \xHH (two hex digits) the byte HH; any other backslash is kept as it is.
+std::string process_escapes(const std::string& text);
+
 // "1.23 MiB" style.
 std::string format_bytes(uint64_t bytes);
 

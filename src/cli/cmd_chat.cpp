@@ -156,9 +156,9 @@ class Conversation {
 
 int cmd_chat(const RunOptions& opt) {
     check_run_options(opt);
-    const std::string first = opt.prompt.empty() && opt.prompt_file.empty()
-                                  ? std::string()
-                                  : resolve_prompt(opt.prompt, opt.prompt_file);
+    const std::string first =
+        opt.prompt.empty() && opt.prompt_file.empty() ? std::string() : prompt_text(opt);
+    reverse_prompts(opt);  // an empty -r fails before the model loads
     parse_speculative_flags(opt.spec);
     const LoadedTarget target = load_target(opt);
     const Tokenizer& tok = target.model->tokenizer();
@@ -182,6 +182,7 @@ int cmd_chat(const RunOptions& opt) {
             }
             if (!interactive) std::printf("%s\n", user.c_str());  // a transcript, as typed
             if (user == "/exit") break;
+            if (opt.escape) user = process_escapes(user);  // as llama-cli does with typed lines
             if (user.empty()) continue;
         }
         have_turn = false;
@@ -192,13 +193,10 @@ int cmd_chat(const RunOptions& opt) {
             fail("the conversation no longer fits: ", fit.message,
                  "; start again with a larger -c");
 
-        PieceWriter writer(tok, /*strip_first_space=*/false);
+        PieceWriter writer(tok, /*strip_first_space=*/false, opt);
         g_interrupted = 0;
         g_replying = 1;
-        const auto on_token = [&](token_id id, bool) {
-            writer(id);
-            return !g_interrupted;
-        };
+        const auto on_token = [&](token_id id, bool) { return writer(id) && !g_interrupted; };
         const SpecStats st =
             gen.history().empty() ? gen.generate(prompt, on_token) : gen.resume(prompt, on_token);
         g_replying = 0;

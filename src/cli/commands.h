@@ -36,6 +36,11 @@ struct RunOptions {
     PenaltyParams penalties;
     std::vector<std::string> logit_bias;
     bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
+    // llama-cli's -e (default on) / --no-escape: escape sequences in the prompt and -r.
+    bool escape = true;
+    std::vector<std::string> reverse_prompts;  // -r: generation stops once the output has one
+    bool special = false;                      // -sp: special tokens print their text
+    bool no_display_prompt = false;            // accepted; the prompt is never echoed
 
     // Conversation mode (-cnv, or `specula chat`): -p / -f is the first user message, then one
     // reply per line typed; the model's chat template (or --chat-template NAME) formats turns.
@@ -45,7 +50,7 @@ struct RunOptions {
 
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.
-    SpeculativeFlags spec;   // cli/speculative_options.h
+    SpeculativeFlags spec;  // cli/speculative_options.h
     // -ctk / -ctv: the KV cache types (f32, f16, q8_0; llama.cpp's default f16), the draft
     // model's too.
     std::string cache_type_k = "f16";

@@ -46,9 +46,50 @@ const std::map<std::string, std::string>& long_forms() {
         {"-hff", "--hf-file"},
         {"-hft", "--hf-token"},
         {"-mu", "--model-url"},
+        {"-sp", "--special"},
+        {"-cb", "--cont-batching"},
+        {"-nocb", "--no-cont-batching"},
+        {"-cv", "--control-vector"},
+        {"-dt", "--defrag-thold"},
+        {"-nr", "--no-repack"},
+        {"-ot", "--override-tensor"},
     };
     return m;
 }
+
+// llama.cpp options for features Specula does not have. They change what is generated (or how the
+// model is read), so running without them would silently give another result: each is refused.
+struct MissingFeature {
+    const char* names[9];
+    const char* why;
+};
+const MissingFeature kMissing[] = {
+    {{"--mirostat", "--mirostat-lr", "--mirostat-ent", "--typical", "--top-nsigma",
+      "--dynatemp-range", "--dynatemp-exp"},
+     "this sampler is not implemented (specula samples with --temp, --top-k, --top-p, --min-p "
+     "and the penalties)"},
+    {{"--dry-multiplier", "--dry-base", "--dry-allowed-length", "--dry-penalty-last-n",
+      "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold"},
+     "this sampler is not implemented (specula samples with --temp, --top-k, --top-p, --min-p "
+     "and the penalties)"},
+    {{"--samplers", "--sampling-seq", "--sampler-seq"},
+     "the sampler order is fixed (penalties, top-k, top-p, min-p, temperature)"},
+    {{"--grammar", "--grammar-file", "--json-schema"},
+     "grammars are not implemented in the CLI; `specula serve` constrains output to JSON with "
+     "response_format"},
+    {{"--lora", "--lora-scaled", "--lora-init-without-apply", "--control-vector",
+      "--control-vector-scaled", "--control-vector-layer-range"},
+     "LoRA adapters and control vectors are not supported"},
+    {{"--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx",
+      "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"},
+     "the RoPE parameters come from the GGUF file and cannot be overridden"},
+    {{"--override-kv"}, "the GGUF's metadata and tensors cannot be overridden"},
+    {{"--in-prefix", "--in-suffix", "--in-prefix-bos", "--interactive-specials"},
+     "llama-cli's raw interactive mode is not supported; use -cnv (a conversation with the "
+     "model's chat template) or `specula chat`"},
+    {{"--prompt-cache", "--prompt-cache-all", "--prompt-cache-ro", "--binary-file"},
+     "not supported (`specula serve` reuses a slot's cached prompt prefix)"},
+};
 
 // Features Specula does not have, refused before parsing so that nothing else is reported first.
 const char* missing_feature(const std::string& long_form, const std::string& command) {
@@ -64,12 +105,20 @@ const char* missing_feature(const std::string& long_form, const std::string& com
                "with the model's chat template) or `specula chat`";
     if (long_form == "--multiline-input")
         return "not supported; in conversation mode end a line with \\ to continue it";
+    for (const MissingFeature& m : kMissing)
+        for (const char* name : m.names)
+            if (name != nullptr && long_form == name) return m.why;
     return nullptr;
 }
 
 // The options below take a value unless listed here.
 bool is_switch(const std::string& name) {
-    return name == "--no-kv-offload" || name == "--mlock" || name == "--no-mmap";
+    for (const char* n :
+         {"--no-kv-offload", "--mlock", "--no-mmap", "--color", "--no-warmup", "--simple-io",
+          "--cont-batching", "--no-cont-batching", "--metrics", "--slots", "--no-slots", "--jinja",
+          "--no-webui", "--no-repack", "--check-tensors", "--verbose-prompt", "--no-perf"})
+        if (name == n) return true;
+    return false;
 }
 
 struct Compat {
@@ -95,6 +144,26 @@ const Compat kCompat[] = {
     {"--batch-size,-b", "the prompt is evaluated in one batch"},
     {"--mlock", "the model is memory-mapped; pages are not locked"},
     {"--no-mmap", "the model is always memory-mapped"},
+    {"--numa", "threads are not bound to NUMA nodes"},
+    {"--keep", "generation stops at a full context (no context shift keeps a prefix)"},
+    {"--defrag-thold", "each sequence's KV cache is contiguous (nothing to defragment)"},
+    {"--color", "the output is plain text (`specula serve`'s web UI colours drafted tokens)"},
+    {"--no-warmup", "there is no warm-up run"},
+    {"--simple-io", "the output is always written as plain bytes"},
+    {"--no-perf", "the statistics are printed unless -q (--log-disable)"},
+    {"--verbose-prompt", "`specula tokenize` prints the prompt's tokens"},
+    {"--check-tensors", "tensor sizes and offsets are always checked at load; values are not"},
+    {"--override-tensor", "tensors are placed by -ngl (layers on the GPU, the rest on the CPU)"},
+    {"--no-repack", "quantized weights are repacked where a kernel needs it"},
+    {"--cont-batching", "requests are always batched together (server/scheduler)"},
+    {"--no-cont-batching", "requests are always batched together (server/scheduler)"},
+    {"--metrics", "/metrics is always served"},
+    {"--slots", "/slots is not served; /metrics has the slots' state"},
+    {"--no-slots", "/slots is not served; /metrics has the slots' state"},
+    {"--jinja",
+     "chat templates are applied by specula's own formats (the GGUF's template is "
+     "recognised, not run as Jinja)"},
+    {"--no-webui", "the web UI is served at /"},
 };
 
 // -xyz: llama.cpp would read one option; CLI11 would split it into -x -y -z.

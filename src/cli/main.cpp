@@ -92,6 +92,15 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
         ->capture_default_str();
     cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
         ->capture_default_str();
+    cmd.add_flag("-e,--escape,!--no-escape", o.escape,
+                 "turn \\n, \\r, \\t, \\', \\\", \\\\ and \\xHH in the prompt and -r into "
+                 "their characters (default: on, as llama-cli)");
+    cmd.add_option("-r,--reverse-prompt", o.reverse_prompts,
+                   "stop generating when the output contains this text (in conversation mode, "
+                   "the reply ends there); repeatable");
+    cmd.add_flag("--special", o.special, "print special tokens' text, e.g. </s> (-sp)");
+    cmd.add_flag("--no-display-prompt", o.no_display_prompt,
+                 "accepted for llama-cli's command lines: the prompt is never echoed");
     cmd.add_option("--system-prompt", o.system_prompt,
                    "conversation mode: the system message (-sys)");
     cmd.add_option("--chat-template", o.chat_template,

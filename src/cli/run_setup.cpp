@@ -61,6 +61,20 @@ void check_run_options(const RunOptions& o) {
     if (!(o.min_p >= 0.f && o.min_p <= 1.f)) fail("--min-p must be in [0, 1], got ", o.min_p);
 }
 
+std::string prompt_text(const RunOptions& o) {
+    const std::string text = resolve_prompt(o.prompt, o.prompt_file);
+    return o.escape ? process_escapes(text) : text;
+}
+
+std::vector<std::string> reverse_prompts(const RunOptions& o) {
+    std::vector<std::string> out;
+    for (const std::string& r : o.reverse_prompts) {
+        if (r.empty()) fail("-r (--reverse-prompt) must not be empty");
+        out.push_back(o.escape ? process_escapes(r) : r);
+    }
+    return out;
+}
+
 LoadedTarget load_target(const RunOptions& o) {
     LoadedTarget t;
     t.mem_available = mem_available_bytes();  // before the models take their share
@@ -114,13 +128,20 @@ Generator RunEngine::make_generator() {
                      spec.draft_auto ? &auto_length : nullptr, constraints.get());
 }
 
-void PieceWriter::operator()(token_id id) {
-    std::string piece = tok_.token_to_piece(id, /*special=*/false);
+bool PieceWriter::operator()(token_id id) {
+    std::string piece = tok_.token_to_piece(id, special_);
     if (first_ && strip_first_space_ && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
     first_ = false;
+    const size_t before = text_.size();
     text_ += piece;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
+    for (const std::string& s : stops_) {
+        // Only where this piece can have completed it.
+        const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+        if (!s.empty() && text_.find(s, from) != std::string::npos) return false;
+    }
+    return true;
 }
 
 }  // namespace specula::cli

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "model/model.h"
@@ -19,6 +20,11 @@ namespace specula::cli {
 
 // Checks the options that need no model (thread counts, sampling ranges).
 void check_run_options(const RunOptions& o);
+
+// The prompt (-p, or the file of -f) and the reverse prompts (-r), after llama-cli's escape
+// processing unless --no-escape.
+std::string prompt_text(const RunOptions& o);
+std::vector<std::string> reverse_prompts(const RunOptions& o);
 
 // The target model and the context it runs with (-c, or the training context).
 struct LoadedTarget {
@@ -51,18 +57,25 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
 
 // Writes token pieces to stdout as they come and keeps the text. llama2.c drops the space that
 // SentencePiece puts in front of the first word when generation starts from BOS alone; so do
-// we, for that case only.
+// we, for that case only. Special tokens print their text only with -sp (as llama-cli). The
+// writer also watches for -r's reverse prompts: operator() returns false once the text written
+// contains one (the piece that completes it is still written, as llama-cli prints it).
 class PieceWriter {
   public:
-    PieceWriter(const Tokenizer& tok, bool strip_first_space)
-        : tok_(tok), strip_first_space_(strip_first_space) {}
+    PieceWriter(const Tokenizer& tok, bool strip_first_space, const RunOptions& o)
+        : tok_(tok),
+          strip_first_space_(strip_first_space),
+          special_(o.special),
+          stops_(reverse_prompts(o)) {}
 
-    void operator()(token_id id);
+    bool operator()(token_id id);                      // false: a reverse prompt was written
     const std::string& text() const { return text_; }  // everything written
 
   private:
     const Tokenizer& tok_;
     bool strip_first_space_;
+    bool special_;
+    std::vector<std::string> stops_;
     bool first_ = true;
     std::string text_;
 };
