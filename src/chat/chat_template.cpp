@@ -53,7 +53,8 @@ std::string render_llama2(const std::vector<ChatMessage>& msgs, bool with_sys_bl
             out += with_sys_block ? "[INST] " + trim(content) + " [/INST]"
                                   : "[INST] " + trim(content) + "[/INST]";
         } else {
-            out += " " + trim(m.content) + "</s>";
+            (out += ' ') += trim(m.content);  // (" " + string&& trips GCC 12's -Wrestrict)
+            out += "</s>";
         }
     }
     return out;  // the generation prompt is the open [/INST]

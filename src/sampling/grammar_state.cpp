@@ -124,16 +124,25 @@ bool GrammarState::key_possible(const Frame& obj) const {
     return (obj.seen & all) != all;
 }
 
+namespace {
+
+// The JSON type(s) whose text can start with byte c (0: none).
+uint8_t json_type_starting(uint8_t c) {
+    if (c == '{') return kJsonObject;
+    if (c == '[') return kJsonArray;
+    if (c == '"') return kJsonString;
+    if (c == 'n') return kJsonNull;
+    if (c == 't' || c == 'f') return kJsonBoolean;
+    if (c == '-' || is_digit(c)) return kJsonNumber | kJsonInteger;
+    return 0;
+}
+
+}  // namespace
+
 bool GrammarState::start_value(int32_t node, uint8_t c) {
     const JsonNode& n = g_->nodes[size_t(node)];
     if (!n.branches.empty()) {  // the branch whose type starts with c
-        const uint8_t t = c == '{'   ? kJsonObject
-                          : c == '[' ? kJsonArray
-                          : c == '"' ? kJsonString
-                          : c == 'n' ? kJsonNull
-                          : c == 't' || c == 'f'
-                              ? kJsonBoolean
-                              : uint8_t(c == '-' || is_digit(c) ? kJsonNumber | kJsonInteger : 0);
+        const uint8_t t = json_type_starting(c);
         for (int32_t b : n.branches) {
             const JsonNode& bn = g_->nodes[size_t(b)];
             bool match = false;
