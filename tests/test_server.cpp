@@ -340,6 +340,7 @@ TEST_F(ServerTest, ConcurrentStreamingClientsGetIndependentOutputs) {
         single.push_back(completion(
             s(), {{"prompt", p}, {"max_tokens", 32}, {"temperature", 0}})["choices"][0]["text"]);
     }
+    auto before = metrics(s());
     std::vector<Streamed> got(prompts.size());
     std::vector<std::thread> threads;
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -353,6 +354,14 @@ TEST_F(ServerTest, ConcurrentStreamingClientsGetIndependentOutputs) {
         EXPECT_EQ(got[i].content, single[i]) << prompts[i];
         EXPECT_TRUE(got[i].done);
     }
+    // The draft model ran batched across the 4 slots: its passes drafted for several each.
+    auto after = metrics(s());
+    const double passes =
+        after["specula:draft_batch_passes_total"] - before["specula:draft_batch_passes_total"];
+    const double seqs = after["specula:draft_batch_sequences_total"] -
+                        before["specula:draft_batch_sequences_total"];
+    EXPECT_GT(passes, 0);
+    EXPECT_GT(seqs, 1.5 * passes) << seqs << " sequences in " << passes << " draft passes";
     // Seeded sampling is reproducible too.
     json req = {
         {"prompt", "Tom had a ball"}, {"max_tokens", 30}, {"temperature", 0.9}, {"seed", 1234}};

@@ -1,7 +1,8 @@
 // Scheduler (server/scheduler.h) without HTTP: concurrent greedy requests with a draft model share
 // batched passes and each gets exactly the tokens of generating it alone (what `specula run`
 // does); more requests than slots queue and join between steps; a long prompt is prefilled in
-// chunks while a short one already streams; a prompt that starts with what a slot holds reuses it.
+// chunks while a short one already streams; the draft model drafts for several slots per pass; a
+// prompt that starts with what a slot holds reuses it.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -115,6 +116,11 @@ void expect_each_as_alone(int n_slots, int n_requests, int prefill_chunk) {
         EXPECT_EQ(got, text_of(ref)) << "request " << i;
         EXPECT_EQ(jobs[size_t(i)]->stats.n_generated, int(ref.size())) << "request " << i;
         EXPECT_GT(jobs[size_t(i)]->stats.n_drafted, 0) << "request " << i;
+    }
+    // The draft model ran batched across the slots: its passes drafted for several slots each.
+    EXPECT_GT(sched.draft_passes(), 0);
+    if (n_slots > 1) {
+        EXPECT_GT(sched.draft_sequences(), sched.draft_passes() * 3 / 2);
     }
 }
 

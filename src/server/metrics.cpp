@@ -88,6 +88,13 @@ void Metrics::record_cached(long n) {
     cached_tokens_ += n;
 }
 
+void Metrics::record_draft_passes(int passes, int seqs, double ms) {
+    std::lock_guard lock(mu_);
+    draft_passes_ += passes;
+    draft_seqs_ += seqs;
+    draft_ms_ += ms;
+}
+
 void Metrics::record_pass(int n_seqs, int n_rows, double ms, int draft_by_load) {
     std::lock_guard lock(mu_);
     ++passes_;
@@ -176,6 +183,12 @@ void Metrics::render_set(std::string& out, bool vllm) const {
         scalar(P + "batch_rows", "gauge", "Token rows of the last pass.", last_rows_);
         scalar(P + "spec_decode_draft_length_by_load", "gauge",
                "Draft length the load chose for the last pass (-1: no slot adapts).", last_draft_);
+        scalar(P + "draft_batch_passes_total", "counter",
+               "Draft-model passes, each over every slot still drafting.", draft_passes_);
+        scalar(P + "draft_batch_sequences_total", "counter",
+               "Sequences drafted, summed over the draft-model passes.", draft_seqs_);
+        scalar(P + "draft_batch_seconds_total", "counter", "Time in draft-model passes.",
+               draft_ms_ / 1e3);
     }
     scalar(P + "spec_decode_num_drafts" + total, "counter", "Target passes that verified a draft.",
            num_drafts_);

@@ -17,7 +17,10 @@
 //   Specula only (specula: prefix): specula:prompt_tokens_cached_total (prefix reuse),
 //   specula:batch_passes_total, specula:batch_rows_total, specula:batch_pass_seconds_total
 //   (counters of the scheduler's batched passes), specula:batch_sequences, specula:batch_rows,
-//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts).
+//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts);
+//   specula:draft_batch_passes_total, specula:draft_batch_sequences_total,
+//   specula:draft_batch_seconds_total (counters of the draft model's batched passes: passes,
+//   sequences summed over them, time).
 // Thread-safe: every request thread records into one Metrics.
 #pragma once
 
@@ -60,6 +63,8 @@ class Metrics {
     // One batched target pass of the scheduler: sequences, rows, its time, and the draft length
     // chosen by load for it (-1: no slot adapts).
     void record_pass(int n_seqs, int n_rows, double ms, int draft_by_load);
+    // One step's batched drafting: `passes` draft-model passes over `seqs` sequences in all.
+    void record_draft_passes(int passes, int seqs, double ms);
     void set_model_name(const std::string& name);
     // KV cache usage: slots x positions in all, and the positions slot `slot` now holds.
     void set_kv_capacity(int n_slots, int n_ctx);
@@ -76,6 +81,8 @@ class Metrics {
     long passes_ = 0, pass_rows_ = 0;
     int last_seqs_ = 0, last_rows_ = 0, last_draft_ = -1;
     double pass_ms_ = 0;
+    long draft_passes_ = 0, draft_seqs_ = 0;
+    double draft_ms_ = 0;
     long num_drafts_ = 0, num_draft_tokens_ = 0, num_accepted_ = 0;
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason

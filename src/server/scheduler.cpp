@@ -22,6 +22,9 @@ struct Scheduler::Active {
     bool decoding = false;  // the prompt (all but its last token) is in the target
     bool stopped = false;   // a stop string or the client ended it
     int n_emitted = 0;      // tokens handed to the text stream (their index)
+    bool drafted = false;   // this step's proposal came from draft_batched()
+    int draft_steps = 0;
+    double draft_ms = 0;
     clock_type::time_point t_start, t_gen;
 };
 
@@ -36,6 +39,8 @@ Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
           make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     for (auto& s : slots_) free_.push_back(s.get());
+    if (spec_.config.method == SpecMethod::draft_model && spec_.draft_model)
+        draft_batch_ = std::make_unique<DraftBatch>(*spec_.draft_model, pool_);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -228,6 +233,38 @@ int Scheduler::draft_length_by_load(int prefill_rows) {
     return load_draft_.choose(ctl_, rows_other, draft_ms);
 }
 
+// Proposes for every decoding slot that drafts with the draft model, in one draft pass per draft
+// step (speculative/draft_batch.h); each gets an equal share of the time. The others (n-gram, no
+// draft this step) propose in plan_step.
+void Scheduler::draft_batched(int k_load) {
+    draft_jobs_.clear();
+    draft_owner_.clear();
+    for (Active* a : decoding_) {
+        a->drafted = false;
+        if (!draft_batch_) continue;
+        auto* d = dynamic_cast<DraftModelDrafter*>(a->gen->drafter());
+        const int n = d ? a->gen->draft_budget(a->job->draft_auto ? k_load : -1) : 0;
+        if (n <= 0) continue;
+        draft_jobs_.push_back({d, a->gen->history(), n, &a->gen->proposal()});
+        draft_owner_.push_back(a);
+    }
+    if (draft_jobs_.empty()) return;
+    const auto t0 = clock_type::now();
+    const int passes = draft_batch_->propose(draft_jobs_);
+    const double ms = ms_since(t0);
+    long seqs = 0;
+    for (size_t i = 0; i < draft_jobs_.size(); ++i) {
+        Active& a = *draft_owner_[i];
+        a.drafted = true;
+        a.draft_steps = draft_jobs_[i].steps;
+        a.draft_ms = ms / double(draft_jobs_.size());
+        seqs += draft_jobs_[i].steps;
+    }
+    draft_passes_ += passes;
+    draft_seqs_ += seqs;
+    if (cfg_.metrics) cfg_.metrics->record_draft_passes(passes, int(seqs), ms);
+}
+
 void Scheduler::step() {
     items_.clear();
     item_owner_.clear();
@@ -264,9 +301,12 @@ void Scheduler::step() {
         item_owner_.push_back(a);
     }
     const int k_load = draft_length_by_load(cfg_.prefill_chunk - budget);
+    draft_batched(k_load);
     for (Active* a : decoding_) {
-        items_.push_back(
-            {a->slot->target.get(), a->gen->plan_step(a->job->draft_auto ? k_load : -1), true});
+        items_.push_back({a->slot->target.get(),
+                          a->drafted ? a->gen->plan_step_drafted(a->draft_steps, a->draft_ms)
+                                     : a->gen->plan_step(a->job->draft_auto ? k_load : -1),
+                          true});
         item_owner_.push_back(a);
     }
     if (items_.empty()) return;

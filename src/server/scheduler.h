@@ -7,6 +7,10 @@
 // own rows, roll back and emit. Every sequence's logits are those of evaluating it alone, so a
 // request's greedy output is `specula run`'s whatever shares its passes.
 //
+// The draft model runs batched across slots too (speculative/draft_batch.h): before the target
+// pass, each draft step is ONE draft-model pass over every slot still drafting, each slot's draft
+// Session keeping its own cache; the proposals are those each slot's drafter makes alone.
+//
 // Slots under `--draft auto` (Job::draft_auto) share one draft length per step, chosen from the
 // load (server/load_draft.h).
 //
@@ -32,6 +36,7 @@
 #include "server/metrics.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
+#include "speculative/draft_batch.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
 #include "speculative/stats.h"
@@ -86,6 +91,10 @@ class Scheduler {
     void submit(std::shared_ptr<Job> job);
     int n_threads() const { return pool_.size(); }
     int n_slots() const { return int(slots_.size()); }
+    // Batched drafting so far (scheduler thread writes, any thread reads): draft-model passes and
+    // the sequences they drafted for, summed over the passes.
+    long draft_passes() const { return draft_passes_; }
+    long draft_sequences() const { return draft_seqs_; }
 
   private:
     struct Active;
@@ -95,6 +104,7 @@ class Scheduler {
     void echo_logprobs(Job& job, Session& target);
     void step();
     int draft_length_by_load(int prefill_rows);
+    void draft_batched(int k_load);
     void finish(Active& a, const char* why);
     bool on_token(Active& a, token_id id, bool drafted);
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own);
@@ -111,6 +121,10 @@ class Scheduler {
     std::vector<Active*> item_owner_, prefilling_, decoding_;
     std::vector<const DraftLengthController*> ctl_;
     LoadDraftLength load_draft_;
+    std::unique_ptr<DraftBatch> draft_batch_;  // method draft_model only
+    std::vector<DraftJob> draft_jobs_;
+    std::vector<Active*> draft_owner_;
+    std::atomic<long> draft_passes_{0}, draft_seqs_{0};
 
     std::mutex mu_;  // guards queue_ and stop_
     std::condition_variable cv_;

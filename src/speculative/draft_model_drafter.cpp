@@ -77,47 +77,67 @@ bool DraftModelDrafter::confident(const float* logits, int n_vocab,
 }
 
 int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
+    for (std::span<const token_id> next = propose_begin(history, n_max, out); !next.empty();
+         next = propose_next(out))
+        session_->eval(next, /*all_logits=*/false);  // only the last token's prediction is used
+    return steps_;
+}
+
+std::span<const token_id> DraftModelDrafter::propose_begin(std::span<const token_id> history,
+                                                           int n_max, Draft& out) {
     out.clear();
     out.has_q = !sampler_.greedy();
     n_history_ = history.size();
-    if (history.empty() || n_max <= 0) return 0;
+    steps_ = steps_left_ = 0;
+    guide_now_ = nullptr;
+    if (history.empty() || n_max <= 0) return {};
 
     const int n_cached = sync(history);
     const int n_pending = int(history.size()) - n_cached;
     // Evaluations needed: the pending batch, then one per further draft token.
     const int room = session_->n_ctx() - n_cached;
     n_max = std::min(n_max, room - n_pending + 1);
-    if (n_max <= 0) return 0;
+    if (n_max <= 0) return {};
 
     // Guided by the target's constraints: only their first n_vocab ids (a draft vocabulary may be
     // larger; those ids cannot be verified anyway).
-    Constraints* guide = guide_ && guide_->n_vocab() <= model_.hparams().n_vocab ? guide_ : nullptr;
-    const int n_vocab = guide ? guide->n_vocab() : model_.hparams().n_vocab;
-    Constraints::Mark mark;
-    if (guide) mark = guide->mark();
+    guide_now_ = guide_ && guide_->n_vocab() <= model_.hparams().n_vocab ? guide_ : nullptr;
+    n_vocab_now_ = guide_now_ ? guide_now_->n_vocab() : model_.hparams().n_vocab;
+    if (guide_now_) mark_ = guide_now_->mark();
+    steps_left_ = n_max;
     batch_.assign(history.begin() + n_cached, history.end());
-    int steps = 0;
-    for (int i = 0; i < n_max; ++i) {
-        eval(batch_);
-        ++steps;
-        const float* logits = session_->logits(session_->n_logits() - 1);
-        if (guide) logits = guide->apply(logits, guided_);
-        token_id tok;
-        if (out.has_q) {
-            std::vector<TokenProb>& q = out.next_q();
-            sampler_.distribution(logits, n_vocab, q);
-            if (q.empty() || !confident(logits, n_vocab, &q)) break;
-            tok = sample_categorical(q, sampler_.uniform());
-        } else {
-            if (!confident(logits, n_vocab, nullptr)) break;
-            tok = argmax(logits, n_vocab);
-        }
-        if (guide && !guide->accept(tok)) break;  // everything banned (-inf row): nothing to draft
-        out.tokens.push_back(tok);
-        batch_.assign(1, tok);
+    return batch_;
+}
+
+std::span<const token_id> DraftModelDrafter::propose_next(Draft& out) {
+    cached_.insert(cached_.end(), batch_.begin(), batch_.end());  // the session evaluated batch_
+    ++steps_;
+    const int n_vocab = n_vocab_now_;
+    const float* logits = session_->logits(session_->n_logits() - 1);
+    if (guide_now_) logits = guide_now_->apply(logits, guided_);
+    token_id tok;
+    if (out.has_q) {
+        std::vector<TokenProb>& q = out.next_q();
+        sampler_.distribution(logits, n_vocab, q);
+        if (q.empty() || !confident(logits, n_vocab, &q)) return end_proposal();
+        tok = sample_categorical(q, sampler_.uniform());
+    } else {
+        if (!confident(logits, n_vocab, nullptr)) return end_proposal();
+        tok = argmax(logits, n_vocab);
     }
-    if (guide) guide->rewind(mark);
-    return steps;
+    // Everything banned (-inf row): nothing to draft.
+    if (guide_now_ && !guide_now_->accept(tok)) return end_proposal();
+    out.tokens.push_back(tok);
+    if (--steps_left_ == 0) return end_proposal();
+    batch_.assign(1, tok);
+    return batch_;
+}
+
+std::span<const token_id> DraftModelDrafter::end_proposal() {
+    if (guide_now_) guide_now_->rewind(mark_);
+    guide_now_ = nullptr;
+    steps_left_ = 0;
+    return {};
 }
 
 void DraftModelDrafter::accept(int n_kept) {

@@ -125,19 +125,39 @@ const StepRecord& Generator::step(const TokenCallback& on_token) {
     return finish_step(on_token, ms_since(t));
 }
 
-std::span<const token_id> Generator::plan_step(int n_draft) {
+int Generator::draft_budget(int n_draft) const {
+    int n = std::min(n_draft >= 0 && drafter_ ? n_draft : draft_length(),
+                     target_.n_ctx() - int(history_.size()));
+    if (params_.n_predict >= 0) n = std::min(n, params_.n_predict - int(output_.size()) - 1);
+    return std::max(n, 0);
+}
+
+void Generator::reset_record() {
     StepRecord& r = rec_;
     r.emitted.clear();
     r.stop = nullptr;
     r.n_draft_steps = 0;
     r.draft_ms = 0;
+}
 
-    int n = std::min(n_draft >= 0 && drafter_ ? n_draft : draft_length(),
-                     target_.n_ctx() - int(history_.size()));
-    if (params_.n_predict >= 0) n = std::min(n, params_.n_predict - int(output_.size()) - 1);
+std::span<const token_id> Generator::plan_step(int n_draft) {
+    reset_record();
+    const int n = draft_budget(n_draft);
     draft_.clear();
     if (n > 0) propose(n);
+    return step_batch();
+}
 
+std::span<const token_id> Generator::plan_step_drafted(int steps, double ms) {
+    reset_record();
+    rec_.n_draft_steps = steps;
+    rec_.draft_ms = ms;
+    trim_draft(draft_.size());
+    return step_batch();
+}
+
+// [last, drafts...] at the target's current position.
+std::span<const token_id> Generator::step_batch() {
     step_n_past_ = target_.n_past();
     batch_.assign(1, history_.back());
     batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
@@ -170,6 +190,11 @@ void Generator::propose(int n) {
     const auto t = clock_type::now();
     rec_.n_draft_steps = drafter_->propose(history_, n, draft_);
     rec_.draft_ms = ms_since(t);
+    trim_draft(n);
+}
+
+// Keeps the prefix of the proposal (at most n tokens) the target can verify.
+void Generator::trim_draft(int n) {
     // A draft vocabulary may be up to 128 tokens larger: such ids cannot be verified.
     const int nv = target_.model().hparams().n_vocab;
     int keep = std::min(draft_.size(), n);

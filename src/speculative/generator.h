@@ -91,6 +91,15 @@ class Generator {
     std::span<const token_id> plan_step(int n_draft = -1);
     const StepRecord& finish_step(const TokenCallback& on_token, double verify_ms);
     void end();
+    // For a caller that drafts for many generators at once (speculative/draft_batch.h: one draft
+    // pass per draft step for all of them): draft_budget(k) is how many tokens plan_step(k) would
+    // ask the drafter for (0: none), and plan_step_drafted() is plan_step(k) with that proposal
+    // already made by drafter() for history() into proposal(), in `steps` draft evaluations
+    // taking `ms`. Both ways verify the same drafts.
+    int draft_budget(int n_draft = -1) const;
+    Drafter* drafter() const { return drafter_; }
+    Draft& proposal() { return draft_; }
+    std::span<const token_id> plan_step_drafted(int steps, double ms);
     // Optional; set before generate().
     void observe_rows(RowObserver observer) { row_observer_ = std::move(observer); }
     // generate() that keeps the caches of the previous generate() / resume() (a conversation's
@@ -109,6 +118,9 @@ class Generator {
     const StepRecord& step(const TokenCallback& on_token);
     int draft_length() const;
     void propose(int n);
+    void trim_draft(int n);
+    void reset_record();
+    std::span<const token_id> step_batch();
     Verdict verify_pass();
     // `row`: the index in rows_ of the logit row that chose the token.
     void emit(EmittedToken t, int row, const TokenCallback& on_token);
