@@ -88,21 +88,23 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
         prefetch_record(sb, kQ4KSuperBytes);
         const ActsAt x(a, b);
-        // The mins term first: imin = sum_s m_s * (bsum_2s + bsum_2s+1), by vpdpwssd of (m_s, m_s)
-        // with the bsum pair.
+        // The mins term first: imin = sum_s m_s * c_s (c_s = bsum_2s + bsum_2s+1), by vpdpwssd
+        // of (m_2j, m_2j+1) with the pair (c_2j, c_2j+1).
         {
-            __m512i mp[8];
-            for (int s = 0; s < 8; ++s) {
-                const __m512i m = _mm512_cvtepu8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s)));
-                mp[s] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+            __m512i mp[4];
+            for (int j = 0; j < 4; ++j) {
+                const __m512i m0 = _mm512_cvtepu8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + 32 * j)));
+                const __m512i m1 = _mm512_cvtepu8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 208 + 32 * j)));
+                mp[j] = _mm512_or_si512(m0, _mm512_slli_epi32(m1, 16));
             }
             const __m512 dmin = fp16x16(sb + 32);
             for (int t = 0; t < NT; ++t) {
-                const int32_t* bs = x.corr + kKqCorr * t + kKqPairs;  // bsum pairs (2s, 2s + 1)
+                const int32_t* cp = x.corr + kKqCorr * t + kKqMinPairs;  // (c_2j, c_2j+1)
                 __m512i im = _mm512_setzero_si512();
-                for (int s = 0; s < 8; ++s) {
-                    im = _mm512_dpwssd_epi32(im, mp[s], _mm512_set1_epi32(bs[s]));
+                for (int j = 0; j < 4; ++j) {
+                    im = _mm512_dpwssd_epi32(im, mp[j], _mm512_set1_epi32(cp[j]));
                 }
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im),
                                          _mm512_mul_ps(dmin, _mm512_set1_ps(-x.d[t])), acc[t]);
