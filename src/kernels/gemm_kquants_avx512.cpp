@@ -10,6 +10,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/packed_kquant_kernels.h"
+#include "kernels/tile512.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
 #error "gemm_kquants_avx512.cpp must be compiled with AVX-512 BW and VNNI enabled"
@@ -32,18 +33,6 @@ constexpr int kMaxTokens = 10;  // measured 8, 10, 12 (hot, one thread): 10 is b
 template <int NT>
 constexpr size_t kAheadBytes = NT >= 5 ? 8192 : 4096;
 
-// s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane
-// (GCC does not fold the broadcast into vpdpbusd's memory operand by itself).
-struct Bytes4 {
-    uint8_t b[4];
-};
-SPECULA_INLINE __m512i dpbusd_b(__m512i s, __m512i w, const int8_t* p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
-            : "+v"(s)
-            : "v"(w), "m"(*reinterpret_cast<const Bytes4*>(p)));
-    return s;
-}
-
 SPECULA_INLINE __m512i line(const uint8_t* sb, size_t off) {
     return _mm512_load_si512(sb + off);
 }
@@ -54,19 +43,6 @@ template <int NT>
 SPECULA_INLINE void prefetch_record(const uint8_t* sb, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(sb) + kAheadBytes<NT> + o, _MM_HINT_T0);
-    }
-}
-
-template <int NT>
-SPECULA_INLINE void store_rows(const __m512 (&acc)[NT], int lo, int hi, float* y, int64_t ldy) {
-    for (int t = 0; t < NT; ++t) {
-        if (lo == 0 && hi == 16) {
-            _mm512_storeu_ps(y + t * ldy, acc[t]);
-        } else {
-            alignas(64) float tmp[16];
-            _mm512_store_ps(tmp, acc[t]);
-            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
-        }
     }
 }
 
@@ -131,8 +107,8 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                 const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
                 for (int t = 0; t < NT; ++t) {
                     const int8_t* q = x.q + 256 * t + 8 * g;
-                    dot[0][t] = dpbusd_b(dot[0][t], wl, q);
-                    dot[CH - 1][t] = dpbusd_b(dot[CH - 1][t], wh, q + 4);
+                    dot[0][t] = dpbusd_bcast(dot[0][t], wl, q);
+                    dot[CH - 1][t] = dpbusd_bcast(dot[CH - 1][t], wh, q + 4);
                 }
             }
             const __m512i sc = _mm512_cvtepu8_epi32(
@@ -180,7 +156,7 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
             }
             for (int k = 0; k < 4; ++k) {
                 for (int t = 0; t < NT; ++t) {
-                    dot[t] = dpbusd_b(dot[t], q[k], x.q + 256 * t + 16 * g + 4 * k);
+                    dot[t] = dpbusd_bcast(dot[t], q[k], x.q + 256 * t + 16 * g + 4 * k);
                 }
             }
             const __m512i sc = _mm512_cvtepi8_epi32(
