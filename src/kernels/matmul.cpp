@@ -232,9 +232,10 @@ size_t quantize_rows(GGMLType weight_type, const float* x, int64_t ldx, int64_t 
     auto rows = [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) quantize(x + t * ldx, out + t * stride, cols);
     };
-    // Each token is one row quantized on its own: the split changes no byte. Below ~16K values
-    // (a few microseconds) one thread is done before another would have woken up.
-    if (pool && pool->size() > 1 && ntok > 1 && cols * ntok >= (int64_t{1} << 14)) {
+    // Each token is one row quantized on its own: the split changes no byte. Only prompt-sized
+    // passes (>= 64K values) are split: below, the work is a few microseconds and one more wake-up
+    // of the pool costs as much on a loaded machine (a 9-token Q8_0 pass measured slower split).
+    if (pool && pool->size() > 1 && ntok > 1 && cols * ntok >= (int64_t{1} << 16)) {
         pool->parallel_for(ntok, rows);
     } else {
         rows(0, ntok);

@@ -47,10 +47,10 @@ void add_bias(float* y, const float* b, int ntok, int64_t width, int64_t ld) {
     for (int t = 0; t < ntok; ++t) add_into(y + t * ld, b, width);
 }
 
-// Elements from which an elementwise op of the pass is split over the pool (below, one thread
-// finishes before the others would have woken up: a decode step's 5632-wide silu_mul takes a few
-// microseconds).
-constexpr int64_t kParallelElems = 1 << 15;
+// Elements from which an elementwise op of the pass is split over the pool: prompt-sized passes
+// only (a decode step's or a 9-token verify's silu_mul takes microseconds, about what one more
+// wake-up of the pool costs on a loaded machine).
+constexpr int64_t kParallelElems = 1 << 17;
 
 // fn(b, e) over [0, n) in items of `width` elements: on the pool's threads when the whole is big
 // enough, else on this one. Every element goes through the same operations either way, so the
