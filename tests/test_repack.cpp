@@ -20,44 +20,24 @@
 #include "kernels/quants.h"
 #include "kernels/repack.h"
 #include "model/model.h"
+#include "packed_test_util.h"
 #include "test_util.h"
 
 using namespace specula;
+using specula::test::expect_packed_model_matches;
+using specula::test::Packed;
 using specula::test::random_floats;
 using specula::test::random_weights;
+using specula::test::run;
 using specula::test::runnable_levels;
+using specula::test::same_bits;
 using specula::test::SimdCap;
 
 namespace {
 
-struct Packed {
-    std::vector<uint8_t> w;
-    std::unique_ptr<PackedBuffer> buf;
-    WeightView W;  // packed
-    WeightView rowwise;
-};
-
+// The Q8_0 matrices of these tests.
 Packed make_packed(int64_t rows, int64_t cols, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Packed p{random_weights(rng, GGMLType::Q8_0, rows, cols), nullptr, {}, {}};
-    p.rowwise = WeightView{GGMLType::Q8_0, rows, cols, p.w.data()};
-    p.buf = std::make_unique<PackedBuffer>(packed_size(p.rowwise));
-    repack(p.rowwise, p.buf->data());
-    p.W = p.rowwise;
-    p.W.packed = p.buf->data();
-    return p;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::vector<float> run(const WeightView& W, const std::vector<float>& x, int ntok, int threads) {
-    ThreadPool pool(threads);
-    MatmulScratch scratch;
-    std::vector<float> y(static_cast<size_t>(ntok) * W.rows, NAN);
-    matmul(W, x.data(), W.cols, ntok, y.data(), W.rows, pool, scratch);
-    return y;
+    return specula::test::make_packed(GGMLType::Q8_0, rows, cols, seed);
 }
 
 const std::vector<std::pair<int64_t, int64_t>>& shapes() {
@@ -180,25 +160,6 @@ TEST(Repack, ModelsArePackedAndAgree) {
             EXPECT_NE(l.wq.packed, nullptr);
             EXPECT_EQ(l.ffn_up_exps.packed, nullptr);  // experts keep the row layout
         }
-        const std::vector<token_id> toks = {1, 5, 9, 17, 33, 65, 129, 200, 7};
-        SessionParams sp;
-        sp.n_ctx = 64;
-        sp.n_threads = 2;
-        Session a(*packed, sp), b(*plain, sp), one(*packed, sp);
-        a.eval(toks);
-        b.eval(toks);
-        const int nv = packed->hparams().n_vocab;
-        for (size_t i = 0; i < toks.size(); ++i) {
-            one.eval({&toks[i], 1});
-            ASSERT_EQ(0,
-                      std::memcmp(one.logits(0), a.logits(static_cast<int>(i)), nv * sizeof(float)))
-                << "position " << i << " not batch invariant";
-            double diff = 0, mag = 0;
-            for (int v = 0; v < nv; ++v) {
-                diff = std::max(diff, std::fabs(double(a.logits(i)[v]) - b.logits(i)[v]));
-                mag = std::max(mag, std::fabs(double(b.logits(i)[v])));
-            }
-            EXPECT_LT(diff, 1e-3 * (1 + mag)) << "position " << i;
-        }
+        expect_packed_model_matches(*packed, *plain);
     }
 }

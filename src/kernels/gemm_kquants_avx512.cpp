@@ -10,6 +10,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/packed_kquant_kernels.h"
+#include "kernels/tile512.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
 #error "gemm_kquants_avx512.cpp must be compiled with AVX-512 BW and VNNI enabled"
@@ -25,19 +26,12 @@ namespace {
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
 constexpr int kMaxTokens = 10;  // measured 8, 10, 12 (hot, one thread): 10 is best for both types
-constexpr size_t kAheadBytes = 4096;  // how far ahead of the record in use the lines are requested
-
-// s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane
-// (GCC does not fold the broadcast into vpdpbusd's memory operand by itself).
-struct Bytes4 {
-    uint8_t b[4];
-};
-SPECULA_INLINE __m512i dpbusd_b(__m512i s, __m512i w, const int8_t* p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
-            : "+v"(s)
-            : "v"(w), "m"(*reinterpret_cast<const Bytes4*>(p)));
-    return s;
-}
+// How far ahead of the record in use its lines are requested, for a pass over NT tokens: a pass
+// over several tokens computes long enough per record that 4 KiB ahead arrive late (measured,
+// 5632 x 2048 from memory, 2 threads, 9 tokens, medians of 5 paired runs: 8 KiB ahead Q4_K -6%,
+// Q6_K -12%); one or two tokens keep 4 KiB (8 KiB was no better there).
+template <int NT>
+constexpr size_t kAheadBytes = NT >= 5 ? 8192 : 4096;
 
 SPECULA_INLINE __m512i line(const uint8_t* sb, size_t off) {
     return _mm512_load_si512(sb + off);
@@ -45,22 +39,10 @@ SPECULA_INLINE __m512i line(const uint8_t* sb, size_t off) {
 SPECULA_INLINE __m512 fp16x16(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
+template <int NT>
 SPECULA_INLINE void prefetch_record(const uint8_t* sb, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(sb) + kAheadBytes + o, _MM_HINT_T0);
-    }
-}
-
-template <int NT>
-SPECULA_INLINE void store_rows(const __m512 (&acc)[NT], int lo, int hi, float* y, int64_t ldy) {
-    for (int t = 0; t < NT; ++t) {
-        if (lo == 0 && hi == 16) {
-            _mm512_storeu_ps(y + t * ldy, acc[t]);
-        } else {
-            alignas(64) float tmp[16];
-            _mm512_store_ps(tmp, acc[t]);
-            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
-        }
+        _mm_prefetch(reinterpret_cast<const char*>(sb) + kAheadBytes<NT> + o, _MM_HINT_T0);
     }
 }
 
@@ -86,23 +68,25 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
-        prefetch_record(sb, kQ4KSuperBytes);
+        prefetch_record<NT>(sb, kQ4KSuperBytes);
         const ActsAt x(a, b);
-        // The mins term first: imin = sum_s m_s * (bsum_2s + bsum_2s+1), by vpdpwssd of (m_s, m_s)
-        // with the bsum pair.
+        // The mins term first: imin = sum_s m_s * c_s (c_s = bsum_2s + bsum_2s+1), by vpdpwssd
+        // of (m_2j, m_2j+1) with the pair (c_2j, c_2j+1).
         {
-            __m512i mp[8];
-            for (int s = 0; s < 8; ++s) {
-                const __m512i m = _mm512_cvtepu8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + 16 * s)));
-                mp[s] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+            __m512i mp[4];
+            for (int j = 0; j < 4; ++j) {
+                const __m512i m0 = _mm512_cvtepu8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + 32 * j)));
+                const __m512i m1 = _mm512_cvtepu8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 208 + 32 * j)));
+                mp[j] = _mm512_or_si512(m0, _mm512_slli_epi32(m1, 16));
             }
             const __m512 dmin = fp16x16(sb + 32);
             for (int t = 0; t < NT; ++t) {
-                const int32_t* bs = x.corr + kKqCorr * t + kKqPairs;  // bsum pairs (2s, 2s + 1)
+                const int32_t* cp = x.corr + kKqCorr * t + kKqMinPairs;  // (c_2j, c_2j+1)
                 __m512i im = _mm512_setzero_si512();
-                for (int s = 0; s < 8; ++s) {
-                    im = _mm512_dpwssd_epi32(im, mp[s], _mm512_set1_epi32(bs[s]));
+                for (int j = 0; j < 4; ++j) {
+                    im = _mm512_dpwssd_epi32(im, mp[j], _mm512_set1_epi32(cp[j]));
                 }
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im),
                                          _mm512_mul_ps(dmin, _mm512_set1_ps(-x.d[t])), acc[t]);
@@ -123,8 +107,8 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                 const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
                 for (int t = 0; t < NT; ++t) {
                     const int8_t* q = x.q + 256 * t + 8 * g;
-                    dot[0][t] = dpbusd_b(dot[0][t], wl, q);
-                    dot[CH - 1][t] = dpbusd_b(dot[CH - 1][t], wh, q + 4);
+                    dot[0][t] = dpbusd_bcast(dot[0][t], wl, q);
+                    dot[CH - 1][t] = dpbusd_bcast(dot[CH - 1][t], wh, q + 4);
                 }
             }
             const __m512i sc = _mm512_cvtepu8_epi32(
@@ -150,7 +134,7 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* sb = tile + b * kQ6KSuperBytes;
-        prefetch_record(sb, kQ6KSuperBytes);
+        prefetch_record<NT>(sb, kQ6KSuperBytes);
         const ActsAt x(a, b);
         __m512i isum[NT];
         for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
@@ -172,7 +156,7 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
             }
             for (int k = 0; k < 4; ++k) {
                 for (int t = 0; t < NT; ++t) {
-                    dot[t] = dpbusd_b(dot[t], q[k], x.q + 256 * t + 16 * g + 4 * k);
+                    dot[t] = dpbusd_bcast(dot[t], q[k], x.q + 256 * t + 16 * g + 4 * k);
                 }
             }
             const __m512i sc = _mm512_cvtepi8_epi32(

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "kernels/packed_kernels.h"
+#include "kernels/tile512.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
 #error "gemm_q8_avx512.cpp must be compiled with AVX-512 BW and VNNI enabled"
@@ -22,19 +23,6 @@ namespace {
 
 constexpr int kMaxTokens = 9;   // 2 x 9 accumulators, the scales and a weight line (12 spills)
 constexpr int kAheadPairs = 8;  // block pairs (1088 bytes each) to prefetch ahead (measured: 3..16)
-
-// s += the byte dot products of w (unsigned) with the 4 signed bytes at p broadcast to every lane.
-// GCC does not fold the broadcast into vpdpbusd's memory operand by itself.
-// (The operand is named as 4 bytes of alignment 1: activation quants are only 2-byte aligned.)
-struct Bytes4 {
-    uint8_t b[4];
-};
-SPECULA_INLINE __m512i dpbusd_bcast(__m512i s, __m512i w, const uint8_t* p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
-            : "+v"(s)
-            : "v"(w), "m"(*reinterpret_cast<const Bytes4*>(p)));
-    return s;
-}
 
 // Rows lo..hi-1 of a tile against NT tokens. Per block the 8 weight lines are loaded once and
 // each meets every token (line-major order, so the tokens' int32 chains interleave); one or two
@@ -73,15 +61,7 @@ void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), sc, acc[t]);
         }
     }
-    for (int t = 0; t < NT; ++t) {
-        if (lo == 0 && hi == 16) {
-            _mm512_storeu_ps(y + t * ldy, acc[t]);
-        } else {
-            alignas(64) float tmp[16];
-            _mm512_store_ps(tmp, acc[t]);
-            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
-        }
-    }
+    store_rows<NT>(acc, lo, hi, y, ldy);
 }
 
 void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,

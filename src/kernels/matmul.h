@@ -68,5 +68,8 @@ void matmul_rows(const WeightView& W, const uint8_t* acts, size_t act_stride, in
 // (bytes per token) of the result.
 size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,
                      MatmulScratch& scratch);
+// The same bytes, the tokens split over the pool's threads when there are enough of them.
+size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,
+                     MatmulScratch& scratch, ThreadPool& pool);
 
 }  // namespace specula

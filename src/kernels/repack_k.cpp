@@ -164,7 +164,11 @@ PackedActs kq_prepare_acts(const uint8_t* acts, size_t stride, int64_t cols, int
             d[i] = blk[b].d;
             int32_t* c = corr + i * kKqCorr;
             for (int g = 0; g < 16; ++g) c[g] = -32 * blk[b].bsums[g];
-            std::memcpy(c + kKqPairs, blk[b].bsums, 32);
+            int16_t sums[8];
+            for (int s = 0; s < 8; ++s) {
+                sums[s] = static_cast<int16_t>(blk[b].bsums[2 * s] + blk[b].bsums[2 * s + 1]);
+            }
+            std::memcpy(c + kKqMinPairs, sums, sizeof sums);
         }
     }
     return {q, static_cast<size_t>(QK_K) * ntok, d, corr, nb};
@@ -178,14 +182,14 @@ void kq_tile_ref_q4_K(const uint8_t* tile, const PackedActs& a, int ntok, int lo
             for (int64_t b = 0; b < a.nb; ++b) {
                 const uint8_t* sb = tile + b * kQ4KSuperBytes;
                 const ActBlock yb = act_block(a, t, b);
-                int16_t bsums[16];
-                std::memcpy(bsums, yb.corr + kKqPairs, sizeof bsums);
+                int16_t csum[8];  // c_s = bsum_2s + bsum_2s+1
+                std::memcpy(csum, yb.corr + kKqMinPairs, sizeof csum);
                 int32_t isum = 0, imin = 0;
                 for (int s = 0; s < 8; ++s) {
                     int32_t dot = 0;
                     for (int e = 32 * s; e < 32 * s + 32; ++e) dot += q4_value(sb, r, e) * yb.qs[e];
                     isum += sb[64 + 16 * s + r] * dot;
-                    imin += sb[192 + 16 * s + r] * (bsums[2 * s] + bsums[2 * s + 1]);
+                    imin += sb[192 + 16 * s + r] * csum[s];
                 }
                 const float dw = fp16_to_fp32(load_fp16(sb + 2 * r));
                 const float dmin = fp16_to_fp32(load_fp16(sb + 32 + 2 * r));

@@ -32,7 +32,8 @@
 // Activations (kq_prepare_acts) are the Q8_K rows rearranged by super-block: for super-block b,
 // the ntok tokens' 256 quants one after the other (a kernel reaches every token of its group from
 // one pointer), the scales d[b][t] and kKqCorr int32 per (b, t): Q6_K's -32 * bsum_g (16), then
-// Q4_K's bsum pairs (bsum_2s, bsum_2s+1) as int16 pairs (8).
+// Q4_K's sub-block sums c_s = bsum_2s + bsum_2s+1 as int16 pairs (c_2j, c_2j+1) (4; |c_s| <=
+// 32 * 128 fits int16), which one vpdpwssd / vpmaddwd meets with the mins (m_2j, m_2j+1).
 #pragma once
 
 #include <cstddef>
@@ -58,8 +59,8 @@ void kq_repack(const WeightView& W, uint8_t* dst);
 // Row r of a packed K-quant matrix as floats: the values dequantize_row gives for the row layout.
 void kq_dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 
-constexpr int kKqCorr = 24;   // int32 per (super-block, token) in PackedActs::corr
-constexpr int kKqPairs = 16;  // where the Q4_K bsum pairs start in them
+constexpr int kKqCorr = 20;      // int32 per (super-block, token) in PackedActs::corr
+constexpr int kKqMinPairs = 16;  // where the Q4_K sub-block sum pairs start in them
 
 // The rearranged activations: bytes of quants, floats of scales and int32 of corr for ntok tokens
 // of a `cols`-column row.

@@ -47,6 +47,32 @@ void add_bias(float* y, const float* b, int ntok, int64_t width, int64_t ld) {
     for (int t = 0; t < ntok; ++t) add_into(y + t * ld, b, width);
 }
 
+// Elements from which an elementwise op of the pass is split over the pool: prompt-sized passes
+// only (a decode step's or a 9-token verify's silu_mul takes microseconds, about what one more
+// wake-up of the pool costs on a loaded machine).
+constexpr int64_t kParallelElems = 1 << 17;
+
+// fn(b, e) over [0, n) in items of `width` elements: on the pool's threads when the whole is big
+// enough, else on this one. Every element goes through the same operations either way, so the
+// split changes no bit.
+template <class F>
+void over_items(ThreadPool& pool, int64_t n, int64_t width, F&& fn) {
+    if (n * width < kParallelElems || pool.size() == 1) return fn(int64_t{0}, n);
+    pool.parallel_for(n, fn);
+}
+
+// g = silu(g) * u and y += x over n elements, split over the pool (in pieces of 16 elements).
+void silu_mul_all(ThreadPool& pool, float* g, const float* u, int64_t n) {
+    over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
+        silu_mul(g + 16 * b, u + 16 * b, std::min(n, 16 * e) - 16 * b);
+    });
+}
+void add_into_all(ThreadPool& pool, float* y, const float* x, int64_t n) {
+    over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
+        add_into(y + 16 * b, x + 16 * b, std::min(n, 16 * e) - 16 * b);
+    });
+}
+
 }  // namespace
 
 Session::Impl::Impl(const Model& m, const SessionParams& p)
@@ -104,11 +130,14 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
 }
 
-void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out) {
-    for (int t = 0; t < ntok; ++t) {
-        const size_t o = static_cast<size_t>(t) * hp_.n_embd;
-        rms_norm(in + o, w, hp_.n_embd, hp_.rms_eps, out + o);
-    }
+void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out,
+                            ThreadPool& pool) {
+    over_items(pool, ntok, hp_.n_embd, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            const size_t o = static_cast<size_t>(t) * hp_.n_embd;
+            rms_norm(in + o, w, hp_.n_embd, hp_.rms_eps, out + o);
+        }
+    });
 }
 
 // K and V are computed for every row; in the last layer (`last`) the attention output and the
@@ -119,7 +148,7 @@ void ForwardPass::attention_block(std::span<const PassSegment> segs, int il, boo
     const LayerWeights& l = model_.layers[il];
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     const int ntok = n_rows_;
-    norm_rows(x_.data(), l.attn_norm, ntok, h_.data());
+    norm_rows(x_.data(), l.attn_norm, ntok, h_.data(), pool);
     float* kc = k_new_.data();
     float* vc = v_new_.data();
     const MatmulJob qkv[] = {{l.wq, q_.data(), dq}, {l.wk, kc, dkv}, {l.wv, vc, dkv}};
@@ -155,22 +184,22 @@ void ForwardPass::attention_block(std::span<const PassSegment> segs, int il, boo
     const int nr = last ? n_out_rows_ : ntok;
     matmul(l.wo, att_.data(), dq, nr, tmp_.data(), hp_.n_embd, pool, mm_);
     add_bias(tmp_.data(), l.bo, nr, hp_.n_embd, hp_.n_embd);
-    add_into(x_.data(), tmp_.data(), static_cast<int64_t>(nr) * hp_.n_embd);
+    add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nr) * hp_.n_embd);
 }
 
 // The FFN and its residual for rows [0, nrows) of x.
 void ForwardPass::ffn_block(const LayerWeights& l, int nrows, ThreadPool& pool) {
-    norm_rows(x_.data(), l.ffn_norm, nrows, h_.data());
+    norm_rows(x_.data(), l.ffn_norm, nrows, h_.data(), pool);
     if (hp_.n_expert > 0) {
         moe_.forward(l, hp_, h_.data(), nrows, tmp_.data(), pool, mm_);
     } else {
         const MatmulJob gate_up[] = {{l.ffn_gate, ff_g_.data(), hp_.n_ff},
                                      {l.ffn_up, ff_u_.data(), hp_.n_ff}};
         matmul_multi(gate_up, h_.data(), hp_.n_embd, nrows, pool, mm_);
-        silu_mul(ff_g_.data(), ff_u_.data(), static_cast<int64_t>(nrows) * hp_.n_ff);
+        silu_mul_all(pool, ff_g_.data(), ff_u_.data(), static_cast<int64_t>(nrows) * hp_.n_ff);
         matmul(l.ffn_down, ff_g_.data(), hp_.n_ff, nrows, tmp_.data(), hp_.n_embd, pool, mm_);
     }
-    add_into(x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
+    add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
 }
 
 void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
@@ -226,7 +255,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         attention_block(segs, il, last, pool);
         ffn_block(model_.layers[il], last ? n_out_rows_ : n_rows_, pool);
     }
-    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
+    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data(), pool);
     matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, logits_.data(), hp_.n_vocab, pool,
            mm_);
     const size_t nv = static_cast<size_t>(hp_.n_vocab);

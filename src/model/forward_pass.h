@@ -56,7 +56,7 @@ class ForwardPass {
 
   private:
     void reserve(int ntok, int max_ctx, int n_threads);
-    void norm_rows(const float* in, const float* w, int ntok, float* out);
+    void norm_rows(const float* in, const float* w, int ntok, float* out, ThreadPool& pool);
     void attention_block(std::span<const PassSegment> segs, int il, bool last, ThreadPool& pool);
     void ffn_block(const LayerWeights& l, int nrows, ThreadPool& pool);
 
