@@ -170,8 +170,11 @@ class TmuxChat {
         for (const auto& a : args) cmd += " '" + a + "'";
         cmd += " 2>" + err_path_ + "; echo $? > " + status_path_;
         if (!then.empty()) cmd += "; " + then;
-        tmux("new-session -d -s chat -x 150 -y 60 " + quote("exec bash -c " + quote(cmd)));
-        tmux("set-option -t chat remain-on-exit on");
+        // remain-on-exit is set in the same tmux command, before the server can see a fast
+        // program end: set after it, a run that ended first took the session and the server
+        // with it (the screen was lost).
+        tmux("new-session -d -s chat -x 150 -y 60 " + quote("exec bash -c " + quote(cmd)) +
+             " \\; set-option -t chat remain-on-exit on");
     }
     ~TmuxChat() { tmux("kill-server"); }
 

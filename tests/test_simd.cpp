@@ -369,7 +369,9 @@ TEST(Simd, RowPairKernelsEqualRowKernelBitwise) {
             }
         }
     }
-    if (cpu_simd_level() >= SimdLevel::AVX512) EXPECT_GT(compared, 0);
+    if (cpu_simd_level() >= SimdLevel::AVX512) {
+        EXPECT_GT(compared, 0);
+    }
 }
 
 // The float tile kernels (F32, F16, BF16) at AVX2 and AVX-512, several rows at once: every
