@@ -168,15 +168,21 @@ std::vector<std::vector<float>> logits_by_chunks(const Model& m, int ngl,
     return out;
 }
 
+// Every type with a shader (Q4_K_M and Q5_K_M files bring Q6_K and Q5_K/Q4_K tensors too): a
+// position's logits are bit-identical whether it is evaluated alone or in a pass of 2, 5, 9 or 16
+// tokens (matvec.comp applies each decoded weight unit to up to 16 columns); -ngl 1 for two of
+// them (the device's hidden state handed to the CPU's layers).
 TEST(VulkanBatchInvariance, LogitsDoNotDependOnBatchSize) {
-    for (const char* stem :
-         {"rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-tok512-d256-l2-Q8_0"}) {
-        auto m = Model::load(test::shared_path(std::string("models/synthetic/") + stem + ".gguf"));
+    for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}) {
+        const std::string stem = std::string("rand-llama-tok512-d256-l2-") + type;
+        auto m = Model::load(test::shared_path("models/synthetic/" + stem + ".gguf"));
         const auto ids = prompt_of(stem, 16);
         ASSERT_EQ(ids.size(), 16u);
+        const bool partial = stem.ends_with("Q4_K_M") || stem.ends_with("Q8_0");
         for (int ngl : {99, 1}) {
+            if (ngl == 1 && !partial) continue;
             const auto one = logits_by_chunks(*m, ngl, ids, 1);
-            for (size_t chunk : {5, 9, 16}) {
+            for (size_t chunk : {2, 5, 9, 16}) {
                 const auto many = logits_by_chunks(*m, ngl, ids, chunk);
                 ASSERT_EQ(many.size(), one.size());
                 for (size_t i = 0; i < one.size(); ++i) {
@@ -187,6 +193,22 @@ TEST(VulkanBatchInvariance, LogitsDoNotDependOnBatchSize) {
                 }
             }
         }
+    }
+}
+
+// A prompt longer than a weight tile (16 columns) runs in tiles of 16: 40 tokens in one pass give
+// each position the logits it gets alone.
+TEST(VulkanBatchInvariance, PromptBatchesLongerThanATile) {
+    const std::string stem = "rand-llama-tok512-d256-l2-Q8_0";
+    auto m = Model::load(test::shared_path("models/synthetic/" + stem + ".gguf"));
+    const auto ids = prompt_of(stem, 40);
+    ASSERT_EQ(ids.size(), 40u);
+    const auto one = logits_by_chunks(*m, 99, ids, 1);
+    const auto all = logits_by_chunks(*m, 99, ids, 40);
+    ASSERT_EQ(all.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+        ASSERT_EQ(0, std::memcmp(one[i].data(), all[i].data(), one[i].size() * sizeof(float)))
+            << "position " << i;
     }
 }
 
