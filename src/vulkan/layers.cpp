@@ -220,31 +220,42 @@ void say_once(const std::string& line) {
 
 }  // namespace
 
-std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p) {
+OffloadPlan plan_vulkan(const Model& m, const OffloadParams& p) {
+    OffloadPlan plan;
+    if (p.n_gpu_layers <= 0) return plan;
     if (p.device < 0 && list_devices().empty()) {
-        say_once("no Vulkan device found: running on the CPU");
-        return nullptr;
+        plan.note = "no Vulkan device found: running on the CPU";
+        return plan;
     }
     std::shared_ptr<Context> ctx = open_context(p.device);
-    bool output = false;
-    std::string note;
-    const int n = plan_layers(m, p.n_gpu_layers, &output, &note);
-    if (!note.empty()) say_once(note);
-    if (n == 0) return nullptr;
+    plan.device = ctx->info.index;
+    plan.device_name = ctx->info.name;
+    plan.device_bytes = static_cast<double>(ctx->info.local_bytes);
+    plan.n_layers = plan_layers(m, p.n_gpu_layers, &plan.output, &plan.note);
+    if (plan.n_layers == 0) return plan;
+    plan.weight_bytes = static_cast<double>(plan_bytes(m, plan.n_layers, plan.output));
+    plan.kv_bytes = 2.0 * sizeof(float) * plan.n_layers * p.n_ctx * m.hparams().n_embd_kv();
+    return plan;
+}
+
+std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p) {
+    const OffloadPlan plan = plan_vulkan(m, p);
+    if (!plan.note.empty()) say_once(plan.note);
+    if (plan.n_layers == 0) return nullptr;
     const HParams& hp = m.hparams();
-    const double weights = static_cast<double>(plan_bytes(m, n, output));
-    const double kv = 2.0 * sizeof(float) * n * p.n_ctx * hp.n_embd_kv();
-    const double have = static_cast<double>(ctx->info.local_bytes);
-    if (have > 0 && weights + kv > have) {
-        fail("the ", n, " offloaded layers need ", weights / (1 << 20), " MiB of weights + ",
-             kv / (1 << 20), " MiB of KV cache (n_ctx = ", p.n_ctx, "), more than the ",
-             have / (1 << 20), " MiB of '", ctx->info.name,
-             "': offload fewer layers (-ngl) or lower the context (-c)");
+    const double mib = 1 << 20;
+    if (plan.device_bytes > 0 && plan.weight_bytes + plan.kv_bytes > plan.device_bytes) {
+        fail("the ", plan.n_layers, " offloaded layers need ", plan.weight_bytes / mib,
+             " MiB of weights + ", plan.kv_bytes / mib, " MiB of KV cache (n_ctx = ", p.n_ctx,
+             "), more than the ", plan.device_bytes / mib, " MiB of Vulkan", plan.device, " '",
+             plan.device_name,
+             "': offload fewer layers (-ngl, or -ngld for the draft) or lower the context (-c)");
     }
-    say_once("offloading " + std::to_string(n) + "/" + std::to_string(hp.n_layer) + " layers" +
-             (output ? " and the output head" : "") + " to Vulkan device " +
-             std::to_string(ctx->info.index) + " (" + ctx->info.name + ")");
-    return std::make_unique<VulkanLayers>(m, device_model(m, ctx, n, output), p.n_ctx);
+    say_once("offloading " + std::to_string(plan.n_layers) + "/" + std::to_string(hp.n_layer) +
+             " layers" + (plan.output ? " and the output head" : "") + " to Vulkan device " +
+             std::to_string(plan.device) + " (" + plan.device_name + ")");
+    return std::make_unique<VulkanLayers>(
+        m, device_model(m, open_context(p.device), plan.n_layers, plan.output), p.n_ctx);
 }
 
 }  // namespace specula::vk
