@@ -15,6 +15,7 @@
 namespace specula {
 
 class Model;
+class ThreadPool;
 
 struct OffloadParams {
     int n_gpu_layers = 0;  // layers to offload; >= n_layer offloads all and the output head
@@ -30,9 +31,9 @@ class LayerOffload {
     // x: ntok rows of n_embd (the embedded tokens), cs: ntok rows of n_rot RoPE cos/sin pairs
     // (rope_angles) for positions pos0 .. pos0 + ntok - 1. Afterwards either x holds the hidden
     // state after layer n_layers() - 1, or (has_output()) logits holds the n_vocab logits of the
-    // last n_out tokens.
-    virtual void forward(float* x, const float* cs, int ntok, int pos0, int n_out,
-                         float* logits) = 0;
+    // last n_out tokens. `pool` runs the matrices the device cannot (a type without a shader).
+    virtual void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits,
+                         ThreadPool& pool) = 0;
 };
 
 // Process-wide defaults, set once by the CLI from -ngl / -ngld / --device before any model is
