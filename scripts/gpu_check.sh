@@ -34,7 +34,7 @@ cmake --build build-gpu -j "$jobs" >"$out/build.log" 2>&1 || { tail -50 "$out/bu
 spec=$root/build-gpu/bin/specula
 "$spec" info --devices
 say "GPU tests"
-ctest --test-dir build-gpu -R 'test_vulkan|test_speculative_greedy|test_cli' -j 2 --output-on-failure
+ctest --test-dir build-gpu -R 'test_vulkan|test_speculative_greedy|test_server_vulkan|test_cli' -j 2 --output-on-failure
 
 # 2. llama.cpp's Vulkan build (once).
 peer_bin=$peers_dir/llama.cpp-vulkan/src/build/bin

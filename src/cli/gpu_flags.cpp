@@ -14,6 +14,11 @@ namespace specula::cli {
 
 void add_gpu_options(CLI::App& cmd, GpuFlags& f) {
     const char* group = "GPU (Vulkan)";
+    // Unset flags keep the environment's defaults (SPECULA_NGL / SPECULA_NGLD, model/offload.h).
+    const OffloadDefaults& d = offload_defaults();
+    f.n_gpu_layers = d.target.n_gpu_layers;
+    f.n_gpu_layers_draft =
+        d.draft.n_gpu_layers == d.target.n_gpu_layers ? -1 : d.draft.n_gpu_layers;
     cmd.add_option("--n-gpu-layers,--gpu-layers", f.n_gpu_layers,
                    "layers of the model on the GPU (>= the layer count: all, and the output head)")
         ->group(group)

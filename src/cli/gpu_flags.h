@@ -19,6 +19,8 @@ struct GpuFlags {
     std::string device;           // empty: pick one
 };
 
+// Also starts f from the environment's defaults (SPECULA_NGL / SPECULA_NGLD): the flags override
+// them.
 void add_gpu_options(CLI::App& cmd, GpuFlags& f);
 
 // Throws Error naming the flag for a negative layer count or a device that is not a Vulkan index.

@@ -30,6 +30,38 @@ std::string fmt(double bytes) {
     return format_bytes(static_cast<uint64_t>(bytes));
 }
 
+// The device share of `m` (its Model::offload, as a Session with the default offload uses).
+DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
+    for (DeviceShare& d : p.devices)
+        if (d.device == o.device) return d;
+    DeviceShare& d = p.devices.emplace_back();
+    d.device = o.device;
+    d.name = o.device_name;
+    d.have = o.device_bytes;
+    return d;
+}
+
+void add_device_share(MemoryPlan& p, const Model& m, int n_ctx, bool draft) {
+    OffloadParams op = m.offload;
+    op.n_ctx = n_ctx;
+    const OffloadPlan o = plan_offload(m, op);
+    if (o.n_layers == 0) return;
+    DeviceShare& d = share_of(p, o);
+    (draft ? d.draft_weights : d.target_weights) += o.weight_bytes;
+    (draft ? d.draft_kv : d.target_kv) += o.kv_bytes;
+}
+
+std::string describe(const DeviceShare& d) {
+    std::ostringstream s;
+    s << "Vulkan" << d.device << " (" << d.name << "): weights " << fmt(d.target_weights)
+      << " + KV " << fmt(d.target_kv);
+    if (d.draft_weights > 0)
+        s << " + draft weights " << fmt(d.draft_weights) << " + draft KV " << fmt(d.draft_kv);
+    s << " = " << fmt(d.total());
+    if (d.have > 0) s << " of " << fmt(d.have);
+    return s.str();
+}
+
 }  // namespace
 
 double mem_available_bytes() {
@@ -52,6 +84,8 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, int n_ctx, int n
         p.draft_kv = kv_bytes(*draft, n_ctx, n_threads, type_k, type_v);
     }
     p.available = available;
+    add_device_share(p, target, n_ctx, false);
+    if (draft) add_device_share(p, *draft, n_ctx, true);
     return p;
 }
 
@@ -65,10 +99,19 @@ std::string describe(const MemoryPlan& p) {
         s << " of " << fmt(p.available) << " available";
     else
         s << " (available memory unknown)";
+    for (const DeviceShare& d : p.devices) s << "; " << describe(d);
     return s.str();
 }
 
 void check_memory(const MemoryPlan& p) {
+    for (const DeviceShare& d : p.devices) {
+        if (d.have <= 0 || d.total() <= d.have) continue;
+        const char* lower = d.target_weights + d.target_kv >= d.draft_weights + d.draft_kv
+                                ? "-ngl (target layers on the GPU)"
+                                : "-ngld (draft layers on the GPU)";
+        fail("the offloaded layers do not fit on the GPU (", describe(d), "); lower ", lower,
+             " or -c, or pick another --device (`specula info --devices`)");
+    }
     if (p.available <= 0 || p.total() <= p.available) return;
     fail("not enough memory for this run (", describe(p).substr(8), ")",
          "; use a smaller -c, -ctk q8_0 -ctv q8_0, or a smaller model");

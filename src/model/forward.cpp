@@ -240,13 +240,13 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         if (off->has_output()) {
             grow(seq.logits, static_cast<size_t>(n_out_[0]) * hp_.n_vocab);
             off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
-                         seq.logits.data());
+                         seq.logits.data(), pool);
             seq.n_logits = n_out_[0];
             seq.kv.set_n_past(seq.kv.n_past() + n_[0]);
             return;
         }
         off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
-                     logits_.data());
+                     logits_.data(), pool);
     }
     // Only the rows whose logits are wanted go through the last layer's attention output and
     // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).

@@ -1,6 +1,8 @@
 // Vulkan instance and device selection (see context.h).
 #include "vulkan/context.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -59,6 +61,16 @@ DeviceInfo describe(VkPhysicalDevice p, int index) {
         if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
             d.local_bytes = std::max<uint64_t>(d.local_bytes, mem.memoryHeaps[i].size);
         }
+    }
+    // SPECULA_VULKAN_MEMORY_MIB caps what Specula counts on every device (a forced small budget
+    // for tests of the memory plan, or to leave room for other programs on the GPU).
+    if (const char* cap = std::getenv("SPECULA_VULKAN_MEMORY_MIB")) {
+        char* end = nullptr;
+        const double mib = std::strtod(cap, &end);
+        if (end == cap || *end || !(mib > 0) || mib > 1e9)
+            fail("SPECULA_VULKAN_MEMORY_MIB=", cap, ": not a positive number of MiB");
+        d.local_bytes = std::min<uint64_t>(d.local_bytes, static_cast<uint64_t>(mib * (1 << 20)));
+        d.capped = true;
     }
     d.api_version = std::to_string(VK_API_VERSION_MAJOR(props.apiVersion)) + "." +
                     std::to_string(VK_API_VERSION_MINOR(props.apiVersion)) + "." +

@@ -18,7 +18,8 @@ struct DeviceInfo {
     int index = 0;
     std::string name;
     std::string type;          // "discrete GPU", "integrated GPU", "CPU", ...
-    uint64_t local_bytes = 0;  // the largest DEVICE_LOCAL heap
+    uint64_t local_bytes = 0;  // the largest DEVICE_LOCAL heap (capped: see below)
+    bool capped = false;       // local_bytes is SPECULA_VULKAN_MEMORY_MIB's cap
     std::string api_version;   // "1.3.230"
 };
 

@@ -2,12 +2,14 @@
 // the recorded programs, and the memory check made before anything is uploaded.
 #include "vulkan/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
 
 #include "common/error.h"
+#include "kernels/matmul.h"
 #include "vulkan/program.h"
 #include "vulkan/weights.h"
 
@@ -47,6 +49,14 @@ uint32_t groups(uint64_t n, uint32_t per = 64) {
     return static_cast<uint32_t>((n + per - 1) / per);
 }
 
+// A recorded pass: device programs with, between program i and i + 1, a matrix the CPU runs
+// (its input read back through `stage_in`, its result sent through `stage_out`).
+struct Pass {
+    std::vector<std::unique_ptr<Program>> programs;
+    std::vector<const WeightView*> cpu;  // cpu[i] runs after programs[i]
+    int ntok = 0;
+};
+
 class VulkanLayers final : public LayerOffload {
   public:
     VulkanLayers(const Model& m, std::shared_ptr<DeviceModel> d, int n_ctx)
@@ -59,7 +69,8 @@ class VulkanLayers final : public LayerOffload {
     int n_layers() const override { return static_cast<int>(d_->layers.size()); }
     bool has_output() const override { return d_->output.rows > 0; }
 
-    void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits) override {
+    void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits,
+                 ThreadPool& pool) override {
         reserve(ntok);
         auto* pass = static_cast<char*>(pass_->mapped());
         const int32_t p0 = pos0;
@@ -72,7 +83,7 @@ class VulkanLayers final : public LayerOffload {
             if (programs_.size() >= kMaxPrograms) programs_.clear();
             it = programs_.emplace(std::make_pair(ntok, key_out), record(ntok, n_out)).first;
         }
-        it->second->run();
+        run(*it->second, pool);
         if (has_output()) {
             std::memcpy(logits, out_->mapped(), sizeof(float) * n_out * hp_.n_vocab);
         } else {
@@ -88,7 +99,20 @@ class VulkanLayers final : public LayerOffload {
     int cap_ = 0;
     std::unique_ptr<Buffer> kc_, vc_;
     std::unique_ptr<Buffer> in_, out_, pass_, x_, h_, q_, k_, v_, att_, tmp_, g_, u_, logits_;
-    std::map<std::pair<int, int>, std::unique_ptr<Program>> programs_;
+    std::unique_ptr<Buffer> stage_in_, stage_out_;  // for the CPU's matrices (any_cpu only)
+    std::map<std::pair<int, int>, std::unique_ptr<Pass>> programs_;
+    MatmulScratch scratch_;
+
+    void run(const Pass& p, ThreadPool& pool) {
+        for (size_t i = 0; i < p.programs.size(); ++i) {
+            p.programs[i]->run();
+            if (i < p.cpu.size()) {
+                const WeightView& w = *p.cpu[i];
+                matmul(w, static_cast<const float*>(stage_in_->mapped()), w.cols, p.ntok,
+                       static_cast<float*>(stage_out_->mapped()), w.rows, pool, scratch_);
+            }
+        }
+    }
 
     // Activation buffers for `ntok` tokens; growing drops the programs that point at the old ones.
     void reserve(int ntok) {
@@ -118,18 +142,35 @@ class VulkanLayers final : public LayerOffload {
         g_ = dev(n * hp_.n_ff);
         u_ = dev(n * hp_.n_ff);
         logits_ = has_output() ? dev(n * hp_.n_vocab) : nullptr;
+        if (d_->any_cpu) {
+            const size_t w = std::max({size_t(hp_.n_embd), size_t(hp_.n_ff), size_t(hp_.n_embd_q()),
+                                       size_t(hp_.n_embd_kv())});
+            stage_in_ = host(n * w * f);
+            stage_out_ = host(n * w * f);
+        }
     }
 
     const Pipeline& pipe(const char* name, int n_bindings, uint32_t push_bytes) {
         return d_->pipelines.get(name, n_bindings, push_bytes);
     }
 
-    void matvec(Program& p, const DeviceMatrix& w, const Buffer& in, uint32_t in_off,
-                const Buffer& out, uint32_t out_off, uint32_t ld_out, int ntok) {
-        const MatvecPC pc{w.rows,  w.cols, static_cast<uint32_t>(ntok), in_off, w.cols,
-                          out_off, ld_out};
-        p.dispatch(pipe(matvec_shader(w.type), 3, sizeof pc), {w.buf.get(), &in, &out}, &pc,
-                   groups(w.rows, 4));  // matvec.comp: 4 rows per workgroup
+    // y = W x for ntok rows of x at in_off (row stride w.cols) into out (row stride w.rows): on
+    // the device, or for a matrix the device cannot run, on the CPU between two programs.
+    void matvec(Pass& ps, const DeviceMatrix& w, const Buffer& in, uint32_t in_off,
+                const Buffer& out, int ntok) {
+        if (w.cpu) {
+            const size_t f = sizeof(float);
+            ps.programs.back()->copy(in, f * in_off, *stage_in_, 0, f * ntok * w.cols);
+            ps.programs.back()->finish();
+            ps.cpu.push_back(w.cpu);
+            ps.programs.push_back(std::make_unique<Program>(ctx_));
+            ps.programs.back()->copy(*stage_out_, 0, out, 0, f * ntok * w.rows);
+            return;
+        }
+        const MatvecPC pc{w.rows, w.cols, static_cast<uint32_t>(ntok), in_off, w.cols, 0, w.rows};
+        ps.programs.back()->dispatch(pipe(matvec_shader(w.type), 3, sizeof pc),
+                                     {w.buf.get(), &in, &out}, &pc,
+                                     groups(w.rows, 4));  // matvec.comp: 4 rows per workgroup
     }
 
     void norm(Program& p, const Buffer& in, uint32_t in_off, const Buffer& w, const Buffer& out,
@@ -154,21 +195,23 @@ class VulkanLayers final : public LayerOffload {
         p.dispatch(pipe("rope", 2, sizeof pc), {&x, pass_.get()}, &pc, n_heads, ntok);
     }
 
-    void layer(Program& p, const DeviceLayer& l, int il, int ntok) {
+    void layer(Pass& ps, const DeviceLayer& l, int il, int ntok) {
         const uint32_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), ne = hp_.n_embd;
         const uint32_t layer_off = static_cast<uint32_t>(il) * n_ctx_ * dkv;
-        norm(p, *x_, 0, *l.attn_norm, *h_, ntok);
-        matvec(p, l.wq, *h_, 0, *q_, 0, dq, ntok);
-        matvec(p, l.wk, *h_, 0, *k_, 0, dkv, ntok);
-        matvec(p, l.wv, *h_, 0, *v_, 0, dkv, ntok);
-        bias(p, *q_, l.bq.get(), dq, ntok);
-        bias(p, *k_, l.bk.get(), dkv, ntok);
-        bias(p, *v_, l.bv.get(), dkv, ntok);
-        rope(p, *q_, hp_.n_head, dq, ntok);
-        rope(p, *k_, hp_.n_head_kv, dkv, ntok);
+        auto p = [&]() -> Program& { return *ps.programs.back(); };  // after any CPU matrix
+        norm(p(), *x_, 0, *l.attn_norm, *h_, ntok);
+        matvec(ps, l.wq, *h_, 0, *q_, ntok);
+        matvec(ps, l.wk, *h_, 0, *k_, ntok);
+        matvec(ps, l.wv, *h_, 0, *v_, ntok);
+        bias(p(), *q_, l.bq.get(), dq, ntok);
+        bias(p(), *k_, l.bk.get(), dkv, ntok);
+        bias(p(), *v_, l.bv.get(), dkv, ntok);
+        rope(p(), *q_, hp_.n_head, dq, ntok);
+        rope(p(), *k_, hp_.n_head_kv, dkv, ntok);
         const StorePC st{dkv, layer_off};
-        p.dispatch(pipe("kv_store", 5, sizeof st),
-                   {k_.get(), v_.get(), kc_.get(), vc_.get(), pass_.get()}, &st, groups(dkv), ntok);
+        p().dispatch(pipe("kv_store", 5, sizeof st),
+                     {k_.get(), v_.get(), kc_.get(), vc_.get(), pass_.get()}, &st, groups(dkv),
+                     ntok);
         const AttnPC at{static_cast<uint32_t>(hp_.n_head),
                         static_cast<uint32_t>(hp_.n_head_kv),
                         static_cast<uint32_t>(hp_.head_dim),
@@ -176,36 +219,39 @@ class VulkanLayers final : public LayerOffload {
                         dq,
                         dkv,
                         1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
-        p.dispatch(pipe("attention", 5, sizeof at),
-                   {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, hp_.n_head,
-                   ntok);
-        matvec(p, l.wo, *att_, 0, *tmp_, 0, ne, ntok);
-        bias(p, *tmp_, l.bo.get(), ne, ntok);
-        add(p, *x_, *tmp_, ne, ne, ntok);
-        norm(p, *x_, 0, *l.ffn_norm, *h_, ntok);
-        matvec(p, l.ffn_gate, *h_, 0, *g_, 0, hp_.n_ff, ntok);
-        matvec(p, l.ffn_up, *h_, 0, *u_, 0, hp_.n_ff, ntok);
+        p().dispatch(pipe("attention", 5, sizeof at),
+                     {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, hp_.n_head,
+                     ntok);
+        matvec(ps, l.wo, *att_, 0, *tmp_, ntok);
+        bias(p(), *tmp_, l.bo.get(), ne, ntok);
+        add(p(), *x_, *tmp_, ne, ne, ntok);
+        norm(p(), *x_, 0, *l.ffn_norm, *h_, ntok);
+        matvec(ps, l.ffn_gate, *h_, 0, *g_, ntok);
+        matvec(ps, l.ffn_up, *h_, 0, *u_, ntok);
         const SiluPC sp{static_cast<uint32_t>(ntok * hp_.n_ff)};
-        p.dispatch(pipe("silu_mul", 2, sizeof sp), {g_.get(), u_.get()}, &sp, groups(sp.n));
-        matvec(p, l.ffn_down, *g_, 0, *tmp_, 0, ne, ntok);
-        add(p, *x_, *tmp_, ne, ne, ntok);
+        p().dispatch(pipe("silu_mul", 2, sizeof sp), {g_.get(), u_.get()}, &sp, groups(sp.n));
+        matvec(ps, l.ffn_down, *g_, 0, *tmp_, ntok);
+        add(p(), *x_, *tmp_, ne, ne, ntok);
     }
 
-    std::unique_ptr<Program> record(int ntok, int n_out) {
-        auto p = std::make_unique<Program>(ctx_);
+    std::unique_ptr<Pass> record(int ntok, int n_out) {
+        auto ps = std::make_unique<Pass>();
+        ps->ntok = ntok;
+        ps->programs.push_back(std::make_unique<Program>(ctx_));
         const size_t f = sizeof(float);
-        p->copy(*in_, 0, *x_, 0, f * ntok * hp_.n_embd);
-        for (int il = 0; il < n_layers(); ++il) layer(*p, d_->layers[il], il, ntok);
+        ps->programs.back()->copy(*in_, 0, *x_, 0, f * ntok * hp_.n_embd);
+        for (int il = 0; il < n_layers(); ++il) layer(*ps, d_->layers[il], il, ntok);
+        Program& p = *ps->programs.back();
         if (has_output()) {
-            norm(*p, *x_, static_cast<uint32_t>((ntok - n_out) * hp_.n_embd), *d_->output_norm, *h_,
+            norm(p, *x_, static_cast<uint32_t>((ntok - n_out) * hp_.n_embd), *d_->output_norm, *h_,
                  n_out);
-            matvec(*p, d_->output, *h_, 0, *logits_, 0, hp_.n_vocab, n_out);
-            p->copy(*logits_, 0, *out_, 0, f * n_out * hp_.n_vocab);
+            matvec(*ps, d_->output, *h_, 0, *logits_, n_out);  // on the device (has_output)
+            p.copy(*logits_, 0, *out_, 0, f * n_out * hp_.n_vocab);
         } else {
-            p->copy(*x_, 0, *out_, 0, f * ntok * hp_.n_embd);
+            p.copy(*x_, 0, *out_, 0, f * ntok * hp_.n_embd);
         }
-        p->finish();
-        return p;
+        p.finish();
+        return ps;
     }
 };
 
@@ -220,31 +266,42 @@ void say_once(const std::string& line) {
 
 }  // namespace
 
-std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p) {
+OffloadPlan plan_vulkan(const Model& m, const OffloadParams& p) {
+    OffloadPlan plan;
+    if (p.n_gpu_layers <= 0) return plan;
     if (p.device < 0 && list_devices().empty()) {
-        say_once("no Vulkan device found: running on the CPU");
-        return nullptr;
+        plan.note = "no Vulkan device found: running on the CPU";
+        return plan;
     }
     std::shared_ptr<Context> ctx = open_context(p.device);
-    bool output = false;
-    std::string note;
-    const int n = plan_layers(m, p.n_gpu_layers, &output, &note);
-    if (!note.empty()) say_once(note);
-    if (n == 0) return nullptr;
+    plan.device = ctx->info.index;
+    plan.device_name = ctx->info.name;
+    plan.device_bytes = static_cast<double>(ctx->info.local_bytes);
+    plan.n_layers = plan_layers(m, p.n_gpu_layers, &plan.output, &plan.note);
+    if (plan.n_layers == 0) return plan;
+    plan.weight_bytes = static_cast<double>(plan_bytes(m, plan.n_layers, plan.output));
+    plan.kv_bytes = 2.0 * sizeof(float) * plan.n_layers * p.n_ctx * m.hparams().n_embd_kv();
+    return plan;
+}
+
+std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p) {
+    const OffloadPlan plan = plan_vulkan(m, p);
+    if (!plan.note.empty()) say_once(plan.note);
+    if (plan.n_layers == 0) return nullptr;
     const HParams& hp = m.hparams();
-    const double weights = static_cast<double>(plan_bytes(m, n, output));
-    const double kv = 2.0 * sizeof(float) * n * p.n_ctx * hp.n_embd_kv();
-    const double have = static_cast<double>(ctx->info.local_bytes);
-    if (have > 0 && weights + kv > have) {
-        fail("the ", n, " offloaded layers need ", weights / (1 << 20), " MiB of weights + ",
-             kv / (1 << 20), " MiB of KV cache (n_ctx = ", p.n_ctx, "), more than the ",
-             have / (1 << 20), " MiB of '", ctx->info.name,
-             "': offload fewer layers (-ngl) or lower the context (-c)");
+    const double mib = 1 << 20;
+    if (plan.device_bytes > 0 && plan.weight_bytes + plan.kv_bytes > plan.device_bytes) {
+        fail("the ", plan.n_layers, " offloaded layers need ", plan.weight_bytes / mib,
+             " MiB of weights + ", plan.kv_bytes / mib, " MiB of KV cache (n_ctx = ", p.n_ctx,
+             "), more than the ", plan.device_bytes / mib, " MiB of Vulkan", plan.device, " '",
+             plan.device_name,
+             "': offload fewer layers (-ngl, or -ngld for the draft) or lower the context (-c)");
     }
-    say_once("offloading " + std::to_string(n) + "/" + std::to_string(hp.n_layer) + " layers" +
-             (output ? " and the output head" : "") + " to Vulkan device " +
-             std::to_string(ctx->info.index) + " (" + ctx->info.name + ")");
-    return std::make_unique<VulkanLayers>(m, device_model(m, ctx, n, output), p.n_ctx);
+    say_once("offloading " + std::to_string(plan.n_layers) + "/" + std::to_string(hp.n_layer) +
+             " layers" + (plan.output ? " and the output head" : "") + " to Vulkan device " +
+             std::to_string(plan.device) + " (" + plan.device_name + ")");
+    return std::make_unique<VulkanLayers>(
+        m, device_model(m, open_context(p.device), plan.n_layers, plan.output), p.n_ctx);
 }
 
 }  // namespace specula::vk

@@ -15,4 +15,8 @@ namespace specula::vk {
 // Error when the plan does not fit in device memory or p.device names no device.
 std::unique_ptr<LayerOffload> make_vulkan_layers(const Model& m, const OffloadParams& p);
 
+// plan_offload (model/offload.h) on Vulkan: opens the device's context (to pick the device) but
+// allocates nothing.
+OffloadPlan plan_vulkan(const Model& m, const OffloadParams& p);
+
 }  // namespace specula::vk

@@ -43,13 +43,6 @@ bool matrix_ok(const WeightView& w) {
            static_cast<double>(w.row_bytes()) * w.rows < 4.0 * (1ull << 30);
 }
 
-const WeightView* first_unsupported(const LayerWeights& l) {
-    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-        if (!matrix_ok(*w)) return w;
-    }
-    return nullptr;
-}
-
 const char* tensor_name(const LayerWeights& l, const WeightView* w) {
     if (w == &l.wq) return "attn_q";
     if (w == &l.wk) return "attn_k";
@@ -78,19 +71,30 @@ int plan_layers(const Model& m, int want, bool* output, std::string* note) {
         return 0;
     }
     const int n = std::min(want, hp.n_layer);
+    std::string cpu;
+    int n_cpu = 0;
     for (int il = 0; il < n; ++il) {
-        if (const WeightView* w = first_unsupported(m.layers[il])) {
-            *note = "blk." + std::to_string(il) + "." + tensor_name(m.layers[il], w) + " is " +
-                    std::string(type_name(w->type)) + ", which has no Vulkan shader: layers from " +
-                    std::to_string(il) + " on run on the CPU";
-            return il;
+        const LayerWeights& l = m.layers[il];
+        for (const WeightView* w :
+             {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+            if (matrix_ok(*w)) continue;
+            if (++n_cpu <= 4) {
+                cpu += std::string(cpu.empty() ? "" : ", ") + "blk." + std::to_string(il) + "." +
+                       tensor_name(l, w) + " (" + std::string(type_name(w->type)) + ")";
+            }
         }
+    }
+    if (n_cpu > 4) cpu += " and " + std::to_string(n_cpu - 4) + " more";
+    if (n_cpu > 0) {
+        *note = cpu + (n_cpu == 1 ? " has" : " have") +
+                " no Vulkan shader: run on the CPU, the rest of their layers on the device";
     }
     if (n == hp.n_layer) {
         *output = matrix_ok(m.output);
         if (!*output) {
-            *note = "the output head is " + std::string(type_name(m.output.type)) +
-                    ", which has no Vulkan shader: it runs on the CPU";
+            if (!note->empty()) *note += "; ";
+            *note += "the output head is " + std::string(type_name(m.output.type)) +
+                     ", which has no Vulkan shader: it runs on the CPU";
         }
     }
     return n;
@@ -103,7 +107,7 @@ size_t plan_bytes(const Model& m, int n_layers, bool output) {
         const LayerWeights& l = m.layers[il];
         for (const WeightView* w :
              {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-            b += matrix_bytes(*w);
+            if (matrix_ok(*w)) b += matrix_bytes(*w);
         }
         b += sizeof(float) * (2 * hp.n_embd + hp.n_embd_q() + 2 * hp.n_embd_kv() + hp.n_embd);
     }
@@ -126,6 +130,11 @@ DeviceMatrix mat(DeviceModel& d, const WeightView& w) {
     m.type = w.type;
     m.rows = static_cast<uint32_t>(w.rows);
     m.cols = static_cast<uint32_t>(w.cols);
+    if (!matrix_ok(w)) {
+        m.cpu = &w;
+        d.any_cpu = true;
+        return m;
+    }
     const size_t bytes = matrix_bytes(w);
     // Shaders read whole 32-bit words: round up so the last word is inside the buffer.
     m.buf = std::make_unique<Buffer>(d.ctx, (bytes + 3) / 4 * 4, Buffer::Kind::Device);

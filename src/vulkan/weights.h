@@ -19,6 +19,7 @@ struct DeviceMatrix {
     std::unique_ptr<Buffer> buf;
     GGMLType type = GGMLType::F32;
     uint32_t rows = 0, cols = 0;
+    const WeightView* cpu = nullptr;  // a type without a shader: the CPU runs it (no buf)
 };
 
 struct DeviceLayer {
@@ -31,8 +32,9 @@ struct DeviceModel {
     Pipelines& pipelines;
     std::vector<DeviceLayer> layers;
     std::unique_ptr<Buffer> output_norm;
-    DeviceMatrix output;  // rows == 0 when the head stays on the CPU
-    size_t bytes = 0;     // weight bytes on the device
+    DeviceMatrix output;   // rows == 0 when the head stays on the CPU
+    size_t bytes = 0;      // weight bytes on the device
+    bool any_cpu = false;  // some layer matrix runs on the CPU
 
     explicit DeviceModel(std::shared_ptr<Context> c) : ctx(c), pipelines(pipelines_for(c)) {}
 };
@@ -40,13 +42,13 @@ struct DeviceModel {
 // The matvec shader of a weight type, or nullptr when there is none.
 const char* matvec_shader(GGMLType t);
 
-// How many of the first `want` layers the device can run: it stops before the first layer with
-// a tensor whose type has no shader (naming it in *note), and offloads nothing for MoE models or
-// head sizes over 256. *output is whether the output head goes too (all layers offloaded and a
-// supported type).
+// How many of the first `want` layers go to the device: min(want, n_layer), or none for MoE
+// models or head sizes over 256. A layer matrix whose type has no shader stays on the CPU (the
+// rest of its layer on the device); *note names each such tensor and its type. *output is
+// whether the output head goes too (all layers offloaded and a supported type).
 int plan_layers(const Model& m, int want, bool* output, std::string* note);
 
-// Bytes the weights of that plan take on the device.
+// Bytes the weights of that plan take on the device (the CPU's matrices not counted).
 size_t plan_bytes(const Model& m, int n_layers, bool output);
 
 // The device copy for (m, ctx, n_layers, output), uploading it on first use.

@@ -15,7 +15,7 @@ layout(push_constant) uniform PC {
     uint rows, cols, ntok, in_off, ld_in, out_off, ld_out;
 } pc;
 
-#define MAXT 8
+#define MAXT 16  // tokens per weight tile: one decode serves up to 16 columns
 #define LANES 16u
 #define ROWS 4u
 shared float red[MAXT][64];
