@@ -92,4 +92,8 @@ PackedTileFn avx512_float_packed_tile(GGMLType wt) {
     return float_panel_tile_for(wt);
 }
 
+WidenFn avx512_float_widen(GGMLType at) {
+    return float_widen_for(at);
+}
+
 }  // namespace specula::simd

@@ -80,12 +80,20 @@ void float_dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
 PackedActs float_prepare_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols,
                               int ntok, float* out) {
     const GGMLType at = vec_dot_type(wt);
+    const SimdLevel level = active_simd_level();
+    const simd::WidenFn fn = level == SimdLevel::AVX512 ? simd::avx512_float_widen(at)
+                             : level == SimdLevel::AVX2 ? simd::avx2_float_widen(at)
+                                                        : nullptr;
     for (int c0 = 0; c0 < ntok; c0 += kFloatChunk) {
         const int m = std::min(kFloatChunk, ntok - c0);
         float* dst = out + static_cast<size_t>(c0) * cols;
         for (int t = 0; t < m; ++t) {
             const auto* src = reinterpret_cast<const uint16_t*>(acts + (c0 + t) * stride);
-            for (int64_t k = 0; k < cols; ++k) dst[k * m + t] = widen(at, src[k]);
+            if (fn) {
+                fn(src, cols, dst + t, m);
+            } else {
+                for (int64_t k = 0; k < cols; ++k) dst[k * m + t] = widen(at, src[k]);
+            }
         }
     }
     return {reinterpret_cast<const uint8_t*>(out), static_cast<size_t>(cols) * sizeof(float),
