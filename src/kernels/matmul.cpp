@@ -74,14 +74,16 @@ struct Acts {
 // kPackTokenBlock tokens, token blocks outermost, so that a prompt's activations are read from
 // L2 once per block rather than once per tile (the chunk's tiles stay in L2 meanwhile).
 constexpr int kPackTokenBlock = 32;
-static_assert(kPackTokenBlock == kFloatChunk, "a packed float kernel call is one activation chunk");
 
 void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                  float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.type, W.cols);
     const bool kq = kq_repackable(W.type);
-    for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
-        const int nt = std::min(kPackTokenBlock, a.ntok - t0);
+    // A float panel kernel call is one activation chunk (repack_float.h), small enough for the
+    // chunk's activations and a panel to share L2.
+    const int block = float_repackable(W.type) ? kFloatChunk : kPackTokenBlock;
+    for (int t0 = 0; t0 < a.ntok; t0 += block) {
+        const int nt = std::min(block, a.ntok - t0);
         PackedActs pa = a.packed;
         if (kq) {
             pa = kq_acts_from(pa, t0);

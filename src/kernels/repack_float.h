@@ -20,10 +20,10 @@
 //
 // The activations are the tokens' vec_dot_type rows (F16 or BF16, as llama.cpp rounds them)
 // widened exactly to floats once per matmul (float_prepare_acts), tokens interleaved per chunk
-// of kFloatChunk: chunk c (tokens 32 c .. 32 c + m - 1, m = min(32, ntok - 32 c)) starts at
-// float 32 c * cols and holds token 32 c + t's column k at [k * m + t], so a kernel broadcasts
+// of kFloatChunk: chunk c (tokens 16 c .. 16 c + m - 1, m = min(16, ntok - 16 c)) starts at
+// float 16 c * cols and holds token 16 c + t's column k at [k * m + t], so a kernel broadcasts
 // a group's activations for one column from one cache line. PackedActs::stride = 4 * cols (the
-// kernels read cols from it; q + t0 * stride is chunk t0 / 32's start for t0 a multiple of 32),
+// kernels read cols from it; q + t0 * stride is chunk t0 / 16's start for t0 a multiple of 16),
 // d and corr unused. A kernel call takes the tokens of one chunk (ntok <= kFloatChunk; matmul's
 // token blocks are kFloatChunk).
 #pragma once
@@ -37,7 +37,7 @@
 namespace specula {
 
 constexpr int64_t kFloatBlock = 256;  // columns per partial chain
-constexpr int kFloatChunk = 32;       // tokens per activation chunk (and per kernel call)
+constexpr int kFloatChunk = 16;       // tokens per activation chunk (and per kernel call)
 
 // F16 and BF16.
 bool float_repackable(GGMLType t);
