@@ -190,10 +190,14 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
         SCOPED_TRACE(stem);
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
+        auto plain = Model::load(path);  // the row layout unless SPECULA_REPACK_FLOAT=1
+        setenv("SPECULA_REPACK_FLOAT", "1", 1);
         auto packed = Model::load(path);
         setenv("SPECULA_REPACK", "0", 1);
-        auto plain = Model::load(path);
+        auto unpacked = Model::load(path);
         unsetenv("SPECULA_REPACK");
+        unsetenv("SPECULA_REPACK_FLOAT");
+        EXPECT_TRUE(unpacked->packed.empty());  // SPECULA_REPACK=0 wins
         ASSERT_FALSE(packed->packed.empty());
         EXPECT_TRUE(plain->packed.empty());
         EXPECT_NE(packed->output.packed, nullptr);

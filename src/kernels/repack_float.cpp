@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "common/error.h"
 #include "kernels/dot_kernels.h"
@@ -44,6 +46,11 @@ void tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi
 
 bool float_repackable(GGMLType t) {
     return t == GGMLType::F16 || t == GGMLType::BF16;
+}
+
+bool float_repack_at_load() {
+    const char* e = std::getenv("SPECULA_REPACK_FLOAT");
+    return e && std::string_view(e) == "1";
 }
 
 size_t float_tile_bytes(int64_t cols) {
