@@ -190,9 +190,10 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
         SCOPED_TRACE(stem);
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
-        auto plain = Model::load(path);  // the row layout unless SPECULA_REPACK_FLOAT=1
-        setenv("SPECULA_REPACK_FLOAT", "1", 1);
         auto packed = Model::load(path);
+        setenv("SPECULA_REPACK_FLOAT", "0", 1);  // the row layout for F16 / BF16 only
+        auto plain = Model::load(path);
+        setenv("SPECULA_REPACK_FLOAT", "1", 1);
         setenv("SPECULA_REPACK", "0", 1);
         auto unpacked = Model::load(path);
         unsetenv("SPECULA_REPACK");

@@ -50,7 +50,7 @@ bool float_repackable(GGMLType t) {
 
 bool float_repack_at_load() {
     const char* e = std::getenv("SPECULA_REPACK_FLOAT");
-    return e && std::string_view(e) == "1";
+    return !e || std::string_view(e) != "0";
 }
 
 size_t float_tile_bytes(int64_t cols) {

@@ -42,10 +42,8 @@ constexpr int kFloatChunk = 16;       // tokens per activation chunk (and per ke
 // F16 and BF16.
 bool float_repackable(GGMLType t);
 
-// Whether Model::load (pack_weights) packs F16 / BF16 matrices: only with SPECULA_REPACK_FLOAT=1
-// for now. On the shared 2-core Zen 5 machine the kernel benchmarks (interleaved medians) had the
-// panels 19-31% faster at 9 tokens but the whole-model passes were inconclusive under the load,
-// so the row layout stays the default until a quiet A/B (compare.py) decides.
+// Whether Model::load (pack_weights) packs F16 / BF16 matrices: yes unless SPECULA_REPACK_FLOAT=0
+// (which keeps their row layout and the dot_float_tiles.inc kernels, for A/B runs).
 bool float_repack_at_load();
 
 // Bytes of one panel (16 rows) of a packed float matrix.
