@@ -176,7 +176,7 @@ void BM_matmul_packed(benchmark::State& state) {
     run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
-// Q4_K / Q6_K in their packed layout (kernels/repack_k.h).
+// Q4_K / Q6_K in their packed layout (kernels/repack_k.h), F16 / BF16 in panels (repack_float.h).
 void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, false, true);
 }
@@ -395,6 +395,20 @@ void float_core_shapes(benchmark::internal::Benchmark* b) {
     }
 }
 BENCHMARK_CAPTURE(BM_matmul_hot, F16_core, GGMLType::F16)->Apply(float_core_shapes);
+// F16 / BF16 in the panel layout (kernels/repack_float.h), as Model::load packs them: streamed
+// (the FFN up/gate and down shapes) and cache-resident on one thread, next to the rows above.
+void float_packed_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();
+    for (auto [r, c] : {std::pair{5632, 2048}, {2048, 5632}}) {
+        for (int ntok : {1, 2, 5, 9, 512}) b->Args({r, c, ntok, 2});
+    }
+}
+BENCHMARK_CAPTURE(BM_matmul_packed_k, F16_panels, GGMLType::F16)->Apply(float_packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k, BF16_panels, GGMLType::BF16)->Apply(float_packed_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, F16_panels_core, GGMLType::F16)
+    ->Apply(float_core_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, BF16_panels_core, GGMLType::BF16)
+    ->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, BF16_core, GGMLType::BF16)->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, F32_core, GGMLType::F32)->Apply(float_core_shapes);
 

@@ -3,11 +3,13 @@
 // (at most 13 of the 16 ymm registers). A tail of n % 8 columns is copied into a zeroed buffer.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/dot_kernels.h"
 #include "kernels/hsum_x86.h"
+#include "kernels/repack_float.h"
 
 namespace specula::simd {
 namespace {
@@ -17,6 +19,14 @@ struct V {
     static constexpr int kLanes = 8;
     static constexpr int kMaxTokens = 6;
     static constexpr int rows_for(int t) { return t <= 2 ? 4 : t == 3 ? 3 : 2; }
+    static constexpr int kMaxGroup = 6;
+    static constexpr int kAccs = 12;
+    static __attribute__((always_inline)) reg bcast(const float* p) {
+        return _mm256_broadcast_ss(p);
+    }
+    static __attribute__((always_inline)) reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+    static __attribute__((always_inline)) reg loadf(const float* p) { return _mm256_loadu_ps(p); }
+    static __attribute__((always_inline)) void storef(float* p, reg v) { _mm256_storeu_ps(p, v); }
     static __attribute__((always_inline)) reg zero() { return _mm256_setzero_ps(); }
     static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
         return _mm256_fmadd_ps(a, b, c);
@@ -65,6 +75,8 @@ struct V {
 };
 
 #include "kernels/dot_float_tiles.inc"
+// After the tiles: the panels use with_size.
+#include "kernels/dot_float_panels.inc"
 
 }  // namespace
 
@@ -74,6 +86,14 @@ FloatRowsFn avx2_float_rows(GGMLType wt) {
 
 VecDotFn avx2_float_vec_dot(GGMLType wt) {
     return float_vec_dot_for(wt);
+}
+
+PackedTileFn avx2_float_packed_tile(GGMLType wt) {
+    return float_panel_tile_for(wt);
+}
+
+WidenFn avx2_float_widen(GGMLType at) {
+    return float_widen_for(at);
 }
 
 }  // namespace specula::simd

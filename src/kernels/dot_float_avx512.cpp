@@ -8,11 +8,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/dot_kernels.h"
 #include "kernels/hsum_x86.h"
+#include "kernels/repack_float.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
 #error "dot_float_avx512.cpp must be compiled with AVX-512 F/BW/DQ enabled"
@@ -26,6 +28,12 @@ struct V {
     static constexpr int kLanes = 16;
     static constexpr int kMaxTokens = 6;
     static constexpr int rows_for(int t) { return t <= 2 ? 8 : 4; }
+    static constexpr int kMaxGroup = 16;
+    static constexpr int kAccs = 16;
+    static __attribute__((always_inline)) reg bcast(const float* p) { return _mm512_set1_ps(*p); }
+    static __attribute__((always_inline)) reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+    static __attribute__((always_inline)) reg loadf(const float* p) { return _mm512_loadu_ps(p); }
+    static __attribute__((always_inline)) void storef(float* p, reg v) { _mm512_storeu_ps(p, v); }
     static __attribute__((always_inline)) reg zero() { return _mm512_setzero_ps(); }
     static __attribute__((always_inline)) reg fma(reg a, reg b, reg c) {
         return _mm512_fmadd_ps(a, b, c);
@@ -67,6 +75,8 @@ struct V {
 };
 
 #include "kernels/dot_float_tiles.inc"
+// After the tiles: the panels use with_size.
+#include "kernels/dot_float_panels.inc"
 
 }  // namespace
 
@@ -76,6 +86,14 @@ FloatRowsFn avx512_float_rows(GGMLType wt) {
 
 VecDotFn avx512_float_vec_dot(GGMLType wt) {
     return float_vec_dot_for(wt);
+}
+
+PackedTileFn avx512_float_packed_tile(GGMLType wt) {
+    return float_panel_tile_for(wt);
+}
+
+WidenFn avx512_float_widen(GGMLType at) {
+    return float_widen_for(at);
 }
 
 }  // namespace specula::simd

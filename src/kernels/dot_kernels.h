@@ -34,6 +34,15 @@ FloatRowsFn avx2_float_rows(GGMLType wt);
 VecDotFn avx2_float_vec_dot(GGMLType wt);
 FloatRowsFn avx512_float_rows(GGMLType wt);
 VecDotFn avx512_float_vec_dot(GGMLType wt);
+// The panel kernels for F16 / BF16 weights packed by kernels/repack_float.h (dot_float_panels.inc):
+// the scalar reference's operations, bit for bit. nullptr for other weight types.
+PackedTileFn avx2_float_packed_tile(GGMLType wt);
+PackedTileFn avx512_float_packed_tile(GGMLType wt);
+// Their activations' widening (kernels/repack_float.h's float_prepare_acts), one token: F16 or
+// BF16 bits (type at) src[0 .. n) to floats dst[k * m]. nullptr for other types.
+using WidenFn = void (*)(const uint16_t* src, int64_t n, float* dst, int64_t m);
+WidenFn avx2_float_widen(GGMLType at);
+WidenFn avx512_float_widen(GGMLType at);
 
 // matmul's entry for two adjacent weight rows at once (Q4_K, Q5_K, Q6_K at the AVX-512 level):
 // y[t * ldy + i] = dot(row i, token t) for i < 2 and t < ntok, row i at w + i * w_stride. Each

@@ -20,6 +20,7 @@
 #include "kernels/fp16.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
+#include "kernels/repack_float.h"
 #include "kernels/repack_k.h"
 
 namespace specula {
@@ -78,8 +79,11 @@ void packed_rows(PackedTileFn fn, const WeightView& W, const Acts& a, int64_t r0
                  float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.type, W.cols);
     const bool kq = kq_repackable(W.type);
-    for (int t0 = 0; t0 < a.ntok; t0 += kPackTokenBlock) {
-        const int nt = std::min(kPackTokenBlock, a.ntok - t0);
+    // A float panel kernel call is one activation chunk (repack_float.h), small enough for the
+    // chunk's activations and a panel to share L2.
+    const int block = float_repackable(W.type) ? kFloatChunk : kPackTokenBlock;
+    for (int t0 = 0; t0 < a.ntok; t0 += block) {
+        const int nt = std::min(block, a.ntok - t0);
         PackedActs pa = a.packed;
         if (kq) {
             pa = kq_acts_from(pa, t0);
@@ -172,7 +176,9 @@ Kernel kernel_for(const WeightView& W) {
     if (W.packed) {
         if (!repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
         return {nullptr, nullptr, nullptr, nullptr,
-                kq_repackable(W.type) ? best_kq_packed_tile(W.type) : best_packed_tile()};
+                float_repackable(W.type) ? best_float_packed_tile(W.type)
+                : kq_repackable(W.type)  ? best_kq_packed_tile(W.type)
+                                         : best_packed_tile()};
     }
     const GGMLType wt = W.type;
     Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
@@ -186,6 +192,10 @@ Kernel kernel_for(const WeightView& W) {
 // activations: Q8_0's per-block sums, or the Q8_K rows rearranged (kq_prepare_acts) into q.
 PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
                        std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q) {
+    if (float_repackable(wt)) {  // the F16 / BF16 rows widened to floats, in q
+        q.resize(std::max(q.size(), static_cast<size_t>(cols) * ntok * sizeof(float)));
+        return float_prepare_acts(wt, acts, stride, cols, ntok, reinterpret_cast<float*>(q.data()));
+    }
     if (vec_dot_type(wt) == GGMLType::Q8_K) {
         q.resize(std::max(q.size(), kq_act_bytes(cols, ntok)));
         d.resize(std::max(d.size(), kq_act_floats(cols, ntok)));

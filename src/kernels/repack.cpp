@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "kernels/blocks.h"
 #include "kernels/fp16.h"
+#include "kernels/repack_float.h"
 #include "kernels/repack_k.h"
 
 namespace specula {
@@ -32,7 +33,7 @@ const uint8_t* block_quants(const uint8_t* tile, int64_t b) {
 }  // namespace
 
 bool repackable(GGMLType t) {
-    return t == GGMLType::Q8_0 || kq_repackable(t);
+    return t == GGMLType::Q8_0 || kq_repackable(t) || float_repackable(t);
 }
 
 size_t packed_tile_bytes(int64_t cols) {
@@ -40,6 +41,7 @@ size_t packed_tile_bytes(int64_t cols) {
 }
 
 size_t packed_tile_bytes(GGMLType t, int64_t cols) {
+    if (float_repackable(t)) return float_tile_bytes(cols);
     return kq_repackable(t) ? kq_tile_bytes(t, cols) : packed_tile_bytes(cols);
 }
 
@@ -50,6 +52,7 @@ size_t packed_size(const WeightView& W) {
 
 void repack(const WeightView& W, uint8_t* dst) {
     if (kq_repackable(W.type)) return kq_repack(W, dst);
+    if (float_repackable(W.type)) return float_repack(W, dst);
     if (!repackable(W.type) || W.cols % QK8_0 != 0) {
         fail("repack: ", type_name(W.type), " weight with ", W.cols, " columns cannot be packed");
     }
@@ -80,6 +83,7 @@ void repack(const WeightView& W, uint8_t* dst) {
 
 void dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
     if (kq_repackable(W.type)) return kq_dequantize_packed_row(W, r, out);
+    if (float_repackable(W.type)) return float_dequantize_packed_row(W, r, out);
     const uint8_t* tile = W.packed + (r / kPackRows) * packed_tile_bytes(W.cols);
     const int i = static_cast<int>(r % kPackRows);
     for (int64_t b = 0; b < n_blocks(W.cols); ++b) {

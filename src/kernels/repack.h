@@ -30,7 +30,8 @@ constexpr int kPackRows = 16;            // rows per tile
 constexpr size_t kPackPairBytes = 1088;  // one block pair of a tile
 constexpr size_t kPackAlign = 64;
 
-// Weight types repack() handles: Q8_0 here, Q4_K and Q6_K in the layout of kernels/repack_k.h.
+// Weight types repack() handles: Q8_0 here, Q4_K and Q6_K in the layout of kernels/repack_k.h,
+// F16 and BF16 in the panels of kernels/repack_float.h.
 bool repackable(GGMLType t);
 
 // Bytes of one tile (16 rows) of a Q8_0 matrix, of any repackable type's, and of the whole packed

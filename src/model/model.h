@@ -104,9 +104,9 @@ class Model {
     std::unique_ptr<Tokenizer> tok_;
 };
 
-// Repacks the dense matrices of repackable types (kernels/repack.h: Q8_0, Q4_K, Q6_K) into the
-// tiled layout the multi-token kernels want, and releases the mapped pages of their originals, so
-// resident memory stays that of the file. The token embedding keeps its row layout (get_rows reads
+// Repacks the dense matrices of repackable types (kernels/repack.h: Q8_0, Q4_K, Q6_K; F16 and
+// BF16 unless SPECULA_REPACK_FLOAT=0) into the tiled layout the multi-token kernels want, and
+// releases the mapped pages of their originals, so resident memory stays that of the file. The token embedding keeps its row layout (get_rows reads
 // it); a tied output matrix gets a packed copy. MoE expert matrices keep the row layout.
 // Model::load calls it unless SPECULA_REPACK=0.
 void pack_weights(Model& m);

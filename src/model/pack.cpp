@@ -3,6 +3,7 @@
 // get_rows reads in the row layout) is that same tensor.
 #include <initializer_list>
 
+#include "kernels/repack_float.h"
 #include "model/model.h"
 
 namespace specula {
@@ -11,6 +12,7 @@ namespace {
 
 void pack_one(Model& m, WeightView& w) {
     if (!w.data || w.packed || !repackable(w.type) || w.rows == 0) return;
+    if (float_repackable(w.type) && !float_repack_at_load()) return;
     PackedBuffer& buf = m.packed.emplace_back(packed_size(w));
     repack(w, buf.data());
     w.packed = buf.data();

@@ -1,0 +1,231 @@
+// Packed F16 / BF16 weights (kernels/repack_float.h): the panels hold the same values as the rows;
+// the panel kernels are close to the row-layout dot products; every level (scalar, AVX2, AVX-512)
+// gives the same bits; results are bit-identical whatever the number of tokens (1, 2, 5, 9, 16,
+// 1..40, 512), the thread count or the row sub-range; odd shapes (rows not a multiple of 16,
+// columns not a multiple of the 256-column block) work; and loaded F16 / BF16 models are packed,
+// with logits batch invariant and close to the unpacked ones.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "kernels/quants.h"
+#include "kernels/repack.h"
+#include "kernels/repack_float.h"
+#include "model/model.h"
+#include "test_util.h"
+
+using namespace specula;
+using specula::test::random_floats;
+using specula::test::random_weights;
+using specula::test::runnable_levels;
+using specula::test::SimdCap;
+
+namespace {
+
+struct Packed {
+    std::vector<uint8_t> w;
+    std::unique_ptr<PackedBuffer> buf;
+    WeightView W;  // packed
+    WeightView rowwise;
+};
+
+Packed make_packed(GGMLType t, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Packed p{random_weights(rng, t, rows, cols), nullptr, {}, {}};
+    p.rowwise = WeightView{t, rows, cols, p.w.data()};
+    p.buf = std::make_unique<PackedBuffer>(packed_size(p.rowwise));
+    repack(p.rowwise, p.buf->data());
+    p.W = p.rowwise;
+    p.W.packed = p.buf->data();
+    return p;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> run(const WeightView& W, const std::vector<float>& x, int ntok, int threads) {
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    std::vector<float> y(static_cast<size_t>(ntok) * W.rows, NAN);
+    matmul(W, x.data(), W.cols, ntok, y.data(), W.rows, pool, scratch);
+    return y;
+}
+
+const std::vector<std::pair<int64_t, int64_t>>& shapes() {
+    static const std::vector<std::pair<int64_t, int64_t>> s = {
+        {1, 8}, {5, 64}, {16, 96}, {17, 300}, {33, 2048}, {100, 256}, {48, 1000}};
+    return s;
+}
+
+constexpr GGMLType kTypes[] = {GGMLType::F16, GGMLType::BF16};
+
+}  // namespace
+
+TEST(RepackFloat, TypesAreRepackable) {
+    EXPECT_TRUE(repackable(GGMLType::F16));
+    EXPECT_TRUE(repackable(GGMLType::BF16));
+    EXPECT_FALSE(float_repackable(GGMLType::F32));
+    EXPECT_EQ(packed_size({GGMLType::F16, 17, 100, nullptr}), size_t{2} * 16 * 100 * 2);
+}
+
+TEST(RepackFloat, RowsReadBackUnchanged) {
+    for (GGMLType t : kTypes) {
+        for (auto [rows, cols] : shapes()) {
+            SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols);
+            Packed p = make_packed(t, rows, cols, 7 + static_cast<uint32_t>(rows));
+            std::vector<float> a(cols), b(cols);
+            for (int64_t r = 0; r < rows; ++r) {
+                dequantize_row(t, p.rowwise.row(r), a.data(), cols);
+                dequantize_packed_row(p.W, r, b.data());
+                ASSERT_TRUE(same_bits(a, b)) << "row " << r;
+            }
+        }
+    }
+}
+
+TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
+    for (GGMLType t : kTypes) {
+        for (auto [rows, cols] : shapes()) {
+            SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols);
+            Packed p = make_packed(t, rows, cols, 11 + static_cast<uint32_t>(cols));
+            constexpr int ntok = 7;
+            std::mt19937 rng(3);
+            const std::vector<float> x = random_floats(rng, ntok * cols);
+            std::vector<std::vector<float>> per_level;
+            for (SimdLevel l : runnable_levels()) {
+                SimdCap cap(l);
+                per_level.push_back(run(p.W, x, ntok, 2));
+            }
+            // Against the reference dot product of the row layout (another summation order),
+            // in double: |error| within a few ulps of the sum of |products|.
+            MatmulScratch scratch;
+            const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, scratch);
+            std::vector<float> w(cols), a(cols);
+            for (int tk = 0; tk < ntok; ++tk) {
+                dequantize_row(t, scratch.acts.data() + tk * stride, a.data(), cols);
+                for (int64_t r = 0; r < rows; ++r) {
+                    dequantize_row(t, p.rowwise.row(r), w.data(), cols);
+                    double ref = 0, mag = 0;
+                    for (int64_t k = 0; k < cols; ++k) {
+                        ref += double(w[k]) * a[k];
+                        mag += std::fabs(double(w[k]) * a[k]);
+                    }
+                    const float got = per_level[0][tk * rows + r];
+                    ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-30) << "t " << tk << " r " << r;
+                }
+            }
+            for (size_t l = 1; l < per_level.size(); ++l) {
+                EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
+                    << simd_level_name(runnable_levels()[l]) << " differs from scalar";
+            }
+        }
+    }
+}
+
+TEST(RepackFloat, BatchAndThreadInvariant) {
+    for (GGMLType t : kTypes) {
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 600}, {130, 96}}) {
+            Packed p = make_packed(t, rows, cols, 99);
+            std::mt19937 rng(5);
+            const int kMax = 512;
+            const std::vector<float> x = random_floats(rng, kMax * cols);
+            for (SimdLevel l : runnable_levels()) {
+                SCOPED_TRACE(testing::Message() << type_name(t) << " " << simd_level_name(l));
+                SimdCap cap(l);
+                const std::vector<float> all = run(p.W, x, kMax, 2);
+                std::vector<int> counts;
+                for (int n = 1; n <= 40; ++n) counts.push_back(n);
+                for (int n : counts) {
+                    for (int threads : {1, 3}) {
+                        if (threads == 3 && n % 4 != 1 && n != 16) continue;  // 1, 5, 9, 16, ...
+                        const std::vector<float> y = run(p.W, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(y.data(), all.data(), y.size() * sizeof(float)))
+                            << "ntok " << n << " threads " << threads;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(RepackFloat, RowRangesAndMixedJobs) {
+    Packed p = make_packed(GGMLType::F16, 45, 128, 21);
+    std::mt19937 rng(8);
+    constexpr int ntok = 6;
+    const std::vector<float> x = random_floats(rng, ntok * 128);
+    const std::vector<float> full = run(p.W, x, ntok, 2);
+    MatmulScratch scratch;
+    const size_t stride = quantize_acts(GGMLType::F16, x.data(), 128, 128, ntok, scratch);
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 45}, {3, 19}, {16, 32}, {40, 45}}) {
+        std::vector<float> part(ntok * (r1 - r0), NAN);
+        matmul_rows(p.W, scratch.acts.data(), stride, ntok, r0, r1, part.data(), r1 - r0);
+        for (int t = 0; t < ntok; ++t) {
+            for (int64_t r = r0; r < r1; ++r) {
+                ASSERT_EQ(part[t * (r1 - r0) + (r - r0)], full[t * 45 + r]) << r0 << " " << r;
+            }
+        }
+    }
+    // A packed and a row-layout weight in one matmul_multi: each as if alone.
+    ThreadPool pool(2);
+    std::vector<float> y1(ntok * 45), y2(ntok * 45);
+    const MatmulJob jobs[] = {{p.W, y1.data(), 45}, {p.rowwise, y2.data(), 45}};
+    matmul_multi(jobs, x.data(), 128, ntok, pool, scratch);
+    EXPECT_TRUE(same_bits(y1, full));
+    const std::vector<float> rowwise = run(p.rowwise, x, ntok, 2);
+    EXPECT_TRUE(same_bits(y2, rowwise));
+}
+
+TEST(RepackFloat, ModelsArePackedAndAgree) {
+    for (const char* stem : {"rand-llama-tok512-d256-l2-F16", "rand-llama-tok512-d256-l2-BF16",
+                             "rand-llama-tok512-d256-l2-tied-F16"}) {
+        SCOPED_TRACE(stem);
+        const std::string path =
+            test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
+        auto packed = Model::load(path);
+        setenv("SPECULA_REPACK_FLOAT", "0", 1);  // the row layout for F16 / BF16 only
+        auto plain = Model::load(path);
+        setenv("SPECULA_REPACK_FLOAT", "1", 1);
+        setenv("SPECULA_REPACK", "0", 1);
+        auto unpacked = Model::load(path);
+        unsetenv("SPECULA_REPACK");
+        unsetenv("SPECULA_REPACK_FLOAT");
+        EXPECT_TRUE(unpacked->packed.empty());  // SPECULA_REPACK=0 wins
+        ASSERT_FALSE(packed->packed.empty());
+        EXPECT_TRUE(plain->packed.empty());
+        EXPECT_NE(packed->output.packed, nullptr);
+        EXPECT_EQ(packed->tok_embd.packed, nullptr);  // get_rows reads the row layout
+        for (const LayerWeights& l : packed->layers) {
+            EXPECT_NE(l.wq.packed, nullptr);
+            EXPECT_NE(l.ffn_down.packed, nullptr);
+        }
+        const std::vector<token_id> toks = {1, 5, 9, 17, 33, 65, 129, 200, 7};
+        SessionParams sp;
+        sp.n_ctx = 64;
+        sp.n_threads = 2;
+        Session a(*packed, sp), b(*plain, sp), one(*packed, sp);
+        a.eval(toks);
+        b.eval(toks);
+        const int nv = packed->hparams().n_vocab;
+        for (size_t i = 0; i < toks.size(); ++i) {
+            one.eval({&toks[i], 1});
+            ASSERT_EQ(0,
+                      std::memcmp(one.logits(0), a.logits(static_cast<int>(i)), nv * sizeof(float)))
+                << "position " << i << " not batch invariant";
+            double diff = 0, mag = 0;
+            for (int v = 0; v < nv; ++v) {
+                diff = std::max(diff, std::fabs(double(a.logits(i)[v]) - b.logits(i)[v]));
+                mag = std::max(mag, std::fabs(double(b.logits(i)[v])));
+            }
+            EXPECT_LT(diff, 1e-3 * (1 + mag)) << "position " << i;
+        }
+    }
+}
