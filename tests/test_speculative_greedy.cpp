@@ -80,7 +80,9 @@ TEST(SpecGreedy, EqualsPlainForEveryDraftLengthAndPair) {
         auto target = Model::load(test::shared_path(pair.target));
         auto draft = Model::load(test::shared_path(pair.draft));
         Session session(*target, kOneThread);
-        if (on_gpu) ASSERT_EQ(session.n_gpu_layers(), target->hparams().n_layer) << pair.target;
+        if (on_gpu) {
+            ASSERT_EQ(session.n_gpu_layers(), target->hparams().n_layer) << pair.target;
+        }
         DraftModelParams dp;
         dp.n_threads = 1;
         dp.sampling = greedy();

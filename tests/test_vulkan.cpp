@@ -61,7 +61,9 @@ double compare(const float* ours, int n_vocab, const json& top, double tol,
         EXPECT_LE(d, tol) << where << ", id " << id;
     }
     const double gap = top[0][1].get<double>() - top[1][1].get<double>();
-    if (gap > 2 * tol) EXPECT_EQ(argmax(ours, n_vocab), top[0][0].get<int>()) << where;
+    if (gap > 2 * tol) {
+        EXPECT_EQ(argmax(ours, n_vocab), top[0][0].get<int>()) << where;
+    }
     return worst;
 }
 
