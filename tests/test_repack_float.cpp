@@ -20,45 +20,20 @@
 #include "kernels/repack.h"
 #include "kernels/repack_float.h"
 #include "model/model.h"
+#include "packed_test_util.h"
 #include "test_util.h"
 
 using namespace specula;
+using specula::test::expect_packed_model_matches;
+using specula::test::make_packed;
+using specula::test::Packed;
 using specula::test::random_floats;
-using specula::test::random_weights;
+using specula::test::run;
 using specula::test::runnable_levels;
+using specula::test::same_bits;
 using specula::test::SimdCap;
 
 namespace {
-
-struct Packed {
-    std::vector<uint8_t> w;
-    std::unique_ptr<PackedBuffer> buf;
-    WeightView W;  // packed
-    WeightView rowwise;
-};
-
-Packed make_packed(GGMLType t, int64_t rows, int64_t cols, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Packed p{random_weights(rng, t, rows, cols), nullptr, {}, {}};
-    p.rowwise = WeightView{t, rows, cols, p.w.data()};
-    p.buf = std::make_unique<PackedBuffer>(packed_size(p.rowwise));
-    repack(p.rowwise, p.buf->data());
-    p.W = p.rowwise;
-    p.W.packed = p.buf->data();
-    return p;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::vector<float> run(const WeightView& W, const std::vector<float>& x, int ntok, int threads) {
-    ThreadPool pool(threads);
-    MatmulScratch scratch;
-    std::vector<float> y(static_cast<size_t>(ntok) * W.rows, NAN);
-    matmul(W, x.data(), W.cols, ntok, y.data(), W.rows, pool, scratch);
-    return y;
-}
 
 const std::vector<std::pair<int64_t, int64_t>>& shapes() {
     static const std::vector<std::pair<int64_t, int64_t>> s = {
@@ -207,25 +182,6 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
             EXPECT_NE(l.wq.packed, nullptr);
             EXPECT_NE(l.ffn_down.packed, nullptr);
         }
-        const std::vector<token_id> toks = {1, 5, 9, 17, 33, 65, 129, 200, 7};
-        SessionParams sp;
-        sp.n_ctx = 64;
-        sp.n_threads = 2;
-        Session a(*packed, sp), b(*plain, sp), one(*packed, sp);
-        a.eval(toks);
-        b.eval(toks);
-        const int nv = packed->hparams().n_vocab;
-        for (size_t i = 0; i < toks.size(); ++i) {
-            one.eval({&toks[i], 1});
-            ASSERT_EQ(0,
-                      std::memcmp(one.logits(0), a.logits(static_cast<int>(i)), nv * sizeof(float)))
-                << "position " << i << " not batch invariant";
-            double diff = 0, mag = 0;
-            for (int v = 0; v < nv; ++v) {
-                diff = std::max(diff, std::fabs(double(a.logits(i)[v]) - b.logits(i)[v]));
-                mag = std::max(mag, std::fabs(double(b.logits(i)[v])));
-            }
-            EXPECT_LT(diff, 1e-3 * (1 + mag)) << "position " << i;
-        }
+        expect_packed_model_matches(*packed, *plain);
     }
 }
