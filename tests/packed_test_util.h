@@ -1,6 +1,8 @@
-// Helpers for the packed-weight tests (test_repack, test_repack_k): a random weight matrix with its
-// packed copy, a bitwise comparison of results, one matmul over a pool of a given size, and the
-// check that a packed model's logits are batch invariant and close to the unpacked model's.
+// Helpers for the packed-weight tests (test_repack, test_repack_k, test_repack_float): a random
+// weight matrix with its packed copy, a bitwise comparison of results, one matmul over a pool of a
+// given size (and at every SIMD level), the checks every packed layout must pass (rows read back,
+// row ranges, mixed jobs), and the check that a packed model's logits are batch invariant and
+// close to the unpacked model's.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,10 +13,12 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
+#include "kernels/quants.h"
 #include "kernels/repack.h"
 #include "kernels/threadpool.h"
 #include "model/model.h"
@@ -52,6 +56,56 @@ inline std::vector<float> run(const WeightView& W, const std::vector<float>& x, 
     std::vector<float> y(static_cast<size_t>(ntok) * W.rows, NAN);
     matmul(W, x.data(), W.cols, ntok, y.data(), W.rows, pool, scratch);
     return y;
+}
+
+// Every row of the packed copy reads back (dequantize_packed_row) as the row layout's bits.
+inline void expect_rows_read_back(const Packed& p) {
+    const int64_t cols = p.rowwise.cols;
+    std::vector<float> a(static_cast<size_t>(cols)), b(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < p.rowwise.rows; ++r) {
+        dequantize_row(p.rowwise.type, p.rowwise.row(r), a.data(), cols);
+        dequantize_packed_row(p.W, r, b.data());
+        ASSERT_TRUE(same_bits(a, b)) << "row " << r;
+    }
+}
+
+// y = W x for ntok tokens at each SIMD level this CPU runs (runnable_levels() order).
+inline std::vector<std::vector<float>> run_at_every_level(const WeightView& W,
+                                                          const std::vector<float>& x, int ntok) {
+    std::vector<std::vector<float>> out;
+    for (SimdLevel l : runnable_levels()) {
+        SimdCap cap(l);
+        out.push_back(run(W, x, ntok, 2));
+    }
+    return out;
+}
+
+// A packed 45 x 128 matrix of type t: matmul_rows over sub-ranges of rows gives the full
+// matmul's values, and a packed and a row-layout weight in one matmul_multi each give what they
+// give alone.
+inline void expect_row_ranges_and_mixed_jobs(GGMLType t) {
+    Packed p = make_packed(t, 45, 128, 21);
+    std::mt19937 rng(8);
+    constexpr int ntok = 6;
+    const std::vector<float> x = random_floats(rng, ntok * 128);
+    const std::vector<float> full = run(p.W, x, ntok, 2);
+    MatmulScratch scratch;
+    const size_t stride = quantize_acts(t, x.data(), 128, 128, ntok, scratch);
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 45}, {3, 19}, {16, 32}, {40, 45}}) {
+        std::vector<float> part(ntok * (r1 - r0), NAN);
+        matmul_rows(p.W, scratch.acts.data(), stride, ntok, r0, r1, part.data(), r1 - r0);
+        for (int tk = 0; tk < ntok; ++tk) {
+            for (int64_t r = r0; r < r1; ++r) {
+                ASSERT_EQ(part[tk * (r1 - r0) + (r - r0)], full[tk * 45 + r]) << r0 << " " << r;
+            }
+        }
+    }
+    ThreadPool pool(2);
+    std::vector<float> y1(ntok * 45), y2(ntok * 45);
+    const MatmulJob jobs[] = {{p.W, y1.data(), 45}, {p.rowwise, y2.data(), 45}};
+    matmul_multi(jobs, x.data(), 128, ntok, pool, scratch);
+    EXPECT_TRUE(same_bits(y1, full));
+    EXPECT_TRUE(same_bits(y2, run(p.rowwise, x, ntok, 2)));
 }
 
 // A 9-token prompt through `packed` (weights packed at load) and `plain` (SPECULA_REPACK=0): each

@@ -25,10 +25,12 @@
 
 using namespace specula;
 using specula::test::expect_packed_model_matches;
+using specula::test::expect_rows_read_back;
 using specula::test::make_packed;
 using specula::test::Packed;
 using specula::test::random_floats;
 using specula::test::run;
+using specula::test::run_at_every_level;
 using specula::test::runnable_levels;
 using specula::test::same_bits;
 using specula::test::SimdCap;
@@ -56,13 +58,7 @@ TEST(RepackFloat, RowsReadBackUnchanged) {
     for (GGMLType t : kTypes) {
         for (auto [rows, cols] : shapes()) {
             SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols);
-            Packed p = make_packed(t, rows, cols, 7 + static_cast<uint32_t>(rows));
-            std::vector<float> a(cols), b(cols);
-            for (int64_t r = 0; r < rows; ++r) {
-                dequantize_row(t, p.rowwise.row(r), a.data(), cols);
-                dequantize_packed_row(p.W, r, b.data());
-                ASSERT_TRUE(same_bits(a, b)) << "row " << r;
-            }
+            expect_rows_read_back(make_packed(t, rows, cols, 7 + static_cast<uint32_t>(rows)));
         }
     }
 }
@@ -75,11 +71,7 @@ TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
             constexpr int ntok = 7;
             std::mt19937 rng(3);
             const std::vector<float> x = random_floats(rng, ntok * cols);
-            std::vector<std::vector<float>> per_level;
-            for (SimdLevel l : runnable_levels()) {
-                SimdCap cap(l);
-                per_level.push_back(run(p.W, x, ntok, 2));
-            }
+            const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
             // Against the reference dot product of the row layout (another summation order),
             // in double: |error| within a few ulps of the sum of |products|.
             MatmulScratch scratch;
@@ -133,30 +125,7 @@ TEST(RepackFloat, BatchAndThreadInvariant) {
 }
 
 TEST(RepackFloat, RowRangesAndMixedJobs) {
-    Packed p = make_packed(GGMLType::F16, 45, 128, 21);
-    std::mt19937 rng(8);
-    constexpr int ntok = 6;
-    const std::vector<float> x = random_floats(rng, ntok * 128);
-    const std::vector<float> full = run(p.W, x, ntok, 2);
-    MatmulScratch scratch;
-    const size_t stride = quantize_acts(GGMLType::F16, x.data(), 128, 128, ntok, scratch);
-    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 45}, {3, 19}, {16, 32}, {40, 45}}) {
-        std::vector<float> part(ntok * (r1 - r0), NAN);
-        matmul_rows(p.W, scratch.acts.data(), stride, ntok, r0, r1, part.data(), r1 - r0);
-        for (int t = 0; t < ntok; ++t) {
-            for (int64_t r = r0; r < r1; ++r) {
-                ASSERT_EQ(part[t * (r1 - r0) + (r - r0)], full[t * 45 + r]) << r0 << " " << r;
-            }
-        }
-    }
-    // A packed and a row-layout weight in one matmul_multi: each as if alone.
-    ThreadPool pool(2);
-    std::vector<float> y1(ntok * 45), y2(ntok * 45);
-    const MatmulJob jobs[] = {{p.W, y1.data(), 45}, {p.rowwise, y2.data(), 45}};
-    matmul_multi(jobs, x.data(), 128, ntok, pool, scratch);
-    EXPECT_TRUE(same_bits(y1, full));
-    const std::vector<float> rowwise = run(p.rowwise, x, ntok, 2);
-    EXPECT_TRUE(same_bits(y2, rowwise));
+    specula::test::expect_row_ranges_and_mixed_jobs(GGMLType::F16);
 }
 
 TEST(RepackFloat, ModelsArePackedAndAgree) {

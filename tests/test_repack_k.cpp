@@ -24,11 +24,13 @@
 
 using namespace specula;
 using specula::test::expect_packed_model_matches;
+using specula::test::expect_rows_read_back;
 using specula::test::make_packed;
 using specula::test::Packed;
 using specula::test::random_floats;
 using specula::test::random_weights;
 using specula::test::run;
+using specula::test::run_at_every_level;
 using specula::test::runnable_levels;
 using specula::test::same_bits;
 using specula::test::SimdCap;
@@ -63,13 +65,7 @@ TEST(RepackK, RowsReadBackUnchanged) {
     for (GGMLType t : kTypes) {
         for (auto [rows, cols] : shapes()) {
             SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols);
-            Packed p = make_packed(t, rows, cols, 7 + static_cast<uint32_t>(rows));
-            std::vector<float> a(cols), b(cols);
-            for (int64_t r = 0; r < rows; ++r) {
-                dequantize_row(t, p.rowwise.row(r), a.data(), cols);
-                dequantize_packed_row(p.W, r, b.data());
-                ASSERT_TRUE(same_bits(a, b)) << "row " << r;
-            }
+            expect_rows_read_back(make_packed(t, rows, cols, 7 + static_cast<uint32_t>(rows)));
         }
     }
 }
@@ -82,11 +78,7 @@ TEST(RepackK, EqualsReferenceAtEveryLevelBitForBit) {
             constexpr int ntok = 7;
             std::mt19937 rng(3);
             const std::vector<float> x = random_floats(rng, ntok * cols);
-            std::vector<std::vector<float>> per_level;
-            for (SimdLevel l : runnable_levels()) {
-                SimdCap cap(l);
-                per_level.push_back(run(p.W, x, ntok, 2));
-            }
+            const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
             // Against the reference dot product of the row layout (another float order).
             MatmulScratch scratch;
             const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, scratch);
