@@ -57,30 +57,34 @@ TEST(Repack, RowsReadBackUnchanged) {
     }
 }
 
+// 7 tokens run the tile kernels; 23 the AVX-512 pair kernel on whole tile pairs (kernels/repack.h),
+// which must give the scalar reference's bits as well.
 TEST(Repack, EqualsReferenceAtEveryLevelBitForBit) {
-    for (auto [rows, cols] : shapes()) {
-        SCOPED_TRACE(testing::Message() << rows << "x" << cols);
-        Packed p = make_packed(rows, cols, 11 + static_cast<uint32_t>(cols));
-        constexpr int ntok = 7;
-        std::mt19937 rng(3);
-        const std::vector<float> x = random_floats(rng, ntok * cols);
-        const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
-        // Against the reference dot product of the row layout (a different summation order).
-        MatmulScratch scratch;
-        const size_t stride = quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, ntok, scratch);
-        for (int t = 0; t < ntok; ++t) {
-            for (int64_t r = 0; r < rows; ++r) {
-                const float ref = vec_dot_ref(GGMLType::Q8_0, cols, p.rowwise.row(r),
-                                              scratch.acts.data() + t * stride);
-                const float got = per_level[0][t * rows + r];
-                ASSERT_NEAR(got, ref, 1e-5f * (1.f + std::fabs(ref))) << "t " << t << " r " << r;
+    for (int ntok : {7, 23})
+        for (auto [rows, cols] : shapes()) {
+            SCOPED_TRACE(testing::Message() << rows << "x" << cols << ", " << ntok << " tokens");
+            Packed p = make_packed(rows, cols, 11 + static_cast<uint32_t>(cols));
+            std::mt19937 rng(3);
+            const std::vector<float> x = random_floats(rng, ntok * cols);
+            const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
+            // Against the reference dot product of the row layout (a different summation order).
+            MatmulScratch scratch;
+            const size_t stride =
+                quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, ntok, scratch);
+            for (int t = 0; t < ntok; ++t) {
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float ref = vec_dot_ref(GGMLType::Q8_0, cols, p.rowwise.row(r),
+                                                  scratch.acts.data() + t * stride);
+                    const float got = per_level[0][t * rows + r];
+                    ASSERT_NEAR(got, ref, 1e-5f * (1.f + std::fabs(ref)))
+                        << "t " << t << " r " << r;
+                }
+            }
+            for (size_t l = 1; l < per_level.size(); ++l) {
+                EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
+                    << simd_level_name(runnable_levels()[l]) << " differs from scalar";
             }
         }
-        for (size_t l = 1; l < per_level.size(); ++l) {
-            EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
-                << simd_level_name(runnable_levels()[l]) << " differs from scalar";
-        }
-    }
 }
 
 TEST(Repack, BatchAndThreadInvariant) {

@@ -163,4 +163,16 @@ PackedTileFn best_packed_tile() {
     return packed_tile_kernel(active_simd_level());
 }
 
+PackedPairFn packed_pair_kernel(GGMLType t, SimdLevel level) {
+    return level == SimdLevel::AVX512 && t == GGMLType::Q8_0 ? simd::avx512_packed_pair() : nullptr;
+}
+
+PackedPairFn best_packed_pair(GGMLType t) {
+    static const bool off = [] {
+        const char* e = std::getenv("SPECULA_PACKED_PAIR");
+        return e && std::strcmp(e, "0") == 0;
+    }();
+    return off ? nullptr : packed_pair_kernel(t, active_simd_level());
+}
+
 }  // namespace specula

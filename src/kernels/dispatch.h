@@ -49,4 +49,12 @@ QuantizeRowFn best_quantize_row(GGMLType act_type);
 PackedTileFn packed_tile_kernel(SimdLevel level);
 PackedTileFn best_packed_tile();
 
+// The pair kernel (kernels/repack.h) for packed weights of type t at exactly `level`, or nullptr
+// where that level has none: only AVX-512 for Q8_0 has one (for Q4_K / Q6_K a pair measured no
+// faster on Zen 5: those kernels are bound by their decoding and scale steps, not by loads). A
+// caller without one runs the tile kernel on each tile, which gives the same bits. And the one at
+// active_simd_level(), none when SPECULA_PACKED_PAIR=0 (for measuring the two against each other).
+PackedPairFn packed_pair_kernel(GGMLType t, SimdLevel level);
+PackedPairFn best_packed_pair(GGMLType t);
+
 }  // namespace specula

@@ -5,6 +5,8 @@
 // acc), the operations of packed_tile_ref, so the results equal it bit for bit.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/packed_kernels.h"
 #include "kernels/tile512.h"
 
@@ -71,10 +73,79 @@ void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int
     });
 }
 
+constexpr int kMaxPairTokens = 6;  // 2 x 2 x 6 accumulators, 2 weight lines, the scales
+
+// Two whole tiles (tile and tile + tb: 32 rows) against NT tokens. Each token's 4 activation
+// bytes are broadcast into a register once and meet both tiles' weight lines, so a vpdpbusd
+// costs half a load rather than one (measured on Zen 5, one core: 7.5 G vpdpbusd/s against 5.3
+// with the broadcast from memory). Per (row, token) the operations are tile_tokens' own.
+template <int NT>
+void pair_tokens(const uint8_t* tile, size_t tb, const PackedActs& a, float* y, int64_t ldy) {
+    __m512 acc[2][NT];
+    for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    const size_t stride = a.stride;
+    const uint8_t* q0 = a.q + 2;
+    for (int64_t b = 0; b < a.nb; ++b) {
+        const uint8_t* p0 = tile + (b >> 1) * 1088;
+        const uint8_t* p1 = p0 + tb;
+        if ((b & 1) == 0) {
+            const char* f0 = reinterpret_cast<const char*>(p0) + kAheadPairs * 1088;
+            const char* f1 = reinterpret_cast<const char*>(p1) + kAheadPairs * 1088;
+            for (int l = 0; l < 17; ++l) {
+                _mm_prefetch(f0 + 64 * l, _MM_HINT_T0);
+                _mm_prefetch(f1 + 64 * l, _MM_HINT_T0);
+            }
+        }
+        const size_t half = 64 + (b & 1) * 512;
+        const auto* w0 = reinterpret_cast<const __m512i*>(p0 + half);
+        const auto* w1 = reinterpret_cast<const __m512i*>(p1 + half);
+        const uint8_t* qb = q0 + b * 34;
+        __m512i s[2][NT];
+        for (int t = 0; t < NT; ++t) s[0][t] = s[1][t] = _mm512_set1_epi32(a.corr[t * a.nb + b]);
+        for (int g = 0; g < 8; ++g) {
+            const __m512i l0 = _mm512_load_si512(w0 + g), l1 = _mm512_load_si512(w1 + g);
+            for (int t = 0; t < NT; ++t) {
+                int32_t v;
+                std::memcpy(&v, qb + t * stride + 4 * g, 4);
+                const __m512i x = _mm512_set1_epi32(v);
+                s[0][t] = _mm512_dpbusd_epi32(s[0][t], l0, x);
+                s[1][t] = _mm512_dpbusd_epi32(s[1][t], l1, x);
+            }
+        }
+        const size_t sc = (b & 1) * 32;
+        const __m512 d0 =
+            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p0 + sc)));
+        const __m512 d1 =
+            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p1 + sc)));
+        for (int t = 0; t < NT; ++t) {
+            const __m512 da = _mm512_set1_ps(a.d[t * a.nb + b]);
+            acc[0][t] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[0][t]), _mm512_mul_ps(d0, da), acc[0][t]);
+            acc[1][t] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[1][t]), _mm512_mul_ps(d1, da), acc[1][t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) {
+        _mm512_storeu_ps(y + t * ldy, acc[0][t]);
+        _mm512_storeu_ps(y + t * ldy + 16, acc[1][t]);
+    }
+}
+
+void pair_avx512(const uint8_t* tile, size_t tb, const PackedActs& a, int ntok, float* y,
+                 int64_t ldy) {
+    token_groups<kMaxPairTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
+        pair_tokens<n()>(tile, tb, at, y + t * ldy, ldy);
+    });
+}
+
 }  // namespace
 
 PackedTileFn avx512_packed_tile() {
     return &tile_avx512;
+}
+
+PackedPairFn avx512_packed_pair() {
+    return &pair_avx512;
 }
 
 }  // namespace specula::simd

@@ -10,6 +10,7 @@ namespace specula::simd {
 
 PackedTileFn avx2_packed_tile();
 PackedTileFn avx512_packed_tile();
+PackedPairFn avx512_packed_pair();
 
 namespace {
 

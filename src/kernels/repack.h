@@ -88,6 +88,12 @@ void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, f
 using PackedTileFn = void (*)(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi,
                               float* y, int64_t ldy);
 
+// A pair kernel: two whole tiles, `tile` and `tile + tile_bytes` (rows 0 .. 31 of the pair), for
+// tokens 0 .. ntok-1: y[t * ldy + r] = the packed dot product of row r with token t, the same bits
+// as the level's PackedTileFn on each tile (only some levels and types have one).
+using PackedPairFn = void (*)(const uint8_t* tile, size_t tile_bytes, const PackedActs& a, int ntok,
+                              float* y, int64_t ldy);
+
 // The scalar reference tile kernel (the same float operations as the SIMD kernels).
 void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
                      int64_t ldy);
