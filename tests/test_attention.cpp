@@ -141,9 +141,14 @@ std::vector<Shape> shapes_and_types() {
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes_and_types()),
                          [](const auto& info) {
                              const Shape& s = info.param;
-                             return "h" + std::to_string(s.n_head) + "_kv" +
-                                    std::to_string(s.n_head_kv) + "_d" + std::to_string(s.hd) +
-                                    "_" + kv_type_name(s.type);
+                             // Appended piece by piece: GCC 12 warns (-Wrestrict, wrongly)
+                             // on "h" + std::string.
+                             std::string name = "h";
+                             name += std::to_string(s.n_head);
+                             name += "_kv" + std::to_string(s.n_head_kv);
+                             name += "_d" + std::to_string(s.hd);
+                             name += std::string("_") + kv_type_name(s.type);
+                             return name;
                          });
 
 // Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);

@@ -53,13 +53,17 @@ void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int
 }
 
 // The blocked kernels over cache rows [j0, j1) of the KV head at value offset `off`: in place
-// for F32 rows, else dequantized kChunkRows at a time into `buf` (the kernels see the chunk as
-// rows [0, n) and the score / probability rows shifted to match). Splitting [j0, j1) changes no
+// for F32 and F16 rows (F16 widened as loaded), else dequantized kChunkRows at a time into `buf`
+// (the kernels see the chunk as rows [0, n) and the score / probability rows shifted to match). Splitting [j0, j1) changes no
 // result (attention_kernels.h), so neither does the cache type's chunking.
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, int nq, float scale, float* const* s, float* buf) {
     if (kv.type_k() == KVType::F32) {
         bk.qk(kv.k(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
+        return;
+    }
+    if (kv.type_k() == KVType::F16) {  // widened as loaded: no row buffer to write and read
+        bk.qk_h(kv.k_f16(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
         return;
     }
     float* shifted[kBlockQueries];
@@ -75,6 +79,10 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
              int j1, const float* const* p, int nq, float* const* out, float* buf) {
     if (kv.type_v() == KVType::F32) {
         bk.pv(kv.v(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
+        return;
+    }
+    if (kv.type_v() == KVType::F16) {
+        bk.pv_h(kv.v_f16(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
         return;
     }
     const float* shifted[kBlockQueries];

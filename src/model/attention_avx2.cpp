@@ -48,6 +48,9 @@ struct V {
     static constexpr int kLanes = 8;
     static constexpr int kAccRegs = 12;  // of the 16 ymm registers
     static __attribute__((always_inline)) Reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static __attribute__((always_inline)) Reg load(const uint16_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
     static __attribute__((always_inline)) void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
     static __attribute__((always_inline)) Reg set1(float x) { return _mm256_set1_ps(x); }
     static __attribute__((always_inline)) Reg zero() { return _mm256_setzero_ps(); }

@@ -21,6 +21,9 @@ struct V {
     static constexpr int kLanes = 16;
     static constexpr int kAccRegs = 24;  // of the 32 zmm registers
     static SPECULA_INLINE Reg load(const float* p) { return _mm512_loadu_ps(p); }
+    static SPECULA_INLINE Reg load(const uint16_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
     static SPECULA_INLINE void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
     static SPECULA_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
     static SPECULA_INLINE Reg zero() { return _mm512_setzero_ps(); }

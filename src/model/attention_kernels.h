@@ -33,6 +33,12 @@ struct BlockAttentionKernels {
                float scale, float* const* s);
     void (*pv)(const float* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                float* const* out);
+    // The same over F16 rows (`stride` halves apart), each value widened exactly as it is loaded:
+    // the same results as qk / pv on the rows converted to floats first.
+    void (*qk_h)(const uint16_t* k, size_t stride, int j0, int j1, const float* const* q, int nq,
+                 float scale, float* const* s);
+    void (*pv_h)(const uint16_t* v, size_t stride, int j0, int j1, const float* const* p, int nq,
+                 float* const* out);
     // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values).
     void (*softmax)(float* x, int n);
 };

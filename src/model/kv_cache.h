@@ -42,6 +42,13 @@ class KVCache {
     const float* v(int layer, int pos) const {
         return reinterpret_cast<const float*>(v_.get() + offset(layer, pos, v_row_));
     }
+    // F16 rows, read in place (only when that side's type is F16): n_embd_kv halves per position.
+    const uint16_t* k_f16(int layer, int pos) const {
+        return reinterpret_cast<const uint16_t*>(k_.get() + offset(layer, pos, k_row_));
+    }
+    const uint16_t* v_f16(int layer, int pos) const {
+        return reinterpret_cast<const uint16_t*>(v_.get() + offset(layer, pos, v_row_));
+    }
     // Values [off, off + n) of a row as floats, whatever the type.
     void read_k(int layer, int pos, int off, int n, float* out) const;
     void read_v(int layer, int pos, int off, int n, float* out) const;
