@@ -405,20 +405,20 @@ void float_packed_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k, F16_panels, GGMLType::F16)->Apply(float_packed_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k, BF16_panels, GGMLType::BF16)->Apply(float_packed_shapes);
-BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, F16_panels_core, GGMLType::F16)
-    ->Apply(float_core_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, F16_panels_core, GGMLType::F16)->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, BF16_panels_core, GGMLType::BF16)
     ->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, BF16_core, GGMLType::BF16)->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, F32_core, GGMLType::F32)->Apply(float_core_shapes);
 
 // One layer's attention at the ~1B target's shape (32 heads over 16 KV heads of 64), 2 threads:
-// ntok new positions after 512 cached ones, or (ntok 512) a whole prompt from position 0.
-void BM_attention(benchmark::State& state) {
+// ntok new positions after 512 cached ones, or (ntok 512) a whole prompt from position 0; an F32
+// cache, and an F16 one (llama.cpp's default, read in place by the blocked kernels).
+void BM_attention(benchmark::State& state, KVType type) {
     const int ntok = static_cast<int>(state.range(0));
     const int pos0 = ntok >= 512 ? 0 : 512;
     const AttentionShape s{32, 16, 64, 0.125f};
-    KVCache kv(1, 1024, 16 * 64);
+    KVCache kv(1, 1024, 16 * 64, type, type);
     std::vector<float> kr(16 * 64), vr(16 * 64);
     for (int p = 0; p < pos0 + ntok; ++p) {
         for (int i = 0; i < 16 * 64; ++i) {
@@ -438,6 +438,21 @@ void BM_attention(benchmark::State& state) {
         benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
     state.SetLabel(simd_level_name(active_simd_level()));
 }
-BENCHMARK(BM_attention)->ArgName("ntok")->Arg(1)->Arg(2)->Arg(5)->Arg(9)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, F32, KVType::F32)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(5)
+    ->Arg(9)
+    ->Arg(512)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, F16, KVType::F16)
+    ->ArgName("ntok")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(5)
+    ->Arg(9)
+    ->Arg(512)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -57,7 +57,10 @@ struct V {
     static __attribute__((always_inline)) Reg fma(Reg a, Reg b, Reg c) {
         return _mm256_fmadd_ps(a, b, c);
     }
+    static __attribute__((always_inline)) Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
     static __attribute__((always_inline)) float hsum(Reg v) { return simd::hsum8(v); }
+    static constexpr bool kHsumRows = false;  // no many-row reduction: qk_block reduces each row
+    static Reg hsum_rows(const Reg (&)[16]) { return zero(); }
 };
 
 void softmax_row(float* x, int n) {
