@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/error.h"
@@ -100,13 +101,26 @@ void dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
 
 PackedBuffer::PackedBuffer(size_t bytes) : n_(bytes) {
     if (bytes == 0) return;
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    static const bool huge = [] {
+        const char* e = std::getenv("SPECULA_HUGEPAGES");
+        return !(e && std::strcmp(e, "0") == 0);
+    }();
+    const size_t pad = huge ? kHugePage : 0;
+    void* p =
+        mmap(nullptr, bytes + pad, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes for packed weights");
-    p_ = static_cast<uint8_t*>(p);  // page aligned, zero-filled
+    map_ = p;
+    map_bytes_ = bytes + pad;
+    auto a = reinterpret_cast<uintptr_t>(p);
+    if (huge) {
+        a = (a + kHugePage - 1) / kHugePage * kHugePage;
+        madvise(reinterpret_cast<void*>(a), bytes, MADV_HUGEPAGE);
+    }
+    p_ = reinterpret_cast<uint8_t*>(a);  // page aligned, zero-filled
 }
 
 PackedBuffer::~PackedBuffer() {
-    if (p_) munmap(p_, n_);
+    if (map_) munmap(map_, map_bytes_);
 }
 
 void release_mapped_pages(const void* p, size_t n) {

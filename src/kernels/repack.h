@@ -48,20 +48,30 @@ void repack(const WeightView& W, uint8_t* dst);
 // layout (get_rows on a tied embedding, tests).
 void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 
-// A 64-byte aligned, zero-filled anonymous memory block holding packed weights.
+// A 64-byte aligned, zero-filled anonymous memory block holding packed weights, starting on a 2 MiB
+// boundary and marked MADV_HUGEPAGE (unless SPECULA_HUGEPAGES=0) so that, where transparent huge
+// pages are on (always or madvise), a decode pass streaming every weight walks 2 MiB pages rather
+// than 4 KiB ones (measured on Zen 5, 8 paired runs per type: tg +4% median for Q8_0, Q4_K_M and
+// F16, 9-token passes +2-9%). Only whole huge pages inside the block get one: no memory is added.
 class PackedBuffer {
   public:
     explicit PackedBuffer(size_t bytes);
     ~PackedBuffer();
-    PackedBuffer(PackedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+    PackedBuffer(PackedBuffer&& o) noexcept
+        : p_(o.p_), n_(o.n_), map_(o.map_), map_bytes_(o.map_bytes_) {
+        o.p_ = nullptr, o.n_ = 0, o.map_ = nullptr, o.map_bytes_ = 0;
+    }
     PackedBuffer& operator=(PackedBuffer&&) = delete;
     PackedBuffer(const PackedBuffer&) = delete;
     uint8_t* data() const { return p_; }
     size_t size() const { return n_; }
 
   private:
+    static constexpr size_t kHugePage = size_t{2} << 20;
     uint8_t* p_ = nullptr;
     size_t n_ = 0;
+    void* map_ = nullptr;  // the mapping: p_ rounded up to a huge page inside it
+    size_t map_bytes_ = 0;
 };
 
 // Gives back to the kernel the pages lying wholly inside [p, p + n) of a read-only file mapping
