@@ -438,21 +438,12 @@ void BM_attention(benchmark::State& state, KVType type) {
         benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
     state.SetLabel(simd_level_name(active_simd_level()));
 }
-BENCHMARK_CAPTURE(BM_attention, F32, KVType::F32)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(5)
-    ->Arg(9)
-    ->Arg(512)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_attention, F16, KVType::F16)
-    ->ArgName("ntok")
-    ->Arg(1)
-    ->Arg(2)
-    ->Arg(5)
-    ->Arg(9)
-    ->Arg(512)
-    ->UseRealTime();
+void attention_batches(benchmark::internal::Benchmark* b) {
+    b->ArgName("ntok");
+    for (int n : {1, 2, 5, 9, 512}) b->Arg(n);
+    b->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_attention, F32, KVType::F32)->Apply(attention_batches);
+BENCHMARK_CAPTURE(BM_attention, F16, KVType::F16)->Apply(attention_batches);
 
 BENCHMARK_MAIN();
