@@ -136,3 +136,31 @@ TEST(Repack, ModelsArePackedAndAgree) {
         expect_packed_model_matches(*packed, *plain);
     }
 }
+
+// pack_weights spreads the matrices over a thread pool: every packed matrix has the same bytes
+// whatever the thread count, and none is left unpacked.
+TEST(Repack, PackingOnSeveralThreadsGivesTheSameBytes) {
+    for (const char* stem : {"rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-tok512-d256-l2-F16",
+                             "rand-llama-llama3vocab-d64-l1-tied-Q8_0"}) {
+        SCOPED_TRACE(stem);
+        const std::string path =
+            test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
+        auto one = Model::load(path, 1);
+        ASSERT_FALSE(one->packed.empty());
+        for (int n : {2, 3, 64}) {
+            auto many = Model::load(path, n);
+            ASSERT_EQ(many->packed.size(), one->packed.size()) << n << " threads";
+            for (size_t i = 0; i < one->packed.size(); ++i) {
+                ASSERT_EQ(many->packed[i].size(), one->packed[i].size());
+                EXPECT_EQ(std::memcmp(many->packed[i].data(), one->packed[i].data(),
+                                      one->packed[i].size()),
+                          0)
+                    << "buffer " << i << ", " << n << " threads";
+            }
+            for (size_t l = 0; l < many->layers.size(); ++l) {
+                EXPECT_NE(many->layers[l].ffn_down.packed, nullptr) << "layer " << l;
+                EXPECT_NE(many->layers[l].wq.packed, nullptr) << "layer " << l;
+            }
+        }
+    }
+}

@@ -33,6 +33,11 @@ constexpr uint64_t pack_claim(uint64_t gen, uint32_t next) {
 }
 }  // namespace
 
+int hardware_threads() {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
 int max_pool_threads() {
     return std::max(8, 4 * int(std::thread::hardware_concurrency()));
 }

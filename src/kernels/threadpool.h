@@ -16,6 +16,9 @@
 
 namespace specula {
 
+// std::thread::hardware_concurrency(), or 1 where it is unknown: the default thread count.
+int hardware_threads();
+
 // The most threads a pool (and so -t / --threads) may have: 4x the hardware threads, at least 8.
 // More only oversubscribes the cores, and an unbounded count exhausts the process limits.
 int max_pool_threads();

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include "common/error.h"
 #include "kernels/quants.h"
@@ -26,9 +25,7 @@ namespace specula {
 namespace {
 
 int resolve_threads(int n) {
-    if (n > 0) return n;
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw > 0 ? static_cast<int>(hw) : 1;
+    return n > 0 ? n : hardware_threads();
 }
 
 int resolve_ctx(const HParams& hp, int n_ctx) {

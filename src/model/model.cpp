@@ -169,7 +169,7 @@ std::string human_count(int64_t n) {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
+std::unique_ptr<Model> Model::load(const std::string& path, int n_threads) {
     auto m = std::make_unique<Model>();
     m->file_ = GGUFFile::open(path);
     // Architecture first, so a foreign model fails with that message rather than a tokenizer one.
@@ -181,7 +181,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     m->hp_ = read_hparams(*m->file_, m->tok_->n_vocab());
     bind_weights(*m->file_, m->hp_, *m);
     const char* repack_env = std::getenv("SPECULA_REPACK");
-    if (!repack_env || std::string_view(repack_env) != "0") pack_weights(*m);
+    if (!repack_env || std::string_view(repack_env) != "0") pack_weights(*m, n_threads);
     m->offload = offload_defaults().target;
     return m;
 }

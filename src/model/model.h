@@ -74,8 +74,9 @@ struct LayerWeights {
 class Model {
   public:
     // Loads a GGUF file. Throws Error for unsupported architectures (naming the supported ones),
-    // missing or misshapen tensors, and bad metadata.
-    static std::unique_ptr<Model> load(const std::string& path);
+    // missing or misshapen tensors, and bad metadata. The weights are repacked on n_threads
+    // threads (0: the hardware threads; see pack_weights).
+    static std::unique_ptr<Model> load(const std::string& path, int n_threads = 0);
 
     const HParams& hparams() const { return hp_; }
     const Tokenizer& tokenizer() const { return *tok_; }
@@ -106,10 +107,11 @@ class Model {
 
 // Repacks the dense matrices of repackable types (kernels/repack.h: Q8_0, Q4_K, Q6_K; F16 and
 // BF16 unless SPECULA_REPACK_FLOAT=0) into the tiled layout the multi-token kernels want, and
-// releases the mapped pages of their originals, so resident memory stays that of the file. The token embedding keeps its row layout (get_rows reads
-// it); a tied output matrix gets a packed copy. MoE expert matrices keep the row layout.
-// Model::load calls it unless SPECULA_REPACK=0.
-void pack_weights(Model& m);
+// releases the mapped pages of their originals, so resident memory stays that of the file. The
+// token embedding keeps its row layout (get_rows reads it); a tied output matrix gets a packed
+// copy. MoE expert matrices keep the row layout. Model::load calls it unless SPECULA_REPACK=0. It
+// runs on n_threads threads (0: the hardware threads).
+void pack_weights(Model& m, int n_threads = 0);
 
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
