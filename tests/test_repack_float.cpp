@@ -64,38 +64,40 @@ TEST(RepackFloat, RowsReadBackUnchanged) {
 }
 
 TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
-    for (GGMLType t : kTypes) {
-        for (auto [rows, cols] : shapes()) {
-            SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols);
-            Packed p = make_packed(t, rows, cols, 11 + static_cast<uint32_t>(cols));
-            constexpr int ntok = 7;
-            std::mt19937 rng(3);
-            const std::vector<float> x = random_floats(rng, ntok * cols);
-            const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
-            // Against the reference dot product of the row layout (another summation order),
-            // in double: |error| within a few ulps of the sum of |products|.
-            MatmulScratch scratch;
-            const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, scratch);
-            std::vector<float> w(cols), a(cols);
-            for (int tk = 0; tk < ntok; ++tk) {
-                dequantize_row(t, scratch.acts.data() + tk * stride, a.data(), cols);
-                for (int64_t r = 0; r < rows; ++r) {
-                    dequantize_row(t, p.rowwise.row(r), w.data(), cols);
-                    double ref = 0, mag = 0;
-                    for (int64_t k = 0; k < cols; ++k) {
-                        ref += double(w[k]) * a[k];
-                        mag += std::fabs(double(w[k]) * a[k]);
+    // 23 tokens: a whole chunk of 16 (kFloatChunk, groups of several tokens) and one of 7.
+    for (int ntok : {7, 23})
+        for (GGMLType t : kTypes) {
+            for (auto [rows, cols] : shapes()) {
+                SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols
+                                                << ", " << ntok << " tokens");
+                Packed p = make_packed(t, rows, cols, 11 + static_cast<uint32_t>(cols));
+                std::mt19937 rng(3);
+                const std::vector<float> x = random_floats(rng, ntok * cols);
+                const std::vector<std::vector<float>> per_level = run_at_every_level(p.W, x, ntok);
+                // Against the reference dot product of the row layout (another summation order),
+                // in double: |error| within a few ulps of the sum of |products|.
+                MatmulScratch scratch;
+                const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, scratch);
+                std::vector<float> w(cols), a(cols);
+                for (int tk = 0; tk < ntok; ++tk) {
+                    dequantize_row(t, scratch.acts.data() + tk * stride, a.data(), cols);
+                    for (int64_t r = 0; r < rows; ++r) {
+                        dequantize_row(t, p.rowwise.row(r), w.data(), cols);
+                        double ref = 0, mag = 0;
+                        for (int64_t k = 0; k < cols; ++k) {
+                            ref += double(w[k]) * a[k];
+                            mag += std::fabs(double(w[k]) * a[k]);
+                        }
+                        const float got = per_level[0][tk * rows + r];
+                        ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-30) << "t " << tk << " r " << r;
                     }
-                    const float got = per_level[0][tk * rows + r];
-                    ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-30) << "t " << tk << " r " << r;
+                }
+                for (size_t l = 1; l < per_level.size(); ++l) {
+                    EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
+                        << simd_level_name(runnable_levels()[l]) << " differs from scalar";
                 }
             }
-            for (size_t l = 1; l < per_level.size(); ++l) {
-                EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
-                    << simd_level_name(runnable_levels()[l]) << " differs from scalar";
-            }
         }
-    }
 }
 
 TEST(RepackFloat, BatchAndThreadInvariant) {
