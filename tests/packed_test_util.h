@@ -111,7 +111,10 @@ inline void expect_row_ranges_and_mixed_jobs(GGMLType t) {
 // A 9-token prompt through `packed` (weights packed at load) and `plain` (SPECULA_REPACK=0): each
 // position's logits equal those of a one-token pass bit for bit, and stay within 1e-3 (relative)
 // of the unpacked model's.
-inline void expect_packed_model_matches(const Model& packed, const Model& plain) {
+// tol: the largest logit difference allowed, relative to 1 + the largest |logit| (default), or
+// absolute where abs_tol > 0.
+inline void expect_packed_model_matches(const Model& packed, const Model& plain,
+                                        double abs_tol = 0) {
     const std::vector<token_id> toks = {1, 5, 9, 17, 33, 65, 129, 200, 7};
     SessionParams sp;
     sp.n_ctx = 64;
@@ -129,7 +132,7 @@ inline void expect_packed_model_matches(const Model& packed, const Model& plain)
             diff = std::max(diff, std::fabs(double(a.logits(i)[v]) - b.logits(i)[v]));
             mag = std::max(mag, std::fabs(double(b.logits(i)[v])));
         }
-        EXPECT_LT(diff, 1e-3 * (1 + mag)) << "position " << i;
+        EXPECT_LT(diff, abs_tol > 0 ? abs_tol : 1e-3 * (1 + mag)) << "position " << i;
     }
 }
 

@@ -1,6 +1,7 @@
 // Packed F16 / BF16 weights (kernels/repack_float.h): the panels hold the same values as the rows;
 // the panel kernels are close to the row-layout dot products; every level (scalar, AVX2, AVX-512)
-// gives the same bits; results are bit-identical whatever the number of tokens (1, 2, 5, 9, 16,
+// gives the same bits (but BF16 at AVX-512, whose vdpbf16ps kernel is within rounding of the
+// others); results are bit-identical whatever the number of tokens (1, 2, 5, 9, 16,
 // 1..40, 512), the thread count or the row sub-range; odd shapes (rows not a multiple of 16,
 // columns not a multiple of the 256-column block) work; and loaded F16 / BF16 models are packed,
 // with logits batch invariant and close to the unpacked ones.
@@ -39,7 +40,7 @@ namespace {
 
 const std::vector<std::pair<int64_t, int64_t>>& shapes() {
     static const std::vector<std::pair<int64_t, int64_t>> s = {
-        {1, 8}, {5, 64}, {16, 96}, {17, 300}, {33, 2048}, {100, 256}, {48, 1000}};
+        {1, 8}, {5, 64}, {16, 96}, {17, 300}, {33, 2048}, {100, 256}, {48, 1000}, {19, 301}};
     return s;
 }
 
@@ -88,11 +89,18 @@ TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
                             ref += double(w[k]) * a[k];
                             mag += std::fabs(double(w[k]) * a[k]);
                         }
-                        const float got = per_level[0][tk * rows + r];
-                        ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-30) << "t " << tk << " r " << r;
+                        for (size_t l = 0; l < per_level.size(); ++l) {
+                            const float got = per_level[l][tk * rows + r];
+                            ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-30)
+                                << simd_level_name(runnable_levels()[l]) << " t " << tk << " r "
+                                << r;
+                        }
                     }
                 }
+                // Bit for bit across levels, but for BF16 at AVX-512: vdpbf16ps (one rounding
+                // per column pair, denormals flushed) is only within rounding of the others.
                 for (size_t l = 1; l < per_level.size(); ++l) {
+                    if (t == GGMLType::BF16 && runnable_levels()[l] == SimdLevel::AVX512) continue;
                     EXPECT_TRUE(same_bits(per_level[0], per_level[l]))
                         << simd_level_name(runnable_levels()[l]) << " differs from scalar";
                 }
@@ -102,7 +110,7 @@ TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
 
 TEST(RepackFloat, BatchAndThreadInvariant) {
     for (GGMLType t : kTypes) {
-        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 600}, {130, 96}}) {
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 600}, {130, 96}, {35, 515}}) {
             Packed p = make_packed(t, rows, cols, 99);
             std::mt19937 rng(5);
             const int kMax = 512;
@@ -153,6 +161,12 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
             EXPECT_NE(l.wq.packed, nullptr);
             EXPECT_NE(l.ffn_down.packed, nullptr);
         }
-        expect_packed_model_matches(*packed, *plain);
+        // BF16 at AVX-512 (vdpbf16ps) rounds its sums differently from the row layout's kernel, so
+        // an activation's BF16 rounding can flip and move later logits: allowed as much as
+        // llama.cpp's own batched and single-token BF16 logits differ (shared/reference's README:
+        // 0.026; its parity tolerance for BF16 is 0.1).
+        const bool bf16_dot =
+            packed->layers[0].wq.type == GGMLType::BF16 && active_simd_level() == SimdLevel::AVX512;
+        expect_packed_model_matches(*packed, *plain, bf16_dot ? 0.03 : 0);
     }
 }

@@ -43,6 +43,11 @@ PackedTileFn avx512_float_packed_tile(GGMLType wt);
 using WidenFn = void (*)(const uint16_t* src, int64_t n, float* dst, int64_t m);
 WidenFn avx2_float_widen(GGMLType at);
 WidenFn avx512_float_widen(GGMLType at);
+// BF16 weights at AVX-512 (dot_bf16_avx512.cpp): the panel kernel by vdpbf16ps and its
+// activations, kept BF16 as column pairs; what avx512_float_packed_tile / avx512_float_widen
+// give for BF16 unless SPECULA_BF16_DOT=0. Within rounding of the other levels, not bitwise.
+PackedTileFn avx512_bf16_packed_tile();
+WidenFn avx512_bf16_widen();
 
 // matmul's entry for two adjacent weight rows at once (Q4_K, Q5_K, Q6_K at the AVX-512 level):
 // y[t * ldy + i] = dot(row i, token t) for i < 2 and t < ntok, row i at w + i * w_stride. Each
