@@ -14,7 +14,9 @@
 // each block a sequential chain s = fma(w, x, s) from s = 0 over its columns in order, and
 // tot = tot + s over the blocks in order from tot = 0. That sequence depends on nothing but the
 // row and the token, so every batch size, token grouping, thread split and ISA level gives the
-// same bits (batch invariance, and scalar == AVX2 == AVX-512). The block partial sums keep the
+// same bits (batch invariance, and scalar == AVX2 == AVX-512; but BF16 at AVX-512, which runs
+// kernels/dot_bf16_avx512.cpp's vdpbf16ps chains over column pairs on BF16 activation pairs:
+// batch invariant, within rounding of the others). The block partial sums keep the
 // chains short (precision close to the row layout's 16-lane chains) and let a kernel run several
 // blocks of one panel side by side when it has few tokens to hide the FMA latency with.
 //
@@ -25,7 +27,8 @@
 // a group's activations for one column from one cache line. PackedActs::stride = 4 * cols (the
 // kernels read cols from it; q + t0 * stride is chunk t0 / 16's start for t0 a multiple of 16),
 // d and corr unused. A kernel call takes the tokens of one chunk (ntok <= kFloatChunk; matmul's
-// token blocks are kFloatChunk).
+// token blocks are kFloatChunk). For BF16 at AVX-512 the chunk holds 32-bit words instead, token
+// t's columns 2j and 2j + 1 as BF16 bits at word [j * m + t] (dot_bf16_avx512.cpp).
 #pragma once
 
 #include <cstddef>
