@@ -20,9 +20,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/dot_kernels.h"
+#include "kernels/packed_kernels.h"  // with_tokens
 #include "kernels/repack_float.h"
 
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
@@ -37,18 +37,6 @@ namespace {
 
 constexpr int kRows = 16;  // rows per panel (kPackRows)
 constexpr int kAccs = 16;  // chains to aim for (NB blocks side by side for few tokens)
-
-// Calls f(integral_constant<k>) for 1 <= k <= N.
-template <int N, class F>
-SPECULA_INLINE void with_size(int k, F&& f) {
-    if constexpr (N == 1) {
-        f(std::integral_constant<int, 1>{});
-    } else if (k == N) {
-        f(std::integral_constant<int, N>{});
-    } else {
-        with_size<N - 1>(k, f);
-    }
-}
 
 // Lane i of the vpermw index: word i of the operand is row i / 2's column 2j + i % 2, which the
 // line holds at (i % 2) * 16 + i / 2.
@@ -116,8 +104,8 @@ __attribute__((noinline)) void panel_pairs(const uint16_t* w, const uint32_t* x,
     if constexpr (NB > 1) {  // the last whole blocks side by side too
         const int rest = static_cast<int>((full - k) / kFloatBlock);
         if (rest > 0) {
-            with_size<NB - 1>(rest,
-                              [&](auto r) { pair_blocks<G, r()>(w, x, xs, k, kFloatBlock, tot); });
+            with_tokens<NB - 1>(
+                rest, [&](auto r) { pair_blocks<G, r()>(w, x, xs, k, kFloatBlock, tot); });
             k = full;
         }
     }
@@ -136,7 +124,7 @@ void bf16_panel_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo,
     for (int t = 0; t < nc; ++t) {
         for (int r = 0; r < kRows; ++r) tot[t][r] = 0.0f;
     }
-    with_size<kFloatChunk>(nc, [&](auto g) { panel_pairs<g()>(w, x, nc, n, tot); });
+    with_tokens<kFloatChunk>(nc, [&](auto g) { panel_pairs<g()>(w, x, nc, n, tot); });
     for (int t = 0; t < nc; ++t) {
         for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tot[t][r];
     }
