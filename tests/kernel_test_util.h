@@ -36,28 +36,35 @@ inline std::vector<SimdLevel> runnable_levels() {
     return levels;
 }
 
-// Sets SPECULA_SIMD for a scope and restores the previous value.
-class SimdCap {
+// Sets an environment variable for a scope and restores its previous value (or its absence).
+class ScopedEnv {
   public:
-    explicit SimdCap(SimdLevel l) {
-        const char* old = std::getenv("SPECULA_SIMD");
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        const char* old = std::getenv(name);
         had_ = old != nullptr;
         if (had_) old_ = old;
-        setenv("SPECULA_SIMD", simd_level_name(l), 1);
+        setenv(name, value, 1);
     }
-    ~SimdCap() {
+    ~ScopedEnv() {
         if (had_) {
-            setenv("SPECULA_SIMD", old_.c_str(), 1);
+            setenv(name_.c_str(), old_.c_str(), 1);
         } else {
-            unsetenv("SPECULA_SIMD");
+            unsetenv(name_.c_str());
         }
     }
-    SimdCap(const SimdCap&) = delete;
-    SimdCap& operator=(const SimdCap&) = delete;
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
 
   private:
+    std::string name_;
     bool had_ = false;
     std::string old_;
+};
+
+// Sets SPECULA_SIMD for a scope and restores the previous value.
+class SimdCap : public ScopedEnv {
+  public:
+    explicit SimdCap(SimdLevel l) : ScopedEnv("SPECULA_SIMD", simd_level_name(l)) {}
 };
 
 inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.f,

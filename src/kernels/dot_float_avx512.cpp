@@ -90,25 +90,13 @@ VecDotFn avx512_float_vec_dot(GGMLType wt) {
     return float_vec_dot_for(wt);
 }
 
-namespace {
-// BF16 matrices use the vdpbf16ps kernel (dot_bf16_avx512.cpp) unless SPECULA_BF16_DOT=0 (for
-// A/B runs), which keeps the float panels' FMA chains.
-bool bf16_dot() {
-    static const bool on = [] {
-        const char* e = std::getenv("SPECULA_BF16_DOT");
-        return !e || std::strcmp(e, "0") != 0;
-    }();
-    return on;
-}
-}  // namespace
-
 PackedTileFn avx512_float_packed_tile(GGMLType wt) {
-    return wt == GGMLType::BF16 && bf16_dot() ? avx512_bf16_packed_tile()
-                                              : float_panel_tile_for(wt);
+    return wt == GGMLType::BF16 && bf16_dot_at_avx512() ? avx512_bf16_packed_tile()
+                                                        : float_panel_tile_for(wt);
 }
 
 WidenFn avx512_float_widen(GGMLType at) {
-    return at == GGMLType::BF16 && bf16_dot() ? avx512_bf16_widen() : float_widen_for(at);
+    return at == GGMLType::BF16 && bf16_dot_at_avx512() ? avx512_bf16_widen() : float_widen_for(at);
 }
 
 }  // namespace specula::simd

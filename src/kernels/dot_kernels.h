@@ -45,7 +45,8 @@ WidenFn avx2_float_widen(GGMLType at);
 WidenFn avx512_float_widen(GGMLType at);
 // BF16 weights at AVX-512 (dot_bf16_avx512.cpp): the panel kernel by vdpbf16ps and its
 // activations, kept BF16 as column pairs; what avx512_float_packed_tile / avx512_float_widen
-// give for BF16 unless SPECULA_BF16_DOT=0. Within rounding of the other levels, not bitwise.
+// give for BF16 where bf16_dot_at_avx512() (kernels/repack_float.h). Within rounding of the
+// other levels, not bitwise.
 PackedTileFn avx512_bf16_packed_tile();
 WidenFn avx512_bf16_widen();
 

@@ -49,6 +49,12 @@ bool float_repackable(GGMLType t);
 // (which keeps their row layout and the dot_float_tiles.inc kernels, for A/B runs).
 bool float_repack_at_load();
 
+// Whether BF16 panels run on vdpbf16ps at the AVX-512 level (kernels/dot_bf16_avx512.cpp) rather
+// than on the FMA panels: SPECULA_BF16_DOT=1 / 0 force it; by default where the instruction runs
+// at the FMA's rate (AMD), not where it runs at a quarter of it (Intel's Sapphire / Emerald
+// Rapids). Read on every call, as SPECULA_SIMD is, so that a test can switch it.
+bool bf16_dot_at_avx512();
+
 // Bytes of one panel (16 rows) of a packed float matrix.
 size_t float_tile_bytes(int64_t cols);
 
