@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kernels/amx.h"
 #include "kernels/dot_kernels.h"
 #include "kernels/packed_kernels.h"
 #include "kernels/quants.h"
@@ -37,7 +38,8 @@ SimdLevel env_cap() {
     if (std::strcmp(v, "scalar") == 0) return SimdLevel::Scalar;
     if (std::strcmp(v, "avx2") == 0) return SimdLevel::AVX2;
     if (std::strcmp(v, "avx512") == 0) return SimdLevel::AVX512;
-    fail("SPECULA_SIMD=", v, ": expected scalar, avx2 or avx512");
+    if (std::strcmp(v, "amx") == 0) return SimdLevel::AVX512;  // AVX-512 with AMX (kernels/amx.h)
+    fail("SPECULA_SIMD=", v, ": expected scalar, avx2, avx512 or amx");
 }
 
 template <GGMLType T>
@@ -160,6 +162,7 @@ PackedTileFn packed_tile_kernel(SimdLevel level) {
 }
 
 PackedTileFn best_packed_tile() {
+    if (PackedTileFn amx = best_amx_packed_tile()) return amx;
     return packed_tile_kernel(active_simd_level());
 }
 
@@ -172,7 +175,8 @@ PackedPairFn best_packed_pair(GGMLType t) {
         const char* e = std::getenv("SPECULA_PACKED_PAIR");
         return e && std::strcmp(e, "0") == 0;
     }();
-    return off ? nullptr : packed_pair_kernel(t, active_simd_level());
+    // With AMX the tile kernel takes prompt-sized passes itself.
+    return off || amx_active() ? nullptr : packed_pair_kernel(t, active_simd_level());
 }
 
 }  // namespace specula

@@ -1,6 +1,7 @@
-// Run-time choice of the fastest dot-product kernel per weight type: AVX-512 (with VNNI/BF16),
-// AVX2, or the scalar reference. SPECULA_SIMD=scalar|avx2|avx512 caps the level (tests use it);
-// any other value makes active_simd_level() throw Error.
+// Run-time choice of the fastest dot-product kernel per weight type: AVX-512 (with VNNI/BF16, and
+// AMX tiles for packed Q8_0 passes over several tokens where the CPU has them: kernels/amx.h),
+// AVX2, or the scalar reference. SPECULA_SIMD=scalar|avx2|avx512|amx caps the level (tests use
+// it; `avx512` is AVX-512 without AMX); any other value makes active_simd_level() throw Error.
 //
 // Every level has a kernel for each supported weight type. The AVX2 and AVX-512 levels run the
 // same kernel source (the AVX-512 build uses VNNI for byte dot products), except Q4_K / Q5_K /
@@ -45,7 +46,8 @@ using QuantizeRowFn = void (*)(const float* x, void* dst, int64_t n);
 QuantizeRowFn best_quantize_row(GGMLType act_type);
 
 // The tile kernel for packed Q8_0 weights (kernels/repack.h) at exactly `level` (the scalar level
-// is packed_tile_ref), and the one at active_simd_level(). All levels give the same bits.
+// is packed_tile_ref), and the one at active_simd_level() (the AMX one where amx_active()). All
+// levels give the same bits.
 PackedTileFn packed_tile_kernel(SimdLevel level);
 PackedTileFn best_packed_tile();
 

@@ -1,0 +1,203 @@
+// The AMX tile kernel for packed Q8_0 weights (kernels/amx.h) gives packed_tile_ref's bits for
+// every token count (1..40), row range and shape, alone, through matmul (any thread count) and
+// through a whole model (logits equal to the AVX-512 level's, so greedy speculative output stays
+// equal to plain output with AMX on). Each check runs the kernel over the scalar emulation of the
+// tile instructions on every AVX-512 CPU, and on the instructions themselves where the CPU has
+// AMX; the emulation also faults on the tile shapes the hardware would refuse. The switches:
+// SPECULA_SIMD=amx|avx512 and SPECULA_AMX=0|emulate.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+#include "kernel_test_util.h"
+#include "kernels/amx.h"
+#include "kernels/amx_tiles.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "model/model.h"
+#include "packed_test_util.h"
+#include "test_util.h"
+
+using namespace specula;
+using specula::test::make_packed;
+using specula::test::Packed;
+using specula::test::random_floats;
+using specula::test::run;
+using specula::test::same_bits;
+using specula::test::ScopedEnv;
+
+namespace {
+
+bool has_avx512() {
+    return cpu_simd_level() >= SimdLevel::AVX512;
+}
+
+// The kernels to check on this CPU: the emulated one (AVX-512 CPUs) and the hardware one (AMX
+// CPUs), each with the SPECULA_AMX value that makes matmul use it.
+struct Variant {
+    const char* name;
+    PackedTileFn fn;
+    const char* amx_env;
+};
+std::vector<Variant> variants() {
+    std::vector<Variant> v;
+    if (has_avx512()) v.push_back({"emulated", amx_packed_tile_emulated(), "emulate"});
+    if (cpu_has_amx()) v.push_back({"hardware", amx_packed_tile(), "1"});
+    return v;
+}
+
+// Shapes: one block, an odd block count, whole and partial tiles, a 2048-column row.
+const std::vector<std::pair<int64_t, int64_t>>& shapes() {
+    static const std::vector<std::pair<int64_t, int64_t>> s = {
+        {16, 32}, {5, 96}, {37, 160}, {33, 2048}};
+    return s;
+}
+
+}  // namespace
+
+TEST(Amx, TileKernelEqualsReference) {
+    if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
+    for (const Variant& v : variants()) {
+        for (auto [rows, cols] : shapes()) {
+            Packed p = make_packed(GGMLType::Q8_0, rows, cols, 17 + static_cast<uint32_t>(cols));
+            constexpr int kMax = 40;
+            std::mt19937 rng(9);
+            const std::vector<float> x = random_floats(rng, kMax * cols);
+            MatmulScratch scratch;
+            const size_t stride =
+                quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, kMax, scratch);
+            const int64_t nb = cols / 32;
+            std::vector<float> d(nb * kMax);
+            std::vector<int32_t> corr(nb * kMax);
+            packed_act_sums(scratch.acts.data(), stride, nb, kMax, d.data(), corr.data());
+            const PackedActs a{scratch.acts.data(), stride, d.data(), corr.data(), nb};
+            const size_t tb = packed_tile_bytes(cols);
+            for (int ntok = 1; ntok <= kMax; ++ntok) {
+                for (auto [lo, hi] : {std::pair{0, 16}, std::pair{0, 5}, std::pair{7, 16}}) {
+                    SCOPED_TRACE(testing::Message()
+                                 << v.name << " " << rows << "x" << cols << " ntok " << ntok
+                                 << " rows " << lo << ".." << hi);
+                    for (int64_t tile = 0; tile * 16 < rows; ++tile) {
+                        std::vector<float> want(ntok * 16, NAN), got(ntok * 16, NAN);
+                        packed_tile_ref(p.W.packed + tile * tb, a, ntok, lo, hi, want.data(), 16);
+                        v.fn(p.W.packed + tile * tb, a, ntok, lo, hi, got.data(), 16);
+                        ASSERT_TRUE(same_bits(want, got)) << "tile " << tile;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Amx, MatmulEqualsAvx512AtEveryTokenCountAndThreadCount) {
+    if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
+    for (const Variant& v : variants()) {
+        for (auto [rows, cols] : shapes()) {
+            SCOPED_TRACE(testing::Message() << v.name << " " << rows << "x" << cols);
+            Packed p = make_packed(GGMLType::Q8_0, rows, cols, 5 + static_cast<uint32_t>(rows));
+            std::mt19937 rng(4);
+            const std::vector<float> x = random_floats(rng, 64 * cols);
+            std::vector<float> base;
+            {
+                const ScopedEnv simd("SPECULA_SIMD", "avx512");
+                EXPECT_FALSE(amx_active());
+                base = run(p.W, x, 64, 2);
+            }
+            const ScopedEnv simd("SPECULA_SIMD", "amx");
+            const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+            ASSERT_TRUE(amx_active());
+            for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33, 40, 64}) {
+                for (int threads : {1, 2, 3}) {
+                    const std::vector<float> y = run(p.W, x, n, threads);
+                    ASSERT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * sizeof(float)))
+                        << "ntok " << n << " threads " << threads;
+                }
+            }
+        }
+    }
+}
+
+TEST(Amx, ModelLogitsEqualAvx512) {
+    if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
+    auto model =
+        Model::load(test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-Q8_0.gguf"));
+    const std::vector<token_id> toks = {1, 15, 200, 7, 99, 300, 42, 11, 5, 480, 63, 2};
+    auto logits = [&](bool one_by_one) {
+        Session s(*model, SessionParams{64, 2});
+        std::vector<float> out;
+        const int nv = model->hparams().n_vocab;
+        if (one_by_one) {
+            for (token_id t : toks) {
+                s.eval(std::span(&t, 1), true);
+                out.insert(out.end(), s.logits(0), s.logits(0) + nv);
+            }
+        } else {
+            s.eval(toks, true);
+            for (int i = 0; i < s.n_logits(); ++i)
+                out.insert(out.end(), s.logits(i), s.logits(i) + nv);
+        }
+        return out;
+    };
+    std::vector<float> base;
+    {
+        const ScopedEnv simd("SPECULA_SIMD", "avx512");
+        base = logits(true);
+    }
+    for (const Variant& v : variants()) {
+        SCOPED_TRACE(v.name);
+        const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+        ASSERT_TRUE(amx_active());
+        EXPECT_TRUE(same_bits(base, logits(false))) << "a 12-token pass";
+        EXPECT_TRUE(same_bits(base, logits(true))) << "12 one-token passes";
+    }
+}
+
+TEST(Amx, Switches) {
+    {
+        const ScopedEnv simd("SPECULA_SIMD", "amx");
+        EXPECT_EQ(active_simd_level(), cpu_simd_level());  // `amx` caps nothing
+        EXPECT_EQ(amx_active(), cpu_has_amx());
+        const ScopedEnv amx("SPECULA_AMX", "0");
+        EXPECT_FALSE(amx_active());
+        EXPECT_EQ(best_amx_packed_tile(), nullptr);
+    }
+    {
+        const ScopedEnv simd("SPECULA_SIMD", "avx2");
+        const ScopedEnv amx("SPECULA_AMX", "emulate");
+        EXPECT_FALSE(amx_active());  // AMX is part of the AVX-512 level
+        EXPECT_NE(best_packed_tile(), amx_packed_tile_emulated());
+    }
+    if (has_avx512()) {
+        const ScopedEnv amx("SPECULA_AMX", "emulate");
+        EXPECT_TRUE(amx_active());
+        EXPECT_EQ(best_packed_tile(), amx_packed_tile_emulated());
+        EXPECT_EQ(best_packed_pair(GGMLType::Q8_0), nullptr);  // the AMX kernel takes prompts
+    }
+}
+
+// The emulation refuses what TDPBSUD would fault on: mismatched shapes, oversized tiles.
+TEST(Amx, EmulationChecksTileShapes) {
+    using simd::AmxEmu;
+    using simd::TileConfig;
+    TileConfig c;
+    c.rows[0] = 4, c.colsb[0] = 64;  // C 4 x 16
+    c.rows[1] = 4, c.colsb[1] = 32;  // A 4 x 32 bytes
+    c.rows[2] = 8, c.colsb[2] = 64;  // B 8 x 64 bytes
+    c.rows[3] = 5, c.colsb[3] = 32;  // an A with the wrong row count
+    AmxEmu::configure(c);
+    std::vector<uint8_t> a(4 * 32, 1), b(8 * 64, 2);
+    std::vector<int32_t> out(4 * 16);
+    AmxEmu::zero<0>();
+    AmxEmu::load<1>(a.data(), 32);
+    AmxEmu::load<2>(b.data(), 64);
+    AmxEmu::dpbsud<0, 1, 2>();
+    AmxEmu::store<0>(out.data(), 64);
+    for (int32_t v : out) EXPECT_EQ(v, 32 * 1 * 2);
+    EXPECT_THROW((AmxEmu::dpbsud<0, 3, 2>()), Error);
+    TileConfig big;
+    big.rows[0] = 17, big.colsb[0] = 64;
+    EXPECT_THROW(AmxEmu::configure(big), Error);
+}
