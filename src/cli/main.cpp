@@ -18,6 +18,7 @@
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
+#include "kernels/amx.h"
 #include "kernels/dispatch.h"
 
 #ifndef SPECULA_BUILD_TYPE
@@ -53,7 +54,8 @@ std::string version_text() {
 #endif
     const specula::SimdLevel cpu = specula::cpu_simd_level();
     s += std::string("\nsimd: ") + specula::simd_level_name(specula::active_simd_level()) +
-         " (this CPU supports " + specula::simd_level_name(cpu) + ")";
+         (specula::amx_active() ? " + amx" : "") + " (this CPU supports " +
+         specula::simd_level_name(cpu) + (specula::cpu_has_amx() ? " + amx" : "") + ")";
     return s;
 }
 
