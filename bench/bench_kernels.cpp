@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/amx.h"
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
@@ -331,6 +332,19 @@ void packed_hot_shapes(benchmark::internal::Benchmark* b) {
     for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
+// Packed Q8_0 the same way: the AVX-512 VNNI tile and pair kernels (SPECULA_AMX=0), and the AMX
+// tile kernel (kernels/amx.h) where the CPU has AMX.
+void BM_matmul_packed_q8_hot(benchmark::State& state, const char* amx) {
+    if (std::strcmp(amx, "0") != 0 && !cpu_has_amx()) {
+        state.SkipWithError("this CPU has no AMX");
+        return;
+    }
+    setenv("SPECULA_AMX", amx, 1);
+    run_matmul(state, GGMLType::Q8_0, true, true);
+    unsetenv("SPECULA_AMX");
+}
+BENCHMARK_CAPTURE(BM_matmul_packed_q8_hot, vnni, "0")->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_q8_hot, amx, "1")->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q6_K, GGMLType::Q6_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K_rows512, GGMLType::Q4_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K_rows512, GGMLType::Q6_K)->Apply(packed_hot_shapes);

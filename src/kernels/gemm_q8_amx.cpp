@@ -26,10 +26,7 @@
 #include "kernels/matmul.h"
 #include "kernels/packed_kernels.h"
 #include "kernels/quants.h"
-
-#if !defined(__AVX512F__) || !defined(__AVX512BW__)
-#error "gemm_q8_amx.cpp must be compiled with AVX-512 enabled (its float steps)"
-#endif
+#include "kernels/tile512.h"
 
 // GCC 12 flags the undefined source operand of _mm512_cvtph_ps / _mm512_cvtepi32_ps.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -106,15 +103,7 @@ void amx_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, 
             }
         }
     }
-    for (int t = 0; t < m; ++t) {
-        if (lo == 0 && hi == 16) {
-            _mm512_storeu_ps(y + t * ldy, acc[t]);
-        } else {
-            alignas(64) float tmp[16];
-            _mm512_store_ps(tmp, acc[t]);
-            for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
-        }
-    }
+    store_rows(acc, m, lo, hi, y, ldy);
 }
 
 // The PackedTileFn: balanced groups of at most 16 tokens; a group of fewer than kAmxMinTokens

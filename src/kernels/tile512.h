@@ -1,6 +1,6 @@
-// Private to kernels/'s AVX-512 VNNI tile kernels (gemm_q8_avx512.cpp, gemm_kquants_avx512.cpp):
-// vpdpbusd with its 4 activation bytes broadcast from memory to every lane, and the store of a
-// tile's 16 row outputs per token.
+// Private to kernels/'s AVX-512 tile kernels (gemm_q8_avx512.cpp, gemm_kquants_avx512.cpp,
+// gemm_q8_amx.cpp): vpdpbusd with its 4 activation bytes broadcast from memory to every lane, and
+// the store of a tile's 16 row outputs per token.
 #pragma once
 
 #include <immintrin.h>
@@ -28,11 +28,10 @@ __attribute__((always_inline)) inline __m512i dpbusd_bcast(__m512i s, __m512i w,
     return s;
 }
 
-// y[t * ldy + (r - lo)] = lane r of acc[t], for rows lo .. hi-1 of the tile and NT tokens.
-template <int NT>
-__attribute__((always_inline)) inline void store_rows(const __m512 (&acc)[NT], int lo, int hi,
+// y[t * ldy + (r - lo)] = lane r of acc[t], for rows lo .. hi-1 of the tile and nt tokens.
+__attribute__((always_inline)) inline void store_rows(const __m512* acc, int nt, int lo, int hi,
                                                       float* y, int64_t ldy) {
-    for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < nt; ++t) {
         if (lo == 0 && hi == 16) {
             _mm512_storeu_ps(y + t * ldy, acc[t]);
         } else {
@@ -41,6 +40,12 @@ __attribute__((always_inline)) inline void store_rows(const __m512 (&acc)[NT], i
             for (int r = lo; r < hi; ++r) y[t * ldy + (r - lo)] = tmp[r];
         }
     }
+}
+
+template <int NT>
+__attribute__((always_inline)) inline void store_rows(const __m512 (&acc)[NT], int lo, int hi,
+                                                      float* y, int64_t ldy) {
+    store_rows(acc, NT, lo, hi, y, ldy);
 }
 
 }  // namespace
