@@ -332,19 +332,25 @@ void packed_hot_shapes(benchmark::internal::Benchmark* b) {
     for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
-// Packed Q8_0 the same way: the AVX-512 VNNI tile and pair kernels (SPECULA_AMX=0), and the AMX
-// tile kernel (kernels/amx.h) where the CPU has AMX.
-void BM_matmul_packed_q8_hot(benchmark::State& state, const char* amx) {
+// Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (SPECULA_AMX=0) and on AMX tiles
+// (kernels/amx.h) where the CPU has them.
+void BM_matmul_packed_amx_hot(benchmark::State& state, GGMLType type, const char* amx) {
     if (std::strcmp(amx, "0") != 0 && !cpu_has_amx()) {
         state.SkipWithError("this CPU has no AMX");
         return;
     }
     setenv("SPECULA_AMX", amx, 1);
-    run_matmul(state, GGMLType::Q8_0, true, true);
+    run_matmul(state, type, true, true);
     unsetenv("SPECULA_AMX");
 }
-BENCHMARK_CAPTURE(BM_matmul_packed_q8_hot, vnni, "0")->Apply(packed_hot_shapes);
-BENCHMARK_CAPTURE(BM_matmul_packed_q8_hot, amx, "1")->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q8_0_vnni, GGMLType::Q8_0, "0")
+    ->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q8_0_amx, GGMLType::Q8_0, "1")
+    ->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q4_K_vnni, GGMLType::Q4_K, "0")
+    ->Apply(packed_hot_shapes);
+BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q4_K_amx, GGMLType::Q4_K, "1")
+    ->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q6_K, GGMLType::Q6_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q4_K_rows512, GGMLType::Q4_K)->Apply(packed_hot_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, Q6_K_rows512, GGMLType::Q6_K)->Apply(packed_hot_shapes);

@@ -1,4 +1,5 @@
-// The AMX tile kernel for packed Q8_0 weights (kernels/amx.h) gives packed_tile_ref's bits for
+// The AMX tile kernels for packed Q8_0 and Q4_K weights (kernels/amx.h) give the reference
+// kernels' bits (packed_tile_ref, kq_tile_ref_q4_K) for
 // every token count (1..40), row range and shape, alone, through matmul (any thread count) and
 // through a whole model (logits equal to the AVX-512 level's, so greedy speculative output stays
 // equal to plain output with AMX on). Each check runs the kernel over the scalar emulation of the
@@ -9,6 +10,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -17,6 +19,7 @@
 #include "kernels/amx_tiles.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
+#include "kernels/repack_k.h"
 #include "model/model.h"
 #include "packed_test_util.h"
 #include "test_util.h"
@@ -35,25 +38,60 @@ bool has_avx512() {
     return cpu_simd_level() >= SimdLevel::AVX512;
 }
 
-// The kernels to check on this CPU: the emulated one (AVX-512 CPUs) and the hardware one (AMX
-// CPUs), each with the SPECULA_AMX value that makes matmul use it.
+// The kernels to check on this CPU: the emulated ones (AVX-512 CPUs) and the hardware ones (AMX
+// CPUs), each with the SPECULA_AMX value that makes matmul use them.
 struct Variant {
     const char* name;
-    PackedTileFn fn;
+    bool emulated;
     const char* amx_env;
+    PackedTileFn fn(GGMLType t) const {
+        return emulated ? amx_packed_tile_emulated(t) : amx_packed_tile(t);
+    }
 };
 std::vector<Variant> variants() {
     std::vector<Variant> v;
-    if (has_avx512()) v.push_back({"emulated", amx_packed_tile_emulated(), "emulate"});
-    if (cpu_has_amx()) v.push_back({"hardware", amx_packed_tile(), "1"});
+    if (has_avx512()) v.push_back({"emulated", true, "emulate"});
+    if (cpu_has_amx()) v.push_back({"hardware", false, "1"});
     return v;
 }
 
-// Shapes: one block, an odd block count, whole and partial tiles, a 2048-column row.
-const std::vector<std::pair<int64_t, int64_t>>& shapes() {
-    static const std::vector<std::pair<int64_t, int64_t>> s = {
-        {16, 32}, {5, 96}, {37, 160}, {33, 2048}};
-    return s;
+constexpr GGMLType kTypes[] = {GGMLType::Q8_0, GGMLType::Q4_K};
+
+// Shapes: one block, an odd block count, whole and partial tiles, a 2048-column row (Q8_0); one
+// and several super-blocks (Q4_K).
+std::vector<std::pair<int64_t, int64_t>> shapes(GGMLType t) {
+    if (t == GGMLType::Q4_K) return {{16, 256}, {21, 512}, {33, 2048}};
+    return {{16, 32}, {5, 96}, {37, 160}, {33, 2048}};
+}
+
+// ntok tokens of activations for packed weights of type t, as matmul prepares them.
+struct Acts {
+    MatmulScratch scratch;
+    std::vector<float> d;
+    std::vector<int32_t> corr;
+    std::vector<uint8_t> q;
+    PackedActs a;
+};
+void prepare(GGMLType t, const std::vector<float>& x, int64_t cols, int ntok, Acts& out) {
+    const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, out.scratch);
+    const uint8_t* acts = out.scratch.acts.data();
+    if (t == GGMLType::Q4_K) {
+        out.q.resize(kq_act_bytes(cols, ntok));
+        out.d.resize(kq_act_floats(cols, ntok));
+        out.corr.resize(kq_act_corrs(cols, ntok));
+        out.a =
+            kq_prepare_acts(acts, stride, cols, ntok, out.q.data(), out.d.data(), out.corr.data());
+    } else {
+        const int64_t nb = cols / 32;
+        out.d.resize(nb * ntok);
+        out.corr.resize(nb * ntok);
+        packed_act_sums(acts, stride, nb, ntok, out.d.data(), out.corr.data());
+        out.a = {acts, stride, out.d.data(), out.corr.data(), nb};
+    }
+}
+
+PackedTileFn reference(GGMLType t) {
+    return t == GGMLType::Q4_K ? &kq_tile_ref_q4_K : &packed_tile_ref;
 }
 
 }  // namespace
@@ -61,30 +99,28 @@ const std::vector<std::pair<int64_t, int64_t>>& shapes() {
 TEST(Amx, TileKernelEqualsReference) {
     if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
     for (const Variant& v : variants()) {
-        for (auto [rows, cols] : shapes()) {
-            Packed p = make_packed(GGMLType::Q8_0, rows, cols, 17 + static_cast<uint32_t>(cols));
-            constexpr int kMax = 40;
-            std::mt19937 rng(9);
-            const std::vector<float> x = random_floats(rng, kMax * cols);
-            MatmulScratch scratch;
-            const size_t stride =
-                quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, kMax, scratch);
-            const int64_t nb = cols / 32;
-            std::vector<float> d(nb * kMax);
-            std::vector<int32_t> corr(nb * kMax);
-            packed_act_sums(scratch.acts.data(), stride, nb, kMax, d.data(), corr.data());
-            const PackedActs a{scratch.acts.data(), stride, d.data(), corr.data(), nb};
-            const size_t tb = packed_tile_bytes(cols);
-            for (int ntok = 1; ntok <= kMax; ++ntok) {
-                for (auto [lo, hi] : {std::pair{0, 16}, std::pair{0, 5}, std::pair{7, 16}}) {
-                    SCOPED_TRACE(testing::Message()
-                                 << v.name << " " << rows << "x" << cols << " ntok " << ntok
-                                 << " rows " << lo << ".." << hi);
-                    for (int64_t tile = 0; tile * 16 < rows; ++tile) {
-                        std::vector<float> want(ntok * 16, NAN), got(ntok * 16, NAN);
-                        packed_tile_ref(p.W.packed + tile * tb, a, ntok, lo, hi, want.data(), 16);
-                        v.fn(p.W.packed + tile * tb, a, ntok, lo, hi, got.data(), 16);
-                        ASSERT_TRUE(same_bits(want, got)) << "tile " << tile;
+        for (GGMLType type : kTypes) {
+            for (auto [rows, cols] : shapes(type)) {
+                Packed p = make_packed(type, rows, cols, 17 + static_cast<uint32_t>(cols));
+                constexpr int kMax = 40;
+                std::mt19937 rng(9);
+                const std::vector<float> x = random_floats(rng, kMax * cols);
+                Acts acts;
+                prepare(type, x, cols, kMax, acts);
+                const size_t tb = packed_tile_bytes(type, cols);
+                for (int ntok = 1; ntok <= kMax; ++ntok) {
+                    for (auto [lo, hi] : {std::pair{0, 16}, std::pair{0, 5}, std::pair{7, 16}}) {
+                        SCOPED_TRACE(testing::Message()
+                                     << v.name << " " << type_name(type) << " " << rows << "x"
+                                     << cols << " ntok " << ntok << " rows " << lo << ".." << hi);
+                        for (int64_t tile = 0; tile * 16 < rows; ++tile) {
+                            std::vector<float> want(ntok * 16, NAN), got(ntok * 16, NAN);
+                            reference(type)(p.W.packed + tile * tb, acts.a, ntok, lo, hi,
+                                            want.data(), 16);
+                            v.fn(type)(p.W.packed + tile * tb, acts.a, ntok, lo, hi, got.data(),
+                                       16);
+                            ASSERT_TRUE(same_bits(want, got)) << "tile " << tile;
+                        }
                     }
                 }
             }
@@ -94,64 +130,71 @@ TEST(Amx, TileKernelEqualsReference) {
 
 TEST(Amx, MatmulEqualsAvx512AtEveryTokenCountAndThreadCount) {
     if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
-    for (const Variant& v : variants()) {
-        for (auto [rows, cols] : shapes()) {
-            SCOPED_TRACE(testing::Message() << v.name << " " << rows << "x" << cols);
-            Packed p = make_packed(GGMLType::Q8_0, rows, cols, 5 + static_cast<uint32_t>(rows));
-            std::mt19937 rng(4);
-            const std::vector<float> x = random_floats(rng, 64 * cols);
-            std::vector<float> base;
-            {
-                const ScopedEnv simd("SPECULA_SIMD", "avx512");
-                EXPECT_FALSE(amx_active());
-                base = run(p.W, x, 64, 2);
-            }
-            const ScopedEnv simd("SPECULA_SIMD", "amx");
-            const ScopedEnv amx("SPECULA_AMX", v.amx_env);
-            ASSERT_TRUE(amx_active());
-            for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33, 40, 64}) {
-                for (int threads : {1, 2, 3}) {
-                    const std::vector<float> y = run(p.W, x, n, threads);
-                    ASSERT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * sizeof(float)))
-                        << "ntok " << n << " threads " << threads;
+    for (const Variant& v : variants())
+        for (GGMLType type : kTypes) {
+            for (auto [rows, cols] : shapes(type)) {
+                SCOPED_TRACE(testing::Message()
+                             << v.name << " " << type_name(type) << " " << rows << "x" << cols);
+                Packed p = make_packed(type, rows, cols, 5 + static_cast<uint32_t>(rows));
+                std::mt19937 rng(4);
+                const std::vector<float> x = random_floats(rng, 64 * cols);
+                std::vector<float> base;
+                {
+                    const ScopedEnv simd("SPECULA_SIMD", "avx512");
+                    EXPECT_FALSE(amx_active());
+                    base = run(p.W, x, 64, 2);
+                }
+                const ScopedEnv simd("SPECULA_SIMD", "amx");
+                const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+                ASSERT_TRUE(amx_active());
+                for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33, 40, 64}) {
+                    for (int threads : {1, 2, 3}) {
+                        const std::vector<float> y = run(p.W, x, n, threads);
+                        ASSERT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * sizeof(float)))
+                            << "ntok " << n << " threads " << threads;
+                    }
                 }
             }
         }
-    }
 }
 
 TEST(Amx, ModelLogitsEqualAvx512) {
     if (variants().empty()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
-    auto model =
-        Model::load(test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-Q8_0.gguf"));
-    const std::vector<token_id> toks = {1, 15, 200, 7, 99, 300, 42, 11, 5, 480, 63, 2};
-    auto logits = [&](bool one_by_one) {
-        Session s(*model, SessionParams{64, 2});
-        std::vector<float> out;
-        const int nv = model->hparams().n_vocab;
-        if (one_by_one) {
-            for (token_id t : toks) {
-                s.eval(std::span(&t, 1), true);
-                out.insert(out.end(), s.logits(0), s.logits(0) + nv);
+    // Q8_0, and Q4_K_M (Q4_K matrices on AMX, Q6_K ones on AVX-512 in the same pass).
+    for (const char* stem :
+         {"rand-llama-tok512-d256-l2-Q8_0", "rand-llama-tok512-d256-l2-Q4_K_M"}) {
+        SCOPED_TRACE(stem);
+        auto model =
+            Model::load(test::shared_path(std::string("models/synthetic/") + stem + ".gguf"));
+        const std::vector<token_id> toks = {1, 15, 200, 7, 99, 300, 42, 11, 5, 480, 63, 2};
+        auto logits = [&](bool one_by_one) {
+            Session s(*model, SessionParams{64, 2});
+            std::vector<float> out;
+            const int nv = model->hparams().n_vocab;
+            if (one_by_one) {
+                for (token_id t : toks) {
+                    s.eval(std::span(&t, 1), true);
+                    out.insert(out.end(), s.logits(0), s.logits(0) + nv);
+                }
+            } else {
+                s.eval(toks, true);
+                for (int i = 0; i < s.n_logits(); ++i)
+                    out.insert(out.end(), s.logits(i), s.logits(i) + nv);
             }
-        } else {
-            s.eval(toks, true);
-            for (int i = 0; i < s.n_logits(); ++i)
-                out.insert(out.end(), s.logits(i), s.logits(i) + nv);
+            return out;
+        };
+        std::vector<float> base;
+        {
+            const ScopedEnv simd("SPECULA_SIMD", "avx512");
+            base = logits(true);
         }
-        return out;
-    };
-    std::vector<float> base;
-    {
-        const ScopedEnv simd("SPECULA_SIMD", "avx512");
-        base = logits(true);
-    }
-    for (const Variant& v : variants()) {
-        SCOPED_TRACE(v.name);
-        const ScopedEnv amx("SPECULA_AMX", v.amx_env);
-        ASSERT_TRUE(amx_active());
-        EXPECT_TRUE(same_bits(base, logits(false))) << "a 12-token pass";
-        EXPECT_TRUE(same_bits(base, logits(true))) << "12 one-token passes";
+        for (const Variant& v : variants()) {
+            SCOPED_TRACE(v.name);
+            const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+            ASSERT_TRUE(amx_active());
+            EXPECT_TRUE(same_bits(base, logits(false))) << "a 12-token pass";
+            EXPECT_TRUE(same_bits(base, logits(true))) << "12 one-token passes";
+        }
     }
 }
 
@@ -162,18 +205,23 @@ TEST(Amx, Switches) {
         EXPECT_EQ(amx_active(), cpu_has_amx());
         const ScopedEnv amx("SPECULA_AMX", "0");
         EXPECT_FALSE(amx_active());
-        EXPECT_EQ(best_amx_packed_tile(), nullptr);
+        EXPECT_EQ(best_amx_packed_tile(GGMLType::Q8_0), nullptr);
     }
     {
         const ScopedEnv simd("SPECULA_SIMD", "avx2");
         const ScopedEnv amx("SPECULA_AMX", "emulate");
         EXPECT_FALSE(amx_active());  // AMX is part of the AVX-512 level
-        EXPECT_NE(best_packed_tile(), amx_packed_tile_emulated());
+        EXPECT_NE(best_packed_tile(), amx_packed_tile_emulated(GGMLType::Q8_0));
+        EXPECT_NE(best_kq_packed_tile(GGMLType::Q4_K), amx_packed_tile_emulated(GGMLType::Q4_K));
     }
     if (has_avx512()) {
         const ScopedEnv amx("SPECULA_AMX", "emulate");
         EXPECT_TRUE(amx_active());
-        EXPECT_EQ(best_packed_tile(), amx_packed_tile_emulated());
+        EXPECT_EQ(best_packed_tile(), amx_packed_tile_emulated(GGMLType::Q8_0));
+        EXPECT_EQ(best_kq_packed_tile(GGMLType::Q4_K), amx_packed_tile_emulated(GGMLType::Q4_K));
+        EXPECT_EQ(best_kq_packed_tile(GGMLType::Q6_K),
+                  kq_packed_tile_kernel(GGMLType::Q6_K, SimdLevel::AVX512));
+        EXPECT_EQ(amx_packed_tile_emulated(GGMLType::Q6_K), nullptr);
         EXPECT_EQ(best_packed_pair(GGMLType::Q8_0), nullptr);  // the AMX kernel takes prompts
     }
 }

@@ -1,4 +1,4 @@
-// Private to kernels/gemm_q8_amx.cpp: the AMX tile operations its kernel is written over, twice
+// Private to kernels/gemm_amx.cpp: the AMX tile operations its kernel is written over, twice
 // with one interface: AmxHw issues the instructions (inline assembly, so no compiler flag is
 // needed, with memory clobbers so the compiler orders the tile loads and stores with the code
 // around them), AmxEmu computes them in scalar code on a per-thread copy of the tile registers,

@@ -162,7 +162,7 @@ PackedTileFn packed_tile_kernel(SimdLevel level) {
 }
 
 PackedTileFn best_packed_tile() {
-    if (PackedTileFn amx = best_amx_packed_tile()) return amx;
+    if (PackedTileFn amx = best_amx_packed_tile(GGMLType::Q8_0)) return amx;
     return packed_tile_kernel(active_simd_level());
 }
 

@@ -10,6 +10,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/packed_kquant_kernels.h"
+#include "kernels/q4k_steps512.h"
 #include "kernels/tile512.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
@@ -36,29 +37,12 @@ constexpr size_t kAheadBytes = NT >= 5 ? 8192 : 4096;
 SPECULA_INLINE __m512i line(const uint8_t* sb, size_t off) {
     return _mm512_load_si512(sb + off);
 }
-SPECULA_INLINE __m512 fp16x16(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-}
 template <int NT>
 SPECULA_INLINE void prefetch_record(const uint8_t* sb, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(sb) + kAheadBytes<NT> + o, _MM_HINT_T0);
     }
 }
-
-// Super-block b of a group's activations (kq_prepare_acts): token t's quants at q + 256 t, its
-// scale d[t] and its corr entries at corr + kKqCorr t, all from one pointer each.
-struct ActsAt {
-    const int8_t* q;
-    const float* d;
-    const int32_t* corr;
-    ActsAt(const PackedActs& a, int64_t b) {
-        const size_t ntot = a.stride / 256;
-        q = reinterpret_cast<const int8_t*>(a.q + b * a.stride);
-        d = a.d + b * ntot;
-        corr = a.corr + b * ntot * kKqCorr;
-    }
-};
 
 template <int NT>
 void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
@@ -70,28 +54,7 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
         prefetch_record<NT>(sb, kQ4KSuperBytes);
         const ActsAt x(a, b);
-        // The mins term first: imin = sum_s m_s * c_s (c_s = bsum_2s + bsum_2s+1), by vpdpwssd
-        // of (m_2j, m_2j+1) with the pair (c_2j, c_2j+1).
-        {
-            __m512i mp[4];
-            for (int j = 0; j < 4; ++j) {
-                const __m512i m0 = _mm512_cvtepu8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 192 + 32 * j)));
-                const __m512i m1 = _mm512_cvtepu8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 208 + 32 * j)));
-                mp[j] = _mm512_or_si512(m0, _mm512_slli_epi32(m1, 16));
-            }
-            const __m512 dmin = fp16x16(sb + 32);
-            for (int t = 0; t < NT; ++t) {
-                const int32_t* cp = x.corr + kKqCorr * t + kKqMinPairs;  // (c_2j, c_2j+1)
-                __m512i im = _mm512_setzero_si512();
-                for (int j = 0; j < 4; ++j) {
-                    im = _mm512_dpwssd_epi32(im, mp[j], _mm512_set1_epi32(cp[j]));
-                }
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im),
-                                         _mm512_mul_ps(dmin, _mm512_set1_ps(-x.d[t])), acc[t]);
-            }
-        }
+        q4k_mins(sb, x, NT, acc);
         __m512i isum[NT];
         for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 1
@@ -118,11 +81,7 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(d, sc));
             }
         }
-        const __m512 dw = fp16x16(sb);
-        for (int t = 0; t < NT; ++t) {
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(x.d[t])), acc[t]);
-        }
+        q4k_finish(sb, x, NT, isum, acc);
     }
     store_rows<NT>(acc, lo, hi, y, ldy);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kernels/amx.h"
 #include "kernels/blocks.h"
 #include "kernels/fp16.h"
 #include "kernels/packed_kquant_kernels.h"
@@ -256,6 +257,7 @@ PackedTileFn kq_packed_tile_kernel(GGMLType t, SimdLevel level) {
 }
 
 PackedTileFn best_kq_packed_tile(GGMLType t) {
+    if (PackedTileFn amx = best_amx_packed_tile(t)) return amx;  // Q4_K with AMX (kernels/amx.h)
     return kq_packed_tile_kernel(t, active_simd_level());
 }
 

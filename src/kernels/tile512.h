@@ -1,5 +1,5 @@
 // Private to kernels/'s AVX-512 tile kernels (gemm_q8_avx512.cpp, gemm_kquants_avx512.cpp,
-// gemm_q8_amx.cpp): vpdpbusd with its 4 activation bytes broadcast from memory to every lane, and
+// gemm_amx.cpp): vpdpbusd with its 4 activation bytes broadcast from memory to every lane, and
 // the store of a tile's 16 row outputs per token.
 #pragma once
 

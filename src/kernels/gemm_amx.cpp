@@ -1,5 +1,7 @@
-// The AMX tile kernel for packed Q8_0 weights (kernels/amx.h), its switches and its self-test.
+// The AMX tile kernels for packed Q8_0 and Q4_K weights (kernels/amx.h), their switches and their
+// self-test.
 //
+// Q8_0:
 // Per group of m <= 16 tokens and per block pair of the tile: for each of the two blocks, C = 0,
 // A = the m tokens' 32 activation bytes of the block (rows of the Q8_0 activations, stride the
 // row stride), B = the block's 8 lines (8 rows of 64 bytes: line g holds columns 4g..4g+3 of the
@@ -7,6 +9,20 @@
 // Then on AVX-512, as the VNNI tile kernel (gemm_q8_avx512.cpp) does per token:
 // isum = C[t] + corr[t][b] (= the exact dot product), acc[t] = fma(float(isum), d_w * d_a, acc[t])
 // in block order; the same operations, so the same bits.
+//
+// Q4_K (kernels/repack_k.h), per group and super-block: the mins term as the VNNI kernel
+// (q4k_steps512.h); then per 32-element sub-block s, the 4 quant lines' nibbles are spread on
+// AVX-512 into an 8 x 64-byte B tile (row 2i: the low nibbles of line 4s + i, elements 8i..8i+3
+// of the sub-block; row 2i + 1: the high ones, 8i+4..8i+7), A = the m tokens' 32 activation bytes
+// of the sub-block (stride 256 in kq_prepare_acts's layout), C = A . B is the exact sub-block dot
+// product, isum[t] += sc_s * C[t]; then acc = fma(float(isum), d_w * d_a, acc): the VNNI kernel's
+// integers and float steps, so its bits.
+//
+// Not here: Q6_K (the same scheme would work: its 6-bit values spread into B tiles, 16-element
+// groups as K = 16 half tiles; not written yet). F16 / BF16: F16 weights would lose 3 mantissa
+// bits as BF16, and TDPBF16PS's documented order (even element, then odd, one rounding each)
+// differs from vdpbf16ps's (odd first) and from the FMA panels, so a BF16 AMX kernel would have
+// to take the one-token passes too for batch invariance: a choice to make on hardware.
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -15,7 +31,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -25,7 +43,10 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_kernels.h"
+#include "kernels/packed_kquant_kernels.h"
+#include "kernels/q4k_steps512.h"
 #include "kernels/quants.h"
+#include "kernels/repack_k.h"
 #include "kernels/tile512.h"
 
 // GCC 12 flags the undefined source operand of _mm512_cvtph_ps / _mm512_cvtepi32_ps.
@@ -124,6 +145,62 @@ void amx_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi
     }
 }
 
+// Rows lo..hi-1 of a packed Q4_K tile for m (1..16) tokens. The tiles of a Q8_0 block serve:
+// C in tmm0, A in tmm2 (m x 32 bytes), B in tmm4 (8 x 64 bytes).
+template <class Ops>
+void q4k_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, float* y,
+               int64_t ldy) {
+    configure<Ops>(m);
+    alignas(64) uint8_t bt[8][64];
+    alignas(64) int32_t c[16][16];
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[16];
+    for (int t = 0; t < m; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < a.nb; ++b) {
+        const uint8_t* sb = tile + b * kQ4KSuperBytes;
+        for (size_t o = 0; o < kQ4KSuperBytes; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(sb) + 8192 + o, _MM_HINT_T0);
+        const ActsAt x(a, b);
+        q4k_mins(sb, x, m, acc);
+        __m512i isum[16];
+        for (int t = 0; t < m; ++t) isum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; ++s) {
+            for (int i = 0; i < 4; ++i) {
+                const __m512i raw = _mm512_load_si512(sb + 320 + 64 * (4 * s + i));
+                _mm512_store_si512(bt[2 * i], _mm512_and_si512(raw, low4));
+                _mm512_store_si512(bt[2 * i + 1],
+                                   _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
+            }
+            Ops::template zero<0>();
+            Ops::template load<2>(x.q + 32 * s, 256);
+            Ops::template load<4>(bt, 64);
+            Ops::template dpbsud<0, 2, 4>();
+            Ops::template store<0>(c, 64);
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)));
+            for (int t = 0; t < m; ++t) {
+                isum[t] =
+                    _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_load_si512(c[t]), sc));
+            }
+        }
+        q4k_finish(sb, x, m, isum, acc);
+    }
+    store_rows(acc, m, lo, hi, y, ldy);
+}
+
+template <class Ops>
+void q4k_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
+              int64_t ldy) {
+    if (ntok < kAmxMinTokens)
+        return avx512_kq_packed_tile(GGMLType::Q4_K)(tile, a, ntok, lo, hi, y, ldy);
+    for (int t = 0; t < ntok;) {
+        const int left = ntok - t, groups = (left + 15) / 16;
+        const int m = (left + groups - 1) / groups;
+        q4k_group<Ops>(tile, kq_acts_from(a, t), m, lo, hi, y + t * ldy, ldy);
+        t += m;
+    }
+}
+
 }  // namespace
 
 }  // namespace simd
@@ -149,38 +226,67 @@ bool probe_amx() {
 #endif
 }
 
-// The hardware kernel against packed_tile_ref on a random 16 x 96 matrix (an odd block count)
-// for 1..20 tokens and two row ranges: any difference turns AMX off.
-bool self_test() {
-    constexpr int64_t rows = 16, cols = 96;
-    constexpr int kTok = 20;
+// A packed random 16-row matrix of type t and kTok tokens of activations in the layout its
+// kernels read.
+constexpr int kTestTokens = 20;
+struct TestCase {
+    std::vector<uint8_t> rowwise;
+    std::unique_ptr<PackedBuffer> packed;
+    MatmulScratch scratch;
+    std::vector<float> d;
+    std::vector<int32_t> corr;
+    std::vector<uint8_t> q;
+    PackedActs acts;
+};
+void make_case(GGMLType t, int64_t cols, TestCase& c) {
+    constexpr int64_t rows = 16;
     std::mt19937 rng(1234);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    std::vector<float> w(rows * cols), x(kTok * cols);
+    std::vector<float> w(rows * cols), x(kTestTokens * cols);
     for (float& v : w) v = u(rng);
     for (float& v : x) v = u(rng);
-    std::vector<uint8_t> rowwise(row_size(GGMLType::Q8_0, cols) * rows);
+    const size_t rb = row_size(t, cols);
+    c.rowwise.resize(rb * rows);
     for (int64_t r = 0; r < rows; ++r)
-        quantize_row(GGMLType::Q8_0, w.data() + r * cols,
-                     rowwise.data() + r * row_size(GGMLType::Q8_0, cols), cols);
-    const WeightView W{GGMLType::Q8_0, rows, cols, rowwise.data()};
-    PackedBuffer packed(packed_size(W));
-    repack(W, packed.data());
-    MatmulScratch scratch;
-    const size_t stride = quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, kTok, scratch);
-    const int64_t nb = cols / QK8_0;
-    std::vector<float> d(nb * kTok);
-    std::vector<int32_t> corr(nb * kTok);
-    packed_act_sums(scratch.acts.data(), stride, nb, kTok, d.data(), corr.data());
-    const PackedActs acts{scratch.acts.data(), stride, d.data(), corr.data(), nb};
-    std::vector<float> want(kTok * rows), got(kTok * rows);
-    for (int ntok = 1; ntok <= kTok; ++ntok) {
-        for (auto [lo, hi] : {std::pair{0, 16}, std::pair{3, 11}}) {
-            packed_tile_ref(packed.data(), acts, ntok, lo, hi, want.data(), rows);
-            simd::amx_tile<simd::AmxHw>(packed.data(), acts, ntok, lo, hi, got.data(), rows);
-            for (int t = 0; t < ntok; ++t) {
-                if (std::memcmp(&want[t * rows], &got[t * rows], (hi - lo) * sizeof(float)) != 0)
-                    return false;
+        quantize_row(t, w.data() + r * cols, c.rowwise.data() + r * rb, cols);
+    const WeightView W{t, rows, cols, c.rowwise.data()};
+    c.packed = std::make_unique<PackedBuffer>(packed_size(W));
+    repack(W, c.packed->data());
+    const size_t stride = quantize_acts(t, x.data(), cols, cols, kTestTokens, c.scratch);
+    const uint8_t* acts = c.scratch.acts.data();
+    if (t == GGMLType::Q4_K) {
+        c.q.resize(kq_act_bytes(cols, kTestTokens));
+        c.d.resize(kq_act_floats(cols, kTestTokens));
+        c.corr.resize(kq_act_corrs(cols, kTestTokens));
+        c.acts =
+            kq_prepare_acts(acts, stride, cols, kTestTokens, c.q.data(), c.d.data(), c.corr.data());
+    } else {
+        const int64_t nb = cols / QK8_0;
+        c.d.resize(nb * kTestTokens);
+        c.corr.resize(nb * kTestTokens);
+        packed_act_sums(acts, stride, nb, kTestTokens, c.d.data(), c.corr.data());
+        c.acts = {acts, stride, c.d.data(), c.corr.data(), nb};
+    }
+}
+
+// The hardware kernels against the references (a Q8_0 16 x 96 matrix, an odd block count; a
+// Q4_K 16 x 512 one) for 1..20 tokens and two row ranges: any difference turns AMX off.
+bool self_test() {
+    for (auto [t, cols, ref, fn] :
+         {std::tuple{GGMLType::Q8_0, int64_t{96}, &packed_tile_ref, &simd::amx_tile<simd::AmxHw>},
+          std::tuple{GGMLType::Q4_K, int64_t{512}, &kq_tile_ref_q4_K,
+                     &simd::q4k_tile<simd::AmxHw>}}) {
+        TestCase c;
+        make_case(t, cols, c);
+        std::vector<float> want(kTestTokens * 16), got(kTestTokens * 16);
+        for (int ntok = 1; ntok <= kTestTokens; ++ntok) {
+            for (auto [lo, hi] : {std::pair{0, 16}, std::pair{3, 11}}) {
+                ref(c.packed->data(), c.acts, ntok, lo, hi, want.data(), 16);
+                fn(c.packed->data(), c.acts, ntok, lo, hi, got.data(), 16);
+                for (int k = 0; k < ntok; ++k) {
+                    if (std::memcmp(&want[k * 16], &got[k * 16], (hi - lo) * sizeof(float)) != 0)
+                        return false;
+                }
             }
         }
     }
@@ -225,17 +331,21 @@ bool amx_active() {
     return false;
 }
 
-PackedTileFn amx_packed_tile() {
-    return &simd::amx_tile<simd::AmxHw>;
+PackedTileFn amx_packed_tile(GGMLType t) {
+    return t == GGMLType::Q8_0   ? &simd::amx_tile<simd::AmxHw>
+           : t == GGMLType::Q4_K ? &simd::q4k_tile<simd::AmxHw>
+                                 : nullptr;
 }
 
-PackedTileFn amx_packed_tile_emulated() {
-    return &simd::amx_tile<simd::AmxEmu>;
+PackedTileFn amx_packed_tile_emulated(GGMLType t) {
+    return t == GGMLType::Q8_0   ? &simd::amx_tile<simd::AmxEmu>
+           : t == GGMLType::Q4_K ? &simd::q4k_tile<simd::AmxEmu>
+                                 : nullptr;
 }
 
-PackedTileFn best_amx_packed_tile() {
+PackedTileFn best_amx_packed_tile(GGMLType t) {
     if (!amx_active()) return nullptr;
-    return env_mode() == AmxMode::Emulate ? amx_packed_tile_emulated() : amx_packed_tile();
+    return env_mode() == AmxMode::Emulate ? amx_packed_tile_emulated(t) : amx_packed_tile(t);
 }
 
 }  // namespace specula
