@@ -56,24 +56,24 @@ struct TypeTraits {
 namespace detail {
 // Indexed by the type number; sizes as the GGUF format defines them.
 inline constexpr TypeTraits kTypeTraits[] = {
-    {"F32", 1, 4, true, true},         {"F16", 1, 2, true, true},
-    {"Q4_0", 32, 18, true, true},      {"Q4_1", 32, 20, true, true},
-    {"", 0, 0, false, false},          {"", 0, 0, false, false},
-    {"Q5_0", 32, 22, true, true},      {"Q5_1", 32, 24, true, true},
-    {"Q8_0", 32, 34, true, true},      {"Q8_1", 32, 36, true, false},
-    {"Q2_K", 256, 84, true, true},     {"Q3_K", 256, 110, true, true},
-    {"Q4_K", 256, 144, true, true},    {"Q5_K", 256, 176, true, true},
-    {"Q6_K", 256, 210, true, true},    {"Q8_K", 256, 292, true, false},
+    {"F32", 1, 4, true, true},        {"F16", 1, 2, true, true},
+    {"Q4_0", 32, 18, true, true},     {"Q4_1", 32, 20, true, true},
+    {"", 0, 0, false, false},         {"", 0, 0, false, false},
+    {"Q5_0", 32, 22, true, true},     {"Q5_1", 32, 24, true, true},
+    {"Q8_0", 32, 34, true, true},     {"Q8_1", 32, 36, true, false},
+    {"Q2_K", 256, 84, true, true},    {"Q3_K", 256, 110, true, true},
+    {"Q4_K", 256, 144, true, true},   {"Q5_K", 256, 176, true, true},
+    {"Q6_K", 256, 210, true, true},   {"Q8_K", 256, 292, true, false},
     {"IQ2_XXS", 256, 66, true, false}, {"IQ2_XS", 256, 74, true, false},
     {"IQ3_XXS", 256, 98, true, false}, {"IQ1_S", 256, 50, true, false},
-    {"IQ4_NL", 32, 18, true, true},    {"IQ3_S", 256, 110, true, false},
-    {"IQ2_S", 256, 82, true, false},   {"IQ4_XS", 256, 136, true, true},
-    {"I8", 1, 1, true, false},         {"I16", 1, 2, true, false},
-    {"I32", 1, 4, true, false},        {"I64", 1, 8, true, false},
-    {"F64", 1, 8, true, false},        {"IQ1_M", 256, 56, true, false},
-    {"BF16", 1, 2, true, true},        {"", 0, 0, false, false},
-    {"", 0, 0, false, false},          {"", 0, 0, false, false},
-    {"TQ1_0", 256, 54, true, false},   {"TQ2_0", 256, 66, true, false},
+    {"IQ4_NL", 32, 18, true, true},   {"IQ3_S", 256, 110, true, false},
+    {"IQ2_S", 256, 82, true, false},  {"IQ4_XS", 256, 136, true, true},
+    {"I8", 1, 1, true, false},        {"I16", 1, 2, true, false},
+    {"I32", 1, 4, true, false},       {"I64", 1, 8, true, false},
+    {"F64", 1, 8, true, false},       {"IQ1_M", 256, 56, true, false},
+    {"BF16", 1, 2, true, true},       {"", 0, 0, false, false},
+    {"", 0, 0, false, false},         {"", 0, 0, false, false},
+    {"TQ1_0", 256, 54, true, false},  {"TQ2_0", 256, 66, true, false},
 };
 inline constexpr TypeTraits kUnknownType = {"", 0, 0, false, false};
 }  // namespace detail
@@ -83,12 +83,8 @@ inline constexpr TypeTraits kUnknownType = {"", 0, 0, false, false};
 constexpr const TypeTraits& type_traits(uint32_t t) {
     return t < std::size(detail::kTypeTraits) ? detail::kTypeTraits[t] : detail::kUnknownType;
 }
-constexpr const TypeTraits& type_traits(GGMLType t) {
-    return type_traits(static_cast<uint32_t>(t));
-}
-constexpr std::string_view type_name(GGMLType t) {
-    return type_traits(t).name;
-}
+constexpr const TypeTraits& type_traits(GGMLType t) { return type_traits(static_cast<uint32_t>(t)); }
+constexpr std::string_view type_name(GGMLType t) { return type_traits(t).name; }
 
 // Bytes of a row of n elements (n must be a multiple of the block size).
 inline size_t row_size(GGMLType t, int64_t n) {
