@@ -74,20 +74,7 @@ struct Acts {
 };
 void prepare(GGMLType t, const std::vector<float>& x, int64_t cols, int ntok, Acts& out) {
     const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, out.scratch);
-    const uint8_t* acts = out.scratch.acts.data();
-    if (t == GGMLType::Q4_K) {
-        out.q.resize(kq_act_bytes(cols, ntok));
-        out.d.resize(kq_act_floats(cols, ntok));
-        out.corr.resize(kq_act_corrs(cols, ntok));
-        out.a =
-            kq_prepare_acts(acts, stride, cols, ntok, out.q.data(), out.d.data(), out.corr.data());
-    } else {
-        const int64_t nb = cols / 32;
-        out.d.resize(nb * ntok);
-        out.corr.resize(nb * ntok);
-        packed_act_sums(acts, stride, nb, ntok, out.d.data(), out.corr.data());
-        out.a = {acts, stride, out.d.data(), out.corr.data(), nb};
-    }
+    out.a = packed_acts(t, out.scratch.acts.data(), stride, cols, ntok, out.d, out.corr, out.q);
 }
 
 PackedTileFn reference(GGMLType t) {

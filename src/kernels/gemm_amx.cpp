@@ -253,20 +253,7 @@ void make_case(GGMLType t, int64_t cols, TestCase& c) {
     c.packed = std::make_unique<PackedBuffer>(packed_size(W));
     repack(W, c.packed->data());
     const size_t stride = quantize_acts(t, x.data(), cols, cols, kTestTokens, c.scratch);
-    const uint8_t* acts = c.scratch.acts.data();
-    if (t == GGMLType::Q4_K) {
-        c.q.resize(kq_act_bytes(cols, kTestTokens));
-        c.d.resize(kq_act_floats(cols, kTestTokens));
-        c.corr.resize(kq_act_corrs(cols, kTestTokens));
-        c.acts =
-            kq_prepare_acts(acts, stride, cols, kTestTokens, c.q.data(), c.d.data(), c.corr.data());
-    } else {
-        const int64_t nb = cols / QK8_0;
-        c.d.resize(nb * kTestTokens);
-        c.corr.resize(nb * kTestTokens);
-        packed_act_sums(acts, stride, nb, kTestTokens, c.d.data(), c.corr.data());
-        c.acts = {acts, stride, c.d.data(), c.corr.data(), nb};
-    }
+    c.acts = packed_acts(t, c.scratch.acts.data(), stride, cols, kTestTokens, c.d, c.corr, c.q);
 }
 
 // The hardware kernels against the references (a Q8_0 16 x 96 matrix, an odd block count; a

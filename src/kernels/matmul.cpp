@@ -204,28 +204,6 @@ Kernel kernel_for(const WeightView& W) {
     return k;
 }
 
-// What packed kernels read besides the quantized rows, for ntok rows of weight type wt's
-// activations: Q8_0's per-block sums, or the Q8_K rows rearranged (kq_prepare_acts) into q.
-PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
-                       std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q) {
-    if (float_repackable(wt)) {  // the F16 / BF16 rows widened to floats, in q
-        q.resize(std::max(q.size(), static_cast<size_t>(cols) * ntok * sizeof(float)));
-        return float_prepare_acts(wt, acts, stride, cols, ntok, reinterpret_cast<float*>(q.data()));
-    }
-    if (vec_dot_type(wt) == GGMLType::Q8_K) {
-        q.resize(std::max(q.size(), kq_act_bytes(cols, ntok)));
-        d.resize(std::max(d.size(), kq_act_floats(cols, ntok)));
-        corr.resize(std::max(corr.size(), kq_act_corrs(cols, ntok)));
-        return kq_prepare_acts(acts, stride, cols, ntok, q.data(), d.data(), corr.data());
-    }
-    const int64_t nb = cols / QK8_0;
-    const size_t need = static_cast<size_t>(nb) * ntok;
-    if (d.size() < need) d.resize(need);
-    if (corr.size() < need) corr.resize(need);
-    packed_act_sums(acts, stride, nb, ntok, d.data(), corr.data());
-    return {acts, stride, d.data(), corr.data(), nb};
-}
-
 // The Q8_0 activations' block scales as floats, laid out per chunk of kTokenChunk tokens as
 // [chunk][block][token of the chunk] (a kernel call reads one chunk: its group's scales of a block
 // are adjacent, and a block's scales share a cache line), plus 8 floats of padding (the kernels
@@ -270,6 +248,26 @@ size_t quantize_rows(GGMLType weight_type, const float* x, int64_t ldx, int64_t 
 }
 
 }  // namespace
+
+PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
+                       std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q) {
+    if (float_repackable(wt)) {  // the F16 / BF16 rows widened to floats, in q
+        q.resize(std::max(q.size(), static_cast<size_t>(cols) * ntok * sizeof(float)));
+        return float_prepare_acts(wt, acts, stride, cols, ntok, reinterpret_cast<float*>(q.data()));
+    }
+    if (vec_dot_type(wt) == GGMLType::Q8_K) {
+        q.resize(std::max(q.size(), kq_act_bytes(cols, ntok)));
+        d.resize(std::max(d.size(), kq_act_floats(cols, ntok)));
+        corr.resize(std::max(corr.size(), kq_act_corrs(cols, ntok)));
+        return kq_prepare_acts(acts, stride, cols, ntok, q.data(), d.data(), corr.data());
+    }
+    const int64_t nb = cols / QK8_0;
+    const size_t need = static_cast<size_t>(nb) * ntok;
+    if (d.size() < need) d.resize(need);
+    if (corr.size() < need) corr.resize(need);
+    packed_act_sums(acts, stride, nb, ntok, d.data(), corr.data());
+    return {acts, stride, d.data(), corr.data(), nb};
+}
 
 size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,
                      MatmulScratch& scratch) {

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/matmul.h"
 
@@ -88,6 +89,13 @@ struct PackedActs {
     const int32_t* corr = nullptr;
     int64_t nb = 0;  // blocks per row
 };
+
+// What a packed kernel of weight type wt reads for ntok rows of its activations (quantize_acts:
+// row t at acts + t * stride): Q8_0's per-block sums in d and corr, the Q8_K rows rearranged
+// (kq_prepare_acts) into q, d and corr, or F16 / BF16 rows widened to floats in q
+// (float_prepare_acts). The vectors grow as needed; the result points into them and into acts.
+PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
+                       std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q);
 
 // Fills d and corr (ntok * nb entries each) from ntok Q8_0 rows.
 void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, float* d,
