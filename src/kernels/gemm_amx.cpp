@@ -79,11 +79,12 @@ TileConfig config_for(int m) {
 // process configures tiles); the emulation is configured every time (a test may have changed it).
 template <class Ops>
 void configure(int m) {
-    thread_local int configured = 0;  // the m this thread's tiles are configured for
-    if (std::is_same_v<Ops, AmxHw> && configured == m) return;
-    const TileConfig c = config_for(m);
-    Ops::configure(c);
-    configured = m;
+    if constexpr (std::is_same_v<Ops, AmxHw>) {
+        thread_local int configured = 0;  // the m this thread's tiles are configured for
+        if (configured == m) return;
+        configured = m;
+    }
+    Ops::configure(config_for(m));
 }
 
 // Rows lo..hi-1 of the tile for m (1..16) tokens.
@@ -127,22 +128,15 @@ void amx_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, 
     store_rows(acc, m, lo, hi, y, ldy);
 }
 
-// The PackedTileFn: balanced groups of at most 16 tokens; a group of fewer than kAmxMinTokens
-// (only when ntok itself is that small) on the VNNI tile kernel.
+// The PackedTileFn: balanced groups of at most 16 tokens (token_groups); fewer than
+// kAmxMinTokens tokens on the VNNI tile kernel.
 template <class Ops>
 void amx_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
               int64_t ldy) {
     if (ntok < kAmxMinTokens) return avx512_packed_tile()(tile, a, ntok, lo, hi, y, ldy);
-    for (int t = 0; t < ntok;) {
-        const int left = ntok - t, groups = (left + 15) / 16;
-        const int m = (left + groups - 1) / groups;
-        PackedActs at = a;
-        at.q += t * a.stride;
-        at.d += t * a.nb;
-        at.corr += t * a.nb;
-        amx_group<Ops>(tile, at, m, lo, hi, y + t * ldy, ldy);
-        t += m;
-    }
+    token_groups<16>(a, ntok, [&](auto m, const PackedActs& at, int t) {
+        amx_group<Ops>(tile, at, m(), lo, hi, y + t * ldy, ldy);
+    });
 }
 
 // Rows lo..hi-1 of a packed Q4_K tile for m (1..16) tokens. The tiles of a Q8_0 block serve:
@@ -193,12 +187,9 @@ void q4k_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi
               int64_t ldy) {
     if (ntok < kAmxMinTokens)
         return avx512_kq_packed_tile(GGMLType::Q4_K)(tile, a, ntok, lo, hi, y, ldy);
-    for (int t = 0; t < ntok;) {
-        const int left = ntok - t, groups = (left + 15) / 16;
-        const int m = (left + groups - 1) / groups;
-        q4k_group<Ops>(tile, kq_acts_from(a, t), m, lo, hi, y + t * ldy, ldy);
-        t += m;
-    }
+    kq_token_groups<16>(a, ntok, [&](auto m, const PackedActs& at, int t) {
+        q4k_group<Ops>(tile, at, m(), lo, hi, y + t * ldy, ldy);
+    });
 }
 
 }  // namespace
@@ -305,17 +296,19 @@ bool cpu_has_amx() {
     return ok;
 }
 
+namespace {
+
+// What matmul runs now: the level, SPECULA_AMX / SPECULA_SIMD and the CPU, read once a call.
+AmxMode active_mode() {
+    if (active_simd_level() != SimdLevel::AVX512) return AmxMode::Off;
+    const AmxMode m = env_mode();
+    return m == AmxMode::Hardware && !cpu_has_amx() ? AmxMode::Off : m;
+}
+
+}  // namespace
+
 bool amx_active() {
-    if (active_simd_level() != SimdLevel::AVX512) return false;
-    switch (env_mode()) {
-        case AmxMode::Off:
-            return false;
-        case AmxMode::Emulate:
-            return true;
-        case AmxMode::Hardware:
-            return cpu_has_amx();
-    }
-    return false;
+    return active_mode() != AmxMode::Off;
 }
 
 PackedTileFn amx_packed_tile(GGMLType t) {
@@ -331,8 +324,15 @@ PackedTileFn amx_packed_tile_emulated(GGMLType t) {
 }
 
 PackedTileFn best_amx_packed_tile(GGMLType t) {
-    if (!amx_active()) return nullptr;
-    return env_mode() == AmxMode::Emulate ? amx_packed_tile_emulated(t) : amx_packed_tile(t);
+    switch (active_mode()) {
+        case AmxMode::Off:
+            return nullptr;
+        case AmxMode::Emulate:
+            return amx_packed_tile_emulated(t);
+        case AmxMode::Hardware:
+            return amx_packed_tile(t);
+    }
+    return nullptr;
 }
 
 }  // namespace specula
