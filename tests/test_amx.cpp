@@ -177,6 +177,7 @@ TEST(Amx, ModelLogitsEqualAvx512) {
         }
         for (const Variant& v : variants()) {
             SCOPED_TRACE(v.name);
+            const ScopedEnv simd("SPECULA_SIMD", "amx");
             const ScopedEnv amx("SPECULA_AMX", v.amx_env);
             ASSERT_TRUE(amx_active());
             EXPECT_TRUE(same_bits(base, logits(false))) << "a 12-token pass";
@@ -202,6 +203,7 @@ TEST(Amx, Switches) {
         EXPECT_NE(best_kq_packed_tile(GGMLType::Q4_K), amx_packed_tile_emulated(GGMLType::Q4_K));
     }
     if (has_avx512()) {
+        const ScopedEnv simd("SPECULA_SIMD", "amx");
         const ScopedEnv amx("SPECULA_AMX", "emulate");
         EXPECT_TRUE(amx_active());
         EXPECT_EQ(best_packed_tile(), amx_packed_tile_emulated(GGMLType::Q8_0));
