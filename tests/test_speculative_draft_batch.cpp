@@ -10,6 +10,7 @@
 
 #include "kernels/threadpool.h"
 #include "speculative/draft_batch.h"
+#include "speculative/draft_model_drafter.h"
 #include "test_util.h"
 
 namespace {
@@ -56,7 +57,7 @@ void expect_batched_equals_alone(bool greedy, int rounds) {
         batched.back()->begin(hist.back());
         alone.back()->begin(hist.back());
     }
-    DraftBatch db(m, pool);
+    DraftBatch db(&pool);
     std::vector<Draft> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
     long total_steps = 0, total_passes = 0;
     for (int r = 0; r < rounds; ++r) {

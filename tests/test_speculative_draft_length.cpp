@@ -1,7 +1,8 @@
 // Adaptive draft length (speculative/draft_length.h) on synthetic acceptance and cost numbers: the
-// estimates converge to the true acceptance, the cost line is fitted, and the closed loop (the
-// controller choosing N, outcomes drawn from known per-position acceptance) reaches within 5% of
-// the best fixed N's analytic throughput in several regimes, including a change of regime.
+// estimates converge to the true acceptance, and the closed loop (the controller choosing N over
+// the engine's pass-cost model, speculative/pass_cost.h, outcomes drawn from known per-position
+// acceptance) reaches within 5% of the best fixed N's analytic throughput in several regimes,
+// including a change of regime.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -32,17 +33,26 @@ struct World {
     }
 };
 
+// A controller and the pass costs it reads (the engine's, in a real run).
+struct Ctl {
+    DraftLengthController c;
+    PassCost cost;
+    int choose() const { return c.choose(cost); }
+    int best() const { return c.best(cost); }
+    const DraftLengthParams& params() const { return c.params(); }
+};
+
 // Runs the closed loop for `steps` steps; returns the realised tokens per ms.
-double simulate(DraftLengthController& ctl, const World& w, int steps, std::mt19937_64& rng) {
+double simulate(Ctl& ctl, const World& w, int steps, std::mt19937_64& rng) {
     std::uniform_real_distribution<double> u(0, 1);
     double tokens = 0, ms = 0;
     for (int s = 0; s < steps; ++s) {
         const int n = ctl.choose();
         int k = 0;
         while (k < n && u(rng) < w.accept(k + 1)) ++k;
-        ctl.observe_draft(n, n * w.draft);
-        ctl.observe_target(n + 1, w.target(n + 1));
-        ctl.observe_accept(n, k);
+        ctl.c.observe_draft(n, n * w.draft);
+        ctl.cost.observe(n + 1, w.target(n + 1));
+        ctl.c.observe_accept(n, k);
         tokens += k + 1;
         ms += n * w.draft + w.target(n + 1);
     }
@@ -50,7 +60,7 @@ double simulate(DraftLengthController& ctl, const World& w, int steps, std::mt19
 }
 
 void expect_near_best(const World& w, const char* what) {
-    DraftLengthController ctl;
+    Ctl ctl;
     std::mt19937_64 rng(2024);
     simulate(ctl, w, 300, rng);  // warm-up
     const double realised = simulate(ctl, w, 3000, rng);
@@ -61,17 +71,17 @@ void expect_near_best(const World& w, const char* what) {
 }  // namespace
 
 TEST(DraftLength, StartsInTheMiddleBeforeAnyMeasurement) {
-    DraftLengthController ctl;
+    Ctl ctl;
     EXPECT_EQ(ctl.choose(), 4);
-    EXPECT_NEAR(ctl.accept_estimate(1), ctl.params().prior_accept, 1e-12);
+    EXPECT_NEAR(ctl.c.accept_estimate(1), ctl.params().prior_accept, 1e-12);
 }
 
-TEST(DraftLength, FitsTheTargetCostLine) {
-    DraftLengthController ctl;
+TEST(DraftLength, ExtrapolatesTheTargetCostLine) {
+    PassCost cost;
     for (int rep = 0; rep < 3; ++rep)
-        for (int b = 1; b <= 5; ++b) ctl.observe_target(b, 10.0 + 2.0 * (b - 1));
-    EXPECT_NEAR(ctl.target_cost(1), 10.0, 1e-6);
-    EXPECT_NEAR(ctl.target_cost(9), 26.0, 1e-6);
+        for (int b = 1; b <= 5; ++b) cost.observe(b, 10.0 + 2.0 * (b - 1));
+    EXPECT_NEAR(cost.cost(1), 10.0, 1e-6);
+    EXPECT_NEAR(cost.cost(9), 26.0, 1e-6);
 }
 
 TEST(DraftLength, EstimatesConvergeToTheTrueAcceptance) {
@@ -91,7 +101,7 @@ TEST(DraftLength, EstimatesConvergeToTheTrueAcceptance) {
 TEST(DraftLength, PicksShortDraftsWhenAcceptanceIsLowAndDraftingCostly) {
     World w{[](int) { return 0.15; }, 10, 0.5, 5};
     expect_near_best(w, "low acceptance");
-    DraftLengthController ctl;
+    Ctl ctl;
     std::mt19937_64 rng(1);
     simulate(ctl, w, 500, rng);
     EXPECT_EQ(ctl.best(), 1);
@@ -100,7 +110,7 @@ TEST(DraftLength, PicksShortDraftsWhenAcceptanceIsLowAndDraftingCostly) {
 TEST(DraftLength, PicksLongDraftsWhenAcceptanceIsHighAndDraftingCheap) {
     World w{[](int) { return 0.95; }, 10, 0.05, 0.1};
     expect_near_best(w, "high acceptance");
-    DraftLengthController ctl;
+    Ctl ctl;
     std::mt19937_64 rng(1);
     simulate(ctl, w, 500, rng);
     EXPECT_GE(ctl.best(), 10);
@@ -119,14 +129,14 @@ TEST(DraftLength, UsesMeasuredCostsOfACurvedCostProfile) {
     // (even batches) are free riders, which a straight-line cost model cannot see.
     World w{[](int) { return 0.75; }, 0, 0, 0.3, [](int b) { return 10.0 * ((b + 1) / 2); }};
     expect_near_best(w, "stepped cost");
-    DraftLengthController ctl;
+    Ctl ctl;
     std::mt19937_64 rng(3);
     simulate(ctl, w, 1000, rng);
     EXPECT_EQ(ctl.best() % 2, 1) << "N + 1 should fill a tile";
 }
 
 TEST(DraftLength, FollowsAChangeOfRegime) {
-    DraftLengthController ctl;
+    Ctl ctl;
     std::mt19937_64 rng(5);
     World good{[](int) { return 0.9; }, 10, 0.1, 0.2};
     World bad{[](int) { return 0.2; }, 10, 0.1, 0.2};
@@ -140,19 +150,19 @@ TEST(DraftLength, FollowsAChangeOfRegime) {
 TEST(DraftLength, OneEarlyRejectionDoesNotTrapItInShortDrafts) {
     // Flat-ish target costs and cheap drafts: with acceptance 0.8 the best length is long.
     World w{[](int) { return 0.8; }, 50, 1.0, 0.1};
-    DraftLengthController ctl;
-    ctl.observe_draft(4, 0.4);
-    ctl.observe_target(5, w.target(5));
-    ctl.observe_accept(4, 1);  // unlucky first draft: rejected at position 2
+    Ctl ctl;
+    ctl.c.observe_draft(4, 0.4);
+    ctl.cost.observe(5, w.target(5));
+    ctl.c.observe_accept(4, 1);  // unlucky first draft: rejected at position 2
     EXPECT_GT(ctl.best(), 2);
     std::mt19937_64 rng(11);
     EXPECT_GE(simulate(ctl, w, 2000, rng), 0.95 * w.best_rate(ctl.params().n_max));
 }
 
 TEST(DraftLength, SlowOutliersDoNotDistortTheCosts) {
-    DraftLengthController ctl;
-    ctl.observe_target(5, 400.0);  // a cold first pass on a busy machine
-    for (int i = 0; i < 4; ++i) ctl.observe_target(5, 100.0);
-    ctl.observe_target(5, 900.0);  // a preempted pass
-    EXPECT_DOUBLE_EQ(ctl.target_cost(5), 100.0);
+    PassCost cost;
+    cost.observe(5, 400.0);  // a cold first pass on a busy machine
+    for (int i = 0; i < 4; ++i) cost.observe(5, 100.0);
+    cost.observe(5, 900.0);  // a preempted pass
+    EXPECT_DOUBLE_EQ(cost.cost(5), 100.0);
 }

@@ -41,9 +41,13 @@ class BlindDrafter final : public Drafter {
     explicit BlindDrafter(Drafter& inner) : inner_(inner) {}
     const char* name() const override { return inner_.name(); }
     void begin(std::span<const token_id> prompt) override { inner_.begin(prompt); }
-    int propose(std::span<const token_id> history, int n_max, Draft& out) override {
-        return inner_.propose(history, n_max, out);
+    std::span<const token_id> start(std::span<const token_id> history, int n_max,
+                                    Draft& out) override {
+        return inner_.start(history, n_max, out);
     }
+    std::span<const token_id> next(Draft& out) override { return inner_.next(out); }
+    Session* session() override { return inner_.session(); }
+    int steps() const override { return inner_.steps(); }
     void accept(int n_kept) override { inner_.accept(n_kept); }
 
   private:

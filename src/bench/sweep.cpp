@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "common/error.h"
-#include "frontend/prompt.h"
 #include "model/model.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
+#include "tokenizer/prompt.h"
 
 namespace specula {
 

@@ -29,7 +29,7 @@
 #include "cli/commands.h"
 #include "cli/run_setup.h"
 #include "common/error.h"
-#include "frontend/prompt.h"
+#include "tokenizer/prompt.h"
 
 namespace specula::cli {
 
@@ -163,8 +163,8 @@ int cmd_chat(const RunOptions& opt) {
     const LoadedTarget target = load_target(opt);
     const Tokenizer& tok = target.model->tokenizer();
     Conversation conv(tok, choose_format(opt, *target.model), opt.system_prompt);
-    const auto engine = make_engine(opt, target);
-    Generator gen = engine->make_generator();
+    const auto setup = make_run_setup(opt, target);
+    Generator gen = setup->make_generator();
     log("conversation mode: type a message and Enter; a line ending in \\ continues; /exit or "
         "Ctrl-D ends; Ctrl-C stops a reply");
     install_sigint();

@@ -19,15 +19,15 @@
 #include "common/error.h"
 #include "common/stop_signals.h"
 #include "kernels/threadpool.h"
-#include "server/engine.h"
 #include "server/server.h"
+#include "server/service.h"
 
 namespace specula::cli {
 
 namespace {
 
 struct ServeOptions {
-    EngineConfig engine;
+    ServiceConfig service;
     HttpConfig http;
     SpeculativeFlags spec;  // cli/speculative_options.h
     std::string model_positional;
@@ -40,12 +40,12 @@ ServeOptions g_opt;
 
 void resolve(ServeOptions& o) {
     if (!o.model_positional.empty()) {
-        if (!o.engine.model_path.empty() && o.engine.model_path != o.model_positional)
+        if (!o.service.model_path.empty() && o.service.model_path != o.model_positional)
             fail("two models given: '", o.model_positional, "' and -m/--model '",
-                 o.engine.model_path, "'");
-        o.engine.model_path = o.model_positional;
+                 o.service.model_path, "'");
+        o.service.model_path = o.model_positional;
     }
-    if (o.engine.model_path.empty()) fail("no model: give MODEL or -m/--model");
+    if (o.service.model_path.empty()) fail("no model: give MODEL or -m/--model");
     if (o.tensor_parallel < 1) fail("--tensor-parallel-size must be >= 1, got ", o.tensor_parallel);
     if (o.tensor_parallel != 1)
         std::fprintf(stderr,
@@ -59,19 +59,19 @@ void resolve(ServeOptions& o) {
                      "warning: --gpu-memory-utilization ignored: the KV caches are sized by -c "
                      "and checked against the memory\n");
     }
-    o.engine.speculative = parse_speculative_flags(o.spec);
-    o.engine.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
-    o.engine.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
+    o.service.speculative = parse_speculative_flags(o.spec);
+    o.service.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
-    if (o.engine.n_parallel < 1 || o.engine.n_parallel > 256)
-        fail("--parallel must be in [1, 256], got ", o.engine.n_parallel);
-    if (o.engine.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.engine.n_ctx);
-    if (o.engine.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.engine.n_threads);
+    if (o.service.n_parallel < 1 || o.service.n_parallel > 256)
+        fail("--parallel must be in [1, 256], got ", o.service.n_parallel);
+    if (o.service.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.service.n_ctx);
+    if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
-    if (o.engine.n_threads > max_pool_threads())
+    if (o.service.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
-             " (4x the hardware threads), got ", o.engine.n_threads);
+             " (4x the hardware threads), got ", o.service.n_threads);
 }
 
 }  // namespace
@@ -80,12 +80,12 @@ CLI::App* add_serve_command(CLI::App& app) {
     ServeOptions& o = g_opt;
     CLI::App* cmd =
         app.add_subcommand("serve", "OpenAI-compatible HTTP server (speculative decoding)");
-    cmd->add_option("-m,--model", o.engine.model_path, "target GGUF model");
+    cmd->add_option("-m,--model", o.service.model_path, "target GGUF model");
     cmd->add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
     add_speculative_options(*cmd, o.spec);
-    cmd->add_option("-c,--ctx-size,--max-model-len", o.engine.n_ctx,
+    cmd->add_option("-c,--ctx-size,--max-model-len", o.service.n_ctx,
                     "context per slot (0: the model's training context, at most 4096)");
-    cmd->add_option("--parallel", o.engine.n_parallel,
+    cmd->add_option("--parallel", o.service.n_parallel,
                     "generation slots (default 1: a lone request gets every thread)")
         ->capture_default_str();
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
@@ -101,9 +101,9 @@ CLI::App* add_serve_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
         ->capture_default_str();
-    cmd->add_option("-t,--threads", o.engine.n_threads,
+    cmd->add_option("-t,--threads", o.service.n_threads,
                     "threads of the one batched pass (default: hardware threads)");
-    cmd->add_option("--served-model-name,--alias", o.engine.served_name,
+    cmd->add_option("--served-model-name,--alias", o.service.served_name,
                     "model id in the API (default: the file name without .gguf)");
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
                     "largest accepted request body (default 1 MiB)");
@@ -120,9 +120,9 @@ int cmd_serve() {
     std::signal(SIGPIPE, SIG_IGN);
     exit_on_stop_signals("serve", "while loading the model");
 
-    Engine engine(o.engine);
-    std::fprintf(stderr, "serve: %s\n", engine.describe().c_str());
-    HttpServer server(engine, o.http);
+    Service service(o.service);
+    std::fprintf(stderr, "serve: %s\n", service.describe().c_str());
+    HttpServer server(service, o.http);
     forward_stop_signals([&server](int sig) {
         std::fprintf(stderr, "serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         server.stop();

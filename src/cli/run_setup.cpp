@@ -1,4 +1,4 @@
-// check_run_options / load_target / make_engine / PieceWriter: see run_setup.h.
+// check_run_options / load_target / make_run_setup / PieceWriter: see run_setup.h.
 #include "cli/run_setup.h"
 
 #include <cmath>
@@ -8,8 +8,8 @@
 #include "cli/cli_util.h"
 #include "cli/memory_plan.h"
 #include "common/error.h"
-#include "frontend/prompt.h"
 #include "kernels/threadpool.h"
+#include "tokenizer/prompt.h"
 
 namespace specula::cli {
 
@@ -89,8 +89,8 @@ LoadedTarget load_target(const RunOptions& o) {
     return t;
 }
 
-std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& t) {
-    auto e = std::make_unique<RunEngine>();
+std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget& t) {
+    auto e = std::make_unique<RunSetup>();
     const Model& model = *t.model;
     e->spec = parse_speculative_flags(o.spec);
     const PenaltyParams penalties = penalty_params(o);
@@ -123,7 +123,7 @@ std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& 
     return e;
 }
 
-Generator RunEngine::make_generator() {
+Generator RunSetup::make_generator() {
     return Generator(*session, *sampler, drafter.get(), gen,
                      spec.draft_auto ? &auto_length : nullptr, constraints.get());
 }

@@ -36,7 +36,7 @@ struct LoadedTarget {
 LoadedTarget load_target(const RunOptions& o);
 
 // Everything the generation loop runs with; built once, kept across a conversation's turns.
-struct RunEngine {
+struct RunSetup {
     SpeculativeConfig spec;
     std::unique_ptr<Session> session;
     std::unique_ptr<Sampler> sampler;
@@ -47,13 +47,13 @@ struct RunEngine {
     GenParams gen;
     int n_threads = 0;
 
-    // A Generator over this engine (it must not outlive it).
+    // A Generator over this setup (it must not outlive it).
     Generator make_generator();
 };
 // Loads the draft model, logs and checks the memory plan (cli/memory_plan.h), allocates the KV
 // caches (an Error suggesting a smaller -c when memory runs out) and logs the model / context /
 // cache types / threads / seed line.
-std::unique_ptr<RunEngine> make_engine(const RunOptions& o, const LoadedTarget& target);
+std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget& target);
 
 // Writes token pieces to stdout as they come and keeps the text. llama2.c drops the space that
 // SentencePiece puts in front of the first word when generation starts from BOS alone; so do

@@ -1,7 +1,7 @@
 // Parsing and validating the JSON bodies of POST /v1/completions and /v1/chat/completions.
 // Every malformed, missing or wrong-typed field is an ApiError 400 naming the field (`param`), and
 // so is every field this server does not act on (server/request_fields.h); limits that need the
-// model (context size, vocabulary, draft length) are checked later by the Engine.
+// model (context size, vocabulary, draft length) are checked later by the Service.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "sampling/json_grammar.h"
 #include "sampling/penalties.h"
-#include "chat/chat_template.h"
 
 namespace specula {
 
@@ -40,7 +40,7 @@ struct CompletionRequest {
     // Logprobs of each generated token and this many alternatives (chat: top_logprobs;
     // completions: logprobs N); -1: no logprobs.
     int logprobs = -1;
-    // Penalties (sampling/penalties.h); logit_bias is filled in by the Engine from
+    // Penalties (sampling/penalties.h); logit_bias is filled in by the Service from
     // logit_bias_json, which needs the vocabulary to check token ids.
     PenaltyParams penalties{};
     nlohmann::json logit_bias_json;              // null: none

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/engine.h"
+#include "server/service.h"
 
 namespace specula {
 

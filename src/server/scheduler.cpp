@@ -6,26 +6,20 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "frontend/prompt.h"
+#include "tokenizer/prompt.h"
 
 namespace specula {
 
-// A job holding a slot.
+// A job holding a slot: its Sequence, stepped by the engine.
 struct Scheduler::Active {
     std::shared_ptr<Job> job;
     Slot* slot = nullptr;
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<Drafter> own_drafter;  // a sampling request's own drafter
-    std::unique_ptr<Generator> gen;
+    Sequence seq;
     std::unique_ptr<TextStream> text;
-    SpecStats st;
-    bool decoding = false;  // the prompt (all but its last token) is in the target
-    bool stopped = false;   // a stop string or the client ended it
-    int n_emitted = 0;      // tokens handed to the text stream (their index)
-    bool drafted = false;   // this step's proposal came from draft_batched()
-    int draft_steps = 0;
-    double draft_ms = 0;
-    clock_type::time_point t_start, t_gen;
+    bool stopped = false;  // a stop string or the client ended it
+    int n_emitted = 0;     // tokens handed to the text stream (their index)
 };
 
 Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
@@ -34,13 +28,11 @@ Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
       spec_(spec),
       cfg_(config),
       pool_(default_threads(config.n_threads)),
-      batch_(target, pool_),
+      engine_(target, &pool_),
       slots_(
           make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     for (auto& s : slots_) free_.push_back(s.get());
-    if (spec_.config.method == SpecMethod::draft_model && spec_.draft_model)
-        draft_batch_ = std::make_unique<DraftBatch>(*spec_.draft_model, pool_);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -144,32 +136,36 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
     auto a = std::make_unique<Active>();
     a->job = job;
     a->slot = slot;
-    a->t_start = clock_type::now();
-    slot->target->rollback(n_prefix);  // the cached prefix stays, the rest is overwritten
-    slot->cached.resize(size_t(n_prefix));
     a->sampler = std::make_unique<Sampler>(job->sampling);
-    Drafter* drafter = drafter_for(*slot, job->sampling, a->own_drafter);
-    a->gen = std::make_unique<Generator>(*slot->target, *a->sampler, drafter, job->gen,
-                                         job->draft_auto ? &slot->draft_length : nullptr,
-                                         job->constraints.get());
+    Sequence& q = a->seq;
+    q.target = slot->target.get();
+    q.sampler = a->sampler.get();
+    q.drafter = drafter_for(*slot, job->sampling, a->own_drafter);
+    q.constraints = job->constraints.get();
+    q.auto_length = job->draft_auto ? &slot->draft_length : nullptr;
+    q.by_load = job->draft_auto;
+    q.params = job->gen;
+    q.on_token = [this, p = a.get()](token_id id, bool drafted) {
+        return on_token(*p, id, drafted);
+    };
     if (job->n_logprobs >= 0) {
-        a->gen->observe_rows(
-            [j = job.get(), nv = target_.hparams().n_vocab](token_id id, const float* row) {
-                TokenLogprob lp = token_logprob(row, nv, id, j->n_logprobs);
-                std::lock_guard lk(j->mu);
-                j->logprobs.push_back(std::move(lp));
-            });
+        q.on_row = [j = job.get(), nv = target_.hparams().n_vocab](token_id id, const float* row) {
+            TokenLogprob lp = token_logprob(row, nv, id, j->n_logprobs);
+            std::lock_guard lk(j->mu);
+            j->logprobs.push_back(std::move(lp));
+        };
     }
     a->text = std::make_unique<TextStream>(job->stops);
-    if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
-    a->st = a->gen->begin(job->prompt);
-    a->decoding = slot->target->n_past() + 1 >= int(job->prompt.size());
-    a->t_gen = clock_type::now();
+    if (job->echo_logprobs) {
+        echo_logprobs(*job, *slot->target);
+        n_prefix = slot->target->n_past();
+    }
+    engine_.start(q, job->prompt, n_prefix);
     {
         std::lock_guard lk(job->mu);
         job->started = true;
         job->slot_id = slot->id;
-        job->n_cached = n_prefix;
+        job->n_cached = q.stats.n_prompt_cached;
         job->cv.notify_all();
     }
     active_.push_back(std::move(a));
@@ -215,132 +211,35 @@ bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     return !stop && !j.cancel;
 }
 
-// One draft length for the decoding slots that adapt (--draft auto without a per-request length),
-// from their acceptance and the measured pass cost at this load (server/load_draft.h); -1: none.
-int Scheduler::draft_length_by_load(int prefill_rows) {
-    ctl_.clear();
-    int rows_other = prefill_rows;
-    double draft_ms = 0;
-    for (const Active* a : decoding_) {
-        if (a->job->draft_auto) {
-            ctl_.push_back(&a->slot->draft_length);
-            draft_ms = std::max(draft_ms, a->slot->draft_length.draft_cost());
-        } else {
-            rows_other += 1 + (spec_.config.method == SpecMethod::none ? 0 : a->job->gen.n_draft);
-        }
-    }
-    if (ctl_.empty()) return -1;
-    return load_draft_.choose(ctl_, rows_other, draft_ms);
-}
-
-// Proposes for every decoding slot that drafts with the draft model, in one draft pass per draft
-// step (speculative/draft_batch.h); each gets an equal share of the time. The others (n-gram, no
-// draft this step) propose in plan_step.
-void Scheduler::draft_batched(int k_load) {
-    draft_jobs_.clear();
-    draft_owner_.clear();
-    for (Active* a : decoding_) {
-        a->drafted = false;
-        if (!draft_batch_) continue;
-        auto* d = dynamic_cast<DraftModelDrafter*>(a->gen->drafter());
-        const int n = d ? a->gen->draft_budget(a->job->draft_auto ? k_load : -1) : 0;
-        if (n <= 0) continue;
-        draft_jobs_.push_back({d, a->gen->history(), n, &a->gen->proposal()});
-        draft_owner_.push_back(a);
-    }
-    if (draft_jobs_.empty()) return;
-    const auto t0 = clock_type::now();
-    const int passes = draft_batch_->propose(draft_jobs_);
-    const double ms = ms_since(t0);
-    long seqs = 0;
-    for (size_t i = 0; i < draft_jobs_.size(); ++i) {
-        Active& a = *draft_owner_[i];
-        a.drafted = true;
-        a.draft_steps = draft_jobs_[i].steps;
-        a.draft_ms = ms / double(draft_jobs_.size());
-        seqs += draft_jobs_[i].steps;
-    }
-    draft_passes_ += passes;
-    draft_seqs_ += seqs;
-    if (cfg_.metrics) cfg_.metrics->record_draft_passes(passes, int(seqs), ms);
-}
-
 void Scheduler::step() {
-    items_.clear();
-    item_owner_.clear();
-    prefilling_.clear();
-    decoding_.clear();
+    seqs_.clear();
     for (size_t i = 0; i < active_.size();) {
         Active& a = *active_[i];
-        const char* why = a.job->cancel ? "callback"
-                          : a.decoding  ? a.gen->stop_before_step()
-                                        : nullptr;
-        if (why) {
-            finish(a, why);
+        if (a.job->cancel) {
+            finish(a, "callback");
             active_.erase(active_.begin() + long(i));
             continue;
         }
+        seqs_.push_back(&a.seq);
         ++i;
-        (a.decoding ? decoding_ : prefilling_).push_back(&a);
     }
-    // The prefill budget goes to the prompts closest to their first token first, so a short
-    // prompt is never stuck behind a long one.
-    auto left = [](const Active* a) {
-        return int(a->job->prompt.size()) - 1 - a->slot->target->n_past();
-    };
-    std::stable_sort(prefilling_.begin(), prefilling_.end(),
-                     [&](const Active* x, const Active* y) { return left(x) < left(y); });
-    int budget = cfg_.prefill_chunk;
-    for (Active* a : prefilling_) {
-        if (budget == 0) break;
-        Session& t = *a->slot->target;
-        const int n = std::min(budget, left(a));
-        budget -= n;
-        items_.push_back(
-            {&t, std::span(a->job->prompt).subspan(size_t(t.n_past()), size_t(n)), false});
-        item_owner_.push_back(a);
+    const StepReport r = engine_.step(seqs_, StepLimits{cfg_.prefill_chunk});
+    if (r.draft_rounds > 0) {
+        draft_passes_ += r.draft_rounds;
+        draft_seqs_ += r.draft_seqs;
+        if (cfg_.metrics)
+            cfg_.metrics->record_draft_passes(r.draft_rounds, r.draft_seqs, r.draft_ms);
     }
-    const int k_load = draft_length_by_load(cfg_.prefill_chunk - budget);
-    draft_batched(k_load);
-    for (Active* a : decoding_) {
-        items_.push_back({a->slot->target.get(),
-                          a->drafted ? a->gen->plan_step_drafted(a->draft_steps, a->draft_ms)
-                                     : a->gen->plan_step(a->job->draft_auto ? k_load : -1),
-                          true});
-        item_owner_.push_back(a);
-    }
-    if (items_.empty()) return;
-    int rows = 0;
-    for (const BatchItem& it : items_) rows += int(it.tokens.size());
-    const auto t0 = clock_type::now();
-    batch_.eval(items_);
-    const double pass_ms = ms_since(t0);
-    if (!decoding_.empty()) load_draft_.observe_pass(rows, pass_ms);
-    if (cfg_.metrics) cfg_.metrics->record_pass(int(items_.size()), rows, pass_ms, k_load);
-    for (size_t k = 0; k < items_.size(); ++k) {
-        Active& a = *item_owner_[k];
-        if (!items_[k].all_logits) {  // a prompt chunk
-            if (a.slot->target->n_past() + 1 >= int(a.job->prompt.size())) {
-                a.decoding = true;
-                a.st.t_prompt_ms = ms_since(a.t_start);
-                a.t_gen = clock_type::now();
-            }
-            continue;
-        }
-        const StepRecord& r = a.gen->finish_step(
-            [&](token_id id, bool drafted) { return on_token(a, id, drafted); }, pass_ms);
-        a.st.add(r);
-        if (a.job->draft_auto) a.slot->draft_length.observe(r);
-        if (r.stop) a.st.stop_reason = r.stop;
-    }
-    // Finished ones leave now (the next step would find them too, one pass later).
+    if (cfg_.metrics && r.n_items > 0)
+        cfg_.metrics->record_pass(r.n_items, r.rows, r.pass_ms, r.k_load);
+    // Finished ones leave now (the next step would skip them anyway).
     for (size_t i = 0; i < active_.size();) {
         Active& a = *active_[i];
-        if (a.st.stop_reason.empty()) {
+        if (!a.seq.done()) {
             ++i;
             continue;
         }
-        finish(a, a.st.stop_reason.c_str());
+        finish(a, a.seq.stats.stop_reason.c_str());
         active_.erase(active_.begin() + long(i));
     }
 }
@@ -348,17 +247,11 @@ void Scheduler::step() {
 // Ends a job: the slot keeps what its cache holds for the next request's prefix.
 void Scheduler::finish(Active& a, const char* why) {
     Slot& s = *a.slot;
-    std::string reason = why;
-    if (a.decoding) {
-        a.gen->end();
-        a.st.t_gen_ms = ms_since(a.t_gen);
-        const auto& h = a.gen->history();
-        s.cached.assign(h.begin(), h.begin() + std::min<long>(long(h.size()), s.target->n_past()));
-    } else {
-        s.cached.assign(a.job->prompt.begin(), a.job->prompt.begin() + s.target->n_past());
-    }
+    const std::string reason = why;  // may point into the sequence's stats
+    engine_.finish(a.seq, reason.c_str());
+    const auto& h = a.seq.history;
+    s.cached.assign(h.begin(), h.begin() + std::min<long>(long(h.size()), s.target->n_past()));
     if (s.cached.size() != size_t(s.target->n_past())) s.target->rollback(int(s.cached.size()));
-    a.st.stop_reason = reason;
     // Before the job is marked done: a client that scrapes /metrics right after its answer must
     // see the slot's KV released (a cached prefix is reusable, not in use, as in vLLM).
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
@@ -370,7 +263,7 @@ void Scheduler::finish(Active& a, const char* why) {
             for (auto& p : rest) j.pieces.push_back(std::move(p));
         }
         j.text_stopped = a.text->stopped();
-        j.stats = a.st;
+        j.stats = a.seq.stats;
         j.done = true;
         j.cv.notify_all();
     }

@@ -1,18 +1,13 @@
-// Scheduler: runs every request of `specula serve` on one thread, in batched steps. Each step
-// collects, for every busy slot, either a chunk of its prompt (prefill, at most
-// SchedulerConfig::prefill_chunk prompt tokens per step over all slots, shortest remaining prompt
-// first, so a long prompt never stalls the others for long) or its next [last, drafts...] (the
-// slot's Generator, driven in phases: speculative/generator.h), runs ONE target pass over all of
-// them (model/batch_eval.h, every thread of the one pool), then lets each decoding slot verify its
-// own rows, roll back and emit. Every sequence's logits are those of evaluating it alone, so a
-// request's greedy output is `specula run`'s whatever shares its passes.
+// Scheduler: runs every request of `specula serve` on one thread. A request that holds a slot is
+// a Sequence (speculative/sequence.h) over the slot's target Session, and every step is ONE
+// Engine::step (speculative/engine.h) over all of them: prompt chunks for the ones still
+// prefilling (at most SchedulerConfig::prefill_chunk prompt tokens per step over all slots), one
+// draft pass per draft round for all that draft, one target pass for everything, then each
+// verifies, rolls back and emits on its own. It is the engine `specula run` steps as a batch of
+// one, so a request's greedy output is `specula run`'s whatever shares its passes.
 //
-// The draft model runs batched across slots too (speculative/draft_batch.h): before the target
-// pass, each draft step is ONE draft-model pass over every slot still drafting, each slot's draft
-// Session keeping its own cache; the proposals are those each slot's drafter makes alone.
-//
-// Slots under `--draft auto` (Job::draft_auto) share one draft length per step, chosen from the
-// load (server/load_draft.h).
+// Sequences under `--draft auto` (Job::draft_auto) share one draft length per step, chosen by
+// the engine from the load (speculative/load_draft.h).
 //
 // New requests join between steps, taking the free slot whose cache shares the longest prefix
 // with their prompt (that prefix is not evaluated again: Job::n_cached). A request is cancelled
@@ -30,14 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "model/batch_eval.h"
-#include "server/load_draft.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
-#include "speculative/draft_batch.h"
-#include "speculative/generator.h"
+#include "speculative/engine.h"
 #include "speculative/make_drafter.h"
 #include "speculative/stats.h"
 
@@ -52,7 +44,7 @@ struct SchedulerConfig {
     KVType type_k = KVType::F32, type_v = KVType::F32;  // the slots' and drafters' KV caches
 };
 
-// One generation: the engine fills the inputs, submits it, and reads the outputs under `mu`.
+// One generation: the service fills the inputs, submits it, and reads the outputs under `mu`.
 struct Job {
     // Inputs (not changed after submit).
     std::vector<token_id> prompt;
@@ -65,14 +57,14 @@ struct Job {
     int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
     bool echo_logprobs = false;  // also one per prompt token (echo with logprobs)
 
-    std::atomic<bool> cancel{false};  // set by the engine: the client left
+    std::atomic<bool> cancel{false};  // set by the service: the client left
 
     // Outputs, guarded by mu; cv is notified at every change.
     std::mutex mu;
     std::condition_variable cv;
     bool started = false;            // holds a slot
     bool done = false;               // finished (or abandoned in the queue: !started)
-    std::vector<TokenPiece> pieces;  // text ready to send, taken by the engine
+    std::vector<TokenPiece> pieces;  // text ready to send, taken by the service
     // Pushed before the text of their tokens; prompt_logprobs is complete once started is set.
     std::vector<TokenLogprob> logprobs, prompt_logprobs;
     std::string error;  // set when the scheduler failed (done is set too)
@@ -103,8 +95,6 @@ class Scheduler {
     void start(std::shared_ptr<Job> job, Slot* slot, int n_prefix);
     void echo_logprobs(Job& job, Session& target);
     void step();
-    int draft_length_by_load(int prefill_rows);
-    void draft_batched(int k_load);
     void finish(Active& a, const char* why);
     bool on_token(Active& a, token_id id, bool drafted);
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own);
@@ -113,17 +103,11 @@ class Scheduler {
     const SpeculativeSetup& spec_;
     SchedulerConfig cfg_;
     ThreadPool pool_;
-    BatchEvaluator batch_;
+    Engine engine_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;
     std::vector<std::unique_ptr<Active>> active_;
-    std::vector<BatchItem> items_;
-    std::vector<Active*> item_owner_, prefilling_, decoding_;
-    std::vector<const DraftLengthController*> ctl_;
-    LoadDraftLength load_draft_;
-    std::unique_ptr<DraftBatch> draft_batch_;  // method draft_model only
-    std::vector<DraftJob> draft_jobs_;
-    std::vector<Active*> draft_owner_;
+    std::vector<Sequence*> seqs_;
     std::atomic<long> draft_passes_{0}, draft_seqs_{0};
 
     std::mutex mu_;  // guards queue_ and stop_

@@ -137,12 +137,12 @@ void check_http_config(const HttpConfig& cfg) {
     check_connection_limits(cfg.limits);
 }
 
-HttpServer::HttpServer(Engine& engine, const HttpConfig& cfg)
-    : engine_(engine),
+HttpServer::HttpServer(Service& service, const HttpConfig& cfg)
+    : service_(service),
       cfg_(cfg),
       svr_((check_http_config(cfg), std::make_unique<LimitedServer>(wire_limits(cfg)))) {
     svr_->set_payload_max_length(cfg.max_body_bytes);
-    svr_->on_refused = [this] { engine_.metrics().record_failure(503); };
+    svr_->on_refused = [this] { service_.metrics().record_failure(503); };
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
     // server bind the same port silently and share its connections. TCP_NODELAY (inherited by
     // accepted sockets) sends each streamed token at once.
@@ -158,7 +158,7 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::routes() {
     httplib::Server& s = *svr_;
-    Metrics& metrics = engine_.metrics();
+    Metrics& metrics = service_.metrics();
 
     s.set_pre_routing_handler([this, &metrics](const httplib::Request& req,
                                                httplib::Response& res) {
@@ -245,11 +245,11 @@ void HttpServer::routes() {
         res.set_content(web_ui_html(), "text/html; charset=utf-8");
     });
     s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        json model = {{"id", engine_.served_name()},
+        json model = {{"id", service_.served_name()},
                       {"object", "model"},
                       {"created", long(std::time(nullptr))},
                       {"owned_by", "specula"},
-                      {"max_model_len", engine_.n_ctx()}};
+                      {"max_model_len", service_.n_ctx()}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
     const auto json_route = [this, &metrics](auto respond) {
@@ -257,7 +257,7 @@ void HttpServer::routes() {
             try {
                 json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
                 if (body.is_discarded()) bad_request("the request body is not valid JSON");
-                send_json(res, 200, respond(engine_.target().tokenizer(), body));
+                send_json(res, 200, respond(service_.target().tokenizer(), body));
             } catch (const ApiError& e) {
                 metrics.record_failure(e.status());
                 send_error(res, e);
@@ -301,13 +301,13 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         }
         json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
-        p = engine_.prepare(parse_completion_request(body, chat));
+        p = service_.prepare(parse_completion_request(body, chat));
     } catch (const ApiError& e) {
-        engine_.metrics().record_failure(e.status());
+        service_.metrics().record_failure(e.status());
         send_error(res, e);
         return;
     } catch (const Error& e) {
-        engine_.metrics().record_failure(400);
+        service_.metrics().record_failure(400);
         send_error(res, ApiError(400, e.what()));
         return;
     }
@@ -315,7 +315,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     auto head = std::make_shared<ResponseHead>(ResponseHead{
         (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
         chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
-        long(std::time(nullptr)), engine_.served_name(), chat, p.req.logprobs});
+        long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -333,7 +333,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
     res.set_chunked_content_provider("text/event-stream", [this, head, prepared](
                                                               size_t, httplib::DataSink& sink) {
         static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
-        const Tokenizer& tok = engine_.target().tokenizer();
+        const Tokenizer& tok = service_.target().tokenizer();
         std::vector<Completion> done;
         for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
@@ -344,7 +344,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 return write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
             };
             try {
-                c = engine_.run(
+                c = service_.run(
                     *prepared,
                     [&](const Completion& so_far, const std::vector<TokenPiece>& pieces) {
                         if (!started && !start(so_far)) return false;
@@ -382,7 +382,7 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
         for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
             try {
-                c = engine_.run(
+                c = service_.run(
                     *prepared,
                     [&](const Completion&, const std::vector<TokenPiece>&) {
                         return clock_type::now() - last_write < std::chrono::milliseconds(100) ||
@@ -397,7 +397,7 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             if (c.finish_reason == "abort") return false;
             choices.push_back(std::move(c));
         }
-        const std::string body = dump(full_response(*head, choices, engine_.target().tokenizer()));
+        const std::string body = dump(full_response(*head, choices, service_.target().tokenizer()));
         sink.write(body.data(), body.size());
         sink.done();
         return true;

@@ -1,4 +1,4 @@
-// HttpServer: the OpenAI-compatible HTTP API over an Engine (cpp-httplib).
+// HttpServer: the OpenAI-compatible HTTP API over an Service (cpp-httplib).
 //
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true -> SSE chunks, data: [DONE])
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text), GET / (the embedded web UI)
@@ -38,8 +38,8 @@
 #include <string>
 
 #include "server/connection.h"
-#include "server/engine.h"
 #include "server/host_check.h"
+#include "server/service.h"
 
 namespace specula {
 
@@ -64,7 +64,7 @@ void check_http_config(const HttpConfig& config);
 
 class HttpServer {
   public:
-    HttpServer(Engine& engine, const HttpConfig& config);
+    HttpServer(Service& service, const HttpConfig& config);
     ~HttpServer();
 
     // Binds (throws Error naming host:port when it cannot) and serves until stop().
@@ -81,7 +81,7 @@ class HttpServer {
     void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                     std::shared_ptr<const PreparedRequest> prepared);
 
-    Engine& engine_;
+    Service& service_;
     HttpConfig cfg_;
     std::unique_ptr<LimitedServer> svr_;
     std::atomic<bool> stop_requested_{false};

@@ -1,5 +1,5 @@
 // Slots: the server's --parallel generation slots. Each slot owns a target Session (its own KV
-// cache over the shared, read-only Model, built over the engine's one thread pool), its drafter,
+// cache over the shared, read-only Model, built over the scheduler's one thread pool), its drafter,
 // the adaptive draft-length state it carries from request to request, and the tokens its cache
 // holds (so a request whose prompt starts with them skips that prefill). The scheduler
 // (server/scheduler.h) alone uses them.

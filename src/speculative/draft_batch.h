@@ -1,42 +1,48 @@
-// DraftBatch: the draft model batched across sequences. Each draft step runs ONE pass of the
-// draft model (model/batch_eval.h) over the pending tokens of every drafter still drafting, each
-// drafter's Session keeping its own KV cache, instead of one pass per drafter. The server's
-// scheduler drafts for all its decoding slots this way before their one target pass.
+// DraftBatch: the proposals of many sequences' drafters, made together. Each round (see the
+// protocol in speculative/drafter.h) evaluates every drafter still drafting: the sessions of one
+// draft model in ONE pass (model/batch_eval.h), each keeping its own KV cache, instead of one pass
+// per drafter. Drafters without a model finish in their first round.
 //
-// Promise: every drafter proposes exactly what its own DraftModelDrafter::propose would (the
-// draft model's logits for a sequence do not depend on what shares its pass, and each drafter
-// chooses from its own rows with its own sampler and constraints), so greedy proposals, and
-// therefore greedy output, are those of `specula run`.
+// Promise: every drafter proposes exactly what its own Drafter::propose would (the draft model's
+// logits for a sequence do not depend on what shares its pass, and each drafter chooses from its
+// own rows with its own sampler and constraints), so greedy proposals, and therefore greedy
+// output, do not depend on what else is drafted in the same step.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "model/batch_eval.h"
-#include "speculative/draft_model_drafter.h"
+#include "speculative/drafter.h"
 
 namespace specula {
 
 struct DraftJob {
-    DraftModelDrafter* drafter = nullptr;  // distinct per job, all over the same draft model
-    std::span<const token_id> history;     // prompt + accepted tokens (see Drafter::propose)
+    Drafter* drafter = nullptr;         // distinct per job
+    std::span<const token_id> history;  // prompt + accepted tokens (see Drafter::start)
     int n_max = 0;
     Draft* out = nullptr;
-    int steps = 0;  // out: draft-model evaluations spent (DraftModelDrafter::proposal_steps)
+    int steps = 0;  // out: evaluations the proposal took (Drafter::steps)
 };
 
 class DraftBatch {
   public:
-    // `pool` is the one the drafters' sessions run on.
-    DraftBatch(const Model& draft, ThreadPool& pool) : batch_(draft, pool) {}
+    // `pool` runs the passes over several sessions; it must be the one their sessions were built
+    // over. Null: each session evaluates on its own (one job per step, the CLI's batch of one).
+    explicit DraftBatch(ThreadPool* pool) : pool_(pool) {}
 
-    // Proposes for every job in lockstep; returns the number of draft passes run (the longest
-    // proposal's steps).
+    // Proposes for every job in lockstep; returns the number of rounds that evaluated anything
+    // (the longest proposal's steps).
     int propose(std::span<DraftJob> jobs);
 
   private:
-    BatchEvaluator batch_;
-    std::vector<BatchItem> items_;
+    void eval_round();
+    BatchEvaluator& evaluator(const Model& m);
+
+    ThreadPool* pool_;
+    std::vector<std::unique_ptr<BatchEvaluator>> evals_;  // one per draft model met
+    std::vector<BatchItem> items_, group_;
     std::vector<DraftJob*> owner_;
 };
 

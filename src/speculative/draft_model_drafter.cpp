@@ -76,15 +76,8 @@ bool DraftModelDrafter::confident(const float* logits, int n_vocab,
     return top >= params_.p_min;
 }
 
-int DraftModelDrafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
-    for (std::span<const token_id> next = propose_begin(history, n_max, out); !next.empty();
-         next = propose_next(out))
-        session_->eval(next, /*all_logits=*/false);  // only the last token's prediction is used
-    return steps_;
-}
-
-std::span<const token_id> DraftModelDrafter::propose_begin(std::span<const token_id> history,
-                                                           int n_max, Draft& out) {
+std::span<const token_id> DraftModelDrafter::start(std::span<const token_id> history, int n_max,
+                                                   Draft& out) {
     out.clear();
     out.has_q = !sampler_.greedy();
     n_history_ = history.size();
@@ -109,7 +102,7 @@ std::span<const token_id> DraftModelDrafter::propose_begin(std::span<const token
     return batch_;
 }
 
-std::span<const token_id> DraftModelDrafter::propose_next(Draft& out) {
+std::span<const token_id> DraftModelDrafter::next(Draft& out) {
     cached_.insert(cached_.end(), batch_.begin(), batch_.end());  // the session evaluated batch_
     ++steps_;
     const int n_vocab = n_vocab_now_;

@@ -41,22 +41,15 @@ class DraftModelDrafter final : public Drafter {
     // Keeps the cache: the next proposal rolls it back to the prefix shared with the history and
     // evaluates only the rest (sync).
     void resume(std::span<const token_id> prompt) override { n_history_ = 0; }
-    int propose(std::span<const token_id> history, int n_max, Draft& out) override;
+    // The first round evaluates what the cache lacks of the history (usually the target's last
+    // token or two), each further round one draft token.
+    std::span<const token_id> start(std::span<const token_id> history, int n_max,
+                                    Draft& out) override;
+    std::span<const token_id> next(Draft& out) override;
+    Session* session() override { return session_.get(); }
+    int steps() const override { return steps_; }
     void accept(int n_kept) override;
 
-    // propose() in phases, for a caller that evaluates many drafters' sessions in ONE pass
-    // (speculative/draft_batch.h): propose_begin() returns the tokens session() must evaluate
-    // next (at its n_past(), last logits only), propose_next() takes that evaluation's logits,
-    // chooses the next draft token and returns the next tokens to evaluate; an empty span ends
-    // the proposal (out holds it, proposal_steps() its draft-model evaluations). propose() is
-    // exactly this loop with session().eval, so both ways draft the same tokens.
-    std::span<const token_id> propose_begin(std::span<const token_id> history, int n_max,
-                                            Draft& out);
-    std::span<const token_id> propose_next(Draft& out);
-    int proposal_steps() const { return steps_; }
-
-    const Session& session() const { return *session_; }
-    Session& session() { return *session_; }
     // Tokens held in the draft's KV cache (a prefix of the history plus unverified drafts).
     const std::vector<token_id>& cached() const { return cached_; }
 
@@ -73,7 +66,7 @@ class DraftModelDrafter final : public Drafter {
     std::vector<token_id> batch_;
     std::vector<float> guided_;  // a row after guide_'s constraints
     size_t n_history_ = 0;       // history length at the last propose()
-    // The proposal in progress (propose_begin .. the empty span).
+    // The proposal in progress (start .. the empty span).
     Constraints* guide_now_ = nullptr;
     Constraints::Mark mark_;
     int n_vocab_now_ = 0, steps_ = 0, steps_left_ = 0;

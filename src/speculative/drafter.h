@@ -1,9 +1,16 @@
 // Drafters: cheap proposers of the next few tokens, checked afterwards by the target model.
 //
-// The generation loop owns the token history (prompt + accepted output). Each step it asks the
-// drafter for up to n_max tokens continuing that history, lets the target verify them, and then
-// tells the drafter how many of its tokens were kept. A drafter never sees tokens the target did
-// not accept, so its own state (a draft model's KV cache) must follow the history exactly.
+// The engine (speculative/engine.h) owns each sequence's token history (prompt + accepted output)
+// and its drafter. Each step it asks the drafter for up to n_max tokens continuing that history,
+// lets the target verify them, and then tells the drafter how many of its tokens were kept. A
+// drafter never sees tokens the target did not accept, so its own state (a draft model's KV
+// cache) must follow the history exactly.
+//
+// A proposal runs in rounds so that the engine drafts for every sequence of a step at once: each
+// round, every drafter that still drafts names the tokens its Session must evaluate, the engine
+// evaluates all of those sessions of one model in ONE pass (model/batch_eval.h), and each drafter
+// chooses from its own rows. A drafter without a model (n-gram lookup) proposes in its first
+// round. Every drafter speaks this protocol: the engine never needs to know which one it has.
 #pragma once
 
 #include <span>
@@ -15,6 +22,7 @@
 namespace specula {
 
 class Constraints;
+class Session;
 
 // One proposal: tokens d_1..d_n and, when drafting by sampling, the draft distribution q_i each
 // d_i was drawn from (the same temp/top-k/top-p/min-p transforms as the target's sampler).
@@ -45,16 +53,28 @@ class Drafter {
     // next turn): a drafter with a cache keeps the shared part. By default, begin().
     virtual void resume(std::span<const token_id> prompt) { begin(prompt); }
 
-    // Proposes up to n_max tokens that continue `history` (prompt + every accepted token; its last
-    // token is the one the target evaluates next). May propose fewer, or none. Returns the number
-    // of draft-model evaluation steps spent (0 for drafters without a model).
-    virtual int propose(std::span<const token_id> history, int n_max, Draft& out) = 0;
+    // Starts a proposal of up to n_max tokens continuing `history` (prompt + every accepted token;
+    // its last token is the one the target evaluates next) into `out`, and returns the tokens
+    // session() must evaluate next (at its n_past(), the last row's logits only). next() is called
+    // after that evaluation, chooses from its logits and returns the next tokens to evaluate. An
+    // empty span ends the proposal (`out` holds it: possibly fewer tokens, or none). The spans
+    // stay valid until the next call.
+    virtual std::span<const token_id> start(std::span<const token_id> history, int n_max,
+                                            Draft& out) = 0;
+    virtual std::span<const token_id> next(Draft& out) { return {}; }
+    // Where a drafter's evaluations run (null: a drafter without a model).
+    virtual Session* session() { return nullptr; }
+    // Evaluations the last proposal took (0 without a model).
+    virtual int steps() const { return 0; }
+
+    // A whole proposal, its rounds evaluated one at a time here. Returns steps().
+    int propose(std::span<const token_id> history, int n_max, Draft& out);
 
     // The target kept the first n_kept tokens of the last proposal and then appended its own
     // token (the correction or bonus); history grows by n_kept + 1.
     virtual void accept(int n_kept) = 0;
 
-    // Optional (the Generator sets it for each generation, null when there are none): the
+    // Optional (the engine sets it for each generation, null when there are none): the
     // target's Constraints (logit bias, penalties, grammar) at the current history. A drafter that
     // uses it masks its rows the same way before choosing, so it proposes only tokens a grammar
     // allows and draws from the constrained distribution (q); it leaves the state as it found it

@@ -23,10 +23,11 @@ long NgramDrafter::find_latest(std::span<const token_id> history, int n) {
     return -1;
 }
 
-int NgramDrafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
+std::span<const token_id> NgramDrafter::start(std::span<const token_id> history, int n_max,
+                                              Draft& out) {
     out.clear();
     out.has_q = false;
-    if (n_max <= 0) return 0;
+    if (n_max <= 0) return {};
     for (int n = params_.ngram_max; n >= params_.ngram_min; --n) {
         if (long(history.size()) <= n) continue;
         const long s = find_latest(history, n);
@@ -34,9 +35,9 @@ int NgramDrafter::propose(std::span<const token_id> history, int n_max, Draft& o
         const long from = s + n;
         const long to = std::min<long>(long(history.size()), from + n_max);
         out.tokens.assign(history.begin() + from, history.begin() + to);
-        return 0;
+        return {};
     }
-    return 0;
+    return {};
 }
 
 }  // namespace specula

@@ -19,7 +19,9 @@ class NgramDrafter final : public Drafter {
 
     const char* name() const override { return "ngram"; }
     void begin(std::span<const token_id> prompt) override {}
-    int propose(std::span<const token_id> history, int n_max, Draft& out) override;
+    // Proposes at once: nothing for the engine to evaluate.
+    std::span<const token_id> start(std::span<const token_id> history, int n_max,
+                                    Draft& out) override;
     void accept(int n_kept) override {}
 
   private:

@@ -14,17 +14,6 @@ void SpecStats::add(const StepRecord& step) {
     t_sample_ms += step.sample_ms;
     const int n_draft = step.n_drafted, n_accepted_here = step.n_accepted;
     ++n_target_passes;
-    const double b = n_draft + 1;
-    fit_b += b;
-    fit_bb += b * b;
-    fit_t += step.verify_ms;
-    fit_bt += b * step.verify_ms;
-    const int rows = n_draft + 1;
-    if (min_pass_rows == 0 || rows < min_pass_rows ||
-        (rows == min_pass_rows && step.verify_ms < min_pass_ms)) {
-        min_pass_rows = rows;
-        min_pass_ms = step.verify_ms;
-    }
     if (n_draft <= 0) return;
     ++n_drafts;
     n_drafted += n_draft;
@@ -37,18 +26,6 @@ void SpecStats::add(const StepRecord& step) {
     const int checked = std::min(n_draft, n_accepted_here + 1);
     for (int i = 0; i < checked; ++i) ++pos_reached[i];
     for (int i = 0; i < n_accepted_here; ++i) ++pos_accepted[i];
-}
-
-double SpecStats::plain_pass_ms() const {
-    const double n = n_target_passes;
-    if (n <= 0) return 0;
-    const double mean = std::min(fit_t / n, min_pass_ms);
-    const double den = n * fit_bb - fit_b * fit_b;
-    if (den <= 1e-9 * n * fit_bb) return mean;  // one pass size: no slope to fit
-    const double slope = (n * fit_bt - fit_b * fit_t) / den;
-    const double at1 = (fit_t - slope * fit_b) / n + slope;
-    // Noise can tilt the line; a pass never costs less than nothing nor more than the bound.
-    return at1 > 0 ? std::min(at1, mean) : mean;
 }
 
 double SpecStats::pos_accept_rate(int i) const {

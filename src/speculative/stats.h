@@ -37,13 +37,10 @@ struct SpecStats {
     double t_draft_ms = 0;   // proposing (draft model / lookup)
     double t_verify_ms = 0;  // target passes
     double t_sample_ms = 0;  // accept/reject decisions and sampling
-    // Least-squares sums of (pass size b = drafted + 1, verify ms t) over the target passes.
-    double fit_b = 0, fit_bb = 0, fit_t = 0, fit_bt = 0;
-    // The fastest of the smallest passes (fewest rows, min_pass_rows of them): a robust upper
-    // bound on a one-token pass where other processes stretch some passes (a fit through noisy
-    // times can land above it).
-    int min_pass_rows = 0;
-    double min_pass_ms = 0;
+    // What a one-token target pass (a plain decoding step) costs, read from the engine's pass-cost
+    // model (speculative/pass_cost.h) when the generation ends: measured if such passes ran,
+    // else estimated from the passes that did. 0 without passes.
+    double plain_pass_ms = 0;
 
     // Counts one step of the generation loop.
     void add(const StepRecord& step);
@@ -62,11 +59,6 @@ struct SpecStats {
     double draft_step_ms() const { return n_draft_steps ? t_draft_ms / n_draft_steps : 0; }
     double target_pass_ms() const { return n_target_passes ? t_verify_ms / n_target_passes : 0; }
     // Measured cost of one draft step relative to one target pass.
-    // What a one-token target pass (a plain decoding step) costs, from this run's own passes: the
-    // line through (pass size, ms) at size 1 when the passes had different sizes, else the mean
-    // pass (an upper bound: every pass verified drafts), and never more than the fastest of the
-    // smallest passes. 0 without passes.
-    double plain_pass_ms() const;
     double cost_ratio() const {
         return target_pass_ms() > 0 ? draft_step_ms() / target_pass_ms() : 0;
     }

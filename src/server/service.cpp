@@ -1,14 +1,14 @@
-// Engine: see engine.h.
-#include "server/engine.h"
+// Service: see service.h.
+#include "server/service.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
-#include "frontend/prompt.h"
 #include "server/api_error.h"
 #include "speculative/generator.h"
+#include "tokenizer/prompt.h"
 
 namespace specula {
 
@@ -28,7 +28,7 @@ std::string default_name(const std::string& path) {
 
 }  // namespace
 
-Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
+Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
     if (cfg.speculative.n_draft < 0)
         fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
@@ -62,9 +62,9 @@ Engine::Engine(const EngineConfig& cfg) : cfg_(cfg) {
     metrics_.set_model_name(served_name_);
 }
 
-Engine::~Engine() = default;
+Service::~Service() = default;
 
-std::string Engine::describe() const {
+std::string Service::describe() const {
     std::string s = served_name_ + " (" + target_->describe() + ") | ctx " +
                     std::to_string(n_ctx_) + " | slots " + std::to_string(scheduler_->n_slots()) +
                     " in one batched pass x " + std::to_string(scheduler_->n_threads()) +
@@ -76,7 +76,7 @@ std::string Engine::describe() const {
     return s + ", draft " + draft_length_name(sc);
 }
 
-std::vector<token_id> Engine::tokenize(const std::string& text) const {
+std::vector<token_id> Service::tokenize(const std::string& text) const {
     try {
         return tokenize_prompt(target_->tokenizer(), text);
     } catch (const Error& e) {
@@ -84,7 +84,7 @@ std::vector<token_id> Engine::tokenize(const std::string& text) const {
     }
 }
 
-PreparedRequest Engine::prepare(CompletionRequest req) const {
+PreparedRequest Service::prepare(CompletionRequest req) const {
     PreparedRequest p;
     p.t_arrival = clock_type::now();
     if (!req.model.empty() && req.model != served_name_) {  // never the path: no path oracle
@@ -125,7 +125,7 @@ PreparedRequest Engine::prepare(CompletionRequest req) const {
 }
 
 // A request whose client left while it waited for a slot: counted as aborted, nothing generated.
-Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
+Completion Service::abandoned_in_queue(const PreparedRequest& p) {
     Completion c;
     c.finish_reason = "abort";
     c.stats.n_prompt = int(p.prompt.size());
@@ -137,7 +137,7 @@ Completion Engine::abandoned_in_queue(const PreparedRequest& p) {
 }
 
 // echo: the prompt's text (its logprobs, when asked, come from the scheduler: Job::echo_logprobs).
-std::string Engine::echo_text(const PreparedRequest& p) const {
+std::string Service::echo_text(const PreparedRequest& p) const {
     if (p.req.prompt_ids.empty()) return p.req.prompt;  // the text as sent
     // Token ids: their text, as llama.cpp detokenizes it.
     const Tokenizer& tok = target_->tokenizer();
@@ -146,8 +146,8 @@ std::string Engine::echo_text(const PreparedRequest& p) const {
     return tok.decode(ids, /*remove_special=*/false, /*unparse_special=*/true);
 }
 
-Completion Engine::run(const PreparedRequest& p, const PieceSink& sink,
-                       const std::function<bool()>& keep_waiting, int choice) {
+Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
+                        const std::function<bool()>& keep_waiting, int choice) {
     const CompletionRequest& r = p.req;
     auto job = std::make_shared<Job>();
     job->prompt = p.prompt;

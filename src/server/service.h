@@ -1,4 +1,4 @@
-// Engine: what the HTTP layer calls to run one completion. It owns the loaded target (and draft)
+// Service: what the HTTP layer calls to run one completion. It owns the loaded target (and draft)
 // Model, the chat format, the slot pool and the metrics. prepare() turns a parsed request into
 // prompt tokens and checks it against the model (context, draft length, model name): ApiError on
 // failure. run() hands the request to the scheduler (server/scheduler.h: every busy slot shares
@@ -27,7 +27,7 @@
 
 namespace specula {
 
-struct EngineConfig {
+struct ServiceConfig {
     std::string model_path;
     // Method, draft model and the default draft length (per request:
     // speculative.num_speculative_tokens).
@@ -64,10 +64,10 @@ struct Completion {
 // false to cancel (client disconnected).
 using PieceSink = std::function<bool(const Completion&, const std::vector<TokenPiece>&)>;
 
-class Engine {
+class Service {
   public:
-    explicit Engine(const EngineConfig& config);  // loads the models; throws Error
-    ~Engine();
+    explicit Service(const ServiceConfig& config);  // loads the models; throws Error
+    ~Service();
 
     const std::string& served_name() const { return served_name_; }
     const Model& target() const { return *target_; }
@@ -88,7 +88,7 @@ class Engine {
     Completion abandoned_in_queue(const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;
 
-    EngineConfig cfg_;
+    ServiceConfig cfg_;
     std::unique_ptr<Model> target_;
     SpeculativeSetup spec_;  // the draft model, loaded once for every slot
     std::string served_name_;

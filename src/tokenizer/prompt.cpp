@@ -1,6 +1,6 @@
 // tokenize_prompt / min_prompt_tokens / check_context / check_prompt_bytes / default_threads:
 // see prompt.h.
-#include "frontend/prompt.h"
+#include "tokenizer/prompt.h"
 
 #include <algorithm>
 #include <cstdint>

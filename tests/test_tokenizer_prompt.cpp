@@ -1,4 +1,4 @@
-// What `run` and `serve` share before generating (frontend/prompt.h): prompt tokens with BOS as
+// What `run` and `serve` share before generating (tokenizer/prompt.h): prompt tokens with BOS as
 // the vocabulary says and BOS alone for an empty prompt, the context-fit check with its two
 // failures named for each front end, and the default thread count.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "common/error.h"
-#include "frontend/prompt.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
+#include "tokenizer/prompt.h"
 
 using namespace specula;
 

@@ -1,9 +1,10 @@
-// Draft length by load (server/load_draft.h): the pass cost model interpolates and extrapolates
+// Draft length by load (speculative/load_draft.h): the pass cost model (speculative/pass_cost.h)
+// interpolates and extrapolates
 // measured medians, and the chosen length shrinks as the pass becomes compute-bound with more
 // slots; it explores neighbours on schedule.
 #include <gtest/gtest.h>
 
-#include "server/load_draft.h"
+#include "speculative/load_draft.h"
 
 namespace {
 
@@ -36,8 +37,9 @@ int choice(int n_slots, double flat, int knee) {
     LoadDraftParams p;
     p.explore_every = 0;
     LoadDraftLength ld(p);
-    for (int r = 1; r <= 160; ++r) ld.observe_pass(r, r <= knee ? flat : flat + (r - knee));
-    return ld.best(slots, 0, 0.1);
+    PassCost cost;
+    for (int r = 1; r <= 160; ++r) cost.observe(r, r <= knee ? flat : flat + (r - knee));
+    return ld.best(slots, 0, 0.1, cost);
 }
 
 TEST(LoadDraftLength, ShorterDraftsAsThePassBecomesComputeBound) {
@@ -54,14 +56,15 @@ TEST(LoadDraftLength, ExploresNeighboursAndStartsFromTheSlotsOwnChoice) {
     LoadDraftParams p;
     p.explore_every = 2;
     LoadDraftLength ld(p);
-    EXPECT_EQ(ld.best(slots, 0, 0.1), -1);  // nothing measured
-    const int first = ld.choose(slots, 0, 0.1);
-    EXPECT_EQ(first, std::clamp(ctl.choose(), 0, p.n_max));
-    for (int r = 1; r <= 20; ++r) ld.observe_pass(r, 10);  // rows are free: draft long
-    EXPECT_EQ(ld.best(slots, 0, 0.0), p.n_max);
-    EXPECT_EQ(ld.choose(slots, 0, 0.0), p.n_max - 1);  // the 2nd choice explores below
+    PassCost cost;
+    EXPECT_EQ(ld.best(slots, 0, 0.1, cost), -1);  // nothing measured
+    const int first = ld.choose(slots, 0, 0.1, cost);
+    EXPECT_EQ(first, std::clamp(ctl.choose(cost), 0, p.n_max));
+    for (int r = 1; r <= 20; ++r) cost.observe(r, 10);  // rows are free: draft long
+    EXPECT_EQ(ld.best(slots, 0, 0.0, cost), p.n_max);
+    EXPECT_EQ(ld.choose(slots, 0, 0.0, cost), p.n_max - 1);  // the 2nd choice explores below
     EXPECT_EQ(ld.last(), p.n_max - 1);
-    EXPECT_TRUE(ld.best({}, 0, 0.1) == -1);
+    EXPECT_TRUE(ld.best({}, 0, 0.1, cost) == -1);
 }
 
 }  // namespace

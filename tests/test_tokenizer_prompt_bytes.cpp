@@ -1,4 +1,4 @@
-// min_prompt_tokens (frontend/prompt.h) is a true lower bound: for every shared vocabulary
+// min_prompt_tokens (tokenizer/prompt.h) is a true lower bound: for every shared vocabulary
 // (SentencePiece and byte-level BPE) and each of llama.cpp's test texts, and for texts made of
 // the vocabulary's longest tokens, spaces, newlines and bytes with no token of their own, the
 // real tokenization is never shorter than ceil(bytes / the longest token text).
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/prompt.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
+#include "tokenizer/prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {

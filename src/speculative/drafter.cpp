@@ -1,0 +1,15 @@
+// Drafter: see drafter.h.
+#include "speculative/drafter.h"
+
+#include "model/model.h"
+
+namespace specula {
+
+int Drafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
+    for (std::span<const token_id> todo = start(history, n_max, out); !todo.empty();
+         todo = next(out))
+        session()->eval(todo, /*all_logits=*/false);  // only the last token's prediction is used
+    return steps();
+}
+
+}  // namespace specula
