@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -23,9 +24,9 @@ struct Vocab {
 
 std::vector<Vocab>& vocabs() {
     static std::vector<Vocab> v = [] {
-        const char* env = std::getenv("SPECULA_SHARED_DIR");
         const std::string dir =
-            std::string(env && *env ? env : SPECULA_SHARED_DIR_DEFAULT) + "/vocab";
+            specula::env_value("SPECULA_SHARED_DIR").value_or(SPECULA_SHARED_DIR_DEFAULT) +
+            "/vocab";
         std::vector<std::string> paths;
         for (const auto& e : std::filesystem::directory_iterator(dir))
             if (e.path().extension() == ".gguf") paths.push_back(e.path().string());

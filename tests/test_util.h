@@ -10,12 +10,12 @@
 #include <sstream>
 #include <string>
 
+#include "common/env.h"
+
 namespace specula::test {
 
 inline std::string shared_dir() {
-    const char* env = std::getenv("SPECULA_SHARED_DIR");
-    if (env && *env) return env;
-    return SPECULA_SHARED_DIR_DEFAULT;
+    return env_value("SPECULA_SHARED_DIR").value_or(SPECULA_SHARED_DIR_DEFAULT);
 }
 
 // Full path of a file under ../shared; throws (failing the test) when it does not exist.
