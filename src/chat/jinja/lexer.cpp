@@ -335,7 +335,7 @@ class Lexer {
                 if (strip_after) skip_whitespace();
                 return;
             }
-            if (next == '%' && after_tag && raw_block(pos_)) return;
+            if (next == '%' && (after_tag || last == Tok::Text) && raw_block(pos_)) return;
             if (pos_ + 2 < s_.size() && s_[pos_ + 2] == '-') {
                 if (next == '%') {
                     strip_trailing_whitespace();
