@@ -367,8 +367,8 @@ Value Interpreter::apply_filter(const Value& x, const std::string& name, std::ve
     }
     if (x.kind == Kind::String) {
         const std::string& s = x.str;
-        if (name == "upper") return Value::string(ascii_upper(s));
-        if (name == "lower") return Value::string(ascii_lower(s));
+        if (name == "upper") return Value::string(to_upper(s));
+        if (name == "lower") return Value::string(to_lower(s));
         if (name == "title") return Value::string(title_case(s));
         if (name == "capitalize") return Value::string(capitalize(s));
         if (name == "trim") return Value::string(trim(s));

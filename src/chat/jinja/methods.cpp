@@ -83,9 +83,9 @@ Value string_member(const Value& self, const std::string& name) {
     const std::string s = self.str;
     if (name == "length") return Value::integer(double(utf16_length(s)));
     if (name == "upper")
-        return method([s](auto&, auto&, auto&) { return Value::string(ascii_upper(s)); });
+        return method([s](auto&, auto&, auto&) { return Value::string(to_upper(s)); });
     if (name == "lower")
-        return method([s](auto&, auto&, auto&) { return Value::string(ascii_lower(s)); });
+        return method([s](auto&, auto&, auto&) { return Value::string(to_lower(s)); });
     if (name == "strip") return method([s](auto&, auto&, auto&) { return Value::string(trim(s)); });
     if (name == "lstrip")
         return method([s](auto&, auto&, auto&) { return Value::string(trim_start(s)); });

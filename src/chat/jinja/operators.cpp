@@ -151,8 +151,8 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
     if (a.kind != b.kind || a.kind != Kind::String)
         throw std::runtime_error(std::string("cannot compare ") + a.type_name() + " with " +
                                  b.type_name());
-    const std::string x = case_sensitive ? a.str : ascii_lower(a.str);
-    const std::string y = case_sensitive ? b.str : ascii_lower(b.str);
+    const std::string x = case_sensitive ? a.str : to_lower(a.str);
+    const std::string y = case_sensitive ? b.str : to_lower(b.str);
     return x < y ? -1 : x > y ? 1 : 0;
 }
 

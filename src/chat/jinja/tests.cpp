@@ -49,8 +49,8 @@ bool Interpreter::apply_test(const std::string& name, const Value& x,
     if (name == "mapping") return x.kind == Kind::Object;
     if (name == "sequence")
         return x.kind == Kind::Array || x.kind == Kind::Object || x.kind == Kind::String;
-    if (name == "lower") return x.kind == Kind::String && x.str == ascii_lower(x.str);
-    if (name == "upper") return x.kind == Kind::String && x.str == ascii_upper(x.str);
+    if (name == "lower") return x.kind == Kind::String && x.str == to_lower(x.str);
+    if (name == "upper") return x.kind == Kind::String && x.str == to_upper(x.str);
     if (name == "defined") return !x.is_undefined();
     if (name == "undefined") return x.is_undefined();
     if (name == "escaped") return false;

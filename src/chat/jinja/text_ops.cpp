@@ -16,9 +16,9 @@ std::string title_case(const std::string& s) {
 }
 
 std::string capitalize(const std::string& s) {
-    std::string r = s;
-    if (!r.empty() && r[0] >= 'a' && r[0] <= 'z') r[0] = char(r[0] - 32);
-    return r;
+    if (s.empty()) return s;
+    const size_t n = utf8_len(s, 0);
+    return to_upper(s.substr(0, n)) + s.substr(n);
 }
 
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to,

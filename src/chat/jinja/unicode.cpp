@@ -118,18 +118,79 @@ std::vector<std::string> code_points(std::string_view s) {
     return out;
 }
 
-std::string ascii_upper(std::string_view s) {
-    std::string r(s);
-    for (char& c : r)
-        if (c >= 'a' && c <= 'z') c = char(c - 32);
+namespace {
+
+// Simple case mapping for Latin-1, Latin Extended-A, Greek and Cyrillic (what JavaScript's
+// toUpperCase/toLowerCase do there); other code points map to themselves.
+unsigned upper_cp(unsigned c) {
+    if (c >= 'a' && c <= 'z') return c - 32;
+    if (c < 0x80) return c;
+    if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
+    if (c == 0xff) return 0x178;
+    if (c == 0xb5) return 0x39c;
+    if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+        c != 0x17f) {
+        const bool odd_pairs = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+        if (odd_pairs ? (c % 2 == 0) : (c % 2 == 1)) return c - 1;
+        return c;
+    }
+    if (c == 0x17f) return 'S';
+    if (c >= 0x3b1 && c <= 0x3c9) return c == 0x3c2 ? 0x3a3 : c - 32;
+    if (c >= 0x430 && c <= 0x44f) return c - 32;
+    if (c >= 0x450 && c <= 0x45f) return c - 80;
+    return c;
+}
+
+unsigned lower_cp(unsigned c) {
+    if (c >= 'A' && c <= 'Z') return c + 32;
+    if (c < 0x80) return c;
+    if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;
+    if (c == 0x178) return 0xff;
+    if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+        c != 0x17f) {
+        const bool odd_pairs = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+        if (odd_pairs ? (c % 2 == 1) : (c % 2 == 0)) return c + 1;
+        return c;
+    }
+    if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
+    if (c >= 0x410 && c <= 0x42f) return c + 32;
+    if (c >= 0x400 && c <= 0x40f) return c + 80;
+    return c;
+}
+
+std::string map_case(std::string_view s, bool upper) {
+    std::string r;
+    r.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char b = static_cast<unsigned char>(s[i]);
+        if (b < 0x80) {
+            r += char(upper ? upper_cp(b) : lower_cp(b));
+            ++i;
+            continue;
+        }
+        size_t n = 1;
+        const unsigned cp = decode_utf8(s, i, &n);
+        if (n == 1) {  // a malformed byte stays as it is
+            r += s[i++];
+            continue;
+        }
+        if (upper && cp == 0xdf) {
+            r += "SS";
+        } else {
+            append_utf8(r, upper ? upper_cp(cp) : lower_cp(cp));
+        }
+        i += n;
+    }
     return r;
 }
 
-std::string ascii_lower(std::string_view s) {
-    std::string r(s);
-    for (char& c : r)
-        if (c >= 'A' && c <= 'Z') c = char(c + 32);
-    return r;
+}  // namespace
+
+std::string to_upper(std::string_view s) {
+    return map_case(s, true);
+}
+std::string to_lower(std::string_view s) {
+    return map_case(s, false);
 }
 
 }  // namespace specula::jinja

@@ -1,7 +1,7 @@
 // UTF-8 helpers that reproduce the JavaScript string behaviour @huggingface/jinja relies on:
 // JS's /\s/ whitespace set (ASCII and Unicode spaces, line terminators, BOM), trim/trimStart/
-// trimEnd over it, the UTF-16 length JS reports, code-point splitting (Array.from) and the
-// ASCII case mapping the engine applies (other letters are left as they are).
+// trimEnd over it, the UTF-16 length JS reports, code-point splitting (Array.from) and case
+// mapping (toUpperCase/toLowerCase) for Latin, Greek and Cyrillic letters (others are kept).
 #pragma once
 
 #include <cstddef>
@@ -30,8 +30,8 @@ std::vector<std::string> code_points(std::string_view s);
 unsigned decode_utf8(std::string_view s, size_t i, size_t* len);
 void append_utf8(std::string& out, unsigned cp);
 
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+std::string to_upper(std::string_view s);
+std::string to_lower(std::string_view s);
 inline bool is_word_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
