@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
+import { readdirSync, readFileSync } from "node:fs";
 import { Template } from "@huggingface/jinja";
 import { conversations, variants } from "./conversations.mjs";
 import { features } from "./features.mjs";
@@ -89,6 +90,28 @@ for (const pkg of TEMPLATED) {
     const result = compare(cases);
     report(pkg, result, cases.length);
     assert.ok(result.same > 0, "no render succeeded");
+    assert.deepEqual(result.mismatches, []);
+  });
+}
+
+// Templates written for these tests (tests/chat/templates/*.jinja) in the manner of other model
+// families: header-style with tools in the first user turn, [INST]-style with tool calls and
+// results, and a ChatML-style one built from macros, call and filter blocks.
+const HANDWRITTEN = new URL("./templates/", import.meta.url);
+for (const file of readdirSync(HANDWRITTEN).filter((f) => f.endsWith(".jinja")).sort()) {
+  test(`hand-written template ${file} renders byte for byte as @huggingface/jinja`, () => {
+    const template = readFileSync(new URL(file, HANDWRITTEN), "utf8");
+    const cases = [];
+    for (const [name, conv] of Object.entries(conversations))
+      for (const v of variants)
+        cases.push({
+          id: `${file} ${name} ${JSON.stringify(v)}`,
+          template,
+          context: { ...structuredClone(conv), ...v, bos_token: "<s>", eos_token: "</s>" },
+        });
+    const result = compare(cases);
+    report(file, result, cases.length);
+    assert.ok(result.same >= cases.length / 3, "too few renders succeeded");
     assert.deepEqual(result.mismatches, []);
   });
 }
