@@ -45,7 +45,8 @@ bool Interpreter::apply_test(const std::string& name, const Value& x,
     if (name == "number") return x.is_number();
     if (name == "integer") return x.kind == Kind::Int;
     if (name == "float") return x.kind == Kind::Float;
-    if (name == "iterable") return x.kind == Kind::Array || x.kind == Kind::String;
+    if (name == "iterable")  // as the reference: a tuple is not
+        return (x.kind == Kind::Array && !x.tuple) || x.kind == Kind::String;
     if (name == "mapping") return x.kind == Kind::Object;
     if (name == "sequence")
         return x.kind == Kind::Array || x.kind == Kind::Object || x.kind == Kind::String;

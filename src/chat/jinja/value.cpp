@@ -152,9 +152,8 @@ std::string float_string(double v) {
 std::string Value::to_output() const {
     switch (kind) {
         case Kind::Undefined:
+        case Kind::Null:  // the reference's none holds JavaScript's undefined
             return "undefined";
-        case Kind::Null:
-            return "null";
         case Kind::Bool:
             return boolean ? "true" : "false";
         case Kind::Int:
@@ -201,9 +200,8 @@ enum class JsType { Undefined, Null, Bool, Number, String, Ref };
 JsType js_type(const Value& v) {
     switch (v.kind) {
         case Kind::Undefined:
+        case Kind::Null:  // the reference's none holds JavaScript's undefined: none == undefined
             return JsType::Undefined;
-        case Kind::Null:
-            return JsType::Null;
         case Kind::Bool:
             return JsType::Bool;
         case Kind::Int:

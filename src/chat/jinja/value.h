@@ -104,7 +104,8 @@ std::string js_number(double v);
 // FloatValue.toString: integral values keep one decimal ("1.0"), -0 prints "-0.0".
 std::string float_string(double v);
 
-// JavaScript loose (==) and strict (===) equality of the values' payloads.
+// JavaScript loose (==) and strict (===) equality of the values' payloads (none equals undefined:
+// the reference's none holds JavaScript's undefined).
 bool loose_equal(const Value& a, const Value& b);
 bool strict_equal(const Value& a, const Value& b);
 
