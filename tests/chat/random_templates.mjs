@@ -28,7 +28,8 @@ const methods = [".strip()", ".upper()", ".split()", ".split('a')", ".startswith
   ".items()", ".keys()", ".get('k')", ".get('z', 3)", ".title()", ".replace('a', 'X')", ".lstrip()",
   ".rstrip()", ".length"];
 
-export function generate(seed, count) {
+// `depth` caps expression nesting (0: single values, so the statements around them mostly render).
+export function generate(seed, count, depth = 3) {
   let state = seed;
   const rnd = () => {
     state = (state + 0x6d2b79f5) | 0;
@@ -37,7 +38,8 @@ export function generate(seed, count) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
   const pick = (a) => a[Math.floor(rnd() * a.length)];
-  const expr = (d) => {
+  const expr = (want) => {
+    const d = Math.min(want, depth);
     if (d <= 0) return pick(atoms);
     switch (Math.floor(rnd() * 8)) {
       case 0: return `(${expr(d - 1)} ${pick(binops)} ${expr(d - 1)})`;
@@ -50,8 +52,18 @@ export function generate(seed, count) {
       default: return pick(atoms);
     }
   };
+  const ws = () => pick(["", "-"]);
+  const text = () => pick(["", " ", "\n", "  a \n ", "\t", "x"]);
   const stmt = () => {
-    switch (Math.floor(rnd() * 6)) {
+    switch (Math.floor(rnd() * 14)) {
+      case 6: return `${text()}{%${ws()} for x in ${expr(1)} ${ws()}%}${text()}{{${ws()} loop.index0 ~ loop.first ~ loop.last ${ws()}}}${text()}{%${ws()} if loop.index == 2 %}{% ${pick(["break", "continue"])} %}{% endif ${ws()}%}{{ x }}{%${ws()} else ${ws()}%}E{%${ws()} endfor ${ws()}%}${text()}`;
+      case 7: return `{% set ns = namespace(a=${expr(1)}) %}{% for y in [1, 2] %}{% set ns.a = ns.a ~ y %}{% endfor %}{{ ns.a }}`;
+      case 8: return `{% macro mm(p, q=${expr(1)}) %}[{{ p }}|{{ q }}]{% endmacro %}{{ mm(${expr(1)}) }}{{ mm(1, q=${expr(1)}) }}`;
+      case 9: return `{% filter ${pick(["upper", "trim", "lower", "title"])} %}${text()}{{ ${expr(1)} }}${text()}{% endfilter %}`;
+      case 10: return `${text()}{#${ws()} c ${ws()}#}${text()}{{${ws()} ${expr(1)} ${ws()}}}${text()}`;
+      case 11: return `{% for a, b in ${pick(["d.items()", "[[1, 2], [3, 4]]", "ms | map(attribute='role') | list", "[(1, 2)]"])} %}{{ a }}={{ b }};{% endfor %}`;
+      case 12: return `{% set blk %}${text()}{{ ${expr(1)} }}${text()}{% endset %}{{ blk | length }}:{{ blk }}`;
+      case 13: return `{% for x in ${expr(1)} if ${expr(1)} %}{{ x }}{{ loop.length }}{% endfor %}`;
       case 0: return `{{ ${expr(2)} }}`;
       case 1: return `{% if ${expr(2)} %}A{{ ${expr(1)} }}{% else %}B{% endif %}`;
       case 2: return `{% for x in ${expr(1)} %}{{ loop.index }}{{ x }}{% endfor %}`;
