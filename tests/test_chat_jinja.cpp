@@ -338,6 +338,14 @@ TEST(ChatJinja, BudgetsStopRunawayTemplates) {
         "%}{% endfor %}"));
     EXPECT_TRUE(fails("{{ range(100000000000) | length }}"));
     EXPECT_TRUE(fails("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"));
+    // lists sharing their halves: 2^40 leaves, a few bytes of state
+    const std::string doubling =
+        "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = [ns.l, ns.l] %}{% "
+        "endfor %}";
+    EXPECT_TRUE(fails(doubling + "{{ ns.l | tojson }}"));
+    EXPECT_TRUE(fails(doubling + "{{ ns.l }}"));
+    EXPECT_TRUE(
+        fails("{% set a = [] %}{% set b = [a] %}{{ a.append(b) }}{{ a | tojson }}"));  // a cycle
     EXPECT_FALSE(fails("{% for i in range(100) %}{{ i }}{% endfor %}"));
 }
 

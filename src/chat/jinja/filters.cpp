@@ -107,13 +107,14 @@ Value Interpreter::apply_filter(const Value& x, const std::string& name, std::ve
             o.key_sep = (*v->arr)[1].str;
         }
         if (o.indent < 0) o.indent = 0;
+        o.max_len = limits_.max_output;
+        std::string s;
         try {
-            std::string s = to_json(x, o);
-            check_size(s.size());
-            return Value::string(std::move(s));
+            s = to_json(x, o);
         } catch (const std::runtime_error& e) {
             error(e.what());
         }
+        return Value::string(std::move(s));
     }
     if (name == "default" || name == "d") {
         const Value def = args.empty() ? Value::string("") : args[0];

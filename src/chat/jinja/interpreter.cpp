@@ -129,7 +129,21 @@ void Interpreter::render_node(const Ast& n, const std::shared_ptr<Env>& env, std
             return;
         default: {
             const Value v = eval(n, env);
-            if (!v.is_null() && !v.is_undefined()) append(out, v.to_output());
+            if (v.is_null() || v.is_undefined()) return;
+            if (v.kind == Kind::Array ||
+                v.is_container()) {  // as to_output, within the output limit
+                JsonOptions o;
+                o.max_len = limits_.max_output;
+                std::string text;
+                try {
+                    text = to_json(v, o, false);
+                } catch (const std::runtime_error& e) {
+                    error(e.what());
+                }
+                append(out, text);
+            } else {
+                append(out, v.to_output());
+            }
         }
     }
 }

@@ -384,7 +384,12 @@ std::string to_json(const Value& v, const JsonOptions& opt, bool undefined_as_nu
     const std::string child = base + unit;
     std::vector<std::string> core;
     if (v.kind == Kind::Array) {
-        for (const Value& x : *v.arr) core.push_back(to_json(x, opt, undefined_as_null, depth + 1));
+        size_t total = 0;
+        for (const Value& x : *v.arr) {
+            core.push_back(to_json(x, opt, undefined_as_null, depth + 1));
+            total += core.back().size() + child.size();
+            if (total > opt.max_len) throw std::runtime_error("tojson: text longer than the limit");
+        }
         std::string out = "[";
         if (opt.indent && !core.empty()) {
             out += child;
@@ -395,6 +400,7 @@ std::string to_json(const Value& v, const JsonOptions& opt, bool undefined_as_nu
         return out + "]";
     }
     std::vector<const std::pair<std::string, Value>*> entries;
+    size_t total = 0;
     for (const auto& kv : v.obj->items) entries.push_back(&kv);
     if (opt.sort_keys)
         std::stable_sort(entries.begin(), entries.end(),
@@ -403,6 +409,8 @@ std::string to_json(const Value& v, const JsonOptions& opt, bool undefined_as_nu
         std::string s = json_quote(kv->first, opt.ensure_ascii) + key_sep +
                         to_json(kv->second, opt, undefined_as_null, depth + 1);
         core.push_back(opt.indent ? child + s : s);
+        total += core.back().size();
+        if (total > opt.max_len) throw std::runtime_error("tojson: text longer than the limit");
     }
     std::string out = "{";
     for (size_t i = 0; i < core.size(); ++i) out += (i ? item_sep : "") + core[i];

@@ -118,6 +118,8 @@ struct JsonOptions {
     bool sort_keys = false;
     bool has_separators = false;
     std::string item_sep, key_sep;
+    size_t max_len =
+        size_t(64) << 20;  // longer text throws (shared sub-lists can nest exponentially)
 };
 // JSON.stringify-compatible text of `v` as the reference's toJSON writes it; undefined becomes
 // null when `undefined_as_null`, else the word undefined. Throws Error for a function.
