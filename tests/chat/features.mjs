@@ -83,5 +83,6 @@ export const features = [
   ["filter precedence", "{{ messages | length - 1 }} {{ -1 | abs }} {{ 'ab' ~ 'cd' | upper }}", { messages: msgs }],
   ["string startswith tuple", "{{ 'hello'.startswith(('x', 'he')) }}"],
   ["qwen style multi step", "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}{%- for message in messages[::-1] %}{%- set index = (messages|length - 1) - loop.index0 %}{%- if ns.multi_step_tool and message.role == 'user' %}{%- set ns.multi_step_tool = false %}{%- set ns.last_query_index = index %}{%- endif %}{%- endfor %}{{ ns.last_query_index }}", { messages: msgs }],
+  ["surrogate pair escapes", "{{ '\\ud83d\\ude42 \\u00e9' }}|{{ '\\ud83d\\ude42' | length }}"],
   ["string multiplication error", "{{ 'ab' * 2 }}"],
 ];

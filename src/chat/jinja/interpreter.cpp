@@ -85,7 +85,8 @@ std::string Interpreter::render(const std::vector<std::pair<std::string, Value>>
     auto root = std::make_shared<Env>();
     for (auto& [k, v] : global_values()) root->vars[k] = v;
     for (const auto& [k, v] : context) {
-        if (root->vars.count(k))
+        // As the reference, a context name may not redefine its globals; dict, ours alone, yields.
+        if (root->vars.count(k) && k != "dict")
             fail("chat template: context variable '", k, "' clashes with a built-in name");
         root->vars[k] = v;
     }

@@ -1,5 +1,7 @@
 #include "chat/jinja/lexer.h"
 
+#include <cstdlib>
+
 #include "chat/jinja/unicode.h"
 #include "common/error.h"
 
@@ -247,7 +249,17 @@ class Lexer {
                         cp = cp * 16 + unsigned(d);
                     }
                     pos_ += n;
-                    append_utf8(out, cp);
+                    if (cp >= 0xd800 && cp < 0xdc00 && s_.compare(pos_, 2, "\\u") == 0) {
+                        // a surrogate pair written as two escapes is one character
+                        const unsigned low =
+                            unsigned(std::strtoul(s_.substr(pos_ + 2, 4).c_str(), nullptr, 16));
+                        if (low >= 0xdc00 && low < 0xe000 && s_.size() >= pos_ + 6) {
+                            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+                            pos_ += 6;
+                        }
+                    }
+                    // a lone surrogate reaches UTF-8 output as U+FFFD, as from JavaScript
+                    append_utf8(out, cp >= 0xd800 && cp < 0xe000 ? 0xfffd : cp);
                     break;
                 }
                 default:
