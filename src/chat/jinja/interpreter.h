@@ -2,7 +2,8 @@
 // (scoping: a for loop opens one scope for all its iterations, a macro call opens one, `if` and
 // `set` do not; undefined prints nothing, attribute access on undefined or none is undefined;
 // break/continue drop the output of the iteration they leave). Filters, tests, methods and
-// globals live in filters.cpp, tests.cpp, methods.cpp and globals.cpp.
+// globals live in filters.cpp, tests.cpp, methods.cpp and globals.cpp, the binary
+// operators in operators.cpp.
 //
 // Budgets keep hostile templates finite: evaluation steps (loop iterations, calls and
 // expressions), nesting depth (macro recursion) and the size of any string or list built.
