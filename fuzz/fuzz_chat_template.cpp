@@ -1,11 +1,17 @@
-// Fuzzes the chat-template renderer: the input up to the first NUL is a template string (its
-// format is detected from its markers), the rest is messages separated by NUL, the first byte of
-// each picking the role. Every format renders every message list without crashing.
+// Fuzzes the chat templates. The input up to the first NUL is a template string, the rest is
+// messages separated by NUL, the first byte of each picking the role. The hand-written renderers
+// (chat_template.h: the format detected from the template's markers, then every format) render
+// every message list without crashing; the Jinja engine (jinja_template.h) parses the template
+// and, when it parses, renders it over the messages under small budgets, so a hostile template
+// (deep nesting, runaway loops or recursion, huge strings) ends in an Error, never a crash or hang.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "chat/jinja_template.h"
+#include "common/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string in(reinterpret_cast<const char*>(data), size);
@@ -24,5 +30,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)specula::render_chat(detected, msgs, true);
     for (int f = 0; f <= int(specula::ChatFormat::Phi3); ++f)
         (void)specula::render_chat(specula::ChatFormat(f), msgs, f & 1);
+
+    specula::jinja::Limits limits;
+    limits.max_steps = 200000;
+    limits.max_output = 1 << 20;
+    limits.max_items = 100000;
+    limits.max_calls = 50;
+    limits.max_depth = 400;
+    nlohmann::ordered_json context = {
+        {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_generation_prompt", true}};
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    for (const auto& m : msgs)
+        messages.push_back(
+            {{"role", m.role}, {"content", nlohmann::ordered_json::string_t(m.content)}});
+    context["messages"] = messages;
+    context["tools"] = nlohmann::ordered_json::parse(
+        R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}])");
+    try {
+        const specula::ChatTemplate t(tmpl, limits);
+        (void)t.render(context);
+    } catch (const specula::Error&) {
+        // a syntax error, a template error or a budget: all expected
+    }
     return 0;
 }

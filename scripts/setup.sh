@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs what Specula builds, tests and demos with: the Debian packages below, plus the server's
-# Node test dependencies (node, npm and Chromium as commands; tests/server/node_modules from its
-# package-lock.json). Does nothing, and never calls apt or npm, when everything is present;
-# otherwise runs `apt-get update` once and installs only what is missing. Works as root without a
-# terminal; uses sudo when not root.
+# Installs what Specula builds, tests and demos with: the Debian packages below, plus the Node
+# test dependencies (node, npm and Chromium as commands; tests/server/node_modules and
+# tests/chat/node_modules from their package-lock.json). Does nothing, and never calls apt or
+# npm, when everything is present; otherwise runs `apt-get update` once and installs only what
+# is missing. Works as root without a terminal; uses sudo when not root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,13 +35,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# The Node tests of `specula serve` (tests/server) need their npm packages.
-NODE_DIR=tests/server
-if [ -f "$NODE_DIR/package-lock.json" ] &&
-    { [ ! -d "$NODE_DIR/node_modules" ] ||
-        [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules" ]; }; then
-    echo "setup: npm ci in $NODE_DIR"
-    (cd "$NODE_DIR" && npm ci --no-audit --no-fund)
-fi
+# The Node tests need their npm packages: `specula serve`'s (tests/server) and the chat
+# template engine's comparison with @huggingface/jinja (tests/chat).
+for NODE_DIR in tests/server tests/chat; do
+    if [ -f "$NODE_DIR/package-lock.json" ] &&
+        { [ ! -d "$NODE_DIR/node_modules" ] ||
+            [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules" ]; }; then
+        echo "setup: npm ci in $NODE_DIR"
+        (cd "$NODE_DIR" && npm ci --no-audit --no-fund)
+    fi
+done
 
 echo "setup: all dependencies are installed"

@@ -1,0 +1,364 @@
+// Methods and properties reached with a dot: on strings those @huggingface/jinja has (upper,
+// lower, strip, lstrip, rstrip, title, capitalize, startswith, endswith, split, replace and the
+// length property; like the reference, strip/lstrip/rstrip ignore a chars argument and trim
+// whitespace) plus Python's find, rfind, count, index, splitlines, join, format, isdigit,
+// isalpha, isalnum, isspace, islower, isupper, removeprefix, removesuffix; on objects get,
+// items, keys, values, dictsort; on lists the length property plus append, pop, insert, extend,
+// index and count.
+#include <algorithm>
+#include <cmath>
+
+#include "chat/jinja/interpreter.h"
+#include "chat/jinja/text_ops.h"
+#include "chat/jinja/unicode.h"
+
+namespace specula::jinja {
+
+namespace {
+
+using Impl = std::function<Value(std::vector<Value>&, Kwargs&, Interpreter&)>;
+
+Value method(Impl f) {
+    return Value::function(
+        [f = std::move(f)](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in,
+                           const std::shared_ptr<Env>&) { return f(args, kwargs, in); });
+}
+
+Value strings(const std::vector<std::string>& parts) {
+    Array a;
+    for (const auto& p : parts) a.push_back(Value::string(p));
+    return Value::array(std::move(a));
+}
+
+bool all_chars(const std::string& s, int (*pred)(int)) {
+    if (s.empty()) return false;
+    for (unsigned char c : s)
+        if (!pred(c)) return false;
+    return true;
+}
+
+// Python str.format: {} and {0} positional, {name} keyword; {{ and }} are braces.
+std::string py_format(const std::string& f, const std::vector<Value>& args, const Kwargs& kwargs,
+                      Interpreter& in) {
+    std::string out;
+    size_t next = 0;
+    for (size_t i = 0; i < f.size(); ++i) {
+        if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '{') {
+            out += '{';
+            ++i;
+        } else if (f[i] == '}' && i + 1 < f.size() && f[i + 1] == '}') {
+            out += '}';
+            ++i;
+        } else if (f[i] == '{') {
+            const size_t close = f.find('}', i);
+            if (close == std::string::npos) in.error("format: single '{' in format string");
+            std::string field = f.substr(i + 1, close - i - 1);
+            field = field.substr(0, field.find(':'));
+            const Value* v = nullptr;
+            if (field.empty()) {
+                if (next < args.size()) v = &args[next++];
+            } else if (auto n = parse_int(field);
+                       n && field.find_first_not_of("0123456789") == std::string::npos) {
+                if (*n < double(args.size())) v = &args[size_t(*n)];
+            } else {
+                for (const auto& kv : kwargs)
+                    if (kv.first == field) v = &kv.second;
+            }
+            if (!v) in.error("format: no argument for {" + field + "}");
+            out += v->to_output();
+            i = close;
+        } else {
+            out += f[i];
+        }
+        in.check_size(out.size());
+    }
+    return out;
+}
+
+double index_arg(const std::vector<Value>& args, size_t i, double dflt) {
+    return i < args.size() && args[i].is_number() ? args[i].num : dflt;
+}
+
+Value string_member(const Value& self, const std::string& name) {
+    const std::string s = self.str;
+    if (name == "length") return Value::integer(double(utf16_length(s)));
+    if (name == "upper")
+        return method([s](auto&, auto&, auto&) { return Value::string(to_upper(s)); });
+    if (name == "lower")
+        return method([s](auto&, auto&, auto&) { return Value::string(to_lower(s)); });
+    if (name == "strip") return method([s](auto&, auto&, auto&) { return Value::string(trim(s)); });
+    if (name == "lstrip")
+        return method([s](auto&, auto&, auto&) { return Value::string(trim_start(s)); });
+    if (name == "rstrip")
+        return method([s](auto&, auto&, auto&) { return Value::string(trim_end(s)); });
+    if (name == "title")
+        return method([s](auto&, auto&, auto&) { return Value::string(title_case(s)); });
+    if (name == "capitalize")
+        return method([s](auto&, auto&, auto&) { return Value::string(capitalize(s)); });
+    if (name == "startswith" || name == "endswith") {
+        const bool start = name == "startswith";
+        return method([s, start, name](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty()) in.error(name + "() requires at least one argument");
+            auto test = [&](const std::string& p) {
+                return p.size() <= s.size() &&
+                       (start ? s.compare(0, p.size(), p) == 0
+                              : s.compare(s.size() - p.size(), p.size(), p) == 0);
+            };
+            if (args[0].kind == Kind::String) return Value::from_bool(test(args[0].str));
+            if (args[0].kind == Kind::Array) {
+                for (const Value& v : *args[0].arr) {
+                    if (v.kind != Kind::String)
+                        in.error(name + "() tuple elements must be strings");
+                    if (test(v.str)) return Value::from_bool(true);
+                }
+                return Value::from_bool(false);
+            }
+            in.error(name + "() argument must be a string or tuple of strings");
+        });
+    }
+    if (name == "split") {
+        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
+            Value sep = args.size() > 0 ? args[0] : Value::null();
+            Value maxsplit = args.size() > 1 ? args[1] : Value::integer(-1);
+            for (const auto& kv : kwargs) {
+                if (kv.first == "sep") sep = kv.second;
+                if (kv.first == "maxsplit") maxsplit = kv.second;
+            }
+            if (sep.kind != Kind::String && !sep.is_null())
+                in.error("sep argument must be a string or null");
+            if (maxsplit.kind != Kind::Int) in.error("maxsplit argument must be a number");
+            if (sep.is_null()) return strings(split_whitespace(s, maxsplit.num));
+            if (sep.str.empty()) in.error("empty separator");
+            return strings(split_on(s, sep.str, maxsplit.num));
+        });
+    }
+    if (name == "replace") {
+        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
+            std::vector<Value> a = args;
+            Value fn = Value::string(s);
+            return in.apply_filter(fn, "replace", a, kwargs, true, nullptr);
+        });
+    }
+    if (name == "splitlines") {
+        return method([s](auto&, auto&, auto&) {
+            std::vector<std::string> lines;
+            size_t start = 0;
+            for (size_t i = 0; i < s.size(); ++i) {
+                if (s[i] == '\n' || s[i] == '\r') {
+                    lines.push_back(s.substr(start, i - start));
+                    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+                    start = i + 1;
+                }
+            }
+            if (start < s.size()) lines.push_back(s.substr(start));
+            return strings(lines);
+        });
+    }
+    if (name == "find" || name == "rfind" || name == "index" || name == "count") {
+        return method([s, name](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty() || args[0].kind != Kind::String)
+                in.error(name + "() needs a string argument");
+            const std::string& sub = args[0].str;
+            if (name == "count") {
+                if (sub.empty()) return Value::integer(double(code_points(s).size() + 1));
+                double n = 0;
+                for (size_t p = s.find(sub); p != std::string::npos;
+                     p = s.find(sub, p + sub.size()))
+                    ++n;
+                return Value::integer(n);
+            }
+            const size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
+            if (p == std::string::npos) {
+                if (name == "index") in.error("substring not found");
+                return Value::integer(-1);
+            }
+            return Value::integer(double(code_points(s.substr(0, p)).size()));
+        });
+    }
+    if (name == "join") {
+        return method([s](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty() || args[0].kind != Kind::Array) in.error("join() needs a list");
+            std::string out;
+            for (size_t i = 0; i < args[0].arr->size(); ++i) {
+                out += (i ? s : "") + (*args[0].arr)[i].js_string();
+                in.check_size(out.size());
+            }
+            return Value::string(out);
+        });
+    }
+    if (name == "format")
+        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
+            return Value::string(py_format(s, args, kwargs, in));
+        });
+    if (name == "removeprefix" || name == "removesuffix") {
+        const bool prefix = name == "removeprefix";
+        return method([s, prefix](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty() || args[0].kind != Kind::String)
+                in.error("removeprefix/removesuffix need a string");
+            const std::string& p = args[0].str;
+            if (p.size() > s.size()) return Value::string(s);
+            if (prefix)
+                return Value::string(s.compare(0, p.size(), p) == 0 ? s.substr(p.size()) : s);
+            return Value::string(s.compare(s.size() - p.size(), p.size(), p) == 0
+                                     ? s.substr(0, s.size() - p.size())
+                                     : s);
+        });
+    }
+    static const std::pair<const char*, int (*)(int)> kClasses[] = {{"isdigit", ::isdigit},
+                                                                    {"isalpha", ::isalpha},
+                                                                    {"isalnum", ::isalnum},
+                                                                    {"isspace", ::isspace}};
+    for (const auto& [n, pred] : kClasses)
+        if (name == n)
+            return method(
+                [s, p = pred](auto&, auto&, auto&) { return Value::from_bool(all_chars(s, p)); });
+    if (name == "islower" || name == "isupper") {
+        const bool lower = name == "islower";
+        return method([s, lower](auto&, auto&, auto&) {
+            bool cased = false;
+            for (unsigned char c : s) {
+                if (std::isalpha(c)) cased = true;
+                if (lower ? std::isupper(c) : std::islower(c)) return Value::from_bool(false);
+            }
+            return Value::from_bool(cased);
+        });
+    }
+    return Value::undefined();
+}
+
+Value object_member(const Value& self, const std::string& name) {
+    const auto obj = self.obj;
+    if (name == "get") {
+        return method([obj](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty() || args[0].kind != Kind::String)
+                in.error(std::string("object key must be a string: got ") +
+                         (args.empty() ? "UndefinedValue" : args[0].type_name()));
+            if (const Value* v = obj->find(args[0].str)) return *v;
+            return args.size() > 1 ? args[1] : Value::null();
+        });
+    }
+    if (name == "items" || name == "keys" || name == "values") {
+        return method([obj, name](auto&, auto&, Interpreter& in) {
+            Array out;
+            in.tick(obj->items.size());
+            for (const auto& kv : obj->items) {
+                if (name == "items")
+                    out.push_back(Value::array({Value::string(kv.first), kv.second}));
+                else
+                    out.push_back(name == "keys" ? Value::string(kv.first) : kv.second);
+            }
+            return Value::array(std::move(out));
+        });
+    }
+    if (name == "dictsort") {
+        return method([obj](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
+            auto get = [&](size_t i, const char* key, Value dflt) {
+                if (i < args.size()) return args[i];
+                for (const auto& kv : kwargs)
+                    if (kv.first == key) return kv.second;
+                return dflt;
+            };
+            const Value cs = get(0, "case_sensitive", Value::from_bool(false));
+            const Value by = get(1, "by", Value::string("key"));
+            const Value rev = get(2, "reverse", Value::from_bool(false));
+            if (cs.kind != Kind::Bool) in.error("case_sensitive must be a boolean");
+            if (by.kind != Kind::String || (by.str != "key" && by.str != "value"))
+                in.error("by must be either 'key' or 'value'");
+            if (rev.kind != Kind::Bool) in.error("reverse must be a boolean");
+            Array items;
+            for (const auto& kv : obj->items)
+                items.push_back(Value::array({Value::string(kv.first), kv.second}));
+            const size_t idx = by.str == "key" ? 0 : 1;
+            in.tick(items.size() * 8);
+            try {
+                std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+                    const int c = compare_values((*a.arr)[idx], (*b.arr)[idx], cs.boolean);
+                    return rev.boolean ? c > 0 : c < 0;
+                });
+            } catch (const std::runtime_error& e) {
+                in.error(e.what());
+            }
+            return Value::array(std::move(items));
+        });
+    }
+    return Value::undefined();
+}
+
+Value array_member(const Value& self, const std::string& name) {
+    const auto arr = self.arr;
+    if (name == "length") return Value::integer(double(arr->size()));
+    if (name == "append" || name == "extend") {
+        const bool extend = name == "extend";
+        return method([arr, extend](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty()) in.error("append/extend need an argument");
+            in.track(arr);
+            if (!extend) {
+                in.check_items(arr->size() + 1);
+                arr->push_back(args[0].arr == arr ? Value::array(*arr)
+                                                  : args[0]);  // no reference cycles
+                return Value::null();
+            }
+            if (args[0].kind != Kind::Array) in.error("extend() needs a list");
+            const Array add = *args[0].arr;
+            in.check_items(arr->size() + add.size());
+            in.tick(add.size());
+            arr->insert(arr->end(), add.begin(), add.end());
+            return Value::null();
+        });
+    }
+    if (name == "pop") {
+        return method([arr](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (arr->empty()) in.error("pop from empty list");
+            double i = index_arg(args, 0, -1);
+            if (i < 0) i += double(arr->size());
+            if (i < 0 || i >= double(arr->size())) in.error("pop index out of range");
+            Value v = (*arr)[size_t(i)];
+            arr->erase(arr->begin() + long(i));
+            return v;
+        });
+    }
+    if (name == "insert") {
+        return method([arr](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.size() < 2) in.error("insert() needs an index and a value");
+            in.track(arr);
+            double i = std::trunc(index_arg(args, 0, 0));
+            if (i < 0) i = std::max(0.0, i + double(arr->size()));
+            i = std::min(i, double(arr->size()));
+            in.check_items(arr->size() + 1);
+            arr->insert(arr->begin() + long(i), args[1].arr == arr ? Value::array(*arr) : args[1]);
+            return Value::null();
+        });
+    }
+    if (name == "index" || name == "count") {
+        const bool count = name == "count";
+        return method([arr, count](std::vector<Value>& args, Kwargs&, Interpreter& in) {
+            if (args.empty()) in.error("index/count need an argument");
+            double n = 0;
+            for (size_t i = 0; i < arr->size(); ++i)
+                if (loose_equal((*arr)[i], args[0]) && (*arr)[i].kind == args[0].kind) {
+                    if (!count) return Value::integer(double(i));
+                    ++n;
+                }
+            if (!count) in.error("value is not in list");
+            return Value::integer(n);
+        });
+    }
+    return Value::undefined();
+}
+
+}  // namespace
+
+Value builtin_member(const Value& object, const std::string& name, Interpreter&) {
+    switch (object.kind) {
+        case Kind::String:
+            return string_member(object, name);
+        case Kind::Object:
+            return object_member(object, name);
+        case Kind::Array:
+            return array_member(object, name);
+        default:
+            return Value::undefined();
+    }
+}
+
+}  // namespace specula::jinja
