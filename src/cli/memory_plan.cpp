@@ -42,7 +42,7 @@ DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
 }
 
 void add_device_share(MemoryPlan& p, const Model& m, int n_ctx, bool draft) {
-    OffloadParams op = m.offload;
+    OffloadParams op = m.placement();
     op.n_ctx = n_ctx;
     const OffloadPlan o = plan_offload(m, op);
     if (o.n_layers == 0) return;

@@ -25,7 +25,7 @@
 #include <span>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/draft_length.h"
