@@ -30,7 +30,7 @@ std::string fmt(double bytes) {
     return format_bytes(static_cast<uint64_t>(bytes));
 }
 
-// The device share of `m` (its Model::offload, as a Session with the default offload uses).
+// The device share of `m` (its Model::placement(), as a Session with the default offload uses).
 DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
     for (DeviceShare& d : p.devices)
         if (d.device == o.device) return d;
