@@ -21,7 +21,7 @@
 #include "kernels/quants.h"
 #include "kernels/repack.h"
 #include "kernels/threadpool.h"
-#include "model/model.h"
+#include "model/session.h"
 
 namespace specula::test {
 
@@ -108,7 +108,7 @@ inline void expect_row_ranges_and_mixed_jobs(GGMLType t) {
     EXPECT_TRUE(same_bits(y2, run(p.rowwise, x, ntok, 2)));
 }
 
-// A 9-token prompt through `packed` (weights packed at load) and `plain` (SPECULA_REPACK=0): each
+// A 9-token prompt through `packed` (weights packed at load) and `plain` (repack = false): each
 // position's logits equal those of a one-token pass bit for bit, and stay within 1e-3 (relative)
 // of the unpacked model's.
 // tol: the largest logit difference allowed, relative to 1 + the largest |logit| (default), or

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 

@@ -20,7 +20,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/repack_k.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "packed_test_util.h"
 #include "test_util.h"
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "test_util.h"
 
 using namespace specula;

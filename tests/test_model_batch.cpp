@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "kernels/threadpool.h"
 #include "model/batch_eval.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "test_util.h"
 
 namespace {

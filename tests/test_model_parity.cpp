@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "test_util.h"
 
 namespace {

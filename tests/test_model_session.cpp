@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/quants.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "test_util.h"
 
 namespace {

@@ -122,9 +122,7 @@ TEST(Repack, ModelsArePackedAndAgree) {
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
         auto packed = Model::load(path);
-        setenv("SPECULA_REPACK", "0", 1);
-        auto plain = Model::load(path);
-        unsetenv("SPECULA_REPACK");
+        auto plain = Model::load(path, LoadOptions{.repack = false});
         ASSERT_FALSE(packed->packed.empty());
         EXPECT_TRUE(plain->packed.empty());
         EXPECT_NE(packed->output.packed, nullptr);
@@ -145,10 +143,10 @@ TEST(Repack, PackingOnSeveralThreadsGivesTheSameBytes) {
         SCOPED_TRACE(stem);
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
-        auto one = Model::load(path, 1);
+        auto one = Model::load(path, LoadOptions{.n_threads = 1});
         ASSERT_FALSE(one->packed.empty());
         for (int n : {2, 3, 64}) {
-            auto many = Model::load(path, n);
+            auto many = Model::load(path, LoadOptions{.n_threads = n});
             ASSERT_EQ(many->packed.size(), one->packed.size()) << n << " threads";
             for (size_t i = 0; i < one->packed.size(); ++i) {
                 ASSERT_EQ(many->packed[i].size(), one->packed[i].size());

@@ -163,11 +163,9 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
         setenv("SPECULA_REPACK_FLOAT", "0", 1);  // the row layout for F16 / BF16 only
         auto plain = Model::load(path);
         setenv("SPECULA_REPACK_FLOAT", "1", 1);
-        setenv("SPECULA_REPACK", "0", 1);
-        auto unpacked = Model::load(path);
-        unsetenv("SPECULA_REPACK");
+        auto unpacked = Model::load(path, LoadOptions{.repack = false});
         unsetenv("SPECULA_REPACK_FLOAT");
-        EXPECT_TRUE(unpacked->packed.empty());  // SPECULA_REPACK=0 wins
+        EXPECT_TRUE(unpacked->packed.empty());  // repack = false wins
         ASSERT_FALSE(packed->packed.empty());
         EXPECT_TRUE(plain->packed.empty());
         EXPECT_NE(packed->output.packed, nullptr);

@@ -240,9 +240,7 @@ TEST(RepackK, ModelsArePackedAndAgree) {
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
         auto packed = Model::load(path);
-        setenv("SPECULA_REPACK", "0", 1);
-        auto plain = Model::load(path);
-        unsetenv("SPECULA_REPACK");
+        auto plain = Model::load(path, LoadOptions{.repack = false});
         ASSERT_FALSE(packed->packed.empty());
         EXPECT_TRUE(plain->packed.empty());
         int n_packed = 0;

@@ -16,7 +16,7 @@
 #include <map>
 
 #include "chi_square.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/constraints.h"
 #include "spec_sampling_fixture.h"
 #include "speculative/categorical.h"

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "chi_square.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "test_util.h"

@@ -7,16 +7,24 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "speculative/ngram_drafter.h"
 #include "test_util.h"
+#ifdef SPECULA_HAVE_VULKAN
+#include "vulkan/backend.h"
+#endif
 
 using namespace specula;
 using json = nlohmann::json;
 
 namespace {
+
+#ifdef SPECULA_HAVE_VULKAN
+// test_speculative_greedy_vulkan runs this program with SPECULA_NGL: the backend must be there.
+const bool kRegistered = (vk::register_backend(), true);
+#endif
 
 json load_json(const std::string& rel) {
     return json::parse(test::read_file(test::shared_path(rel)));

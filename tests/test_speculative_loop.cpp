@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"

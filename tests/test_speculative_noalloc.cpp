@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "alloc_counter.h"  // replaces global new/delete: include from one file per test
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "speculative/ngram_drafter.h"

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "test_util.h"

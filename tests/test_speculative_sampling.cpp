@@ -10,7 +10,7 @@
 #include <map>
 
 #include "chi_square.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "spec_sampling_fixture.h"
 #include "speculative/categorical.h"
 #include "speculative/draft_model_drafter.h"

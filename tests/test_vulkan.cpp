@@ -13,16 +13,20 @@
 #include <vector>
 
 #include "common/error.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
 #include "test_util.h"
+#include "vulkan/backend.h"
 #include "vulkan/context.h"
 
 using namespace specula;
 using json = nlohmann::json;
 
 namespace {
+
+// This program runs layers on Vulkan: it registers the backend before any model loads.
+const bool kRegistered = (vk::register_backend(), true);
 
 SessionParams on_device(int ngl, int n_ctx = 256) {
     SessionParams sp;
@@ -293,8 +297,8 @@ TEST(VulkanSession, LastLogitsOnlyMatchAllLogits) {
     EXPECT_EQ(0, std::memcmp(a.logits(9), b.logits(0), sizeof(float) * m->hparams().n_vocab));
 }
 
-// Target and draft both on the device (-ngl 99, -ngld 99, set as the models' defaults as the CLI
-// does): greedy speculative output equals plain greedy output for several draft lengths.
+// Target and draft both on the device (-ngl 99, -ngld 99, the models' placement as the CLI
+// loads them): greedy speculative output equals plain greedy output for several draft lengths.
 TEST(VulkanSpec, GreedySpeculativeEqualsPlain) {
     struct P {
         const char *target, *draft;
@@ -304,10 +308,10 @@ TEST(VulkanSpec, GreedySpeculativeEqualsPlain) {
                          "models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf"},
                        P{"models/synthetic/rand-llama-tok512-d256-l2-Q4_K_M.gguf",
                          "models/synthetic/rand-llama-tok512-d256-l1-draft-Q8_0.gguf"}}) {
-        auto target = Model::load(test::shared_path(p.target));
-        auto draft = Model::load(test::shared_path(p.draft));
-        target->offload.n_gpu_layers = 99;
-        draft->offload.n_gpu_layers = 99;
+        LoadOptions on_device;
+        on_device.gpu.n_gpu_layers = 99;
+        auto target = Model::load(test::shared_path(p.target), on_device);
+        auto draft = Model::load(test::shared_path(p.draft), on_device);
         SessionParams sp;
         sp.n_ctx = 256;
         sp.n_threads = 1;

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "common/error.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
 #include "tokenizer/prompt.h"
@@ -59,7 +59,7 @@ BenchResult run_bench(const BenchParams& p) {
     if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
     for (int b : p.pass_sizes)
         if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
-    auto target = Model::load(p.target_path, p.n_threads);
+    auto target = Model::load(p.target_path, LoadOptions{.n_threads = p.n_threads});
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
     const auto drafter =

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 
 namespace specula {
 

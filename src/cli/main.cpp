@@ -20,6 +20,9 @@
 #include "common/error.h"
 #include "kernels/amx.h"
 #include "kernels/dispatch.h"
+#ifdef SPECULA_HAVE_VULKAN
+#include "vulkan/backend.h"
+#endif
 
 #ifndef SPECULA_BUILD_TYPE
 #define SPECULA_BUILD_TYPE "unknown"
@@ -216,6 +219,9 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     try {
+#ifdef SPECULA_HAVE_VULKAN
+        specula::vk::register_backend();  // -ngl puts layers on Vulkan (model/offload.h's seam)
+#endif
         return run_cli(argc, argv);
     } catch (const specula::Error& e) {
         print_error(e.what());

@@ -30,7 +30,7 @@ std::string fmt(double bytes) {
     return format_bytes(static_cast<uint64_t>(bytes));
 }
 
-// The device share of `m` (its Model::offload, as a Session with the default offload uses).
+// The device share of `m` (its Model::placement(), as a Session with the default offload uses).
 DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
     for (DeviceShare& d : p.devices)
         if (d.device == o.device) return d;
@@ -42,7 +42,7 @@ DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
 }
 
 void add_device_share(MemoryPlan& p, const Model& m, int n_ctx, bool draft) {
-    OffloadParams op = m.offload;
+    OffloadParams op = m.placement();
     op.n_ctx = n_ctx;
     const OffloadPlan o = plan_offload(m, op);
     if (o.n_layers == 0) return;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace specula::cli {

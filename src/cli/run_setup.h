@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/draft_length.h"

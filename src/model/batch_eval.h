@@ -17,7 +17,7 @@
 #include <span>
 
 #include "kernels/threadpool.h"
-#include "model/model.h"
+#include "model/session.h"
 
 namespace specula {
 

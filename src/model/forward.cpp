@@ -1,7 +1,8 @@
-// Session and ForwardPass: the llama/qwen2 forward pass over a batch of tokens with a KV cache,
-// following llama.cpp's build_llama / build_qwen2 graphs op by op:
+// ForwardPass: the forward pass over a batch of tokens with a KV cache, following llama.cpp's
+// graphs op by op:
 //   x = token_embd[id]
-//   per layer: h = rms_norm(x) * attn_norm; q,k,v = W{q,k,v} h (+ bias); rope(q, k);
+//   per layer: the architecture's block (model/arch.h), made of the steps below, e.g. llama's
+//              h = rms_norm(x) * attn_norm; q,k,v = W{q,k,v} h (+ bias); rope(q, k);
 //              x += Wo attention(q, K, V) (+ bo)
 //              h = rms_norm(x) * ffn_norm; x += down(silu(gate h) * up h)   (or the MoE)
 //   logits = output (rms_norm(x) * output_norm)
@@ -16,23 +17,13 @@
 
 #include "common/error.h"
 #include "kernels/quants.h"
+#include "model/arch.h"
 #include "model/forward_pass.h"
-#include "model/offload.h"
 #include "model/ops.h"
 
 namespace specula {
 
 namespace {
-
-int resolve_threads(int n) {
-    return n > 0 ? n : hardware_threads();
-}
-
-int resolve_ctx(const HParams& hp, int n_ctx) {
-    if (n_ctx < 0) fail("n_ctx must be >= 0, got ", n_ctx);
-    if (n_ctx == 0) return std::min(hp.n_ctx_train, SessionParams::kDefaultMaxCtx);
-    return n_ctx;
-}
 
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
@@ -72,34 +63,6 @@ void add_into_all(ThreadPool& pool, float* y, const float* x, int64_t n) {
 
 }  // namespace
 
-Session::Impl::Impl(const Model& m, const SessionParams& p)
-    : model(m),
-      own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(resolve_threads(p.n_threads))),
-      pool(p.pool ? p.pool : own_pool.get()),
-      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v) {
-    OffloadParams op =
-        p.n_gpu_layers >= 0 ? OffloadParams{p.n_gpu_layers, p.gpu_device} : m.offload;
-    op.n_ctx = kv.n_ctx();
-    offload = make_offload(m, op);
-}
-
-Session::Impl::~Impl() = default;
-
-void Session::Impl::check(std::span<const token_id> tokens) const {
-    const int64_t end = static_cast<int64_t>(kv.n_past()) + tokens.size();
-    if (end > kv.n_ctx()) {
-        fail("context overflow: ", kv.n_past(), " cached + ", tokens.size(),
-             " new tokens exceed n_ctx = ", kv.n_ctx());
-    }
-    const int n_vocab = model.hparams().n_vocab;
-    for (token_id id : tokens) {
-        if (id < 0 || id >= n_vocab) {
-            fail("token id ", id, " is out of range (n_vocab = ", n_vocab, ")");
-        }
-    }
-}
-
 ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams()) {
     rope_.n_rot = hp_.n_rot;
     rope_.neox = hp_.rope_neox;
@@ -127,9 +90,8 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
 }
 
-void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out,
-                            ThreadPool& pool) {
-    over_items(pool, ntok, hp_.n_embd, [&](int64_t t0, int64_t t1) {
+void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out) {
+    over_items(*pool_, ntok, hp_.n_embd, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
             const size_t o = static_cast<size_t>(t) * hp_.n_embd;
             rms_norm(in + o, w, hp_.n_embd, hp_.rms_eps, out + o);
@@ -137,56 +99,66 @@ void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* ou
     });
 }
 
-// K and V are computed for every row; in the last layer (`last`) the attention output and the
-// residual only for each segment's output rows, which are first moved together to the front of
-// x (segment by segment, in order, so no row is overwritten before it moves).
-void ForwardPass::attention_block(std::span<const PassSegment> segs, int il, bool last,
-                                  ThreadPool& pool) {
-    const LayerWeights& l = model_.layers[il];
+// K and V are computed for every row; in the last layer the attention output and the residual
+// only for each segment's output rows, which are first moved together to the front of x (segment
+// by segment, in order, so no row is overwritten before it moves).
+void ForwardPass::attention_input(const LayerWeights& l) {
+    ThreadPool& pool = *pool_;
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     const int ntok = n_rows_;
-    norm_rows(x_.data(), l.attn_norm, ntok, h_.data(), pool);
-    float* kc = k_new_.data();
-    float* vc = v_new_.data();
-    const MatmulJob qkv[] = {{l.wq, q_.data(), dq}, {l.wk, kc, dkv}, {l.wv, vc, dkv}};
+    norm_rows(x_.data(), l.attn_norm, ntok, h_.data());
+    const MatmulJob qkv[] = {
+        {l.wq, q_.data(), dq}, {l.wk, k_new_.data(), dkv}, {l.wv, v_new_.data(), dkv}};
     matmul_multi(qkv, h_.data(), hp_.n_embd, ntok, pool, mm_);
     add_bias(q_.data(), l.bq, ntok, dq, dq);
-    add_bias(kc, l.bk, ntok, dkv, dkv);
-    add_bias(vc, l.bv, ntok, dkv, dkv);
-    for (size_t s = 0; s < segs.size(); ++s) {
-        KVCache& kv = segs[s].seq->kv;
+    add_bias(k_new_.data(), l.bk, ntok, dkv, dkv);
+    add_bias(v_new_.data(), l.bv, ntok, dkv, dkv);
+}
+
+void ForwardPass::rope_and_cache() {
+    const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
+    float* kc = k_new_.data();
+    float* vc = v_new_.data();
+    for (size_t s = 0; s < segs_.size(); ++s) {
+        KVCache& kv = segs_[s].seq->kv;
         const int pos0 = kv.n_past();
         for (int t = off_[s]; t < off_[s] + n_[s]; ++t) {
             const float* cs = rope_cs_.data() + static_cast<size_t>(t) * hp_.n_rot;
             rope_apply(rope_, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
             rope_apply(rope_, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
             // Every K/V row enters the cache through write() (the cache decides its storage).
-            kv.write(il, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
+            kv.write(il_, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
         }
     }
-    for (size_t s = 0; s < segs.size(); ++s) {
-        const KVCache& kv = segs[s].seq->kv;
-        const int r0 = last ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish
+}
+
+void ForwardPass::attention_output(const LayerWeights& l) {
+    ThreadPool& pool = *pool_;
+    const int64_t dq = hp_.n_embd_q();
+    for (size_t s = 0; s < segs_.size(); ++s) {
+        const KVCache& kv = segs_[s].seq->kv;
+        const int r0 = last_ ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish
         const int n = n_[s] - r0;
-        const int dst = last ? out_off_[s] : off_[s];
+        const int dst = last_ ? out_off_[s] : off_[s];
         if (n == 0) continue;
-        attention(kv, il, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
+        attention(kv, il_, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
                   att_.data() + dst * dq, att_shape_, pool, scores_.data());
-        if (last && dst != off_[s] + r0) {
+        if (last_ && dst != off_[s] + r0) {
             std::memmove(x_.data() + static_cast<size_t>(dst) * hp_.n_embd,
                          x_.data() + static_cast<size_t>(off_[s] + r0) * hp_.n_embd,
                          sizeof(float) * n * hp_.n_embd);
         }
     }
-    const int nr = last ? n_out_rows_ : ntok;
+    const int nr = rows_;
     matmul(l.wo, att_.data(), dq, nr, tmp_.data(), hp_.n_embd, pool, mm_);
     add_bias(tmp_.data(), l.bo, nr, hp_.n_embd, hp_.n_embd);
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nr) * hp_.n_embd);
 }
 
-// The FFN and its residual for rows [0, nrows) of x.
-void ForwardPass::ffn_block(const LayerWeights& l, int nrows, ThreadPool& pool) {
-    norm_rows(x_.data(), l.ffn_norm, nrows, h_.data(), pool);
+void ForwardPass::ffn(const LayerWeights& l) {
+    ThreadPool& pool = *pool_;
+    const int nrows = rows_;
+    norm_rows(x_.data(), l.ffn_norm, nrows, h_.data());
     if (hp_.n_expert > 0) {
         moe_.forward(l, hp_, h_.data(), nrows, tmp_.data(), pool, mm_);
     } else {
@@ -247,12 +219,15 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     }
     // Only the rows whose logits are wanted go through the last layer's attention output and
     // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).
-    for (int il = il0; il < hp_.n_layer; ++il) {
-        const bool last = il == hp_.n_layer - 1;
-        attention_block(segs, il, last, pool);
-        ffn_block(model_.layers[il], last ? n_out_rows_ : n_rows_, pool);
+    segs_ = segs;
+    pool_ = &pool;
+    const ArchSpec& arch = model_.arch();
+    for (il_ = il0; il_ < hp_.n_layer; ++il_) {
+        last_ = il_ == hp_.n_layer - 1;
+        rows_ = last_ ? n_out_rows_ : n_rows_;
+        arch.block(*this, model_.layers[il_]);
     }
-    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data(), pool);
+    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
     matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, logits_.data(), hp_.n_vocab, pool,
            mm_);
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
@@ -264,55 +239,6 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         seq.n_logits = n_out_[s];
         seq.kv.set_n_past(seq.kv.n_past() + n_[s]);
     }
-}
-
-Session::Session(const Model& model, const SessionParams& params)
-    : impl_(std::make_unique<Impl>(model, params)) {}
-
-Session::~Session() = default;
-Session::Session(Session&&) noexcept = default;
-Session& Session::operator=(Session&&) noexcept = default;
-
-void Session::eval(std::span<const token_id> tokens, bool all_logits) {
-    Impl& s = *impl_;
-    s.check(tokens);
-    if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
-    const PassSegment seg{&s, tokens, all_logits};
-    s.pass->run(std::span(&seg, 1), *s.pool);
-}
-
-const float* Session::logits(int i) const {
-    if (i < 0 || i >= impl_->n_logits) {
-        fail("logits(", i, "): the last eval produced ", impl_->n_logits, " rows");
-    }
-    return impl_->logits.data() + static_cast<size_t>(i) * impl_->model.hparams().n_vocab;
-}
-
-int Session::n_logits() const {
-    return impl_->n_logits;
-}
-int Session::n_past() const {
-    return impl_->kv.n_past();
-}
-int Session::n_ctx() const {
-    return impl_->kv.n_ctx();
-}
-int Session::n_threads() const {
-    return impl_->pool->size();
-}
-int Session::n_gpu_layers() const {
-    return impl_->offload ? impl_->offload->n_layers() : 0;
-}
-
-void Session::rollback(int n_past) {
-    if (n_past < 0 || n_past > impl_->kv.n_past()) {
-        fail("rollback(", n_past, "): must be in [0, n_past = ", impl_->kv.n_past(), "]");
-    }
-    impl_->kv.set_n_past(n_past);
-}
-
-const Model& Session::model() const {
-    return impl_->model;
 }
 
 }  // namespace specula

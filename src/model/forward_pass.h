@@ -1,8 +1,8 @@
-// Internal to model/: the forward pass over one or more sequences (forward.cpp) and the state of a
-// Session (its KV cache, its logits, the pool it runs on). Session::eval runs a pass over one
-// sequence; eval_batch (model/batch_eval.h) runs one pass over rows of several, each row reading
-// and writing only its own sequence's cache, so a row's logits do not depend on what else shares
-// the pass.
+// Internal to model/: the forward pass over one or more sequences (forward.cpp), the blocks an
+// architecture's layer is made of (model/arch.h), and the state of a Session (its KV cache, its
+// logits, the pool it runs on). Session::eval runs a pass over one sequence; BatchEvaluator
+// (model/batch_eval.h) runs one pass over rows of several, each row reading and writing only its
+// own sequence's cache, so a row's logits do not depend on what else shares the pass.
 #pragma once
 
 #include <memory>
@@ -13,10 +13,10 @@
 #include "kernels/threadpool.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
-#include "model/model.h"
 #include "model/moe.h"
 #include "model/offload.h"
 #include "model/rope.h"
+#include "model/session.h"
 
 namespace specula {
 
@@ -44,7 +44,9 @@ struct PassSegment {
     bool all_logits = true;  // false: only the last token's logits
 };
 
-// The buffers of a pass (they grow to the largest pass seen and are reused) and the pass itself.
+// The buffers of a pass (they grow to the largest pass seen and are reused), the pass itself, and
+// the blocks of a layer. The hidden state x holds one row per token of the pass; a layer's block
+// (ArchSpec::block) calls the steps below in order for the current layer.
 class ForwardPass {
   public:
     explicit ForwardPass(const Model& model);
@@ -54,11 +56,20 @@ class ForwardPass {
     // segments must be checked already and belong to distinct sessions of this model.
     void run(std::span<const PassSegment> segs, ThreadPool& pool);
 
+    // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
+    // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
+    void attention_input(const LayerWeights& l);
+    // Rotates q and k at each row's position and writes k, v into each segment's cache.
+    void rope_and_cache();
+    // x += Wo attention(q, K, V) (+ bo). In the last layer only each segment's output rows
+    // (moved to the front of x) go on from here.
+    void attention_output(const LayerWeights& l);
+    // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts, else SwiGLU.
+    void ffn(const LayerWeights& l);
+
   private:
     void reserve(int ntok, int max_ctx, int n_threads);
-    void norm_rows(const float* in, const float* w, int ntok, float* out, ThreadPool& pool);
-    void attention_block(std::span<const PassSegment> segs, int il, bool last, ThreadPool& pool);
-    void ffn_block(const LayerWeights& l, int nrows, ThreadPool& pool);
+    void norm_rows(const float* in, const float* w, int ntok, float* out);
 
     const Model& model_;
     const HParams hp_;
@@ -66,6 +77,12 @@ class ForwardPass {
     MoeFFN moe_;
     RopeParams rope_;
     AttentionShape att_shape_;
+    // The pass being run: its segments, its pool, the layer and the rows it carries on.
+    std::span<const PassSegment> segs_;
+    ThreadPool* pool_ = nullptr;
+    int il_ = 0;
+    bool last_ = false;  // the last layer: only output rows after the attention
+    int rows_ = 0;       // rows x carries into the FFN (all, or the output rows in the last layer)
     // Per segment: first row, rows, first output row, output rows (the last n_out of its rows).
     std::vector<int> off_, n_, out_off_, n_out_;
     int n_rows_ = 0, n_out_rows_ = 0;

@@ -1,26 +1,16 @@
-// Hyperparameters from a GGUF's `{arch}.*` keys, with llama.cpp's defaults, range-checked so
-// the forward pass can size its buffers from them without further checks.
+// The hyperparameter readers (see hparams.h), with llama.cpp's defaults and generous range
+// checks: anything beyond them is a corrupt file, not a model we could run anyway.
+#include "model/hparams.h"
+
 #include <cmath>
 #include <string>
 
 #include "common/error.h"
-#include "model/model.h"
 
 namespace specula {
 
-const char* arch_name(Arch a) {
-    switch (a) {
-        case Arch::Llama:
-            return "llama";
-        case Arch::Qwen2:
-            return "qwen2";
-    }
-    return "?";
-}
-
 namespace {
 
-// Generous upper bounds: anything above is a corrupt file, not a model we could run anyway.
 constexpr int64_t kMaxEmbd = 1 << 16;
 constexpr int64_t kMaxLayers = 1 << 10;
 constexpr int64_t kMaxHeads = 1 << 12;
@@ -28,14 +18,11 @@ constexpr int64_t kMaxFF = 1 << 20;
 constexpr int64_t kMaxCtx = 1 << 24;
 constexpr int64_t kMaxExperts = 1 << 10;
 
-Arch parse_arch(const GGUFFile& f) {
-    const std::string a = f.get_string("general.architecture");
-    if (a == "llama") return Arch::Llama;
-    if (a == "qwen2") return Arch::Qwen2;
-    fail(f.path(), ": unsupported architecture '", a, "' (supported: llama, qwen2)");
+std::string prefix(const HParams& hp) {
+    return hp.arch + ".";
 }
 
-// Integer key `{arch}.name` (or `def` when absent and def >= 0), checked to lie in [lo, hi].
+// Integer key (or `def` when absent and def >= 0), checked to lie in [lo, hi].
 int get_checked(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
     if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
     const int64_t v = f.get_int_or(key, def);
@@ -67,28 +54,19 @@ float read_rope_freq_scale(const GGUFFile& f, const std::string& p) {
     return static_cast<float>(1.0 / factor);
 }
 
-void check_heads(const GGUFFile& f, const std::string& p, const HParams& hp) {
-    if (hp.n_head % hp.n_head_kv != 0) {
-        fail(f.path(), ": ", p, "attention.head_count (", hp.n_head,
-             ") is not a multiple of attention.head_count_kv (", hp.n_head_kv, ")");
-    }
-    if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
-        fail(f.path(), ": ", p, "rope.dimension_count = ", hp.n_rot,
-             " must be even and <= the head size ", hp.head_dim);
-    }
-}
-
 }  // namespace
 
-HParams read_hparams(const GGUFFile& f, int n_vocab) {
-    HParams hp;
-    hp.arch = parse_arch(f);
-    const std::string p = std::string(arch_name(hp.arch)) + ".";
-    hp.n_vocab = n_vocab;
+void read_base_hparams(const GGUFFile& f, HParams& hp) {
+    const std::string p = prefix(hp);
     hp.n_ctx_train = get_checked(f, p + "context_length", -1, 1, kMaxCtx);
     hp.n_embd = get_checked(f, p + "embedding_length", -1, 1, kMaxEmbd);
     hp.n_layer = get_checked(f, p + "block_count", -1, 1, kMaxLayers);
     hp.n_ff = get_checked(f, p + "feed_forward_length", -1, 1, kMaxFF);
+    hp.rms_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", 1e-5);
+}
+
+void read_attention_hparams(const GGUFFile& f, HParams& hp) {
+    const std::string p = prefix(hp);
     hp.n_head = get_checked(f, p + "attention.head_count", -1, 1, kMaxHeads);
     hp.n_head_kv = get_checked(f, p + "attention.head_count_kv", hp.n_head, 1, hp.n_head);
     if (!f.has(p + "attention.key_length") && hp.n_embd % hp.n_head != 0) {
@@ -100,23 +78,31 @@ HParams read_hparams(const GGUFFile& f, int n_vocab) {
         fail(f.path(), ": ", p, "attention.value_length must equal attention.key_length (",
              hp.head_dim, ")");
     }
+    if (hp.n_head % hp.n_head_kv != 0) {
+        fail(f.path(), ": ", p, "attention.head_count (", hp.n_head,
+             ") is not a multiple of attention.head_count_kv (", hp.n_head_kv, ")");
+    }
+}
+
+void read_rope_hparams(const GGUFFile& f, HParams& hp) {
+    const std::string p = prefix(hp);
     hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
-    check_heads(f, p, hp);
+    if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
+        fail(f.path(), ": ", p, "rope.dimension_count = ", hp.n_rot,
+             " must be even and <= the head size ", hp.head_dim);
+    }
+    hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
+    hp.rope_freq_scale = read_rope_freq_scale(f, p);
+}
+
+void read_expert_hparams(const GGUFFile& f, HParams& hp) {
+    const std::string p = prefix(hp);
     hp.n_expert = get_checked(f, p + "expert_count", 0, 0, kMaxExperts);
     hp.n_expert_used = get_checked(f, p + "expert_used_count", 0, 0, hp.n_expert);
     if (hp.n_expert > 0 && hp.n_expert_used == 0) {
         fail(f.path(), ": ", p, "expert_used_count must be >= 1 when expert_count is ",
              hp.n_expert);
     }
-    if (hp.n_expert > 0 && hp.arch != Arch::Llama) {
-        fail(f.path(), ": mixture of experts is supported for the llama architecture only");
-    }
-    hp.rope_neox = hp.arch == Arch::Qwen2;
-    hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
-    hp.rope_freq_scale = read_rope_freq_scale(f, p);
-    hp.rms_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", 1e-5);
-    if (n_vocab <= 0) fail(f.path(), ": the vocabulary is empty");
-    return hp;
 }
 
 }  // namespace specula

@@ -1,145 +1,19 @@
-// Model::load: opens the GGUF, builds the tokenizer and hyperparameters, and binds every weight
-// the forward pass uses to a view of the mapped file after checking its shape and type. Small
-// vectors (norms, biases, router) that are not F32 are dequantized into owned F32 copies.
+// Model::load: opens the GGUF, finds its architecture in the registry (model/arch.h), builds the
+// tokenizer, and lets the architecture read its hyperparameters and bind its weights; then
+// repacks them (pack.cpp). Also the model's summaries (n_params, bytes_per_token, describe).
 #include "model/model.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <sstream>
-#include <string_view>
 
 #include "common/error.h"
 #include "kernels/quants.h"
+#include "model/arch.h"
 
 namespace specula {
 
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& ne) {
-    std::ostringstream os;
-    os << "[";
-    for (size_t i = 0; i < ne.size(); ++i) os << (i ? ", " : "") << ne[i];
-    os << "]";
-    return os.str();
-}
-
-// Binds tensors by name, checking shape (ggml order, ne[0] first) and type support.
-class Binder {
-  public:
-    Binder(const GGUFFile& f, Model& m) : f_(f), m_(m) {}
-
-    // nullptr when absent and !required.
-    const GGUFTensor* get(const std::string& name, const std::vector<int64_t>& ne, bool required) {
-        const GGUFTensor* t = f_.find_tensor(name);
-        if (!t) {
-            if (required) fail(f_.path(), ": missing tensor '", name, "'");
-            return nullptr;
-        }
-        if (t->ne != ne) {
-            fail(f_.path(), ": tensor '", name, "' has shape ", shape_str(t->ne), ", expected ",
-                 shape_str(ne));
-        }
-        if (!type_traits(t->type).supported) {
-            const auto nm = type_traits(t->type).name;
-            fail(f_.path(), ": tensor '", name, "' has unsupported type ",
-                 nm.empty() ? std::to_string(static_cast<uint32_t>(t->type)) : std::string(nm));
-        }
-        return t;
-    }
-
-    // A matrix of `rows` rows of `cols` elements; ne = [cols, rows] or [cols, rows/k, k] (experts).
-    WeightView matrix(const std::string& name, const std::vector<int64_t>& ne,
-                      bool required = true) {
-        const GGUFTensor* t = get(name, ne, required);
-        if (!t) return {};
-        if (t->ne[0] % type_traits(t->type).block_size != 0) {
-            fail(f_.path(), ": tensor '", name, "' row length ", t->ne[0],
-                 " is not a multiple of the ", type_traits(t->type).name, " block size");
-        }
-        WeightView w;
-        w.type = t->type;
-        w.cols = t->ne[0];
-        w.rows = t->n_rows();
-        w.data = t->data;
-        return w;
-    }
-
-    // An F32 vector of n elements: the mapped data when the file stores F32, else an owned copy.
-    const float* vector(const std::string& name, int64_t n, bool required = true) {
-        return floats(name, {n}, required);
-    }
-
-    // Any small tensor as F32 values (mapped when F32, else dequantized row by row).
-    const float* floats(const std::string& name, const std::vector<int64_t>& ne,
-                        bool required = true) {
-        const GGUFTensor* t = get(name, ne, required);
-        if (!t) return nullptr;
-        if (t->type == GGMLType::F32) return reinterpret_cast<const float*>(t->data);
-        const int64_t cols = t->ne[0], rows = t->n_rows();
-        if (cols % type_traits(t->type).block_size != 0) {
-            fail(f_.path(), ": tensor '", name, "' row length ", cols, " is not a multiple of the ",
-                 type_traits(t->type).name, " block size");
-        }
-        auto& v = m_.owned.emplace_back(static_cast<size_t>(cols * rows));
-        const size_t rb = row_size(t->type, cols);
-        for (int64_t r = 0; r < rows; ++r) {
-            dequantize_row(t->type, t->data + r * rb, v.data() + r * cols, cols);
-        }
-        return v.data();
-    }
-
-  private:
-    const GGUFFile& f_;
-    Model& m_;
-};
-
-void bind_attention(Binder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
-    const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
-    const bool need_bias = hp.arch == Arch::Qwen2;
-    l.attn_norm = b.vector(pre + "attn_norm.weight", d);
-    l.wq = b.matrix(pre + "attn_q.weight", {d, dq});
-    l.wk = b.matrix(pre + "attn_k.weight", {d, dkv});
-    l.wv = b.matrix(pre + "attn_v.weight", {d, dkv});
-    l.wo = b.matrix(pre + "attn_output.weight", {dq, d});
-    l.bq = b.vector(pre + "attn_q.bias", dq, need_bias);
-    l.bk = b.vector(pre + "attn_k.bias", dkv, need_bias);
-    l.bv = b.vector(pre + "attn_v.bias", dkv, need_bias);
-    l.bo = b.vector(pre + "attn_output.bias", d, false);
-}
-
-void bind_ffn(Binder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
-    const int64_t d = hp.n_embd, ff = hp.n_ff, ne = hp.n_expert;
-    l.ffn_norm = b.vector(pre + "ffn_norm.weight", d);
-    if (ne == 0) {
-        l.ffn_gate = b.matrix(pre + "ffn_gate.weight", {d, ff});
-        l.ffn_up = b.matrix(pre + "ffn_up.weight", {d, ff});
-        l.ffn_down = b.matrix(pre + "ffn_down.weight", {ff, d});
-        return;
-    }
-    // The router is a tiny [n_embd x n_expert] matrix, used as F32 like llama.cpp stores it.
-    l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
-    l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});
-    l.ffn_up_exps = b.matrix(pre + "ffn_up_exps.weight", {d, ff, ne});
-    l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
-}
-
-void bind_weights(const GGUFFile& f, const HParams& hp, Model& m) {
-    Binder b(f, m);
-    m.tok_embd = b.matrix("token_embd.weight", {hp.n_embd, hp.n_vocab});
-    m.output_norm = b.vector("output_norm.weight", hp.n_embd);
-    m.output = b.matrix("output.weight", {hp.n_embd, hp.n_vocab}, false);
-    if (!m.output.data) m.output = m.tok_embd;  // tied embeddings
-    if (const float* ff = b.vector("rope_freqs.weight", hp.n_rot / 2, false)) {
-        m.rope_freq_factors.assign(ff, ff + hp.n_rot / 2);
-    }
-    m.layers.resize(hp.n_layer);
-    for (int il = 0; il < hp.n_layer; ++il) {
-        const std::string pre = "blk." + std::to_string(il) + ".";
-        bind_attention(b, hp, pre, m.layers[il]);
-        bind_ffn(b, hp, pre, m.layers[il]);
-    }
-}
 
 // llama_ftype names, as llama.cpp prints them.
 std::string ftype_name(int64_t ft) {
@@ -169,20 +43,26 @@ std::string human_count(int64_t n) {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path, int n_threads) {
+LoadOptions LoadOptions::draft() {
+    LoadOptions o;
+    o.gpu = offload_defaults().draft;
+    return o;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
     auto m = std::make_unique<Model>();
     m->file_ = GGUFFile::open(path);
     // Architecture first, so a foreign model fails with that message rather than a tokenizer one.
-    const std::string arch = m->file_->get_string("general.architecture");
-    if (arch != "llama" && arch != "qwen2") {
-        fail(path, ": unsupported architecture '", arch, "' (supported: llama, qwen2)");
-    }
+    m->arch_ = &find_arch(m->file_->get_string("general.architecture"), path);
     m->tok_ = Tokenizer::from_gguf(*m->file_);
-    m->hp_ = read_hparams(*m->file_, m->tok_->n_vocab());
-    bind_weights(*m->file_, m->hp_, *m);
-    const char* repack_env = std::getenv("SPECULA_REPACK");
-    if (!repack_env || std::string_view(repack_env) != "0") pack_weights(*m, n_threads);
-    m->offload = offload_defaults().target;
+    m->hp_.arch = m->arch_->name;
+    m->hp_.n_vocab = m->tok_->n_vocab();
+    if (m->hp_.n_vocab <= 0) fail(path, ": the vocabulary is empty");
+    m->arch_->read(*m->file_, m->hp_);
+    TensorBinder binder(*m->file_, *m);
+    m->arch_->bind(binder, m->hp_, *m);
+    if (opts.repack) pack_weights(*m, opts.n_threads);
+    m->placement_ = opts.gpu;
     return m;
 }
 
@@ -209,7 +89,7 @@ int64_t Model::bytes_per_token() const {
 
 std::string Model::describe() const {
     std::ostringstream os;
-    os << arch_name(hp_.arch) << " " << human_count(n_params()) << " params, ";
+    os << hp_.arch << " " << human_count(n_params()) << " params, ";
     if (file_->has("general.file_type")) {
         os << ftype_name(file_->get_int("general.file_type"));
     } else {

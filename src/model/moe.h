@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "kernels/matmul.h"
-#include "model/model.h"
+#include "model/hparams.h"
+#include "model/weights.h"
 
 namespace specula {
 

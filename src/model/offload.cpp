@@ -1,48 +1,36 @@
-// make_offload / plan_offload (see offload.h): the Vulkan backend when it was built, else the
-// CPU; the process defaults, started from SPECULA_NGL / SPECULA_NGLD.
+// make_offload / plan_offload (see offload.h) over the registered DeviceBackend, and the process
+// defaults of the placement, started from the environment's SPECULA_NGL / SPECULA_NGLD.
 #include "model/offload.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 
+#include "common/env.h"
 #include "common/error.h"
-
-#ifdef SPECULA_HAVE_VULKAN
-#include "vulkan/context.h"
-#include "vulkan/layers.h"
-#endif
 
 namespace specula {
 
 namespace {
 
-// The layer count in environment variable `name`, or `dflt` when it is unset.
-int env_layers(const char* name, int dflt, bool* set) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return dflt;
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (*end || n < 0 || n > 1000000) fail(name, "=", v, ": not a layer count (an integer >= 0)");
-    *set = true;
-    return static_cast<int>(n);
-}
+const DeviceBackend* g_backend = nullptr;
 
 OffloadDefaults from_environment() {
+    const EnvSettings& e = env_settings();
     OffloadDefaults d;
-    d.target.n_gpu_layers = env_layers("SPECULA_NGL", 0, &d.required);
-    d.draft.n_gpu_layers = env_layers("SPECULA_NGLD", d.target.n_gpu_layers, &d.required);
+    const bool set = e.ngl >= 0 || e.ngld >= 0;
+    d.target.n_gpu_layers = e.ngl >= 0 ? e.ngl : 0;
+    d.draft.n_gpu_layers = e.ngld >= 0 ? e.ngld : d.target.n_gpu_layers;
+    d.target.required = d.draft.required = set;
     return d;
 }
 
 [[noreturn]] void no_device() {
-    fail("SPECULA_NGL / SPECULA_NGLD ask for the GPU backend, but ",
-#ifdef SPECULA_HAVE_VULKAN
-         "there is no Vulkan device (install mesa-vulkan-drivers for lavapipe)"
-#else
-         "Specula was built without Vulkan (SPECULA_VULKAN=OFF)"
-#endif
-    );
+    if (g_backend) {
+        fail("SPECULA_NGL / SPECULA_NGLD ask for the GPU backend, but there is no ",
+             g_backend->name(), " device (install mesa-vulkan-drivers for lavapipe)");
+    }
+    fail(
+        "SPECULA_NGL / SPECULA_NGLD ask for the GPU backend, but this program has none (built "
+        "without Vulkan: SPECULA_VULKAN=OFF)");
 }
 
 }  // namespace
@@ -52,29 +40,32 @@ OffloadDefaults& offload_defaults() {
     return d;
 }
 
+void register_device_backend(const DeviceBackend* b) {
+    g_backend = b;
+}
+
+const DeviceBackend* device_backend() {
+    return g_backend;
+}
+
 std::unique_ptr<LayerOffload> make_offload(const Model& m, const OffloadParams& p) {
     if (p.n_gpu_layers <= 0) return nullptr;
-#ifdef SPECULA_HAVE_VULKAN
-    if (offload_defaults().required && vk::list_devices().empty()) no_device();
-    return vk::make_vulkan_layers(m, p);
-#else
-    if (offload_defaults().required) no_device();
-    static bool said = false;
-    if (!said) {
-        std::fprintf(stderr,
-                     "specula: built without Vulkan (SPECULA_VULKAN=OFF): running on the CPU\n");
-        said = true;
+    if (p.required && (!g_backend || !g_backend->has_device())) no_device();
+    if (!g_backend) {
+        static bool said = false;
+        if (!said) {
+            std::fprintf(stderr,
+                         "specula: no GPU backend (built without Vulkan: "
+                         "SPECULA_VULKAN=OFF): running on the CPU\n");
+            said = true;
+        }
+        return nullptr;
     }
-    return nullptr;
-#endif
+    return g_backend->make(m, p);
 }
 
 OffloadPlan plan_offload(const Model& m, const OffloadParams& p) {
-#ifdef SPECULA_HAVE_VULKAN
-    if (p.n_gpu_layers > 0) return vk::plan_vulkan(m, p);
-#else
-    (void)m;
-#endif
+    if (p.n_gpu_layers > 0 && g_backend) return g_backend->plan(m, p);
     return {};
 }
 

@@ -21,6 +21,8 @@ struct OffloadParams {
     int n_gpu_layers = 0;  // layers to offload; >= n_layer offloads all and the output head
     int device = -1;       // Vulkan device index (-1: the first discrete GPU, else the first)
     int n_ctx = 0;         // the session's context (rows of the device KV cache)
+    // No silent CPU fallback: an offload that cannot happen (no backend, no device) is an Error.
+    bool required = false;
 };
 
 class LayerOffload {
@@ -36,16 +38,14 @@ class LayerOffload {
                          ThreadPool& pool) = 0;
 };
 
-// Process-wide defaults, set once by the CLI from -ngl / -ngld / --device before any model is
-// loaded: Model::load gives every model `target` as its Model::offload, and the speculative
-// setup gives a draft model `draft` (make_drafter.cpp). Both are "everything on the CPU" unless
-// set. The environment gives the starting values, which the flags override: SPECULA_NGL (target
-// layers) and SPECULA_NGLD (draft layers; default SPECULA_NGL), so that test binaries and
-// servers started by tests run on the GPU backend (CTest's *_vulkan entries). With either set,
-// an offload that cannot happen for want of a Vulkan device is an Error, not a fallback.
+// Where models load by default (LoadOptions::gpu, model/model.h). The environment gives the
+// starting values (common/env.h: SPECULA_NGL for target models, SPECULA_NGLD for drafts, default
+// SPECULA_NGL), so that test binaries and servers started by tests run on the GPU backend
+// (CTest's *_vulkan entries); with either set, an offload that cannot happen is an Error, not a
+// fallback. The CLI's -ngl / -ngld / --device replace them (cli/gpu_flags.cpp) before any model
+// is loaded; nothing else writes them.
 struct OffloadDefaults {
     OffloadParams target, draft;
-    bool required = false;  // set from the environment: no silent CPU fallback
 };
 OffloadDefaults& offload_defaults();
 
@@ -64,8 +64,28 @@ struct OffloadPlan {
 };
 OffloadPlan plan_offload(const Model& m, const OffloadParams& p);
 
-// The offload for `p`, or nullptr when p.n_gpu_layers <= 0, when Specula was built without
-// Vulkan, or when there is no Vulkan device (one line on stderr says so, once per process).
+// A device backend: the other side of the seam. model/ never names one; a program that wants one
+// (the CLI, a Vulkan test) registers it before loading models: vulkan/backend.h's
+// vk::register_backend(). Implementations must be usable from several threads.
+class DeviceBackend {
+  public:
+    virtual ~DeviceBackend() = default;
+    virtual const char* name() const = 0;  // "Vulkan"
+    // Whether any device is there (false: no driver, no device).
+    virtual bool has_device() const = 0;
+    virtual OffloadPlan plan(const Model& m, const OffloadParams& p) const = 0;
+    // nullptr when nothing goes to the device (one line on stderr says why).
+    virtual std::unique_ptr<LayerOffload> make(const Model& m, const OffloadParams& p) const = 0;
+};
+
+// The registered backend (null: none, everything runs on the CPU). Not thread-safe: register
+// once at start-up.
+void register_device_backend(const DeviceBackend* b);
+const DeviceBackend* device_backend();
+
+// The offload for `p` on the registered backend, or nullptr when p.n_gpu_layers <= 0, when no
+// backend is registered (built without Vulkan), or when it has no device (one line on stderr
+// says so, once per process; an Error instead when p.required).
 // Throws Error when the offloaded part does not fit in the device's memory (naming the sizes)
 // or --device names no device.
 std::unique_ptr<LayerOffload> make_offload(const Model& m, const OffloadParams& p);

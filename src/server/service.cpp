@@ -33,7 +33,7 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.speculative.n_draft < 0)
         fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
 
-    target_ = Model::load(cfg.model_path, cfg.n_threads);
+    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads});
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "model/model.h"
+#include "model/session.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/request.h"

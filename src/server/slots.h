@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "speculative/draft_length.h"
 #include "speculative/drafter.h"
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/constraints.h"
 #include "speculative/drafter.h"
 

@@ -1,7 +1,7 @@
 // Drafter: see drafter.h.
 #include "speculative/drafter.h"
 
-#include "model/model.h"
+#include "model/session.h"
 
 namespace specula {
 

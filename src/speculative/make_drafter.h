@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "model/model.h"
+#include "model/session.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"

@@ -2,10 +2,10 @@
 #include "vulkan/context.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
+#include "common/env.h"
 #include "common/error.h"
 
 namespace specula::vk {
@@ -62,13 +62,9 @@ DeviceInfo describe(VkPhysicalDevice p, int index) {
             d.local_bytes = std::max<uint64_t>(d.local_bytes, mem.memoryHeaps[i].size);
         }
     }
-    // SPECULA_VULKAN_MEMORY_MIB caps what Specula counts on every device (a forced small budget
-    // for tests of the memory plan, or to leave room for other programs on the GPU).
-    if (const char* cap = std::getenv("SPECULA_VULKAN_MEMORY_MIB")) {
-        char* end = nullptr;
-        const double mib = std::strtod(cap, &end);
-        if (end == cap || *end || !(mib > 0) || mib > 1e9)
-            fail("SPECULA_VULKAN_MEMORY_MIB=", cap, ": not a positive number of MiB");
+    // SPECULA_VULKAN_MEMORY_MIB (common/env.h) caps what Specula counts on every device (a forced
+    // small budget for tests of the memory plan, or to leave room for other programs on the GPU).
+    if (const double mib = env_settings().vulkan_memory_mib; mib > 0) {
         d.local_bytes = std::min<uint64_t>(d.local_bytes, static_cast<uint64_t>(mib * (1 << 20)));
         d.capped = true;
     }

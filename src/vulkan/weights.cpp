@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "model/arch.h"
 
 namespace specula::vk {
 
@@ -62,6 +63,10 @@ size_t matrix_bytes(const WeightView& w) {
 int plan_layers(const Model& m, int want, bool* output, std::string* note) {
     const HParams& hp = m.hparams();
     *output = false;
+    if (!m.arch().device_block) {
+        *note = "architecture " + hp.arch + " has no Vulkan layers yet: running on the CPU";
+        return 0;
+    }
     if (hp.n_expert > 0) {
         *note = "mixture-of-experts layers have no Vulkan shaders yet";
         return 0;

@@ -1,0 +1,54 @@
+// Hyperparameters: the numbers every block of the forward pass is sized by, and the readers an
+// architecture file (model/arch/*.cpp) calls for the `{arch}.*` GGUF keys it uses. Each reader
+// applies llama.cpp's default for an absent key and range-checks the value, so the forward pass
+// can size its buffers from HParams without further checks; a bad or missing key is an Error
+// naming the file and the key.
+#pragma once
+
+#include <string>
+
+#include "gguf/gguf.h"
+
+namespace specula {
+
+struct HParams {
+    std::string arch;  // general.architecture, as the registry names it (model/arch.h)
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    int n_embd = 0;
+    int n_layer = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;  // n_embd / n_head unless the file says otherwise
+    int n_ff = 0;
+    int n_expert = 0;  // 0: dense FFN
+    int n_expert_used = 0;
+    int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
+    bool rope_neox = false;
+    float rope_freq_base = 10000.f;
+    float rope_freq_scale = 1.f;
+    float rms_eps = 1e-5f;
+
+    int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
+    int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
+};
+
+// The readers take the key prefix `{arch}.` (hp.arch + ".") from hp.arch.
+
+// context_length, embedding_length, block_count, feed_forward_length and
+// attention.layer_norm_rms_epsilon (default 1e-5).
+void read_base_hparams(const GGUFFile& f, HParams& hp);
+
+// attention.head_count, attention.head_count_kv (default head_count), attention.key_length
+// (default n_embd / n_head) and attention.value_length (must equal key_length).
+void read_attention_hparams(const GGUFFile& f, HParams& hp);
+
+// rope.dimension_count (default head_dim), rope.freq_base (default 10000) and linear scaling
+// (rope.scaling.type / rope.scaling.factor or the older rope.scale_linear). Needs the attention
+// hparams first (the rotated dimensions must fit in a head).
+void read_rope_hparams(const GGUFFile& f, HParams& hp);
+
+// expert_count and expert_used_count (0: a dense FFN).
+void read_expert_hparams(const GGUFFile& f, HParams& hp);
+
+}  // namespace specula

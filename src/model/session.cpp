@@ -1,0 +1,106 @@
+// Session (see session.h): a KV cache, the logits of the last eval, and the ForwardPass
+// (forward.cpp) that Session::eval runs over its tokens; the device offload it was given.
+#include "model/session.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "model/forward_pass.h"
+
+namespace specula {
+
+namespace {
+
+int resolve_threads(int n) {
+    return n > 0 ? n : hardware_threads();
+}
+
+int resolve_ctx(const HParams& hp, int n_ctx) {
+    if (n_ctx < 0) fail("n_ctx must be >= 0, got ", n_ctx);
+    if (n_ctx == 0) return std::min(hp.n_ctx_train, SessionParams::kDefaultMaxCtx);
+    return n_ctx;
+}
+
+}  // namespace
+
+Session::Impl::Impl(const Model& m, const SessionParams& p)
+    : model(m),
+      own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(resolve_threads(p.n_threads))),
+      pool(p.pool ? p.pool : own_pool.get()),
+      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
+         p.type_v) {
+    OffloadParams op = m.placement();
+    if (p.n_gpu_layers >= 0) {
+        op.n_gpu_layers = p.n_gpu_layers;
+        op.device = p.gpu_device;
+    }
+    op.n_ctx = kv.n_ctx();
+    offload = make_offload(m, op);
+}
+
+Session::Impl::~Impl() = default;
+
+void Session::Impl::check(std::span<const token_id> tokens) const {
+    const int64_t end = static_cast<int64_t>(kv.n_past()) + tokens.size();
+    if (end > kv.n_ctx()) {
+        fail("context overflow: ", kv.n_past(), " cached + ", tokens.size(),
+             " new tokens exceed n_ctx = ", kv.n_ctx());
+    }
+    const int n_vocab = model.hparams().n_vocab;
+    for (token_id id : tokens) {
+        if (id < 0 || id >= n_vocab) {
+            fail("token id ", id, " is out of range (n_vocab = ", n_vocab, ")");
+        }
+    }
+}
+
+Session::Session(const Model& model, const SessionParams& params)
+    : impl_(std::make_unique<Impl>(model, params)) {}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+void Session::eval(std::span<const token_id> tokens, bool all_logits) {
+    Impl& s = *impl_;
+    s.check(tokens);
+    if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
+    const PassSegment seg{&s, tokens, all_logits};
+    s.pass->run(std::span(&seg, 1), *s.pool);
+}
+
+const float* Session::logits(int i) const {
+    if (i < 0 || i >= impl_->n_logits) {
+        fail("logits(", i, "): the last eval produced ", impl_->n_logits, " rows");
+    }
+    return impl_->logits.data() + static_cast<size_t>(i) * impl_->model.hparams().n_vocab;
+}
+
+int Session::n_logits() const {
+    return impl_->n_logits;
+}
+int Session::n_past() const {
+    return impl_->kv.n_past();
+}
+int Session::n_ctx() const {
+    return impl_->kv.n_ctx();
+}
+int Session::n_threads() const {
+    return impl_->pool->size();
+}
+int Session::n_gpu_layers() const {
+    return impl_->offload ? impl_->offload->n_layers() : 0;
+}
+
+void Session::rollback(int n_past) {
+    if (n_past < 0 || n_past > impl_->kv.n_past()) {
+        fail("rollback(", n_past, "): must be in [0, n_past = ", impl_->kv.n_past(), "]");
+    }
+    impl_->kv.set_n_past(n_past);
+}
+
+const Model& Session::model() const {
+    return impl_->model;
+}
+
+}  // namespace specula

@@ -1,0 +1,84 @@
+// A Session: one sequence evaluated on a Model, with its own KV cache and the logits of its last
+// eval, numerically following llama.cpp's CPU graph.
+//
+// Promises:
+//  - Session::eval is batch invariant: the logits of a position are bit-identical whether its
+//    token was evaluated alone or together with others, so speculative verification can run a
+//    whole draft in one pass.
+//  - After warm-up (the first eval of the largest batch size) eval allocates nothing.
+//  - Several sessions of one model can be evaluated in ONE pass (model/batch_eval.h); a
+//    sequence's logits are bit-identical to evaluating it alone.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "kernels/threadpool.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace specula {
+
+struct SessionParams {
+    int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
+    int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
+    // The KV cache's types (-ctk / -ctv). llama.cpp's default is F16; sessions made in code keep
+    // F32 unless they ask.
+    KVType type_k = KVType::F32;
+    KVType type_v = KVType::F32;
+    // A pool shared with other sessions (not owned; it must outlive the session). Sessions that
+    // share one must not eval from two threads at once; model/batch_eval.h evaluates several of
+    // them in one pass. Null: the session owns a pool of n_threads.
+    ThreadPool* pool = nullptr;
+    // Layers [0, n_gpu_layers) run on a device (model/offload.h); all of them and the output
+    // head when n_gpu_layers >= n_layer. 0: everything on the CPU.
+    // -1: the model's placement (Model::placement(), LoadOptions::gpu).
+    int n_gpu_layers = -1;
+    int gpu_device = -1;  // device index when n_gpu_layers >= 0 (-1: pick one)
+
+    // The KV cache is preallocated for the whole context, so a default context is capped
+    // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
+    static constexpr int kDefaultMaxCtx = 4096;
+};
+
+// One sequence's state: KV cache and the logits of the last eval. Not thread-safe; many sessions
+// may share one Model.
+class Session {
+  public:
+    Session(const Model& model, const SessionParams& params);
+    ~Session();
+    Session(Session&&) noexcept;
+    Session& operator=(Session&&) noexcept;
+
+    // Evaluates tokens at positions n_past() .. n_past()+n-1 in ONE pass (each weight streamed
+    // once for all of them) and appends them to the cache. Afterwards logits(i) holds the n_vocab
+    // logits after token i. A position's logits do not depend on how many tokens shared the pass.
+    // Throws Error if the context would overflow (naming n_ctx) or a token id is out of range;
+    // the session is unchanged then.
+    // With all_logits = false only the last token's logits are computed (n_logits() == 1,
+    // logits(0) is the last token's): a prompt then skips the n_vocab-wide output matmul for
+    // every other position. That row is bit-identical to the all_logits one.
+    void eval(std::span<const token_id> tokens, bool all_logits = true);
+
+    const float* logits(int i) const;
+    int n_logits() const;  // tokens of the last eval
+    int n_past() const;
+    int n_ctx() const;
+    int n_threads() const;
+    // Layers this session runs on a device (0: all on the CPU; model/offload.h).
+    int n_gpu_layers() const;
+    // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
+    // The logits of the last eval stay readable (a verifier samples from them after rollback).
+    void rollback(int n_past);
+    void reset() { rollback(0); }
+
+    const Model& model() const;
+
+    struct Impl;  // model/forward_pass.h
+
+  private:
+    friend class BatchEvaluator;  // model/batch_eval.h: one pass over several sessions
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace specula

@@ -1,0 +1,80 @@
+// The weights of a model as the forward pass reads them, and the binder an architecture file
+// (model/arch/*.cpp) names its tensors through. Binding checks every tensor's presence, shape
+// (ggml order, ne[0] first) and type before the forward pass may use it; an Error names the file
+// and the tensor. Matrices are views of the mapped file; small vectors (norms, biases, the MoE
+// router) are F32, dequantized into copies the model owns when the file stores another type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "kernels/matmul.h"
+#include "model/hparams.h"
+
+namespace specula {
+
+// One layer's tensors; a null pointer / empty view is a tensor this layer does not have.
+struct LayerWeights {
+    const float* attn_norm = nullptr;
+    WeightView wq, wk, wv, wo;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Q/K/V biases (qwen2)
+    const float* bo = nullptr;                                // attn_output bias
+    const float* ffn_norm = nullptr;
+    WeightView ffn_gate, ffn_up, ffn_down;                 // dense
+    const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
+    WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps;  // MoE: rows = n_expert * per-expert
+};
+
+struct ModelWeights {
+    WeightView tok_embd, output;
+    const float* output_norm = nullptr;
+    std::vector<LayerWeights> layers;
+    std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
+    std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
+};
+
+enum class Need { Required, Optional };
+
+// Binds tensors of `f` by name; F32 copies go to w.owned.
+class TensorBinder {
+  public:
+    TensorBinder(const GGUFFile& f, ModelWeights& w) : f_(f), w_(w) {}
+
+    // A matrix of `rows` rows of `cols` elements; ne = [cols, rows] or [cols, rows/k, k]
+    // (experts). Empty when absent and optional.
+    WeightView matrix(const std::string& name, const std::vector<int64_t>& ne,
+                      Need need = Need::Required);
+    // An F32 vector of n elements (null when absent and optional).
+    const float* vector(const std::string& name, int64_t n, Need need = Need::Required);
+    // Any small tensor as F32 values (mapped when F32, else dequantized row by row).
+    const float* floats(const std::string& name, const std::vector<int64_t>& ne,
+                        Need need = Need::Required);
+
+  private:
+    const GGUFTensor* get(const std::string& name, const std::vector<int64_t>& ne, Need need);
+    void check_rows(const std::string& name, const GGUFTensor& t);
+
+    const GGUFFile& f_;
+    ModelWeights& w_;
+};
+
+// The shared bindings architecture files are made of. `pre` is the layer's "blk.N." prefix.
+
+// token_embd, output_norm, output (absent: tied to token_embd) and rope_freqs (optional, Llama 3).
+void bind_io(TensorBinder& b, const HParams& hp, ModelWeights& w);
+
+// attn_norm, attn_q/k/v/output weights, and the Q/K/V biases (`qkv_bias` says whether they are
+// required) and the optional attn_output bias.
+void bind_attention(TensorBinder& b, const HParams& hp, const std::string& pre, Need qkv_bias,
+                    LayerWeights& l);
+
+// ffn_norm and either ffn_gate/up/down (hp.n_expert == 0) or the router ffn_gate_inp and the
+// stacked experts ffn_{gate,up,down}_exps.
+void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l);
+
+// "blk.<il>."
+std::string layer_prefix(int il);
+
+}  // namespace specula
