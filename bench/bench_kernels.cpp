@@ -20,13 +20,13 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/amx.h"
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/fp16.h"
+#include "bench/membw.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
 #include "kernels/matmul.h"
-#include "kernels/membw.h"
+#include "kernels/policy.h"
 #include "kernels/repack.h"
+#include "kernels/table.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
 
@@ -332,16 +332,18 @@ void packed_hot_shapes(benchmark::internal::Benchmark* b) {
     for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
-// Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (SPECULA_AMX=0) and on AMX tiles
-// (kernels/amx.h) where the CPU has them.
+// Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (the policy's AMX off) and on AMX tiles
+// (kernels/amx/) where the CPU has them.
 void BM_matmul_packed_amx_hot(benchmark::State& state, GGMLType type, const char* amx) {
-    if (std::strcmp(amx, "0") != 0 && !cpu_has_amx()) {
+    const bool on = std::strcmp(amx, "0") != 0;
+    if (on && !cpu_has_amx()) {
         state.SkipWithError("this CPU has no AMX");
         return;
     }
-    setenv("SPECULA_AMX", amx, 1);
+    KernelPolicy p = kernel_policy();
+    p.amx = on ? AmxMode::Hardware : AmxMode::Off;
+    const ScopedKernelPolicy policy(p);
     run_matmul(state, type, true, true);
-    unsetenv("SPECULA_AMX");
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q8_0_vnni, GGMLType::Q8_0, "0")
     ->Apply(packed_hot_shapes);

@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/threadpool.h"
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
-#include "kernels/threadpool.h"
 #include "model/model.h"
 
 namespace specula::test {

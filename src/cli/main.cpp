@@ -18,8 +18,8 @@
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
-#include "kernels/amx.h"
-#include "kernels/dispatch.h"
+#include "kernels/policy.h"
+#include "kernels/table.h"
 
 #ifndef SPECULA_BUILD_TYPE
 #define SPECULA_BUILD_TYPE "unknown"

@@ -8,8 +8,8 @@
 #include "cli/cli_util.h"
 #include "cli/memory_plan.h"
 #include "common/error.h"
+#include "common/threadpool.h"
 #include "frontend/prompt.h"
-#include "kernels/threadpool.h"
 
 namespace specula::cli {
 

@@ -9,7 +9,7 @@
 
 #include <cstddef>
 
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "model/kv_cache.h"
 
 namespace specula {
