@@ -13,11 +13,18 @@
 // Every ISA's kernels for a key give the bits the level documents (kernels/README section in
 // README.md): scalar == AVX2 == AVX-512 for the packed layouts, within summation order for rows.
 //
-// How ISA code is written: each kernels/<isa>/ folder is compiled with that ISA's flags (and only
-// code reached after the probe runs there). Kernels shared by several ISAs are templates and
-// inline functions in kernels/x86/ headers that each ISA's translation unit includes inside its
-// own anonymous namespace (internal linkage: the copies built with different flags never meet at
-// link time, and no inline function of a shared header is called from them).
+// How ISA code is written (the one pattern): each kernels/<isa>/ folder is compiled with that
+// ISA's flags, and its code runs only after the probe found the ISA. Code shared by several ISAs
+// lives in kernels/x86/ and has internal linkage, so the copies built with different flags never
+// meet at link time (and it calls no inline function of a shared header, which the linker could
+// otherwise take from a wider ISA's copy for a scalar caller):
+//   - x86/*.h: templates and inline functions in `namespace specula::simd { namespace {`, included
+//     by the ISA translation units (dot_rows.h, token_groups.h, hsum.h, ...);
+//   - x86/*.inc, only where a body is written over a type or primitive that the including file
+//     defines for its ISA (the vector traits V of float_tiles.inc, float_panels.inc and
+//     attention_blocked.inc; dpbusd256 of gemm_kquants_256.inc): included inside the including
+//     file's `namespace specula::simd { namespace {`, after those definitions.
+// A translation unit then adds its kernels to the table in its ISA's part (kernels/isa_parts.h).
 #pragma once
 
 #include <cstddef>

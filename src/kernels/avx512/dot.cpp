@@ -1,22 +1,17 @@
 // AVX-512 build (F/BW/VL/DQ/VNNI/BF16) of the x86 dot-product kernels (kernels/x86/dot_rows.h):
 // the same kernels as the AVX2 build with VNNI byte dot products and 32 vector registers, giving
 // bit-identical results, except Q4_K / Q5_K / Q6_K, which get 512-bit kernels (one row, and two
-// rows at once for matmul: dot_kquants512.inc) that give the same bits again. The
+// rows at once for matmul: dot_kquants512.h) that give the same bits again. The
 // float types (F32, F16, BF16) have their own 512-bit tile kernels instead (dot_float.cpp),
 // which differ from the AVX2 level by summation order. The table registers them only
 // where the CPU probe found every one of those features.
+#include "kernels/avx512/dot_kquants512.h"
 #include "kernels/isa_parts.h"
 #include "kernels/x86/dot_rows.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512VL__)
 #error "avx512/dot.cpp must be compiled with AVX-512 VL and VNNI enabled"
 #endif
-
-namespace specula::simd {
-namespace {
-#include "kernels/avx512/dot_kquants512.inc"
-}  // namespace
-}  // namespace specula::simd
 
 namespace specula::avx512 {
 

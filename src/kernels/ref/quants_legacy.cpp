@@ -240,8 +240,12 @@ namespace {
 // Q*_1 formats add their min times the activations' block sum.
 template <int kOffset, class X, class Y>
 float vec_dot_nibbles(int64_t n, const X* x, const Y* y) {
-    constexpr bool kFifthBit = requires { x->qh; };
-    constexpr bool kMin = requires { x->m; };
+    constexpr bool kFifthBit = requires(const X& b) {
+        b.qh;
+    };
+    constexpr bool kMin = requires(const X& b) {
+        b.m;
+    };
     float sumf = 0.0f;
     for (int64_t i = 0; i < n / 32; ++i) {
         uint32_t qh = 0;

@@ -1,11 +1,17 @@
 // The 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) against Q8_0 / Q8_1 activations.
-// Part of the x86 kernels: included only by kernels/x86/dot_rows.h, inside its anonymous namespace.
+// Part of the x86 row-layout kernels (x86/dot_common.h says how they are built).
 // ---- 32-element formats against Q8_0 / Q8_1 -----------------------------------------------------
 // A row meets up to 5 tokens per pass (two accumulators each, even and odd blocks, which also
 // hides the FMA latency for a single token; 5 x 2 plus the decoded block fit the 16 registers),
 // and the groups are balanced (9 = 5 + 4). Per block and token the work is one sign, maddubs,
 // maddwd, convert and FMA; the per-block scale products are formed for the whole group at once.
 // The weights are prefetched 2 KiB ahead.
+#pragma once
+
+#include "kernels/x86/dot_common.h"
+
+namespace specula::simd {
+namespace {
 
 // Calls f.template operator()<T>() for T = 0..NT-1 (compile-time token indices keep per-token
 // arrays in registers).
@@ -15,15 +21,6 @@ SPECULA_INLINE void each_token(F&& f) {
         (f.template operator()<T>(), ...);
     }
     (std::make_integer_sequence<int, NT>{});
-}
-
-// Asks for the weight bytes kPrefetchAhead past p (once per two blocks, about one cache line).
-// The hardware prefetchers alone leave a single-token pass well short of the machine's read
-// bandwidth; 2 KiB ahead (about one row of 2048 Q8_0 weights) measured best on a Zen 3, 1 thread.
-// Past the end of the row it is the next row, which is what a thread streams next.
-constexpr int kPrefetchAhead = 2048;
-SPECULA_INLINE void prefetch_ahead(const void* p) {
-    _mm_prefetch(static_cast<const char*>(p) + kPrefetchAhead, _MM_HINT_T0);
 }
 
 // Token T's scale product in all 8 lanes: lo holds the products of tokens 0..3 in both 128-bit
@@ -226,7 +223,8 @@ struct MinLegacy {
         if (ib < nb) step.template operator()<0>(ib);
         alignas(32) float m[8];
         _mm256_store_ps(m, mins);
-        each_token<NT>([&]<int T>() { out[T] = hsum8(_mm256_add_ps(acc[0][T], acc[1][T])) + m[T]; });
+        each_token<NT>(
+            [&]<int T>() { out[T] = hsum8(_mm256_add_ps(acc[0][T], acc[1][T])) + m[T]; });
     }
 };
 
@@ -243,3 +241,6 @@ struct DecQ5_1 {
         return _mm256_or_si256(nibbles32(b.qs), hi);
     }
 };
+
+}  // namespace
+}  // namespace specula::simd

@@ -1,11 +1,17 @@
 // K-quants (Q2_K..Q6_K) and IQ4_XS against Q8_K activations.
-// Part of the x86 kernels: included only by kernels/x86/dot_rows.h, inside its anonymous namespace.
+// Part of the x86 row-layout kernels (x86/dot_common.h says how they are built).
 // ---- K-quants and IQ4_XS against Q8_K ---------------------------------------------------------
 // Per super-block and token: an exact int32 vector sum (sub-block dots times integer scales),
 // then acc += (d_w d_a) * sum, and for formats with mins acc += (-dmin_w d_a) * min_sum.
 // Q2_K, Q3_K and IQ4_XS decode a whole super-block and take tokens in groups of up to 4
 // (KQuant, in groups of up to kKQuantGroupMax); Q4_K, Q5_K and Q6_K have verify-batch kernels of
 // their own further down (groups of up to kKGroupMax = 8).
+#pragma once
+
+#include "kernels/x86/dot_common.h"
+
+namespace specula::simd {
+namespace {
 
 // int16 vector holding scale s_lo in the low 128-bit lane and s_hi in the high lane: the scales of
 // the two 16-element groups that one 32-byte maddubs covers.
@@ -67,15 +73,6 @@ constexpr int kKGroupMax = 8;  // tokens per pass over a row (vec_dot_groups)
 // added to in program order, instead of being regrouped into a tree of spilled partial products.
 SPECULA_INLINE void pin(__m256i& v) {
     asm("" : "+v"(v));
-}
-
-// Weight rows are streamed from memory: while a block is being used, the block kPrefetchBytes
-// further on (the rest of this row, then the next rows that matmul hands over) is requested.
-constexpr size_t kPrefetchBytes = 2048;
-template <class Block>
-SPECULA_INLINE void prefetch_ahead(const Block* b) {
-    const char* p = reinterpret_cast<const char*>(b) + kPrefetchBytes;
-    for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
 // int16 word w (0..7) of each 128-bit lane of v, in all 16 lanes.
@@ -359,3 +356,6 @@ struct DecIQ4_XS {
         return sum;
     }
 };
+
+}  // namespace
+}  // namespace specula::simd

@@ -1,6 +1,5 @@
-// Q4_K, Q5_K and Q6_K with 512-bit registers. Part of the AVX-512 kernels: included only by
-// kernels/avx512/dot.cpp, after kernels/x86/dot_rows.h and inside its anonymous namespace (it uses
-// that file's K-quant helpers).
+// Q4_K, Q5_K and Q6_K with 512-bit registers, for kernels/avx512/dot.cpp (it uses the K-quant
+// helpers of kernels/x86/dot_kquants.h).
 //
 // Two kernels, each computing exactly what the 256-bit kernels (K4Tokens / Q6KTokens in
 // x86/dot_kquants.inc) compute: the same eight int32 lanes per super-block and token (integer sums
@@ -14,6 +13,16 @@
 // - One row (the AVX-512 VecDotFn, K4Row512 / Q6KRow512): a zmm holds two consecutive pieces of
 //   the row against the token's 64 contiguous activation bytes; the halves are added once per
 //   super-block (an exact int32 add) to give the eight lanes.
+#pragma once
+
+#include "kernels/x86/dot_kquants.h"
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__)
+#error "avx512/dot_kquants512.h is for files compiled with AVX-512 VL and VNNI enabled"
+#endif
+
+namespace specula::simd {
+namespace {
 
 // GCC 12 flags the deliberately undefined pass-through operand inside its own
 // _mm512_broadcast_i64x4 / _mm512_inserti64x4 (GCC bug 105593); nothing here reads it.
@@ -421,3 +430,6 @@ VecDotRows2Fn x86_vec_dot_rows2(GGMLType wt) {
             return nullptr;
     }
 }
+
+}  // namespace
+}  // namespace specula::simd
