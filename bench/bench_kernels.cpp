@@ -4,7 +4,7 @@
 // decoding rather than from the 32 MiB L3; BM_matmul_hot reuses one cache-resident copy. Counters:
 // GB/s of weights streamed, that as a fraction of the machine's ~55 GB/s read bandwidth (bw_frac,
 // the figure) and of the streaming-read bandwidth measured on this machine at start-up
-// with 2 threads (of_read, kernels/membw.h; BM_stream_read shows it per thread count).
+// with 2 threads (of_read, bench/membw.h; BM_stream_read shows it per thread count).
 // The token counts include 5 and 9, the verify batches of speculative decoding with 4 or 8 drafts.
 //
 //   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -185,7 +185,7 @@ void BM_matmul_packed(benchmark::State& state) {
     run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
-// Q4_K / Q6_K in their packed layout (kernels/repack_k.h), F16 / BF16 in panels (repack_float.h).
+// Q4_K / Q6_K in their packed layout (kernels/layout/repack_k.h), F16 / BF16 in panels (layout/repack_float.h).
 void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, false, true);
 }
@@ -425,7 +425,7 @@ void float_core_shapes(benchmark::internal::Benchmark* b) {
     }
 }
 BENCHMARK_CAPTURE(BM_matmul_hot, F16_core, GGMLType::F16)->Apply(float_core_shapes);
-// F16 / BF16 in the panel layout (kernels/repack_float.h), as Model::load packs them: streamed
+// F16 / BF16 in the panel layout (kernels/layout/repack_float.h), as Model::load packs them: streamed
 // (the FFN up/gate and down shapes) and cache-resident on one thread, next to the rows above.
 void float_packed_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();

@@ -1,4 +1,4 @@
-// Packed F16 / BF16 weights (kernels/repack_float.h): the panels hold the same values as the rows;
+// Packed F16 / BF16 weights (kernels/layout/repack_float.h): the panels hold the same values as the rows;
 // the panel kernels are close to the row-layout dot products; every level (scalar, AVX2, AVX-512)
 // gives the same bits (but BF16 at AVX-512 where it runs the vdpbf16ps kernel, within rounding of
 // the others; both BF16 kernels are run on every AVX-512 CPU); results are bit-identical whatever

@@ -1,4 +1,4 @@
-// Packed Q4_K / Q6_K weights (kernels/repack_k.h): the tiled layout holds the same values as the
+// Packed Q4_K / Q6_K weights (kernels/layout/repack_k.h): the tiled layout holds the same values as the
 // rows; the tile kernels are close to the reference dot products; every level (scalar, AVX2,
 // AVX-512) gives the same bits; results are bit-identical whatever the number of tokens (1..17,
 // 512), the thread count or the row sub-range; and loaded K-quant models are packed, batch

@@ -59,50 +59,92 @@ void min_max(const float* x, int n, float* mn, float* mx) {
     }
 }
 
+// The nibble formats (Q4_0, Q4_1, Q5_0, Q5_1): elements j and j + 16 of a block (j < 16) are the
+// low and high nibbles of qs[j], with a fifth bit from qh for Q5_*, minus kOffset (Q4_0: 8, Q5_0:
+// 16); the Q*_1 formats add their min (m) instead.
+template <class X>
+constexpr bool kFifthBit = requires(const X& b) {
+    b.qh;
+};
+template <class X>
+constexpr bool kMin = requires(const X& b) {
+    b.m;
+};
+
+struct NibblePair {
+    int lo, hi;
+};
+template <class X>
+NibblePair nibbles(const X& b, uint32_t qh, int j) {
+    NibblePair p{b.qs[j] & 0x0F, b.qs[j] >> 4};
+    if constexpr (kFifthBit<X>) p.lo |= high_bit_lo(qh, j), p.hi |= high_bit_hi(qh, j);
+    return p;
+}
+template <class X>
+uint32_t block_qh(const X& b) {
+    if constexpr (kFifthBit<X>) return load_qh(b.qh);
+    return 0;
+}
+
+template <int kOffset, class X>
+void dequantize_nibbles(const X* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n / 32; ++i, y += 32) {
+        const float d = fp16_to_fp32(x[i].d);
+        const uint32_t qh = block_qh(x[i]);
+        for (int j = 0; j < kHalf; ++j) {
+            const NibblePair q = nibbles(x[i], qh, j);
+            if constexpr (kMin<X>) {
+                const float m = fp16_to_fp32(x[i].m);
+                y[j] = q.lo * d + m;
+                y[j + kHalf] = q.hi * d + m;
+            } else {
+                y[j] = (q.lo - kOffset) * d;
+                y[j + kHalf] = (q.hi - kOffset) * d;
+            }
+        }
+    }
+}
+
+// Against Q8_0 / Q8_1 activations.
+template <int kOffset, class X, class Y>
+float vec_dot_nibbles(int64_t n, const X* x, const Y* y) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / 32; ++i) {
+        const uint32_t qh = block_qh(x[i]);
+        int isum = 0;
+        for (int j = 0; j < kHalf; ++j) {
+            const NibblePair q = nibbles(x[i], qh, j);
+            isum += (q.lo - kOffset) * y[i].qs[j];
+            isum += (q.hi - kOffset) * y[i].qs[j + kHalf];
+        }
+        if constexpr (kMin<X>) {
+            sumf += isum * (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) +
+                    fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
+        } else {
+            sumf += isum * (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+        }
+    }
+    return sumf;
+}
+
 }  // namespace
 
 // ---- dequantization ---------------------------------------------------------------------------
 
 void dequantize_q4_0(const block_q4_0* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n / QK4_0; ++i, y += QK4_0) {
-        const float d = fp16_to_fp32(x[i].d);
-        for (int j = 0; j < kHalf; ++j) {
-            y[j] = ((x[i].qs[j] & 0x0F) - 8) * d;
-            y[j + kHalf] = ((x[i].qs[j] >> 4) - 8) * d;
-        }
-    }
+    dequantize_nibbles<8>(x, y, n);
 }
 
 void dequantize_q4_1(const block_q4_1* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n / QK4_1; ++i, y += QK4_1) {
-        const float d = fp16_to_fp32(x[i].d), m = fp16_to_fp32(x[i].m);
-        for (int j = 0; j < kHalf; ++j) {
-            y[j] = (x[i].qs[j] & 0x0F) * d + m;
-            y[j + kHalf] = (x[i].qs[j] >> 4) * d + m;
-        }
-    }
+    dequantize_nibbles<0>(x, y, n);
 }
 
 void dequantize_q5_0(const block_q5_0* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n / QK5_0; ++i, y += QK5_0) {
-        const float d = fp16_to_fp32(x[i].d);
-        const uint32_t qh = load_qh(x[i].qh);
-        for (int j = 0; j < kHalf; ++j) {
-            y[j] = (((x[i].qs[j] & 0x0F) | high_bit_lo(qh, j)) - 16) * d;
-            y[j + kHalf] = (((x[i].qs[j] >> 4) | high_bit_hi(qh, j)) - 16) * d;
-        }
-    }
+    dequantize_nibbles<16>(x, y, n);
 }
 
 void dequantize_q5_1(const block_q5_1* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n / QK5_1; ++i, y += QK5_1) {
-        const float d = fp16_to_fp32(x[i].d), m = fp16_to_fp32(x[i].m);
-        const uint32_t qh = load_qh(x[i].qh);
-        for (int j = 0; j < kHalf; ++j) {
-            y[j] = ((x[i].qs[j] & 0x0F) | high_bit_lo(qh, j)) * d + m;
-            y[j + kHalf] = ((x[i].qs[j] >> 4) | high_bit_hi(qh, j)) * d + m;
-        }
-    }
+    dequantize_nibbles<0>(x, y, n);
 }
 
 void dequantize_q8_0(const block_q8_0* x, float* y, int64_t n) {
@@ -232,42 +274,6 @@ void quantize_q8_1(const float* x, block_q8_1* y, int64_t n, Q8Rounding rounding
 }
 
 // ---- dot products -----------------------------------------------------------------------------
-
-namespace {
-
-// The nibble formats against Q8_0 / Q8_1: element j of a block is its low nibble (j < 16) or high
-// nibble (j >= 16), with a fifth bit from qh for Q5_*, minus kOffset (Q4_0: 8, Q5_0: 16); the
-// Q*_1 formats add their min times the activations' block sum.
-template <int kOffset, class X, class Y>
-float vec_dot_nibbles(int64_t n, const X* x, const Y* y) {
-    constexpr bool kFifthBit = requires(const X& b) {
-        b.qh;
-    };
-    constexpr bool kMin = requires(const X& b) {
-        b.m;
-    };
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < n / 32; ++i) {
-        uint32_t qh = 0;
-        if constexpr (kFifthBit) qh = load_qh(x[i].qh);
-        int isum = 0;
-        for (int j = 0; j < kHalf; ++j) {
-            int lo = x[i].qs[j] & 0x0F, hi = x[i].qs[j] >> 4;
-            if constexpr (kFifthBit) lo |= high_bit_lo(qh, j), hi |= high_bit_hi(qh, j);
-            isum += (lo - kOffset) * y[i].qs[j];
-            isum += (hi - kOffset) * y[i].qs[j + kHalf];
-        }
-        if constexpr (kMin) {
-            sumf += isum * (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d)) +
-                    fp16_to_fp32(x[i].m) * fp16_to_fp32(y[i].s);
-        } else {
-            sumf += isum * (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
-        }
-    }
-    return sumf;
-}
-
-}  // namespace
 
 float vec_dot_q4_0_q8_0(int64_t n, const block_q4_0* x, const block_q8_0* y) {
     return vec_dot_nibbles<8>(n, x, y);
