@@ -73,8 +73,8 @@ struct Acts {
 // L2 once per block rather than once per tile (the chunk's tiles stay in L2 meanwhile).
 constexpr int kPackTokenBlock = 32;
 
-void packed_rows(const Chosen& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
-                 float* y, int64_t ldy) {
+void packed_rows(PackedTileFn fn, PackedPairFn pair, int pair_min, const WeightView& W,
+                 const Acts& a, int64_t r0, int64_t r1, float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.type, W.cols);
     const bool kq = kq_repackable(W.type);
     // A float panel kernel call is one activation chunk (repack_float.h), small enough for the
@@ -92,14 +92,14 @@ void packed_rows(const Chosen& k, const WeightView& W, const Acts& a, int64_t r0
         }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
-            if (k.pair && nt >= k.many_min && base >= r0 && base + 2 * kPackRows <= r1) {
-                k.pair(W.packed + tile * tb, tb, pa, nt, y + t0 * ldy + (base - r0), ldy);
+            if (pair && nt >= pair_min && base >= r0 && base + 2 * kPackRows <= r1) {
+                pair(W.packed + tile * tb, tb, pa, nt, y + t0 * ldy + (base - r0), ldy);
                 ++tile;
                 continue;
             }
             const int lo = static_cast<int>(std::max(r0, base) - base);
             const int hi = static_cast<int>(std::min(r1, base + kPackRows) - base);
-            k.packed(W.packed + tile * tb, pa, nt, lo, hi, y + t0 * ldy + (base + lo - r0), ldy);
+            fn(W.packed + tile * tb, pa, nt, lo, hi, y + t0 * ldy + (base + lo - r0), ldy);
         }
     }
 }
@@ -116,7 +116,7 @@ int64_t rows_per_tile(const Chosen& k, const WeightView& W) {
 
 void rows_with_kernel(const Chosen& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                       float* y, int64_t ldy) {
-    if (k.packed) return packed_rows(k, W, a, r0, r1, y, ldy);
+    if (k.packed) return packed_rows(k.packed, k.pair, k.many_min, W, a, r0, r1, y, ldy);
     const size_t rb = W.row_bytes();
     const int64_t tile = rows_per_tile(k, W);
     const bool q8 = k.dot_q8 && a.scales;
