@@ -35,13 +35,20 @@ SPECULA_INLINE void with_count(int k, F&& f) {
     }
 }
 
+// The size of the next group when `left` tokens remain: the fewest groups of at most kMax, of
+// balanced sizes.
+template <int kMax>
+constexpr int next_group(int left) {
+    const int groups = (left + kMax - 1) / kMax;
+    return (left + groups - 1) / groups;
+}
+
 // Calls run(integral_constant<NT>, first token) for each group of a balanced split of ntok tokens
 // into groups of at most kMax.
 template <int kMax, class F>
 SPECULA_INLINE void balanced_groups(int ntok, F&& run) {
     for (int t = 0; t < ntok;) {
-        const int left = ntok - t, groups = (left + kMax - 1) / kMax;
-        const int nt = (left + groups - 1) / groups;
+        const int nt = next_group<kMax>(ntok - t);
         with_count<kMax>(nt, [&](auto n) { run(n, t); });
         t += nt;
     }
@@ -51,19 +58,26 @@ SPECULA_INLINE void balanced_groups(int ntok, F&& run) {
 // token), with Q8_0 activations (kernels/repack.h) ...
 template <int kMax, class F>
 SPECULA_INLINE void token_groups(const PackedActs& a, int ntok, F&& run) {
-    balanced_groups<kMax>(ntok, [&](auto n, int t) {
+    for (int t = 0; t < ntok;) {
+        const int nt = next_group<kMax>(ntok - t);
         PackedActs at = a;
         at.q += t * a.stride;
         at.d += t * a.nb;
         at.corr += t * a.nb;
-        run(n, at, t);
-    });
+        with_count<kMax>(nt, [&](auto n) { run(n, at, t); });
+        t += nt;
+    }
 }
 
 // ... or with the packed K-quants' (kq_prepare_acts, kernels/layout/repack_k.h).
 template <int kMax, class F>
 SPECULA_INLINE void kq_token_groups(const PackedActs& a, int ntok, F&& run) {
-    balanced_groups<kMax>(ntok, [&](auto n, int t) { run(n, kq_acts_from(a, t), t); });
+    for (int t = 0; t < ntok;) {
+        const int nt = next_group<kMax>(ntok - t);
+        const PackedActs at = kq_acts_from(a, t);
+        with_count<kMax>(nt, [&](auto n) { run(n, at, t); });
+        t += nt;
+    }
 }
 
 }  // namespace
