@@ -90,11 +90,12 @@ template <int kOffset, class X>
 void dequantize_nibbles(const X* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n / 32; ++i, y += 32) {
         const float d = fp16_to_fp32(x[i].d);
+        float m = 0.0f;
+        if constexpr (kMin<X>) m = fp16_to_fp32(x[i].m);
         const uint32_t qh = block_qh(x[i]);
         for (int j = 0; j < kHalf; ++j) {
             const NibblePair q = nibbles(x[i], qh, j);
             if constexpr (kMin<X>) {
-                const float m = fp16_to_fp32(x[i].m);
                 y[j] = q.lo * d + m;
                 y[j + kHalf] = q.hi * d + m;
             } else {
