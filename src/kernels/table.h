@@ -1,7 +1,8 @@
 // The kernel table: ONE map from (weight type, layout, ISA, token-count class) to the kernels that
 // compute a matrix product, plus the per-ISA activation quantizers, attention loops and KV row
-// conversions. Each ISA fills its part with one registration function (register_scalar,
-// register_avx2, register_avx512, register_amx: kernels/<isa>/register.cpp), called once per
+// conversions. Each ISA fills its part with one registration function (register_scalar in
+// kernels/ref/register.cpp, register_avx2 and register_avx512 in kernels/<isa>/register.cpp,
+// register_amx in kernels/amx/gemm_amx.cpp), called once per
 // process for the ISAs the CPU probe (kernels/cpu.h) found, so nothing compiled for an ISA runs
 // without it. The policy (kernels/policy.h) and the CPU give the chain of ISAs a lookup walks,
 // best first; the first ISA with an entry for the key answers (a weight kernel entry is whole:
@@ -10,8 +11,10 @@
 //   AVX-512 chain: [AMX | AMX emulated] [AVX-512 vdpbf16ps for BF16] AVX-512, AVX2, scalar
 //   AVX2 chain:    [AVX-VNNI] AVX2, scalar
 //
-// Every ISA's kernels for a key give the bits the level documents (kernels/README section in
-// README.md): scalar == AVX2 == AVX-512 for the packed layouts, within summation order for rows.
+// The bits each ISA gives are the README's (its Kernels section): the packed layouts give the
+// scalar reference's bits at every ISA (but BF16 on vdpbf16ps), the quantized row kernels the
+// same bits at AVX2 and AVX-512, and the rest agree within rounding; every kernel is batch
+// invariant.
 //
 // How ISA code is written (the one pattern): each kernels/<isa>/ folder is compiled with that
 // ISA's flags, and its code runs only after the probe found the ISA. Code shared by several ISAs
