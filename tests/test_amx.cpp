@@ -200,9 +200,10 @@ TEST(Amx, Switches) {
     {
         const ScopedKernelPolicy off(policy(SimdLevel::AVX512, AmxMode::Off));
         EXPECT_FALSE(amx_active());
-        if (has_avx512())
+        if (has_avx512()) {
             EXPECT_EQ(best_packed_tile(GGMLType::Q8_0),
                       packed_tile_at(GGMLType::Q8_0, Isa::AVX512));
+        }
     }
     {
         const ScopedKernelPolicy avx2(policy(SimdLevel::AVX2, AmxMode::Emulate));
