@@ -4,7 +4,7 @@
 // decoding rather than from the 32 MiB L3; BM_matmul_hot reuses one cache-resident copy. Counters:
 // GB/s of weights streamed, that as a fraction of the machine's ~55 GB/s read bandwidth (bw_frac,
 // the figure) and of the streaming-read bandwidth measured on this machine at start-up
-// with 2 threads (of_read, kernels/membw.h; BM_stream_read shows it per thread count).
+// with 2 threads (of_read, bench/membw.h; BM_stream_read shows it per thread count).
 // The token counts include 5 and 9, the verify batches of speculative decoding with 4 or 8 drafts.
 //
 //   build-x/bin/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -20,13 +20,13 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/amx.h"
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/fp16.h"
+#include "bench/membw.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
 #include "kernels/matmul.h"
-#include "kernels/membw.h"
+#include "kernels/policy.h"
 #include "kernels/repack.h"
+#include "kernels/table.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
 
@@ -185,7 +185,7 @@ void BM_matmul_packed(benchmark::State& state) {
     run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
-// Q4_K / Q6_K in their packed layout (kernels/repack_k.h), F16 / BF16 in panels (repack_float.h).
+// Q4_K / Q6_K in their packed layout (kernels/layout/repack_k.h), F16 / BF16 in panels (layout/repack_float.h).
 void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, false, true);
 }
@@ -332,16 +332,18 @@ void packed_hot_shapes(benchmark::internal::Benchmark* b) {
     for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
-// Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (SPECULA_AMX=0) and on AMX tiles
-// (kernels/amx.h) where the CPU has them.
+// Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (the policy's AMX off) and on AMX tiles
+// (kernels/amx/) where the CPU has them.
 void BM_matmul_packed_amx_hot(benchmark::State& state, GGMLType type, const char* amx) {
-    if (std::strcmp(amx, "0") != 0 && !cpu_has_amx()) {
+    const bool on = std::strcmp(amx, "0") != 0;
+    if (on && !cpu_has_amx()) {
         state.SkipWithError("this CPU has no AMX");
         return;
     }
-    setenv("SPECULA_AMX", amx, 1);
+    KernelPolicy p = kernel_policy();
+    p.amx = on ? AmxMode::Hardware : AmxMode::Off;
+    const ScopedKernelPolicy policy(p);
     run_matmul(state, type, true, true);
-    unsetenv("SPECULA_AMX");
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_amx_hot, Q8_0_vnni, GGMLType::Q8_0, "0")
     ->Apply(packed_hot_shapes);
@@ -423,7 +425,7 @@ void float_core_shapes(benchmark::internal::Benchmark* b) {
     }
 }
 BENCHMARK_CAPTURE(BM_matmul_hot, F16_core, GGMLType::F16)->Apply(float_core_shapes);
-// F16 / BF16 in the panel layout (kernels/repack_float.h), as Model::load packs them: streamed
+// F16 / BF16 in the panel layout (kernels/layout/repack_float.h), as Model::load packs them: streamed
 // (the FFN up/gate and down shapes) and cache-resident on one thread, next to the rows above.
 void float_packed_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();

@@ -1,20 +1,19 @@
 // Helpers for the kernel tests (test_simd, test_matmul): random weight rows of any supported type
 // with sane scales, random activations, the list of weight types, and a guard that caps the SIMD
-// level through SPECULA_SIMD for the duration of a scope.
+// level of the kernel policy (kernels/policy.h) for the duration of a scope.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <random>
-#include <string>
 #include <vector>
 
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/fp16.h"
-#include "kernels/types.h"
+#include "gguf/ggml_types.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
+#include "kernels/policy.h"
+#include "kernels/table.h"
 
 namespace specula::test {
 
@@ -36,35 +35,18 @@ inline std::vector<SimdLevel> runnable_levels() {
     return levels;
 }
 
-// Sets an environment variable for a scope and restores its previous value (or its absence).
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        const char* old = std::getenv(name);
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        setenv(name, value, 1);
-    }
-    ~ScopedEnv() {
-        if (had_) {
-            setenv(name_.c_str(), old_.c_str(), 1);
-        } else {
-            unsetenv(name_.c_str());
-        }
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
+// The policy p with its SIMD level capped at l, as SPECULA_SIMD=<l> sets it: a cap below `amx`
+// turns the AMX hardware off (an emulated AMX stays, as SPECULA_AMX=emulate keeps it).
+inline KernelPolicy capped(KernelPolicy p, SimdLevel l) {
+    p.simd_cap = l;
+    if (p.amx == AmxMode::Hardware) p.amx = AmxMode::Off;
+    return p;
+}
 
-  private:
-    std::string name_;
-    bool had_ = false;
-    std::string old_;
-};
-
-// Sets SPECULA_SIMD for a scope and restores the previous value.
-class SimdCap : public ScopedEnv {
+// Caps the SIMD level of the kernel policy for a scope and restores the previous policy.
+class SimdCap : public ScopedKernelPolicy {
   public:
-    explicit SimdCap(SimdLevel l) : ScopedEnv("SPECULA_SIMD", simd_level_name(l)) {}
+    explicit SimdCap(SimdLevel l) : ScopedKernelPolicy(capped(kernel_policy(), l)) {}
 };
 
 inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.f,

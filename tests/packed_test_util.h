@@ -16,11 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/threadpool.h"
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "model/session.h"
 
 namespace specula::test {

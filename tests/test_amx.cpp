@@ -1,11 +1,11 @@
-// The AMX tile kernels for packed Q8_0 and Q4_K weights (kernels/amx.h) give the reference
-// kernels' bits (packed_tile_ref, kq_tile_ref_q4_K) for
-// every token count (1..40), row range and shape, alone, through matmul (any thread count) and
-// through a whole model (logits equal to the AVX-512 level's, so greedy speculative output stays
-// equal to plain output with AMX on). Each check runs the kernel over the scalar emulation of the
-// tile instructions on every AVX-512 CPU, and on the instructions themselves where the CPU has
-// AMX; the emulation also faults on the tile shapes the hardware would refuse. The switches:
-// SPECULA_SIMD=amx|avx512 and SPECULA_AMX=0|emulate.
+// The AMX tile kernels for packed Q8_0 and Q4_K weights (kernels/amx/gemm_amx.cpp) give the
+// reference kernels' bits (packed_tile_ref, kq_tile_ref_q4_K) for every token count (1..40), row
+// range and shape, alone, through matmul (any thread count) and through a whole model (logits equal
+// to the AVX-512 level's, so greedy speculative output stays equal to plain output with AMX on).
+// Each check runs the kernel over the scalar emulation of the tile instructions on every AVX-512
+// CPU, and on the instructions themselves where the CPU has AMX; the emulation also faults on the
+// tile shapes the hardware would refuse. The switches: the kernel policy's SIMD cap and AMX mode
+// (SPECULA_SIMD=amx|avx512, SPECULA_AMX=0|emulate).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,11 +15,11 @@
 
 #include "common/error.h"
 #include "kernel_test_util.h"
-#include "kernels/amx.h"
-#include "kernels/amx_tiles.h"
-#include "kernels/dispatch.h"
+#include "kernels/amx/amx_tiles.h"
+#include "kernels/layout/repack_k.h"
 #include "kernels/matmul.h"
-#include "kernels/repack_k.h"
+#include "kernels/policy.h"
+#include "kernels/table.h"
 #include "model/session.h"
 #include "packed_test_util.h"
 #include "test_util.h"
@@ -30,7 +30,6 @@ using specula::test::Packed;
 using specula::test::random_floats;
 using specula::test::run;
 using specula::test::same_bits;
-using specula::test::ScopedEnv;
 
 namespace {
 
@@ -38,20 +37,28 @@ bool has_avx512() {
     return cpu_simd_level() >= SimdLevel::AVX512;
 }
 
+// The kernel policy with the SIMD level capped at `cap` and AMX in mode m.
+KernelPolicy policy(SimdLevel cap, AmxMode m) {
+    KernelPolicy p = kernel_policy();
+    p.simd_cap = cap;
+    p.amx = m;
+    return p;
+}
+
 // The kernels to check on this CPU: the emulated ones (AVX-512 CPUs) and the hardware ones (AMX
-// CPUs), each with the SPECULA_AMX value that makes matmul use them.
+// CPUs), each with the AMX mode that makes matmul use them.
 struct Variant {
     const char* name;
     bool emulated;
-    const char* amx_env;
+    AmxMode mode;
     PackedTileFn fn(GGMLType t) const {
-        return emulated ? amx_packed_tile_emulated(t) : amx_packed_tile(t);
+        return packed_tile_at(t, emulated ? Isa::AMXEmulated : Isa::AMX);
     }
 };
 std::vector<Variant> variants() {
     std::vector<Variant> v;
-    if (has_avx512()) v.push_back({"emulated", true, "emulate"});
-    if (cpu_has_amx()) v.push_back({"hardware", false, "1"});
+    if (has_avx512()) v.push_back({"emulated", true, AmxMode::Emulate});
+    if (cpu_has_amx()) v.push_back({"hardware", false, AmxMode::Hardware});
     return v;
 }
 
@@ -127,12 +134,11 @@ TEST(Amx, MatmulEqualsAvx512AtEveryTokenCountAndThreadCount) {
                 const std::vector<float> x = random_floats(rng, 64 * cols);
                 std::vector<float> base;
                 {
-                    const ScopedEnv simd("SPECULA_SIMD", "avx512");
+                    const ScopedKernelPolicy avx512(policy(SimdLevel::AVX512, AmxMode::Off));
                     EXPECT_FALSE(amx_active());
                     base = run(p.W, x, 64, 2);
                 }
-                const ScopedEnv simd("SPECULA_SIMD", "amx");
-                const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+                const ScopedKernelPolicy amx(policy(SimdLevel::AVX512, v.mode));
                 ASSERT_TRUE(amx_active());
                 for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33, 40, 64}) {
                     for (int threads : {1, 2, 3}) {
@@ -172,13 +178,12 @@ TEST(Amx, ModelLogitsEqualAvx512) {
         };
         std::vector<float> base;
         {
-            const ScopedEnv simd("SPECULA_SIMD", "avx512");
+            const ScopedKernelPolicy avx512(policy(SimdLevel::AVX512, AmxMode::Off));
             base = logits(true);
         }
         for (const Variant& v : variants()) {
             SCOPED_TRACE(v.name);
-            const ScopedEnv simd("SPECULA_SIMD", "amx");
-            const ScopedEnv amx("SPECULA_AMX", v.amx_env);
+            const ScopedKernelPolicy amx(policy(SimdLevel::AVX512, v.mode));
             ASSERT_TRUE(amx_active());
             EXPECT_TRUE(same_bits(base, logits(false))) << "a 12-token pass";
             EXPECT_TRUE(same_bits(base, logits(true))) << "12 one-token passes";
@@ -188,29 +193,35 @@ TEST(Amx, ModelLogitsEqualAvx512) {
 
 TEST(Amx, Switches) {
     {
-        const ScopedEnv simd("SPECULA_SIMD", "amx");
+        const ScopedKernelPolicy amx(policy(SimdLevel::AVX512, AmxMode::Hardware));
         EXPECT_EQ(active_simd_level(), cpu_simd_level());  // `amx` caps nothing
         EXPECT_EQ(amx_active(), cpu_has_amx());
-        const ScopedEnv amx("SPECULA_AMX", "0");
-        EXPECT_FALSE(amx_active());
-        EXPECT_EQ(best_amx_packed_tile(GGMLType::Q8_0), nullptr);
     }
     {
-        const ScopedEnv simd("SPECULA_SIMD", "avx2");
-        const ScopedEnv amx("SPECULA_AMX", "emulate");
+        const ScopedKernelPolicy off(policy(SimdLevel::AVX512, AmxMode::Off));
+        EXPECT_FALSE(amx_active());
+        if (has_avx512()) {
+            EXPECT_EQ(best_packed_tile(GGMLType::Q8_0),
+                      packed_tile_at(GGMLType::Q8_0, Isa::AVX512));
+        }
+    }
+    {
+        const ScopedKernelPolicy avx2(policy(SimdLevel::AVX2, AmxMode::Emulate));
         EXPECT_FALSE(amx_active());  // AMX is part of the AVX-512 level
-        EXPECT_NE(best_packed_tile(), amx_packed_tile_emulated(GGMLType::Q8_0));
-        EXPECT_NE(best_kq_packed_tile(GGMLType::Q4_K), amx_packed_tile_emulated(GGMLType::Q4_K));
+        EXPECT_NE(best_packed_tile(GGMLType::Q8_0),
+                  packed_tile_at(GGMLType::Q8_0, Isa::AMXEmulated));
+        EXPECT_NE(best_packed_tile(GGMLType::Q4_K),
+                  packed_tile_at(GGMLType::Q4_K, Isa::AMXEmulated));
     }
     if (has_avx512()) {
-        const ScopedEnv simd("SPECULA_SIMD", "amx");
-        const ScopedEnv amx("SPECULA_AMX", "emulate");
+        const ScopedKernelPolicy emulate(policy(SimdLevel::AVX512, AmxMode::Emulate));
         EXPECT_TRUE(amx_active());
-        EXPECT_EQ(best_packed_tile(), amx_packed_tile_emulated(GGMLType::Q8_0));
-        EXPECT_EQ(best_kq_packed_tile(GGMLType::Q4_K), amx_packed_tile_emulated(GGMLType::Q4_K));
-        EXPECT_EQ(best_kq_packed_tile(GGMLType::Q6_K),
-                  kq_packed_tile_kernel(GGMLType::Q6_K, SimdLevel::AVX512));
-        EXPECT_EQ(amx_packed_tile_emulated(GGMLType::Q6_K), nullptr);
+        EXPECT_EQ(best_packed_tile(GGMLType::Q8_0),
+                  packed_tile_at(GGMLType::Q8_0, Isa::AMXEmulated));
+        EXPECT_EQ(best_packed_tile(GGMLType::Q4_K),
+                  packed_tile_at(GGMLType::Q4_K, Isa::AMXEmulated));
+        EXPECT_EQ(best_packed_tile(GGMLType::Q6_K), packed_tile_at(GGMLType::Q6_K, Isa::AVX512));
+        EXPECT_EQ(packed_tile_at(GGMLType::Q6_K, Isa::AMXEmulated), nullptr);
         EXPECT_EQ(best_packed_pair(GGMLType::Q8_0), nullptr);  // the AMX kernel takes prompts
     }
 }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/fp16.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
+#include "kernels/layout/fp16.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
 

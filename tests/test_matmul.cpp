@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "kernel_test_util.h"
@@ -207,10 +210,20 @@ TEST(Dispatch, LevelsAndEnvironmentCap) {
         EXPECT_EQ(active_simd_level(), cpu);
     }
     {
-        SimdCap cap(SimdLevel::Scalar);  // restores the caller's SPECULA_SIMD afterwards
+        // The environment's cap, parsed once into the policy: a malformed value is an Error.
+        const char* old = std::getenv("SPECULA_SIMD");
+        const std::string saved = old ? old : "";
         setenv("SPECULA_SIMD", "sse9", 1);
-        EXPECT_THROW(active_simd_level(), Error);
-        unsetenv("SPECULA_SIMD");
+        EXPECT_THROW(read_env(), Error);
+        setenv("SPECULA_SIMD", "avx2", 1);
+        EXPECT_EQ(kernel_policy_from_env(read_env()).simd_cap, SimdLevel::AVX2);
+        EXPECT_NE(kernel_policy_from_env(read_env()).amx, AmxMode::Hardware);  // a cap below amx
+        setenv("SPECULA_SIMD", "amx", 1);
+        EXPECT_EQ(kernel_policy_from_env(read_env()).simd_cap, SimdLevel::AVX512);
+        if (old)
+            setenv("SPECULA_SIMD", saved.c_str(), 1);
+        else
+            unsetenv("SPECULA_SIMD");
         EXPECT_EQ(active_simd_level(), cpu);
     }
     for (GGMLType t : weight_types()) {

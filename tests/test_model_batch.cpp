@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "model/batch_eval.h"
 #include "model/session.h"
 #include "test_util.h"

@@ -22,8 +22,8 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
-#include "kernels/blocks.h"
-#include "kernels/fp16.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
 #include "kernels/quants.h"
 #include "test_util.h"
 

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
+#include "kernels/layout/blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
+#include "kernels/table.h"
 #include "model/model.h"
 #include "packed_test_util.h"
 #include "test_util.h"

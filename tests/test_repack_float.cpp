@@ -1,4 +1,4 @@
-// Packed F16 / BF16 weights (kernels/repack_float.h): the panels hold the same values as the rows;
+// Packed F16 / BF16 weights (kernels/layout/repack_float.h): the panels hold the same values as the rows;
 // the panel kernels are close to the row-layout dot products; every level (scalar, AVX2, AVX-512)
 // gives the same bits (but BF16 at AVX-512 where it runs the vdpbf16ps kernel, within rounding of
 // the others; both BF16 kernels are run on every AVX-512 CPU); results are bit-identical whatever
@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/dispatch.h"
+#include "kernels/layout/repack_float.h"
 #include "kernels/matmul.h"
+#include "kernels/policy.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
-#include "kernels/repack_float.h"
+#include "kernels/table.h"
 #include "model/model.h"
 #include "packed_test_util.h"
 #include "test_util.h"
@@ -34,10 +35,16 @@ using specula::test::run;
 using specula::test::run_at_every_level;
 using specula::test::runnable_levels;
 using specula::test::same_bits;
-using specula::test::ScopedEnv;
 using specula::test::SimdCap;
 
 namespace {
+
+// The kernel policy with BF16 panels on vdpbf16ps at AVX-512 ("1") or on the FMA panels ("0").
+KernelPolicy with_bf16_dot(const char* dot) {
+    KernelPolicy p = kernel_policy();
+    p.bf16_dot = std::strcmp(dot, "1") == 0 ? Bf16Dot::On : Bf16Dot::Off;
+    return p;
+}
 
 const std::vector<std::pair<int64_t, int64_t>>& shapes() {
     static const std::vector<std::pair<int64_t, int64_t>> s = {
@@ -72,11 +79,10 @@ TEST(RepackFloat, CloseToRowLayoutAndEqualAtEveryLevel) {
         for (int ntok : {7, 23})
             for (GGMLType t : kTypes) {
                 if (t != GGMLType::BF16 && std::strcmp(dot, "1") == 0) continue;
-                const ScopedEnv bf16_dot("SPECULA_BF16_DOT", dot);
+                const ScopedKernelPolicy bf16_dot(with_bf16_dot(dot));
                 for (auto [rows, cols] : shapes()) {
-                    SCOPED_TRACE(testing::Message()
-                                 << type_name(t) << " " << rows << "x" << cols << ", " << ntok
-                                 << " tokens, SPECULA_BF16_DOT=" << dot);
+                    SCOPED_TRACE(testing::Message() << type_name(t) << " " << rows << "x" << cols
+                                                    << ", " << ntok << " tokens, bf16_dot " << dot);
                     Packed p = make_packed(t, rows, cols, 11 + static_cast<uint32_t>(cols));
                     std::mt19937 rng(3);
                     const std::vector<float> x = random_floats(rng, ntok * cols);
@@ -121,7 +127,7 @@ TEST(RepackFloat, BatchAndThreadInvariant) {
     for (const char* dot : {"0", "1"})
         for (GGMLType t : kTypes) {
             if (t != GGMLType::BF16 && std::strcmp(dot, "1") == 0) continue;
-            const ScopedEnv bf16_dot("SPECULA_BF16_DOT", dot);
+            const ScopedKernelPolicy bf16_dot(with_bf16_dot(dot));
             for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 600}, {130, 96}, {35, 515}}) {
                 Packed p = make_packed(t, rows, cols, 99);
                 std::mt19937 rng(5);
@@ -129,7 +135,7 @@ TEST(RepackFloat, BatchAndThreadInvariant) {
                 const std::vector<float> x = random_floats(rng, kMax * cols);
                 for (SimdLevel l : runnable_levels()) {
                     SCOPED_TRACE(testing::Message() << type_name(t) << " " << simd_level_name(l)
-                                                    << " SPECULA_BF16_DOT=" << dot);
+                                                    << " bf16_dot " << dot);
                     SimdCap cap(l);
                     const std::vector<float> all = run(p.W, x, kMax, 2);
                     std::vector<int> counts;
@@ -160,11 +166,14 @@ TEST(RepackFloat, ModelsArePackedAndAgree) {
         const std::string path =
             test::shared_path(std::string("models/synthetic/") + stem + ".gguf");
         auto packed = Model::load(path);
-        setenv("SPECULA_REPACK_FLOAT", "0", 1);  // the row layout for F16 / BF16 only
-        auto plain = Model::load(path);
-        setenv("SPECULA_REPACK_FLOAT", "1", 1);
+        std::unique_ptr<Model> plain;
+        {
+            KernelPolicy p = kernel_policy();
+            p.repack_float = false;  // the row layout for F16 / BF16 only
+            const ScopedKernelPolicy no_float_repack(p);
+            plain = Model::load(path);
+        }
         auto unpacked = Model::load(path, LoadOptions{.repack = false});
-        unsetenv("SPECULA_REPACK_FLOAT");
         EXPECT_TRUE(unpacked->packed.empty());  // repack = false wins
         ASSERT_FALSE(packed->packed.empty());
         EXPECT_TRUE(plain->packed.empty());

@@ -1,4 +1,4 @@
-// Packed Q4_K / Q6_K weights (kernels/repack_k.h): the tiled layout holds the same values as the
+// Packed Q4_K / Q6_K weights (kernels/layout/repack_k.h): the tiled layout holds the same values as the
 // rows; the tile kernels are close to the reference dot products; every level (scalar, AVX2,
 // AVX-512) gives the same bits; results are bit-identical whatever the number of tokens (1..17,
 // 512), the thread count or the row sub-range; and loaded K-quant models are packed, batch
@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/dispatch.h"
+#include "kernels/cpu.h"
+#include "kernels/layout/repack_k.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
-#include "kernels/repack_k.h"
+#include "kernels/table.h"
 #include "model/model.h"
 #include "packed_test_util.h"
 #include "test_util.h"
@@ -101,10 +102,10 @@ TEST(RepackK, EqualsReferenceAtEveryLevelBitForBit) {
 
 TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
     // The AVX2 level's two builds (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) against the
-    // scalar reference, called directly: SPECULA_SIMD=avx2 picks the VNNI one on CPUs with it.
-    std::vector<bool> builds;  // those this CPU runs
-    if (cpu_simd_level() >= SimdLevel::AVX2) builds.push_back(false);
-    if (cpu_simd_level() >= SimdLevel::AVX2 && cpu_has_avx_vnni()) builds.push_back(true);
+    // scalar reference, called directly: the AVX2 level picks the VNNI one on CPUs with it.
+    std::vector<Isa> builds;  // those this CPU runs
+    if (cpu_features().avx2) builds.push_back(Isa::AVX2);
+    if (cpu_features().avx_vnni) builds.push_back(Isa::AVXVNNI);
     for (GGMLType t : kTypes) {
         Packed p = make_packed(t, 16, 1024, 77);
         for (int ntok : {1, 2, 3, 5, 9}) {
@@ -119,15 +120,16 @@ TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
             const PackedActs a =
                 kq_prepare_acts(s.acts.data(), stride, 1024, ntok, q.data(), d.data(), corr.data());
             std::vector<float> ref(16 * ntok), got(16 * ntok);
-            kq_packed_tile_kernel(t, SimdLevel::Scalar)(p.buf->data(), a, ntok, 0, 16, ref.data(),
-                                                        16);
-            for (bool vnni : builds) {
+            packed_tile_at(t, Isa::Scalar)(p.buf->data(), a, ntok, 0, 16, ref.data(), 16);
+            for (Isa isa : builds) {
+                const PackedTileFn fn = packed_tile_at(t, isa);
+                ASSERT_NE(fn, nullptr) << isa_name(isa);
                 std::fill(got.begin(), got.end(), NAN);
-                kq_packed_tile_avx2(t, vnni)(p.buf->data(), a, ntok, 0, 16, got.data(), 16);
-                EXPECT_TRUE(same_bits(ref, got)) << (vnni ? "AVX-VNNI" : "AVX2");
+                fn(p.buf->data(), a, ntok, 0, 16, got.data(), 16);
+                EXPECT_TRUE(same_bits(ref, got)) << isa_name(isa);
                 // Rows 3 .. 12 only: the same values, shifted.
                 std::vector<float> part(9 * ntok, NAN);
-                kq_packed_tile_avx2(t, vnni)(p.buf->data(), a, ntok, 3, 12, part.data(), 9);
+                fn(p.buf->data(), a, ntok, 3, 12, part.data(), 9);
                 for (int tk = 0; tk < ntok; ++tk) {
                     for (int r = 3; r < 12; ++r) ASSERT_EQ(part[tk * 9 + r - 3], ref[tk * 16 + r]);
                 }

@@ -9,9 +9,8 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/dispatch.h"
-#include "kernels/dot_kernels.h"
 #include "kernels/quants.h"
+#include "kernels/table.h"
 
 using namespace specula;
 using specula::test::random_floats;
@@ -306,8 +305,10 @@ TEST(Simd, RowPairKernelsEqualRowKernelBitwise) {
     constexpr size_t kLdy = 5;
     int compared = 0;
     for (GGMLType t : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
-        const simd::VecDotRows2Fn fn2 = simd::avx512_vec_dot_rows2(t);
         if (cpu_simd_level() < SimdLevel::AVX512) continue;
+        const Kernel* two = kernel_table().find(t, Layout::Rows, Isa::AVX512, TokenClass::Many);
+        ASSERT_NE(two, nullptr) << type_name(t);
+        const VecDotRows2Fn fn2 = two->rows2;
         ASSERT_NE(fn2, nullptr) << type_name(t);
         const VecDotFn one = vec_dot_kernel(t, SimdLevel::AVX2);
         for (int64_t n : {256, 768, 2304}) {
@@ -385,9 +386,11 @@ TEST(Simd, FloatRowsKernelEqualsReferenceAndSingleOutput) {
         const bool avx2 = level == SimdLevel::AVX2;
         for (GGMLType t : {GGMLType::F32, GGMLType::F16, GGMLType::BF16}) {
             SCOPED_TRACE(simd_level_name(level));
-            const simd::FloatRowsFn rows =
-                avx2 ? simd::avx2_float_rows(t) : simd::avx512_float_rows(t);
-            const VecDotFn one = avx2 ? simd::avx2_float_vec_dot(t) : simd::avx512_float_vec_dot(t);
+            const Kernel* k = kernel_table().find(t, Layout::Rows, avx2 ? Isa::AVX2 : Isa::AVX512,
+                                                  TokenClass::Any);
+            ASSERT_NE(k, nullptr) << type_name(t);
+            const FloatRowsFn rows = k->rows;
+            const VecDotFn one = k->dot;
             ASSERT_NE(rows, nullptr) << type_name(t);
             EXPECT_EQ(vec_dot_kernel(t, level), one);
             ++tested;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "speculative/draft_batch.h"
 #include "speculative/draft_model_drafter.h"
 #include "test_util.h"

@@ -81,7 +81,7 @@ std::vector<token_id> run(Session& target, Drafter* drafter, const std::vector<t
 // and three draft lengths.
 TEST(SpecGreedy, EqualsPlainForEveryDraftLengthAndPair) {
     const int n_predict = 32;
-    const bool on_gpu = std::getenv("SPECULA_NGL") != nullptr;
+    const bool on_gpu = env_value("SPECULA_NGL").has_value();
     const std::vector<int> lengths =
         on_gpu ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 2, 4, 8, 16};
     for (const Pair& pair : kPairs) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 
 using specula::ThreadPool;
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "kernels/membw.h"
-#include "kernels/threadpool.h"
+#include "bench/membw.h"
+#include "common/threadpool.h"
 
 namespace specula {
 

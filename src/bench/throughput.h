@@ -2,7 +2,7 @@
 // over `pp` prompt tokens), plain decoding (tg, taken from the sweep's plain row) and the cost of
 // one target pass over b tokens (b = 1, 2, 5, 9 by default: the verify batches), each with the
 // weight bandwidth it achieves (Model::bytes_per_token() per pass / time) as a fraction of the
-// machine's measured streaming-read bandwidth (kernels/membw.h).
+// machine's measured streaming-read bandwidth (bench/membw.h).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@
 #include "cli/speculative_options.h"
 #include "common/error.h"
 #include "common/stop_signals.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "server/server.h"
 #include "server/service.h"
 

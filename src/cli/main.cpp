@@ -18,8 +18,8 @@
 #include "cli/llama_flags.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
-#include "kernels/amx.h"
-#include "kernels/dispatch.h"
+#include "kernels/policy.h"
+#include "kernels/table.h"
 #ifdef SPECULA_HAVE_VULKAN
 #include "vulkan/backend.h"
 #endif

@@ -8,7 +8,7 @@
 #include "cli/cli_util.h"
 #include "cli/memory_plan.h"
 #include "common/error.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/types.h"
+#include "gguf/ggml_types.h"
 
 namespace specula {
 
@@ -38,11 +38,11 @@ std::string_view gguf_type_name(GGUFType t);
 // type and elements (arrays of arrays nest).
 struct GGUFValue {
     GGUFType type = GGUFType::UINT8;
-    uint64_t u = 0;  // UINT8..UINT64
-    int64_t i = 0;   // INT8..INT64
-    double f = 0;    // FLOAT32/FLOAT64
-    bool b = false;  // BOOL
-    std::string s;   // STRING
+    uint64_t u = 0;                        // UINT8..UINT64
+    int64_t i = 0;                         // INT8..INT64
+    double f = 0;                          // FLOAT32/FLOAT64
+    bool b = false;                        // BOOL
+    std::string s;                         // STRING
     GGUFType elem_type = GGUFType::UINT8;  // ARRAY
     std::vector<GGUFValue> arr;            // ARRAY
 
@@ -58,7 +58,7 @@ struct GGUFTensor {
     std::string name;
     std::vector<int64_t> ne;  // dims, ne[0] is the contiguous (row) dimension
     GGMLType type = GGMLType::F32;
-    uint64_t offset = 0;      // relative to the start of the data section
+    uint64_t offset = 0;  // relative to the start of the data section
     uint64_t nbytes = 0;
     const uint8_t* data = nullptr;  // points into the mapping
     int64_t n_elements() const;
@@ -66,7 +66,7 @@ struct GGUFTensor {
 };
 
 class GGUFFile {
-public:
+  public:
     // Maps and validates `path`. Throws Error.
     static std::unique_ptr<GGUFFile> open(const std::string& path);
     ~GGUFFile();
@@ -93,15 +93,15 @@ public:
     double get_float_or(std::string_view key, double def) const;
     bool get_bool_or(std::string_view key, bool def) const;
     std::vector<std::string> get_string_array(std::string_view key) const;  // empty if absent
-    std::vector<float> get_float_array(std::string_view key) const;        // empty if absent
-    std::vector<int32_t> get_int_array(std::string_view key) const;        // empty if absent
+    std::vector<float> get_float_array(std::string_view key) const;         // empty if absent
+    std::vector<int32_t> get_int_array(std::string_view key) const;         // empty if absent
 
     const std::vector<GGUFTensor>& tensors() const { return tensors_; }
     const GGUFTensor* find_tensor(std::string_view name) const;
     // Throws Error "<file>: missing tensor <name>" when absent.
     const GGUFTensor& tensor(std::string_view name) const;
 
-private:
+  private:
     GGUFFile() = default;
     std::string path_;
     uint32_t version_ = 0;

@@ -14,14 +14,14 @@
 #include <atomic>
 
 #include "common/error.h"
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/dot_kernels.h"
-#include "kernels/fp16.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
+#include "kernels/layout/repack_float.h"
+#include "kernels/layout/repack_k.h"
+#include "kernels/policy.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
-#include "kernels/repack_float.h"
-#include "kernels/repack_k.h"
+#include "kernels/table.h"
 
 namespace specula {
 
@@ -29,10 +29,6 @@ namespace {
 
 constexpr int kTokenChunk = 16;              // tokens per kernel call
 constexpr size_t kRowTileBytes = 64 * 1024;  // weight bytes per row tile
-// Tokens from which a row-pair kernel (Kernel::rows2) beats the one-row kernel: below, one row
-// stream decodes at the memory's pace already and two streams only add prefetch misses (measured
-// with bench_kernels, Q4_K / Q6_K at 1, 2, 4, 9 tokens).
-constexpr int kRows2MinTokens = 3;
 
 void check_weight(const WeightView& W) {
     const auto& tr = type_traits(W.type);
@@ -54,14 +50,15 @@ void check_weight(const WeightView& W) {
     }
 }
 
-// A weight type's kernel, and where its activations are.
-struct Kernel {
+// A weight's kernels from the table (kernels/table.h), and where its activations are.
+struct Chosen {
     VecDotFn dot = nullptr;
-    simd::VecDotQ8Fn dot_q8 = nullptr;    // used instead of dot when set and Acts::scales is given
-    simd::VecDotRows2Fn rows2 = nullptr;  // when set, used for pairs of rows (same results as dot)
-    simd::FloatRowsFn rows = nullptr;  // used instead of dot when set: all rows and tokens at once
-    PackedTileFn packed = nullptr;     // W.packed's tile kernel: used instead of all when set
-    PackedPairFn pair = nullptr;       // with packed: for two whole tiles at once (same bits)
+    VecDotQ8Fn dot_q8 = nullptr;    // used instead of dot when set and Acts::scales is given
+    VecDotRows2Fn rows2 = nullptr;  // when set, used for pairs of rows (same results as dot)
+    FloatRowsFn rows = nullptr;     // used instead of dot when set: all rows and tokens at once
+    PackedTileFn packed = nullptr;  // W.packed's tile kernel: used instead of all when set
+    PackedPairFn pair = nullptr;    // with packed: for two whole tiles at once (same bits)
+    int many_min = 0;               // rows2 / pair: for passes of at least this many tokens
 };
 struct Acts {
     const uint8_t* data;
@@ -76,14 +73,8 @@ struct Acts {
 // L2 once per block rather than once per tile (the chunk's tiles stay in L2 meanwhile).
 constexpr int kPackTokenBlock = 32;
 
-// The pair kernel pays where a pass is bound by arithmetic (prompts); up to 9 tokens a pass over
-// a 2048-column Q8_0 matrix is bound by memory and the single-tile kernel, which meets all 9
-// tokens in one sweep over the weights, was faster (measured on Zen 5, 5632 x 2048, 2 threads,
-// 4 paired runs: 5 tokens 315 against 354 us, 9 tokens 329 against 408 us).
-constexpr int kPairMinTokens = 10;
-
-void packed_rows(PackedTileFn fn, PackedPairFn pair, const WeightView& W, const Acts& a, int64_t r0,
-                 int64_t r1, float* y, int64_t ldy) {
+void packed_rows(PackedTileFn fn, PackedPairFn pair, int pair_min, const WeightView& W,
+                 const Acts& a, int64_t r0, int64_t r1, float* y, int64_t ldy) {
     const size_t tb = packed_tile_bytes(W.type, W.cols);
     const bool kq = kq_repackable(W.type);
     // A float panel kernel call is one activation chunk (repack_float.h), small enough for the
@@ -101,7 +92,7 @@ void packed_rows(PackedTileFn fn, PackedPairFn pair, const WeightView& W, const 
         }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
-            if (pair && nt >= kPairMinTokens && base >= r0 && base + 2 * kPackRows <= r1) {
+            if (pair && nt >= pair_min && base >= r0 && base + 2 * kPackRows <= r1) {
                 pair(W.packed + tile * tb, tb, pa, nt, y + t0 * ldy + (base - r0), ldy);
                 ++tile;
                 continue;
@@ -113,19 +104,19 @@ void packed_rows(PackedTileFn fn, PackedPairFn pair, const WeightView& W, const 
     }
 }
 
-// Rows per row tile: about kRowTileBytes of weights; for the float kernels (Kernel::rows) a
+// Rows per row tile: about kRowTileBytes of weights; for the float kernels (Chosen::rows) a
 // multiple of kFloatRowMultiple, so that they run whole register tiles (8 rows x 1 token, 4 x up
 // to 6) rather than a 1-row tail each time (the FFN-down rows of a 2048-wide model are 11 KiB at
 // F16: 5 rows per 64 KiB made every fifth row a 1 x 6 tile, measured 15% slower per weight).
 constexpr int64_t kFloatRowMultiple = 8;
-int64_t rows_per_tile(const Kernel& k, const WeightView& W) {
+int64_t rows_per_tile(const Chosen& k, const WeightView& W) {
     const int64_t t = std::max<int64_t>(1, static_cast<int64_t>(kRowTileBytes / W.row_bytes()));
     return k.rows ? (t + kFloatRowMultiple - 1) / kFloatRowMultiple * kFloatRowMultiple : t;
 }
 
-void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
+void rows_with_kernel(const Chosen& k, const WeightView& W, const Acts& a, int64_t r0, int64_t r1,
                       float* y, int64_t ldy) {
-    if (k.packed) return packed_rows(k.packed, k.pair, W, a, r0, r1, y, ldy);
+    if (k.packed) return packed_rows(k.packed, k.pair, k.many_min, W, a, r0, r1, y, ldy);
     const size_t rb = W.row_bytes();
     const int64_t tile = rows_per_tile(k, W);
     const bool q8 = k.dot_q8 && a.scales;
@@ -141,7 +132,7 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
             const int nt = std::min(kTokenChunk, a.ntok - t0);
             const uint8_t* at = a.data + static_cast<size_t>(t0) * a.stride;
             int64_t r = tr0;
-            if (k.rows2 && nt >= kRows2MinTokens) {  // row pairs, same bits as k.dot row by row
+            if (k.rows2 && nt >= k.many_min) {  // row pairs, same bits as k.dot row by row
                 for (; r + 1 < tr1; r += 2) {
                     k.rows2(W.cols, W.row(r), rb, at, a.stride, nt, y + t0 * ldy + (r - r0),
                             static_cast<size_t>(ldy));
@@ -161,46 +152,25 @@ void rows_with_kernel(const Kernel& k, const WeightView& W, const Acts& a, int64
     }
 }
 
-simd::VecDotQ8Fn q8_kernel_for(GGMLType wt) {
-    if (vec_dot_type(wt) != GGMLType::Q8_0) return nullptr;
-    switch (active_simd_level()) {
-        case SimdLevel::AVX512:
-            return simd::avx512_vec_dot_q8(wt);
-        case SimdLevel::AVX2:
-            return simd::avx2_vec_dot_q8(wt);
-        default:
-            return nullptr;
-    }
-}
-
-simd::FloatRowsFn rows_kernel_for(GGMLType wt) {
-    switch (active_simd_level()) {
-        case SimdLevel::AVX512:
-            return simd::avx512_float_rows(wt);
-        case SimdLevel::AVX2:
-            return simd::avx2_float_rows(wt);
-        default:
-            return nullptr;
-    }
-}
-
-Kernel kernel_for(const WeightView& W) {
+Chosen kernel_for(const WeightView& W) {
+    if (W.packed && !repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
+    const IsaChain chain = active_isa_chain();
+    const Layout layout = W.packed ? Layout::Packed : Layout::Rows;
+    const Kernel* any = find_kernel(W.type, layout, TokenClass::Any, chain);
+    if (!any) fail("matmul: no kernel for weight type ", type_name(W.type));
+    const Kernel* many = find_kernel(W.type, layout, TokenClass::Many, chain);
+    if (W.packed && !kernel_policy().packed_pair) many = nullptr;
+    Chosen k;
     if (W.packed) {
-        if (!repackable(W.type)) fail("matmul: a packed ", type_name(W.type), " weight");
-        return {nullptr,
-                nullptr,
-                nullptr,
-                nullptr,
-                float_repackable(W.type) ? best_float_packed_tile(W.type)
-                : kq_repackable(W.type)  ? best_kq_packed_tile(W.type)
-                                         : best_packed_tile(),
-                float_repackable(W.type) ? nullptr : best_packed_pair(W.type)};
+        k.packed = any->tile;
+        if (many) k.pair = many->pair;
+    } else {
+        k.dot = any->dot;
+        k.dot_q8 = vec_dot_type(W.type) == GGMLType::Q8_0 ? any->dot_q8 : nullptr;
+        k.rows = any->rows;
+        if (many) k.rows2 = many->rows2;
     }
-    const GGMLType wt = W.type;
-    Kernel k{best_vec_dot(wt), q8_kernel_for(wt),
-             active_simd_level() == SimdLevel::AVX512 ? simd::avx512_vec_dot_rows2(wt) : nullptr,
-             rows_kernel_for(wt)};
-    if (!k.dot) fail("matmul: no kernel for weight type ", type_name(wt));
+    k.many_min = many ? many->min_tokens : 0;
     return k;
 }
 
@@ -331,7 +301,7 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
     const uint8_t* acts = scratch.acts.data();
 
     struct Part {
-        Kernel k;
+        Chosen k;
         int64_t chunk;  // rows per chunk
         int64_t first;  // id of its first chunk
     };
@@ -340,14 +310,14 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
     bool any_q8 = false, any_packed = false;
     for (size_t i = 0; i < jobs.size(); ++i) {
         const WeightView& W = jobs[i].W;
-        const Kernel k = kernel_for(W);
+        const Chosen k = kernel_for(W);
         const int64_t tile = rows_per_tile(k, W);
         int64_t chunk = std::max<int64_t>(1, std::min(tile, W.rows / (8 * pool.size())));
         if (k.rows) chunk = (chunk + kFloatRowMultiple - 1) / kFloatRowMultiple * kFloatRowMultiple;
         if (W.packed) {  // whole tiles; a prompt's chunks as large as L2 allows (packed_rows)
             if (ntok > kPackTokenBlock)
                 chunk = std::min<int64_t>(8 * kPackRows, W.rows / (4 * pool.size()));
-            const int64_t unit = k.pair && ntok >= kPairMinTokens ? 2 * kPackRows : kPackRows;
+            const int64_t unit = k.pair && ntok >= k.many_min ? 2 * kPackRows : kPackRows;
             chunk = std::max<int64_t>(unit, (chunk + unit - 1) / unit * unit);
         }
         parts[i] = {k, chunk, total};

@@ -11,8 +11,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/threadpool.h"
-#include "kernels/types.h"
+#include "common/threadpool.h"
+#include "gguf/ggml_types.h"
 
 namespace specula {
 

@@ -1,6 +1,6 @@
 // Scalar reference code for every supported tensor type: dequantization, the activation
 // quantizers, and the dot product of a weight row with an activation row. The SIMD kernels
-// (kernels/dispatch.h) must give results equal to these (up to float summation order) and are
+// (kernels/table.h) must give results equal to these (up to float summation order) and are
 // tested against them.
 //
 // Like llama.cpp, a matmul first rounds the float activations to the weight type's
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "kernels/types.h"
+#include "gguf/ggml_types.h"
 
 namespace specula {
 

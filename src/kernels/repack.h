@@ -1,5 +1,5 @@
 // Q8_0 weights with rows interleaved in tiles, repacked once at load for the tiled matmul kernels
-// (kernels/gemm_q8_*.cpp). The GGUF row layout makes a kernel reduce every (row, token) dot
+// (kernels/<isa>/gemm_q8.cpp). The GGUF row layout makes a kernel reduce every (row, token) dot
 // product across SIMD lanes; the tiled layout puts kPackRows = 16 rows side by side, so one
 // 64-byte load holds 4 consecutive weights of each of the 16 rows and the SIMD lanes run across
 // outputs: each output accumulates its blocks one after the other, acc = fma(float(isum_b),
@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/kernel_types.h"
 #include "kernels/matmul.h"
 
 namespace specula {
@@ -31,8 +32,8 @@ constexpr int kPackRows = 16;            // rows per tile
 constexpr size_t kPackPairBytes = 1088;  // one block pair of a tile
 constexpr size_t kPackAlign = 64;
 
-// Weight types repack() handles: Q8_0 here, Q4_K and Q6_K in the layout of kernels/repack_k.h,
-// F16 and BF16 in the panels of kernels/repack_float.h.
+// Weight types repack() handles: Q8_0 here, Q4_K and Q6_K in the layout of
+// kernels/layout/repack_k.h, F16 and BF16 in the panels of kernels/layout/repack_float.h.
 bool repackable(GGMLType t);
 
 // Bytes of one tile (16 rows) of a Q8_0 matrix, of any repackable type's, and of the whole packed
@@ -50,10 +51,11 @@ void repack(const WeightView& W, uint8_t* dst);
 void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 
 // A 64-byte aligned, zero-filled anonymous memory block holding packed weights, starting on a 2 MiB
-// boundary and marked MADV_HUGEPAGE (unless SPECULA_HUGEPAGES=0) so that, where transparent huge
-// pages are on (always or madvise), a decode pass streaming every weight walks 2 MiB pages rather
-// than 4 KiB ones (measured on Zen 5, 8 paired runs per type: tg +4% median for Q8_0, Q4_K_M and
-// F16, 9-token passes +2-9%). Only whole huge pages inside the block get one: no memory is added.
+// boundary and marked MADV_HUGEPAGE (unless the kernel policy's hugepages is off) so that, where
+// transparent huge pages are on (always or madvise), a decode pass streaming every weight walks 2
+// MiB pages rather than 4 KiB ones (measured on Zen 5, 8 paired runs per type: tg +4% median for
+// Q8_0, Q4_K_M and F16, 9-token passes +2-9%). Only whole huge pages inside the block get one: no
+// memory is added.
 class PackedBuffer {
   public:
     explicit PackedBuffer(size_t bytes);
@@ -80,16 +82,6 @@ class PackedBuffer {
 // bytes stay readable: touching them again reads them back from the file.
 void release_mapped_pages(const void* p, size_t n);
 
-// The activations a packed kernel reads: Q8_0 rows (quantize_acts) with, per token t and block b,
-// the scale as a float d[t * nb + b] and corr[t * nb + b] = -128 * sum of the block's 32 quants.
-struct PackedActs {
-    const uint8_t* q = nullptr;  // token t's row at q + t * stride, block_q8_0 blocks
-    size_t stride = 0;
-    const float* d = nullptr;
-    const int32_t* corr = nullptr;
-    int64_t nb = 0;  // blocks per row
-};
-
 // What a packed kernel of weight type wt reads for ntok rows of its activations (quantize_acts:
 // row t at acts + t * stride): Q8_0's per-block sums in d and corr, the Q8_K rows rearranged
 // (kq_prepare_acts) into q, d and corr, or F16 / BF16 rows widened to floats in q
@@ -100,17 +92,6 @@ PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t 
 // Fills d and corr (ntok * nb entries each) from ntok Q8_0 rows.
 void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, float* d,
                      int32_t* corr);
-
-// A tile kernel: for tokens 0 .. ntok-1 and rows lo .. hi-1 of the tile (0 <= lo < hi <= 16),
-// y[t * ldy + (r - lo)] = the packed dot product of row r with token t.
-using PackedTileFn = void (*)(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi,
-                              float* y, int64_t ldy);
-
-// A pair kernel: two whole tiles, `tile` and `tile + tile_bytes` (rows 0 .. 31 of the pair), for
-// tokens 0 .. ntok-1: y[t * ldy + r] = the packed dot product of row r with token t, the same bits
-// as the level's PackedTileFn on each tile (only some levels and types have one).
-using PackedPairFn = void (*)(const uint8_t* tile, size_t tile_bytes, const PackedActs& a, int ntok,
-                              float* y, int64_t ldy);
 
 // The scalar reference tile kernel (the same float operations as the SIMD kernels).
 void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "kernels/dispatch.h"
-#include "model/attention_kernels.h"
+#include "kernels/attention.h"
+#include "kernels/table.h"
 #include "model/ops.h"
 
 namespace specula {
@@ -20,6 +20,22 @@ constexpr int kBlockQueries = 16;
 // Rows of an F16 / Q8_0 cache dequantized at a time (per thread, head_dim floats each).
 constexpr int kChunkRows = 64;
 
+// The attention kernels of the table (kernels/attention.h), chosen once per process: each member
+// from the best ISA that has one, the scalar loops of model/ops.h where none has.
+const AttentionEntry& attention_kernels() {
+    static const AttentionEntry k = [] {
+        AttentionEntry e = best_attention();
+        if (!e.dot) e.dot = dot_f32;
+        if (!e.axpy) e.axpy = axpy;
+        return e;
+    }();
+    return k;
+}
+
+void softmax_row(float* x, int n) {
+    softmax(x, n);
+}
+
 // Thread ith's row buffer, after every thread's scores.
 float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim) {
     return scores + static_cast<size_t>(n_threads) * kBlockQueries * n_ctx +
@@ -28,7 +44,7 @@ float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim
 
 // One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv). Rows of a
 // typed cache are dequantized into `buf` (head_dim floats) one at a time.
-void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
+void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
                  const float* q, float* out, const AttentionShape& s, float* scores, float* buf) {
     const int hd = s.head_dim;
     const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
@@ -54,8 +70,9 @@ void attend_head(const AttentionKernels& kern, const KVCache& kv, int layer, int
 
 // The blocked kernels over cache rows [j0, j1) of the KV head at value offset `off`: in place
 // for F32 and F16 rows (F16 widened as loaded), else dequantized kChunkRows at a time into `buf`
-// (the kernels see the chunk as rows [0, n) and the score / probability rows shifted to match). Splitting [j0, j1) changes no
-// result (attention_kernels.h), so neither does the cache type's chunking.
+// (the kernels see the chunk as rows [0, n) and the score / probability rows shifted to match).
+// Splitting [j0, j1) changes no result (kernels/attention.h), so neither does the cache type's
+// chunking.
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, int nq, float scale, float* const* s, float* buf) {
     if (kv.type_k() == KVType::F32) {
@@ -108,10 +125,10 @@ BlockShape block_shape(const AttentionShape& s) {
 
 // Like attention_kernels(), the level is chosen once per process.
 bool block_kernels(int head_dim, BlockAttentionKernels* k) {
-    static const SimdLevel level = active_simd_level();
-    if (level >= SimdLevel::AVX512) return block_attention_avx512(head_dim, k);
-    if (level >= SimdLevel::AVX2) return block_attention_avx2(head_dim, k);
-    return false;
+    const auto blocked = attention_kernels().blocked;
+    if (!blocked || !blocked(head_dim, k)) return false;
+    if (!k->softmax) k->softmax = softmax_row;  // the ISA has none of its own
+    return true;
 }
 
 // The blocked path: work items of up to kBlockQueries queries sharing one KV head, handed out
@@ -183,13 +200,6 @@ size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_thread
            (kBlockQueries * static_cast<size_t>(n_ctx) + kChunkRows * size_t(s.head_dim));
 }
 
-const AttentionKernels& attention_kernels() {
-    static const AttentionKernels k = active_simd_level() >= SimdLevel::AVX2
-                                          ? AttentionKernels{dot_f32_avx2, axpy_avx2}
-                                          : AttentionKernels{dot_f32, axpy};
-    return k;
-}
-
 void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,
                const AttentionShape& s, ThreadPool& pool, float* scores) {
     // Waking the workers costs more than a few thousand multiply-adds: small jobs run inline.
@@ -203,7 +213,7 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
     const int group = s.n_head / s.n_head_kv;
     const int64_t ldq = static_cast<int64_t>(s.n_head) * s.head_dim;
     const int64_t n_pairs = static_cast<int64_t>(ntok) * s.n_head;
-    const AttentionKernels& kern = attention_kernels();
+    const AttentionEntry& kern = attention_kernels();
     auto work = [&](int ith, int nth) {
         float* sc = scores + static_cast<int64_t>(ith) * kv.n_ctx();
         float* buf = row_buffer(scores, ith, pool.size(), kv.n_ctx(), s.head_dim);

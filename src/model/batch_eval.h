@@ -16,7 +16,7 @@
 #include <memory>
 #include <span>
 
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "model/session.h"
 
 namespace specula {

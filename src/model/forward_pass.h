@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "common/threadpool.h"
 #include "kernels/matmul.h"
-#include "kernels/threadpool.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
 #include "model/moe.h"

@@ -8,11 +8,10 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/fp16.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
 #include "kernels/quants.h"
-#include "model/attention_kernels.h"
+#include "kernels/table.h"
 
 namespace specula {
 
@@ -39,11 +38,11 @@ void store_row(KVType t, const float* src, uint8_t* dst, int n) {
     }
 }
 
-// The AVX2 conversions when the CPU (and SPECULA_SIMD) allow, chosen once: both are exact, so
-// the level never changes a value.
-bool use_avx2() {
-    static const bool avx2 = active_simd_level() >= SimdLevel::AVX2;
-    return avx2;
+// The table's row conversions (kernels/attention.h), chosen once: exact, so the ISA never changes
+// a value; null members: the scalar loops below.
+const AttentionEntry& row_kernels() {
+    static const AttentionEntry k = best_attention();
+    return k;
 }
 
 void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
@@ -53,7 +52,7 @@ void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
             return;
         case KVType::F16: {
             const auto* h = reinterpret_cast<const fp16_t*>(row) + off;
-            if (use_avx2()) return fp16_to_f32_avx2(h, out, n);
+            if (const auto f = row_kernels().fp16_to_f32) return f(h, out, n);
             for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
             return;
         }
@@ -62,8 +61,8 @@ void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
             for (int i = 0, e = off % QK8_0; i < n; ++b, e = 0) {
                 const float d = fp16_to_fp32(b->d);
                 const int m = std::min(QK8_0 - e, n - i);
-                if (use_avx2())
-                    i8_scale_to_f32_avx2(b->qs + e, d, out + i, m);
+                if (const auto f = row_kernels().i8_scale_to_f32)
+                    f(b->qs + e, d, out + i, m);
                 else
                     for (int k = 0; k < m; ++k) out[i + k] = d * static_cast<float>(b->qs[e + k]);
                 i += m;

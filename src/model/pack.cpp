@@ -13,8 +13,8 @@
 #include <initializer_list>
 #include <mutex>
 
-#include "kernels/repack_float.h"
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
+#include "kernels/layout/repack_float.h"
 #include "model/model.h"
 
 namespace specula {

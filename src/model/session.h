@@ -13,7 +13,7 @@
 #include <memory>
 #include <span>
 
-#include "kernels/threadpool.h"
+#include "common/threadpool.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/types.h"
+#include "gguf/ggml_types.h"
 #include "model/model.h"
 #include "vulkan/buffer.h"
 #include "vulkan/pipeline.h"

@@ -1,3 +1,0 @@
-// AVX2 tile kernels for packed Q4_K / Q6_K weights (kernels/repack_k.h): the kernels of
-// kernels/gemm_kquants_256.inc with vpmaddubsw + vpmaddwd byte dot products.
-#include "kernels/gemm_kquants_256.inc"

@@ -1,9 +1,0 @@
-// AVX2 + AVX-VNNI tile kernels for packed Q4_K / Q6_K weights (kernels/repack_k.h): the kernels of
-// kernels/gemm_kquants_256.inc with one VEX vpdpbusd per byte dot product (the same bits as the
-// AVX2 build). The AVX2 level uses these when the CPU has AVX-VNNI (kq_packed_tile_kernel).
-#if !defined(__AVXVNNI__)
-#error "gemm_kquants_avxvnni.cpp must be compiled with AVX-VNNI enabled"
-#endif
-
-#define SPECULA_KQ256_VNNI 1
-#include "kernels/gemm_kquants_256.inc"

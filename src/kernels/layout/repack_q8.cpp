@@ -1,0 +1,163 @@
+// The tiled Q8_0 layout (see repack.h): repacking, reading a row back, the activation sums and the
+// scalar reference tile kernel.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
+#include "kernels/layout/repack_float.h"
+#include "kernels/layout/repack_k.h"
+#include "kernels/policy.h"
+#include "kernels/repack.h"
+
+namespace specula {
+
+namespace {
+
+int64_t n_blocks(int64_t cols) {
+    return cols / QK8_0;
+}
+
+// Where block b of a tile starts: its 16 fp16 scales and its 8 x 64 quant bytes.
+const uint8_t* block_scales(const uint8_t* tile, int64_t b) {
+    return tile + (b >> 1) * kPackPairBytes + (b & 1) * 32;
+}
+const uint8_t* block_quants(const uint8_t* tile, int64_t b) {
+    return tile + (b >> 1) * kPackPairBytes + 64 + (b & 1) * 512;
+}
+
+}  // namespace
+
+bool repackable(GGMLType t) {
+    return t == GGMLType::Q8_0 || kq_repackable(t) || float_repackable(t);
+}
+
+size_t packed_tile_bytes(int64_t cols) {
+    return static_cast<size_t>((n_blocks(cols) + 1) / 2) * kPackPairBytes;
+}
+
+size_t packed_tile_bytes(GGMLType t, int64_t cols) {
+    if (float_repackable(t)) return float_tile_bytes(cols);
+    return kq_repackable(t) ? kq_tile_bytes(t, cols) : packed_tile_bytes(cols);
+}
+
+size_t packed_size(const WeightView& W) {
+    return static_cast<size_t>((W.rows + kPackRows - 1) / kPackRows) *
+           packed_tile_bytes(W.type, W.cols);
+}
+
+void repack(const WeightView& W, uint8_t* dst) {
+    if (kq_repackable(W.type)) return kq_repack(W, dst);
+    if (float_repackable(W.type)) return float_repack(W, dst);
+    if (!repackable(W.type) || W.cols % QK8_0 != 0) {
+        fail("repack: ", type_name(W.type), " weight with ", W.cols, " columns cannot be packed");
+    }
+    const int64_t nb = n_blocks(W.cols), tiles = (W.rows + kPackRows - 1) / kPackRows;
+    const size_t tb = packed_tile_bytes(W.cols);
+    for (int64_t ti = 0; ti < tiles; ++ti) {
+        uint8_t* tile = dst + ti * tb;
+        std::memset(tile, 0, tb);
+        for (int r = 0; r < kPackRows; ++r) {
+            const int64_t row = ti * kPackRows + r;
+            const auto* src =
+                row < W.rows ? reinterpret_cast<const block_q8_0*>(W.row(row)) : nullptr;
+            for (int64_t b = 0; b < nb; ++b) {
+                auto* sc = const_cast<uint8_t*>(block_scales(tile, b));
+                auto* q = const_cast<uint8_t*>(block_quants(tile, b));
+                const fp16_t d = src ? src[b].d : fp16_t{0};
+                std::memcpy(sc + 2 * r, &d, 2);
+                for (int g = 0; g < QK8_0 / 4; ++g) {  // 4 bytes of the row, offset by 128
+                    uint32_t v = 0;
+                    if (src) std::memcpy(&v, src[b].qs + 4 * g, 4);
+                    v ^= 0x80808080u;
+                    std::memcpy(q + 64 * g + 4 * r, &v, 4);
+                }
+            }
+        }
+    }
+}
+
+void dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
+    if (kq_repackable(W.type)) return kq_dequantize_packed_row(W, r, out);
+    if (float_repackable(W.type)) return float_dequantize_packed_row(W, r, out);
+    const uint8_t* tile = W.packed + (r / kPackRows) * packed_tile_bytes(W.cols);
+    const int i = static_cast<int>(r % kPackRows);
+    for (int64_t b = 0; b < n_blocks(W.cols); ++b) {
+        fp16_t h;
+        std::memcpy(&h, block_scales(tile, b) + 2 * i, 2);
+        const float d = fp16_to_fp32(h);
+        const uint8_t* q = block_quants(tile, b);
+        for (int k = 0; k < QK8_0; ++k) {
+            const int v = static_cast<int8_t>(q[(k / 4) * 64 + 4 * i + k % 4] ^ 0x80);
+            out[b * QK8_0 + k] = d * static_cast<float>(v);
+        }
+    }
+}
+
+PackedBuffer::PackedBuffer(size_t bytes) : n_(bytes) {
+    if (bytes == 0) return;
+    const bool huge = kernel_policy().hugepages;
+    const size_t pad = huge ? kHugePage : 0;
+    void* p =
+        mmap(nullptr, bytes + pad, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes for packed weights");
+    map_ = p;
+    map_bytes_ = bytes + pad;
+    auto a = reinterpret_cast<uintptr_t>(p);
+    if (huge) {
+        a = (a + kHugePage - 1) / kHugePage * kHugePage;
+        madvise(reinterpret_cast<void*>(a), bytes, MADV_HUGEPAGE);
+    }
+    p_ = reinterpret_cast<uint8_t*>(a);  // page aligned, zero-filled
+}
+
+PackedBuffer::~PackedBuffer() {
+    if (map_) munmap(map_, map_bytes_);
+}
+
+void release_mapped_pages(const void* p, size_t n) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, float* d,
+                     int32_t* corr) {
+    for (int t = 0; t < ntok; ++t) {
+        const auto* blk = reinterpret_cast<const block_q8_0*>(acts + t * stride);
+        for (int64_t b = 0; b < nb; ++b) {
+            int s = 0;
+            for (int k = 0; k < QK8_0; ++k) s += blk[b].qs[k];
+            d[t * nb + b] = fp16_to_fp32(blk[b].d);
+            corr[t * nb + b] = -128 * s;
+        }
+    }
+}
+
+void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
+                     int64_t ldy) {
+    for (int t = 0; t < ntok; ++t) {
+        const auto* blk = reinterpret_cast<const block_q8_0*>(a.q + t * a.stride);
+        for (int r = lo; r < hi; ++r) {
+            float acc = 0.0f;
+            for (int64_t b = 0; b < a.nb; ++b) {
+                fp16_t h;
+                std::memcpy(&h, block_scales(tile, b) + 2 * r, 2);
+                const uint8_t* q = block_quants(tile, b);
+                int32_t isum = a.corr[t * a.nb + b];
+                for (int k = 0; k < QK8_0; ++k) {
+                    isum += static_cast<int32_t>(q[(k / 4) * 64 + 4 * r + k % 4]) * blk[b].qs[k];
+                }
+                acc = std::fma(static_cast<float>(isum), fp16_to_fp32(h) * a.d[t * a.nb + b], acc);
+            }
+            y[t * ldy + (r - lo)] = acc;
+        }
+    }
+}
+
+}  // namespace specula
