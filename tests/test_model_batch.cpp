@@ -198,6 +198,10 @@ TEST(ModelBatch, BadBatchesLeaveSessionsUnchanged) {
     EXPECT_EQ(a.n_past(), 4);
     EXPECT_EQ(a.n_logits(), 0);
     EXPECT_EQ(b.n_past(), 8);
+    // Each session records the tokens of its own share of the pass.
+    EXPECT_EQ(std::vector<token_id>(a.tokens().begin(), a.tokens().end()), four);
+    const std::vector<token_id> eight{1, 2, 3, 4, 1, 2, 3, 4};
+    EXPECT_EQ(std::vector<token_id>(b.tokens().begin(), b.tokens().end()), eight);
 }
 
 }  // namespace

@@ -223,6 +223,35 @@ TEST(Session, MovedSessionKeepsItsState) {
     EXPECT_EQ(b.n_past(), 7);
 }
 
+// The cache records its tokens: what eval appended (in one pass or several), less what rollback
+// dropped; a failed eval changes nothing; common_prefix is the longest shared prefix.
+TEST(Session, TokensAreWhatTheCacheHolds) {
+    const std::string stem = "rand-llama-tok512-d256-l2-F32";
+    const auto model = specula::Model::load(model_path(stem));
+    const auto ids = first_prompt_ids(stem);
+    ASSERT_GE(ids.size(), 8u);
+    auto s = make_session(*model, 16);
+    EXPECT_TRUE(s.tokens().empty());
+    s.eval(std::span<const token_id>(ids.data(), 5));
+    s.eval(std::span<const token_id>(ids.data() + 5, 3));
+    ASSERT_EQ(s.tokens().size(), 8u);
+    EXPECT_TRUE(std::equal(ids.begin(), ids.begin() + 8, s.tokens().begin()));
+    EXPECT_EQ(s.common_prefix(ids), 8);
+    std::vector<token_id> other(ids.begin(), ids.begin() + 8);
+    other[3] = (other[3] + 1) % model->hparams().n_vocab;
+    EXPECT_EQ(s.common_prefix(other), 3);
+    EXPECT_EQ(s.common_prefix(std::span<const token_id>(ids.data(), 2)), 2);
+    s.rollback(3);
+    ASSERT_EQ(s.tokens().size(), 3u);
+    EXPECT_EQ(s.common_prefix(other), 3);
+    const std::vector<token_id> too_many(20, ids[0]);
+    EXPECT_THROW(s.eval(too_many), specula::Error);  // overflows n_ctx = 16
+    EXPECT_EQ(s.tokens().size(), 3u);
+    s.reset();
+    EXPECT_TRUE(s.tokens().empty());
+    EXPECT_EQ(s.common_prefix(ids), 0);
+}
+
 TEST(Session, ContextOverflowThrowsNamingNCtx) {
     const auto model =
         specula::Model::load(specula::test::shared_path("models/tinystories/stories260K.gguf"));

@@ -211,7 +211,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
             off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
                          seq.logits.data(), pool);
             seq.n_logits = n_out_[0];
-            seq.kv.set_n_past(seq.kv.n_past() + n_[0]);
+            seq.kv.append(segs[0].tokens);
             return;
         }
         off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
@@ -237,7 +237,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         std::memcpy(seq.logits.data(), logits_.data() + out_off_[s] * nv,
                     sizeof(float) * n_out_[s] * nv);
         seq.n_logits = n_out_[s];
-        seq.kv.set_n_past(seq.kv.n_past() + n_[s]);
+        seq.kv.append(segs[s].tokens);
     }
 }
 

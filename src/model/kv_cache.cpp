@@ -132,6 +132,14 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
     const size_t rows = static_cast<size_t>(n_layer) * n_ctx;
     k_.reset(new uint8_t[rows * k_row_]);
     v_.reset(new uint8_t[rows * v_row_]);
+    tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
+}
+
+int KVCache::common_prefix(std::span<const token_id> t) const {
+    const size_t n = std::min(t.size(), tokens_.size());
+    size_t k = 0;
+    while (k < n && tokens_[k] == t[k]) ++k;
+    return int(k);
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {

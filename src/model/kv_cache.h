@@ -3,15 +3,20 @@
 // memory). K and V each have a type (llama.cpp's -ctk / -ctv): F32, F16 (llama.cpp's default) or
 // Q8_0 (blocks of 32: an F16 scale and 32 int8, as llama.cpp's CPU backend rounds them). A row is
 // rounded once, when write() stores it; readers see the same bits whatever the batch. Rows
-// [0, n_past) are valid; rollback simply lowers n_past, since later evals overwrite rows in
-// place. The constructor throws Error when the cache would not fit in memory, or for Q8_0 when
-// n_embd_kv is not a multiple of 32.
+// [0, n_past) are valid, and the cache records the token at each of them (one copy: the session,
+// the server's slots and the draft model read it from here); rollback simply lowers n_past, since
+// later evals overwrite rows in place. The constructor throws Error when the cache would not fit in
+// memory, or for Q8_0 when n_embd_kv is not a multiple of 32.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
 
 namespace specula {
 
@@ -58,8 +63,15 @@ class KVCache {
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv() const { return n_embd_kv_; }
-    int n_past() const { return n_past_; }
-    void set_n_past(int n) { n_past_ = n; }
+    int n_past() const { return int(tokens_.size()); }
+    // The token at each valid position [0, n_past).
+    std::span<const token_id> tokens() const { return tokens_; }
+    // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
+    void append(std::span<const token_id> t) { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
+    // Rollback: positions >= n stop being valid (n <= n_past()).
+    void truncate(int n) { tokens_.resize(size_t(n)); }
+    // Length of the longest prefix `t` shares with the cached tokens.
+    int common_prefix(std::span<const token_id> t) const;
 
   private:
     size_t offset(int layer, int pos, size_t row) const {
@@ -67,8 +79,8 @@ class KVCache {
     }
     int n_layer_, n_ctx_, n_embd_kv_;
     KVType type_k_, type_v_;
-    size_t k_row_, v_row_;  // bytes per row
-    int n_past_ = 0;
+    size_t k_row_, v_row_;          // bytes per row
+    std::vector<token_id> tokens_;  // reserved n_ctx at construction
     std::unique_ptr<uint8_t[]> k_, v_;
 };
 

@@ -82,6 +82,12 @@ int Session::n_logits() const {
 int Session::n_past() const {
     return impl_->kv.n_past();
 }
+std::span<const token_id> Session::tokens() const {
+    return impl_->kv.tokens();
+}
+int Session::common_prefix(std::span<const token_id> t) const {
+    return impl_->kv.common_prefix(t);
+}
 int Session::n_ctx() const {
     return impl_->kv.n_ctx();
 }
@@ -96,7 +102,7 @@ void Session::rollback(int n_past) {
     if (n_past < 0 || n_past > impl_->kv.n_past()) {
         fail("rollback(", n_past, "): must be in [0, n_past = ", impl_->kv.n_past(), "]");
     }
-    impl_->kv.set_n_past(n_past);
+    impl_->kv.truncate(n_past);
 }
 
 const Model& Session::model() const {

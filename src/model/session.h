@@ -63,6 +63,11 @@ class Session {
     const float* logits(int i) const;
     int n_logits() const;  // tokens of the last eval
     int n_past() const;
+    // The token at each cached position [0, n_past()): what eval appended, less what rollback
+    // dropped. The one record of what a cache holds (prefix reuse reads it).
+    std::span<const token_id> tokens() const;
+    // Length of the longest prefix `t` shares with tokens().
+    int common_prefix(std::span<const token_id> t) const;
     int n_ctx() const;
     int n_threads() const;
     // Layers this session runs on a device (0: all on the CPU; model/offload.h).

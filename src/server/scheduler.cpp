@@ -109,7 +109,7 @@ void Scheduler::admit() {
             }
         }
     }
-    for (auto& [job, m] : starting) start(std::move(job), m.slot, m.n_prefix);
+    for (auto& [job, m] : starting) start(std::move(job), m.slot);
 }
 
 // Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
@@ -131,8 +131,7 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
     return own.get();
 }
 
-void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
-    if (job->echo_logprobs) n_prefix = 0;  // the echo pass evaluates the whole prompt anyway
+void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
     auto a = std::make_unique<Active>();
     a->job = job;
     a->slot = slot;
@@ -156,11 +155,9 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, int n_prefix) {
         };
     }
     a->text = std::make_unique<TextStream>(job->stops);
-    if (job->echo_logprobs) {
-        echo_logprobs(*job, *slot->target);
-        n_prefix = slot->target->n_past();
-    }
-    engine_.start(q, job->prompt, n_prefix);
+    // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
+    if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
+    engine_.start(q, job->prompt, /*reuse_cache=*/true);
     {
         std::lock_guard lk(job->mu);
         job->started = true;
@@ -249,9 +246,7 @@ void Scheduler::finish(Active& a, const char* why) {
     Slot& s = *a.slot;
     const std::string reason = why;  // may point into the sequence's stats
     engine_.finish(a.seq, reason.c_str());
-    const auto& h = a.seq.history;
-    s.cached.assign(h.begin(), h.begin() + std::min<long>(long(h.size()), s.target->n_past()));
-    if (s.cached.size() != size_t(s.target->n_past())) s.target->rollback(int(s.cached.size()));
+    // The cache holds history[0, n_past) (Engine::finish); the next request matches against it.
     // Before the job is marked done: a client that scrapes /metrics right after its answer must
     // see the slot's KV released (a cached prefix is reusable, not in use, as in vLLM).
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);

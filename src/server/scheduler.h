@@ -92,7 +92,7 @@ class Scheduler {
     struct Active;
     void loop();
     void admit();
-    void start(std::shared_ptr<Job> job, Slot* slot, int n_prefix);
+    void start(std::shared_ptr<Job> job, Slot* slot);
     void echo_logprobs(Job& job, Session& target);
     void step();
     void finish(Active& a, const char* why);

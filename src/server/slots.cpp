@@ -23,7 +23,6 @@ std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, 
             fail("out of memory allocating the KV cache of slot ", i, " (context ", n_ctx,
                  " tokens); try a smaller -c or --parallel");
         }
-        slot->cached.reserve(size_t(n_ctx));
         slots.push_back(std::move(slot));
     }
     return slots;
@@ -33,10 +32,8 @@ SlotMatch best_slot(const std::vector<Slot*>& free, std::span<const token_id> pr
     SlotMatch best{free.front(), -1};
     const size_t lim = prompt.empty() ? 0 : prompt.size() - 1;
     for (Slot* s : free) {
-        size_t k = 0;
-        const size_t n = std::min(lim, s->cached.size());
-        while (k < n && s->cached[k] == prompt[k]) ++k;
-        if (int(k) > best.n_prefix) best = {s, int(k)};
+        const int k = s->target->common_prefix(prompt.first(lim));
+        if (k > best.n_prefix) best = {s, k};
     }
     return best;
 }

@@ -21,7 +21,6 @@ struct Slot {
     // The slot's drafter (draft-model Session or n-gram), made on first use and reused by every
     // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
     std::unique_ptr<Drafter> drafter;
-    std::vector<token_id> cached;  // the token at each position of target's cache
 };
 
 // Slots are created up front so that a KV cache that does not fit fails at startup (an Error
@@ -30,9 +29,9 @@ std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, 
                                               ThreadPool& pool, KVType type_k = KVType::F32,
                                               KVType type_v = KVType::F32);
 
-// The slot among `free` whose cached tokens share the longest prefix with prompt[0, n-1) (the
-// part of a prompt the target evaluates before the first step), and that length; ties go to the
-// first. `free` must not be empty.
+// The slot among `free` whose cache (Session::tokens) shares the longest prefix with prompt[0, n-1)
+// (the part of a prompt the target evaluates before the first step), and that length; ties go to
+// the first. `free` must not be empty.
 struct SlotMatch {
     Slot* slot = nullptr;
     int n_prefix = 0;

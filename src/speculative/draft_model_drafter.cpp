@@ -37,18 +37,15 @@ DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams&
           draft, SessionParams{params.n_ctx, params.n_threads, params.type_k, params.type_v,
                                params.pool})),
       sampler_(draft_sampling(params.sampling)) {
-    cached_.reserve(session_->n_ctx());
     batch_.reserve(64);
 }
 
 void DraftModelDrafter::eval(std::span<const token_id> tokens) {
     session_->eval(tokens, /*all_logits=*/false);  // only the last token's prediction is used
-    cached_.insert(cached_.end(), tokens.begin(), tokens.end());
 }
 
 void DraftModelDrafter::begin(std::span<const token_id> prompt) {
     session_->reset();
-    cached_.clear();
     n_history_ = 0;
     // Everything but the last prompt token, which the first proposal evaluates (it needs its
     // logits). A prompt longer than the draft's context is left for sync() to decline.
@@ -59,14 +56,9 @@ void DraftModelDrafter::begin(std::span<const token_id> prompt) {
 // Rolls the cache back to the longest prefix shared with `history`, keeping at least one history
 // token unevaluated (its logits start the proposal). Returns the new cache length.
 int DraftModelDrafter::sync(std::span<const token_id> history) {
-    size_t k = 0;
-    const size_t lim = std::min(cached_.size(), history.size() - 1);
-    while (k < lim && cached_[k] == history[k]) ++k;
-    if (k < cached_.size()) {
-        session_->rollback(int(k));
-        cached_.resize(k);
-    }
-    return int(k);
+    const int k = session_->common_prefix(history.first(history.size() - 1));
+    if (k < session_->n_past()) session_->rollback(k);
+    return k;
 }
 
 bool DraftModelDrafter::confident(const float* logits, int n_vocab,
@@ -103,7 +95,6 @@ std::span<const token_id> DraftModelDrafter::start(std::span<const token_id> his
 }
 
 std::span<const token_id> DraftModelDrafter::next(Draft& out) {
-    cached_.insert(cached_.end(), batch_.begin(), batch_.end());  // the session evaluated batch_
     ++steps_;
     const int n_vocab = n_vocab_now_;
     const float* logits = session_->logits(session_->n_logits() - 1);
@@ -136,11 +127,9 @@ std::span<const token_id> DraftModelDrafter::end_proposal() {
 void DraftModelDrafter::accept(int n_kept) {
     // The cache holds history + d_1..d_{n-1}; keep history + d_1..d_{n_kept}. The target's own
     // token that follows is evaluated by the next proposal.
-    const size_t keep = std::min(cached_.size(), n_history_ + size_t(std::max(n_kept, 0)));
-    if (keep < cached_.size()) {
-        session_->rollback(int(keep));
-        cached_.resize(keep);
-    }
+    const int keep =
+        int(std::min(size_t(session_->n_past()), n_history_ + size_t(std::max(n_kept, 0))));
+    if (keep < session_->n_past()) session_->rollback(keep);
 }
 
 }  // namespace specula

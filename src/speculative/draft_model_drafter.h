@@ -51,7 +51,7 @@ class DraftModelDrafter final : public Drafter {
     void accept(int n_kept) override;
 
     // Tokens held in the draft's KV cache (a prefix of the history plus unverified drafts).
-    const std::vector<token_id>& cached() const { return cached_; }
+    std::span<const token_id> cached() const { return session_->tokens(); }
 
   private:
     int sync(std::span<const token_id> history);
@@ -62,7 +62,6 @@ class DraftModelDrafter final : public Drafter {
     DraftModelParams params_;
     std::unique_ptr<Session> session_;
     Sampler sampler_;
-    std::vector<token_id> cached_;  // token at each cache position
     std::vector<token_id> batch_;
     std::vector<float> guided_;  // a row after guide_'s constraints
     size_t n_history_ = 0;       // history length at the last propose()

@@ -12,7 +12,7 @@ Engine::Engine(const Model& target, ThreadPool* pool, const LoadDraftParams& loa
 
 Engine::~Engine() = default;
 
-void Engine::start(Sequence& s, std::span<const token_id> prompt, int n_keep) {
+void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cache) {
     if (!s.target || !s.sampler) fail("engine: a sequence needs a target session and a sampler");
     if (&s.target->model() != &target_) fail("engine: the sequence's target is of another model");
     const GenParams& p = s.params;
@@ -52,7 +52,7 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, int n_keep) {
     // Per-position counters sized up front too.
     s.stats.pos_reached.reserve(max_batch);
     s.stats.pos_accepted.reserve(max_batch);
-    const int keep = std::clamp(n_keep, 0, std::min(t.n_past(), int(prompt.size()) - 1));
+    const int keep = reuse_cache ? t.common_prefix(prompt.first(prompt.size() - 1)) : 0;
     s.stats.n_prompt_cached = keep;
     s.n_prompt = int(prompt.size());
     s.history.assign(prompt.begin(), prompt.end());

@@ -62,12 +62,13 @@ class Engine {
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    // Begins `seq` on `prompt`. Its target keeps its first n_keep cached tokens (the caller
-    // matched them with the prompt, e.g. a conversation's previous turn or a slot's cache; at most
-    // prompt.size() - 1 are kept) and drops the rest; its drafter begins anew (n_keep == 0) or
-    // resumes. The constraints take the prompt. Throws Error when the prompt is empty or does
-    // not fit the context, or the parameters are out of range.
-    void start(Sequence& seq, std::span<const token_id> prompt, int n_keep = 0);
+    // Begins `seq` on `prompt`. With reuse_cache its target keeps the longest prefix its cache
+    // shares with the prompt (Session::common_prefix: a conversation's previous turn, a slot's
+    // last request; at most prompt.size() - 1 tokens) and drops the rest; without, it starts
+    // empty. The drafter begins anew (nothing kept) or resumes; the constraints take the prompt.
+    // Throws Error when the prompt is empty or does not fit the context, or the parameters are
+    // out of range.
+    void start(Sequence& seq, std::span<const token_id> prompt, bool reuse_cache = false);
 
     // One step over `seqs` (see the top of this file); sequences already done are skipped, and a
     // sequence that reaches n_predict or a full context is marked done before its step.

@@ -18,22 +18,17 @@ Generator::Generator(Session& target, Sampler& sampler, Drafter* drafter, const 
 }
 
 SpecStats Generator::generate(std::span<const token_id> prompt, const TokenCallback& on_token) {
-    return run(prompt, 0, on_token);
+    return run(prompt, /*reuse_cache=*/false, on_token);
 }
 
 SpecStats Generator::resume(std::span<const token_id> prompt, const TokenCallback& on_token) {
-    // The target holds the previous history's first n_past() tokens.
-    const std::vector<token_id>& h = seq_.history;
-    const size_t lim = std::min({size_t(seq_.target->n_past()), h.size(), prompt.size()});
-    size_t keep = 0;
-    while (keep < lim && h[keep] == prompt[keep]) ++keep;
-    return run(prompt, int(keep), on_token);
+    return run(prompt, /*reuse_cache=*/true, on_token);
 }
 
-SpecStats Generator::run(std::span<const token_id> prompt, int n_keep,
+SpecStats Generator::run(std::span<const token_id> prompt, bool reuse_cache,
                          const TokenCallback& on_token) {
     seq_.on_token = on_token;
-    engine_.start(seq_, prompt, n_keep);
+    engine_.start(seq_, prompt, reuse_cache);
     Sequence* batch[] = {&seq_};
     while (!seq_.done()) engine_.step(batch);
     engine_.finish(seq_);

@@ -40,7 +40,8 @@ class Generator {
     const Engine& engine() const { return engine_; }
 
   private:
-    SpecStats run(std::span<const token_id> prompt, int n_keep, const TokenCallback& on_token);
+    SpecStats run(std::span<const token_id> prompt, bool reuse_cache,
+                  const TokenCallback& on_token);
 
     Engine engine_;
     Sequence seq_;
