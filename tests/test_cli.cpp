@@ -536,6 +536,8 @@ TEST(Cli, BenchSaysWhenPlainIsFaster) {
     ASSERT_EQ(r.status, 0) << describe(r);
     const std::string all = r.out + r.err;
     EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
+    // bench plans memory as run does, before any cache.
+    EXPECT_NE(r.err.find("bench: memory: weights 1.12 MiB + KV "), std::string::npos) << r.err;
 }
 
 // tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
@@ -698,6 +700,19 @@ TEST(Cli, MemoryPlan) {
         << big.err;
     EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
     EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
+
+    // serve plans one target and one draft cache per slot: caches that fit `run` (0.3 of the
+    // memory each) do not fit two slots, and the refusal comes before the server listens.
+    const long n_serve = long(0.3 * avail / 704);
+    const auto two = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
+                                  "--port", "0", "-c", std::to_string(n_serve)});
+    EXPECT_EQ(two.status, 1) << describe(two);
+    EXPECT_NE(two.err.find("serve: memory: weights 1.12 MiB + KV 2 x "), std::string::npos)
+        << two.err;
+    EXPECT_NE(two.err.find("error: not enough memory for this run (weights 1.12 MiB + KV 2 x "),
+              std::string::npos)
+        << two.err;
+    EXPECT_NE(two.err.find("fewer --parallel slots"), std::string::npos) << two.err;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -157,4 +158,12 @@ TEST(ThreadPool, MoreThreadsThanTheLimitIsAnError) {
             << e.what();
     }
     EXPECT_EQ(ThreadPool(cap).size(), cap);
+}
+
+// -t 0 (and SessionParams/LoadOptions n_threads 0) means every hardware thread.
+TEST(ThreadPool, DefaultThreads) {
+    EXPECT_EQ(specula::default_threads(3), 3);
+    const int hw = int(std::thread::hardware_concurrency());
+    EXPECT_EQ(specula::default_threads(0), hw > 0 ? hw : 1);
+    EXPECT_GE(specula::default_threads(-2), 1);
 }

@@ -3,7 +3,6 @@
 // failures named for each front end, and the default thread count.
 #include <gtest/gtest.h>
 
-#include <thread>
 
 #include "common/error.h"
 #include "gguf/gguf.h"
@@ -32,11 +31,4 @@ TEST(Frontend, ContextFit) {
     EXPECT_EQ(budget.what, ContextFit::budget_too_long);
     EXPECT_EQ(budget.message,
               "prompt (10 tokens) + max_tokens 21 exceeds the context of 30 tokens");
-}
-
-TEST(Frontend, DefaultThreads) {
-    EXPECT_EQ(default_threads(3), 3);
-    const int hw = int(std::thread::hardware_concurrency());
-    EXPECT_EQ(default_threads(0), hw > 0 ? hw : 1);
-    EXPECT_GE(default_threads(-2), 1);
 }

@@ -1,4 +1,4 @@
-// The memory plan of `specula run` with layers on the GPU (cli/memory_plan.h): it prints each
+// The memory plan of `specula run` with layers on the GPU (model/memory_plan.h): it prints each
 // Vulkan device's share (offloaded weights + device KV caches of the target and the draft) next
 // to the device's memory, and refuses a run whose share does not fit, naming the device, the
 // sizes and the flag to lower, before anything is allocated on the device. The device's memory

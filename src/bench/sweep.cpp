@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "model/memory_plan.h"
 #include "model/session.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
@@ -59,9 +60,15 @@ BenchResult run_bench(const BenchParams& p) {
     if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
     for (int b : p.pass_sizes)
         if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
+    const double available = mem_available_bytes();  // before the models take their share
     auto target = Model::load(p.target_path, LoadOptions{.n_threads = p.n_threads});
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
+    // As `run` does: the plan is printed, and refused when it does not fit, before any cache.
+    const MemoryPlan plan = plan_memory(*target, setup.draft_model.get(),
+                                        CachePlan{0, p.n_threads, p.type_k, p.type_v}, available);
+    std::fprintf(stderr, "bench: %s\n", describe(plan).c_str());
+    check_memory(plan);
     const auto drafter =
         make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling, p.type_k, p.type_v});
     Session session(*target, SessionParams{0, p.n_threads, p.type_k, p.type_v});

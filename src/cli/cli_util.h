@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/format.h"
+
 namespace specula::cli {
 
 // printf-style line to stderr, unless logging is disabled. Never touches stdout.
@@ -27,12 +29,6 @@ std::string resolve_prompt(const std::string& text, const std::string& file);
 // llama-cli's escape processing (its -e, on by default): \n \r \t \' \" \\ become their
 // characters and \xHH (two hex digits) the byte HH; any other backslash is kept as it is.
 std::string process_escapes(const std::string& text);
-
-// "1.23 MiB" style.
-std::string format_bytes(uint64_t bytes);
-
-// "292.80 K" / "946.32 M" / "7.24 B" style count.
-std::string format_count(int64_t n);
 
 class Timer {
   public:

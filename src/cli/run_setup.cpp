@@ -6,9 +6,9 @@
 #include <new>
 
 #include "cli/cli_util.h"
-#include "cli/memory_plan.h"
 #include "common/error.h"
 #include "common/threadpool.h"
+#include "model/memory_plan.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {
@@ -100,8 +100,9 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     const KVType type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
     e->setup = load_speculative(e->spec, model);
-    const MemoryPlan plan = plan_memory(model, e->setup.draft_model.get(), t.n_ctx, e->n_threads,
-                                        type_k, type_v, t.mem_available);
+    const MemoryPlan plan =
+        plan_memory(model, e->setup.draft_model.get(),
+                    CachePlan{t.n_ctx, e->n_threads, type_k, type_v}, t.mem_available);
     log("%s", describe(plan).c_str());
     check_memory(plan);
     e->session = make_session(model, SessionParams{t.n_ctx, e->n_threads, type_k, type_v});

@@ -31,7 +31,7 @@ struct LoadedTarget {
     std::unique_ptr<Model> model;
     double load_ms = 0;
     int n_ctx = 0;
-    double mem_available = 0;  // MemAvailable before loading (cli/memory_plan.h)
+    double mem_available = 0;  // MemAvailable before loading (model/memory_plan.h)
 };
 LoadedTarget load_target(const RunOptions& o);
 
@@ -50,7 +50,7 @@ struct RunSetup {
     // A Generator over this setup (it must not outlive it).
     Generator make_generator();
 };
-// Loads the draft model, logs and checks the memory plan (cli/memory_plan.h), allocates the KV
+// Loads the draft model, logs and checks the memory plan (model/memory_plan.h), allocates the KV
 // caches (an Error suggesting a smaller -c when memory runs out) and logs the model / context /
 // cache types / threads / seed line.
 std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget& target);

@@ -38,6 +38,10 @@ int hardware_threads() {
     return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
+int default_threads(int requested) {
+    return requested > 0 ? requested : hardware_threads();
+}
+
 int max_pool_threads() {
     return std::max(8, 4 * int(std::thread::hardware_concurrency()));
 }

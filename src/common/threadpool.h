@@ -16,8 +16,12 @@
 
 namespace specula {
 
-// std::thread::hardware_concurrency(), or 1 where it is unknown: the default thread count.
+// std::thread::hardware_concurrency(), or 1 where it is unknown.
 int hardware_threads();
+
+// The one default thread count (-t / --threads, SessionParams::n_threads, LoadOptions):
+// `requested` when > 0, else hardware_threads().
+int default_threads(int requested);
 
 // The most threads a pool (and so -t / --threads) may have: 4x the hardware threads, at least 8.
 // More only oversubscribes the cores, and an unbounded count exhausts the process limits.

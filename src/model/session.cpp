@@ -9,23 +9,16 @@
 
 namespace specula {
 
-namespace {
-
-int resolve_threads(int n) {
-    return n > 0 ? n : hardware_threads();
-}
-
 int resolve_ctx(const HParams& hp, int n_ctx) {
     if (n_ctx < 0) fail("n_ctx must be >= 0, got ", n_ctx);
-    if (n_ctx == 0) return std::min(hp.n_ctx_train, SessionParams::kDefaultMaxCtx);
-    return n_ctx;
+    if (n_ctx > 0) return n_ctx;
+    return hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, SessionParams::kDefaultMaxCtx)
+                              : SessionParams::kDefaultMaxCtx;
 }
-
-}  // namespace
 
 Session::Impl::Impl(const Model& m, const SessionParams& p)
     : model(m),
-      own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(resolve_threads(p.n_threads))),
+      own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
          p.type_v) {

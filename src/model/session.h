@@ -41,6 +41,10 @@ struct SessionParams {
     static constexpr int kDefaultMaxCtx = 4096;
 };
 
+// The context a session of this model gets for SessionParams::n_ctx (0: the default above).
+// Error for n_ctx < 0.
+int resolve_ctx(const HParams& hp, int n_ctx);
+
 // One sequence's state: KV cache and the logits of the last eval. Not thread-safe; many sessions
 // may share one Model.
 class Session {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "model/memory_plan.h"
 #include "server/api_error.h"
 #include "speculative/generator.h"
 #include "tokenizer/prompt.h"
@@ -33,6 +34,7 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.speculative.n_draft < 0)
         fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
 
+    const double available = mem_available_bytes();  // before the models take their share
     target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads});
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
@@ -45,10 +47,14 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
                                   : "the model's chat template is not recognised");
     }
 
-    const int n_ctx_train = target_->hparams().n_ctx_train;
-    n_ctx_ = cfg.n_ctx > 0 ? cfg.n_ctx
-                           : std::min(n_ctx_train > 0 ? n_ctx_train : SessionParams::kDefaultMaxCtx,
-                                      SessionParams::kDefaultMaxCtx);
+    n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
+    // As `run` does, before any cache: one target cache (and draft cache) per slot.
+    const MemoryPlan plan =
+        plan_memory(*target_, spec_.draft_model.get(),
+                    CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel},
+                    available);
+    std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
+    check_memory(plan);
     SchedulerConfig sc;
     sc.n_slots = cfg.n_parallel;
     sc.n_ctx = n_ctx_;

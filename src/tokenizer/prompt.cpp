@@ -1,10 +1,9 @@
-// tokenize_prompt / min_prompt_tokens / check_context / check_prompt_bytes / default_threads:
+// tokenize_prompt / min_prompt_tokens / check_context / check_prompt_bytes:
 // see prompt.h.
 #include "tokenizer/prompt.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 
 #include "common/error.h"
 
@@ -56,11 +55,6 @@ ContextFit check_prompt_bytes(const Tokenizer& tok, size_t n_bytes, int n_ctx,
                                              " tokens (no token of the vocabulary is longer than " +
                                              std::to_string(longest) + " bytes), but the context" +
                                              ctx_label + " holds " + std::to_string(n_ctx)};
-}
-
-int default_threads(int requested) {
-    if (requested > 0) return requested;
-    return std::max(1, int(std::thread::hardware_concurrency()));
 }
 
 }  // namespace specula

@@ -40,7 +40,4 @@ ContextFit check_context(int n_prompt, int n_predict, int n_ctx, const std::stri
 ContextFit check_prompt_bytes(const Tokenizer& tok, size_t n_bytes, int n_ctx,
                               const std::string& ctx_label);
 
-// `requested` when > 0, else every hardware thread (at least 1).
-int default_threads(int requested);
-
 }  // namespace specula

@@ -1,14 +1,16 @@
 // mem_available_bytes / plan_memory / describe / check_memory: see memory_plan.h.
-#include "cli/memory_plan.h"
+#include "model/memory_plan.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "cli/cli_util.h"
 #include "common/error.h"
+#include "common/format.h"
+#include "common/threadpool.h"
 #include "model/attention.h"
+#include "model/session.h"
 
-namespace specula::cli {
+namespace specula {
 
 namespace {
 
@@ -41,14 +43,14 @@ DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
     return d;
 }
 
-void add_device_share(MemoryPlan& p, const Model& m, int n_ctx, bool draft) {
+void add_device_share(MemoryPlan& p, const Model& m, int n_ctx, int n_seqs, bool draft) {
     OffloadParams op = m.placement();
     op.n_ctx = n_ctx;
     const OffloadPlan o = plan_offload(m, op);
     if (o.n_layers == 0) return;
     DeviceShare& d = share_of(p, o);
     (draft ? d.draft_weights : d.target_weights) += o.weight_bytes;
-    (draft ? d.draft_kv : d.target_kv) += o.kv_bytes;
+    (draft ? d.draft_kv : d.target_kv) += n_seqs * o.kv_bytes;
 }
 
 std::string describe(const DeviceShare& d) {
@@ -74,26 +76,34 @@ double mem_available_bytes() {
     return 0;
 }
 
-MemoryPlan plan_memory(const Model& target, const Model* draft, int n_ctx, int n_threads,
-                       KVType type_k, KVType type_v, double available) {
+MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan& c,
+                       double available) {
+    if (c.n_seqs < 1) fail("plan_memory: n_seqs must be >= 1, got ", c.n_seqs);
     MemoryPlan p;
+    p.n_seqs = c.n_seqs;
+    const int n_ctx = resolve_ctx(target.hparams(), c.n_ctx);
+    const int n_threads = default_threads(c.n_threads);
     p.target_weights = weight_bytes(target);
-    p.target_kv = kv_bytes(target, n_ctx, n_threads, type_k, type_v);
+    p.target_kv = kv_bytes(target, n_ctx, n_threads, c.type_k, c.type_v);
     if (draft) {
+        const int n_ctx_draft = resolve_ctx(draft->hparams(), c.n_ctx);
         p.draft_weights = weight_bytes(*draft);
-        p.draft_kv = kv_bytes(*draft, n_ctx, n_threads, type_k, type_v);
+        p.draft_kv = kv_bytes(*draft, n_ctx_draft, n_threads, c.type_k, c.type_v);
     }
     p.available = available;
-    add_device_share(p, target, n_ctx, false);
-    if (draft) add_device_share(p, *draft, n_ctx, true);
+    add_device_share(p, target, n_ctx, c.n_seqs, false);
+    if (draft) add_device_share(p, *draft, resolve_ctx(draft->hparams(), c.n_ctx), c.n_seqs, true);
     return p;
 }
 
 std::string describe(const MemoryPlan& p) {
     std::ostringstream s;
-    s << "memory: weights " << fmt(p.target_weights) << " + KV " << fmt(p.target_kv);
+    // One cache per sequence: "KV 4 x 1.00 MiB".
+    const std::string times = p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "";
+    s << "memory: weights " << fmt(p.target_weights) << " + KV " << times << fmt(p.target_kv);
     if (p.draft_weights > 0)
-        s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << fmt(p.draft_kv);
+        s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
+          << fmt(p.draft_kv);
     s << " = " << fmt(p.total());
     if (p.available > 0)
         s << " of " << fmt(p.available) << " available";
@@ -114,7 +124,8 @@ void check_memory(const MemoryPlan& p) {
     }
     if (p.available <= 0 || p.total() <= p.available) return;
     fail("not enough memory for this run (", describe(p).substr(8), ")",
-         "; use a smaller -c, -ctk q8_0 -ctv q8_0, or a smaller model");
+         "; use a smaller -c, -ctk q8_0 -ctv q8_0, ", p.n_seqs > 1 ? "fewer --parallel slots, " : "",
+         "or a smaller model");
 }
 
-}  // namespace specula::cli
+}  // namespace specula

@@ -1,0 +1,62 @@
+// The memory plan `run`, `chat`, `serve` and `bench` print after loading (mapping) the models and
+// before allocating any cache: the weights of the target and of the draft model, the KV caches
+// (one per sequence: `serve` has one per --parallel slot; each counts its context, layers, row
+// width and types), their total, and the memory available (MemAvailable in /proc/meminfo, read
+// before the models were loaded). A total over the available memory is refused with an Error
+// naming each part and what to change; every command words it the same.
+// With -ngl / -ngld, the plan also counts each Vulkan device's share (the offloaded weights and
+// the device KV caches, model/offload.h's plan_offload) against that device's memory, and
+// refuses a device that cannot hold its share, naming the device, the sizes and the flag to lower.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace specula {
+
+struct DeviceShare {
+    int device = -1;
+    std::string name;
+    double have = 0;  // the device's memory; 0: unknown, never refused
+    double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;
+    double total() const { return target_weights + target_kv + draft_weights + draft_kv; }
+};
+
+struct MemoryPlan {
+    double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;  // kv: per sequence
+    int n_seqs = 1;        // caches of each model (serve: its slots)
+    double available = 0;  // 0: unknown (no /proc/meminfo), never refused
+    double total() const {
+        return target_weights + draft_weights + n_seqs * (target_kv + draft_kv);
+    }
+    std::vector<DeviceShare> devices;  // one per Vulkan device in use
+};
+
+// MemAvailable from /proc/meminfo, in bytes; 0 when it cannot be read.
+double mem_available_bytes();
+
+// What the caches will be: n_seqs sequences, each with an n_ctx cache of the given types for the
+// target and one for the draft model (when there is one).
+struct CachePlan {
+    int n_ctx = 0;  // 0: the session default (SessionParams, resolved per model)
+    int n_threads = 0;  // 0: default_threads (common/threadpool.h)
+    KVType type_k = KVType::F16, type_v = KVType::F16;
+    int n_seqs = 1;
+};
+
+// The plan for a target and an optional draft model; each "KV" counts its session's attention
+// scratch (n_threads x 16 score rows of n_ctx floats) too.
+MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan& caches,
+                       double available);
+
+// "memory: weights 1.2 MiB + KV 5.0 MiB + ... = 8.1 MiB of 20.3 GiB available"; with several
+// sequences "KV 4 x 5.0 MiB".
+std::string describe(const MemoryPlan& p);
+
+// Error when the plan exceeds the available memory or a device's share exceeds the device.
+void check_memory(const MemoryPlan& p);
+
+}  // namespace specula
