@@ -32,8 +32,8 @@ void MoeFFN::reserve(const HParams& hp, int ntok) {
     grow(w_, n * k);
     grow(slots_, n * k);
     grow(xg_, n * hp.n_embd);
-    grow(g_, n * hp.n_ff);
-    grow(u_, n * hp.n_ff);
+    grow(g_, n * hp.n_ff_expert);
+    grow(u_, n * hp.n_ff_expert);
     grow(d_, n * hp.n_embd);
     grow(eo_, n * k * hp.n_embd);
 }
@@ -70,7 +70,7 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
 
 void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
                         ThreadPool& pool, MatmulScratch& scratch) {
-    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff;
+    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff_expert;
     int n = 0;
     for (int i = 0; i < ntok * k; ++i) {
         if (sel_[i] != e) continue;
