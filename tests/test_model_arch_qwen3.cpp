@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "model/moe.h"
 #include "model/session.h"
 #include "test_util.h"
 
@@ -74,6 +75,34 @@ TEST(Qwen3, BatchOfTokensEqualsOneAtATime) {
 
 TEST(Qwen3Moe, BatchOfTokensEqualsOneAtATime) {
     expect_batch_invariant(kQwen3Moe);
+}
+
+// The MoE FFN groups a pass's tokens by expert: 9 tokens choosing 4 of 8 experts each run at
+// most 8 experts (each once, over all its tokens), not 36 token-expert products; and each token's
+// output is bit-identical to running it alone.
+TEST(Qwen3Moe, PassRunsEachChosenExpertOnce) {
+    const auto m = Model::load(kQwen3Moe);
+    const auto& hp = m->hparams();
+    const int d = hp.n_embd, ntok = 9;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    std::vector<float> x(size_t(ntok) * d), out(x.size()), one(d);
+    for (auto& v : x) v = nd(rng);
+    specula::ThreadPool pool(2);
+    specula::MatmulScratch scratch;
+    specula::MoeFFN moe;
+    for (int il = 0; il < hp.n_layer; ++il) {
+        const auto& l = m->layers[size_t(il)];
+        moe.forward(l, hp, x.data(), ntok, out.data(), pool, scratch);
+        EXPECT_GE(moe.experts_run(), hp.n_expert_used);
+        EXPECT_LE(moe.experts_run(), hp.n_expert);
+        for (int t = 0; t < ntok; ++t) {
+            moe.forward(l, hp, x.data() + size_t(t) * d, 1, one.data(), pool, scratch);
+            EXPECT_EQ(moe.experts_run(), hp.n_expert_used) << "one token runs its k experts";
+            EXPECT_EQ(0, std::memcmp(one.data(), out.data() + size_t(t) * d, sizeof(float) * d))
+                << "layer " << il << ", token " << t << " differs from running it alone";
+        }
+    }
 }
 
 TEST(Qwen3, HyperparametersAsWritten) {
