@@ -1,7 +1,8 @@
 // BatchEvaluator (model/batch_eval.h): one pass over several sessions gives every sequence the
 // logits it gets alone, bit for bit: different prompts and lengths, 1..8 sequences, prefill chunks
 // mixed with multi-token decode steps, per-session rollback, on a Q8_0 and a K-quant synthetic
-// model, an MoE and stories260K. Bad batches are refused before any session changes.
+// model, an MoE, qwen2, qwen3, qwen3moe and stories260K. Bad batches are refused before any session
+// changes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -114,8 +115,9 @@ std::vector<std::vector<Rows>> run_batched(const Model& m, const std::vector<Pla
     return out;
 }
 
+// `path` under shared/, or absolute (the repository's tests/data).
 void expect_identical(const std::string& stem, const std::string& path) {
-    const auto m = Model::load(specula::test::shared_path(path));
+    const auto m = Model::load(path.starts_with("/") ? path : specula::test::shared_path(path));
     const int n_ctx = 128;
     for (int n_seq : {1, 2, 3, 5, 8}) {
         std::vector<Plan> plans;
@@ -153,6 +155,17 @@ TEST(ModelBatch, MoeMatchesAlone) {
 
 TEST(ModelBatch, Qwen2MatchesAlone) {
     expect_identical("qwen2", "models/synthetic/rand-qwen2-tok512-d256-l2-F16.gguf");
+}
+
+TEST(ModelBatch, Qwen3MatchesAlone) {
+    expect_identical("qwen3", std::string(SPECULA_SOURCE_DIR) +
+                                  "/tests/data/arch/rand-qwen3-tok512-d256-l2-Q8_0.gguf");
+}
+
+TEST(ModelBatch, Qwen3MoeMatchesAlone) {
+    expect_identical("qwen3moe",
+                     std::string(SPECULA_SOURCE_DIR) +
+                         "/tests/data/arch/rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf");
 }
 
 TEST(ModelBatch, Stories260KMatchesAlone) {

@@ -16,12 +16,16 @@
 #include <vector>
 
 #include "model/session.h"
+#include "parity_util.h"
 #include "test_util.h"
 
 namespace {
 
 using json = nlohmann::json;
 using specula::token_id;
+using specula::test::argmax;
+using specula::test::compare_row;
+using specula::test::Stats;
 
 constexpr int kExpectedModels = 27;
 
@@ -65,51 +69,6 @@ Tolerance tolerance_for(const std::string& stem, const json& model) {
     if (ft == "1") return {0.03, 0.03};  // F16
     if (ft == "32") return {0.1, 0.1};   // BF16
     return {0.5, 0.5};                   // quantised
-}
-
-struct Stats {
-    double max_diff = 0;
-    int n_rows = 0;
-    int n_argmax_checked = 0;
-    int n_failures = 0;
-};
-
-int argmax(const float* x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; ++i) {
-        if (x[i] > x[best]) best = i;
-    }
-    return best;
-}
-
-// Compares one row of our logits with a reference top-10 list.
-void compare_row(const float* ours, int n_vocab, const json& top, double tol,
-                 const std::string& where, Stats& st) {
-    ++st.n_rows;
-    for (const auto& pair : top) {
-        const int id = pair[0].get<int>();
-        const float ref = static_cast<float>(pair[1].get<double>());
-        ASSERT_TRUE(id >= 0 && id < n_vocab) << where << ": reference id " << id;
-        const double d = std::fabs(static_cast<double>(ours[id]) - ref);
-        st.max_diff = std::max(st.max_diff, d);
-        if (!(d <= tol)) {
-            if (++st.n_failures <= 8) {
-                ADD_FAILURE() << where << ", id " << id << ": ours " << ours[id] << " vs ref "
-                              << ref << " (|diff| " << d << " > tol " << tol << ")";
-            }
-        }
-    }
-    const float gap =
-        static_cast<float>(top[0][1].get<double>()) - static_cast<float>(top[1][1].get<double>());
-    if (gap > 2 * tol) {
-        ++st.n_argmax_checked;
-        const int ref_top = top[0][0].get<int>();
-        const int ours_top = argmax(ours, n_vocab);
-        if (ours_top != ref_top && ++st.n_failures <= 8) {
-            ADD_FAILURE() << where << ": our argmax " << ours_top << " != reference top-1 "
-                          << ref_top << " (reference gap " << gap << ")";
-        }
-    }
 }
 
 // The 5 ladder files also ship all n_vocab logits of one prompt position: compare every one.

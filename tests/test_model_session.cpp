@@ -405,7 +405,7 @@ TEST(ModelLoad, UnsupportedArchitecture) {
     Edit ed;
     ed.arch = "gpt2";
     expect_load_error(write_variant("arch", ed),
-                      {"unsupported architecture 'gpt2'", "llama", "qwen2"});
+                      {"unsupported architecture 'gpt2'", "llama", "qwen2", "qwen3", "qwen3moe"});
 }
 
 TEST(ModelLoad, MissingTensor) {

@@ -1,5 +1,6 @@
 // Greedy speculative decoding is exact: for every draft length, drafter and model pair (F32
-// TinyStories, F16, Q8_0 and Q4_K_M synthetic pairs, n-gram lookup) the generated token ids equal
+// TinyStories, F16, Q8_0 and Q4_K_M synthetic pairs, qwen3 and qwen3moe targets with a qwen3
+// draft from tests/data/arch, n-gram lookup) the generated token ids equal
 // plain greedy decoding of the target, a draft identical to the target is always accepted, and
 // acceptance is at least llama.cpp's on the same pairs (reference/speculative.json).
 #include <gtest/gtest.h>
@@ -75,6 +76,37 @@ std::vector<token_id> run(Session& target, Drafter* drafter, const std::vector<t
 }
 
 }  // namespace
+
+// qwen3 (F16, Q8_0) and qwen3moe targets with the 1-layer qwen3 draft, from tests/data/arch.
+// qwen3 has no Vulkan layers yet: under SPECULA_NGL the sessions must fall back to the CPU.
+TEST(SpecGreedy, Qwen3PairsEqualPlain) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    const bool on_gpu = env_value("SPECULA_NGL").has_value();
+    auto draft = Model::load(dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+    for (const std::string stem :
+         {"rand-qwen3-tok512-d256-l2-F16", "rand-qwen3-tok512-d256-l2-Q8_0",
+          "rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0"}) {
+        auto target = Model::load(dir + stem + ".gguf");
+        Session session(*target, kOneThread);
+        if (on_gpu) EXPECT_EQ(session.n_gpu_layers(), 0) << stem;
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = greedy();
+        DraftModelDrafter drafter(*draft, dp);
+        const json ref = json::parse(test::read_file(dir + stem + ".json"));
+        for (const json& p : ref["prompts"]) {
+            const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+            const auto plain = run(session, nullptr, prompt, 32, 0);
+            ASSERT_EQ(int(plain.size()), 32);
+            for (int n : {1, 3, 8}) {
+                SpecStats st;
+                const auto spec = run(session, &drafter, prompt, 32, n, &st);
+                EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;
+                EXPECT_LT(st.n_target_passes, 32) << stem << ": no draft token was ever accepted";
+            }
+        }
+    }
+}
 
 // CTest's test_speculative_greedy_vulkan runs this with both models on the GPU backend
 // (SPECULA_NGL, model/offload.h): lavapipe is slow, so there it takes each pair's first prompt

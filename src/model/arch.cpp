@@ -7,7 +7,7 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch, &kQwen2Arch};
+const ArchSpec* const kArchs[] = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kQwen3MoeArch};
 
 }  // namespace
 

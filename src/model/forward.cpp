@@ -115,6 +115,21 @@ void ForwardPass::attention_input(const LayerWeights& l) {
     add_bias(v_new_.data(), l.bv, ntok, dkv, dkv);
 }
 
+void ForwardPass::qk_norm(const LayerWeights& l) {
+    const int hd = hp_.head_dim, nh = hp_.n_head, nkv = hp_.n_head_kv;
+    const float eps = hp_.rms_eps;
+    float* q = q_.data();
+    float* k = k_new_.data();
+    over_items(*pool_, n_rows_, hp_.n_embd_q() + hp_.n_embd_kv(), [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            float* qt = q + t * nh * hd;
+            float* kt = k + t * nkv * hd;
+            for (int h = 0; h < nh; ++h) rms_norm(qt + h * hd, l.q_norm, hd, eps, qt + h * hd);
+            for (int h = 0; h < nkv; ++h) rms_norm(kt + h * hd, l.k_norm, hd, eps, kt + h * hd);
+        }
+    });
+}
+
 void ForwardPass::rope_and_cache() {
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     float* kc = k_new_.data();

@@ -59,6 +59,9 @@ class ForwardPass {
     // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
     // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
     void attention_input(const LayerWeights& l);
+    // q and k of every row: each head's head_dim values = rms_norm(head) * q_norm / k_norm (qwen3;
+    // between attention_input and rope_and_cache).
+    void qk_norm(const LayerWeights& l);
     // Rotates q and k at each row's position and writes k, v into each segment's cache.
     void rope_and_cache();
     // x += Wo attention(q, K, V) (+ bo). In the last layer only each segment's output rows

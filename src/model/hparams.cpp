@@ -103,6 +103,11 @@ void read_expert_hparams(const GGUFFile& f, HParams& hp) {
         fail(f.path(), ": ", p, "expert_used_count must be >= 1 when expert_count is ",
              hp.n_expert);
     }
+    hp.n_ff_expert = hp.n_ff;
+}
+
+void read_expert_ff_length(const GGUFFile& f, HParams& hp) {
+    hp.n_ff_expert = get_checked(f, prefix(hp) + "expert_feed_forward_length", hp.n_ff, 1, kMaxFF);
 }
 
 }  // namespace specula

@@ -23,7 +23,8 @@ struct HParams {
     int n_ff = 0;
     int n_expert = 0;  // 0: dense FFN
     int n_expert_used = 0;
-    int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
+    int n_ff_expert = 0;  // rows of each expert's gate/up (n_ff unless the file says otherwise)
+    int n_rot = 0;        // rope dimensions (rope.dimension_count, default head_dim)
     bool rope_neox = false;
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
@@ -48,7 +49,11 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp);
 // hparams first (the rotated dimensions must fit in a head).
 void read_rope_hparams(const GGUFFile& f, HParams& hp);
 
-// expert_count and expert_used_count (0: a dense FFN).
+// expert_count and expert_used_count (0: a dense FFN); n_ff_expert = n_ff.
 void read_expert_hparams(const GGUFFile& f, HParams& hp);
+
+// expert_feed_forward_length (default feed_forward_length) into n_ff_expert; call after
+// read_expert_hparams.
+void read_expert_ff_length(const GGUFFile& f, HParams& hp);
 
 }  // namespace specula

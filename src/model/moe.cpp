@@ -32,8 +32,8 @@ void MoeFFN::reserve(const HParams& hp, int ntok) {
     grow(w_, n * k);
     grow(slots_, n * k);
     grow(xg_, n * hp.n_embd);
-    grow(g_, n * hp.n_ff);
-    grow(u_, n * hp.n_ff);
+    grow(g_, n * hp.n_ff_expert);
+    grow(u_, n * hp.n_ff_expert);
     grow(d_, n * hp.n_embd);
     grow(eo_, n * k * hp.n_embd);
 }
@@ -68,9 +68,9 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
     }
 }
 
-void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
+bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
                         ThreadPool& pool, MatmulScratch& scratch) {
-    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff;
+    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff_expert;
     int n = 0;
     for (int i = 0; i < ntok * k; ++i) {
         if (sel_[i] != e) continue;
@@ -79,7 +79,7 @@ void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
                     sizeof(float) * d);
         ++n;
     }
-    if (n == 0) return;
+    if (n == 0) return false;
     const MatmulJob gate_up[] = {{expert_view(l.ffn_gate_exps, e, hp.n_expert), g_.data(), ff},
                                  {expert_view(l.ffn_up_exps, e, hp.n_expert), u_.data(), ff}};
     matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
@@ -93,13 +93,16 @@ void MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
         std::memcpy(eo_.data() + static_cast<size_t>(slots_[i]) * d,
                     d_.data() + static_cast<size_t>(i) * d, sizeof(float) * d);
     }
+    return true;
 }
 
 void MoeFFN::forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
                      ThreadPool& pool, MatmulScratch& scratch) {
     reserve(hp, ntok);
     route(l, hp, x, ntok, pool, scratch);
-    for (int e = 0; e < hp.n_expert; ++e) run_expert(l, hp, e, x, ntok, pool, scratch);
+    experts_run_ = 0;
+    for (int e = 0; e < hp.n_expert; ++e)
+        experts_run_ += run_expert(l, hp, e, x, ntok, pool, scratch);
     const int k = hp.n_expert_used, d = hp.n_embd;
     for (int t = 0; t < ntok; ++t) {
         float* o = out + static_cast<size_t>(t) * d;

@@ -2,8 +2,11 @@
 // normalised weights: router logits = W_inp x (F32), softmax over experts, the n_expert_used
 // most probable experts, their probabilities renormalised to sum 1, and
 // out = sum_k w_k * down_k(silu(gate_k(x)) * up_k(x)), summed in rank order.
-// Tokens routed to the same expert share one matmul per weight; since matmul results are
-// per-token, a token's output does not depend on the batch.
+// Used by llama (Mixtral) and qwen3moe; each expert's FFN is hp.n_ff_expert wide.
+// The pass's tokens are grouped by expert: each expert a token chose runs once per forward, one
+// matmul per weight over all its tokens (so its weights are read once per pass, however many
+// tokens chose it); since matmul results are per-token, a token's output does not depend on the
+// batch.
 #pragma once
 
 #include <vector>
@@ -23,10 +26,14 @@ class MoeFFN {
     void forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
                  ThreadPool& pool, MatmulScratch& scratch);
 
+    // Experts the last forward ran (each once, over every token that chose it).
+    int experts_run() const { return experts_run_; }
+
   private:
     void route(const LayerWeights& l, const HParams& hp, const float* x, int ntok, ThreadPool& pool,
                MatmulScratch& scratch);
-    void run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
+    // Runs expert e over the tokens that chose it; false (nothing read) when none did.
+    bool run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
                     ThreadPool& pool, MatmulScratch& scratch);
 
     std::vector<float> logits_;          // [ntok][n_expert]
@@ -35,6 +42,7 @@ class MoeFFN {
     std::vector<int> slots_;             // rows routed to the current expert: t * n_used + rank
     std::vector<float> xg_, g_, u_, d_;  // gathered inputs and the expert's intermediates
     std::vector<float> eo_;              // [ntok][n_used][n_embd] expert outputs
+    int experts_run_ = 0;
 };
 
 }  // namespace specula

@@ -106,8 +106,14 @@ void bind_attention(TensorBinder& b, const HParams& hp, const std::string& pre, 
     l.bo = b.vector(pre + "attn_output.bias", d, Need::Optional);
 }
 
+void bind_qk_norm(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
+    l.q_norm = b.vector(pre + "attn_q_norm.weight", hp.head_dim);
+    l.k_norm = b.vector(pre + "attn_k_norm.weight", hp.head_dim);
+}
+
 void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
-    const int64_t d = hp.n_embd, ff = hp.n_ff, ne = hp.n_expert;
+    const int64_t d = hp.n_embd, ne = hp.n_expert;
+    int64_t ff = hp.n_ff;
     l.ffn_norm = b.vector(pre + "ffn_norm.weight", d);
     if (ne == 0) {
         l.ffn_gate = b.matrix(pre + "ffn_gate.weight", {d, ff});
@@ -115,6 +121,7 @@ void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerW
         l.ffn_down = b.matrix(pre + "ffn_down.weight", {ff, d});
         return;
     }
+    ff = hp.n_ff_expert;
     // The router is a tiny [n_embd x n_expert] matrix, used as F32 like llama.cpp stores it.
     l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
     l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});

@@ -21,6 +21,7 @@ struct LayerWeights {
     WeightView wq, wk, wv, wo;
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Q/K/V biases (qwen2)
     const float* bo = nullptr;                                // attn_output bias
+    const float *q_norm = nullptr, *k_norm = nullptr;  // per-head Q/K RMSNorm [head_dim] (qwen3)
     const float* ffn_norm = nullptr;
     WeightView ffn_gate, ffn_up, ffn_down;                 // dense
     const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
@@ -70,8 +71,12 @@ void bind_io(TensorBinder& b, const HParams& hp, ModelWeights& w);
 void bind_attention(TensorBinder& b, const HParams& hp, const std::string& pre, Need qkv_bias,
                     LayerWeights& l);
 
+// attn_q_norm and attn_k_norm, one weight of head_dim per layer shared by every head (qwen3).
+void bind_qk_norm(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l);
+
 // ffn_norm and either ffn_gate/up/down (hp.n_expert == 0) or the router ffn_gate_inp and the
-// stacked experts ffn_{gate,up,down}_exps.
+// stacked experts ffn_{gate,up,down}_exps
+// (each expert's FFN width is hp.n_ff_expert).
 void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l);
 
 // "blk.<il>."

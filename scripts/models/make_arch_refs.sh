@@ -1,0 +1,19 @@
+#!/bin/sh
+# Builds scripts/models/ref_dump.cpp against ik_llama.cpp's libllama (a CPU build) and writes the
+# reference JSON of every GGUF file in tests/data/arch next to it.
+#   usage: scripts/models/make_arch_refs.sh [IK_LLAMA_SRC] [SHARED_DIR]
+# IK_LLAMA_SRC holds include/, ggml/include/ and a CMake build in build/ (llama + ggml targets).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+ik=${1:-/tmp/specula-peers/ik_llama.cpp/src}
+shared=${2:-$here/../../../shared}
+data=$here/../../tests/data/arch
+bin=$(mktemp -d)/ref_dump
+g++ -O1 -std=c++17 -I"$ik/include" -I"$ik/ggml/include" "$here/ref_dump.cpp" -o "$bin" \
+    -L"$ik/build/src" -L"$ik/build/ggml/src" -lllama -lggml \
+    -Wl,-rpath,"$ik/build/src:$ik/build/ggml/src"
+for f in "$data"/*.gguf; do
+    stem=$(basename "$f" .gguf)
+    "$bin" "$f" "$shared/reference/prompts/general.json" "$stem.gguf" > "$data/$stem.json" 2>/dev/null
+    echo "$data/$stem.json"
+done
