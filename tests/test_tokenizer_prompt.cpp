@@ -3,7 +3,6 @@
 // failures named for each front end, and the default thread count.
 #include <gtest/gtest.h>
 
-
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "test_util.h"

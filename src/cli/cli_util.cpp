@@ -98,5 +98,4 @@ std::string process_escapes(const std::string& text) {
     return out;
 }
 
-
 }  // namespace specula::cli

@@ -41,7 +41,7 @@ double mem_available_bytes();
 // What the caches will be: n_seqs sequences, each with an n_ctx cache of the given types for the
 // target and one for the draft model (when there is one).
 struct CachePlan {
-    int n_ctx = 0;  // 0: the session default (SessionParams, resolved per model)
+    int n_ctx = 0;      // 0: the session default (SessionParams, resolved per model)
     int n_threads = 0;  // 0: default_threads (common/threadpool.h)
     KVType type_k = KVType::F16, type_v = KVType::F16;
     int n_seqs = 1;

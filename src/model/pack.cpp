@@ -69,8 +69,8 @@ void pack_weights(Model& m, int n_threads) {
             if (w.data != embd) release_mapped_pages(w.data, w.row_bytes() * w.rows);
         }
     };
-    const int n = std::min({default_threads(n_threads), max_pool_threads(),
-                            static_cast<int>(jobs.size())});
+    const int n =
+        std::min({default_threads(n_threads), max_pool_threads(), static_cast<int>(jobs.size())});
     if (n == 1) {
         work(0, 1);
     } else {

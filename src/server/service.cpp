@@ -49,10 +49,9 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
-    const MemoryPlan plan =
-        plan_memory(*target_, spec_.draft_model.get(),
-                    CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel},
-                    available);
+    const MemoryPlan plan = plan_memory(
+        *target_, spec_.draft_model.get(),
+        CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel}, available);
     std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
     check_memory(plan);
     SchedulerConfig sc;
