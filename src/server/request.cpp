@@ -112,6 +112,36 @@ std::vector<ChatMessage> get_messages(const json& body) {
     return out;
 }
 
+nlohmann::ordered_json template_messages(const std::vector<ChatMessage>& messages) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ChatMessage& m : messages) out.push_back({{"role", m.role}, {"content", m.content}});
+    return out;
+}
+
+// chat_template_kwargs: an object of extra template variables (e.g. enable_thinking); it may
+// not replace the conversation itself.
+nlohmann::ordered_json get_template_kwargs(const json& body) {
+    const json* v = field(body, "chat_template_kwargs");
+    if (!v) return nullptr;
+    if (!v->is_object()) wrong_type("chat_template_kwargs", "an object");
+    for (const char* reserved : {"messages", "tools"})
+        if (v->contains(reserved))
+            bad_request(std::string("'chat_template_kwargs.") + reserved +
+                            "' is not allowed (give it as the request's own field)",
+                        std::string("chat_template_kwargs.") + reserved);
+    return nlohmann::ordered_json::parse(v->dump());
+}
+
+std::string get_reasoning_format(const json& body) {
+    const json* v = field(body, "reasoning_format");
+    if (!v) return "";
+    if (!v->is_string() || (*v != "none" && *v != "deepseek" && *v != "auto"))
+        bad_request(
+            "'reasoning_format' must be \"none\", \"deepseek\" or \"auto\", got " + v->dump(),
+            "reasoning_format");
+    return v->get<std::string>();
+}
+
 void get_prompt(const json& body, CompletionRequest& r) {
     const json* v = field(body, "prompt");
     if (!v) bad_request("'prompt' is required", "prompt");
@@ -233,6 +263,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     }
     if (chat) {
         r.messages = get_messages(body);
+        r.chat_messages = template_messages(r.messages);
     } else {
         get_prompt(body, r);
     }
@@ -263,6 +294,10 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
         r.logit_bias_json = *b;
     }
     r.grammar = get_grammar(body);
+    if (chat) {
+        r.chat_template_kwargs = get_template_kwargs(body);
+        r.reasoning_format = get_reasoning_format(body);
+    }
     return r;
 }
 

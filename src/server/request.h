@@ -23,9 +23,14 @@ struct CompletionRequest {
     std::string prompt;                 // completions: the prompt text
     std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
     std::vector<ChatMessage> messages;  // chat
-    int64_t max_tokens = -1;   // -1: until the end of generation or a full context (64-bit, so
-                               // that adding the prompt's length to it cannot overflow)
-    float temperature = 0.8f;  // llama-server's sampling defaults
+    // chat: the messages as the chat template sees them ({"role", "content"} each), and
+    // chat_template_kwargs (null when not given), merged into the template's context.
+    nlohmann::ordered_json chat_messages;
+    nlohmann::ordered_json chat_template_kwargs;
+    std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
+    int64_t max_tokens = -1;       // -1: until the end of generation or a full context (64-bit, so
+                                   // that adding the prompt's length to it cannot overflow)
+    float temperature = 0.8f;      // llama-server's sampling defaults
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;

@@ -48,6 +48,8 @@ const Known kImplemented[] = {
     {"repeat_last_n", Endpoint::both},
     {"ignore_eos", Endpoint::both},
     {"speculative", Endpoint::both},
+    {"chat_template_kwargs", Endpoint::chat},
+    {"reasoning_format", Endpoint::chat},
     // Identifiers for the client's own bookkeeping: they change nothing about the output.
     {"user", Endpoint::both},
     {"safety_identifier", Endpoint::chat},

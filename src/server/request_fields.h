@@ -6,7 +6,8 @@
 // max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream, stream_options
 // (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs,
 // top_logprobs (chat), echo (completions), response_format, and the vLLM / llama-server extras
-// top_k, min_p, repetition_penalty (repeat_penalty), repeat_last_n, ignore_eos, speculative.
+// top_k, min_p, repetition_penalty (repeat_penalty), repeat_last_n, ignore_eos, speculative,
+// chat_template_kwargs and reasoning_format (chat).
 // Accepted because they change nothing about the output: user, safety_identifier,
 // prompt_cache_key (identifiers), store: false, service_tier "auto" / "default", modalities
 // ["text"], tool_choice "none", tools / functions: [], parallel_tool_calls (without tools).

@@ -55,6 +55,14 @@ json logprobs_json(const ResponseHead& h, const Completion& c, size_t from, size
     return completion_logprobs_json(with_prompt ? c.prompt_logprobs : none, part, tok);
 }
 
+// A chat delta of reasoning and/or content (an empty object when both are empty).
+json split_delta(const ReasoningParts& parts) {
+    json d = json::object();
+    if (!parts.reasoning.empty()) d["reasoning_content"] = parts.reasoning;
+    if (!parts.content.empty()) d["content"] = parts.content;
+    return d;
+}
+
 json with_choice(const ResponseHead& h, json choice) {
     json j = h.make();
     j["choices"] = json::array({std::move(choice)});
@@ -87,13 +95,31 @@ json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece
     for (const auto& p : pieces) upto = std::max(upto, p.index + 1);
     json lp = logprobs_json(h, c, size_t(cursor.next_logprob), size_t(upto), false, tok);
     cursor.next_logprob = upto;
-    if (h.chat) {
+    if (h.chat && h.split_reasoning) {
+        choice["delta"] = split_delta(cursor.splitter.push(joined(pieces)));
+    } else if (h.chat) {
         choice["delta"] = {{"content", joined(pieces)}};
     } else {
         choice["text"] = joined(pieces);
     }
     choice["logprobs"] = lp;
     return with_choice(h, choice);
+}
+
+StreamCursor stream_cursor(const ResponseHead& h) {
+    StreamCursor c;
+    c.splitter = ReasoningSplitter(h.reasoning_open);
+    return c;
+}
+
+json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor) {
+    if (!h.chat || !h.split_reasoning) return nullptr;
+    const ReasoningParts rest = cursor.splitter.finish();
+    if (rest.empty()) return nullptr;
+    return with_choice(h, {{"index", index},
+                           {"finish_reason", nullptr},
+                           {"logprobs", nullptr},
+                           {"delta", split_delta(rest)}});
 }
 
 json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
@@ -138,7 +164,11 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
         json choice = {{"index", int(i)},
                        {"finish_reason", c.finish_reason},
                        {"logprobs", logprobs_json(h, c, 0, size_t(c.n_text_tokens), true, tok)}};
-        if (h.chat) {
+        if (h.chat && h.split_reasoning) {
+            const ReasoningParts parts = split_reasoning(c.text, h.reasoning_open);
+            choice["message"] = {{"role", "assistant"}, {"content", parts.content}};
+            if (!parts.reasoning.empty()) choice["message"]["reasoning_content"] = parts.reasoning;
+        } else if (h.chat) {
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         } else {
             choice["text"] = c.echo + c.text;

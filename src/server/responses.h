@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "server/service.h"
 
 namespace specula {
@@ -19,6 +20,8 @@ struct ResponseHead {
     std::string model;
     bool chat;
     int logprobs = -1;  // the request's (req.logprobs)
+    // chat: the text's <think> block goes to reasoning_content (PreparedRequest's flags).
+    bool split_reasoning = false, reasoning_open = false;
     nlohmann::json make() const;
 };
 
@@ -30,7 +33,11 @@ nlohmann::json usage_json(const std::vector<Completion>& choices);
 // chunk that carries the first of its text).
 struct StreamCursor {
     int next_logprob = 0;
+    ReasoningSplitter splitter;  // with split_reasoning: set from the head before the first chunk
 };
+
+// A cursor for one streamed choice.
+StreamCursor stream_cursor(const ResponseHead& h);
 
 // A chunk of released text for choice `index` (`c`: the choice so far, for its logprobs).
 nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece>& pieces,
@@ -38,6 +45,8 @@ nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<
 // The first chunk of a choice: chat's role, or completions' echoed prompt.
 nlohmann::json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
                                   const Tokenizer& tok);
+// With split_reasoning: the text the splitter held back, as a last delta; null when none.
+nlohmann::json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor);
 // The chunk with the choice's finish_reason (and, in `specula`, its speculative block).
 nlohmann::json finish_chunk(const ResponseHead& h, int index, const Completion& c);
 // stream_options.include_usage: the last chunk, with "choices": [] and the usage.
