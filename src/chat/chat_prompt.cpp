@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/tool_calls.h"
 #include "common/error.h"
 
 namespace specula {
@@ -19,6 +20,7 @@ ChatPrompter ChatPrompter::jinja(const std::string& source, const std::string& o
     p.origin_ = origin;
     p.tokens_ = std::move(tokens);
     p.thinks_ = source.find("<think>") != std::string::npos;
+    p.hermes_tools_ = template_uses_hermes_tools(source);
     return p;
 }
 
@@ -44,6 +46,11 @@ std::string ChatPrompter::render(const nlohmann::ordered_json& messages, bool ad
                  " format has none");
         std::vector<ChatMessage> list;
         for (const auto& m : messages) {
+            const std::string role = m.value("role", "");
+            if ((role != "system" && role != "user" && role != "assistant") ||
+                m.contains("tool_calls"))
+                fail("tool messages and tool calls need a Jinja chat template; the built-in ",
+                     chat_format_name(format_), " format has none");
             const auto c = m.find("content");
             list.push_back(
                 {m.value("role", ""), c != m.end() && c->is_string() ? c->get<std::string>() : ""});

@@ -41,10 +41,12 @@ class ChatPrompter {
     std::string describe() const;
     // Whether the template writes <think> (a reasoning model's template).
     bool mentions_think() const { return thinks_; }
+    // Whether the template writes Hermes / Qwen <tool_call> blocks (chat/tool_calls.h).
+    bool hermes_tools() const { return hermes_tools_; }
 
     // messages: [{"role": ..., "content": "..."}, ...]; tools / kwargs: null when not given
     // (kwargs: an object merged into the context last). The built-in formats take only role and
-    // content, and refuse tools. Throws Error.
+    // content, and refuse tools, tool messages and tool calls. Throws Error.
     std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                        const nlohmann::ordered_json& tools = nullptr,
                        const nlohmann::ordered_json& kwargs = nullptr) const;
@@ -55,6 +57,7 @@ class ChatPrompter {
     std::string origin_;
     ChatTokens tokens_;
     bool thinks_ = false;
+    bool hermes_tools_ = false;
 };
 
 // The template in a file (--chat-template-file): Error naming the file when it cannot be read,

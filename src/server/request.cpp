@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/request_tools.h"
 
 namespace specula {
 
@@ -103,18 +104,13 @@ std::vector<ChatMessage> get_messages(const json& body) {
         const json* role = field(m, "role");
         if (!role || !role->is_string()) wrong_type(param + ".role", "a string");
         const std::string r = role->get<std::string>();
-        if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
-            bad_request("'" + param + ".role' must be system, user or assistant, got '" + r + "'",
-                        param + ".role");
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
+            bad_request(
+                "'" + param + ".role' must be system, user, assistant or tool, got '" + r + "'",
+                param + ".role");
         }
         out.push_back({r == "developer" ? "system" : r, message_content(m, i)});
     }
-    return out;
-}
-
-nlohmann::ordered_json template_messages(const std::vector<ChatMessage>& messages) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const ChatMessage& m : messages) out.push_back({{"role", m.role}, {"content", m.content}});
     return out;
 }
 
@@ -253,7 +249,8 @@ uint64_t get_seed(const json& body) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(const json& body, bool chat) {
+CompletionRequest parse_completion_request(const json& body, bool chat,
+                                           const nlohmann::ordered_json* raw) {
     if (!body.is_object()) bad_request("the request body must be a JSON object");
     CompletionRequest r;
     r.chat = chat;
@@ -263,7 +260,6 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     }
     if (chat) {
         r.messages = get_messages(body);
-        r.chat_messages = template_messages(r.messages);
     } else {
         get_prompt(body, r);
     }
@@ -295,6 +291,15 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     }
     r.grammar = get_grammar(body);
     if (chat) {
+        // The template sees messages and tools with their keys in the order sent.
+        const nlohmann::ordered_json ordered =
+            raw ? *raw : nlohmann::ordered_json::parse(body.dump());
+        std::vector<std::string> texts;
+        for (const ChatMessage& m : r.messages) texts.push_back(m.content);
+        r.chat_messages = template_messages(ordered["messages"], texts);
+        const ToolFields tf = get_tool_fields(ordered);
+        r.tools = tf.tools;
+        r.parallel_tool_calls = tf.parallel_tool_calls;
         r.chat_template_kwargs = get_template_kwargs(body);
         r.reasoning_format = get_reasoning_format(body);
     }

@@ -270,9 +270,22 @@ void HttpServer::routes() {
     };
     s.Post("/tokenize", json_route(tokenize_response));
     // llama-server's /apply-template: a chat request's prompt as the template renders it.
-    s.Post("/apply-template", json_route([this](const Tokenizer&, const json& body) {
-               return json{{"prompt", service_.chat_prompt(parse_completion_request(body, true))}};
-           }));
+    s.Post("/apply-template", [this, &metrics](const httplib::Request& req,
+                                               httplib::Response& res) {
+        try {
+            const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+            if (body.is_discarded()) bad_request("the request body is not valid JSON");
+            const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed above
+            const CompletionRequest r = parse_completion_request(body, true, &ordered);
+            send_json(res, 200, {{"prompt", service_.chat_prompt(r)}});
+        } catch (const ApiError& e) {
+            metrics.record_failure(e.status());
+            send_error(res, e);
+        } catch (const Error& e) {
+            metrics.record_failure(400);
+            send_error(res, ApiError(400, e.what()));
+        }
+    });
     s.Post("/detokenize", json_route(detokenize_response));
     for (const char* path : {"/v1/embeddings", "/embeddings"}) {
         s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
@@ -306,7 +319,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         }
         json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
-        p = service_.prepare(parse_completion_request(body, chat));
+        const auto ordered = nlohmann::ordered_json::parse(text);  // valid: body parsed
+        p = service_.prepare(parse_completion_request(body, chat, &ordered));
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
         send_error(res, e);
@@ -321,7 +335,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
         chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
         long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs, p.split_reasoning,
-        p.reasoning_open});
+        p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -366,6 +380,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
             if (const json rest = stream_flush_chunk(*head, i, cursor);
                 !rest.is_null() && !write_sse(sink, rest))
                 return false;
+            if (cursor.called_tools && c.finish_reason == "stop") c.finish_reason = "tool_calls";
             if (!write_sse(sink, finish_chunk(*head, i, c))) return false;
             done.push_back(std::move(c));
         }

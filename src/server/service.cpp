@@ -127,6 +127,13 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         return text;
     };
     if (req.chat) {
+        if (!req.tools.is_null() && !prompter_->hermes_tools())
+            bad_request(
+                "'tools' needs a chat template that writes Hermes/Qwen <tool_call> blocks (the "
+                "only tool-call format this server parses); this one (" +
+                    prompter_->describe() + ") does not",
+                "tools");
+        p.parse_tools = !req.tools.is_null();
         const std::string text = chat_prompt(req);
         const ReasoningFormat rf =
             req.reasoning_format.empty()
@@ -162,7 +169,7 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
 
 std::string Service::chat_prompt(const CompletionRequest& req) const {
     try {
-        return prompter_->render(req.chat_messages, /*add_generation_prompt=*/true, nullptr,
+        return prompter_->render(req.chat_messages, /*add_generation_prompt=*/true, req.tools,
                                  req.chat_template_kwargs);
     } catch (const Error& e) {
         bad_request(e.what(), "messages");

@@ -61,6 +61,7 @@ struct PreparedRequest {
     // chat: split <think> reasoning from the answer (chat/reasoning.h), and whether the prompt
     // already opened the block.
     bool split_reasoning = false, reasoning_open = false;
+    bool parse_tools = false;  // chat with tools: <tool_call> blocks become tool_calls
     std::chrono::steady_clock::time_point t_arrival;  // latency metrics count queueing
 };
 
