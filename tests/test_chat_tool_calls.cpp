@@ -68,13 +68,13 @@ TEST(ChatToolCalls, GateHoldsTheCallEvenWhenTheTagIsCut) {
         specula::ToolCallGate g;
         std::string released = g.push(text.substr(0, cut));
         released += g.push(text.substr(cut));
-        EXPECT_EQ(released, "Sure. ") << "cut at " << cut;
+        EXPECT_EQ(released, "Sure.") << "cut at " << cut;
         EXPECT_TRUE(g.holding_call());
         EXPECT_EQ(g.held(), "<tool_call>{\"name\": \"f\"}</tool_call>");
     }
     specula::ToolCallGate g;
-    EXPECT_EQ(g.push("a <tool"), "a ");      // a possible tag start is held...
-    EXPECT_EQ(g.push("box>"), "<toolbox>");  // ...and released once it is not one
+    EXPECT_EQ(g.push("a <tool"), "a");        // a possible tag start is held...
+    EXPECT_EQ(g.push("box>"), " <toolbox>");  // ...and released once it is not one
     EXPECT_FALSE(g.holding_call());
     EXPECT_TRUE(specula::template_uses_hermes_tools("{{- '<tool_call>\\n' }}"));
     EXPECT_FALSE(specula::template_uses_hermes_tools("[TOOL_CALLS]"));

@@ -71,9 +71,11 @@ std::string ToolCallGate::push(std::string_view text) {
     held_ += text;
     if (in_call_) return "";
     const size_t at = held_.find(kOpen);
-    if (at != std::string::npos) {
+    if (at != std::string::npos) {  // content ends here, without its trailing whitespace
         in_call_ = true;
         std::string out = held_.substr(0, at);
+        const size_t last = out.find_last_not_of(kSpace);
+        out.resize(last == std::string::npos ? 0 : last + 1);
         held_.erase(0, at);
         return out;
     }
@@ -84,8 +86,12 @@ std::string ToolCallGate::push(std::string_view text) {
             break;
         }
     }
-    std::string out = held_.substr(0, held_.size() - keep);
-    held_.erase(0, held_.size() - keep);
+    // Whitespace before it is held too: it is dropped if a call follows.
+    size_t from = held_.size() - keep;
+    while (from > 0 && std::string_view(kSpace).find(held_[from - 1]) != std::string_view::npos)
+        --from;
+    std::string out = held_.substr(0, from);
+    held_.erase(0, from);
     return out;
 }
 

@@ -11,7 +11,8 @@
 // counts when its JSON is complete.
 //
 // ToolCallGate streams content while holding back from the first "<tool_call>" (or the start of
-// one cut between pieces) on, so that a client never sees a call's markup as content.
+// one cut between pieces) on, so that a client never sees a call's markup as content; trailing
+// whitespace is held too, so the streamed content before a call equals the parsed content.
 #pragma once
 
 #include <string>
