@@ -197,6 +197,21 @@ test("tools and tool results go through the Qwen3 template byte for byte", async
                        { messages: TOOL_TURNS, tools: TOOLS, max_tokens: 4, temperature: 0 });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.body.choices[0].finish_reason, "length");  // stories260K calls no tool
+  // Streamed with tools (the tool-call gate and the reasoning split on): the same content.
+  const sse = await (await fetch(qwenServer.base + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: TOOL_TURNS, tools: TOOLS, max_tokens: 4, temperature: 0,
+                           stream: true }) })).text();
+  let content = "", reasoning = "";
+  for (const line of sse.split("\n")) {
+    if (!line.startsWith("data: {")) continue;
+    const d = JSON.parse(line.slice(6)).choices[0]?.delta ?? {};
+    content += d.content ?? "";
+    reasoning += d.reasoning_content ?? "";
+    assert.equal(d.tool_calls, undefined);
+  }
+  assert.equal(content, r.body.choices[0].message.content);
+  assert.equal(reasoning, r.body.choices[0].message.reasoning_content ?? "");
 });
 
 test("tool fields the server does not implement, or malformed, are 400s naming them", async () => {
