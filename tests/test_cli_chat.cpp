@@ -87,7 +87,7 @@ TEST(CliChat, PipedTurnsUseTheModelsTemplateAndKeepTheCache) {
         {"-m", shared_path(kLlama3), "-n", "10", "-sys", "Be brief", "-p", "Hello there"},
         "how are you\nand then?\n");
     ASSERT_EQ(r.status, 0) << describe(r);
-    EXPECT_NE(r.err.find("chat template: llama3 (the model's tokenizer.chat_template)"),
+    EXPECT_NE(r.err.find("chat template: jinja (the model's tokenizer.chat_template)"),
               std::string::npos)
         << r.err;
     const auto t = turn_stats(r.err);
@@ -136,10 +136,34 @@ TEST(CliChat, ChatTemplateFlagAndErrors) {
         << bad.err;
     EXPECT_NE(bad.err.find("chatml"), std::string::npos) << bad.err;
 
+    // --chat-template-file: a Jinja template rendered by the engine; a bad file is an error
+    // naming it, before the model loads.
+    const std::string tmpl = write_file(temp_dir() / "chat.jinja",
+                                        "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+                                        "{% endfor %}{% if add_generation_prompt %}<a>{% endif %}");
+    const ProcResult f = chat_piped(
+        {"-m", shared_path(kStories), "-n", "4", "--chat-template-file", tmpl, "-p", "Hi"}, "");
+    ASSERT_EQ(f.status, 0) << describe(f);
+    EXPECT_NE(f.err.find("chat template: jinja (--chat-template-file " + tmpl + ")"),
+              std::string::npos)
+        << f.err;
+    const std::string missing = (temp_dir() / "missing.jinja").string();
+    const ProcResult m =
+        chat_piped({"-m", shared_path(kStories), "--chat-template-file", missing, "-p", "Hi"}, "");
+    EXPECT_EQ(m.status, 1) << describe(m);
+    EXPECT_NE(m.err.find("error: --chat-template-file: cannot read '" + missing + "'"),
+              std::string::npos)
+        << m.err;
+    const std::string broken = write_file(temp_dir() / "broken.jinja", "{% for %}");
+    const ProcResult b =
+        chat_piped({"-m", shared_path(kStories), "--chat-template-file", broken, "-p", "Hi"}, "");
+    EXPECT_EQ(b.status, 1) << describe(b);
+    EXPECT_NE(b.err.find("broken.jinja) does not parse"), std::string::npos) << b.err;
+
     // Conversation flags without conversation mode, and llama-cli's raw interactive mode.
     for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"-sys", "x"},
-          std::vector<std::string>{"--chat-template", "x"}}) {
+         {std::vector<std::string>{"-sys", "x"}, std::vector<std::string>{"--chat-template", "x"},
+          std::vector<std::string>{"--chat-template-file", "x"}}) {
         std::vector<std::string> a = {"run", "-m", shared_path(kStories), "-p", "Hi"};
         a.insert(a.end(), args.begin(), args.end());
         const ProcResult e = run_specula(a);

@@ -1,3 +1,5 @@
+// The fallback for files without a usable template (chat/chat_prompt.h renders the model's own
+// Jinja template first), and `specula chat --chat-template NAME`.
 // Chat templates without a Jinja engine: the GGUF's tokenizer.chat_template text is recognised by
 // the markers it contains (as llama.cpp's llama_chat_detect_template does) and one of a few
 // hand-written renderers formats the conversation for that family:

@@ -1,7 +1,8 @@
 // `specula chat` and `specula run -cnv`: llama-cli's conversation mode. The conversation is a
-// list of messages formatted by the model's chat template (chat/chat_template.h; --chat-template
-// picks one by hand, and a model without a recognised template uses the plain
-// "User: ... Assistant:" format, said once on stderr). -sys is the system message, -p / -f the
+// list of messages formatted by the model's chat template, rendered by the Jinja engine
+// (chat/chat_prompt.h; --chat-template-file gives another, --chat-template NAME a built-in
+// format, and a model without a template uses the plain "User: ... Assistant:" format, said once
+// on stderr). -sys is the system message, -p / -f the
 // first user message; after that each line typed is one user turn (a line ending in `\` continues
 // on the next). Each reply streams to stdout.
 //
@@ -24,11 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
+#include "chat/chat_prompt.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
 #include "common/error.h"
+#include "server/service.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {
@@ -55,21 +57,21 @@ void install_sigint() {
     sigaction(SIGINT, &sa, nullptr);
 }
 
-ChatFormat choose_format(const RunOptions& o, const Model& model) {
+ChatPrompter choose_prompter(const RunOptions& o, const Model& model) {
     if (!o.chat_template.empty()) {
         const ChatFormat f = parse_chat_format(o.chat_template);
         log("chat template: %s (--chat-template)", chat_format_name(f));
-        return f;
+        return ChatPrompter::builtin(f, "--chat-template");
     }
     const std::string tmpl = model.file().get_string_or("tokenizer.chat_template", "");
-    const ChatFormat f = detect_chat_format(tmpl);
-    if (f != ChatFormat::Plain)
-        log("chat template: %s (the model's tokenizer.chat_template)", chat_format_name(f));
+    ChatPrompter p = choose_chat_prompter(tmpl, o.chat_template_file, model.tokenizer(), "chat");
+    if (p.is_jinja() || p.format() != ChatFormat::Plain)
+        log("chat template: %s", p.describe().c_str());
     else
         log("chat template: plain \"User: ... Assistant:\" (%s; --chat-template NAME picks one)",
             tmpl.empty() ? "the model has no tokenizer.chat_template"
                          : "the model's template is not one specula recognises");
-    return f;
+    return p;
 }
 
 // One user turn from stdin: a line, continued while it ends in a backslash. False at end of input.
@@ -104,32 +106,29 @@ void print_turn_stats(const SpecStats& st) {
 // The conversation so far, and the text the generator's history holds of it.
 class Conversation {
   public:
-    Conversation(const Tokenizer& tok, ChatFormat format, const std::string& system)
-        : tok_(tok), format_(format) {
-        if (!system.empty()) messages_.push_back({"system", system});
+    Conversation(const Tokenizer& tok, ChatPrompter prompter, const std::string& system)
+        : tok_(tok), prompter_(std::move(prompter)) {
+        if (!system.empty()) add("system", system);
     }
 
     // The tokens of the conversation up to the assistant's next reply, after `user`'s message.
-    // `held` is the generator's history (the previous prompt and the reply as generated).
+    // `held` is the generator's history (the previous prompt and the reply as generated). When
+    // the new prompt's text is the previous prompt, (whitespace and) the reply, then more, only
+    // that more is tokenized and appended to `held` (the template only appended to what it
+    // rendered; this holds whether or not it honours add_generation_prompt).
     std::vector<token_id> next_prompt(const std::string& user, const std::vector<token_id>& held) {
-        // The previous reply's turn closed by the template (e.g. <|eot_id|> after it), and the
-        // new turn: appended to `held` when the template only appends to what it rendered.
-        std::string delta, closed;
-        bool incremental = !held.empty() && !prompt_text_.empty();
-        if (incremental) {
-            closed = render_chat(format_, messages_, /*add_generation_prompt=*/false);
-            const std::string& reply = messages_.back().content;
-            const size_t at = closed.compare(0, prompt_text_.size(), prompt_text_) == 0
-                                  ? closed.find(reply, prompt_text_.size())
-                                  : std::string::npos;
-            incremental = at != std::string::npos;
-            if (incremental) delta = closed.substr(at + reply.size());
-        }
-        messages_.push_back({"user", user});
-        prompt_text_ = render_chat(format_, messages_, /*add_generation_prompt=*/true);
-        if (!incremental || prompt_text_.compare(0, closed.size(), closed) != 0)
+        const std::string previous = prompt_text_;
+        const std::string reply =
+            messages_.empty() ? "" : messages_.back().value("content", std::string());
+        add("user", user);
+        prompt_text_ = prompter_.render(messages_, /*add_generation_prompt=*/true);
+        if (held.empty() || previous.empty() || !prompt_text_.starts_with(previous))
             return tokenize_prompt(tok_, prompt_text_);
-        delta += prompt_text_.substr(closed.size());
+        const size_t at = prompt_text_.find(reply, previous.size());
+        if (at == std::string::npos || prompt_text_.find_first_not_of(" \t\r\n", previous.size()) <
+                                           std::min(at, prompt_text_.size()))
+            return tokenize_prompt(tok_, prompt_text_);
+        const std::string delta = prompt_text_.substr(at + reply.size());
         std::vector<token_id> ids = held;
         const auto more = tok_.encode(delta, /*add_special=*/false, /*parse_special=*/true);
         ids.insert(ids.end(), more.begin(), more.end());
@@ -137,9 +136,13 @@ class Conversation {
     }
 
     // The reply as generated; the templates see it without surrounding whitespace.
-    void add_reply(const std::string& reply) { messages_.push_back({"assistant", trim(reply)}); }
+    void add_reply(const std::string& reply) { add("assistant", trim(reply)); }
 
   private:
+    void add(const char* role, const std::string& content) {
+        messages_.push_back({{"role", role}, {"content", content}});
+    }
+
     static std::string trim(const std::string& s) {
         const char* ws = " \t\n\r";
         const size_t b = s.find_first_not_of(ws);
@@ -147,8 +150,8 @@ class Conversation {
     }
 
     const Tokenizer& tok_;
-    ChatFormat format_;
-    std::vector<ChatMessage> messages_;
+    ChatPrompter prompter_;
+    nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
     std::string prompt_text_;  // the last next_prompt()'s text
 };
 
@@ -160,9 +163,13 @@ int cmd_chat(const RunOptions& opt) {
         opt.prompt.empty() && opt.prompt_file.empty() ? std::string() : prompt_text(opt);
     reverse_prompts(opt);  // an empty -r fails before the model loads
     parse_speculative_flags(opt.spec);
+    if (!opt.chat_template.empty() && !opt.chat_template_file.empty())
+        fail("give --chat-template or --chat-template-file, not both");
+    if (!opt.chat_template_file.empty())  // a bad file fails before the model loads
+        (void)load_chat_template_file(opt.chat_template_file, {});
     const LoadedTarget target = load_target(opt);
     const Tokenizer& tok = target.model->tokenizer();
-    Conversation conv(tok, choose_format(opt, *target.model), opt.system_prompt);
+    Conversation conv(tok, choose_prompter(opt, *target.model), opt.system_prompt);
     const auto setup = make_run_setup(opt, target);
     Generator gen = setup->make_generator();
     log("conversation mode: type a message and Enter; a line ending in \\ continues; /exit or "

@@ -65,6 +65,8 @@ int cmd_run(const RunOptions& opt) {
         fail("-sys (--system-prompt) needs conversation mode: add -cnv, or use `specula chat`");
     if (!opt.chat_template.empty())
         fail("--chat-template needs conversation mode: add -cnv, or use `specula chat`");
+    if (!opt.chat_template_file.empty())
+        fail("--chat-template-file needs conversation mode: add -cnv, or use `specula chat`");
     const std::string text = prompt_text(opt);
     reverse_prompts(opt);               // an empty -r fails before the model loads
     parse_speculative_flags(opt.spec);  // a bad speculative flag fails before the model loads

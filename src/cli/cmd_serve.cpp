@@ -34,6 +34,7 @@ struct ServeOptions {
     int tensor_parallel = 1;
     double gpu_memory_utilization = -1;
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
+    std::string reasoning_format = "auto";
 };
 
 ServeOptions g_opt;
@@ -69,6 +70,10 @@ void resolve(ServeOptions& o) {
     if (o.service.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.service.n_ctx);
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
+    o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
+    // A bad template file fails before the model loads (it is read again with the model's tokens).
+    if (!o.service.chat_template_file.empty())
+        (void)load_chat_template_file(o.service.chat_template_file, {});
     if (o.service.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.service.n_threads);
@@ -105,6 +110,12 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.service.served_name,
                     "model id in the API (default: the file name without .gguf)");
+    cmd->add_option("--chat-template-file", o.service.chat_template_file,
+                    "Jinja chat template to use instead of the model's tokenizer.chat_template");
+    cmd->add_option("--reasoning-format", o.reasoning_format,
+                    "chat: none (thinking stays in content), deepseek (<think> text goes to "
+                    "reasoning_content) or auto (deepseek for templates that think)")
+        ->capture_default_str();
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
                     "largest accepted request body (default 1 MiB)");
     cmd->add_option("--max-connections", o.http.limits.max_connections,

@@ -45,8 +45,9 @@ struct RunOptions {
     // Conversation mode (-cnv, or `specula chat`): -p / -f is the first user message, then one
     // reply per line typed; the model's chat template (or --chat-template NAME) formats turns.
     bool conversation = false;
-    std::string system_prompt;  // -sys
-    std::string chat_template;  // --chat-template: a format name or a template text
+    std::string system_prompt;       // -sys
+    std::string chat_template;       // --chat-template: a format name or a template text
+    std::string chat_template_file;  // --chat-template-file: a Jinja template
 
     // Speculative decoding (speculative/): a draft model (-md) or n-gram lookup (--spec-type ngram)
     // proposes tokens that the target verifies in one pass; the output is unchanged.

@@ -111,6 +111,8 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
     cmd.add_option("--chat-template", o.chat_template,
                    "conversation mode: chatml, llama2, llama3, mistral, gemma, phi3 or plain "
                    "(default: the model's template)");
+    cmd.add_option("--chat-template-file", o.chat_template_file,
+                   "conversation mode: a Jinja chat template to use instead of the model's");
 }
 
 void add_tokenize_options(CLI::App& cmd, TokenizeOptions& o) {

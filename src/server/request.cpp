@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/request_tools.h"
 
 namespace specula {
 
@@ -103,13 +104,38 @@ std::vector<ChatMessage> get_messages(const json& body) {
         const json* role = field(m, "role");
         if (!role || !role->is_string()) wrong_type(param + ".role", "a string");
         const std::string r = role->get<std::string>();
-        if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
-            bad_request("'" + param + ".role' must be system, user or assistant, got '" + r + "'",
-                        param + ".role");
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool") {
+            bad_request(
+                "'" + param + ".role' must be system, user, assistant or tool, got '" + r + "'",
+                param + ".role");
         }
         out.push_back({r == "developer" ? "system" : r, message_content(m, i)});
     }
     return out;
+}
+
+// chat_template_kwargs: an object of extra template variables (e.g. enable_thinking); it may
+// not replace the conversation itself.
+nlohmann::ordered_json get_template_kwargs(const json& body) {
+    const json* v = field(body, "chat_template_kwargs");
+    if (!v) return nullptr;
+    if (!v->is_object()) wrong_type("chat_template_kwargs", "an object");
+    for (const char* reserved : {"messages", "tools"})
+        if (v->contains(reserved))
+            bad_request(std::string("'chat_template_kwargs.") + reserved +
+                            "' is not allowed (give it as the request's own field)",
+                        std::string("chat_template_kwargs.") + reserved);
+    return nlohmann::ordered_json::parse(v->dump());
+}
+
+std::string get_reasoning_format(const json& body) {
+    const json* v = field(body, "reasoning_format");
+    if (!v) return "";
+    if (!v->is_string() || (*v != "none" && *v != "deepseek" && *v != "auto"))
+        bad_request(
+            "'reasoning_format' must be \"none\", \"deepseek\" or \"auto\", got " + v->dump(),
+            "reasoning_format");
+    return v->get<std::string>();
 }
 
 void get_prompt(const json& body, CompletionRequest& r) {
@@ -223,7 +249,8 @@ uint64_t get_seed(const json& body) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(const json& body, bool chat) {
+CompletionRequest parse_completion_request(const json& body, bool chat,
+                                           const nlohmann::ordered_json* raw) {
     if (!body.is_object()) bad_request("the request body must be a JSON object");
     CompletionRequest r;
     r.chat = chat;
@@ -263,6 +290,19 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
         r.logit_bias_json = *b;
     }
     r.grammar = get_grammar(body);
+    if (chat) {
+        // The template sees messages and tools with their keys in the order sent.
+        const nlohmann::ordered_json ordered =
+            raw ? *raw : nlohmann::ordered_json::parse(body.dump());
+        std::vector<std::string> texts;
+        for (const ChatMessage& m : r.messages) texts.push_back(m.content);
+        r.chat_messages = template_messages(ordered["messages"], texts);
+        const ToolFields tf = get_tool_fields(ordered);
+        r.tools = tf.tools;
+        r.parallel_tool_calls = tf.parallel_tool_calls;
+        r.chat_template_kwargs = get_template_kwargs(body);
+        r.reasoning_format = get_reasoning_format(body);
+    }
     return r;
 }
 

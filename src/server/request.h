@@ -23,9 +23,16 @@ struct CompletionRequest {
     std::string prompt;                 // completions: the prompt text
     std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
     std::vector<ChatMessage> messages;  // chat
-    int64_t max_tokens = -1;   // -1: until the end of generation or a full context (64-bit, so
-                               // that adding the prompt's length to it cannot overflow)
-    float temperature = 0.8f;  // llama-server's sampling defaults
+    // chat: the messages as the chat template sees them ({"role", "content"} each), and
+    // chat_template_kwargs (null when not given), merged into the template's context.
+    nlohmann::ordered_json chat_messages;
+    nlohmann::ordered_json chat_template_kwargs;
+    nlohmann::ordered_json tools;  // chat: null when none (server/request_tools.h)
+    bool parallel_tool_calls = true;
+    std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
+    int64_t max_tokens = -1;       // -1: until the end of generation or a full context (64-bit, so
+                                   // that adding the prompt's length to it cannot overflow)
+    float temperature = 0.8f;      // llama-server's sampling defaults
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
@@ -47,7 +54,9 @@ struct CompletionRequest {
     std::shared_ptr<const JsonGrammar> grammar;  // response_format json_object / json_schema
 };
 
-// Throws ApiError (400) for anything malformed.
-CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat);
+// Throws ApiError (400) for anything malformed. `raw`: the same body parsed keeping its key
+// order (for the chat template); without it the order is lost.
+CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat,
+                                           const nlohmann::ordered_json* raw = nullptr);
 
 }  // namespace specula

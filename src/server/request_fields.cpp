@@ -48,6 +48,11 @@ const Known kImplemented[] = {
     {"repeat_last_n", Endpoint::both},
     {"ignore_eos", Endpoint::both},
     {"speculative", Endpoint::both},
+    {"chat_template_kwargs", Endpoint::chat},
+    {"reasoning_format", Endpoint::chat},
+    {"tools", Endpoint::chat},  // server/request_tools.h
+    {"tool_choice", Endpoint::chat},
+    {"parallel_tool_calls", Endpoint::chat},
     // Identifiers for the client's own bookkeeping: they change nothing about the output.
     {"user", Endpoint::both},
     {"safety_identifier", Endpoint::chat},
@@ -61,11 +66,11 @@ struct Refused {
 };
 
 const Refused kRefused[] = {
-    {"tools", "tool calling is not supported"},
-    {"functions", "function calling is not supported"},
-    {"tool_choice", "tool calling is not supported (only \"none\" is accepted)"},
-    {"function_call", "function calling is not supported (only \"none\" is accepted)"},
-    {"parallel_tool_calls", "tool calling is not supported"},
+    {"tools", "tool calling is supported on /v1/chat/completions only"},
+    {"functions", "the legacy functions field is not supported (use tools)"},
+    {"tool_choice", "tool calling is supported on /v1/chat/completions only"},
+    {"function_call", "the legacy function_call field is not supported (use tool_choice)"},
+    {"parallel_tool_calls", "tool calling is supported on /v1/chat/completions only"},
     {"audio", "audio output is not supported"},
     {"modalities", "only [\"text\"] output is supported"},
     {"prediction", "predicted outputs are not supported"},

@@ -55,6 +55,30 @@ json logprobs_json(const ResponseHead& h, const Completion& c, size_t from, size
     return completion_logprobs_json(with_prompt ? c.prompt_logprobs : none, part, tok);
 }
 
+// A chat delta of reasoning and/or content (an empty object when both are empty).
+json split_delta(const ReasoningParts& parts) {
+    json d = json::object();
+    if (!parts.reasoning.empty()) d["reasoning_content"] = parts.reasoning;
+    if (!parts.content.empty()) d["content"] = parts.content;
+    return d;
+}
+
+// OpenAI's tool_calls array; ids are unique per response, choice and call.
+json tool_calls_json(const ResponseHead& h, int choice, const std::vector<ToolCall>& calls,
+                     bool streamed) {
+    json out = json::array();
+    const std::string base =
+        "call_" + h.id.substr(h.id.find('-') + 1) + "_" + std::to_string(choice) + "_";
+    for (size_t k = 0; k < calls.size() && (h.parallel_tool_calls || k == 0); ++k) {
+        json c = {{"id", base + std::to_string(k)},
+                  {"type", "function"},
+                  {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}};
+        if (streamed) c["index"] = int(k);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
 json with_choice(const ResponseHead& h, json choice) {
     json j = h.make();
     j["choices"] = json::array({std::move(choice)});
@@ -87,13 +111,51 @@ json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece
     for (const auto& p : pieces) upto = std::max(upto, p.index + 1);
     json lp = logprobs_json(h, c, size_t(cursor.next_logprob), size_t(upto), false, tok);
     cursor.next_logprob = upto;
-    if (h.chat) {
+    if (h.chat && (h.split_reasoning || h.parse_tools)) {
+        ReasoningParts parts;
+        if (h.split_reasoning) {
+            parts = cursor.splitter.push(joined(pieces));
+        } else {
+            parts.content = joined(pieces);
+        }
+        if (h.parse_tools) parts.content = cursor.gate.push(parts.content);
+        choice["delta"] = split_delta(parts);
+    } else if (h.chat) {
         choice["delta"] = {{"content", joined(pieces)}};
     } else {
         choice["text"] = joined(pieces);
     }
     choice["logprobs"] = lp;
     return with_choice(h, choice);
+}
+
+StreamCursor stream_cursor(const ResponseHead& h) {
+    StreamCursor c;
+    c.splitter = ReasoningSplitter(h.reasoning_open);
+    return c;
+}
+
+json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor) {
+    if (!h.chat || !(h.split_reasoning || h.parse_tools)) return nullptr;
+    ReasoningParts rest;
+    if (h.split_reasoning) rest = cursor.splitter.finish();
+    json calls;
+    if (h.parse_tools) {
+        rest.content = cursor.gate.push(rest.content);
+        const std::string held = cursor.gate.held();
+        const ParsedToolCalls parsed =
+            cursor.gate.holding_call() ? parse_hermes_tool_calls(held) : ParsedToolCalls{held, {}};
+        rest.content += parsed.content;
+        if (!parsed.calls.empty()) {
+            calls = tool_calls_json(h, index, parsed.calls, /*streamed=*/true);
+            cursor.called_tools = true;
+        }
+    }
+    if (rest.empty() && calls.is_null()) return nullptr;
+    json delta = split_delta(rest);
+    if (!calls.is_null()) delta["tool_calls"] = calls;
+    return with_choice(
+        h, {{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}});
 }
 
 json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
@@ -138,7 +200,27 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
         json choice = {{"index", int(i)},
                        {"finish_reason", c.finish_reason},
                        {"logprobs", logprobs_json(h, c, 0, size_t(c.n_text_tokens), true, tok)}};
-        if (h.chat) {
+        if (h.chat && (h.split_reasoning || h.parse_tools)) {
+            ReasoningParts parts;
+            if (h.split_reasoning) {
+                parts = split_reasoning(c.text, h.reasoning_open);
+            } else {
+                parts.content = c.text;
+            }
+            json message = {{"role", "assistant"}, {"content", parts.content}};
+            if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
+            if (h.parse_tools) {
+                const ParsedToolCalls parsed = parse_hermes_tool_calls(parts.content);
+                if (!parsed.calls.empty()) {
+                    message["content"] =
+                        parsed.content.empty() ? json(nullptr) : json(parsed.content);
+                    message["tool_calls"] =
+                        tool_calls_json(h, int(i), parsed.calls, /*streamed=*/false);
+                    if (c.finish_reason == "stop") choice["finish_reason"] = "tool_calls";
+                }
+            }
+            choice["message"] = std::move(message);
+        } else if (h.chat) {
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         } else {
             choice["text"] = c.echo + c.text;

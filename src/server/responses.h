@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "chat/reasoning.h"
+#include "chat/tool_calls.h"
 #include "server/service.h"
 
 namespace specula {
@@ -19,6 +21,11 @@ struct ResponseHead {
     std::string model;
     bool chat;
     int logprobs = -1;  // the request's (req.logprobs)
+    // chat: the text's <think> block goes to reasoning_content (PreparedRequest's flags).
+    bool split_reasoning = false, reasoning_open = false;
+    // chat with tools: <tool_call> blocks in the content become tool_calls (finish_reason
+    // "tool_calls"); parallel_tool_calls false keeps the first only.
+    bool parse_tools = false, parallel_tool_calls = true;
     nlohmann::json make() const;
 };
 
@@ -30,7 +37,13 @@ nlohmann::json usage_json(const std::vector<Completion>& choices);
 // chunk that carries the first of its text).
 struct StreamCursor {
     int next_logprob = 0;
+    ReasoningSplitter splitter;  // with split_reasoning: set from the head before the first chunk
+    ToolCallGate gate;           // with parse_tools: content from the first <tool_call> is held
+    bool called_tools = false;   // the flush sent tool_calls
 };
+
+// A cursor for one streamed choice.
+StreamCursor stream_cursor(const ResponseHead& h);
 
 // A chunk of released text for choice `index` (`c`: the choice so far, for its logprobs).
 nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece>& pieces,
@@ -38,6 +51,10 @@ nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<
 // The first chunk of a choice: chat's role, or completions' echoed prompt.
 nlohmann::json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
                                   const Tokenizer& tok);
+// The text held back (reasoning splitter, tool-call gate) as a last delta, the held tool calls
+// as a tool_calls delta (each with index, id, type and function {name, arguments}); null when
+// nothing was held.
+nlohmann::json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor);
 // The chunk with the choice's finish_reason (and, in `specula`, its speculative block).
 nlohmann::json finish_chunk(const ResponseHead& h, int index, const Completion& c);
 // stream_options.include_usage: the last chunk, with "choices": [] and the usage.

@@ -73,7 +73,8 @@ std::string lower(std::string s) {
 // The methods each path answers (a known path with another method gets 405), "" if unknown.
 const char* allowed_methods(const std::string& path) {
     if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
-        path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings")
+        path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings" ||
+        path == "/apply-template")
         return "POST";
     if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models")
         return "GET, HEAD";
@@ -268,6 +269,23 @@ void HttpServer::routes() {
         };
     };
     s.Post("/tokenize", json_route(tokenize_response));
+    // llama-server's /apply-template: a chat request's prompt as the template renders it.
+    s.Post("/apply-template", [this, &metrics](const httplib::Request& req,
+                                               httplib::Response& res) {
+        try {
+            const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+            if (body.is_discarded()) bad_request("the request body is not valid JSON");
+            const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed above
+            const CompletionRequest r = parse_completion_request(body, true, &ordered);
+            send_json(res, 200, {{"prompt", service_.chat_prompt(r)}});
+        } catch (const ApiError& e) {
+            metrics.record_failure(e.status());
+            send_error(res, e);
+        } catch (const Error& e) {
+            metrics.record_failure(400);
+            send_error(res, ApiError(400, e.what()));
+        }
+    });
     s.Post("/detokenize", json_route(detokenize_response));
     for (const char* path : {"/v1/embeddings", "/embeddings"}) {
         s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
@@ -301,7 +319,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         }
         json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
-        p = service_.prepare(parse_completion_request(body, chat));
+        const auto ordered = nlohmann::ordered_json::parse(text);  // valid: body parsed
+        p = service_.prepare(parse_completion_request(body, chat, &ordered));
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
         send_error(res, e);
@@ -315,7 +334,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     auto head = std::make_shared<ResponseHead>(ResponseHead{
         (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
         chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
-        long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs});
+        long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs, p.split_reasoning,
+        p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -337,7 +357,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
         std::vector<Completion> done;
         for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
-            StreamCursor cursor;
+            StreamCursor cursor = stream_cursor(*head);
             bool started = false;
             const auto start = [&](const Completion& so_far) {
                 started = true;
@@ -357,6 +377,10 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
             }
             if (c.finish_reason == "abort") return false;
             if (!started && !start(c)) return false;
+            if (const json rest = stream_flush_chunk(*head, i, cursor);
+                !rest.is_null() && !write_sse(sink, rest))
+                return false;
+            if (cursor.called_tools && c.finish_reason == "stop") c.finish_reason = "tool_calls";
             if (!write_sse(sink, finish_chunk(*head, i, c))) return false;
             done.push_back(std::move(c));
         }

@@ -29,6 +29,36 @@ std::string default_name(const std::string& path) {
 
 }  // namespace
 
+ChatTokens chat_tokens(const Tokenizer& tok) {
+    ChatTokens t;
+    if (tok.bos() >= 0) t.bos = tok.token_text(tok.bos());
+    if (tok.eos() >= 0) t.eos = tok.token_text(tok.eos());
+    t.strip_bos = tok.add_bos();
+    return t;
+}
+
+ChatPrompter choose_chat_prompter(const std::string& model_template,
+                                  const std::string& template_file, const Tokenizer& tok,
+                                  const char* who) {
+    if (!template_file.empty()) return load_chat_template_file(template_file, chat_tokens(tok));
+    if (!model_template.empty()) {
+        try {
+            return ChatPrompter::jinja(model_template, "the model's tokenizer.chat_template",
+                                       chat_tokens(tok));
+        } catch (const Error& e) {  // a file still serves, with the recognised family
+            std::fprintf(stderr, "%s: warning: %s; using the built-in format instead\n", who,
+                         e.what());
+        }
+        const ChatFormat f = detect_chat_format(model_template);
+        return ChatPrompter::builtin(f, "recognised from the model's template");
+    }
+    std::fprintf(stderr,
+                 "%s: the model has no tokenizer.chat_template; chat uses the default "
+                 "\"User: ...\\nAssistant:\" format\n",
+                 who);
+    return ChatPrompter::builtin(ChatFormat::Plain, "the model has no template");
+}
+
 Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
     if (cfg.speculative.n_draft < 0)
@@ -39,13 +69,9 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 
-    const std::string tmpl = target_->file().get_string_or("tokenizer.chat_template", "");
-    chat_format_ = detect_chat_format(tmpl);
-    if (chat_format_ == ChatFormat::Plain) {
-        std::fprintf(stderr, "serve: %s; chat uses the default \"User: ...\\nAssistant:\" format\n",
-                     tmpl.empty() ? "the model has no tokenizer.chat_template"
-                                  : "the model's chat template is not recognised");
-    }
+    prompter_ = std::make_unique<ChatPrompter>(
+        choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
+                             cfg.chat_template_file, target_->tokenizer()));
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
@@ -73,7 +99,7 @@ std::string Service::describe() const {
     std::string s = served_name_ + " (" + target_->describe() + ") | ctx " +
                     std::to_string(n_ctx_) + " | slots " + std::to_string(scheduler_->n_slots()) +
                     " in one batched pass x " + std::to_string(scheduler_->n_threads()) +
-                    " threads | chat " + chat_format_name(chat_format_);
+                    " threads | chat " + prompter_->describe();
     const SpeculativeConfig& sc = cfg_.speculative;
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
@@ -106,7 +132,24 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         return text;
     };
     if (req.chat) {
-        p.prompt = tokenize(refuse_by_bytes(render_chat(chat_format_, req.messages, true)));
+        if (!req.tools.is_null() && !prompter_->hermes_tools())
+            bad_request(
+                "'tools' needs a chat template that writes Hermes/Qwen <tool_call> blocks (the "
+                "only tool-call format this server parses); this one (" +
+                    prompter_->describe() + ") does not",
+                "tools");
+        p.parse_tools = !req.tools.is_null();
+        const std::string text = chat_prompt(req);
+        const ReasoningFormat rf =
+            req.reasoning_format.empty()
+                ? cfg_.reasoning_format
+                : parse_reasoning_format(req.reasoning_format, "reasoning_format");
+        p.reasoning_open = prompt_opens_reasoning(text);
+        p.split_reasoning =
+            rf == ReasoningFormat::deepseek ||
+            (rf == ReasoningFormat::automatic && (prompter_->mentions_think() || p.reasoning_open));
+        if (!p.split_reasoning) p.reasoning_open = false;
+        p.prompt = tokenize(refuse_by_bytes(text));
     } else if (!req.prompt_ids.empty()) {
         const int nv = target_->hparams().n_vocab;
         for (token_id t : req.prompt_ids)
@@ -127,6 +170,15 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
+}
+
+std::string Service::chat_prompt(const CompletionRequest& req) const {
+    try {
+        return prompter_->render(req.chat_messages, /*add_generation_prompt=*/true, req.tools,
+                                 req.chat_template_kwargs);
+    } catch (const Error& e) {
+        bad_request(e.what(), "messages");
+    }
 }
 
 // A request whose client left while it waited for a slot: counted as aborted, nothing generated.

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
+#include "chat/chat_prompt.h"
+#include "chat/reasoning.h"
 #include "model/session.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
@@ -37,12 +38,30 @@ struct ServiceConfig {
     int n_threads = 0;                                  // 0: hardware threads
     std::string served_name;                            // "" : the model file's name without .gguf
     KVType type_k = KVType::F32, type_v = KVType::F32;  // every slot's and drafter's KV cache
+    // --chat-template-file: a Jinja template used instead of the model's ("": the model's
+    // tokenizer.chat_template, or a built-in format when it has none).
+    std::string chat_template_file;
+    ReasoningFormat reasoning_format = ReasoningFormat::automatic;  // --reasoning-format
 };
+
+// The vocabulary's BOS/EOS texts for chat templates, and whether a leading BOS text is dropped.
+ChatTokens chat_tokens(const Tokenizer& tok);
+
+// How chats are formatted: --chat-template-file (Error naming the file when bad), else the
+// model's template with the Jinja engine, else (no template, or one that does not parse: said on
+// stderr after `who`) a built-in format.
+ChatPrompter choose_chat_prompter(const std::string& model_template,
+                                  const std::string& template_file, const Tokenizer& tok,
+                                  const char* who = "serve");
 
 struct PreparedRequest {
     CompletionRequest req;
     std::vector<token_id> prompt;
     int n_predict = -1;
+    // chat: split <think> reasoning from the answer (chat/reasoning.h), and whether the prompt
+    // already opened the block.
+    bool split_reasoning = false, reasoning_open = false;
+    bool parse_tools = false;  // chat with tools: <tool_call> blocks become tool_calls
     std::chrono::steady_clock::time_point t_arrival;  // latency metrics count queueing
 };
 
@@ -71,12 +90,15 @@ class Service {
 
     const std::string& served_name() const { return served_name_; }
     const Model& target() const { return *target_; }
-    ChatFormat chat_format() const { return chat_format_; }
+    const ChatPrompter& chat_prompter() const { return *prompter_; }
     int n_ctx() const { return n_ctx_; }
     Metrics& metrics() { return metrics_; }
     std::string describe() const;  // one line for the startup log
 
     PreparedRequest prepare(CompletionRequest req) const;
+    // The chat request's prompt text as the template renders it (POST /apply-template); a
+    // template that fails is ApiError 400 naming its error.
+    std::string chat_prompt(const CompletionRequest& req) const;
     // keep_waiting: asked every 100 ms while the request is queued for a slot; false gives up
     // (finish_reason "abort", nothing generated).
     // `choice`: which of the request's n choices (it advances a given seed).
@@ -92,7 +114,7 @@ class Service {
     std::unique_ptr<Model> target_;
     SpeculativeSetup spec_;  // the draft model, loaded once for every slot
     std::string served_name_;
-    ChatFormat chat_format_ = ChatFormat::Plain;
+    std::unique_ptr<ChatPrompter> prompter_;
     int n_ctx_ = 0;
     Metrics metrics_;
     std::unique_ptr<RequestSampling> sampling_;

