@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-    build-essential cmake ninja-build clang-format clang libclang-rt-dev libomp-dev
+    build-essential cmake ninja-build clang-format clang libclang-rt-dev
     nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev
     libgtest-dev libbenchmark-dev python3-numpy tmux
     libvulkan-dev glslc mesa-vulkan-drivers
