@@ -24,6 +24,7 @@ namespace specula {
 
 struct BenchParams {
     std::string target_path;
+    OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
     // The drafter (method, draft model, p-min, n-gram sizes); its draft length, or auto, is the
     // configuration marked `*` in the table (what `run` would use).
     SpeculativeConfig speculative;

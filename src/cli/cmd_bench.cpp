@@ -136,6 +136,8 @@ int cmd_bench(const BenchOptions& o) {
     BenchParams p;
     p.target_path = o.model;
     p.speculative = parse_speculative_flags(o.spec);
+    p.gpu = o.placement.target;
+    p.speculative.draft_gpu = o.placement.draft;
     p.prompts = read_prompts(o);
     p.n_predict = o.n_predict;
     p.reps = o.reps;

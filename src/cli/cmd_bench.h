@@ -17,6 +17,7 @@ namespace specula::cli {
 
 struct BenchOptions {
     std::string model;        // -m
+    Placement placement;      // -ngl / -ngld / --device (cli/gpu_flags.h)
     SpeculativeFlags spec;    // -md, --spec-type ngram / --lookup, --draft-p-min, ...
     std::string prompt;       // -p
     std::string prompt_file;  // -f: one prompt per non-empty line

@@ -37,7 +37,12 @@ struct ServeOptions {
     std::string reasoning_format = "auto";
 };
 
-ServeOptions g_opt;
+// Made on first use (inside main's error handling): its defaults read the environment's
+// placement, which throws Error for a bad SPECULA_NGL.
+ServeOptions& serve_options() {
+    static ServeOptions o;
+    return o;
+}
 
 void resolve(ServeOptions& o) {
     if (!o.model_positional.empty()) {
@@ -82,7 +87,7 @@ void resolve(ServeOptions& o) {
 }  // namespace
 
 CLI::App* add_serve_command(CLI::App& app) {
-    ServeOptions& o = g_opt;
+    ServeOptions& o = serve_options();
     CLI::App* cmd =
         app.add_subcommand("serve", "OpenAI-compatible HTTP server (speculative decoding)");
     cmd->add_option("-m,--model", o.service.model_path, "target GGUF model");
@@ -125,9 +130,11 @@ CLI::App* add_serve_command(CLI::App& app) {
     return cmd;
 }
 
-int cmd_serve() {
-    ServeOptions& o = g_opt;
+int cmd_serve(const Placement& placement) {
+    ServeOptions& o = serve_options();
     resolve(o);
+    o.service.gpu = placement.target;
+    o.service.speculative.draft_gpu = placement.draft;
     std::signal(SIGPIPE, SIG_IGN);
     exit_on_stop_signals("serve", "while loading the model");
 

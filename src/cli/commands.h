@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/offload.h"
 #include "sampling/penalties.h"
 #include "speculative/config.h"
 
@@ -57,6 +58,7 @@ struct RunOptions {
     std::string cache_type_k = "f16";
     std::string cache_type_v = "f16";
     std::string stats_json;  // --stats-json FILE
+    Placement placement;     // -ngl / -ngld / --device (cli/gpu_flags.h)
 };
 
 // `specula info FILE`: what the GGUF holds and what running it needs.
@@ -83,6 +85,6 @@ int cmd_tokenize(const TokenizeOptions& opt);
 
 // `specula serve`: cli/cmd_serve.cpp declares its options on `app` and runs the server.
 CLI::App* add_serve_command(CLI::App& app);
-int cmd_serve();
+int cmd_serve(const Placement& placement);
 
 }  // namespace specula::cli

@@ -15,7 +15,7 @@ namespace specula::cli {
 void add_gpu_options(CLI::App& cmd, GpuFlags& f) {
     const char* group = "GPU (Vulkan)";
     // Unset flags keep the environment's defaults (SPECULA_NGL / SPECULA_NGLD, model/offload.h).
-    const OffloadDefaults& d = offload_defaults();
+    const Placement& d = env_placement();
     f.n_gpu_layers = d.target.n_gpu_layers;
     f.n_gpu_layers_draft =
         d.draft.n_gpu_layers == d.target.n_gpu_layers ? -1 : d.draft.n_gpu_layers;
@@ -52,7 +52,7 @@ int parse_device(const std::string& s) {
 
 }  // namespace
 
-void apply_gpu_flags(const GpuFlags& f) {
+Placement parse_gpu_flags(const GpuFlags& f) {
     if (f.n_gpu_layers < 0) fail("--n-gpu-layers must be >= 0, got ", f.n_gpu_layers);
     if (f.n_gpu_layers_draft < -1) {
         fail("--n-gpu-layers-draft must be >= 0, got ", f.n_gpu_layers_draft);
@@ -67,13 +67,14 @@ void apply_gpu_flags(const GpuFlags& f) {
                  " Vulkan devices (see `specula info --devices`)");
     }
 #endif
-    OffloadDefaults& d = offload_defaults();
+    Placement d = env_placement();
     const bool none = device == -2;
     d.target.n_gpu_layers = none ? 0 : f.n_gpu_layers;
     d.draft.n_gpu_layers = none                       ? 0
                            : f.n_gpu_layers_draft < 0 ? f.n_gpu_layers
                                                       : f.n_gpu_layers_draft;
     d.target.device = d.draft.device = none ? -1 : device;
+    return d;
 }
 
 int print_devices() {

@@ -1,11 +1,13 @@
 // The GPU options of every `specula` command: -ngl / --n-gpu-layers (target layers on the
 // device; all of them and the output head when N >= the layer count), -ngld /
 // --n-gpu-layers-draft (the draft model's; default: the same as -ngl), --device (a Vulkan device
-// index or "VulkanN" from `specula info --devices`, or "none"). apply_gpu_flags() checks them and
-// sets the process' offload defaults (model/offload.h) before any model is loaded.
+// index or "VulkanN" from `specula info --devices`, or "none"). parse_gpu_flags() checks them and
+// gives the placement the command passes down (LoadOptions::gpu, SpeculativeConfig::draft_gpu).
 #pragma once
 
 #include <string>
+
+#include "model/offload.h"
 
 namespace CLI {
 class App;
@@ -23,8 +25,9 @@ struct GpuFlags {
 // them.
 void add_gpu_options(CLI::App& cmd, GpuFlags& f);
 
-// Throws Error naming the flag for a negative layer count or a device that is not a Vulkan index.
-void apply_gpu_flags(const GpuFlags& f);
+// The placement of the flags (unset ones keep the environment's, model/offload.h). Throws Error
+// naming the flag for a negative layer count or a device that is not a Vulkan index.
+Placement parse_gpu_flags(const GpuFlags& f);
 
 // `specula info --devices`: one line per Vulkan device with its memory (or the reason there is
 // none).

@@ -194,7 +194,8 @@ int run_cli(int argc, char** argv) {
 
     for (size_t i = 0; i < compat.size(); ++i)
         if (commands[i]->parsed()) report_compat(compat[i]);
-    apply_gpu_flags(gpu);
+    const specula::Placement placement = parse_gpu_flags(gpu);
+    run_opt.placement = chat_opt.placement = bench_opt.placement = placement;
     if (run->parsed()) {
         run_opt.seed = parse_seed(seed, /*allow_random=*/true);
         log_set_enabled(!run_opt.quiet);
@@ -212,7 +213,7 @@ int run_cli(int argc, char** argv) {
         return cmd_info(info_opt);
     }
     if (bench->parsed()) return cmd_bench(bench_opt);
-    if (serve->parsed()) return cmd_serve();
+    if (serve->parsed()) return cmd_serve(placement);
     if (bench_serve->parsed()) return cmd_bench_serve(bench_serve_opt);
     return cmd_tokenize(tok_opt);
 }

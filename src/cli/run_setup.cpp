@@ -79,7 +79,8 @@ LoadedTarget load_target(const RunOptions& o) {
     LoadedTarget t;
     t.mem_available = mem_available_bytes();  // before the models take their share
     Timer load_timer;
-    t.model = Model::load(o.model, LoadOptions{.n_threads = default_threads(o.n_threads)});
+    t.model = Model::load(
+        o.model, LoadOptions{.n_threads = default_threads(o.n_threads), .gpu = o.placement.target});
     t.load_ms = load_timer.ms();
     const int n_ctx_train = t.model->hparams().n_ctx_train;
     t.n_ctx = o.n_ctx > 0 ? o.n_ctx : n_ctx_train;
@@ -93,6 +94,7 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     auto e = std::make_unique<RunSetup>();
     const Model& model = *t.model;
     e->spec = parse_speculative_flags(o.spec);
+    e->spec.draft_gpu = o.placement.draft;
     const PenaltyParams penalties = penalty_params(o);
     e->constraints = make_constraints(penalties, model.hparams().n_vocab);
     e->n_threads = default_threads(o.n_threads);

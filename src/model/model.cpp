@@ -43,12 +43,6 @@ std::string human_count(int64_t n) {
 
 }  // namespace
 
-LoadOptions LoadOptions::draft() {
-    LoadOptions o;
-    o.gpu = offload_defaults().draft;
-    return o;
-}
-
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
     auto m = std::make_unique<Model>();
     m->file_ = GGUFFile::open(path);

@@ -27,17 +27,14 @@ namespace specula {
 
 struct ArchSpec;
 
-// How a model is loaded. The defaults come from the process' settings (common/env.h) and the
-// placement defaults (model/offload.h; the CLI's -ngl sets them).
+// How a model is loaded. The defaults come from the environment (common/env.h,
+// model/offload.h's env_placement); the CLI passes its -t / -ngl values.
 struct LoadOptions {
     int n_threads = 0;                    // repacking threads (0: the hardware threads)
     bool repack = env_settings().repack;  // pack_weights at load (SPECULA_REPACK=0: no)
     // Where Sessions of the model run their layers unless SessionParams says otherwise. n_ctx
     // is unused (each session gives its own).
-    OffloadParams gpu = offload_defaults().target;
-
-    // The defaults of a draft model: its placement is -ngld's (offload_defaults().draft).
-    static LoadOptions draft();
+    OffloadParams gpu = env_placement().target;
 };
 
 class Model : public ModelWeights {

@@ -1,5 +1,5 @@
-// make_offload / plan_offload (see offload.h) over the registered DeviceBackend, and the process
-// defaults of the placement, started from the environment's SPECULA_NGL / SPECULA_NGLD.
+// make_offload / plan_offload (see offload.h) over the registered DeviceBackend, and the
+// environment's placement (SPECULA_NGL / SPECULA_NGLD).
 #include "model/offload.h"
 
 #include <cstdio>
@@ -13,9 +13,9 @@ namespace {
 
 const DeviceBackend* g_backend = nullptr;
 
-OffloadDefaults from_environment() {
+Placement from_environment() {
     const EnvSettings& e = env_settings();
-    OffloadDefaults d;
+    Placement d;
     const bool set = e.ngl >= 0 || e.ngld >= 0;
     d.target.n_gpu_layers = e.ngl >= 0 ? e.ngl : 0;
     d.draft.n_gpu_layers = e.ngld >= 0 ? e.ngld : d.target.n_gpu_layers;
@@ -35,8 +35,8 @@ OffloadDefaults from_environment() {
 
 }  // namespace
 
-OffloadDefaults& offload_defaults() {
-    static OffloadDefaults d = from_environment();
+const Placement& env_placement() {
+    static const Placement d = from_environment();
     return d;
 }
 

@@ -38,16 +38,18 @@ class LayerOffload {
                          ThreadPool& pool) = 0;
 };
 
-// Where models load by default (LoadOptions::gpu, model/model.h). The environment gives the
-// starting values (common/env.h: SPECULA_NGL for target models, SPECULA_NGLD for drafts, default
-// SPECULA_NGL), so that test binaries and servers started by tests run on the GPU backend
-// (CTest's *_vulkan entries); with either set, an offload that cannot happen is an Error, not a
-// fallback. The CLI's -ngl / -ngld / --device replace them (cli/gpu_flags.cpp) before any model
-// is loaded; nothing else writes them.
-struct OffloadDefaults {
+// Where a target model and a draft model run their layers: a value, parsed once (the CLI's -ngl /
+// -ngld / --device, cli/gpu_flags.h) and passed down to LoadOptions::gpu and
+// SpeculativeConfig::draft_gpu.
+struct Placement {
     OffloadParams target, draft;
 };
-OffloadDefaults& offload_defaults();
+
+// The placement the environment gives (common/env.h: SPECULA_NGL for target models, SPECULA_NGLD
+// for drafts, default SPECULA_NGL), the default of LoadOptions and of the CLI's flags, so that
+// test binaries and servers started by tests run on the GPU backend (CTest's *_vulkan entries);
+// with either set, an offload that cannot happen is an Error, not a fallback. Never changes.
+const Placement& env_placement();
 
 // What make_offload(m, p) would put on the device, computed without touching it: the device
 // chosen, the layers and head offloaded, and the device bytes of the weights and of one

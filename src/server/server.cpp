@@ -253,12 +253,14 @@ void HttpServer::routes() {
                       {"max_model_len", service_.n_ctx()}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
-    const auto json_route = [this, &metrics](auto respond) {
-        return [this, &metrics, respond](const httplib::Request& req, httplib::Response& res) {
+    // A JSON-in, JSON-out route: respond(req, body) gives the answer; a body that is not JSON,
+    // an ApiError or an Error is a 4xx JSON error (and counted).
+    const auto json_route = [&metrics](auto respond) {
+        return [&metrics, respond](const httplib::Request& req, httplib::Response& res) {
             try {
                 json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
                 if (body.is_discarded()) bad_request("the request body is not valid JSON");
-                send_json(res, 200, respond(service_.target().tokenizer(), body));
+                send_json(res, 200, respond(req, body));
             } catch (const ApiError& e) {
                 metrics.record_failure(e.status());
                 send_error(res, e);
@@ -268,25 +270,20 @@ void HttpServer::routes() {
             }
         };
     };
-    s.Post("/tokenize", json_route(tokenize_response));
+    const Tokenizer* vocab = &service_.target().tokenizer();
+    s.Post("/tokenize", json_route([vocab](const httplib::Request&, const json& body) {
+               return tokenize_response(*vocab, body);
+           }));
     // llama-server's /apply-template: a chat request's prompt as the template renders it.
-    s.Post("/apply-template", [this, &metrics](const httplib::Request& req,
-                                               httplib::Response& res) {
-        try {
-            const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-            if (body.is_discarded()) bad_request("the request body is not valid JSON");
-            const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed above
-            const CompletionRequest r = parse_completion_request(body, true, &ordered);
-            send_json(res, 200, {{"prompt", service_.chat_prompt(r)}});
-        } catch (const ApiError& e) {
-            metrics.record_failure(e.status());
-            send_error(res, e);
-        } catch (const Error& e) {
-            metrics.record_failure(400);
-            send_error(res, ApiError(400, e.what()));
-        }
-    });
-    s.Post("/detokenize", json_route(detokenize_response));
+    s.Post("/apply-template",
+           json_route([this](const httplib::Request& req, const json& body) -> json {
+               const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed
+               const CompletionRequest r = parse_completion_request(body, true, &ordered);
+               return {{"prompt", service_.chat_prompt(r)}};
+           }));
+    s.Post("/detokenize", json_route([vocab](const httplib::Request&, const json& body) {
+               return detokenize_response(*vocab, body);
+           }));
     for (const char* path : {"/v1/embeddings", "/embeddings"}) {
         s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
             metrics.record_failure(501);

@@ -65,7 +65,7 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
         fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
 
     const double available = mem_available_bytes();  // before the models take their share
-    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads});
+    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads, .gpu = cfg.gpu});
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 

@@ -32,7 +32,8 @@ struct ServiceConfig {
     std::string model_path;
     // Method, draft model and the default draft length (per request:
     // speculative.num_speculative_tokens).
-    SpeculativeConfig speculative;
+    SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
+    OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
     int n_parallel = 1;
     int n_threads = 0;                                  // 0: hardware threads

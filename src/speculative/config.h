@@ -15,6 +15,7 @@
 
 #include <string>
 
+#include "model/offload.h"
 #include "speculative/ngram_drafter.h"
 
 namespace specula {
@@ -29,6 +30,8 @@ struct SpeculativeConfig {
     int draft_min = 0;        // a proposal shorter than this is not verified
     float p_min = 0.0f;       // draft-model drafting stops below this top probability
     NgramParams ngram;        // method ngram
+    // Where the draft model runs its layers (-ngld; default: the environment's).
+    OffloadParams draft_gpu = env_placement().draft;
 };
 
 // The speculative options as a command line gives them, before they are checked.

@@ -12,7 +12,7 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
     SpeculativeSetup s;
     s.config = config;
     if (config.method == SpecMethod::draft_model) {
-        s.draft_model = Model::load(config.draft_model, LoadOptions::draft());  // -ngld
+        s.draft_model = Model::load(config.draft_model, LoadOptions{.gpu = config.draft_gpu});
         check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
                                config.draft_model);
     }
