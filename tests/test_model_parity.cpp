@@ -114,12 +114,7 @@ TEST_P(ModelParity, MatchesLlamaCpp) {
         specula::Model::load(specula::test::shared_path(jm["path"].get<std::string>()));
     const auto& hp = model->hparams();
     const auto& tok = model->tokenizer();
-    EXPECT_EQ(hp.n_vocab, jm["n_vocab"].get<int>());
-    EXPECT_EQ(hp.n_embd, jm["n_embd"].get<int>());
-    EXPECT_EQ(hp.n_layer, jm["n_layer"].get<int>());
-    EXPECT_EQ(hp.n_head, jm["n_head"].get<int>());
-    EXPECT_EQ(hp.n_ctx_train, jm["n_ctx_train"].get<int>());
-    EXPECT_EQ(model->n_params(), jm["n_params"].get<int64_t>());
+    specula::test::expect_model_shape(*model, jm);
 
     const Tolerance tol = tolerance_for(rf.stem, jm);
     specula::SessionParams sp;
