@@ -88,6 +88,32 @@ TEST(Sampling, ArgmaxTiesGoToLowestId) {
     EXPECT_THROW(argmax(c, 0), Error);
 }
 
+// The chunked argmax against the one-compare-per-token rule it replaces, over vocabulary sizes
+// around its chunk and lane widths, with ties, infinities and NaNs placed across chunk edges.
+TEST(Sampling, ArgmaxEqualsTheScalarRuleOnLargeVocabularies) {
+    auto scalar = [](const std::vector<float>& x) {
+        int best = 0;
+        for (int i = 1; i < int(x.size()); ++i) {
+            if (x[i] > x[best]) best = i;
+        }
+        return best;
+    };
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> few(0, 5);
+    for (int n : {1, 2, 15, 16, 17, 1023, 1024, 1025, 3000, 128256, 151936}) {
+        for (int trial = 0; trial < 12; ++trial) {
+            std::vector<float> x(static_cast<size_t>(n));
+            // Few distinct values: ties everywhere, also across chunk boundaries.
+            for (float& v : x) v = float(few(rng));
+            if (trial % 3 == 1) x[size_t(rng() % n)] = NAN;
+            if (trial % 3 == 2) x[0] = NAN;
+            if (trial % 4 == 3) x[size_t(rng() % n)] = INFINITY;
+            if (trial == 5) std::fill(x.begin(), x.end(), -INFINITY);
+            EXPECT_EQ(argmax(x.data(), n), scalar(x)) << "n " << n << " trial " << trial;
+        }
+    }
+}
+
 TEST(Sampling, GreedyIsArgmaxAndLeavesTheRngAlone) {
     const std::vector<float> l = {0.5f, 2.f, 2.f, -1.f};
     Sampler greedy(params(0.f, 40, 0.95f, 0.05f, 7));

@@ -160,9 +160,33 @@ void apply_temperature_softmax(std::vector<TokenProb>& c, float temp) {
 
 int32_t argmax(const float* logits, int n_vocab) {
     if (n_vocab <= 0) fail("argmax: n_vocab ", n_vocab, " must be > 0");
+    // The scalar rule (the first i with logits[i] > every logit before it; a NaN never wins, a
+    // NaN at 0 keeps 0), found a chunk at a time: each chunk's maximum over independent lanes
+    // (a loop the compiler vectorises; `x > m ? x : m` skips NaN as the scalar compare does),
+    // and only a chunk that beats the best so far is searched for its first maximal index.
+    // Verification takes the argmax of every verified row over the whole vocabulary.
+    constexpr int kLanes = 16, kChunk = 1024;
     int32_t best = 0;
-    for (int32_t i = 1; i < n_vocab; ++i) {
-        if (logits[i] > logits[best]) best = i;
+    float best_v = logits[0];
+    for (int32_t c0 = 0; c0 < n_vocab; c0 += kChunk) {
+        const int32_t c1 = std::min<int32_t>(n_vocab, c0 + kChunk);
+        float lane[kLanes];
+        for (float& m : lane) m = -std::numeric_limits<float>::infinity();
+        int32_t i = c0;
+        for (; i + kLanes <= c1; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+                const float x = logits[i + j];
+                lane[j] = x > lane[j] ? x : lane[j];
+            }
+        }
+        float m = lane[0];
+        for (int j = 1; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+        for (; i < c1; ++i) m = logits[i] > m ? logits[i] : m;
+        if (!(m > best_v)) continue;
+        for (i = c0; logits[i] != m; ++i) {
+        }
+        best = i;
+        best_v = m;
     }
     return best;
 }
