@@ -122,3 +122,25 @@ TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
     p.with_spec = false;
     EXPECT_THROW(run_bench(p), Error);
 }
+
+// --depth: every figure sits on a shared filler of `depth` cached positions, here past the
+// model's training context (2048), so the sessions must be sized for it; the filler is
+// evaluated once per session and kept (the whole run stays fast).
+TEST(SpecBench, DepthRunsEverythingOnTopOfACachedFiller) {
+    BenchParams p = small(-1);
+    p.depth = 2500;
+    p.draft_list = {3};
+    p.with_auto = false;
+    p.pass_sizes = {1, 5};
+    const BenchResult r = run_bench(p);
+    ASSERT_EQ(r.rows.size(), 2u);
+    for (const BenchRow& row : r.rows) EXPECT_GT(row.median_tps, 0.0) << row.label;
+    EXPECT_EQ(r.tp.depth, 2500);
+    ASSERT_EQ(r.tp.passes.size(), 2u);
+    EXPECT_GT(r.tp.passes[1].ms, 0.0);
+    EXPECT_GT(r.tp.pp_tps, 0.0);
+    const std::string table = table_of(r, true);
+    EXPECT_NE(table.find("throughput at depth 2500:"), std::string::npos) << table;
+    p.depth = -1;
+    EXPECT_THROW(run_bench(p), Error);
+}

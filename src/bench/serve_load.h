@@ -35,7 +35,8 @@ struct ServeLoadResult {
     double agg_tps = 0;  // tokens / wall_s
     double ttft_p50_ms = 0, ttft_p99_ms = 0;
     double itl_p50_ms = 0, itl_p99_ms = 0;
-    double tpot_p50_ms = 0, tpot_p99_ms = 0;  // per request: (last text - first text) / (tokens - 1)
+    double tpot_p50_ms = 0,
+           tpot_p99_ms = 0;   // per request: (last text - first text) / (tokens - 1)
     std::string first_error;  // of a failed request, for the report
 };
 

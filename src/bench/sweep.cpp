@@ -32,6 +32,18 @@ struct Config {
     int n;  // 0 plain, -1 auto
 };
 
+// The filler before every prompt at --depth: the first prompt's tokens (after its BOS) repeated
+// to `depth` tokens, behind the first prompt's first token.
+std::vector<token_id> depth_filler(const std::vector<token_id>& first, int depth) {
+    std::vector<token_id> out;
+    if (depth <= 0 || first.empty()) return out;
+    out.push_back(first[0]);
+    const size_t from = first.size() > 1 ? 1 : 0;
+    for (size_t i = from; int(out.size()) < depth; i = i + 1 < first.size() ? i + 1 : from)
+        out.push_back(first[i]);
+    return out;
+}
+
 }  // namespace
 
 double BenchResult::model_speedup(int n) const {
@@ -58,24 +70,46 @@ BenchResult run_bench(const BenchParams& p) {
     if (p.with_spec && p.speculative.method == SpecMethod::none)
         fail("bench: need a draft model (-md), --lookup, or --no-spec");
     if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
+    if (p.depth < 0) fail("bench: --depth must be >= 0, got ", p.depth);
     for (int b : p.pass_sizes)
         if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
     const double available = mem_available_bytes();  // before the models take their share
     auto target = Model::load(p.target_path, LoadOptions{.n_threads = p.n_threads, .gpu = p.gpu});
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
-    // As `run` does: the plan is printed, and refused when it does not fit, before any cache.
-    const MemoryPlan plan = plan_memory(*target, setup.draft_model.get(),
-                                        CachePlan{0, p.n_threads, p.type_k, p.type_v}, available);
-    std::fprintf(stderr, "bench: %s\n", describe(plan).c_str());
-    check_memory(plan);
-    const auto drafter =
-        make_drafter(setup, DrafterParams{0, p.n_threads, p.sampling, p.type_k, p.type_v});
-    Session session(*target, SessionParams{0, p.n_threads, p.type_k, p.type_v});
 
     std::vector<std::vector<token_id>> prompts;
     for (const std::string& text : p.prompts)
         prompts.push_back(tokenize_prompt(target->tokenizer(), text));
+    // At --depth every prompt follows the same filler (its BOS dropped), so the caches keep the
+    // filler across generations and only the prompt itself is evaluated each time.
+    const std::vector<token_id> filler = depth_filler(prompts[0], p.depth);
+    if (!filler.empty()) {
+        for (auto& pr : prompts) {
+            std::vector<token_id> t = filler;
+            t.insert(t.end(), pr.begin() + (pr.size() > 1 ? 1 : 0), pr.end());
+            pr = std::move(t);
+        }
+    }
+    // 0: the model's default context; at depth: room for the longest prompt, the generation,
+    // the largest pass and the pp test on top of the filler.
+    int n_ctx = 0;
+    if (p.depth > 0) {
+        size_t longest = 0;
+        for (const auto& pr : prompts) longest = std::max(longest, pr.size());
+        const int most_pass = std::max(*std::max_element(p.pass_sizes.begin(), p.pass_sizes.end()),
+                                       *std::max_element(p.draft_list.begin(), p.draft_list.end()));
+        n_ctx = int(longest) + std::max(p.n_predict + most_pass + 1, p.pp) + 16;
+    }
+    // As `run` does: the plan is printed, and refused when it does not fit, before any cache.
+    const MemoryPlan plan =
+        plan_memory(*target, setup.draft_model.get(),
+                    CachePlan{n_ctx, p.n_threads, p.type_k, p.type_v}, available);
+    std::fprintf(stderr, "bench: %s\n", describe(plan).c_str());
+    check_memory(plan);
+    const auto drafter =
+        make_drafter(setup, DrafterParams{n_ctx, p.n_threads, p.sampling, p.type_k, p.type_v});
+    Session session(*target, SessionParams{n_ctx, p.n_threads, p.type_k, p.type_v});
 
     std::vector<Config> configs{{"plain", 0}};
     if (p.with_spec) {
@@ -112,7 +146,8 @@ BenchResult run_bench(const BenchParams& p) {
                 Sampler sampler(sp);
                 Generator gen(session, sampler, configs[ci].n == 0 ? nullptr : drafter.get(), gp,
                               configs[ci].n < 0 ? &learnt : nullptr);
-                const SpecStats st = gen.generate(prompts[pi]);
+                const SpecStats st =
+                    filler.empty() ? gen.generate(prompts[pi]) : gen.resume(prompts[pi]);
                 n_gen += st.n_generated;
                 ms += st.t_gen_ms;
                 acc[ci].add(st);
@@ -143,6 +178,7 @@ BenchResult run_bench(const BenchParams& p) {
 
     // Cost model: target pass time against batch size, and one draft step, measured directly.
     res.a = reached ? double(accepted) / reached : 0;
+    // The passes are timed on top of the first prompt (at depth: filler + prompt, cached).
     const std::vector<token_id>& ctx = prompts[0];
     const int reps = 9;
     const double t1 = time_eval(session, ctx, 1, reps);
@@ -150,11 +186,12 @@ BenchResult run_bench(const BenchParams& p) {
     const double tb = time_eval(session, ctx, bmax, reps);
     res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
     if (setup.draft_model) {
-        Session ds(*setup.draft_model, SessionParams{0, p.n_threads, p.type_k, p.type_v});
+        Session ds(*setup.draft_model, SessionParams{n_ctx, p.n_threads, p.type_k, p.type_v});
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
     }
     ThroughputParams tq;
     tq.pp = p.pp;
+    tq.depth = p.depth;
     tq.pp_reps = std::min(p.reps, 3);
     tq.pass_sizes = p.pass_sizes;
     tq.read_test_bytes = p.read_test_bytes;

@@ -40,6 +40,9 @@ struct BenchParams {
     bool verbose = true;                                // progress lines on stderr
     bool with_spec = true;  // false: plain decoding and the throughput figures only (no draft)
     int pp = 512;           // prompt-processing test length (0: skip)
+    // > 0: every figure is taken after this many cached positions (llama-bench's -d): each
+    // prompt follows one shared filler of `depth` tokens, evaluated once and kept in the caches.
+    int depth = 0;
     std::vector<int> pass_sizes{1, 2, 5, 9};     // batch sizes of the timed target passes
     size_t read_test_bytes = size_t{512} << 20;  // buffer of the bandwidth test (0: skip it)
 };

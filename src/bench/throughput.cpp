@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "bench/membw.h"
 #include "common/threadpool.h"
@@ -13,16 +14,26 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// Brings s to exactly the tokens ctx: keeps the common prefix it caches, evaluates the rest.
+void load_context(Session& s, const std::vector<token_id>& ctx) {
+    const int keep = s.common_prefix(ctx);
+    s.rollback(keep);
+    if (keep < int(ctx.size())) s.eval(std::span<const token_id>(ctx).subspan(size_t(keep)), false);
+}
+
 // Median tokens/s of one pass over `n` prompt tokens (the prompt's tokens repeated), with only the
-// last position's logits, as a prompt is evaluated; needs its own session for the context.
-double time_prompt(const Model& m, const std::vector<token_id>& prompt, int n, int reps,
+// last position's logits, as a prompt is evaluated; at depth on top of the first `depth` tokens
+// of ctx (evaluated once). Needs its own session for the context.
+double time_prompt(const Model& m, const std::vector<token_id>& ctx, int n, int reps,
                    const ThroughputParams& p) {
-    Session s(m, SessionParams{n + 8, p.n_threads, p.type_k, p.type_v});
+    const int depth = std::min<int>(p.depth, int(ctx.size()));
+    Session s(m, SessionParams{depth + n + 8, p.n_threads, p.type_k, p.type_v});
+    const std::vector<token_id> filler(ctx.begin(), ctx.begin() + depth);
     std::vector<token_id> toks;
-    while (int(toks.size()) < n) toks.push_back(prompt[toks.size() % prompt.size()]);
+    while (int(toks.size()) < n) toks.push_back(ctx[toks.size() % ctx.size()]);
     std::vector<double> tps;
     for (int r = 0; r < reps; ++r) {
-        s.reset();
+        load_context(s, filler);
         const auto t0 = clock_type::now();
         s.eval(toks, false);
         const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -42,9 +53,11 @@ double median(std::vector<double> v) {
 
 double time_eval(Session& s, const std::vector<token_id>& ctx, int batch, int reps) {
     std::vector<double> t;
-    std::vector<token_id> toks(size_t(batch), ctx.back());
-    s.reset();
-    s.eval(ctx);
+    // Distinct tokens, as a draft's are: a MoE routes them to different experts (one token
+    // repeated would read the experts of one token only).
+    std::vector<token_id> toks;
+    for (int i = 0; i < batch; ++i) toks.push_back(ctx[size_t(i) % ctx.size()]);
+    load_context(s, ctx);
     for (int r = 0; r < reps; ++r) {
         const auto t0 = clock_type::now();
         s.eval(toks);
@@ -65,6 +78,7 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
         tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
     }
     tp.pp = p.pp;
+    tp.depth = p.depth;
     if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, p.pp_reps, p);
     tp.n_threads = session.n_threads();
     if (p.read_test_bytes > 0) {
@@ -78,9 +92,10 @@ void print_throughput_table(const Throughput& tp, std::FILE* out) {
     const double gb = tp.bytes_per_token / 1e9;
     auto frac = [&](double gbs) { return tp.read_gbs > 0 ? 100 * gbs / tp.read_gbs : 0; };
     std::fprintf(out,
-                 "throughput: %.3f GB of weights per pass; machine streams %.1f GB/s (%d "
+                 "throughput%s: %.3f GB of weights per pass; machine streams %.1f GB/s (%d "
                  "threads)\n",
-                 gb, tp.read_gbs, tp.n_threads);
+                 tp.depth > 0 ? (" at depth " + std::to_string(tp.depth)).c_str() : "", gb,
+                 tp.read_gbs, tp.n_threads);
     std::fprintf(out, "| %-12s | %9s | %9s | %6s | %11s | %7s |\n", "test", "tok/s", "ms/pass",
                  "tau", "weight GB/s", "of read");
     std::fprintf(out,

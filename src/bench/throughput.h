@@ -14,8 +14,9 @@
 namespace specula {
 
 struct ThroughputParams {
-    int pp = 512;                                       // prompt-processing test length (0: skip)
-    int pp_reps = 3;                                    // repetitions of the pp pass
+    int pp = 512;     // prompt-processing test length (0: skip)
+    int depth = 0;    // cached positions before the pp pass (the passes sit on top of `ctx`)
+    int pp_reps = 3;  // repetitions of the pp pass
     std::vector<int> pass_sizes{1, 2, 5, 9};            // batch sizes of the timed target passes
     size_t read_test_bytes = size_t{512} << 20;         // buffer of the bandwidth test (0: skip it)
     int n_threads = 0;                                  // threads of the pp session (0: hardware)
@@ -34,6 +35,7 @@ struct Throughput {
     int n_threads = 0;            // threads of the target session and of the read test
     int64_t bytes_per_token = 0;  // weight bytes one pass streams
     int pp = 0;                   // prompt-processing test length
+    int depth = 0;                // cached positions under every figure
     double pp_tps = 0;            // prompt tokens/s over pp tokens (0: skipped)
     int tg = 0;                   // tokens per plain generation
     double tg_tps = 0;            // plain decoding tokens/s (the plain row's median)
@@ -42,7 +44,8 @@ struct Throughput {
 
 double median(std::vector<double> v);
 
-// Median time (ms) of a `batch`-token eval on top of `ctx` tokens, over `reps` tries.
+// Median time (ms) of a `batch`-token eval on top of `ctx` tokens, over `reps` tries (the part of
+// ctx the session caches already is kept, so a long context is evaluated once).
 double time_eval(Session& s, const std::vector<token_id>& ctx, int batch, int reps);
 
 // t1: the measured time of a one-token pass, reused as the b = 1 row; tg / tg_tps: the plain

@@ -61,10 +61,13 @@ nlohmann::json to_json(const BenchResult& r) {
     nlohmann::json passes = nlohmann::json::array();
     for (const PassRow& pr : r.tp.passes)
         passes.push_back({{"batch", pr.batch}, {"ms", pr.ms}, {"tau", pr.tau}});
-    const nlohmann::json throughput{
-        {"read_gb_per_s", r.tp.read_gbs}, {"bytes_per_token", r.tp.bytes_per_token},
-        {"pp_tokens", r.params.pp},       {"pp_tokens_per_s", r.tp.pp_tps},
-        {"tg_tokens_per_s", r.tp.tg_tps}, {"passes", passes}};
+    const nlohmann::json throughput{{"read_gb_per_s", r.tp.read_gbs},
+                                    {"bytes_per_token", r.tp.bytes_per_token},
+                                    {"pp_tokens", r.params.pp},
+                                    {"pp_tokens_per_s", r.tp.pp_tps},
+                                    {"depth", r.params.depth},
+                                    {"tg_tokens_per_s", r.tp.tg_tps},
+                                    {"passes", passes}};
     return {{"synthetic_acceptance", r.params.synthetic_accept},
             {"throughput", throughput},
             {"a", r.a},
@@ -122,6 +125,9 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--pp", o.pp, "prompt-processing test length (0: skip)")->capture_default_str();
     cmd.add_option("--batches", o.batches, "batch sizes of the timed target passes")
         ->capture_default_str();
+    cmd.add_option("-d,--depth,--n-depth", o.depth,
+                   "measure everything after this many cached positions (llama-bench's -d)")
+        ->capture_default_str();
 }
 
 int cmd_bench(const BenchOptions& o) {
@@ -133,6 +139,7 @@ int cmd_bench(const BenchOptions& o) {
     if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);
     const uint64_t seed = parse_seed(o.seed, /*allow_random=*/false);
     if (o.pp < 0 || o.pp > 65536) fail("--pp must be in [0, 65536], got ", o.pp);
+    if (o.depth < 0 || o.depth > 1 << 20) fail("--depth must be in [0, 1048576], got ", o.depth);
     BenchParams p;
     p.target_path = o.model;
     p.speculative = parse_speculative_flags(o.spec);
@@ -150,6 +157,7 @@ int cmd_bench(const BenchOptions& o) {
     p.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     p.with_spec = !o.no_spec;
     p.pp = o.pp;
+    p.depth = o.depth;
     p.pass_sizes = parse_list(o.batches, "--batches");
     const BenchResult r = run_bench(p);
     if (p.with_spec) print_bench_table(r, stdout);

@@ -37,6 +37,7 @@ struct BenchOptions {
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
     bool no_spec = false;                                    // --no-spec: throughput figures only
     int pp = 512;                                            // --pp
+    int depth = 0;                                           // --depth
     std::string batches = "1,2,5,9";                         // --batches
 };
 
