@@ -107,9 +107,9 @@ class Writer:
             infos += _str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
             infos += struct.pack("<IQ", gtype, off)
             off += (len(data) + ALIGN - 1) // ALIGN * ALIGN
-        blob = head + infos
-        blob += b"\0" * (-len(blob) % ALIGN)
-        for _, _, _, data in self.tensors:
-            blob += data + b"\0" * (-len(data) % ALIGN)
+        pad = b"\0" * (-(len(head) + len(infos)) % ALIGN)
         with open(path, "wb") as f:
-            f.write(blob)
+            f.write(head + infos + pad)
+            for _, _, _, data in self.tensors:
+                f.write(data)
+                f.write(b"\0" * (-len(data) % ALIGN))
