@@ -89,6 +89,14 @@ EXTRA = [
     "<|startoftext|><|endoftext|><|endofprompt|><|reserved_200001|>",
     "<|im_start|>user\nhello<|im_end|>",
     "end of text</s> and <eos> and <|end|> inside",
+    # edges: literal "▁", partial special tokens, classes the o200k collapse sees differently
+    "\u2581already\u2581escaped \u2581\u2581 spaces\u2581",
+    "<start_of_turn <|start| <|channel|analysis <end_of_turn",
+    "Élan ÉLAN's ΑΒΓabc ǅemal 𝐀𝐁𝐂 bold 𝑥𝑦 \ue000private \ufffd replacement",
+    "zero\u200bwidth\u200djoiner\u2060word \u00adsoft-hyphen",
+    "\n\n\n\n   \n\t\t  \n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
+    "<table><tr><td align=\"left\">1</td></tr></table>\n<!-- comment -->",
+    "x" * 300 + " " + "ab" * 100,
 ]
 
 
