@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli_process.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -140,6 +141,28 @@ TEST_P(HfVocab, LoadsQuickly) {
     const Vocab& v = vocab(GetParam());
     std::printf("%s: %d tokens loaded in %.3f s\n", GetParam().c_str(), v.tok->n_vocab(), v.load_s);
     EXPECT_LT(v.load_s, 2.0);
+}
+
+// `specula tokenize -m VOCAB.gguf -p TEXT --ids` (BOS as the vocabulary says, special tokens
+// parsed) prints ik_llama.cpp's ids for the chat-shaped and mixed-script strings, reading a
+// vocab-only file.
+TEST_P(HfVocab, CliTokenizePrintsTheSameIds) {
+    const Vocab& v = vocab(GetParam());
+    const std::string path = converted_gguf(GetParam(), v.ref);
+    int checked = 0;
+    for (const auto& c : v.ref.at("cases")) {
+        const std::string text = c.at("text");
+        if (text.find("<start_of_turn>user") == std::string::npos && text.find("<|start|>") != 0 &&
+            text.find("y'all") == std::string::npos) {
+            continue;
+        }
+        const auto r = specula::test::run_specula({"tokenize", "-m", path, "-p", text, "--ids"});
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_EQ(r.out, ids_str(c.at("special").get<std::vector<token_id>>()).substr(1) + "\n")
+            << text;
+        ++checked;
+    }
+    EXPECT_GE(checked, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Npm, HfVocab, ::testing::Values("gemma3", "gpt-oss"),
