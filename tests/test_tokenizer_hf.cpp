@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,8 @@ namespace {
 struct Vocab {
     nlohmann::json ref;
     std::unique_ptr<Tokenizer> tok;
-    double load_s = 0;
+    double load_s = 0;      // wall time of GGUFFile::open + Tokenizer::from_gguf
+    double load_cpu_s = 0;  // process CPU time of the same (immune to a busy machine)
 };
 
 std::string quote(const std::string& s) {
@@ -68,8 +70,10 @@ const Vocab& vocab(const std::string& name) {
             read_file(std::string(SPECULA_SOURCE_DIR) + "/tests/data/tokenizer/" + name + ".json"));
         const std::string path = converted_gguf(name, v.ref);
         const auto t0 = std::chrono::steady_clock::now();
+        const std::clock_t c0 = std::clock();
         auto f = GGUFFile::open(path);
         v.tok = Tokenizer::from_gguf(*f);
+        v.load_cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
         v.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     return v;
@@ -136,11 +140,13 @@ TEST_P(HfVocab, DetokenizeEqualsIkLlamaCpp) {
     EXPECT_EQ(fails, 0) << GetParam() << failures;
 }
 
-// A 262k vocabulary must not make startup slow (measured with the GGUF already on disk).
+// A 262k vocabulary must not make startup slow (measured with the GGUF already on disk; about
+// 0.1-0.2 s of CPU in a Release build; the bound leaves room for the sanitizer build).
 TEST_P(HfVocab, LoadsQuickly) {
     const Vocab& v = vocab(GetParam());
-    std::printf("%s: %d tokens loaded in %.3f s\n", GetParam().c_str(), v.tok->n_vocab(), v.load_s);
-    EXPECT_LT(v.load_s, 2.0);
+    std::printf("%s: %d tokens loaded in %.3f s (%.3f s CPU)\n", GetParam().c_str(),
+                v.tok->n_vocab(), v.load_s, v.load_cpu_s);
+    EXPECT_LT(v.load_cpu_s, 2.0);
 }
 
 // `specula tokenize -m VOCAB.gguf -p TEXT --ids` (BOS as the vocabulary says, special tokens
