@@ -280,11 +280,15 @@ TEST(Tokenizer, Qwen3SpecialTokens) {
     EXPECT_EQ(tok->fim().sep, 151664);
 }
 
+// The end-of-generation texts are ik_llama.cpp's (8337e4c), which adds <|end_of_text|> (Llama 3)
+// and </s> (a NORMAL token in Qwen3's vocabulary, made CONTROL and EOG) to llama.cpp c392e509's.
 TEST(Tokenizer, EogSets) {
     EXPECT_EQ(load_vocab("llama3")->eog_ids(), (std::vector<token_id>{128001, 128009}));
-    EXPECT_EQ(load_vocab("llama3-instruct")->eog_ids(), (std::vector<token_id>{128009}));
+    EXPECT_EQ(load_vocab("llama3-instruct")->eog_ids(), (std::vector<token_id>{128001, 128009}));
     const auto qwen = load_vocab("qwen3");
-    EXPECT_EQ(qwen->eog_ids(), (std::vector<token_id>{151643, 151645, 151662, 151663, 151664}));
+    EXPECT_EQ(qwen->eog_ids(),
+              (std::vector<token_id>{128247, 151643, 151645, 151662, 151663, 151664}));
+    EXPECT_EQ(qwen->token_attr(128247), TokenAttr::CONTROL);  // </s>
     EXPECT_TRUE(qwen->is_eog(151645));
     EXPECT_FALSE(qwen->is_eog(151644));  // <|im_start|>
     const auto spm = load_vocab("llama-spm");

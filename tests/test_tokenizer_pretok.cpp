@@ -441,6 +441,36 @@ INSTANTIATE_TEST_SUITE_P(AllPre, StdRegexPath,
                              return s;
                          });
 
+// gpt-4o (o200k): Specula's regex is written already collapsed; llama.cpp (ik_llama.cpp
+// 8337e4c) collapses this one, its case classes spelled with lookaheads, at run time.
+TEST(PreTokenizer, Gpt4oMatchesLlamaCppCollapsedRegex) {
+    const std::string ik_regex =
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|"
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|"
+        "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    const PreTokenizerSpec spec = pre_tokenizer_spec("gpt-4o");
+    ASSERT_TRUE(spec.collapsed);
+    EXPECT_FALSE(spec.clean_spaces);
+    EXPECT_EQ(pre_tokenizer_spec("llama4").name, "gpt-4o");
+    PreTokenizer pt(spec.regexes, spec.collapsed);
+    int ok = 0, n = 0;
+    std::string first_bad;
+    auto texts = random_texts(13, 1500);
+    texts.push_back("HELLOworld helloWORLD \xD0\xBF\xD1\x80\xD0\x98\xD0\x92 I'M it's x/\n");
+    for (const std::string& t : texts) {
+        const auto cps = unicode::decode_utf8(t);
+        ++n;
+        if (pt.split(t) == words_of(cps, split_like_llama_cpp(cps, {ik_regex}))) {
+            ++ok;
+        } else if (first_bad.empty()) {
+            first_bad = t;
+        }
+    }
+    EXPECT_EQ(ok, n) << "gpt-4o: first differing text '" << first_bad << "'";
+}
+
 TEST(PreTokenizer, Gpt2RegexMatchesLlamaCppSplitter) {
     check_against("gpt-2", split_gpt2);
 }

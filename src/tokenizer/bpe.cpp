@@ -31,7 +31,7 @@ class BpeTokenizer final : public VocabTokenizer {
         } catch (const Error& e) {
             fail(f.path(), ": ", e.what());
         }
-        pre_tok_ = std::make_unique<PreTokenizer>(spec.regexes);
+        pre_tok_ = std::make_unique<PreTokenizer>(spec.regexes, spec.collapsed);
         ignore_merges_ = spec.ignore_merges;
         clean_spaces_ = spec.clean_spaces;
         add_bos_ = spec.add_bos;

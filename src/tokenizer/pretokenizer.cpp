@@ -45,6 +45,25 @@ const char* const kDeepseekLetters =
 const char* const kDeepseekPunct =
     R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
 
+// o200k (gpt-4o, gpt-oss) as llama.cpp runs it: on the collapsed text (pretokenizer.h), with
+// \p{L} = [\xD2A-Za-z] and \p{N} = [\xD10-9]; an "upper case" letter is a letter that is not a-z,
+// a "lower case" one a letter that is not A-Z, so every non-ASCII letter is both.
+#define SPECULA_L R"(\x{D2}A-Za-z)"
+#define SPECULA_N R"(\x{D1}0-9)"
+#define SPECULA_UPPER R"(((?=[)" SPECULA_L R"(])([^a-z])))"
+#define SPECULA_LOWER R"(((?=[)" SPECULA_L R"(])([^A-Z])))"
+#define SPECULA_CONTR R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+const char* const kGpt4oCollapsed =
+    R"([^\r\n)" SPECULA_L SPECULA_N R"(]?)" SPECULA_UPPER "*" SPECULA_LOWER "+" SPECULA_CONTR
+    R"(|[^\r\n)" SPECULA_L SPECULA_N R"(]?)" SPECULA_UPPER "+" SPECULA_LOWER "*" SPECULA_CONTR
+    R"(|[)" SPECULA_N R"(]{1,3}| ?[^\s)" SPECULA_L SPECULA_N
+    R"(]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+#undef SPECULA_L
+#undef SPECULA_N
+#undef SPECULA_UPPER
+#undef SPECULA_LOWER
+#undef SPECULA_CONTR
+
 PreTokenizerSpec make_spec(std::string name, std::vector<std::string> regexes) {
     PreTokenizerSpec s;
     s.name = std::move(name);
@@ -93,6 +112,12 @@ PreTokenizerSpec spec_by_canonical(const std::string& pre) {
         return s;
     }
     if (pre == "gpt-2" || pre == "mpt" || pre == "olmo") return make_spec(pre, {kGpt2});
+    if (pre == "gpt-4o") {
+        auto s = make_spec(pre, {kGpt4oCollapsed});
+        s.collapsed = true;
+        s.clean_spaces = false;
+        return s;
+    }
     return {};
 }
 
@@ -101,6 +126,7 @@ std::string canonical_pre(const std::string& pre) {
     if (pre.empty()) return "default";
     if (pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3") return "llama3";
     if (pre == "phi-2") return "gpt-2";
+    if (pre == "llama4" || pre == "kanana2") return "gpt-4o";
     return pre;
 }
 
@@ -109,7 +135,8 @@ std::string canonical_pre(const std::string& pre) {
 std::string supported_pre_tokenizers() {
     return "default, llama3, llama-bpe, llama-v3, falcon3, dbrx, smaug-bpe, qwen2, "
            "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, falcon, starcoder, "
-           "refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, mpt, olmo";
+           "refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, mpt, olmo, "
+           "gpt-4o, llama4, kanana2";
 }
 
 PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
@@ -130,24 +157,42 @@ struct PreTokenizer::Regex {
     ~Regex() { pcre2_code_free(code); }
 };
 
-PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) {
-    for (const std::string& src : regexes) {
+namespace {
+
+pcre2_code* compile(const std::string& src, uint32_t opts) {
+    int err = 0;
+    PCRE2_SIZE err_off = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(src.data()), src.size(), opts,
+                                     &err, &err_off, nullptr);
+    if (!code) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, sizeof msg);
+        fail("pre-tokenizer regex '", src, "' rejected by PCRE2 at offset ", err_off, ": ",
+             reinterpret_cast<const char*>(msg));
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional speed-up; errors are fine
+    return code;
+}
+
+// The classes of the collapsed text, one capture group each, in the order of kClassBytes.
+const char* const kClasses = R"(^(?:(\p{N})|(\p{L})|(\p{P})|(\p{M})|(\p{S})))";
+const char kClassBytes[] = {'\xD1', '\xD2', '\xD3', '\xD4', '\xD5'};
+constexpr char kOtherByte = '\xD0';
+
+}  // namespace
+
+PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool collapsed)
+    : collapsed_(collapsed) {
+    const uint32_t opts =
+        collapsed ? PCRE2_DOLLAR_ENDONLY : PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY;
+    auto add = [](const std::string& src, uint32_t o) {
         auto r = std::make_unique<Regex>();
         r->source = src;
-        int err = 0;
-        PCRE2_SIZE err_off = 0;
-        const uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY;
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(src.data()), src.size(), opts, &err,
-                                &err_off, nullptr);
-        if (!r->code) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(err, msg, sizeof msg);
-            fail("pre-tokenizer regex '", src, "' rejected by PCRE2 at offset ", err_off, ": ",
-                 reinterpret_cast<const char*>(msg));
-        }
-        pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);  // optional speed-up; errors are fine
-        regexes_.push_back(std::move(r));
-    }
+        r->code = compile(src, o);
+        return r;
+    };
+    for (const std::string& src : regexes) regexes_.push_back(add(src, opts));
+    if (collapsed) classes_ = add(kClasses, PCRE2_UTF | PCRE2_UCP);
 }
 
 PreTokenizer::~PreTokenizer() = default;
@@ -195,14 +240,14 @@ bool find_match(const pcre2_code* code, const char* subject, size_t len, size_t 
 
 // Splits one piece by one regex: matches and the gaps between them all become pieces.
 void split_piece(const pcre2_code* code, const std::string& subject, Piece p, pcre2_match_data* md,
-                 std::vector<Piece>& out) {
+                 bool utf, std::vector<Piece>& out) {
     const char* base = subject.data() + p.begin;
     const size_t len = p.end - p.begin;
     size_t start = 0, last = 0, ms = 0, me = 0;
     while (start <= len && find_match(code, base, len, start, md, ms, me)) {
         if (me == ms) {  // empty match: yields no piece; step over one character
             if (ms >= len) break;
-            start = ms + unicode::utf8_len(static_cast<uint8_t>(base[ms]));
+            start = ms + (utf ? unicode::utf8_len(static_cast<uint8_t>(base[ms])) : 1);
             continue;
         }
         if (ms > last) out.push_back({p.begin + last, p.begin + ms});
@@ -224,19 +269,43 @@ uint32_t regex_cpt(uint32_t cp) {
 
 }  // namespace
 
+// The byte that stands for a non-ASCII codepoint in the collapsed text.
+char PreTokenizer::collapse(uint32_t cp, void* match_data) const {
+    if (unicode::is_non_ascii_space(cp)) return '\x0B';
+    auto* md = static_cast<pcre2_match_data*>(match_data);
+    const std::string utf8 = unicode::encode_utf8(cp);
+    const int rc = pcre2_match(classes_->code, reinterpret_cast<PCRE2_SPTR>(utf8.data()),
+                               utf8.size(), 0, PCRE2_NO_UTF_CHECK, md, nullptr);
+    if (rc < 2) return kOtherByte;  // no match (rc < 0) or no group
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    for (int g = 1; g < rc; ++g) {
+        if (ov[2 * g] != PCRE2_UNSET) return kClassBytes[g - 1];
+    }
+    return kOtherByte;
+}
+
 std::vector<std::string> PreTokenizer::split(std::string_view text) const {
     const std::vector<uint32_t> cpts = unicode::decode_utf8(text);
 
-    // The subject the regexes see: the codepoints re-encoded, non-ASCII whitespace as \v.
-    // cpt_at[b] is the codepoint index of the character starting at subject byte b.
+    // The subject the regexes see. Normally the codepoints re-encoded, non-ASCII whitespace as
+    // \v; collapsed, one byte per codepoint. cpt_at[b] is the codepoint index of the character
+    // starting at subject byte b.
     std::string subject;
     std::vector<uint32_t> cpt_at;
     subject.reserve(text.size());
     cpt_at.reserve(text.size() + 1);
-    for (size_t i = 0; i < cpts.size(); ++i) {
-        const uint32_t cp = regex_cpt(cpts[i]);
-        unicode::append_utf8(subject, cp);
-        cpt_at.resize(subject.size(), static_cast<uint32_t>(i));
+    if (collapsed_) {
+        MatchData md(classes_->code);
+        for (size_t i = 0; i < cpts.size(); ++i) {
+            subject += cpts[i] < 0x80 ? static_cast<char>(cpts[i]) : collapse(cpts[i], md.get());
+            cpt_at.push_back(static_cast<uint32_t>(i));
+        }
+    } else {
+        for (size_t i = 0; i < cpts.size(); ++i) {
+            const uint32_t cp = regex_cpt(cpts[i]);
+            unicode::append_utf8(subject, cp);
+            cpt_at.resize(subject.size(), static_cast<uint32_t>(i));
+        }
     }
     cpt_at.push_back(static_cast<uint32_t>(cpts.size()));
 
@@ -246,7 +315,7 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
         MatchData md(r->code);
         std::vector<Piece> next;
         next.reserve(pieces.size() * 2);
-        for (const Piece& p : pieces) split_piece(r->code, subject, p, md.get(), next);
+        for (const Piece& p : pieces) split_piece(r->code, subject, p, md.get(), !collapsed_, next);
         pieces.swap(next);
     }
 

@@ -4,8 +4,15 @@
 // alphabet. The regexes are llama.cpp's for each tokenizer.ggml.pre value and run through PCRE2
 // with UTF and UCP. Like llama.cpp, matching sees one piece at a time (lookaheads and `$` stop at
 // the piece's end) and non-ASCII whitespace counts as \s everywhere.
+// Some pre-tokenizers (gpt-4o) llama.cpp runs through std::regex on a "collapsed" text instead:
+// every non-ASCII codepoint becomes one byte naming its class (whitespace 0x0B, number 0xD1,
+// letter 0xD2, punctuation 0xD3, mark 0xD4, symbol 0xD5, other 0xD0) and \p{L} / \p{N} in the
+// regex become [\xD2A-Za-z] / [\xD10-9]. Such a spec sets `collapsed`, its regexes are written
+// in that byte form and run through PCRE2 without UTF; case distinctions outside ASCII are gone
+// there, as in llama.cpp.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,6 +27,7 @@ struct PreTokenizerSpec {
     bool ignore_merges = false;        // a word that is already a token is emitted whole
     bool clean_spaces = true;          // decode removes spaces before punctuation
     bool add_bos = false;              // default for add_bos when the GGUF has no key
+    bool collapsed = false;            // regexes run on the collapsed text (see above)
 };
 
 // The spec for `pre` ("" means llama.cpp's default); throws Error listing the supported names.
@@ -30,8 +38,9 @@ std::string supported_pre_tokenizers();
 
 class PreTokenizer {
   public:
-    // Compiles the regexes; throws Error naming the regex that PCRE2 rejects.
-    explicit PreTokenizer(const std::vector<std::string>& regexes);
+    // Compiles the regexes (byte regexes over the collapsed text when `collapsed`); throws Error
+    // naming the regex that PCRE2 rejects.
+    explicit PreTokenizer(const std::vector<std::string>& regexes, bool collapsed = false);
     ~PreTokenizer();
     PreTokenizer(const PreTokenizer&) = delete;
     PreTokenizer& operator=(const PreTokenizer&) = delete;
@@ -41,7 +50,10 @@ class PreTokenizer {
 
   private:
     struct Regex;
+    char collapse(uint32_t cp, void* match_data) const;
     std::vector<std::unique_ptr<Regex>> regexes_;
+    std::unique_ptr<Regex> classes_;  // collapsed: the codepoint classifier
+    bool collapsed_ = false;
 };
 
 }  // namespace specula

@@ -2,7 +2,10 @@
 //  - "llama": SentencePiece BPE by scores, with byte fallback (<0xNN>) and the "▁" space marker;
 //  - "gpt2": byte-level BPE by merge rank, after a pre-tokenizer chosen by tokenizer.ggml.pre
 //    (llama-bpe/llama3, qwen2, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
-//    refact, default and a few aliases), whose regexes run through PCRE2 with UTF and UCP.
+//    refact, gpt-4o (o200k: gpt-oss), default and a few aliases), whose regexes run through
+//    PCRE2 with UTF and UCP (gpt-4o on llama.cpp's category-collapsed text, pretokenizer.h).
+// Special-token detection by text (end-of-generation, gpt-oss's framing tokens) follows
+// ik_llama.cpp 8337e4c.
 // Special (CONTROL, UNKNOWN) tokens are matched in the text only with parse_special;
 // USER_DEFINED tokens always are. Malformed UTF-8 never fails: SPM falls back to byte tokens,
 // BPE reads each bad byte as U+FFFD, as llama.cpp does. A Tokenizer is immutable after loading

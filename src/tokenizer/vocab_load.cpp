@@ -39,8 +39,30 @@ using Texts = std::initializer_list<const char*>;
 const Texts kEotTexts = {"<|eot_id|>",           "<|im_end|>",    "<|end|>",
                          "<end_of_turn>",        "<|endoftext|>", "<EOT>",
                          "<｜end▁of▁sentence｜>"};
-const Texts kEogTexts = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
-                         "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+// End-of-generation texts as ik_llama.cpp lists them (o200k_harmony: <|return|>, <|call|>).
+const Texts kEogTexts = {"<|eot_id|>",
+                         "<|im_end|>",
+                         "<|end|>",
+                         "<|return|>",
+                         "<|call|>",
+                         "<|flush|>",
+                         "<|calls|>",
+                         "<end_of_turn>",
+                         "<|endoftext|>",
+                         "</s>",
+                         "<|eom_id|>",
+                         "<EOT>",
+                         "_<EOT>",
+                         "[EOT]",
+                         "[EOS]",
+                         "<|end_of_text|>",
+                         "<end_of_utterance>",
+                         "<eos>",
+                         "<turn|>",
+                         "<|tool_response>",
+                         "<｜end▁of▁sentence｜>"};
+// gpt-oss's message framing tokens, which llama.cpp always renders and matches (USER_DEFINED).
+const Texts kHarmonyFraming = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
 const Texts kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>"};
 const Texts kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>"};
 const Texts kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>"};
@@ -139,11 +161,31 @@ void VocabTokenizer::detect_special_tokens() {
         eog.push_back(id);
         attrs_[id] = TokenAttr::CONTROL;
     }
+    for (const char* t : kHarmonyFraming) {
+        if (const token_id id = find_token(t); id >= 0) attrs_[id] = TokenAttr::USER_DEFINED;
+    }
     for (token_id id : {fim_.pad, fim_.rep, fim_.sep, eos_, eot_, eom_}) {
         if (id >= 0) eog.push_back(id);
     }
     std::sort(eog.begin(), eog.end());
     eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+    // o200k_harmony (and solar-open): <|end|> ends a message, not the generation, when the
+    // vocabulary ends turns with <|return|> and <|call|> (or <|calls|> and <|flush|>).
+    auto eog_has = [&](const char* t) {
+        const token_id id = find_token(t);
+        return id >= 0 && std::binary_search(eog.begin(), eog.end(), id) ? id : -1;
+    };
+    const token_id end = eog_has("<|end|>");
+    const bool calls = eog_has("<|call|>") >= 0 || eog_has("<|calls|>") >= 0;
+    if (end >= 0 && calls && (eog_has("<|return|>") >= 0 || eog_has("<|flush|>") >= 0)) {
+        eog.erase(std::find(eog.begin(), eog.end(), end));
+        attrs_[end] = TokenAttr::USER_DEFINED;
+    }
+    // Gemma 4 and PaddleOCR: </s> is not an end when <|tool_response> is one.
+    if (const token_id s = eog_has("</s>"); s >= 0 && eog_has("<|tool_response>") >= 0) {
+        eog.erase(std::find(eog.begin(), eog.end(), s));
+        attrs_[s] = TokenAttr::NORMAL;
+    }
     eog_ = std::move(eog);
 }
 
