@@ -57,6 +57,7 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
             kv.read_k(layer, j, kv_off, hd, buf);
         scores[j] = kern.dot(q, kj, hd) * s.scale;
     }
+    if (s.softcap > 0) softcap(scores + j0, j1 - j0, s.softcap);
     softmax(scores + j0, j1 - j0);
     std::memset(out, 0, sizeof(float) * hd);
     for (int j = j0; j < j1; ++j) {
@@ -187,6 +188,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                 if (hi[i] > tail_begin(i))
                     qk_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], qp + i, 1, s.scale,
                             sp + i, buf);
+                if (s.softcap > 0) softcap(sp[i] + lo[i], hi[i] - lo[i], s.softcap);
                 bk.softmax(sp[i] + lo[i], hi[i] - lo[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
                 if (head_end(i) > lo[i])

@@ -23,6 +23,8 @@ struct AttentionShape {
     // Sliding window: the token at position p sees cache rows [max(0, p - window + 1), p]
     // (HParams::n_swa's rule). 0: rows [0, p].
     int window = 0;
+    // Scores soft-capped before the softmax: cap * tanh(score / cap) (gemma2). 0: none.
+    float softcap = 0.f;
 };
 
 // The first cache row the token at `pos` sees under `window` (0: no window).

@@ -55,6 +55,11 @@ void silu_mul_all(ThreadPool& pool, float* g, const float* u, int64_t n) {
         silu_mul(g + 16 * b, u + 16 * b, std::min(n, 16 * e) - 16 * b);
     });
 }
+void gelu_mul_all(ThreadPool& pool, float* g, const float* u, int64_t n) {
+    over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
+        gelu_mul(g + 16 * b, u + 16 * b, std::min(n, 16 * e) - 16 * b);
+    });
+}
 void add_into_all(ThreadPool& pool, float* y, const float* x, int64_t n) {
     over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
         add_into(y + 16 * b, x + 16 * b, std::min(n, 16 * e) - 16 * b);
@@ -73,8 +78,10 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     rope_swa_ = rope_;
     rope_swa_.freq_base = hp_.rope_freq_base_swa;
     rope_swa_.freq_scale = hp_.rope_freq_scale_swa;
-    att_shape_ = {hp_.n_head, hp_.n_head_kv, hp_.head_dim,
-                  1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+    att_shape_ = {
+        hp_.n_head, hp_.n_head_kv, hp_.head_dim,
+        hp_.attn_scale > 0 ? hp_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+    att_shape_.softcap = hp_.attn_softcap;
 }
 
 void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
@@ -177,6 +184,7 @@ void ForwardPass::attention_output(const LayerWeights& l) {
     const int nr = rows_;
     matmul(l.wo, att_.data(), dq, nr, tmp_.data(), hp_.n_embd, pool, mm_);
     add_bias(tmp_.data(), l.bo, nr, hp_.n_embd, hp_.n_embd);
+    if (l.attn_post_norm) norm_rows(tmp_.data(), l.attn_post_norm, nr, tmp_.data());
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nr) * hp_.n_embd);
 }
 
@@ -190,9 +198,14 @@ void ForwardPass::ffn(const LayerWeights& l) {
         const MatmulJob gate_up[] = {{l.ffn_gate, ff_g_.data(), hp_.n_ff},
                                      {l.ffn_up, ff_u_.data(), hp_.n_ff}};
         matmul_multi(gate_up, h_.data(), hp_.n_embd, nrows, pool, mm_);
-        silu_mul_all(pool, ff_g_.data(), ff_u_.data(), static_cast<int64_t>(nrows) * hp_.n_ff);
+        const int64_t n = static_cast<int64_t>(nrows) * hp_.n_ff;
+        if (hp_.ffn_act == HParams::FfnAct::GeluTanh)
+            gelu_mul_all(pool, ff_g_.data(), ff_u_.data(), n);
+        else
+            silu_mul_all(pool, ff_g_.data(), ff_u_.data(), n);
         matmul(l.ffn_down, ff_g_.data(), hp_.n_ff, nrows, tmp_.data(), hp_.n_embd, pool, mm_);
     }
+    if (l.ffn_post_norm) norm_rows(tmp_.data(), l.ffn_post_norm, nrows, tmp_.data());
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
 }
 
@@ -221,7 +234,10 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         const int pos0 = segs[s].seq->kv.n_past();
         for (int t = 0; t < n_[s]; ++t) {
             const size_t row = static_cast<size_t>(off_[s] + t);
-            dequantize_row(e.type, e.row(segs[s].tokens[t]), x_.data() + row * hp_.n_embd, e.cols);
+            float* xr = x_.data() + row * hp_.n_embd;
+            dequantize_row(e.type, e.row(segs[s].tokens[t]), xr, e.cols);
+            if (hp_.embd_scale > 0)
+                for (int i = 0; i < hp_.n_embd; ++i) xr[i] *= hp_.embd_scale;
             rope_angles(rope_, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
             if (swa_rope_) rope_angles(rope_swa_, pos0 + t, rope_cs_swa_.data() + row * hp_.n_rot);
         }
@@ -257,6 +273,12 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, logits_.data(), hp_.n_vocab, pool,
            mm_);
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
+    if (hp_.final_softcap > 0) {
+        over_items(pool, n_out_rows_, hp_.n_vocab, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t)
+                softcap(logits_.data() + t * nv, hp_.n_vocab, hp_.final_softcap);
+        });
+    }
     for (size_t s = 0; s < ns; ++s) {
         Session::Impl& seq = *segs[s].seq;
         grow(seq.logits, static_cast<size_t>(n_out_[s]) * nv);

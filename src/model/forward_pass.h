@@ -65,11 +65,14 @@ class ForwardPass {
     // Rotates q and k at each row's position (with the sliding-window rope in a sliding-window
     // layer) and writes k, v into each segment's cache.
     void rope_and_cache();
-    // x += Wo attention(q, K, V) (+ bo), within the layer's window (HParams::window). In the
-    // last layer only each segment's output rows
+    // x += Wo attention(q, K, V) (+ bo), within the layer's window (HParams::window), the
+    // output RMS-normed by attn_post_norm first when l has one. In the last layer only each
+    // segment's output rows
     // (moved to the front of x) go on from here.
     void attention_output(const LayerWeights& l);
-    // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts, else SwiGLU.
+    // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts, else SwiGLU (GeGLU
+    // with HParams::FfnAct::GeluTanh); the FFN output RMS-normed by ffn_post_norm first when l
+    // has one.
     void ffn(const LayerWeights& l);
 
   private:

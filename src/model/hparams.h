@@ -39,6 +39,15 @@ struct HParams {
     std::vector<uint8_t> swa_layers;  // n_layer flags (empty: none)
     float rope_freq_base_swa = 10000.f;
     float rope_freq_scale_swa = 1.f;
+    // Gemma's extras (the defaults are llama's): the attention's scale of q.k (0:
+    // 1/sqrt(head_dim)), soft-capping of the attention scores and of the final logits (x = cap
+    // tanh(x / cap); 0: none), the embedding rows scaled by embd_scale (0: not scaled), the FFN's
+    // activation.
+    float attn_scale = 0.f;
+    float attn_softcap = 0.f;
+    float final_softcap = 0.f;
+    float embd_scale = 0.f;
+    enum class FfnAct { SiLU, GeluTanh } ffn_act = FfnAct::SiLU;
 
     bool is_swa(int il) const {
         return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
