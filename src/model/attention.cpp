@@ -77,6 +77,21 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
 // chunking.
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, int nq, float scale, float* const* s, float* buf) {
+    if (kv.rows(layer) < kv.n_ctx() && kv.type_k() != KVType::Q8_0) {
+        // A ring layer (row p % rows): each run of consecutive rows from its own first row, the
+        // score rows shifted to match (the split changes no result).
+        float* shifted[kBlockQueries];
+        for (int a = j0, m = 0; a < j1; a += m) {
+            m = kv.run(layer, a, j1 - a);
+            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
+            if (kv.type_k() == KVType::F32)
+                bk.qk(kv.k(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, q, nq, scale, shifted);
+            else
+                bk.qk_h(kv.k_f16(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, q, nq, scale,
+                        shifted);
+        }
+        return;
+    }
     if (kv.type_k() == KVType::F32) {
         bk.qk(kv.k(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
         return;
@@ -96,6 +111,18 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
 
 void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* p, int nq, float* const* out, float* buf) {
+    if (kv.rows(layer) < kv.n_ctx() && kv.type_v() != KVType::Q8_0) {
+        const float* shifted[kBlockQueries];
+        for (int a = j0, m = 0; a < j1; a += m) {
+            m = kv.run(layer, a, j1 - a);
+            for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
+            if (kv.type_v() == KVType::F32)
+                bk.pv(kv.v(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, shifted, nq, out);
+            else
+                bk.pv_h(kv.v_f16(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, shifted, nq, out);
+        }
+        return;
+    }
     if (kv.type_v() == KVType::F32) {
         bk.pv(kv.v(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
         return;

@@ -281,10 +281,11 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     }
     for (size_t s = 0; s < ns; ++s) {
         Session::Impl& seq = *segs[s].seq;
-        grow(seq.logits, static_cast<size_t>(n_out_[s]) * nv);
-        std::memcpy(seq.logits.data(), logits_.data() + out_off_[s] * nv,
+        const size_t row0 = static_cast<size_t>(segs[s].logits_row);
+        grow(seq.logits, (row0 + n_out_[s]) * nv);
+        std::memcpy(seq.logits.data() + row0 * nv, logits_.data() + out_off_[s] * nv,
                     sizeof(float) * n_out_[s] * nv);
-        seq.n_logits = n_out_[s];
+        seq.n_logits = int(row0) + n_out_[s];
         seq.kv.append(segs[s].tokens);
     }
 }

@@ -42,6 +42,7 @@ struct PassSegment {
     Session::Impl* seq = nullptr;
     std::span<const token_id> tokens;
     bool all_logits = true;  // false: only the last token's logits
+    int logits_row = 0;      // the first row of the session's logits this pass writes
 };
 
 // The buffers of a pass (they grow to the largest pass seen and are reused), the pass itself, and
