@@ -141,7 +141,11 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         rows_.push_back(r);
         first_row_.push_back(rows);
         rows += size_t(r);
-        if (r < n_ctx) max_pass_ = std::max(max_pass, 1);
+        ring_first_.push_back(ring_pos_.size());
+        if (r < n_ctx) {
+            max_pass_ = std::max(max_pass, 1);
+            ring_pos_.resize(ring_pos_.size() + size_t(r), -1);
+        }
     }
     for (KVType t : {type_k, type_v})
         if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
@@ -165,20 +169,23 @@ int KVCache::common_prefix(std::span<const token_id> t) const {
     return can_keep(int(k)) ? int(k) : 0;
 }
 
-// A pass at position n reads rows [n - w + 1, n) of a ring layer; the ones at or below
-// written_ - 1 - rows may have been overwritten by later positions of the same row.
+// A pass at position n reads positions [n - w + 1, n) of a ring layer: each row must still hold
+// its position (not a later one of the same row, written before a rollback).
 bool KVCache::can_keep(int n) const {
     if (n == 0 || max_pass_ == 0) return true;
     for (int il = 0; il < n_layer_; ++il) {
         const int r = rows_[size_t(il)];
         if (r == n_ctx_) continue;
-        const int first = std::max(0, n - windows_[size_t(il)] + 1);
-        if (first < written_ - r) return false;
+        const int* held = ring_pos_.data() + ring_first_[size_t(il)];
+        for (int p = std::max(0, n - windows_[size_t(il)] + 1); p < n; ++p)
+            if (held[p % r] != p) return false;
     }
     return true;
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
+    if (const int r = rows_[size_t(layer)]; r < n_ctx_)
+        ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
     store_row(type_k_, k, k_.get() + offset(layer, pos, k_row_), n_embd_kv_);
     store_row(type_v_, v, v_.get() + offset(layer, pos, v_row_), n_embd_kv_);
 }

@@ -13,8 +13,9 @@
 // a ring (position p in row p % rows). That covers a pass of up to max_pass tokens (its first
 // query still sees the w - 1 positions before it while the pass writes its last row) and a
 // rollback of up to max_pass positions (the rows the next query reads were not overwritten yet).
-// can_keep(n) says whether a rollback to n leaves every row the next pass reads; rollback
-// further back is refused (Session::rollback) and common_prefix() reports 0 instead.
+// can_keep(n) says whether the rows a pass at n reads still hold their positions (the cache
+// records which position each ring row holds); a rollback where they do not is refused
+// (Session::rollback) and common_prefix() reports 0 instead.
 #pragma once
 
 #include <algorithm>
@@ -91,10 +92,7 @@ class KVCache {
     // The token at each valid position [0, n_past).
     std::span<const token_id> tokens() const { return tokens_; }
     // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
-    void append(std::span<const token_id> t) {
-        tokens_.insert(tokens_.end(), t.begin(), t.end());
-        written_ = std::max(written_, n_past());
-    }
+    void append(std::span<const token_id> t) { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
     // Whether the ring layers still hold every row a pass at position n reads (always for a
     // cache without them, and for n = 0).
     bool can_keep(int n) const;
@@ -113,7 +111,9 @@ class KVCache {
     int max_pass_ = 0;
     std::vector<int> windows_, rows_;  // per layer
     std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_
-    int written_ = 0;                  // 1 + the highest position ever written
+    // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.
+    std::vector<int> ring_pos_;
+    std::vector<size_t> ring_first_;
     KVType type_k_, type_v_;
     size_t k_row_, v_row_;          // bytes per row
     std::vector<token_id> tokens_;  // reserved n_ctx at construction

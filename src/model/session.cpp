@@ -121,9 +121,10 @@ void Session::rollback(int n_past) {
         fail("rollback(", n_past, "): must be in [0, n_past = ", impl_->kv.n_past(), "]");
     }
     if (!impl_->kv.can_keep(n_past)) {
-        fail("rollback(", n_past, "): the sliding-window layers' caches keep ",
-             impl_->kv.max_pass(), " positions of slack (SessionParams::swa_max_pass), not the ",
-             impl_->kv.n_past() - n_past, " this goes back");
+        fail("rollback(", n_past, "): the sliding-window layers' ring caches no longer hold the ",
+             "window before position ", n_past,
+             " (they reach back swa_max_pass = ", impl_->kv.max_pass(),
+             " positions behind the furthest one written)");
     }
     impl_->kv.truncate(n_past);
 }
