@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "model/batch_eval.h"
 #include "model/memory_plan.h"
 #include "model/session.h"
 #include "test_util.h"
@@ -218,6 +219,31 @@ TEST(GemmaRing, LayersKeepOnlyTheirWindow) {
     const double rows = 6.0 * (16 - 1 + SessionParams::kDefaultSwaMaxPass) + 2048;
     EXPECT_GE(plan.target_kv, rows * row);
     EXPECT_LT(plan.target_kv, 7.0 * 2048 * row) << "the plan counts the smaller cache";
+}
+
+// BatchEvaluator over ring sessions: an item longer than swa_max_pass (evaluated on its own, in
+// pieces) and a short one give the logits of separate sessions.
+TEST(GemmaRing, BatchEvaluatorSplitsLongItems) {
+    const auto m = Model::load(kGemma3);
+    const int nv = m->hparams().n_vocab;
+    const auto a = random_tokens(30, 3), b = random_tokens(6, 4);
+    specula::ThreadPool pool(1);
+    SessionParams sp = ring_params(8);
+    sp.pool = &pool;
+    Session sa(*m, sp), sb(*m, sp);
+    specula::BatchEvaluator be(*m, pool);
+    const specula::BatchItem items[] = {{&sa, a, true}, {&sb, b, true}};
+    be.eval(items);
+    ASSERT_EQ(sa.n_logits(), 30);
+    ASSERT_EQ(sb.n_logits(), 6);
+    const auto want_a = run_params(*m, a, {1}, ring_params(1000));
+    const auto want_b = run_params(*m, b, {1}, ring_params(1000));
+    for (int r = 0; r < 30; ++r)
+        EXPECT_EQ(0, std::memcmp(sa.logits(r), want_a.data() + size_t(r) * nv, 4 * size_t(nv)))
+            << "long item, row " << r;
+    for (int r = 0; r < 6; ++r)
+        EXPECT_EQ(0, std::memcmp(sb.logits(r), want_b.data() + size_t(r) * nv, 4 * size_t(nv)))
+            << "short item, row " << r;
 }
 
 // Rollback across the window's edge: rolled-back rows are rewritten, and the logits after it equal
