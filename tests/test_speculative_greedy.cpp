@@ -1,8 +1,8 @@
 // Greedy speculative decoding is exact: for every draft length, drafter and model pair (F32
 // TinyStories, F16, Q8_0 and Q4_K_M synthetic pairs, qwen3 and qwen3moe targets with a qwen3
-// draft from tests/data/arch, n-gram lookup) the generated token ids equal
-// plain greedy decoding of the target, a draft identical to the target is always accepted, and
-// acceptance is at least llama.cpp's on the same pairs (reference/speculative.json).
+// draft and gemma3 with its draft from tests/data/arch, n-gram lookup) the generated token ids
+// equal plain greedy decoding of the target, a draft identical to the target is always accepted,
+// and acceptance is at least llama.cpp's on the same pairs (reference/speculative.json).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -104,6 +104,45 @@ TEST(SpecGreedy, Qwen3PairsEqualPlain) {
                 EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;
                 EXPECT_LT(st.n_target_passes, 32) << stem << ": no draft token was ever accepted";
             }
+        }
+    }
+}
+
+// gemma3 (window 16, 5 of 7 layers sliding) with its 6-layer draft: the prompts (53-142 tokens)
+// and the 32 generated tokens run far past the window. The target's sliding-window layers keep
+// rings of 15 + 12 rows (swa_max_pass 12: a 9-token verify pass and its rollback fit), so they
+// wrap every few steps and every rejected draft is rolled back across the ring's edge. gemma
+// has no Vulkan layers yet: under SPECULA_NGL the sessions must fall back to the CPU.
+TEST(SpecGreedy, Gemma3PairEqualsPlainAcrossTheWindow) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    const bool on_gpu = env_value("SPECULA_NGL").has_value();
+    auto draft = Model::load(dir + "rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf");
+    const std::string stem = "rand-gemma3-tok512-d128-l7-F16";
+    auto target = Model::load(dir + stem + ".gguf");
+    SessionParams sp = kOneThread;
+    sp.n_ctx = 256;
+    sp.swa_max_pass = 12;
+    Session ring(*target, sp);
+    sp.swa_max_pass = 1000;  // rows = n_ctx: no ring
+    Session whole(*target, sp);
+    if (on_gpu) EXPECT_EQ(ring.n_gpu_layers(), 0);
+    DraftModelParams dp;
+    dp.n_threads = 1;
+    dp.sampling = greedy();
+    DraftModelDrafter drafter(*draft, dp);
+    const json ref = json::parse(test::read_file(dir + stem + ".json"));
+    for (const json& p : ref["prompts"]) {
+        const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+        const auto plain = run(whole, nullptr, prompt, 32, 0);
+        ASSERT_EQ(int(plain.size()), 32);
+        EXPECT_EQ(run(ring, nullptr, prompt, 32, 0), plain) << "ring cache, prompt " << p["name"];
+        for (int n : {1, 3, 8}) {
+            SpecStats st;
+            const auto spec = run(ring, &drafter, prompt, 32, n, &st);
+            EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;
+            EXPECT_LT(st.n_target_passes, 32) << stem << ": no draft token was ever accepted";
+            EXPECT_GT(st.n_drafted, st.n_accepted)
+                << "some drafts must be rejected and rolled back";
         }
     }
 }

@@ -9,6 +9,20 @@ has numpy):
   rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf       qwen3moe: the same attention, 8 experts of
                                                     width 64, top-4, every block MoE
 
+  rand-gemma3-tok512-d128-l7-F16.gguf               gemma3: 7 layers (0-4 and 6 slide, 5 is
+                                                    global), window 16, 4 heads of 48 (key_length,
+                                                    Q 192 wide), 1 KV head, ffn 96, Q/K norms,
+                                                    post-norms, tied output, global rope 1e6 with
+                                                    linear scaling x2 (local layers: 10000)
+  rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf        blocks 0-5 of the above: its draft (six, not
+                                                    one: ik_llama.cpp's gemma3 graph needs a
+                                                    global layer, and layer 5 is the first)
+  rand-gemma2-tok512-d32-l26-F16.gguf               gemma2: 26 layers (ik_llama.cpp's gemma2
+                                                    graph takes only the 26/42/46-layer shapes),
+                                                    even layers slide (window 16), 2 heads of 16,
+                                                    1 KV head, ffn 64, attention soft-cap 5 and
+                                                    final soft-cap 15 (small, so both bite)
+
 The tensor names and keys are those ik_llama.cpp's loader reads; the tokenizer.* keys are copied
 from ../shared/models/synthetic/rand-qwen2-tok512-d256-l2-F16.gguf (tok512 SPM, BOS added).
 Weights are Gaussian, seeded per tensor from sha256(seed|name|shape), so the draft shares the
@@ -113,6 +127,76 @@ def write(path, arch, n_layer, wtype, name, vocab_kv):
     print(path, os.path.getsize(path), "bytes")
 
 
+# gemma: (n_embd, n_head, n_kv, head_dim, ff, window)
+GEMMA = {"gemma3": (128, 4, 1, 48, 96, 16), "gemma2": (32, 2, 1, 16, 64, 16)}
+
+
+def gemma_tensors(arch, n_layer):
+    """Gemma's tensors: no output.weight (tied to token_embd). Its post-norms set the scale each
+    block adds to the residual: layer 0 at 1, later ones at 0.3 (gemma3) or 0.25 (gemma2).
+    output_norm is centred on 0 (std 5): with the output tied to token_embd, a norm centred on 1
+    would make every token predict itself."""
+    d, nh, nkv, hd, ff, _ = GEMMA[arch]
+    pre = arch + "|"  # seeds of their own, apart from qwen3's
+    out = [("token_embd.weight", randn(pre + "token_embd.weight", (VOCAB, d), d**-0.5), True)]
+    dq, dkv = nh * hd, nkv * hd
+    q_std = 1.0 if arch == "gemma3" else 2.0  # gemma2 has no Q/K norm: peaked scores from Wq
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        r = 1.0 if il == 0 else (0.3 if arch == "gemma3" else 0.25)
+        mats = [("attn_q", (dq, d), q_std * d**-0.5), ("attn_k", (dkv, d), d**-0.5),
+                ("attn_v", (dkv, d), d**-0.5), ("attn_output", (d, dq), dq**-0.5)]
+        out.append((p + "attn_norm.weight", norm_w(pre + p + "attn_norm.weight", d), False))
+        for n, shape, std in mats:
+            out.append((p + n + ".weight", randn(pre + p + n, shape, std), True))
+        if arch == "gemma3":
+            for n in ("attn_q_norm", "attn_k_norm"):
+                out.append((p + n + ".weight", randn(pre + p + n, (hd,), 0.2, 1.1), False))
+        out.append((p + "post_attention_norm.weight",
+                    norm_w(pre + p + "post_attention_norm", d, r), False))
+        out.append((p + "ffn_norm.weight", norm_w(pre + p + "ffn_norm.weight", d), False))
+        out.append((p + "ffn_gate.weight", randn(pre + p + "ffn_gate", (ff, d), d**-0.5), True))
+        out.append((p + "ffn_up.weight", randn(pre + p + "ffn_up", (ff, d), d**-0.5), True))
+        out.append((p + "ffn_down.weight", randn(pre + p + "ffn_down", (d, ff), ff**-0.5), True))
+        out.append((p + "post_ffw_norm.weight", norm_w(pre + p + "post_ffw_norm", d, r), False))
+    out.append(("output_norm.weight", randn(pre + "output_norm.weight", (d,), 5.0), False))
+    return out
+
+
+def write_gemma(path, arch, n_layer, wtype, name, vocab_kv):
+    d, nh, nkv, hd, ff, window = GEMMA[arch]
+    w = g.Writer()
+    a = arch + "."
+    w.add("general.architecture", g.T_STR, arch)
+    w.add("general.name", g.T_STR, name)
+    w.add(a + "context_length", g.T_U32, CTX)
+    w.add(a + "embedding_length", g.T_U32, d)
+    w.add(a + "block_count", g.T_U32, n_layer)
+    w.add(a + "feed_forward_length", g.T_U32, ff)
+    w.add(a + "attention.head_count", g.T_U32, nh)
+    w.add(a + "attention.head_count_kv", g.T_U32, nkv)
+    w.add(a + "attention.key_length", g.T_U32, hd)
+    w.add(a + "attention.value_length", g.T_U32, hd)
+    w.add(a + "attention.layer_norm_rms_epsilon", g.T_F32, 1e-6)
+    w.add(a + "attention.sliding_window", g.T_U32, window)
+    if arch == "gemma3":
+        w.add(a + "rope.freq_base", g.T_F32, 1e6)
+        w.add(a + "rope.scaling.type", g.T_STR, "linear")
+        w.add(a + "rope.scaling.factor", g.T_F32, 2.0)
+    else:
+        w.add(a + "attn_logit_softcapping", g.T_F32, 5.0)
+        w.add(a + "final_logit_softcapping", g.T_F32, 15.0)
+    w.add(a + "vocab_size", g.T_U32, VOCAB)
+    for k, (t, v) in vocab_kv.items():
+        w.add(k, t, v)
+    w.add("general.quantization_version", g.T_U32, 2)
+    w.add("general.file_type", g.T_U32, {g.GGML_F16: 1, g.GGML_Q8_0: 7}[wtype])
+    for tname, arr, is_matrix in gemma_tensors(arch, n_layer):
+        w.tensor(tname, arr, wtype if is_matrix else g.GGML_F32)
+    w.write(path)
+    print(path, os.path.getsize(path), "bytes")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -131,6 +215,12 @@ def main():
           "rand-qwen3-tok512-d256-l1-draft", vocab)
     write(f"{o}/rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf", "qwen3moe", 2, g.GGML_Q8_0,
           "rand-qwen3moe-e8x4-tok512-d256-l2", vocab)
+    write_gemma(f"{o}/rand-gemma3-tok512-d128-l7-F16.gguf", "gemma3", 7, g.GGML_F16,
+                "rand-gemma3-tok512-d128-l7", vocab)
+    write_gemma(f"{o}/rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf", "gemma3", 6, g.GGML_Q8_0,
+                "rand-gemma3-tok512-d128-l6-draft", vocab)
+    write_gemma(f"{o}/rand-gemma2-tok512-d32-l26-F16.gguf", "gemma2", 26, g.GGML_F16,
+                "rand-gemma2-tok512-d32-l26", vocab)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "model/memory_plan.h"
 #include "model/model.h"
+#include "model/session.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula::cli {
@@ -123,11 +125,19 @@ void print_tokenizer(const GGUFFile& f) {
 }
 
 // Loads the model for real: the only way to know that the engine can run it.
-void print_support(const std::string& path) {
+void print_support(const std::string& path, int n_ctx) {
     std::printf("engine:\n");
     try {
         auto model = Model::load(path);
         line("supported", "yes: " + model->describe());
+        // The cache a session allocates (sliding-window layers keep only their window).
+        CachePlan cp;
+        cp.n_ctx = n_ctx;
+        cp.n_threads = 1;
+        const MemoryPlan plan = plan_memory(*model, nullptr, cp, 0);
+        line("kv cache (f16, as run allocates)",
+             format_bytes(uint64_t(plan.target_kv)) + " at n_ctx " +
+                 std::to_string(resolve_ctx(model->hparams(), n_ctx)));
     } catch (const Error& e) {
         line("supported", std::string("no: ") + e.what());
     }
@@ -145,7 +155,7 @@ int cmd_info(const InfoOptions& opt) {
     print_memory(*file, arch, weight_bytes, opt.n_ctx);
     print_tokenizer(*file);
     file.reset();
-    print_support(opt.model);
+    print_support(opt.model, opt.n_ctx);
     return std::fflush(stdout) == 0 ? 0 : 1;
 }
 

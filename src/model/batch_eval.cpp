@@ -36,13 +36,21 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
             fail("eval_batch: item ", i, ": ", e.what());
         }
     }
+    std::vector<const BatchItem*> alone;  // longer than a ring cache's pass: Session::eval
     for (const BatchItem& it : items) {
         if (it.tokens.empty()) {
             it.session->impl_->n_logits = 0;
             continue;
         }
+        const KVCache& kv = it.session->impl_->kv;
+        if (kv.has_ring() && it.tokens.size() > size_t(kv.max_pass())) {
+            alone.push_back(&it);
+            continue;
+        }
         segs.push_back({it.session->impl_.get(), it.tokens, it.all_logits});
     }
+    // Batch invariance makes their logits the same as in the shared pass.
+    for (const BatchItem* it : alone) it->session->eval(it->tokens, it->all_logits);
     // A session whose first layers run on a device (model/offload.h) keeps its own pass; the
     // CPU sessions share one.
     bool any_offload = false;

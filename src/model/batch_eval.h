@@ -37,7 +37,9 @@ class BatchEvaluator {
     // Evaluates every item's tokens in one pass. Throws Error, before any session changes, when
     // a session is null, of another model or listed twice, or an item would overflow its context
     // or holds a token id out of range (naming the item). An item with no tokens leaves its
-    // session's cache as it is and its n_logits() at 0.
+    // session's cache as it is and its n_logits() at 0. An item longer than its session's
+    // sliding-window pass (SessionParams::swa_max_pass) is evaluated on its own by Session::eval
+    // (the same logits).
     void eval(std::span<const BatchItem> items);
 
     const Model& model() const { return model_; }

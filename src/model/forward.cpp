@@ -55,6 +55,11 @@ void silu_mul_all(ThreadPool& pool, float* g, const float* u, int64_t n) {
         silu_mul(g + 16 * b, u + 16 * b, std::min(n, 16 * e) - 16 * b);
     });
 }
+void gelu_mul_all(ThreadPool& pool, float* g, const float* u, int64_t n) {
+    over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
+        gelu_mul(g + 16 * b, u + 16 * b, std::min(n, 16 * e) - 16 * b);
+    });
+}
 void add_into_all(ThreadPool& pool, float* y, const float* x, int64_t n) {
     over_items(pool, (n + 15) / 16, 16, [&](int64_t b, int64_t e) {
         add_into(y + 16 * b, x + 16 * b, std::min(n, 16 * e) - 16 * b);
@@ -69,8 +74,14 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     rope_.freq_base = hp_.rope_freq_base;
     rope_.freq_scale = hp_.rope_freq_scale;
     rope_.freq_factors = model.rope_freq_factors.empty() ? nullptr : model.rope_freq_factors.data();
-    att_shape_ = {hp_.n_head, hp_.n_head_kv, hp_.head_dim,
-                  1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+    swa_rope_ = hp_.any_swa();
+    rope_swa_ = rope_;
+    rope_swa_.freq_base = hp_.rope_freq_base_swa;
+    rope_swa_.freq_scale = hp_.rope_freq_scale_swa;
+    att_shape_ = {
+        hp_.n_head, hp_.n_head_kv, hp_.head_dim,
+        hp_.attn_scale > 0 ? hp_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+    att_shape_.softcap = hp_.attn_softcap;
 }
 
 void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
@@ -85,6 +96,7 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     grow(ff_g_, n * hp_.n_ff);
     grow(ff_u_, n * hp_.n_ff);
     grow(rope_cs_, n * hp_.n_rot);
+    if (swa_rope_) grow(rope_cs_swa_, n * hp_.n_rot);
     grow(logits_, n * hp_.n_vocab);
     grow(scores_, attention_scratch_floats(att_shape_, max_ctx, n_threads));
     if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
@@ -134,13 +146,16 @@ void ForwardPass::rope_and_cache() {
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     float* kc = k_new_.data();
     float* vc = v_new_.data();
+    const bool swa = hp_.is_swa(il_);
+    const RopeParams& rp = swa ? rope_swa_ : rope_;
+    const float* angles = swa ? rope_cs_swa_.data() : rope_cs_.data();
     for (size_t s = 0; s < segs_.size(); ++s) {
         KVCache& kv = segs_[s].seq->kv;
         const int pos0 = kv.n_past();
         for (int t = off_[s]; t < off_[s] + n_[s]; ++t) {
-            const float* cs = rope_cs_.data() + static_cast<size_t>(t) * hp_.n_rot;
-            rope_apply(rope_, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
-            rope_apply(rope_, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
+            const float* cs = angles + static_cast<size_t>(t) * hp_.n_rot;
+            rope_apply(rp, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
+            rope_apply(rp, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
             // Every K/V row enters the cache through write() (the cache decides its storage).
             kv.write(il_, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
         }
@@ -150,6 +165,8 @@ void ForwardPass::rope_and_cache() {
 void ForwardPass::attention_output(const LayerWeights& l) {
     ThreadPool& pool = *pool_;
     const int64_t dq = hp_.n_embd_q();
+    AttentionShape shape = att_shape_;
+    shape.window = hp_.window(il_);
     for (size_t s = 0; s < segs_.size(); ++s) {
         const KVCache& kv = segs_[s].seq->kv;
         const int r0 = last_ ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish
@@ -157,7 +174,7 @@ void ForwardPass::attention_output(const LayerWeights& l) {
         const int dst = last_ ? out_off_[s] : off_[s];
         if (n == 0) continue;
         attention(kv, il_, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
-                  att_.data() + dst * dq, att_shape_, pool, scores_.data());
+                  att_.data() + dst * dq, shape, pool, scores_.data());
         if (last_ && dst != off_[s] + r0) {
             std::memmove(x_.data() + static_cast<size_t>(dst) * hp_.n_embd,
                          x_.data() + static_cast<size_t>(off_[s] + r0) * hp_.n_embd,
@@ -167,6 +184,7 @@ void ForwardPass::attention_output(const LayerWeights& l) {
     const int nr = rows_;
     matmul(l.wo, att_.data(), dq, nr, tmp_.data(), hp_.n_embd, pool, mm_);
     add_bias(tmp_.data(), l.bo, nr, hp_.n_embd, hp_.n_embd);
+    if (l.attn_post_norm) norm_rows(tmp_.data(), l.attn_post_norm, nr, tmp_.data());
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nr) * hp_.n_embd);
 }
 
@@ -180,9 +198,14 @@ void ForwardPass::ffn(const LayerWeights& l) {
         const MatmulJob gate_up[] = {{l.ffn_gate, ff_g_.data(), hp_.n_ff},
                                      {l.ffn_up, ff_u_.data(), hp_.n_ff}};
         matmul_multi(gate_up, h_.data(), hp_.n_embd, nrows, pool, mm_);
-        silu_mul_all(pool, ff_g_.data(), ff_u_.data(), static_cast<int64_t>(nrows) * hp_.n_ff);
+        const int64_t n = static_cast<int64_t>(nrows) * hp_.n_ff;
+        if (hp_.ffn_act == HParams::FfnAct::GeluTanh)
+            gelu_mul_all(pool, ff_g_.data(), ff_u_.data(), n);
+        else
+            silu_mul_all(pool, ff_g_.data(), ff_u_.data(), n);
         matmul(l.ffn_down, ff_g_.data(), hp_.n_ff, nrows, tmp_.data(), hp_.n_embd, pool, mm_);
     }
+    if (l.ffn_post_norm) norm_rows(tmp_.data(), l.ffn_post_norm, nrows, tmp_.data());
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
 }
 
@@ -211,8 +234,12 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         const int pos0 = segs[s].seq->kv.n_past();
         for (int t = 0; t < n_[s]; ++t) {
             const size_t row = static_cast<size_t>(off_[s] + t);
-            dequantize_row(e.type, e.row(segs[s].tokens[t]), x_.data() + row * hp_.n_embd, e.cols);
+            float* xr = x_.data() + row * hp_.n_embd;
+            dequantize_row(e.type, e.row(segs[s].tokens[t]), xr, e.cols);
+            if (hp_.embd_scale > 0)
+                for (int i = 0; i < hp_.n_embd; ++i) xr[i] *= hp_.embd_scale;
             rope_angles(rope_, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
+            if (swa_rope_) rope_angles(rope_swa_, pos0 + t, rope_cs_swa_.data() + row * hp_.n_rot);
         }
     }
     // A session with a device offload runs alone (BatchEvaluator evaluates such sessions one by
@@ -246,12 +273,19 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, logits_.data(), hp_.n_vocab, pool,
            mm_);
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
+    if (hp_.final_softcap > 0) {
+        over_items(pool, n_out_rows_, hp_.n_vocab, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t)
+                softcap(logits_.data() + t * nv, hp_.n_vocab, hp_.final_softcap);
+        });
+    }
     for (size_t s = 0; s < ns; ++s) {
         Session::Impl& seq = *segs[s].seq;
-        grow(seq.logits, static_cast<size_t>(n_out_[s]) * nv);
-        std::memcpy(seq.logits.data(), logits_.data() + out_off_[s] * nv,
+        const size_t row0 = static_cast<size_t>(segs[s].logits_row);
+        grow(seq.logits, (row0 + n_out_[s]) * nv);
+        std::memcpy(seq.logits.data() + row0 * nv, logits_.data() + out_off_[s] * nv,
                     sizeof(float) * n_out_[s] * nv);
-        seq.n_logits = n_out_[s];
+        seq.n_logits = int(row0) + n_out_[s];
         seq.kv.append(segs[s].tokens);
     }
 }

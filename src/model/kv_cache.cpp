@@ -110,7 +110,21 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
            double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
 }
 
-KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v)
+int KVCache::window_rows(int window, int max_pass, int n_ctx) {
+    if (window <= 0) return n_ctx;
+    return int(std::min<int64_t>(n_ctx, int64_t(window) - 1 + std::max(max_pass, 1)));
+}
+
+double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                      std::span<const int> windows, int max_pass) {
+    double rows = 0;
+    for (int il = 0; il < n_layer; ++il)
+        rows += window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx);
+    return rows * double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+}
+
+KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                 std::span<const int> windows, int max_pass)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
       n_embd_kv_(n_embd_kv),
@@ -119,17 +133,30 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
       k_row_(kv_row_bytes(type_k, n_embd_kv)),
       v_row_(kv_row_bytes(type_v, n_embd_kv)) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
+    size_t rows = 0;
+    for (int il = 0; il < n_layer; ++il) {
+        const int w = size_t(il) < windows.size() ? windows[size_t(il)] : 0;
+        const int r = window_rows(w, max_pass, n_ctx);
+        windows_.push_back(w);
+        rows_.push_back(r);
+        first_row_.push_back(rows);
+        rows += size_t(r);
+        ring_first_.push_back(ring_pos_.size());
+        if (r < n_ctx) {
+            max_pass_ = std::max(max_pass, 1);
+            ring_pos_.resize(ring_pos_.size() + size_t(r), -1);
+        }
+    }
     for (KVType t : {type_k, type_v})
         if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
             fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
                  " values; this model's are ", n_embd_kv, " (use f16)");
-    const double total = bytes(n_layer, n_ctx, n_embd_kv, type_k, type_v);
+    const double total = double(rows) * double(k_row_ + v_row_);
     const double limit = physical_memory_bytes();
     if (limit > 0 && total > limit) {
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    const size_t rows = static_cast<size_t>(n_layer) * n_ctx;
     k_.reset(new uint8_t[rows * k_row_]);
     v_.reset(new uint8_t[rows * v_row_]);
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
@@ -139,10 +166,26 @@ int KVCache::common_prefix(std::span<const token_id> t) const {
     const size_t n = std::min(t.size(), tokens_.size());
     size_t k = 0;
     while (k < n && tokens_[k] == t[k]) ++k;
-    return int(k);
+    return can_keep(int(k)) ? int(k) : 0;
+}
+
+// A pass at position n reads positions [n - w + 1, n) of a ring layer: each row must still hold
+// its position (not a later one of the same row, written before a rollback).
+bool KVCache::can_keep(int n) const {
+    if (n == 0 || max_pass_ == 0) return true;
+    for (int il = 0; il < n_layer_; ++il) {
+        const int r = rows_[size_t(il)];
+        if (r == n_ctx_) continue;
+        const int* held = ring_pos_.data() + ring_first_[size_t(il)];
+        for (int p = std::max(0, n - windows_[size_t(il)] + 1); p < n; ++p)
+            if (held[p % r] != p) return false;
+    }
+    return true;
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
+    if (const int r = rows_[size_t(layer)]; r < n_ctx_)
+        ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
     store_row(type_k_, k, k_.get() + offset(layer, pos, k_row_), n_embd_kv_);
     store_row(type_v_, v, v_.get() + offset(layer, pos, v_row_), n_embd_kv_);
 }

@@ -7,8 +7,18 @@
 // the server's slots and the draft model read it from here); rollback simply lowers n_past, since
 // later evals overwrite rows in place. The constructor throws Error when the cache would not fit in
 // memory, or for Q8_0 when n_embd_kv is not a multiple of 32.
+//
+// Sliding-window layers (model/hparams.h HParams::n_swa) keep only what their attention reads: a
+// layer of window w holds window_rows(w, max_pass, n_ctx) = min(n_ctx, w - 1 + max_pass) rows as
+// a ring (position p in row p % rows). That covers a pass of up to max_pass tokens (its first
+// query still sees the w - 1 positions before it while the pass writes its last row) and a
+// rollback of up to max_pass positions (the rows the next query reads were not overwritten yet).
+// can_keep(n) says whether the rows a pass at n reads still hold their positions (the cache
+// records which position each ring row holds); a rollback where they do not is refused
+// (Session::rollback) and common_prefix() reports 0 instead.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,11 +40,17 @@ size_t kv_row_bytes(KVType t, int n);
 
 class KVCache {
   public:
+    // `windows`: each layer's sliding window (0: the whole context; empty: every layer whole).
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
-            KVType type_v = KVType::F32);
+            KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0);
 
     // Bytes the cache takes (K and V, every layer and position).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
+    // The same for sliding-window layers: each layer's rows (window_rows for a windowed one).
+    static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                        std::span<const int> windows, int max_pass);
+    // Rows a layer of window w (0: none) keeps.
+    static int window_rows(int window, int max_pass, int n_ctx);
 
     // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each),
     // rounded to the cache's types.
@@ -54,6 +70,12 @@ class KVCache {
     const uint16_t* v_f16(int layer, int pos) const {
         return reinterpret_cast<const uint16_t*>(v_.get() + offset(layer, pos, v_row_));
     }
+    // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
+    // where a ring layer wraps): the F32 / F16 pointers above stay valid over that many.
+    int run(int layer, int pos, int n) const {
+        const int r = rows_[size_t(layer)];
+        return r == n_ctx_ ? n : std::min(n, r - pos % r);
+    }
     // Values [off, off + n) of a row as floats, whatever the type.
     void read_k(int layer, int pos, int off, int n, float* out) const;
     void read_v(int layer, int pos, int off, int n, float* out) const;
@@ -63,21 +85,35 @@ class KVCache {
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv() const { return n_embd_kv_; }
+    int rows(int layer) const { return rows_[size_t(layer)]; }  // n_ctx, or a ring's rows
+    int max_pass() const { return max_pass_; }                  // 0: no sliding-window layer
+    bool has_ring() const { return max_pass_ > 0; }
     int n_past() const { return int(tokens_.size()); }
     // The token at each valid position [0, n_past).
     std::span<const token_id> tokens() const { return tokens_; }
     // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
     void append(std::span<const token_id> t) { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
-    // Rollback: positions >= n stop being valid (n <= n_past()).
+    // Whether the ring layers still hold every row a pass at position n reads (always for a
+    // cache without them, and for n = 0).
+    bool can_keep(int n) const;
+    // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)).
     void truncate(int n) { tokens_.resize(size_t(n)); }
-    // Length of the longest prefix `t` shares with the cached tokens.
+    // Length of the longest prefix `t` shares with the cached tokens that the cache can keep
+    // (can_keep; else 0).
     int common_prefix(std::span<const token_id> t) const;
 
   private:
     size_t offset(int layer, int pos, size_t row) const {
-        return (static_cast<size_t>(layer) * n_ctx_ + pos) * row;
+        const int r = rows_[size_t(layer)];
+        return (first_row_[size_t(layer)] + size_t(pos < r ? pos : pos % r)) * row;
     }
     int n_layer_, n_ctx_, n_embd_kv_;
+    int max_pass_ = 0;
+    std::vector<int> windows_, rows_;  // per layer
+    std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_
+    // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.
+    std::vector<int> ring_pos_;
+    std::vector<size_t> ring_first_;
     KVType type_k_, type_v_;
     size_t k_row_, v_row_;          // bytes per row
     std::vector<token_id> tokens_;  // reserved n_ctx at construction

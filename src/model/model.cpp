@@ -91,6 +91,9 @@ std::string Model::describe() const {
     }
     os << ", " << hp_.n_layer << " layers, n_embd " << hp_.n_embd;
     if (hp_.n_expert > 0) os << ", " << hp_.n_expert << "x" << hp_.n_expert_used << " experts";
+    int n_swa = 0;
+    for (int il = 0; il < hp_.n_layer; ++il) n_swa += hp_.is_swa(il);
+    if (n_swa > 0) os << ", sliding window " << hp_.n_swa << " on " << n_swa << " layers";
     return os.str();
 }
 

@@ -34,6 +34,27 @@ void silu_mul(float* g, const float* u, int64_t n) {
     }
 }
 
+void gelu_mul(float* g, const float* u, int64_t n) {
+    constexpr float kA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = g[i];
+        float y;
+        if (v <= -10.0f) {
+            y = 0.0f;
+        } else if (v >= 10.0f) {
+            y = v;
+        } else {
+            y = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * v * (1.0f + kA * v * v)));
+        }
+        g[i] = y * u[i];
+    }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
 void add_into(float* y, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

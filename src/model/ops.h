@@ -17,6 +17,13 @@ void softmax(float* x, int64_t n);
 // g = silu(g) * u.
 void silu_mul(float* g, const float* u, int64_t n);
 
+// g = gelu(g) * u, GELU's tanh approximation as ggml computes it:
+// 0.5 v (1 + tanh(sqrt(2/pi) v (1 + 0.044715 v^2))), v itself from 10 up and 0 from -10 down.
+void gelu_mul(float* g, const float* u, int64_t n);
+
+// x = cap * tanh(x / cap) (gemma2's logit soft-capping).
+void softcap(float* x, int64_t n, float cap);
+
 // y += x.
 void add_into(float* y, const float* x, int64_t n);
 

@@ -3,6 +3,7 @@
 #include "model/session.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "common/error.h"
 #include "model/forward_pass.h"
@@ -16,12 +17,27 @@ int resolve_ctx(const HParams& hp, int n_ctx) {
                               : SessionParams::kDefaultMaxCtx;
 }
 
+namespace {
+
+std::vector<int> layer_windows(const HParams& hp) {
+    std::vector<int> w(size_t(hp.n_layer));
+    for (int il = 0; il < hp.n_layer; ++il) w[size_t(il)] = hp.window(il);
+    return w;
+}
+
+int swa_max_pass(const SessionParams& p) {
+    if (p.swa_max_pass < 1) fail("swa_max_pass must be >= 1, got ", p.swa_max_pass);
+    return p.swa_max_pass;
+}
+
+}  // namespace
+
 Session::Impl::Impl(const Model& m, const SessionParams& p)
     : model(m),
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v) {
+         p.type_v, layer_windows(m.hparams()), swa_max_pass(p)) {
     OffloadParams op = m.placement();
     if (p.n_gpu_layers >= 0) {
         op.n_gpu_layers = p.n_gpu_layers;
@@ -58,8 +74,17 @@ void Session::eval(std::span<const token_id> tokens, bool all_logits) {
     Impl& s = *impl_;
     s.check(tokens);
     if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
-    const PassSegment seg{&s, tokens, all_logits};
-    s.pass->run(std::span(&seg, 1), *s.pool);
+    // Ring caches take at most max_pass tokens a pass: longer runs go in pieces, each piece's
+    // logits rows after the previous ones' (without all_logits each piece leaves its last row in
+    // row 0: the last piece's is the one asked for).
+    const size_t step = s.kv.has_ring() ? size_t(s.kv.max_pass()) : tokens.size();
+    for (size_t at = 0; at < tokens.size() || at == 0; at += step) {
+        const size_t n = std::min(step, tokens.size() - at);
+        PassSegment seg{&s, tokens.subspan(at, n), all_logits};
+        seg.logits_row = all_logits ? int(at) : 0;
+        s.pass->run(std::span(&seg, 1), *s.pool);
+        if (n == 0) break;
+    }
 }
 
 const float* Session::logits(int i) const {
@@ -94,6 +119,12 @@ int Session::n_gpu_layers() const {
 void Session::rollback(int n_past) {
     if (n_past < 0 || n_past > impl_->kv.n_past()) {
         fail("rollback(", n_past, "): must be in [0, n_past = ", impl_->kv.n_past(), "]");
+    }
+    if (!impl_->kv.can_keep(n_past)) {
+        fail("rollback(", n_past, "): the sliding-window layers' ring caches no longer hold the ",
+             "window before position ", n_past,
+             " (they reach back swa_max_pass = ", impl_->kv.max_pass(),
+             " positions behind the furthest one written)");
     }
     impl_->kv.truncate(n_past);
 }

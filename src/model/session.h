@@ -35,6 +35,12 @@ struct SessionParams {
     // -1: the model's placement (Model::placement(), LoadOptions::gpu).
     int n_gpu_layers = -1;
     int gpu_device = -1;  // device index when n_gpu_layers >= 0 (-1: pick one)
+    // A model with sliding-window layers (HParams::n_swa): the most tokens one pass writes, and
+    // the furthest rollback, those layers' ring caches allow for (model/kv_cache.h). eval splits
+    // longer token runs into passes of this many (the logits are the same); rollback and prefix
+    // reuse further back than this are refused / start over. Ignored by other models.
+    int swa_max_pass = kDefaultSwaMaxPass;
+    static constexpr int kDefaultSwaMaxPass = 256;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -77,6 +83,9 @@ class Session {
     // Layers this session runs on a device (0: all on the CPU; model/offload.h).
     int n_gpu_layers() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
+    // A model with sliding-window layers: Error when n_past is more than
+    // SessionParams::swa_max_pass positions back (those layers no longer hold what it needs);
+    // common_prefix() never reports such a prefix.
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);
     void reset() { rollback(0); }

@@ -111,6 +111,11 @@ void bind_qk_norm(TensorBinder& b, const HParams& hp, const std::string& pre, La
     l.k_norm = b.vector(pre + "attn_k_norm.weight", hp.head_dim);
 }
 
+void bind_post_norms(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
+    l.attn_post_norm = b.vector(pre + "post_attention_norm.weight", hp.n_embd);
+    l.ffn_post_norm = b.vector(pre + "post_ffw_norm.weight", hp.n_embd);
+}
+
 void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
     const int64_t d = hp.n_embd, ne = hp.n_expert;
     int64_t ff = hp.n_ff;

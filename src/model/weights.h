@@ -22,6 +22,8 @@ struct LayerWeights {
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Q/K/V biases (qwen2)
     const float* bo = nullptr;                                // attn_output bias
     const float *q_norm = nullptr, *k_norm = nullptr;  // per-head Q/K RMSNorm [head_dim] (qwen3)
+    // RMSNorm of the attention output and of the FFN output before the residual add (gemma2/3).
+    const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;
     const float* ffn_norm = nullptr;
     WeightView ffn_gate, ffn_up, ffn_down;                 // dense
     const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
@@ -52,6 +54,8 @@ class TensorBinder {
     // Any small tensor as F32 values (mapped when F32, else dequantized row by row).
     const float* floats(const std::string& name, const std::vector<int64_t>& ne,
                         Need need = Need::Required);
+    // The file's path (for an architecture's own errors).
+    const std::string& path() const { return f_.path(); }
 
   private:
     const GGUFTensor* get(const std::string& name, const std::vector<int64_t>& ne, Need need);
@@ -78,6 +82,9 @@ void bind_qk_norm(TensorBinder& b, const HParams& hp, const std::string& pre, La
 // stacked experts ffn_{gate,up,down}_exps
 // (each expert's FFN width is hp.n_ff_expert).
 void bind_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l);
+
+// post_attention_norm and post_ffw_norm (gemma2/3), n_embd each.
+void bind_post_norms(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l);
 
 // "blk.<il>."
 std::string layer_prefix(int il);
