@@ -3,7 +3,9 @@
 // 300 positions, with any thread count (batch invariance), for head sizes that take the blocked
 // AVX-512 path (multiples of 16) and ones that do not, with 1, 2, 4 and 32 query heads per KV head.
 // ctest also runs it with SPECULA_SIMD=avx2 and =scalar (the level is chosen once per process).
-// The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds).
+// The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds),
+// and with sliding windows (a position sees itself and the window - 1 before it) narrower and
+// wider than a block of positions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,8 +29,8 @@ struct AttnCase {
     AttentionShape s;
     KVCache kv;
     std::vector<float> q;  // kPositions rows of n_head * head_dim
-    AttnCase(int n_head, int n_head_kv, int hd, KVType type)
-        : s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))},
+    AttnCase(int n_head, int n_head_kv, int hd, KVType type, int window)
+        : s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd)), window},
           kv(2, kPositions + 5, n_head_kv * hd, type, type) {
         std::mt19937 rng(n_head * 1000 + n_head_kv * 10 + hd);
         std::normal_distribution<float> nd(0.f, 1.f);
@@ -63,6 +65,7 @@ struct AttnCase {
 struct Shape {
     int n_head, n_head_kv, hd;
     KVType type = KVType::F32;
+    int window = 0;
 };
 
 class AttentionInvariance : public ::testing::TestWithParam<Shape> {};
@@ -81,7 +84,7 @@ std::vector<float> rows_held(const KVCache& kv, bool k) {
 
 TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     const Shape sh = GetParam();
-    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd, sh.type);
+    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd, sh.type, sh.window);
     ThreadPool pool1(1), pool2(2), pool3(3);
     const std::vector<float> single = st.run(1, pool1);
 
@@ -95,16 +98,17 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
             const float* qv = st.q.data() + t * st.ldq() + h * sh.hd;
             const int off = (h / group) * sh.hd;
             double mx = -1e300, sum = 0;
-            for (int j = 0; j <= t; ++j) {
+            const int j0 = sh.window > 0 ? std::max(0, t - sh.window + 1) : 0;
+            for (int j = j0; j <= t; ++j) {
                 double d = 0;
                 for (int i = 0; i < sh.hd; ++i) d += double(qv[i]) * kh[j * nkv + off + i];
                 sc[j] = d * st.s.scale;
                 mx = std::max(mx, sc[j]);
             }
-            for (int j = 0; j <= t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+            for (int j = j0; j <= t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
             for (int i = 0; i < sh.hd; ++i) {
                 double o = 0;
-                for (int j = 0; j <= t; ++j) o += sc[j] / sum * vh[j * nkv + off + i];
+                for (int j = j0; j <= t; ++j) o += sc[j] / sum * vh[j * nkv + off + i];
                 ASSERT_NEAR(single[t * st.ldq() + h * sh.hd + i], o, 1e-4)
                     << "position " << t << " head " << h << " element " << i;
             }
@@ -135,6 +139,12 @@ std::vector<Shape> shapes_and_types() {
         for (Shape s : shapes)
             if (t != KVType::Q8_0 || s.n_head_kv * s.hd % 32 == 0)
                 out.push_back({s.n_head, s.n_head_kv, s.hd, t});
+    // Sliding windows: of one row, shorter than a block's positions, and longer (blocked and
+    // not blocked head sizes, grouped and not).
+    for (KVType t : {KVType::F32, KVType::F16})
+        for (int w : {1, 13, 40})
+            for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}})
+                if (t == KVType::F32 || w == 13) out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
     return out;
 }
 
@@ -148,6 +158,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
                              name += "_kv" + std::to_string(s.n_head_kv);
                              name += "_d" + std::to_string(s.hd);
                              name += std::string("_") + kv_type_name(s.type);
+                             if (s.window > 0) name += "_w" + std::to_string(s.window);
                              return name;
                          });
 

@@ -42,13 +42,14 @@ float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim
            static_cast<size_t>(ith) * kChunkRows * head_dim;
 }
 
-// One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv). Rows of a
-// typed cache are dequantized into `buf` (head_dim floats) one at a time.
-void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
-                 const float* q, float* out, const AttentionShape& s, float* scores, float* buf) {
+// One query head of one token: softmax(q . K^T * scale) . V over positions [j0, j1). Rows of a
+// typed cache are dequantized into `buf` (head_dim floats) one at a time. scores[j] is row j's.
+void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j0, int j1,
+                 int kv_off, const float* q, float* out, const AttentionShape& s, float* scores,
+                 float* buf) {
     const int hd = s.head_dim;
     const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
-    for (int j = 0; j < n_kv; ++j) {
+    for (int j = j0; j < j1; ++j) {
         const float* kj = buf;
         if (k32)
             kj = kv.k(layer, j) + kv_off;
@@ -56,9 +57,9 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int n
             kv.read_k(layer, j, kv_off, hd, buf);
         scores[j] = kern.dot(q, kj, hd) * s.scale;
     }
-    softmax(scores, n_kv);
+    softmax(scores + j0, j1 - j0);
     std::memset(out, 0, sizeof(float) * hd);
-    for (int j = 0; j < n_kv; ++j) {
+    for (int j = j0; j < j1; ++j) {
         const float* vj = buf;
         if (v32)
             vj = kv.v(layer, j) + kv_off;
@@ -133,9 +134,11 @@ bool block_kernels(int head_dim, BlockAttentionKernels* k) {
 
 // The blocked path: work items of up to kBlockQueries queries sharing one KV head, handed out
 // from a counter (the items with the most positions first). Each query's scores, softmax and
-// weighted sum are the same operations whatever its item holds: the block's common positions
-// [0, first query's count) go through the kernels for all of its queries at once, each query's
-// own tail through the same kernels alone.
+// weighted sum are the same operations whatever its item holds: the rows every query of the block
+// sees, [c0, c1) = [the last query's first row, the first query's end), go through the kernels for
+// all of its queries at once, each query's own rows before (a window's head) and after (its tail)
+// through the same kernels alone; the weighted sum always runs head, common, tail, i.e. in row
+// order, so a query's sum is the same whatever the split.
 void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int pos0,
                        int ntok, const float* q, float* out, const AttentionShape& s,
                        ThreadPool& pool, float* scores, bool parallel) {
@@ -152,7 +155,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
         const float* qp[kBlockQueries];
         float* op[kBlockQueries];
         float* sp[kBlockQueries];
-        int nkv[kBlockQueries];
+        int lo[kBlockQueries], hi[kBlockQueries];
         for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
             const int blk = n_blocks - 1 - static_cast<int>(it / per_block);
             const int g = static_cast<int>(it % per_block) / b.head_chunks;
@@ -166,23 +169,33 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     qp[nq] = q + off;
                     op[nq] = out + off;
                     sp[nq] = sc + static_cast<int64_t>(nq) * kv.n_ctx();
-                    nkv[nq] = pos0 + t + 1;
+                    lo[nq] = first_visible(pos0 + t, s.window);
+                    hi[nq] = pos0 + t + 1;
                 }
             }
             const int off = g * hd;
-            const int common = pos0 + t0 + 1;
-            qk_rows(bk, kv, layer, off, hd, 0, common, qp, nq, s.scale, sp, buf);
+            const int c0 = first_visible(pos0 + t1 - 1, s.window);
+            const int c1 = std::max(c0, pos0 + t0 + 1);
+            // Query i's rows: head [lo, min(c0, hi)), common [c0, c1), tail [max(c1, lo), hi).
+            auto head_end = [&](int i) { return std::min(c0, hi[i]); };
+            auto tail_begin = [&](int i) { return std::max(c1, lo[i]); };
+            if (c1 > c0) qk_rows(bk, kv, layer, off, hd, c0, c1, qp, nq, s.scale, sp, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common)
-                    qk_rows(bk, kv, layer, off, hd, common, nkv[i], qp + i, 1, s.scale, sp + i,
+                if (head_end(i) > lo[i])
+                    qk_rows(bk, kv, layer, off, hd, lo[i], head_end(i), qp + i, 1, s.scale, sp + i,
                             buf);
-                bk.softmax(sp[i], nkv[i]);
+                if (hi[i] > tail_begin(i))
+                    qk_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], qp + i, 1, s.scale,
+                            sp + i, buf);
+                bk.softmax(sp[i] + lo[i], hi[i] - lo[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
+                if (head_end(i) > lo[i])
+                    pv_rows(bk, kv, layer, off, hd, lo[i], head_end(i), sp + i, 1, op + i, buf);
             }
-            pv_rows(bk, kv, layer, off, hd, 0, common, sp, nq, op, buf);
+            if (c1 > c0) pv_rows(bk, kv, layer, off, hd, c0, c1, sp, nq, op, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common)
-                    pv_rows(bk, kv, layer, off, hd, common, nkv[i], sp + i, 1, op + i, buf);
+                if (hi[i] > tail_begin(i))
+                    pv_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], sp + i, 1, op + i, buf);
             }
         }
     };
@@ -220,8 +233,8 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
         for (int64_t i = ith; i < n_pairs; i += nth) {
             const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
             const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
-            attend_head(kern, kv, layer, pos0 + t + 1, (h / group) * s.head_dim, q + off, out + off,
-                        s, sc, buf);
+            attend_head(kern, kv, layer, first_visible(pos0 + t, s.window), pos0 + t + 1,
+                        (h / group) * s.head_dim, q + off, out + off, s, sc, buf);
         }
     };
     if (parallel) {

@@ -69,6 +69,10 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     rope_.freq_base = hp_.rope_freq_base;
     rope_.freq_scale = hp_.rope_freq_scale;
     rope_.freq_factors = model.rope_freq_factors.empty() ? nullptr : model.rope_freq_factors.data();
+    swa_rope_ = hp_.any_swa();
+    rope_swa_ = rope_;
+    rope_swa_.freq_base = hp_.rope_freq_base_swa;
+    rope_swa_.freq_scale = hp_.rope_freq_scale_swa;
     att_shape_ = {hp_.n_head, hp_.n_head_kv, hp_.head_dim,
                   1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
 }
@@ -85,6 +89,7 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     grow(ff_g_, n * hp_.n_ff);
     grow(ff_u_, n * hp_.n_ff);
     grow(rope_cs_, n * hp_.n_rot);
+    if (swa_rope_) grow(rope_cs_swa_, n * hp_.n_rot);
     grow(logits_, n * hp_.n_vocab);
     grow(scores_, attention_scratch_floats(att_shape_, max_ctx, n_threads));
     if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
@@ -134,13 +139,16 @@ void ForwardPass::rope_and_cache() {
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     float* kc = k_new_.data();
     float* vc = v_new_.data();
+    const bool swa = hp_.is_swa(il_);
+    const RopeParams& rp = swa ? rope_swa_ : rope_;
+    const float* angles = swa ? rope_cs_swa_.data() : rope_cs_.data();
     for (size_t s = 0; s < segs_.size(); ++s) {
         KVCache& kv = segs_[s].seq->kv;
         const int pos0 = kv.n_past();
         for (int t = off_[s]; t < off_[s] + n_[s]; ++t) {
-            const float* cs = rope_cs_.data() + static_cast<size_t>(t) * hp_.n_rot;
-            rope_apply(rope_, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
-            rope_apply(rope_, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
+            const float* cs = angles + static_cast<size_t>(t) * hp_.n_rot;
+            rope_apply(rp, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
+            rope_apply(rp, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
             // Every K/V row enters the cache through write() (the cache decides its storage).
             kv.write(il_, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
         }
@@ -150,6 +158,8 @@ void ForwardPass::rope_and_cache() {
 void ForwardPass::attention_output(const LayerWeights& l) {
     ThreadPool& pool = *pool_;
     const int64_t dq = hp_.n_embd_q();
+    AttentionShape shape = att_shape_;
+    shape.window = hp_.window(il_);
     for (size_t s = 0; s < segs_.size(); ++s) {
         const KVCache& kv = segs_[s].seq->kv;
         const int r0 = last_ ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish
@@ -157,7 +167,7 @@ void ForwardPass::attention_output(const LayerWeights& l) {
         const int dst = last_ ? out_off_[s] : off_[s];
         if (n == 0) continue;
         attention(kv, il_, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
-                  att_.data() + dst * dq, att_shape_, pool, scores_.data());
+                  att_.data() + dst * dq, shape, pool, scores_.data());
         if (last_ && dst != off_[s] + r0) {
             std::memmove(x_.data() + static_cast<size_t>(dst) * hp_.n_embd,
                          x_.data() + static_cast<size_t>(off_[s] + r0) * hp_.n_embd,
@@ -213,6 +223,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
             const size_t row = static_cast<size_t>(off_[s] + t);
             dequantize_row(e.type, e.row(segs[s].tokens[t]), x_.data() + row * hp_.n_embd, e.cols);
             rope_angles(rope_, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
+            if (swa_rope_) rope_angles(rope_swa_, pos0 + t, rope_cs_swa_.data() + row * hp_.n_rot);
         }
     }
     // A session with a device offload runs alone (BatchEvaluator evaluates such sessions one by

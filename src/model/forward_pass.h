@@ -62,9 +62,11 @@ class ForwardPass {
     // q and k of every row: each head's head_dim values = rms_norm(head) * q_norm / k_norm (qwen3;
     // between attention_input and rope_and_cache).
     void qk_norm(const LayerWeights& l);
-    // Rotates q and k at each row's position and writes k, v into each segment's cache.
+    // Rotates q and k at each row's position (with the sliding-window rope in a sliding-window
+    // layer) and writes k, v into each segment's cache.
     void rope_and_cache();
-    // x += Wo attention(q, K, V) (+ bo). In the last layer only each segment's output rows
+    // x += Wo attention(q, K, V) (+ bo), within the layer's window (HParams::window). In the
+    // last layer only each segment's output rows
     // (moved to the front of x) go on from here.
     void attention_output(const LayerWeights& l);
     // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts, else SwiGLU.
@@ -79,6 +81,8 @@ class ForwardPass {
     MatmulScratch mm_;
     MoeFFN moe_;
     RopeParams rope_;
+    RopeParams rope_swa_;    // sliding-window layers' (HParams::rope_freq_*_swa)
+    bool swa_rope_ = false;  // some layer is a sliding-window one: rope_cs_swa_ is filled
     AttentionShape att_shape_;
     // The pass being run: its segments, its pool, the layer and the rows it carries on.
     std::span<const PassSegment> segs_;
@@ -89,8 +93,8 @@ class ForwardPass {
     // Per segment: first row, rows, first output row, output rows (the last n_out of its rows).
     std::vector<int> off_, n_, out_off_, n_out_;
     int n_rows_ = 0, n_out_rows_ = 0;
-    std::vector<float> x_, h_, q_, k_new_, v_new_, att_, tmp_, ff_g_, ff_u_, rope_cs_, logits_,
-        scores_;
+    std::vector<float> x_, h_, q_, k_new_, v_new_, att_, tmp_, ff_g_, ff_u_, rope_cs_, rope_cs_swa_,
+        logits_, scores_;
 };
 
 }  // namespace specula

@@ -106,6 +106,10 @@ void read_expert_hparams(const GGUFFile& f, HParams& hp) {
     hp.n_ff_expert = hp.n_ff;
 }
 
+void read_sliding_window(const GGUFFile& f, HParams& hp, int64_t def) {
+    hp.n_swa = get_checked(f, prefix(hp) + "attention.sliding_window", def, 1, kMaxCtx);
+}
+
 void read_expert_ff_length(const GGUFFile& f, HParams& hp) {
     hp.n_ff_expert = get_checked(f, prefix(hp) + "expert_feed_forward_length", hp.n_ff, 1, kMaxFF);
 }

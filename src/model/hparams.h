@@ -5,7 +5,9 @@
 // naming the file and the key.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf.h"
 
@@ -29,6 +31,26 @@ struct HParams {
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
     float rms_eps = 1e-5f;
+    // Sliding-window attention: in a layer marked in swa_layers a query at position i sees the
+    // keys at positions j with 0 <= i - j < n_swa (ik_llama.cpp's mask: masked when
+    // i - j >= n_swa), i.e. itself and the n_swa - 1 before it. n_swa = 0: every layer global.
+    // Sliding-window layers rotate with their own rope base and scale.
+    int n_swa = 0;
+    std::vector<uint8_t> swa_layers;  // n_layer flags (empty: none)
+    float rope_freq_base_swa = 10000.f;
+    float rope_freq_scale_swa = 1.f;
+
+    bool is_swa(int il) const {
+        return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
+               swa_layers[static_cast<size_t>(il)] != 0;
+    }
+    // The window of layer il's attention (0: the whole causal prefix).
+    int window(int il) const { return is_swa(il) ? n_swa : 0; }
+    bool any_swa() const {
+        for (int il = 0; il < n_layer; ++il)
+            if (is_swa(il)) return true;
+        return false;
+    }
 
     int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
     int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
@@ -51,6 +73,10 @@ void read_rope_hparams(const GGUFFile& f, HParams& hp);
 
 // expert_count and expert_used_count (0: a dense FFN); n_ff_expert = n_ff.
 void read_expert_hparams(const GGUFFile& f, HParams& hp);
+
+// attention.sliding_window into n_swa (default `def`; def < 0: required), >= 1. Sets no layer
+// flags: the architecture marks swa_layers (n_layer entries).
+void read_sliding_window(const GGUFFile& f, HParams& hp, int64_t def);
 
 // expert_feed_forward_length (default feed_forward_length) into n_ff_expert; call after
 // read_expert_hparams.
