@@ -1,12 +1,12 @@
 // Parity with ik_llama.cpp for the architectures whose small random-weight files live in the
 // repository (tests/data/arch, written by scripts/models/make_arch_models.py; their JSONs by
-// scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft) and qwen3moe
-// (Q8_0). Each prompt is tokenised and compared with the reference ids, evaluated in one batch
-// (every position's logits against the reference top-10), then the reference greedy tokens are
-// teacher-forced one per eval. Tolerances by weight type as in shared/reference/README.md: F16
-// 0.03, quantised 0.5; the argmax must equal the reference's where its top1-top2 gap exceeds
-// twice that. The references were made with a K cache in F32 and a V cache in F16 (eval.type_v),
-// so the session here uses the same.
+// scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft), qwen3moe
+// (Q8_0) and gpt-oss (MXFP4 experts, Q8_0 otherwise; scripts/models/make_gpt_oss_models.py). Each
+// prompt is tokenised and compared with the reference ids, evaluated in one batch (every position's
+// logits against the reference top-10), then the reference greedy tokens are teacher-forced one per
+// eval. Tolerances by weight type as in shared/reference/README.md: F16 0.03, quantised 0.5; the
+// argmax must equal the reference's where its top1-top2 gap exceeds twice that. The references were
+// made with a K cache in F32 and a V cache in F16 (eval.type_v), so the session here uses the same.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
-constexpr int kExpectedFiles = 4;
+constexpr int kExpectedFiles = 5;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;
@@ -41,7 +41,7 @@ std::vector<std::string> reference_stems() {
 double tolerance_for(const json& model) {
     const std::string ft = model["general.file_type"].get<std::string>();
     if (ft == "1") return 0.03;  // F16
-    return 0.5;                  // quantised (Q8_0)
+    return 0.5;                  // quantised (Q8_0, MXFP4)
 }
 
 class ArchParity : public ::testing::TestWithParam<std::string> {};

@@ -38,6 +38,7 @@ extern const ArchSpec kLlamaArch;     // model/arch/llama.cpp (Llama 1-3, Mistra
 extern const ArchSpec kQwen2Arch;     // model/arch/qwen2.cpp
 extern const ArchSpec kQwen3Arch;     // model/arch/qwen3.cpp
 extern const ArchSpec kQwen3MoeArch;  // model/arch/qwen3.cpp
+extern const ArchSpec kGptOssArch;    // model/arch/gpt_oss.cpp
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

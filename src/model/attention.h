@@ -23,6 +23,9 @@ struct AttentionShape {
     // Sliding window: the token at position p sees cache rows [max(0, p - window + 1), p]
     // (HParams::n_swa's rule). 0: rows [0, p].
     int window = 0;
+    // Attention sinks (gpt-oss): one logit per query head added to the softmax's denominator
+    // (ops.h softmax_sink); null: none.
+    const float* sinks = nullptr;
 };
 
 // The first cache row the token at `pos` sees under `window` (0: no window).
