@@ -101,8 +101,12 @@ struct WeightPool {
             }
             return;
         }
-        const auto [d, m] = scale_offsets(t);
         const size_t bs = type_traits(t).type_size;
+        if (t == GGMLType::MXFP4) {  // E8M0 exponents of 2^-7 (the nibbles stay random)
+            for (size_t off = 0; off + bs <= bytes.size(); off += bs) bytes[off] = 120;
+            return;
+        }
+        const auto [d, m] = scale_offsets(t);
         for (size_t off = 0; off + bs <= bytes.size(); off += bs) {
             std::memcpy(&bytes[off + d], &small, 2);
             if (m >= 0) std::memcpy(&bytes[off + m], &small, 2);
@@ -185,7 +189,8 @@ void BM_matmul_packed(benchmark::State& state) {
     run_matmul(state, GGMLType::Q8_0, false, true);
 }
 
-// Q4_K / Q6_K in their packed layout (kernels/layout/repack_k.h), F16 / BF16 in panels (layout/repack_float.h).
+// Q4_K / Q6_K in their packed layout (kernels/layout/repack_k.h), F16 / BF16 in panels
+// (layout/repack_float.h).
 void BM_matmul_packed_k(benchmark::State& state, GGMLType type) {
     run_matmul(state, type, false, true);
 }
@@ -321,6 +326,7 @@ BENCHMARK_CAPTURE(BM_matmul, Q5_1, GGMLType::Q5_1)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q2_K, GGMLType::Q2_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, Q3_K, GGMLType::Q3_K)->Apply(one_shape);
 BENCHMARK_CAPTURE(BM_matmul, IQ4_NL, GGMLType::IQ4_NL)->Apply(one_shape);
+BENCHMARK_CAPTURE(BM_matmul, MXFP4, GGMLType::MXFP4)->Apply(one_shape);
 
 BENCHMARK(BM_matmul_packed)->Apply(packed_shapes);
 BENCHMARK_CAPTURE(BM_matmul_packed_k, Q4_K, GGMLType::Q4_K)->Apply(packed_shapes);
@@ -425,8 +431,9 @@ void float_core_shapes(benchmark::internal::Benchmark* b) {
     }
 }
 BENCHMARK_CAPTURE(BM_matmul_hot, F16_core, GGMLType::F16)->Apply(float_core_shapes);
-// F16 / BF16 in the panel layout (kernels/layout/repack_float.h), as Model::load packs them: streamed
-// (the FFN up/gate and down shapes) and cache-resident on one thread, next to the rows above.
+// F16 / BF16 in the panel layout (kernels/layout/repack_float.h), as Model::load packs them:
+// streamed (the FFN up/gate and down shapes) and cache-resident on one thread, next to the rows
+// above.
 void float_packed_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"})->UseRealTime();
     for (auto [r, c] : {std::pair{5632, 2048}, {2048, 5632}}) {

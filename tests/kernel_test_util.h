@@ -20,9 +20,10 @@ namespace specula::test {
 // Every weight type the engine computes with.
 inline const std::vector<GGMLType>& weight_types() {
     static const std::vector<GGMLType> types = {
-        GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q4_0,   GGMLType::Q4_1,
-        GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::Q8_0, GGMLType::Q2_K,   GGMLType::Q3_K,
-        GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::IQ4_XS};
+        GGMLType::F32,  GGMLType::F16,    GGMLType::BF16,   GGMLType::Q4_0,
+        GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1,   GGMLType::Q8_0,
+        GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::Q4_K,   GGMLType::Q5_K,
+        GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::IQ4_XS, GGMLType::MXFP4};
     return types;
 }
 
@@ -99,8 +100,9 @@ inline ScaleFields scale_fields(GGMLType t) {
 }  // namespace detail
 
 // `rows` rows of `cols` elements of type t: random bytes for the quantized payload (every bit
-// pattern is a valid block) and random scales of either sign in [0.001, 0.05] for the fp16 fields.
-// Float types get values in [-1, 1].
+// pattern is a valid block) and random scales of either sign in [0.001, 0.05] for the fp16 fields;
+// MXFP4's E8M0 exponents are 2^-12 .. 2^-3, with every 7th block at the subnormal or smallest
+// exponents 0, 1, 2. Float types get values in [-1, 1].
 inline std::vector<uint8_t> random_weights(std::mt19937& rng, GGMLType t, int64_t rows,
                                            int64_t cols) {
     const size_t rb = row_size(t, cols);
@@ -121,8 +123,16 @@ inline std::vector<uint8_t> random_weights(std::mt19937& rng, GGMLType t, int64_
     for (auto& b : buf) b = static_cast<uint8_t>(byte(rng));
     std::uniform_real_distribution<float> mag(0.001f, 0.05f);
     std::bernoulli_distribution neg(0.5);
-    const auto f = detail::scale_fields(t);
     const size_t bs = type_traits(t).type_size;
+    if (t == GGMLType::MXFP4) {
+        std::uniform_int_distribution<int> e(115, 124);
+        for (size_t off = 0, i = 0; off < buf.size(); off += bs, ++i) {
+            buf[off + offsetof(block_mxfp4, e)] =
+                static_cast<uint8_t>(i % 7 == 6 ? (i / 7) % 3 : e(rng));
+        }
+        return buf;
+    }
+    const auto f = detail::scale_fields(t);
     for (size_t off = 0; off < buf.size(); off += bs) {
         detail::put_fp16(buf.data() + off + f.d, neg(rng) ? -mag(rng) : mag(rng));
         if (f.m >= 0) detail::put_fp16(buf.data() + off + f.m, neg(rng) ? -mag(rng) : mag(rng));

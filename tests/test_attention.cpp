@@ -5,7 +5,8 @@
 // ctest also runs it with SPECULA_SIMD=avx2 and =scalar (the level is chosen once per process).
 // The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds),
 // and with sliding windows (a position sees itself and the window - 1 before it) narrower and
-// wider than a block of positions.
+// wider than a block of positions, and with attention sinks (gpt-oss: one logit per head in the
+// softmax's denominator).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,12 +29,18 @@ constexpr int kPositions = 300;
 struct AttnCase {
     AttentionShape s;
     KVCache kv;
-    std::vector<float> q;  // kPositions rows of n_head * head_dim
-    AttnCase(int n_head, int n_head_kv, int hd, KVType type, int window)
+    std::vector<float> q;     // kPositions rows of n_head * head_dim
+    std::vector<float> sink;  // n_head logits, or empty
+    AttnCase(int n_head, int n_head_kv, int hd, KVType type, int window, bool sinks = false)
         : s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd)), window},
           kv(2, kPositions + 5, n_head_kv * hd, type, type) {
         std::mt19937 rng(n_head * 1000 + n_head_kv * 10 + hd);
         std::normal_distribution<float> nd(0.f, 1.f);
+        if (sinks) {
+            // Around the scores' scale, one far above them (a head that mostly attends nowhere).
+            for (int h = 0; h < n_head; ++h) sink.push_back(h == 1 ? 8.f : 2.f * nd(rng));
+            s.sinks = sink.data();
+        }
         for (int layer = 0; layer < 2; ++layer) {
             std::vector<float> kr(n_head_kv * hd), vr(n_head_kv * hd);
             for (int p = 0; p < kPositions; ++p) {
@@ -66,6 +73,7 @@ struct Shape {
     int n_head, n_head_kv, hd;
     KVType type = KVType::F32;
     int window = 0;
+    bool sinks = false;
 };
 
 class AttentionInvariance : public ::testing::TestWithParam<Shape> {};
@@ -84,7 +92,7 @@ std::vector<float> rows_held(const KVCache& kv, bool k) {
 
 TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     const Shape sh = GetParam();
-    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd, sh.type, sh.window);
+    const AttnCase st(sh.n_head, sh.n_head_kv, sh.hd, sh.type, sh.window, sh.sinks);
     ThreadPool pool1(1), pool2(2), pool3(3);
     const std::vector<float> single = st.run(1, pool1);
 
@@ -105,7 +113,9 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
                 sc[j] = d * st.s.scale;
                 mx = std::max(mx, sc[j]);
             }
+            if (sh.sinks) mx = std::max(mx, double(st.sink[h]));
             for (int j = j0; j <= t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+            if (sh.sinks) sum += std::exp(double(st.sink[h]) - mx);
             for (int i = 0; i < sh.hd; ++i) {
                 double o = 0;
                 for (int j = j0; j <= t; ++j) o += sc[j] / sum * vh[j * nkv + off + i];
@@ -145,6 +155,12 @@ std::vector<Shape> shapes_and_types() {
         for (int w : {1, 13, 40})
             for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}})
                 if (t == KVType::F32 || w == 13) out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
+    // Attention sinks, with and without a window (blocked and not blocked head sizes; the
+    // 128-wide heads only windowed, which keeps the scalar run short).
+    for (int w : {0, 13})
+        for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 2, 64}})
+            if (w > 0 || s.hd < 128)
+                out.push_back({s.n_head, s.n_head_kv, s.hd, KVType::F16, w, true});
     return out;
 }
 
@@ -159,6 +175,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
                              name += "_d" + std::to_string(s.hd);
                              name += std::string("_") + kv_type_name(s.type);
                              if (s.window > 0) name += "_w" + std::to_string(s.window);
+                             if (s.sinks) name += "_sinks";
                              return name;
                          });
 

@@ -348,7 +348,8 @@ TEST(Matmul, FloatScaleEntryEqualsVecDotKernel) {
     std::mt19937 rng(5);
     for (SimdLevel level : runnable_levels()) {
         SimdCap cap(level);
-        for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q5_0, GGMLType::IQ4_NL}) {
+        for (GGMLType t :
+             {GGMLType::Q8_0, GGMLType::Q4_0, GGMLType::Q5_0, GGMLType::IQ4_NL, GGMLType::MXFP4}) {
             SCOPED_TRACE(std::string(type_name(t)) + " at " + simd_level_name(level));
             auto w = random_weights(rng, t, kRowsQ, kColsQ);
             const WeightView W{t, kRowsQ, kColsQ, w.data()};

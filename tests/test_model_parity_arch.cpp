@@ -2,7 +2,8 @@
 // repository (tests/data/arch, written by scripts/models/make_arch_models.py; their JSONs by
 // scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft), qwen3moe
 // (Q8_0), gemma3 (F16 and its 6-layer Q8_0 draft; window 16, so the prompts of 53-142 tokens
-// cross it) and gemma2 (F16, 26 layers, soft-capped). Each prompt is tokenised and compared with
+// cross it), gemma2 (F16, 26 layers, soft-capped) and gpt-oss (MXFP4 experts, F16 otherwise;
+// scripts/models/make_gpt_oss_models.py). Each prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
 // shared/reference/README.md: F16 0.03, quantised 0.5; the argmax must equal the reference's where
@@ -27,7 +28,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
-constexpr int kExpectedFiles = 7;
+constexpr int kExpectedFiles = 8;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;
@@ -42,7 +43,7 @@ std::vector<std::string> reference_stems() {
 double tolerance_for(const json& model) {
     const std::string ft = model["general.file_type"].get<std::string>();
     if (ft == "1") return 0.03;  // F16
-    return 0.5;                  // quantised (Q8_0)
+    return 0.5;                  // quantised (Q8_0, MXFP4)
 }
 
 class ArchParity : public ::testing::TestWithParam<std::string> {};

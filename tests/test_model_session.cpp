@@ -464,10 +464,20 @@ TEST(ModelLoad, RopeScaling) {
     EXPECT_EQ(m->hparams().rope_freq_scale, 0.25f);
     EXPECT_EQ(m->hparams().rope_freq_base, 5e5f);
     EXPECT_FALSE(m->hparams().rope_neox);
+    // YaRN (gpt-oss's files use it; test_model_parity_arch checks it against ik_llama.cpp): the
+    // original context defaults to context_length.
     Edit yarn;
     yarn.set_str = {{"llama.rope.scaling.type", "yarn"}};
     yarn.set_f32 = {{"llama.rope.scaling.factor", 4.0f}};
-    expect_load_error(write_variant("rope_yarn", yarn), {"llama.rope.scaling.type", "yarn"});
+    const auto my = specula::Model::load(write_variant("rope_yarn", yarn));
+    EXPECT_TRUE(my->hparams().rope_yarn);
+    EXPECT_EQ(my->hparams().rope_freq_scale, 0.25f);
+    EXPECT_EQ(my->hparams().yarn_orig_ctx, my->hparams().n_ctx_train);
+    Edit longrope;
+    longrope.set_str = {{"llama.rope.scaling.type", "longrope"}};
+    longrope.set_f32 = {{"llama.rope.scaling.factor", 4.0f}};
+    expect_load_error(write_variant("rope_longrope", longrope),
+                      {"llama.rope.scaling.type", "longrope"});
 }
 
 // Llama 3 rope_freqs divide each pair's angle: factors of 2 everywhere must rotate exactly like

@@ -531,6 +531,65 @@ TEST(QuantErrors, NonFiniteInputsDoNotCrash) {
     }
 }
 
+// MXFP4 as the OCP microscaling spec defines it: E2M1 codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6
+// (8..15 the same, negative), times 2^(E8M0 - 127); low nibbles are elements 0..15, high 16..31.
+TEST(Mxfp4, DequantizesAsTheOcpSpec) {
+    EXPECT_EQ(type_traits(GGMLType::MXFP4).type_size, 17u);
+    EXPECT_EQ(type_traits(GGMLType::MXFP4).block_size, 32);
+    EXPECT_EQ(type_name(GGMLType::MXFP4), "MXFP4");
+    const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    for (int e : {0, 1, 2, 100, 127, 130, 254}) {
+        block_mxfp4 b{};
+        b.e = static_cast<uint8_t>(e);
+        for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+        float y[32];
+        dequantize_row(GGMLType::MXFP4, &b, y, 32);
+        const float scale = std::ldexp(1.0f, e - 127);
+        for (int j = 0; j < 16; ++j) {
+            EXPECT_EQ(y[j], e2m1[j] * scale) << "e " << e << " element " << j;
+            EXPECT_EQ(y[j + 16], e2m1[15 - j] * scale) << "e " << e << " element " << j + 16;
+        }
+    }
+}
+
+// The quantizer (ggml's round to nearest) picks the exponent that puts the block's largest
+// magnitude in [4, 8) x 2^(e - 127) and reproduces values that are on the grid exactly; its
+// error on random data is bounded; the reference dot product equals the dequantized one.
+TEST(Mxfp4, QuantizerAndDotProduct) {
+    float x[64];
+    const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (int j = 0; j < 64; ++j) x[j] = (j % 2 ? -1.f : 1.f) * grid[j % 8] * 0.25f;
+    block_mxfp4 q[2];
+    quantize_row(GGMLType::MXFP4, x, q, 64);
+    EXPECT_EQ(q[0].e, 125);  // amax 1.5 = 6 * 2^-2: e = floor(log2 1.5) - 2 + 127
+    float y[64];
+    dequantize_row(GGMLType::MXFP4, q, y, 64);
+    for (int j = 0; j < 64; ++j) EXPECT_EQ(y[j], x[j]) << j;
+
+    std::mt19937 rng(3);
+    std::normal_distribution<float> g(0.f, 1.f);
+    std::vector<float> v(4096), back(4096);
+    for (auto& f : v) f = g(rng);
+    std::vector<uint8_t> buf(row_size(GGMLType::MXFP4, 4096));
+    quantize_row(GGMLType::MXFP4, v.data(), buf.data(), 4096);
+    dequantize_row(GGMLType::MXFP4, buf.data(), back.data(), 4096);
+    const double err = relative_rms_error(back, v);
+    EXPECT_GT(err, 0.05);  // 4 bits with a power-of-two scale: 0.115 (numpy, 32k values)
+    EXPECT_LT(err, 0.2);
+
+    std::vector<float> a(4096), ad(4096);
+    for (auto& f : a) f = g(rng);
+    std::vector<uint8_t> aq(row_size(GGMLType::Q8_0, 4096));
+    quantize_row(GGMLType::Q8_0, a.data(), aq.data(), 4096);
+    dequantize_row(GGMLType::Q8_0, aq.data(), ad.data(), 4096);
+    double want = 0, mag = 0;
+    for (int i = 0; i < 4096; ++i) {
+        want += double(back[i]) * ad[i];
+        mag += std::fabs(double(back[i]) * ad[i]);
+    }
+    EXPECT_NEAR(vec_dot_ref(GGMLType::MXFP4, 4096, buf.data(), aq.data()), want, 1e-5 * mag);
+}
+
 TEST(QuantErrors, RowLengthMustBeAMultipleOfTheBlock) {
     float f[256] = {};
     uint8_t buf[1024] = {};
@@ -543,7 +602,8 @@ TEST(VecDotType, MatchesGgml) {
     EXPECT_EQ(vec_dot_type(GGMLType::F32), GGMLType::F32);
     EXPECT_EQ(vec_dot_type(GGMLType::F16), GGMLType::F16);
     EXPECT_EQ(vec_dot_type(GGMLType::BF16), GGMLType::BF16);
-    for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q5_0, GGMLType::Q8_0, GGMLType::IQ4_NL}) {
+    for (GGMLType t :
+         {GGMLType::Q4_0, GGMLType::Q5_0, GGMLType::Q8_0, GGMLType::IQ4_NL, GGMLType::MXFP4}) {
         EXPECT_EQ(vec_dot_type(t), GGMLType::Q8_0) << type_name(t);
     }
     for (GGMLType t : {GGMLType::Q4_1, GGMLType::Q5_1}) {

@@ -1,7 +1,7 @@
 """A minimal GGUF (version 3) reader and writer for the model generators in scripts/models.
 
 Reads the metadata of a file (key -> (type, value)) and writes files with metadata in insertion
-order and tensors of type F32, F16 or Q8_0 aligned to 32 bytes. Nothing else of GGUF is needed.
+order and tensors of type F32, F16, Q8_0 or MXFP4 aligned to 32 bytes. Nothing else of GGUF is needed.
 """
 import struct
 
@@ -10,7 +10,7 @@ import numpy as np
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
 _SCALAR = {T_U8: "<B", T_I8: "<b", T_U16: "<H", T_I16: "<h", T_U32: "<I", T_I32: "<i",
            T_F32: "<f", T_BOOL: "<?", T_U64: "<Q", T_I64: "<q", T_F64: "<d"}
-GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_MXFP4 = 0, 1, 8, 39
 ALIGN = 32
 
 
@@ -77,6 +77,30 @@ def quantize_q8_0(x):
     return out.tobytes()
 
 
+# The E2M1 values of MXFP4, doubled (ggml's kvalues_mxfp4).
+MXFP4_VALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.float32)
+
+
+def quantize_mxfp4(x):
+    """ggml's MXFP4 quantizer, byte for byte: per 32 values the E8M0 exponent
+    e = floor(log2(amax)) - 2 + 127, the scale 2^(e - 128) applied to the doubled levels, each value
+    to the nearest level (the first on ties); element j in the low nibble of byte j, j + 16 in the
+    high nibble. All-zero blocks are all zero bytes."""
+    x = x.astype(np.float32).reshape(-1, 32)
+    amax = np.abs(x).max(axis=1)
+    nz = amax > 0
+    e = np.zeros(x.shape[0], dtype=np.int64)
+    e[nz] = np.floor(np.log2(amax[nz])).astype(np.int64) - 2 + 127
+    d = np.ldexp(np.float32(1), (e - 128).astype(np.int32)).astype(np.float32)
+    err = np.abs(x[:, :, None] - d[:, None, None] * MXFP4_VALUES[None, None, :])
+    idx = np.argmin(err, axis=2).astype(np.uint8)
+    idx[~nz] = 0
+    out = np.empty(x.shape[0], dtype=[("e", "u1"), ("q", "u1", 16)])
+    out["e"] = np.where(nz, e, 0).astype(np.uint8)
+    out["q"] = idx[:, :16] | (idx[:, 16:] << 4)
+    return out.tobytes()
+
+
 class Writer:
     def __init__(self):
         self.kv = []
@@ -94,6 +118,8 @@ class Writer:
             data = arr.astype("<f2").tobytes()
         elif gtype == GGML_Q8_0:
             data = quantize_q8_0(arr)
+        elif gtype == GGML_MXFP4:
+            data = quantize_mxfp4(arr)
         else:
             raise ValueError(gtype)
         self.tensors.append((name, ne, gtype, data))

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds scripts/models/ref_dump.cpp against ik_llama.cpp's libllama (a CPU build) and writes the
-# reference JSON of every GGUF file in tests/data/arch next to it.
+# reference JSON of every GGUF file in tests/data/arch next to it (written by make_arch_models.py
+# and make_gpt_oss_models.py).
 #   usage: scripts/models/make_arch_refs.sh [IK_LLAMA_SRC] [SHARED_DIR]
 # IK_LLAMA_SRC holds include/, ggml/include/ and a CMake build in build/ (llama + ggml targets).
 set -eu

@@ -43,7 +43,9 @@ enum class GGMLType : uint32_t {
     BF16 = 30,
     TQ1_0 = 34,
     TQ2_0 = 35,
-    COUNT = 39,
+    // 36..38 (the IQ4_NL 4x4 / 4x8 / 8x8 interleavings) were removed from the format.
+    MXFP4 = 39,  // OCP microscaling FP4: 32 E2M1 values sharing one E8M0 (power of two) scale
+    COUNT = 40,
 };
 
 struct TypeTraits {
@@ -75,6 +77,8 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {"BF16", 1, 2, true, true},        {"", 0, 0, false, false},
     {"", 0, 0, false, false},          {"", 0, 0, false, false},
     {"TQ1_0", 256, 54, true, false},   {"TQ2_0", 256, 66, true, false},
+    {"", 0, 0, false, false},          {"", 0, 0, false, false},
+    {"", 0, 0, false, false},          {"MXFP4", 32, 17, true, true},
 };
 inline constexpr TypeTraits kUnknownType = {"", 0, 0, false, false};
 }  // namespace detail

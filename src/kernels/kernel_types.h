@@ -14,7 +14,8 @@ namespace specula {
 using VecDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, int ntok,
                           float* out);
 
-// The weight types whose activations are Q8_0 (Q8_0, Q4_0, Q5_0, IQ4_NL): a VecDotFn that also
+// The weight types whose activations are Q8_0 (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4): a
+// VecDotFn that also
 // gets the tokens' block scales as floats, ad[ib * ad_stride + t] = the fp16 d of token t's block
 // ib, so that the scale gather is done once per matmul rather than once per row. ad must stay
 // readable 7 floats past the last scale it names. The results are those of the VecDotFn, bit for

@@ -4,8 +4,8 @@
 // tested against them.
 //
 // Like llama.cpp, a matmul first rounds the float activations to the weight type's
-// "vec_dot_type" (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and
-// IQ4_XS, F16 for F16, BF16 for BF16, F32 for F32), then takes integer (or half) dot products.
+// "vec_dot_type" (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants
+// and IQ4_XS, F16 for F16, BF16 for BF16, F32 for F32), then takes integer (or half) dot products.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ GGMLType vec_dot_type(GGMLType weight_type);
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n);
 
 // Reference quantizer. Supported targets: F32, F16, BF16, Q8_0, Q8_1, Q8_K (the activation
-// types) and Q4_0, Q4_1, Q5_0, Q5_1 (simple round-to-nearest, for tests and tools).
+// types) and Q4_0, Q4_1, Q5_0, Q5_1, MXFP4 (simple round-to-nearest, for tests and tools).
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n);
 
 // The activation rounding of llama.cpp's x86 CPU backend, bit for bit: ggml-cpu's SIMD

@@ -7,8 +7,8 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,
-                                  &kQwen3MoeArch, &kGemma2Arch, &kGemma3Arch};
+const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch, &kQwen3MoeArch,
+                                  &kGemma2Arch, &kGemma3Arch, &kGptOssArch};
 
 }  // namespace
 

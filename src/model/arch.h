@@ -40,6 +40,7 @@ extern const ArchSpec kQwen3Arch;     // model/arch/qwen3.cpp
 extern const ArchSpec kQwen3MoeArch;  // model/arch/qwen3.cpp
 extern const ArchSpec kGemma2Arch;    // model/arch/gemma.cpp
 extern const ArchSpec kGemma3Arch;    // model/arch/gemma.cpp
+extern const ArchSpec kGptOssArch;    // model/arch/gpt_oss.cpp
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

@@ -45,8 +45,8 @@ float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim
 // One query head of one token: softmax(q . K^T * scale) . V over positions [j0, j1). Rows of a
 // typed cache are dequantized into `buf` (head_dim floats) one at a time. scores[j] is row j's.
 void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j0, int j1,
-                 int kv_off, const float* q, float* out, const AttentionShape& s, float* scores,
-                 float* buf) {
+                 int kv_off, int head, const float* q, float* out, const AttentionShape& s,
+                 float* scores, float* buf) {
     const int hd = s.head_dim;
     const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
     for (int j = j0; j < j1; ++j) {
@@ -58,7 +58,10 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
         scores[j] = kern.dot(q, kj, hd) * s.scale;
     }
     if (s.softcap > 0) softcap(scores + j0, j1 - j0, s.softcap);
-    softmax(scores + j0, j1 - j0);
+    if (s.sinks)
+        softmax_sink(scores + j0, j1 - j0, s.sinks[head]);
+    else
+        softmax(scores + j0, j1 - j0);
     std::memset(out, 0, sizeof(float) * hd);
     for (int j = j0; j < j1; ++j) {
         const float* vj = buf;
@@ -183,7 +186,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
         const float* qp[kBlockQueries];
         float* op[kBlockQueries];
         float* sp[kBlockQueries];
-        int lo[kBlockQueries], hi[kBlockQueries];
+        int lo[kBlockQueries], hi[kBlockQueries], head[kBlockQueries];
         for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
             const int blk = n_blocks - 1 - static_cast<int>(it / per_block);
             const int g = static_cast<int>(it % per_block) / b.head_chunks;
@@ -197,6 +200,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     qp[nq] = q + off;
                     op[nq] = out + off;
                     sp[nq] = sc + static_cast<int64_t>(nq) * kv.n_ctx();
+                    head[nq] = h;
                     lo[nq] = first_visible(pos0 + t, s.window);
                     hi[nq] = pos0 + t + 1;
                 }
@@ -216,7 +220,10 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     qk_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], qp + i, 1, s.scale,
                             sp + i, buf);
                 if (s.softcap > 0) softcap(sp[i] + lo[i], hi[i] - lo[i], s.softcap);
-                bk.softmax(sp[i] + lo[i], hi[i] - lo[i]);
+                if (s.sinks)
+                    softmax_sink(sp[i] + lo[i], hi[i] - lo[i], s.sinks[head[i]]);
+                else
+                    bk.softmax(sp[i] + lo[i], hi[i] - lo[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
                 if (head_end(i) > lo[i])
                     pv_rows(bk, kv, layer, off, hd, lo[i], head_end(i), sp + i, 1, op + i, buf);
@@ -263,7 +270,7 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
             const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
             const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
             attend_head(kern, kv, layer, first_visible(pos0 + t, s.window), pos0 + t + 1,
-                        (h / group) * s.head_dim, q + off, out + off, s, sc, buf);
+                        (h / group) * s.head_dim, h, q + off, out + off, s, sc, buf);
         }
     };
     if (parallel) {

@@ -25,6 +25,9 @@ struct AttentionShape {
     int window = 0;
     // Scores soft-capped before the softmax: cap * tanh(score / cap) (gemma2). 0: none.
     float softcap = 0.f;
+    // Attention sinks (gpt-oss): one logit per query head added to the softmax's denominator
+    // (ops.h softmax_sink); null: none.
+    const float* sinks = nullptr;
 };
 
 // The first cache row the token at `pos` sees under `window` (0: no window).

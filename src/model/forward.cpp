@@ -74,6 +74,11 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     rope_.freq_base = hp_.rope_freq_base;
     rope_.freq_scale = hp_.rope_freq_scale;
     rope_.freq_factors = model.rope_freq_factors.empty() ? nullptr : model.rope_freq_factors.data();
+    if (hp_.rope_yarn) {
+        rope_.ext_factor = 1.0f;
+        rope_yarn_corr_dims(hp_.n_rot, hp_.yarn_orig_ctx, hp_.rope_freq_base, 32.0f, 1.0f,
+                            rope_.corr_dims);
+    }
     swa_rope_ = hp_.any_swa();
     rope_swa_ = rope_;
     rope_swa_.freq_base = hp_.rope_freq_base_swa;
@@ -167,6 +172,7 @@ void ForwardPass::attention_output(const LayerWeights& l) {
     const int64_t dq = hp_.n_embd_q();
     AttentionShape shape = att_shape_;
     shape.window = hp_.window(il_);
+    shape.sinks = l.attn_sinks;
     for (size_t s = 0; s < segs_.size(); ++s) {
         const KVCache& kv = segs_[s].seq->kv;
         const int r0 = last_ ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish

@@ -38,15 +38,21 @@ float get_positive_float(const GGUFFile& f, const std::string& key, double def) 
     return static_cast<float>(v);
 }
 
-// rope.scaling.{type,factor} (or the older rope.scale_linear): only linear scaling is supported.
-float read_rope_freq_scale(const GGUFFile& f, const std::string& p) {
+// rope.scaling.{type,factor} (or the older rope.scale_linear): linear or YaRN scaling (YaRN also
+// reads rope.scaling.original_context_length, default context_length, into hp.yarn_orig_ctx).
+float read_rope_freq_scale(const GGUFFile& f, const std::string& p, HParams& hp) {
     const std::string type = f.get_string_or(p + "rope.scaling.type", "linear");
     double factor = f.get_float_or(p + "rope.scaling.factor", 0.0);
     if (factor == 0.0) factor = f.get_float_or(p + "rope.scale_linear", 0.0);
     if (type == "none" || factor == 0.0) return 1.f;
-    if (type != "linear") {
+    if (type != "linear" && type != "yarn") {
         fail(f.path(), ": key '", p, "rope.scaling.type' = '", type,
-             "' is not supported (supported: none, linear)");
+             "' is not supported (supported: none, linear, yarn)");
+    }
+    if (type == "yarn") {
+        hp.rope_yarn = true;
+        hp.yarn_orig_ctx =
+            get_checked(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
     }
     if (!std::isfinite(factor) || factor < 0) {
         fail(f.path(), ": key '", p, "rope.scaling.factor' = ", factor, " must be > 0");
@@ -92,7 +98,7 @@ void read_rope_hparams(const GGUFFile& f, HParams& hp) {
              " must be even and <= the head size ", hp.head_dim);
     }
     hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
-    hp.rope_freq_scale = read_rope_freq_scale(f, p);
+    hp.rope_freq_scale = read_rope_freq_scale(f, p, hp);
 }
 
 void read_expert_hparams(const GGUFFile& f, HParams& hp) {

@@ -26,10 +26,21 @@ struct HParams {
     int n_expert = 0;  // 0: dense FFN
     int n_expert_used = 0;
     int n_ff_expert = 0;  // rows of each expert's gate/up (n_ff unless the file says otherwise)
-    int n_rot = 0;        // rope dimensions (rope.dimension_count, default head_dim)
+    // How the MoE routes (model/moe.h): softmax over all experts then the top k renormalised
+    // (Mixtral, qwen3moe), or the top k logits then a softmax over them (gpt-oss); and the
+    // experts' activation: SwiGLU, or gpt-oss's clamped SwiGLU (model/ops.h swiglu_oai).
+    enum class MoeRouting : uint8_t { SoftmaxTopKNorm, TopKSoftmax };
+    enum class MoeAct : uint8_t { SiLU, SwigluOai };
+    MoeRouting moe_routing = MoeRouting::SoftmaxTopKNorm;
+    MoeAct moe_act = MoeAct::SiLU;
+    int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
     bool rope_neox = false;
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
+    // YaRN (rope.scaling.type = yarn; model/rope.h): ggml's defaults ext_factor 1, attn_factor 1,
+    // beta_fast 32, beta_slow 1, over the original context yarn_orig_ctx.
+    bool rope_yarn = false;
+    int yarn_orig_ctx = 0;
     float rms_eps = 1e-5f;
     // Sliding-window attention: in a layer marked in swa_layers a query at position i sees the
     // keys at positions j with 0 <= i - j < n_swa (ik_llama.cpp's mask: masked when
@@ -75,8 +86,9 @@ void read_base_hparams(const GGUFFile& f, HParams& hp);
 // (default n_embd / n_head) and attention.value_length (must equal key_length).
 void read_attention_hparams(const GGUFFile& f, HParams& hp);
 
-// rope.dimension_count (default head_dim), rope.freq_base (default 10000) and linear scaling
-// (rope.scaling.type / rope.scaling.factor or the older rope.scale_linear). Needs the attention
+// rope.dimension_count (default head_dim), rope.freq_base (default 10000) and linear or YaRN
+// scaling (rope.scaling.type / rope.scaling.factor or the older rope.scale_linear;
+// rope.scaling.original_context_length for YaRN, default context_length). Needs the attention
 // hparams first (the rotated dimensions must fit in a head).
 void read_rope_hparams(const GGUFFile& f, HParams& hp);
 

@@ -44,9 +44,11 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
     WeightView router{GGMLType::F32, ne, hp.n_embd,
                       reinterpret_cast<const uint8_t*>(l.ffn_gate_inp)};
     matmul(router, x, hp.n_embd, ntok, logits_.data(), ne, pool, scratch);
+    const bool topk_softmax = hp.moe_routing == HParams::MoeRouting::TopKSoftmax;
     for (int t = 0; t < ntok; ++t) {
         float* p = logits_.data() + static_cast<size_t>(t) * ne;
-        softmax(p, ne);
+        if (l.ffn_gate_inp_b) add_into(p, l.ffn_gate_inp_b, ne);
+        if (!topk_softmax) softmax(p, ne);
         int* sel = sel_.data() + static_cast<size_t>(t) * k;
         // Top-k by probability, ties to the lower expert id (k and ne are tiny).
         for (int r = 0; r < k; ++r) {
@@ -58,6 +60,11 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
             sel[r] = best;
         }
         float* w = w_.data() + static_cast<size_t>(t) * k;
+        if (topk_softmax) {  // the chosen logits' softmax (gpt-oss)
+            for (int r = 0; r < k; ++r) w[r] = p[sel[r]];
+            softmax(w, k);
+            continue;
+        }
         double sum = 0.0;
         for (int r = 0; r < k; ++r) {
             w[r] = p[sel[r]];
@@ -83,12 +90,24 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
     const MatmulJob gate_up[] = {{expert_view(l.ffn_gate_exps, e, hp.n_expert), g_.data(), ff},
                                  {expert_view(l.ffn_up_exps, e, hp.n_expert), u_.data(), ff}};
     matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
+    const float* gb = l.ffn_gate_exps_b ? l.ffn_gate_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    const float* ub = l.ffn_up_exps_b ? l.ffn_up_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    const float* db = l.ffn_down_exps_b ? l.ffn_down_exps_b + static_cast<size_t>(e) * d : nullptr;
     for (int i = 0; i < n; ++i) {
-        silu_mul(g_.data() + static_cast<size_t>(i) * ff, u_.data() + static_cast<size_t>(i) * ff,
-                 ff);
+        float* g = g_.data() + static_cast<size_t>(i) * ff;
+        float* u = u_.data() + static_cast<size_t>(i) * ff;
+        if (gb) add_into(g, gb, ff);
+        if (ub) add_into(u, ub, ff);
+        if (hp.moe_act == HParams::MoeAct::SwigluOai)
+            swiglu_oai(g, u, ff);
+        else
+            silu_mul(g, u, ff);
     }
     matmul(expert_view(l.ffn_down_exps, e, hp.n_expert), g_.data(), ff, n, d_.data(), d, pool,
            scratch);
+    if (db) {
+        for (int i = 0; i < n; ++i) add_into(d_.data() + static_cast<size_t>(i) * d, db, d);
+    }
     for (int i = 0; i < n; ++i) {
         std::memcpy(eo_.data() + static_cast<size_t>(slots_[i]) * d,
                     d_.data() + static_cast<size_t>(i) * d, sizeof(float) * d);

@@ -3,6 +3,9 @@
 // most probable experts, their probabilities renormalised to sum 1, and
 // out = sum_k w_k * down_k(silu(gate_k(x)) * up_k(x)), summed in rank order.
 // Used by llama (Mixtral) and qwen3moe; each expert's FFN is hp.n_ff_expert wide.
+// gpt-oss (HParams::moe_routing / moe_act, and the biases LayerWeights has): logits = W_inp x +
+// b, the top k logits, their softmax as the weights, and each expert
+// down_k(swiglu_oai(gate_k x + bg, up_k x + bu)) + bd.
 // The pass's tokens are grouped by expert: each expert a token chose runs once per forward, one
 // matmul per weight over all its tokens (so its weights are read once per pass, however many
 // tokens chose it); since matmul results are per-token, a token's output does not depend on the

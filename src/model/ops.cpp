@@ -1,6 +1,7 @@
 // Scalar row operations (see ops.h). Summation orders are fixed, independent of the batch.
 #include "model/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -25,6 +26,29 @@ void softmax(float* x, int64_t n) {
     }
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax_sink(float* x, int64_t n, float sink) {
+    float max = sink;
+    for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = std::exp(x[i] - max);
+        sum += static_cast<double>(e);
+        x[i] = e;
+    }
+    sum += static_cast<double>(std::exp(sink - max));
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu_oai(float* g, const float* u, int64_t n) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = std::min(g[i], kLimit);
+        const float y = std::max(std::min(u[i], kLimit), -kLimit);
+        g[i] = x / (1.0f + std::exp(kAlpha * -x)) * (y + 1.0f);
+    }
 }
 
 void silu_mul(float* g, const float* u, int64_t n) {

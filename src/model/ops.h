@@ -14,6 +14,11 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
 // x = softmax(x) in place.
 void softmax(float* x, int64_t n);
 
+// x = softmax(x) in place with one more logit `sink` in the denominator (gpt-oss's attention
+// sinks, as ggml's soft_max with sinks: the max includes the sink, exp(sink - max) adds to the
+// sum).
+void softmax_sink(float* x, int64_t n, float sink);
+
 // g = silu(g) * u.
 void silu_mul(float* g, const float* u, int64_t n);
 
@@ -23,6 +28,10 @@ void gelu_mul(float* g, const float* u, int64_t n);
 
 // x = cap * tanh(x / cap) (gemma2's logit soft-capping).
 void softcap(float* x, int64_t n, float cap);
+
+// gpt-oss's clamped SwiGLU (ggml's swiglu_oai, alpha 1.702, limit 7):
+// g' = min(g, 7), u' = clamp(u, -7, 7), g = g' * sigmoid(1.702 g') * (u' + 1).
+void swiglu_oai(float* g, const float* u, int64_t n);
 
 // y += x.
 void add_into(float* y, const float* x, int64_t n);

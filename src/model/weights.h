@@ -28,6 +28,11 @@ struct LayerWeights {
     WeightView ffn_gate, ffn_up, ffn_down;                 // dense
     const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
     WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps;  // MoE: rows = n_expert * per-expert
+    // gpt-oss: attention sinks [n_head], the router bias [n_expert] and the experts' biases
+    // ([n_expert][n_ff_expert] for gate and up, [n_expert][n_embd] for down).
+    const float* attn_sinks = nullptr;
+    const float* ffn_gate_inp_b = nullptr;
+    const float *ffn_gate_exps_b = nullptr, *ffn_up_exps_b = nullptr, *ffn_down_exps_b = nullptr;
 };
 
 struct ModelWeights {

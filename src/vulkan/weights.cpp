@@ -67,6 +67,10 @@ int plan_layers(const Model& m, int want, bool* output, std::string* note) {
         *note = "architecture " + hp.arch + " has no Vulkan layers yet: running on the CPU";
         return 0;
     }
+    if (hp.rope_yarn) {
+        *note = "YaRN rope scaling has no Vulkan shader yet: running on the CPU";
+        return 0;
+    }
     if (hp.n_expert > 0) {
         *note = "mixture-of-experts layers have no Vulkan shaders yet";
         return 0;

@@ -10,6 +10,7 @@ namespace specula {
 
 constexpr int QK4_0 = 32, QK4_1 = 32, QK5_0 = 32, QK5_1 = 32, QK8_0 = 32, QK8_1 = 32;
 constexpr int QK4_NL = 32;
+constexpr int QK_MXFP4 = 32;
 constexpr int QK_K = 256;
 constexpr int K_SCALE_SIZE = 12;
 
@@ -83,6 +84,13 @@ struct block_iq4_xs {
     uint8_t scales_l[QK_K / 64];
     uint8_t qs[QK_K / 2];
 };
+// MXFP4 (OCP microscaling): e is an E8M0 exponent, the block's scale 2^(e - 127); each nibble an
+// E2M1 value, stored through kvalues_mxfp4 (the values doubled, so the scale applied is
+// 2^(e - 128)). Nibble order as in Q4_0. 17 bytes: no alignment.
+struct block_mxfp4 {
+    uint8_t e;
+    uint8_t qs[QK_MXFP4 / 2];
+};
 #pragma pack(pop)
 
 static_assert(sizeof(block_q4_0) == 18);
@@ -99,9 +107,19 @@ static_assert(sizeof(block_q6_K) == 210);
 static_assert(sizeof(block_q8_K) == 292);
 static_assert(sizeof(block_iq4_nl) == 18);
 static_assert(sizeof(block_iq4_xs) == 136);
+static_assert(sizeof(block_mxfp4) == 17);
 
 // The 16 non-linear levels of IQ4_NL / IQ4_XS.
 constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+// The E2M1 values of MXFP4, doubled to integers: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives.
+constexpr int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// MXFP4's scale for E8M0 exponent e, halved (kvalues_mxfp4 holds doubled values): 2^(e - 128),
+// as float bits (e = 0 and 1 give the subnormals 2^-128 and 2^-127). Exact.
+constexpr uint32_t mxfp4_half_scale_bits(uint8_t e) {
+    return e >= 2 ? static_cast<uint32_t>(e - 1) << 23 : (e == 0 ? 0x00200000u : 0x00400000u);
+}
 
 }  // namespace specula

@@ -92,6 +92,7 @@ GGMLType vec_dot_type(GGMLType t) {
         case GGMLType::Q5_0:
         case GGMLType::Q8_0:
         case GGMLType::IQ4_NL:
+        case GGMLType::MXFP4:
             return GGMLType::Q8_0;
         case GGMLType::Q4_1:
         case GGMLType::Q5_1:
@@ -146,6 +147,8 @@ void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
             return ref::dequantize_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, n);
         case GGMLType::IQ4_XS:
             return ref::dequantize_iq4_xs(static_cast<const block_iq4_xs*>(src), dst, n);
+        case GGMLType::MXFP4:
+            return ref::dequantize_mxfp4(static_cast<const block_mxfp4*>(src), dst, n);
         default:
             unsupported("dequantize_row", t);
     }
@@ -177,6 +180,8 @@ void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
                                       ref::Q8Rounding::Reference);
         case GGMLType::Q8_K:
             return ref::quantize_q8_K(src, static_cast<block_q8_K*>(dst), n);
+        case GGMLType::MXFP4:
+            return ref::quantize_mxfp4(src, static_cast<block_mxfp4*>(dst), n);
         default:
             unsupported("quantize_row", t);
     }
@@ -234,6 +239,8 @@ float vec_dot_ref(GGMLType t, int64_t n, const void* w, const void* a) {
             return vec_dot_iq4_nl_q8_0(n, static_cast<const block_iq4_nl*>(w), q80);
         case GGMLType::IQ4_XS:
             return vec_dot_iq4_xs_q8_K(n, static_cast<const block_iq4_xs*>(w), q8k);
+        case GGMLType::MXFP4:
+            return vec_dot_mxfp4_q8_0(n, static_cast<const block_mxfp4*>(w), q80);
         default:
             unsupported("vec_dot_ref", t);
     }

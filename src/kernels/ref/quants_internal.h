@@ -68,4 +68,10 @@ void dequantize_iq4_xs(const block_iq4_xs* x, float* y, int64_t n);
 float vec_dot_iq4_nl_q8_0(int64_t n, const block_iq4_nl* x, const block_q8_0* y);
 float vec_dot_iq4_xs_q8_K(int64_t n, const block_iq4_xs* x, const block_q8_K* y);
 
+// MXFP4 (quants_mxfp4.cpp).
+float mxfp4_scale(uint8_t e);  // 2^(e - 128): the scale of the doubled kvalues_mxfp4
+void dequantize_mxfp4(const block_mxfp4* x, float* y, int64_t n);
+void quantize_mxfp4(const float* x, block_mxfp4* y, int64_t n);
+float vec_dot_mxfp4_q8_0(int64_t n, const block_mxfp4* x, const block_q8_0* y);
+
 }  // namespace specula::ref

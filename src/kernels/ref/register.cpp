@@ -42,7 +42,7 @@ void add_packed(KernelTable& t, GGMLType type, PackedTileFn tile) {
 void register_scalar(KernelTable& t) {
     using enum GGMLType;
     add_dots<F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
-             IQ4_XS>(t);
+             IQ4_XS, MXFP4>(t);
     add_quantizers<Q8_0, Q8_1, Q8_K, F16, BF16, F32>(t);
     add_packed(t, Q8_0, &packed_tile_ref);
     add_packed(t, Q4_K, &kq_tile_ref_q4_K);

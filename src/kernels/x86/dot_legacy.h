@@ -1,5 +1,5 @@
-// The 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) against Q8_0 / Q8_1 activations.
-// Part of the x86 row-layout kernels (x86/dot_common.h says how they are built).
+// The 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) against Q8_0 / Q8_1
+// activations. Part of the x86 row-layout kernels (x86/dot_common.h says how they are built).
 // ---- 32-element formats against Q8_0 / Q8_1 -----------------------------------------------------
 // A row meets up to 5 tokens per pass (two accumulators each, even and odd blocks, which also
 // hides the FMA latency for a single token; 5 x 2 plus the decoded block fit the 16 registers),
@@ -85,7 +85,8 @@ struct ScalesF32 {
     }
 };
 
-// Signed weights (Q8_0, Q4_0, Q5_0, IQ4_NL): the decoder gives 32 signed bytes; the sign trick
+// Signed weights (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4): the decoder gives 32 signed bytes and the
+// block's scale (Dec::dw, Dec::dw8: one float, and in 8 lanes); the sign trick
 // moves the weight's sign onto the activation so maddubs can take |w| as its unsigned operand.
 // That needs activations in [-127, 127] (-128 would not negate), which is what the Q8_0 and Q8_K
 // quantizers produce; weights may hold -128 (|-128| reads as the unsigned 128).
@@ -105,12 +106,12 @@ struct SignedLegacy {
             const __m256i q = Dec::decode(w[ib]);
             const __m256i uq = _mm256_sign_epi8(q, q);
             if constexpr (NT == 1) {
-                const float dw = h2f(w[ib].d);
+                const float dw = Dec::dw(w[ib]);
                 const __m256i p = dot_us(uq, _mm256_sign_epi8(load256(y.row[0][ib].qs), q));
                 acc[P][0] = _mm256_fmadd_ps(_mm256_set1_ps(sc.one(ib, dw)), _mm256_cvtepi32_ps(p),
                                             acc[P][0]);
             } else {
-                const SplatScales s = sc.all(ib, dw8(w[ib].d));
+                const SplatScales s = sc.all(ib, Dec::dw8(w[ib]));
                 each_token<NT>([&]<int T>() __attribute__((always_inline)) {
                     const __m256i p = dot_us(uq, _mm256_sign_epi8(load256(y.row[T][ib].qs), q));
                     acc[P][T] =
@@ -153,17 +154,24 @@ void vec_dot_legacy_f32(int64_t n, const void* w, const void* a, size_t stride, 
     });
 }
 
-struct DecQ8_0 {
+// The fp16 scale d of the Q8_0 / Q4_0 / Q5_0 / IQ4_NL blocks.
+template <class B>
+struct Fp16Scale {
+    static SPECULA_INLINE float dw(const B& b) { return h2f(b.d); }
+    static SPECULA_INLINE __m256 dw8(const B& b) { return simd::dw8(b.d); }
+};
+
+struct DecQ8_0 : Fp16Scale<block_q8_0> {
     using Block = block_q8_0;
     static SPECULA_INLINE __m256i decode(const Block& b) { return load256(b.qs); }
 };
-struct DecQ4_0 {
+struct DecQ4_0 : Fp16Scale<block_q4_0> {
     using Block = block_q4_0;
     static SPECULA_INLINE __m256i decode(const Block& b) {
         return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8));
     }
 };
-struct DecQ5_0 {
+struct DecQ5_0 : Fp16Scale<block_q5_0> {
     using Block = block_q5_0;
     static SPECULA_INLINE __m256i decode(const Block& b) {
         uint32_t qh;
@@ -172,12 +180,29 @@ struct DecQ5_0 {
         return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16));
     }
 };
-struct DecIQ4_NL {
+struct DecIQ4_NL : Fp16Scale<block_iq4_nl> {
     using Block = block_iq4_nl;
     static SPECULA_INLINE __m256i decode(const Block& b) {
         const __m256i table = _mm256_broadcastsi128_si256(load128(kvalues_iq4nl));
         return _mm256_shuffle_epi8(table, nibbles32(b.qs));
     }
+};
+// MXFP4: the doubled E2M1 levels through the same shuffle, and the E8M0 exponent's 2^(e - 128)
+// built as float bits (exact, as the scalar reference's).
+struct DecMXFP4 {
+    using Block = block_mxfp4;
+    static SPECULA_INLINE __m256i decode(const Block& b) {
+        const __m256i table = _mm256_broadcastsi128_si256(load128(kvalues_mxfp4));
+        return _mm256_shuffle_epi8(table, nibbles32(b.qs));
+    }
+    static SPECULA_INLINE float dw(const Block& b) {
+        const uint32_t bits = b.e >= 2 ? static_cast<uint32_t>(b.e - 1) << 23
+                                       : (b.e == 0 ? 0x00200000u : 0x00400000u);
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    static SPECULA_INLINE __m256 dw8(const Block& b) { return _mm256_set1_ps(dw(b)); }
 };
 
 // Unsigned weights with a min (Q4_1, Q5_1) against Q8_1: d_w d_a sum(q a) + m_w s_a.

@@ -19,6 +19,8 @@ VecDotFn x86_vec_dot(GGMLType wt) {
             return &vec_dot_groups<SignedLegacy<DecQ5_0>, kLegacyGroupMax>;
         case GGMLType::IQ4_NL:
             return &vec_dot_groups<SignedLegacy<DecIQ4_NL>, kLegacyGroupMax>;
+        case GGMLType::MXFP4:
+            return &vec_dot_groups<SignedLegacy<DecMXFP4>, kLegacyGroupMax>;
         case GGMLType::Q4_1:
             return &vec_dot_groups<MinLegacy<DecQ4_1>, kLegacyGroupMax>;
         case GGMLType::Q5_1:
@@ -50,6 +52,8 @@ VecDotQ8Fn x86_vec_dot_q8(GGMLType wt) {
             return &vec_dot_legacy_f32<SignedLegacy<DecQ5_0>>;
         case GGMLType::IQ4_NL:
             return &vec_dot_legacy_f32<SignedLegacy<DecIQ4_NL>>;
+        case GGMLType::MXFP4:
+            return &vec_dot_legacy_f32<SignedLegacy<DecMXFP4>>;
         default:
             return nullptr;
     }
