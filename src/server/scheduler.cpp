@@ -102,6 +102,7 @@ void Scheduler::admit() {
             } else if (!free_.empty()) {
                 const SlotMatch m = best_slot(free_, (*it)->prompt);
                 free_.erase(std::find(free_.begin(), free_.end(), m.slot));
+                m.slot->busy = true;
                 starting.emplace_back(std::move(*it), m);
                 it = queue_.erase(it);
             } else {
@@ -265,7 +266,12 @@ void Scheduler::finish(Active& a, const char* why) {
     {
         std::lock_guard lock(mu_);
         free_.push_back(&s);
+        s.busy = false;
     }
+}
+
+bool Scheduler::slot_busy(int i) const {
+    return i >= 0 && i < n_slots() && slots_[size_t(i)]->busy;
 }
 
 }  // namespace specula

@@ -83,6 +83,8 @@ class Scheduler {
     void submit(std::shared_ptr<Job> job);
     int n_threads() const { return pool_.size(); }
     int n_slots() const { return int(slots_.size()); }
+    // Whether slot i holds a request now (GET /slots; any thread).
+    bool slot_busy(int i) const;
     // Batched drafting so far (scheduler thread writes, any thread reads): draft-model passes and
     // the sequences they drafted for, summed over the passes.
     long draft_passes() const { return draft_passes_; }

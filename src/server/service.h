@@ -75,6 +75,8 @@ struct Completion {
     int n_text_tokens =
         0;  // generated tokens that put text in `text` (a stop string cuts later ones)
     std::string finish_reason;  // "stop", "length" or "abort"
+    bool text_stopped = false;  // a stop string ended it (llama-server's stop_type "word")
+    int slot_id = -1;
     SpecStats stats;
     double ttft_s = 0, e2e_s = 0;
     int n_cached = 0;  // prompt tokens the slot already held (not evaluated again)
@@ -93,6 +95,9 @@ class Service {
     const Model& target() const { return *target_; }
     const ChatPrompter& chat_prompter() const { return *prompter_; }
     int n_ctx() const { return n_ctx_; }
+    int n_slots() const { return scheduler_->n_slots(); }
+    bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
+    bool speculative() const { return cfg_.speculative.method != SpecMethod::none; }
     Metrics& metrics() { return metrics_; }
     std::string describe() const;  // one line for the startup log
 
