@@ -705,7 +705,7 @@ TEST(Cli, MemoryPlan) {
     // memory each) do not fit two slots, and the refusal comes before the server listens.
     const long n_serve = long(0.3 * avail / 704);
     const auto two = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
-                                  "--port", "0", "-c", std::to_string(n_serve)});
+                                  "--port", "0", "--max-model-len", std::to_string(n_serve)});
     EXPECT_EQ(two.status, 1) << describe(two);
     EXPECT_NE(two.err.find("serve: memory: weights 1.12 MiB + KV 2 x "), std::string::npos)
         << two.err;

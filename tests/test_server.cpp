@@ -171,8 +171,8 @@ class ServerTest : public ::testing::Test {
     static void SetUpTestSuite() {
         server_ = std::make_unique<ServerProcess>(
             std::vector<std::string>{"-m", target_path(), "-md", draft_path(), "--draft", "4",
-                                     "--parallel", "4", "-t", "4", "-c", "2048", "--max-body-bytes",
-                                     "65536"},
+                                     "--parallel", "4", "-t", "4", "--max-model-len", "2048",
+                                     "--max-body-bytes", "65536"},
             "main");
     }
     static void TearDownTestSuite() { server_.reset(); }

@@ -322,7 +322,11 @@ TEST_F(DropIn, PropsAndSlots) {
     ASSERT_EQ(props->status, 200);
     const json p = json::parse(props->body);
     EXPECT_EQ(p["total_slots"], 2);
-    EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 512);
+    // -c 512 with --parallel 2 is llama-server's: the total, split over the slots.
+    EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 256);
+    EXPECT_NE(s().log().find("context 512 split over 2 slots: 256 positions each"),
+              std::string::npos)
+        << s().log();
     EXPECT_EQ(p["model_path"], "stories260K") << "the name, never the path";
     auto slots = s().client().Get("/slots");
     ASSERT_TRUE(slots);
@@ -342,6 +346,27 @@ TEST_F(DropIn, ContextOverflowIsContextLengthExceeded) {
     r = post(s(), "/v1/chat/completions", {{"messages", user(long_prompt)}});
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.body["error"]["code"], "context_length_exceeded") << r.text;
+}
+
+// A vLLM serve command as its guides write it: --max-num-seqs is the slots, --max-model-len each
+// slot's context, and the flags that change nothing here are accepted.
+TEST(DropInFlags, VllmServeFlagsMap) {
+    ServerProcess s({server_target_path(), "--max-num-seqs", "3", "--max-model-len", "200",
+                     "--enable-prefix-caching", "--dtype", "auto", "--trust-remote-code",
+                     "--disable-log-requests"},
+                    "vllmflags");
+    auto props = s.client().Get("/props");
+    ASSERT_TRUE(props);
+    const json p = json::parse(props->body);
+    EXPECT_EQ(p["total_slots"], 3);
+    EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 200) << "per sequence, not split";
+    EXPECT_EQ(s.log().find("split over"), std::string::npos) << s.log();
+    s.stop();
+    EXPECT_THROW(ServerProcess({server_target_path(), "--dtype", "float16"}, "dtype"),
+                 std::runtime_error);
+    EXPECT_THROW(
+        ServerProcess({server_target_path(), "-c", "512", "--max-model-len", "256"}, "both"),
+        std::runtime_error);
 }
 
 TEST(DropInIds, IdsDifferAcrossRestarts) {

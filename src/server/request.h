@@ -34,8 +34,8 @@ struct CompletionRequest {
     // chat (vLLM): add_generation_prompt false renders without the assistant's opening;
     // continue_final_message renders the last (assistant) message open, so the reply continues it.
     bool add_generation_prompt = true, continue_final_message = false;
-    int64_t max_tokens = -1;  // (n_predict) -1: until the end of generation or a full context
-                              // (64-bit, so that adding the prompt's length to it cannot overflow)
+    int64_t max_tokens = -1;   // (n_predict) -1: until the end of generation or a full context
+                               // (64-bit, so that adding the prompt's length to it cannot overflow)
     float temperature = 0.8f;  // llama-server's sampling defaults
     int top_k = 40;
     float top_p = 0.95f;

@@ -80,6 +80,18 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
                              cfg.chat_template_file, target_->tokenizer()));
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
+    if (cfg.ctx_is_total && cfg.n_parallel > 1) {  // llama-server's -c with -np
+        const int total = n_ctx_;
+        n_ctx_ = total / cfg.n_parallel;
+        if (n_ctx_ < 8)
+            fail("-c ", total, " over ", cfg.n_parallel, " slots leaves ", n_ctx_,
+                 " positions per slot: give a larger -c, fewer --parallel slots, or each slot's "
+                 "context with --max-model-len");
+        std::fprintf(stderr,
+                     "serve: context %d split over %d slots: %d positions each (-c is the total, "
+                     "as in llama-server; --max-model-len N sets each slot's)\n",
+                     total, cfg.n_parallel, n_ctx_);
+    }
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
     const MemoryPlan plan = plan_memory(
         *target_, spec_.draft_model.get(),

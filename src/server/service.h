@@ -35,6 +35,9 @@ struct ServiceConfig {
     SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
     OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
+    // llama-server's -c: n_ctx is the total, split evenly over the slots (said on stderr);
+    // false: n_ctx is each slot's (vLLM's --max-model-len, per sequence).
+    bool ctx_is_total = false;
     int n_parallel = 1;
     int n_threads = 0;                                  // 0: hardware threads
     std::string served_name;                            // "" : the model file's name without .gguf
