@@ -78,4 +78,35 @@ TEST(CliDropIn, LlamaCliCommandLineSuggestsRun) {
     EXPECT_EQ(run_specula({"--version"}).status, 0);
 }
 
+#ifdef SPECULA_HAVE_VULKAN
+// -ngl without --device never runs on a software Vulkan device (lavapipe): with only those the
+// layers stay on the CPU backend with one line saying so; a hardware GPU is chosen over them.
+TEST(CliDropIn, GpuLayersNeverPickASoftwareDevice) {
+    const ProcResult devices = run_specula({"info", "--devices"});
+    ASSERT_EQ(devices.status, 0);
+    bool hardware = false;
+    for (const char* t : {"(discrete GPU, ", "(integrated GPU, ", "(virtual GPU, ", "(other, "})
+        hardware = hardware || devices.out.find(t) != std::string::npos;
+    const ProcResult plain = greedy({"-p", "Once upon a time"});
+    const ProcResult r = greedy({"-p", "Once upon a time", "-ngl", "99"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    if (!hardware) {
+        EXPECT_NE(r.err.find("no hardware GPU: -ngl runs on the CPU backend"), std::string::npos)
+            << r.err;
+        EXPECT_EQ(r.err.find("to Vulkan device"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, plain.out) << "the CPU backend's output";
+    } else {
+        EXPECT_NE(r.err.find("to Vulkan device"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("llvmpipe"), std::string::npos) << r.err;
+    }
+    // Named, the software device runs the layers.
+    if (devices.out.find(" (CPU, ") != std::string::npos) {
+        const ProcResult named = greedy({"-p", "Once upon a time", "-ngl", "99", "--device",
+                                         specula::test::test_vulkan_device()});
+        ASSERT_EQ(named.status, 0) << named.err;
+        EXPECT_NE(named.err.find("to Vulkan device"), std::string::npos) << named.err;
+    }
+}
+#endif
+
 }  // namespace
