@@ -188,9 +188,11 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"min_tokens", 0, true},
         {"min_tokens", 5, false},
         {"include_stop_str_in_output", false, true},
-        {"include_stop_str_in_output", true, false},
+        {"include_stop_str_in_output", true, true},
         {"stop_token_ids", json::array(), true},
-        {"stop_token_ids", json::array({2}), false},
+        {"stop_token_ids", json::array({2}), true},
+        {"stop_token_ids", json::array({100000}), false},
+        {"stop_token_ids", "2", false},
         {"guided_choice", json::array({"yes", "no"}), false},
         {"guided_regex", "[a-z]+", false},
         {"use_beam_search", false, true},
@@ -314,6 +316,42 @@ TEST_F(DropIn, NativeCompletionWholeAndStreamed) {
     EXPECT_TRUE(cp[0]["id"].is_number_integer());
     EXPECT_EQ(cp[0]["top_logprobs"].size(), 2u);
     EXPECT_EQ(cp[0]["top_logprobs"][0]["id"], cp[0]["id"]) << "greedy picks the top token";
+}
+
+// vLLM's include_stop_str_in_output keeps the stop string; stop_token_ids end the text at that
+// token (kept, as vLLM keeps a non-special stop token); llama-server's stopping_word names it.
+TEST_F(DropIn, StopStringKeptAndStopTokenIds) {
+    const json base = {{"prompt", "Once upon a time"}, {"n_predict", 16}, {"temperature", 0}};
+    Reply whole = post(s(), "/completion", base);
+    const std::string text = whole.body["content"];
+    ASSERT_NE(text.find(" was"), std::string::npos) << text;  // the greedy story has "there was"
+    json stop = base;
+    stop["stop"] = json::array({" was"});
+    Reply cut = post(s(), "/completion", stop);
+    EXPECT_EQ(cut.body["content"], text.substr(0, text.find(" was")));
+    EXPECT_EQ(cut.body["stop_type"], "word");
+    EXPECT_EQ(cut.body["stopping_word"], " was");
+    stop["include_stop_str_in_output"] = true;
+    Reply kept = post(s(), "/completion", stop);
+    EXPECT_EQ(kept.body["content"], text.substr(0, text.find(" was") + 4)) << kept.text;
+
+    // The third generated token as a stop token id: three tokens, the text of those three.
+    json probs = base;
+    probs["n_probs"] = 1;
+    Reply p = post(s(), "/completion", probs);
+    const json& cp = p.body["completion_probabilities"];
+    ASSERT_GE(cp.size(), 4u) << p.text;
+    json by_id = base;
+    by_id["stop_token_ids"] = json::array({cp[2]["id"]});
+    for (const json& t : {cp[0], cp[1]})
+        if (t["id"] == cp[2]["id"]) GTEST_SKIP() << "the stop token came earlier";
+    Reply ended = post(s(), "/v1/completions", by_id);
+    ASSERT_EQ(ended.status, 200) << ended.text;
+    EXPECT_EQ(ended.body["usage"]["completion_tokens"], 3) << ended.text;
+    EXPECT_EQ(ended.body["choices"][0]["finish_reason"], "stop");
+    EXPECT_EQ(ended.body["choices"][0]["text"], cp[0]["token"].get<std::string>() +
+                                                    cp[1]["token"].get<std::string>() +
+                                                    cp[2]["token"].get<std::string>());
 }
 
 TEST_F(DropIn, PropsAndSlots) {

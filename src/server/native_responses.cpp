@@ -86,7 +86,7 @@ json native_final(const ResponseHead& h, const Completion& c, const Tokenizer& t
               {"has_new_line", c.text.find('\n') != std::string::npos},
               {"truncated", false},
               {"stop_type", stop_type},
-              {"stopping_word", ""},
+              {"stopping_word", c.stop_word},
               {"tokens_cached", c.n_cached},
               {"timings", timings_json({c})}};
     if (h.logprobs >= 0 && !streamed)

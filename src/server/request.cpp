@@ -302,6 +302,16 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.top_k = int(get_int(body, "top_k", r.top_k, -1, INT32_MAX));
     r.seed = get_seed(body);
     r.stop = get_stop(body);
+    r.include_stop_str = get_bool(body, "include_stop_str_in_output", false);
+    if (const json* ids = field(body, "stop_token_ids")) {
+        if (!ids->is_array() || ids->size() > 64)
+            wrong_type("stop_token_ids", "an array of token ids");
+        for (const json& t : *ids) {
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+                bad_request("'stop_token_ids' holds token ids, got " + t.dump(), "stop_token_ids");
+            r.stop_token_ids.push_back(int32_t(t.get<int64_t>()));
+        }
+    }
     r.stream = get_bool(body, "stream", false);
     r.include_usage = get_include_usage(body, r.stream);
     r.ignore_eos = get_bool(body, "ignore_eos", false);

@@ -42,6 +42,8 @@ struct CompletionRequest {
     float min_p = 0.05f;
     uint64_t seed = 0xFFFFFFFFu;  // random
     std::vector<std::string> stop;
+    bool include_stop_str = false;        // vLLM's include_stop_str_in_output
+    std::vector<int32_t> stop_token_ids;  // vLLM's (checked against the vocabulary later)
     bool stream = false;
     bool ignore_eos = false;
     std::optional<int> n_draft;  // "speculative": {"num_speculative_tokens": N}

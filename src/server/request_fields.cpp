@@ -60,6 +60,8 @@ const Implemented kImplemented[] = {
     {"repetition_penalty", Endpoint::both},
     {"guided_json", Endpoint::both},  // = response_format json_schema
     {"add_generation_prompt", Endpoint::chat},
+    {"include_stop_str_in_output", Endpoint::both},
+    {"stop_token_ids", Endpoint::both},
     {"continue_final_message", Endpoint::chat},
     {"speculative", Endpoint::both},  // Specula's own: {"num_speculative_tokens": N}
 };
@@ -170,9 +172,6 @@ const Neutral kNeutral[] = {
     {"skip_special_tokens", is_true, "special tokens' text is never in the output (only true)"},
     {"spaces_between_special_tokens", is_true, "only true is supported"},
     {"min_tokens", is_zero, "min_tokens is not supported (only 0)"},
-    {"include_stop_str_in_output", is_false,
-     "the stop string is never in the output (only false is supported)"},
-    {"stop_token_ids", empty_array, "stop token ids are not supported (use stop strings)"},
     {"guided_choice", nullptr, "guided_choice is not supported (use guided_json or json_schema)"},
     {"guided_regex", nullptr, "regex-guided decoding is not supported (use guided_json)"},
     {"guided_grammar", nullptr, "grammar-guided decoding is not supported (use guided_json)"},

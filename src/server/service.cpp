@@ -181,6 +181,11 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         context_exceeded(fit.message,
                          fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
     sampling_->check(req);
+    for (const int32_t t : req.stop_token_ids)
+        if (t >= target_->hparams().n_vocab)
+            bad_request("stop token id " + std::to_string(t) + " is outside the vocabulary (" +
+                            std::to_string(target_->hparams().n_vocab) + " tokens)",
+                        "stop_token_ids");
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
@@ -247,6 +252,8 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     job->n_logprobs = r.logprobs;
     job->echo_logprobs = r.echo && r.logprobs >= 0;
     job->stops = r.stop;
+    job->include_stop_str = r.include_stop_str;
+    job->stop_token_ids = r.stop_token_ids;
     job->t_arrival = p.t_arrival;
 
     metrics_.add_waiting(1);
@@ -305,6 +312,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     c.n_cached = job->n_cached;
     c.slot_id = job->slot_id;
     c.text_stopped = job->text_stopped;
+    c.stop_word = job->stop_word;
     const int slot_id = c.slot_id;
     const bool text_stopped = c.text_stopped;
     lock.unlock();

@@ -79,6 +79,7 @@ struct Completion {
         0;  // generated tokens that put text in `text` (a stop string cuts later ones)
     std::string finish_reason;  // "stop", "length" or "abort"
     bool text_stopped = false;  // a stop string ended it (llama-server's stop_type "word")
+    std::string stop_word;      // which one (llama-server's stopping_word)
     int slot_id = -1;
     SpecStats stats;
     double ttft_s = 0, e2e_s = 0;
