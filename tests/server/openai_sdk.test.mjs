@@ -13,7 +13,8 @@ const KEY = "test-key-123";
 
 before(async () => {
   server = await startServer(["-m", TARGET(), "-md", DRAFT(), "--draft", "4", "--parallel", "2",
-                              "--api-key", KEY, "--served-model-name", "tiny"]);
+                              "--max-model-len", "512", "--api-key", KEY,
+                              "--served-model-name", "tiny"]);
   client = new OpenAI({ baseURL: server.base + "/v1", apiKey: KEY, timeout: 60000, maxRetries: 0 });
 });
 after(async () => { if (server) await server.stop(); });
