@@ -11,8 +11,10 @@
 //  - context overflow is code context_length_exceeded; ids differ across restarts.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/server_process.h"
@@ -104,7 +106,13 @@ TEST_F(DropIn, UnknownPathIsA404NamingThePathAndEveryRequestIsLogged) {
     Reply bad = post(s(), "/v1/completions", {{"prompt", "a"}, {"mirostat", 2}});
     EXPECT_EQ(bad.status, 400);
     post(s(), "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}});
-    const std::string log = s().log();
+    // A reply is logged once it is sent: the line may come just after the client has it.
+    std::string log = s().log();
+    for (int i = 0; i < 100 && log.find("request: POST /v1/completions 200") == std::string::npos;
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        log = s().log();
+    }
     EXPECT_NE(log.find("request: GET /v1/no-such-thing 404"), std::string::npos) << log;
     EXPECT_NE(log.find("request: POST /v1/completions 400"), std::string::npos) << log;
     EXPECT_NE(log.find("request: POST /v1/completions 200"), std::string::npos) << log;
@@ -405,6 +413,26 @@ TEST(DropInFlags, VllmServeFlagsMap) {
     EXPECT_THROW(
         ServerProcess({server_target_path(), "-c", "512", "--max-model-len", "256"}, "both"),
         std::runtime_error);
+}
+
+// llama-server's --chat-template: a built-in name or a Jinja template's text; a bad name fails
+// before the model loads.
+TEST(DropInFlags, ServeChatTemplate) {
+    const json convo = {{"messages", user("Hi")}};
+    ServerProcess named({"-m", server_target_path(), "--chat-template", "chatml"}, "chatml");
+    Reply r = post(named, "/apply-template", convo);
+    EXPECT_EQ(r.body["prompt"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+        << r.text;
+    named.stop();
+    ServerProcess inline_tmpl({"-m", server_target_path(), "--chat-template",
+                               "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+                               "{% if add_generation_prompt %}[assistant] {% endif %}"},
+                              "jinja");
+    r = post(inline_tmpl, "/apply-template", convo);
+    EXPECT_EQ(r.body["prompt"], "[user] Hi\n[assistant] ") << r.text;
+    inline_tmpl.stop();
+    EXPECT_THROW(ServerProcess({"-m", server_target_path(), "--chat-template", "nonesuch"}, "bad"),
+                 std::runtime_error);
 }
 
 TEST(DropInIds, IdsDifferAcrossRestarts) {

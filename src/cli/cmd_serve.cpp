@@ -99,6 +99,11 @@ void resolve(ServeOptions& o) {
     // A bad template file fails before the model loads (it is read again with the model's tokens).
     if (!o.service.chat_template_file.empty())
         (void)load_chat_template_file(o.service.chat_template_file, {});
+    if (!o.service.chat_template.empty() && !o.service.chat_template_file.empty())
+        fail("give --chat-template or --chat-template-file, not both");
+    const std::string& ct = o.service.chat_template;
+    if (!ct.empty() && ct.find("{%") == std::string::npos && ct.find("{{") == std::string::npos)
+        (void)parse_chat_format(ct);  // an unknown name fails before the model loads
     if (o.service.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.service.n_threads);
@@ -146,6 +151,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.service.served_name,
                     "model id in the API (default: the file name without .gguf)");
+    cmd->add_option("--chat-template", o.service.chat_template,
+                    "chatml, llama2, llama3, mistral, gemma, phi3 or plain, or a Jinja template's "
+                    "text, instead of the model's tokenizer.chat_template (as llama-server)");
     cmd->add_option("--chat-template-file", o.service.chat_template_file,
                     "Jinja chat template to use instead of the model's tokenizer.chat_template");
     cmd->add_option("--reasoning-format", o.reasoning_format,

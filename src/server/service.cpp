@@ -75,9 +75,18 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 
-    prompter_ = std::make_unique<ChatPrompter>(
-        choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
-                             cfg.chat_template_file, target_->tokenizer()));
+    if (!cfg.chat_template.empty()) {
+        const bool jinja = cfg.chat_template.find("{%") != std::string::npos ||
+                           cfg.chat_template.find("{{") != std::string::npos;
+        prompter_ = std::make_unique<ChatPrompter>(
+            jinja ? ChatPrompter::jinja(cfg.chat_template, "--chat-template",
+                                        chat_tokens(target_->tokenizer()))
+                  : ChatPrompter::builtin(parse_chat_format(cfg.chat_template), "--chat-template"));
+    } else {
+        prompter_ = std::make_unique<ChatPrompter>(
+            choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
+                                 cfg.chat_template_file, target_->tokenizer()));
+    }
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
     if (cfg.ctx_is_total && cfg.n_parallel > 1) {  // llama-server's -c with -np

@@ -45,6 +45,9 @@ struct ServiceConfig {
     // --chat-template-file: a Jinja template used instead of the model's ("": the model's
     // tokenizer.chat_template, or a built-in format when it has none).
     std::string chat_template_file;
+    // --chat-template, as llama-server's: a built-in format's name (chatml, llama2, llama3,
+    // mistral, gemma, phi3, plain) or a Jinja template's text ("": not given).
+    std::string chat_template;
     ReasoningFormat reasoning_format = ReasoningFormat::automatic;  // --reasoning-format
 };
 
