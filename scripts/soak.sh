@@ -23,7 +23,7 @@ DRAFT="$SHARED/models/tinystories/llama2xs.gguf"
 for f in "$BIN" "$TARGET" "$DRAFT"; do [ -e "$f" ] || { echo "soak.sh: missing $f" >&2; exit 1; }; done
 
 LOG="$(mktemp /tmp/specula-soak-XXXXXX.log)"
-"$BIN" serve -m "$TARGET" -md "$DRAFT" --draft 4 --parallel 4 -t "${SOAK_THREADS:-2}" -c 1024 \
+"$BIN" serve -m "$TARGET" -md "$DRAFT" --draft 4 --parallel 4 -t "${SOAK_THREADS:-2}" --max-model-len 1024 \
     --host 127.0.0.1 --port 0 >"$LOG" 2>&1 &
 SERVER_PID=$!
 cleanup() {

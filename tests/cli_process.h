@@ -77,4 +77,16 @@ inline ProcResult run_specula(const std::vector<std::string>& args,
     return r;
 }
 
+// The Vulkan device the GPU tests name with --device (-ngl alone never picks a software one): the
+// software device (VkPhysicalDeviceType CPU: lavapipe, as in CI) when `specula info --devices`
+// lists one, else Vulkan0.
+inline std::string test_vulkan_device() {
+    const ProcResult r = run_specula({"info", "--devices"});
+    size_t at = r.out.find(" (CPU, ");
+    if (at == std::string::npos) return "Vulkan0";
+    const size_t line = r.out.rfind('\n', at);
+    const size_t start = line == std::string::npos ? 0 : line + 1;
+    return r.out.substr(start, r.out.find(':', start) - start);
+}
+
 }  // namespace specula::test

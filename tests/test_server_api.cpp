@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.h"
 #include "server/metrics.h"
 #include "server/server_process.h"
 #include "test_util.h"
@@ -566,11 +567,11 @@ TEST(ServerFlags, VllmGuideCommandAndLlamaServerSpellingsStart) {
     EXPECT_EQ(m["id"], "tiny");
     EXPECT_EQ(m["max_model_len"], 256);
     vllm.stop();
-    // llama-server's spellings.
-    ServerProcess llama(
-        {"-m", server_target_path(), "-md", server_draft_path(), "-np", "2", "-ngl", "99", "-ngld",
-         "99", "--draft-min", "1", "--draft-p-min", "0.5", "-cd", "512"},
-        "llama");
+    // llama-server's spellings (-dev names the device: -ngl never picks lavapipe by itself).
+    ServerProcess llama({"-m", server_target_path(), "-md", server_draft_path(), "-np", "2", "-ngl",
+                         "99", "-ngld", "99", "--draft-min", "1", "--draft-p-min", "0.5", "-cd",
+                         "512", "-dev", specula::test::test_vulkan_device()},
+                        "llama");
     EXPECT_NE(llama.log().find("slots 2"), std::string::npos) << llama.log();
 #ifdef SPECULA_HAVE_VULKAN
     EXPECT_NE(llama.log().find("Vulkan device"), std::string::npos) << llama.log();

@@ -21,12 +21,18 @@ using specula::test::ServerProcess;
 using specula::test::shared_path;
 
 std::vector<std::string> serve_args(int parallel) {
-    return {"-m",         shared_path("models/tinystories/stories260K.gguf"),
-            "-md",        shared_path("models/tinystories/llama2xs.gguf"),
-            "--draft",    "4",
-            "--parallel", std::to_string(parallel),
-            "-c",         "256",
-            "-t",         "2"};
+    return {"-m",
+            shared_path("models/tinystories/stories260K.gguf"),
+            "-md",
+            shared_path("models/tinystories/llama2xs.gguf"),
+            "--draft",
+            "4",
+            "--parallel",
+            std::to_string(parallel),
+            "--max-model-len",
+            "256",
+            "-t",
+            "2"};
 }
 
 long rss_kb(pid_t pid) {

@@ -37,6 +37,9 @@ std::vector<std::string> run_args(std::vector<std::string> extra) {
         "run", "-m", shared_path(kTarget), "-p", "Once upon", "-n", "4", "--temp", "0", "-c", "256",
         "-t",  "1"};
     a.insert(a.end(), extra.begin(), extra.end());
+    // -ngl never picks a software device by itself: the tests name the one they run on.
+    static const std::string device = specula::test::test_vulkan_device();
+    a.insert(a.end(), {"--device", device});
     return a;
 }
 

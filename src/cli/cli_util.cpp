@@ -63,10 +63,12 @@ std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
-std::string resolve_prompt(const std::string& text, const std::string& file) {
+std::string resolve_prompt(const std::string& text, const std::string& file, bool strip_newline) {
     if (file.empty()) return text;
     if (!text.empty()) fail("give the prompt either with -p or with -f, not both");
-    return read_text_file(file);
+    std::string s = read_text_file(file);
+    if (strip_newline && !s.empty() && s.back() == '\n') s.pop_back();
+    return s;
 }
 
 std::string process_escapes(const std::string& text) {

@@ -24,7 +24,10 @@ std::string read_text_file(const std::string& path);
 uint64_t parse_seed(const std::string& text, bool allow_random);
 
 // The prompt text: the contents of `file` when given (then `text` must be empty), else `text`.
-std::string resolve_prompt(const std::string& text, const std::string& file);
+// strip_newline: one trailing newline of the file (or stdin, "-") is dropped, as llama-cli's -f
+// does (run, chat); tokenize keeps the bytes as they are.
+std::string resolve_prompt(const std::string& text, const std::string& file,
+                           bool strip_newline = true);
 
 // llama-cli's escape processing (its -e, on by default): \n \r \t \' \" \\ become their
 // characters and \xHH (two hex digits) the byte HH; any other backslash is kept as it is.

@@ -29,6 +29,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
+#include "cli/speculative_options.h"
 #include "common/error.h"
 #include "server/service.h"
 #include "tokenizer/prompt.h"
@@ -162,7 +163,7 @@ int cmd_chat(const RunOptions& opt) {
     const std::string first =
         opt.prompt.empty() && opt.prompt_file.empty() ? std::string() : prompt_text(opt);
     reverse_prompts(opt);  // an empty -r fails before the model loads
-    parse_speculative_flags(opt.spec);
+    parse_speculative_cli(opt.spec, "chat");
     if (!opt.chat_template.empty() && !opt.chat_template_file.empty())
         fail("give --chat-template or --chat-template-file, not both");
     if (!opt.chat_template_file.empty())  // a bad file fails before the model loads

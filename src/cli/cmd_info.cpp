@@ -79,7 +79,8 @@ int64_t info_ctx(const GGUFFile& f, const std::string& arch, int n_ctx) {
     return n_ctx > 0 ? n_ctx : f.get_int_or(arch + ".context_length", 0);
 }
 
-// F32 K and V for every layer at n_ctx positions, from the GGUF keys; 0 when unknown.
+// F16 K and V (the default cache type of run, chat and serve, as llama.cpp's) for every layer at
+// n_ctx positions, from the GGUF keys; 0 when unknown.
 uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ctx) {
     const int64_t n_layer = f.get_int_or(arch + ".block_count", 0);
     const int64_t n_embd = f.get_int_or(arch + ".embedding_length", 0);
@@ -88,7 +89,7 @@ uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ct
     if (n_ctx <= 0 || n_layer <= 0 || n_embd <= 0 || n_head <= 0) return 0;
     const int64_t k_dim = f.get_int_or(arch + ".attention.key_length", n_embd / n_head);
     const int64_t v_dim = f.get_int_or(arch + ".attention.value_length", k_dim);
-    return static_cast<uint64_t>(n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 4);
+    return static_cast<uint64_t>(n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 2);
 }
 
 void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_bytes, int ctx) {
@@ -100,7 +101,7 @@ void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_by
         line("kv cache", "unknown (hyperparameters missing)");
         return;
     }
-    line("kv cache (f32)", format_bytes(kv) + " at n_ctx " + std::to_string(n_ctx));
+    line("kv cache (f16)", format_bytes(kv) + " at n_ctx " + std::to_string(n_ctx));
     line("total", format_bytes(weight_bytes + kv));
 }
 

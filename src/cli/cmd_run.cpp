@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
+#include "cli/speculative_options.h"
 #include "common/error.h"
 #include "common/stop_signals.h"
 #include "speculative/config.h"
@@ -68,8 +69,8 @@ int cmd_run(const RunOptions& opt) {
     if (!opt.chat_template_file.empty())
         fail("--chat-template-file needs conversation mode: add -cnv, or use `specula chat`");
     const std::string text = prompt_text(opt);
-    reverse_prompts(opt);               // an empty -r fails before the model loads
-    parse_speculative_flags(opt.spec);  // a bad speculative flag fails before the model loads
+    reverse_prompts(opt);                    // an empty -r fails before the model loads
+    parse_speculative_cli(opt.spec, "run");  // a bad speculative flag fails before the model loads
 
     const LoadedTarget target = load_target(opt);
     const Tokenizer& tok = target.model->tokenizer();

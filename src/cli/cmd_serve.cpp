@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -35,6 +36,9 @@ struct ServeOptions {
     double gpu_memory_utilization = -1;
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
     std::string reasoning_format = "auto";
+    int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
+    std::string dtype = "auto";
+    bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
 };
 
 // Made on first use (inside main's error handling): its defaults read the environment's
@@ -65,20 +69,41 @@ void resolve(ServeOptions& o) {
                      "warning: --gpu-memory-utilization ignored: the KV caches are sized by -c "
                      "and checked against the memory\n");
     }
-    o.service.speculative = parse_speculative_flags(o.spec);
+    if (o.ctx_total >= 0 && o.max_model_len >= 0)
+        fail(
+            "give -c (--ctx-size, the total over the slots) or --max-model-len (each slot's), "
+            "not both");
+    if (o.max_model_len >= 0) {
+        if (o.max_model_len == 0) fail("--max-model-len must be >= 1, got 0");
+        o.service.n_ctx = o.max_model_len;
+        o.service.ctx_is_total = false;
+    } else {
+        o.service.n_ctx = std::max(o.ctx_total, 0);
+        o.service.ctx_is_total = true;
+        if (o.ctx_total < -1) fail("-c (--ctx-size) must be >= 0, got ", o.ctx_total);
+    }
+    // vLLM's serve flags that change nothing here.
+    if (o.dtype != "auto")
+        fail("--dtype ", o.dtype,
+             ": not supported (the weights run in the GGUF file's own types; only --dtype auto)");
+    o.service.speculative = parse_speculative_cli(o.spec, "serve");
     o.service.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
     if (o.service.n_parallel < 1 || o.service.n_parallel > 256)
         fail("--parallel must be in [1, 256], got ", o.service.n_parallel);
-    if (o.service.n_ctx < 0) fail("-c (--ctx-size) must be >= 0, got ", o.service.n_ctx);
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
     o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
     // A bad template file fails before the model loads (it is read again with the model's tokens).
     if (!o.service.chat_template_file.empty())
         (void)load_chat_template_file(o.service.chat_template_file, {});
+    if (!o.service.chat_template.empty() && !o.service.chat_template_file.empty())
+        fail("give --chat-template or --chat-template-file, not both");
+    const std::string& ct = o.service.chat_template;
+    if (!ct.empty() && ct.find("{%") == std::string::npos && ct.find("{{") == std::string::npos)
+        (void)parse_chat_format(ct);  // an unknown name fails before the model loads
     if (o.service.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
              " (4x the hardware threads), got ", o.service.n_threads);
@@ -93,11 +118,22 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("-m,--model", o.service.model_path, "target GGUF model");
     cmd->add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
     add_speculative_options(*cmd, o.spec);
-    cmd->add_option("-c,--ctx-size,--max-model-len", o.service.n_ctx,
-                    "context per slot (0: the model's training context, at most 4096)");
-    cmd->add_option("--parallel", o.service.n_parallel,
-                    "generation slots (default 1: a lone request gets every thread)")
+    cmd->add_option("-c,--ctx-size", o.ctx_total,
+                    "context of all slots together, split evenly over --parallel slots as in "
+                    "llama-server (0: the model's training context, at most 4096)");
+    cmd->add_option("--max-model-len", o.max_model_len,
+                    "context of each slot (vLLM's: per sequence)");
+    cmd->add_option("--parallel,--max-num-seqs", o.service.n_parallel,
+                    "generation slots (default 1: a lone request gets every thread; "
+                    "vLLM's --max-num-seqs)")
         ->capture_default_str();
+    cmd->add_option("--dtype", o.dtype, "vLLM's; only auto (the GGUF file's own types)")
+        ->capture_default_str();
+    cmd->add_flag("--enable-prefix-caching", o.prefix_caching,
+                  "vLLM's; always on (a slot reuses the longest cached prefix)");
+    cmd->add_flag("--trust-remote-code", o.trust_remote_code, "vLLM's; accepted (no remote code)");
+    cmd->add_flag("--disable-log-requests", o.disable_log_requests,
+                  "vLLM's; accepted (one log line per request is kept)");
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
     cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
@@ -115,6 +151,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "threads of the one batched pass (default: hardware threads)");
     cmd->add_option("--served-model-name,--alias", o.service.served_name,
                     "model id in the API (default: the file name without .gguf)");
+    cmd->add_option("--chat-template", o.service.chat_template,
+                    "chatml, llama2, llama3, mistral, gemma, phi3 or plain, or a Jinja template's "
+                    "text, instead of the model's tokenizer.chat_template (as llama-server)");
     cmd->add_option("--chat-template-file", o.service.chat_template_file,
                     "Jinja chat template to use instead of the model's tokenizer.chat_template");
     cmd->add_option("--reasoning-format", o.reasoning_format,

@@ -12,7 +12,7 @@
 namespace specula::cli {
 
 int cmd_tokenize(const TokenizeOptions& opt) {
-    const std::string text = resolve_prompt(opt.prompt, opt.prompt_file);
+    const std::string text = resolve_prompt(opt.prompt, opt.prompt_file, /*strip_newline=*/false);
     auto file = GGUFFile::open(opt.model);
     auto tok = Tokenizer::from_gguf(*file);
     const auto ids = tok->encode(text, /*add_special=*/true, opt.parse_special);

@@ -50,6 +50,29 @@ int parse_device(const std::string& s) {
     return std::stoi(digits);
 }
 
+#ifdef SPECULA_HAVE_VULKAN
+// -ngl / -ngld without --device: the first discrete GPU, else the first other hardware one; never
+// a software device (VkPhysicalDeviceType CPU, e.g. Mesa's lavapipe, ~200x slower than the CPU
+// backend). With only software devices the layers stay on the CPU, said in one line.
+void choose_hardware_device(Placement& d) {
+    const auto devs = vk::list_devices();
+    int hw = -1;
+    for (const auto& x : devs)
+        if (hw < 0 && x.type == "discrete GPU") hw = x.index;
+    for (const auto& x : devs)
+        if (hw < 0 && x.type != "CPU") hw = x.index;
+    if (hw >= 0) {
+        d.target.device = d.draft.device = hw;
+    } else if (!devs.empty()) {
+        std::fprintf(stderr,
+                     "specula: no hardware GPU: -ngl runs on the CPU backend (Vulkan%d '%s' is a "
+                     "software device; --device Vulkan%d uses it)\n",
+                     devs[0].index, devs[0].name.c_str(), devs[0].index);
+        d.target.n_gpu_layers = d.draft.n_gpu_layers = 0;
+    }
+}
+#endif
+
 }  // namespace
 
 Placement parse_gpu_flags(const GpuFlags& f) {
@@ -74,6 +97,11 @@ Placement parse_gpu_flags(const GpuFlags& f) {
                            : f.n_gpu_layers_draft < 0 ? f.n_gpu_layers
                                                       : f.n_gpu_layers_draft;
     d.target.device = d.draft.device = none ? -1 : device;
+#ifdef SPECULA_HAVE_VULKAN
+    if (device == -1 && (d.target.n_gpu_layers > 0 || d.draft.n_gpu_layers > 0) &&
+        !d.target.required)
+        choose_hardware_device(d);
+#endif
     return d;
 }
 

@@ -3,6 +3,10 @@
 // --n-gpu-layers-draft (the draft model's; default: the same as -ngl), --device (a Vulkan device
 // index or "VulkanN" from `specula info --devices`, or "none"). parse_gpu_flags() checks them and
 // gives the placement the command passes down (LoadOptions::gpu, SpeculativeConfig::draft_gpu).
+// Without --device, -ngl / -ngld pick a hardware GPU (discrete first) and never a software
+// Vulkan device (lavapipe: VkPhysicalDeviceType CPU): with only those, the layers run on the CPU
+// backend with one line saying so; --device VulkanN names one to use it. SPECULA_NGL /
+// SPECULA_NGLD (the GPU tests' switch) keep the Vulkan backend's own choice, lavapipe included.
 #pragma once
 
 #include <string>

@@ -93,9 +93,9 @@ const MissingFeature kMissing[] = {
 
 // Features Specula does not have, refused before parsing so that nothing else is reported first.
 const char* missing_feature(const std::string& long_form, const std::string& command) {
-    const bool conversation_flag = long_form == "--conversation" ||
-                                   long_form == "--no-conversation" ||
-                                   long_form == "--system-prompt" || long_form == "--chat-template";
+    const bool conversation_flag =
+        long_form == "--conversation" || long_form == "--no-conversation" ||
+        long_form == "--system-prompt" || (long_form == "--chat-template" && command != "serve");
     if (conversation_flag && command != "run" && command != "chat")
         return "conversation mode is `specula chat` (or `specula run -cnv`)";
     if (long_form.rfind("--hf-", 0) == 0 || long_form == "--model-url")

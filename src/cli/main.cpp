@@ -181,6 +181,12 @@ int run_cli(int argc, char** argv) {
     for (CLI::App* c : commands) add_gpu_options(*c, gpu);
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
+    if (argc > 1 && argv[1][0] == '-' && std::string(argv[1]) != "--help" &&
+        std::string(argv[1]) != "-h" && std::string(argv[1]) != "--version") {
+        // llama-cli's habit: `specula -m MODEL -p TEXT` means `specula run -m MODEL -p TEXT`.
+        specula::fail("no command before '", argv[1], "': give one first, e.g. `specula run ",
+                      argv[1], " ...` (as llama-cli) or `specula serve ...` (as llama-server)");
+    }
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
     std::reverse(args.begin(), args.end());
     try {

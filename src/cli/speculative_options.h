@@ -13,4 +13,8 @@ namespace specula::cli {
 
 void add_speculative_options(CLI::App& cmd, SpeculativeFlags& flags);
 
+// parse_speculative_flags(), and one warning when --draft N was given without a drafter (no -md,
+// --spec-type or --speculative-config): N does nothing then.
+SpeculativeConfig parse_speculative_cli(const SpeculativeFlags& flags, const char* who);
+
 }  // namespace specula::cli

@@ -200,7 +200,10 @@ bool get_include_usage(const json& body, bool stream) {
 }
 
 // chat: logprobs (bool) + top_logprobs (0..20, only with logprobs); completions: logprobs N.
+// llama-server's n_probs N > 0 asks for the same (N alternatives) when logprobs is not given.
 int get_logprobs(const json& body, bool chat) {
+    const int n_probs = int(get_int(body, "n_probs", 0, 0, 20));
+    if (n_probs > 0 && !field(body, "logprobs")) return n_probs;
     if (!chat) return int(get_int(body, "logprobs", -1, 0, 20));
     const bool on = get_bool(body, "logprobs", false);
     if (field(body, "top_logprobs") && !on)
@@ -223,6 +226,27 @@ PenaltyParams get_penalties(const json& body) {
 
 std::shared_ptr<const JsonGrammar> get_grammar(const json& body) {
     const json* v = field(body, "response_format");
+    // llama-server's json_schema and vLLM's guided_json: a JSON schema, as response_format's.
+    for (const char* name : {"json_schema", "guided_json"}) {
+        const json* schema = field(body, name);
+        if (!schema) continue;
+        if (v) bad_request("give either response_format or " + std::string(name), name);
+        json s = *schema;
+        if (s.is_string()) {  // vLLM takes the schema as a JSON string too
+            s = json::parse(s.get<std::string>(), nullptr, false);
+            if (s.is_discarded())
+                bad_request("'" + std::string(name) + "' is not valid JSON", name);
+        }
+        if (!s.is_object()) wrong_type(name, "a JSON schema object");
+        try {
+            return response_format_grammar(
+                {{"type", "json_schema"}, {"json_schema", {{"name", name}, {"schema", s}}}});
+        } catch (const Error& e) {
+            bad_request(std::string(name) + ": " + e.what(), name);
+        } catch (const nlohmann::json::exception& e) {
+            bad_request(std::string(name) + ": " + e.what(), name);
+        }
+    }
     if (!v) return nullptr;
     try {
         return response_format_grammar(*v);
@@ -268,8 +292,9 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     if (!chat && get_int(body, "best_of", r.n, 1, 16) != r.n)
         bad_request("'best_of' must equal n (no server-side ranking of choices)", "best_of");
     if (const json* u = field(body, "user"); u && !u->is_string()) wrong_type("user", "a string");
-    const char* max_name =
-        field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    const char* max_name = field(body, "max_completion_tokens") ? "max_completion_tokens"
+                           : field(body, "max_tokens")          ? "max_tokens"
+                                                                : "n_predict";
     r.max_tokens = get_int(body, max_name, -1, -1, INT32_MAX);
     r.temperature = float(get_number(body, "temperature", r.temperature, 0.0, 2.0));
     r.top_p = float(get_number(body, "top_p", r.top_p, 0.0, 1.0));
@@ -277,6 +302,16 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.top_k = int(get_int(body, "top_k", r.top_k, -1, INT32_MAX));
     r.seed = get_seed(body);
     r.stop = get_stop(body);
+    r.include_stop_str = get_bool(body, "include_stop_str_in_output", false);
+    if (const json* ids = field(body, "stop_token_ids")) {
+        if (!ids->is_array() || ids->size() > 64)
+            wrong_type("stop_token_ids", "an array of token ids");
+        for (const json& t : *ids) {
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+                bad_request("'stop_token_ids' holds token ids, got " + t.dump(), "stop_token_ids");
+            r.stop_token_ids.push_back(int32_t(t.get<int64_t>()));
+        }
+    }
     r.stream = get_bool(body, "stream", false);
     r.include_usage = get_include_usage(body, r.stream);
     r.ignore_eos = get_bool(body, "ignore_eos", false);
@@ -302,6 +337,15 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
         r.parallel_tool_calls = tf.parallel_tool_calls;
         r.chat_template_kwargs = get_template_kwargs(body);
         r.reasoning_format = get_reasoning_format(body);
+        r.continue_final_message = get_bool(body, "continue_final_message", false);
+        r.add_generation_prompt =
+            get_bool(body, "add_generation_prompt", !r.continue_final_message);
+        if (r.continue_final_message && r.add_generation_prompt)
+            bad_request("continue_final_message needs add_generation_prompt: false",
+                        "continue_final_message");
+        if (r.continue_final_message && r.messages.back().role != "assistant")
+            bad_request("continue_final_message needs the last message to be the assistant's",
+                        "continue_final_message");
     }
     return r;
 }

@@ -1,4 +1,5 @@
-// Parsing and validating the JSON bodies of POST /v1/completions and /v1/chat/completions.
+// Parsing and validating the JSON bodies of POST /v1/completions, /v1/chat/completions and
+// llama-server's /completion (its native fields map onto the same request).
 // Every malformed, missing or wrong-typed field is an ApiError 400 naming the field (`param`), and
 // so is every field this server does not act on (server/request_fields.h); limits that need the
 // model (context size, vocabulary, draft length) are checked later by the Service.
@@ -30,14 +31,19 @@ struct CompletionRequest {
     nlohmann::ordered_json tools;  // chat: null when none (server/request_tools.h)
     bool parallel_tool_calls = true;
     std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
-    int64_t max_tokens = -1;       // -1: until the end of generation or a full context (64-bit, so
-                                   // that adding the prompt's length to it cannot overflow)
-    float temperature = 0.8f;      // llama-server's sampling defaults
+    // chat (vLLM): add_generation_prompt false renders without the assistant's opening;
+    // continue_final_message renders the last (assistant) message open, so the reply continues it.
+    bool add_generation_prompt = true, continue_final_message = false;
+    int64_t max_tokens = -1;   // (n_predict) -1: until the end of generation or a full context
+                               // (64-bit, so that adding the prompt's length to it cannot overflow)
+    float temperature = 0.8f;  // llama-server's sampling defaults
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
     uint64_t seed = 0xFFFFFFFFu;  // random
     std::vector<std::string> stop;
+    bool include_stop_str = false;        // vLLM's include_stop_str_in_output
+    std::vector<int32_t> stop_token_ids;  // vLLM's (checked against the vocabulary later)
     bool stream = false;
     bool ignore_eos = false;
     std::optional<int> n_draft;  // "speculative": {"num_speculative_tokens": N}
@@ -50,8 +56,9 @@ struct CompletionRequest {
     // Penalties (sampling/penalties.h); logit_bias is filled in by the Service from
     // logit_bias_json, which needs the vocabulary to check token ids.
     PenaltyParams penalties{};
-    nlohmann::json logit_bias_json;              // null: none
-    std::shared_ptr<const JsonGrammar> grammar;  // response_format json_object / json_schema
+    nlohmann::json logit_bias_json;  // null: none
+    // response_format json_object / json_schema, llama-server's json_schema, vLLM's guided_json
+    std::shared_ptr<const JsonGrammar> grammar;
 };
 
 // Throws ApiError (400) for anything malformed. `raw`: the same body parsed keeping its key

@@ -1,28 +1,32 @@
-// The request fields of POST /v1/completions and /v1/chat/completions, each either implemented or
-// refused: check_request_fields() throws ApiError 400 naming the first field (`param`) that this
-// server does not act on, so that no field is ever silently ignored.
+// THE table of request fields of POST /v1/completions, /v1/chat/completions and llama-server's
+// /completion (request_fields.cpp): every field a client may send is in one of three lists, so
+// that none is ever silently ignored and nothing a llama-server or vLLM client sends by habit is
+// refused for being foreign.
 //
-// Implemented (parsed by server/request.h): model, prompt / messages, max_tokens,
-// max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream, stream_options
-// (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs,
-// top_logprobs (chat), echo (completions), response_format, and the vLLM / llama-server extras
-// top_k, min_p, repetition_penalty (repeat_penalty), repeat_last_n, ignore_eos, speculative,
-// chat_template_kwargs and reasoning_format (chat).
-// Accepted because they change nothing about the output: user, safety_identifier,
-// prompt_cache_key (identifiers), store: false, service_tier "auto" / "default", modalities
-// ["text"], functions: [], function_call "none"; on completions tool_choice "none", tools: []
-// and parallel_tool_calls. Chat implements tools, tool_choice (auto / none) and
-// parallel_tool_calls (server/request_tools.h).
-// Refused: functions, function_call (legacy), audio and other
-// modalities, prediction, reasoning_effort, verbosity, web_search_options, metadata and
-// store: true (nothing is stored), suffix (no infilling), other service tiers, and any field
-// this server does not know.
+// 1. Implemented (parsed by server/request.h): OpenAI's model, prompt / messages, max_tokens,
+//    max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream, stream_options
+//    (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs,
+//    top_logprobs (chat), echo (completions), response_format, tools / tool_choice /
+//    parallel_tool_calls (chat); llama-server's n_predict (= max_tokens), n_probs (= logprobs),
+//    json_schema (= response_format json_schema), top_k, min_p, repeat_penalty, repeat_last_n,
+//    ignore_eos, reasoning_format, chat_template_kwargs; vLLM's repetition_penalty,
+//    guided_json (= a json_schema grammar), include_stop_str_in_output, stop_token_ids,
+//    add_generation_prompt and continue_final_message (chat), speculative.
+// 2. Neutral: accepted because their value changes nothing Specula outputs; refused by name (400)
+//    at any other value. E.g. cache_prompt (any: the slot's cache is always reused, which changes
+//    no token), typical_p 1, tfs_z 1, mirostat 0, dry_multiplier 0, xtc_probability 0,
+//    top_n_sigma <= 0, dynatemp_range 0, penalize_nl false, n_keep, id_slot, timings_per_token,
+//    samplers (when it keeps Specula's order), min_tokens 0, skip_special_tokens true,
+//    identifiers (user, request_id, ...), store
+//    false, service_tier auto, and OpenAI's tools on /v1/completions when empty.
+// 3. Anything else, refused by name: a known field at a value Specula does not implement says why.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 namespace specula {
 
+// Throws ApiError 400 naming (`param`) the first field that this server does not act on.
 void check_request_fields(const nlohmann::json& body, bool chat);
 
 }  // namespace specula

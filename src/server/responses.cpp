@@ -91,6 +91,37 @@ json ResponseHead::make() const {
     return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
 }
 
+json timings_json(const std::vector<Completion>& choices) {
+    int prompt_n = 0, predicted_n = 0;
+    double prompt_ms = 0, predicted_ms = 0;
+    long draft_n = 0, draft_accepted = 0;
+    bool drafting = false;
+    for (const Completion& c : choices) {
+        prompt_n += c.stats.n_prompt - c.stats.n_prompt_cached;
+        prompt_ms += c.stats.t_prompt_ms;
+        predicted_n += c.stats.n_generated;
+        predicted_ms += c.stats.t_gen_ms;
+        draft_n += c.stats.n_drafted;
+        draft_accepted += c.stats.n_accepted;
+        drafting = drafting || !c.stats.drafter.empty();
+    }
+    const auto per_token = [](double ms, int n) { return n > 0 ? ms / n : 0.0; };
+    const auto per_second = [](double ms, int n) { return ms > 0 ? n * 1e3 / ms : 0.0; };
+    json t = {{"prompt_n", prompt_n},
+              {"prompt_ms", prompt_ms},
+              {"prompt_per_token_ms", per_token(prompt_ms, prompt_n)},
+              {"prompt_per_second", per_second(prompt_ms, prompt_n)},
+              {"predicted_n", predicted_n},
+              {"predicted_ms", predicted_ms},
+              {"predicted_per_token_ms", per_token(predicted_ms, predicted_n)},
+              {"predicted_per_second", per_second(predicted_ms, predicted_n)}};
+    if (drafting) {
+        t["draft_n"] = draft_n;
+        t["draft_n_accepted"] = draft_accepted;
+    }
+    return t;
+}
+
 json usage_json(const std::vector<Completion>& choices) {
     const int prompt = choices.empty() ? 0 : choices[0].stats.n_prompt;
     long completion = 0;
@@ -182,13 +213,16 @@ json finish_chunk(const ResponseHead& h, int index, const Completion& c) {
     } else {
         choice["text"] = "";
     }
-    return with_choice(h, choice);
+    json j = with_choice(h, choice);
+    j["timings"] = timings_json({c});
+    return j;
 }
 
 json usage_chunk(const ResponseHead& h, const std::vector<Completion>& choices) {
     json j = h.make();
     j["choices"] = json::array();
     j["usage"] = usage_json(choices);
+    j["timings"] = timings_json(choices);
     return j;
 }
 
@@ -230,6 +264,7 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
     json j = h.make();
     j["choices"] = list;
     j["usage"] = usage_json(choices);
+    j["timings"] = timings_json(choices);
     return j;
 }
 

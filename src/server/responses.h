@@ -26,12 +26,23 @@ struct ResponseHead {
     // chat with tools: <tool_call> blocks in the content become tool_calls (finish_reason
     // "tool_calls"); parallel_tool_calls false keeps the first only.
     bool parse_tools = false, parallel_tool_calls = true;
+    // llama-server's native /completion (server/native_responses.h): its shapes instead of
+    // OpenAI's; the prompt's token count and the generation settings it echoes.
+    bool native = false;
+    int n_prompt = 0;
+    nlohmann::json settings;
     nlohmann::json make() const;
 };
 
 // Usage over all choices: the prompt once, every choice's generated tokens, and the speculative
 // block (drafts, drafted, accepted, accepted_per_pos summed; rates over the sums).
 nlohmann::json usage_json(const std::vector<Completion>& choices);
+
+// llama-server's `timings` over all choices: prompt_n (tokens evaluated, cached ones not
+// counted), prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms,
+// predicted_per_token_ms, predicted_per_second and, when a drafter ran, draft_n and
+// draft_n_accepted. On every full response, on the chunk with finish_reason and the usage chunk.
+nlohmann::json timings_json(const std::vector<Completion>& choices);
 
 // Tracks which generated tokens' logprobs a stream has sent (a token's entry goes out with the
 // chunk that carries the first of its text).

@@ -18,8 +18,9 @@ struct Scheduler::Active {
     std::unique_ptr<Drafter> own_drafter;  // a sampling request's own drafter
     Sequence seq;
     std::unique_ptr<TextStream> text;
-    bool stopped = false;  // a stop string or the client ended it
-    int n_emitted = 0;     // tokens handed to the text stream (their index)
+    bool stopped = false;        // a stop string or the client ended it
+    bool token_stopped = false;  // a stop token id ended it
+    int n_emitted = 0;           // tokens handed to the text stream (their index)
 };
 
 Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
@@ -102,6 +103,7 @@ void Scheduler::admit() {
             } else if (!free_.empty()) {
                 const SlotMatch m = best_slot(free_, (*it)->prompt);
                 free_.erase(std::find(free_.begin(), free_.end(), m.slot));
+                m.slot->busy = true;
                 starting.emplace_back(std::move(*it), m);
                 it = queue_.erase(it);
             } else {
@@ -154,7 +156,7 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
             j->logprobs.push_back(std::move(lp));
         };
     }
-    a->text = std::make_unique<TextStream>(job->stops);
+    a->text = std::make_unique<TextStream>(job->stops, job->include_stop_str);
     // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
     if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
     engine_.start(q, job->prompt, /*reuse_cache=*/true);
@@ -205,6 +207,11 @@ bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
         j.cv.notify_all();
     }
     if (stop) a.stopped = true;
+    if (!stop &&
+        std::find(j.stop_token_ids.begin(), j.stop_token_ids.end(), id) != j.stop_token_ids.end()) {
+        a.stopped = a.token_stopped = true;
+        return false;
+    }
     return !stop && !j.cancel;
 }
 
@@ -250,6 +257,7 @@ void Scheduler::finish(Active& a, const char* why) {
     // Before the job is marked done: a client that scrapes /metrics right after its answer must
     // see the slot's KV released (a cached prefix is reusable, not in use, as in vLLM).
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
+    s.busy = false;  // likewise for GET /slots
     Job& j = *a.job;
     {
         std::lock_guard lk(j.mu);
@@ -257,7 +265,8 @@ void Scheduler::finish(Active& a, const char* why) {
             std::vector<TokenPiece> rest = a.text->finish();
             for (auto& p : rest) j.pieces.push_back(std::move(p));
         }
-        j.text_stopped = a.text->stopped();
+        j.text_stopped = a.text->stopped() || a.token_stopped;
+        j.stop_word = a.text->matched();
         j.stats = a.seq.stats;
         j.done = true;
         j.cv.notify_all();
@@ -266,6 +275,10 @@ void Scheduler::finish(Active& a, const char* why) {
         std::lock_guard lock(mu_);
         free_.push_back(&s);
     }
+}
+
+bool Scheduler::slot_busy(int i) const {
+    return i >= 0 && i < n_slots() && slots_[size_t(i)]->busy;
 }
 
 }  // namespace specula

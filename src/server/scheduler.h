@@ -52,6 +52,8 @@ struct Job {
     SamplingParams sampling;
     bool draft_auto = false;  // use the slot's draft-length controller (gen.n_draft unused)
     std::vector<std::string> stops;
+    bool include_stop_str = false;        // the text keeps the stop string that ended it
+    std::vector<int32_t> stop_token_ids;  // generating one of these ends the request (kept)
     std::chrono::steady_clock::time_point t_arrival;
     std::unique_ptr<Constraints> constraints;  // the request's (server/sampling_setup.h), or null
     int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
@@ -70,7 +72,8 @@ struct Job {
     std::string error;  // set when the scheduler failed (done is set too)
     int slot_id = -1, n_cached = 0;
     SpecStats stats;
-    bool text_stopped = false;  // a stop string ended it
+    bool text_stopped = false;  // a stop string (or a stop token id) ended it
+    std::string stop_word;      // the stop string that ended it
     double ttft_s = 0;
 };
 
@@ -83,6 +86,8 @@ class Scheduler {
     void submit(std::shared_ptr<Job> job);
     int n_threads() const { return pool_.size(); }
     int n_slots() const { return int(slots_.size()); }
+    // Whether slot i holds a request now (GET /slots; any thread).
+    bool slot_busy(int i) const;
     // Batched drafting so far (scheduler thread writes, any thread reads): draft-model passes and
     // the sequences they drafted for, summed over the passes.
     long draft_passes() const { return draft_passes_; }

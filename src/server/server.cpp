@@ -12,10 +12,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <random>
 #include <thread>
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/native_responses.h"
 #include "server/responses.h"
 #include "server/token_routes.h"
 #include "server/web_ui.h"
@@ -50,12 +52,14 @@ std::string too_big_message(size_t max_body) {
            " bytes (--max-body-bytes; counted after any Content-Encoding)";
 }
 
-std::string status_message(int status, size_t max_body) {
+std::string status_message(int status, size_t max_body, const httplib::Request& req) {
     switch (status) {
         case 404:
-            return "not found";
+            return "not found: " + req.method + " " + req.path + " (this server answers " +
+                   "/v1/completions, /v1/chat/completions, /v1/models, /completion, /props, " +
+                   "/slots, /health, /metrics, /tokenize, /detokenize, /apply-template)";
         case 405:
-            return "method not allowed";
+            return "method not allowed: " + req.method + " " + req.path;
         case 413:
             return too_big_message(max_body);
         case 414:
@@ -72,13 +76,21 @@ std::string lower(std::string s) {
 
 // The methods each path answers (a known path with another method gets 405), "" if unknown.
 const char* allowed_methods(const std::string& path) {
-    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/completion" ||
+        path == "/completions" || path == "/chat/completions" || path == "/tokenize" ||
         path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings" ||
         path == "/apply-template")
         return "POST";
-    if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models")
+    if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models" ||
+        path == "/models" || path == "/props" || path == "/slots")
         return "GET, HEAD";
     return "";
+}
+
+// The paths --api-key guards: /v1/* and their unversioned aliases, /completion and /slots.
+bool needs_key(const std::string& path) {
+    return path.rfind("/v1/", 0) == 0 || path == "/completion" || path == "/completions" ||
+           path == "/chat/completions" || path == "/models" || path == "/slots";
 }
 
 // A POST body must be JSON by its Content-Type (a browser sends text/plain cross-origin without
@@ -112,6 +124,23 @@ bool read_body(const httplib::ContentReader& reader, const httplib::Response& re
 }
 
 std::atomic<long> g_request_id{0};
+
+// Response ids: a prefix drawn once per process (time and randomness), then a counter, so that ids
+// never repeat across restarts (clients and logs key on them).
+const std::string& id_prefix() {
+    static const std::string prefix = [] {
+        std::random_device rd;
+        const uint64_t x = (uint64_t(rd()) << 32 | rd()) ^
+                           uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+        return std::string(buf, 12);
+    }();
+    return prefix;
+}
+
+// The start of the request being served on this thread (set before routing), for the log line.
+thread_local clock_type::time_point t_request_start{};
 
 // A failure after the response has started (generation threw): logged, and sent as an error
 // object since the 200 status is already out.
@@ -161,8 +190,21 @@ void HttpServer::routes() {
     httplib::Server& s = *svr_;
     Metrics& metrics = service_.metrics();
 
+    // One line per request, refused ones included (method, path, status, milliseconds), as
+    // llama-server logs them; a streamed one is logged when its stream ends.
+    s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+        const double ms =
+            t_request_start == clock_type::time_point{}
+                ? 0.0
+                : std::chrono::duration<double, std::milli>(clock_type::now() - t_request_start)
+                      .count();
+        t_request_start = {};
+        std::fprintf(stderr, "serve: request: %s %s %d %.0f ms\n", req.method.c_str(),
+                     req.path.c_str(), res.status, ms);
+    });
     s.set_pre_routing_handler([this, &metrics](const httplib::Request& req,
                                                httplib::Response& res) {
+        t_request_start = clock_type::now();
         const auto refuse = [&](const ApiError& e) {
             metrics.record_failure(e.status());
             send_error(res, e);
@@ -200,7 +242,7 @@ void HttpServer::routes() {
                                    "application/json, got '" +
                                        req.get_header_value("Content-Type") + "'"));
         }
-        if (cfg_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
+        if (cfg_.api_key.empty() || !needs_key(req.path))
             return httplib::Server::HandlerResponse::Unhandled;
         if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key)
             return httplib::Server::HandlerResponse::Unhandled;
@@ -220,7 +262,7 @@ void HttpServer::routes() {
             metrics.record_failure(res.status);
             const char* type = res.status >= 500 ? "server_error" : "invalid_request_error";
             send_json(res, res.status,
-                      api_error_body(status_message(res.status, cfg_.max_body_bytes), type));
+                      api_error_body(status_message(res.status, cfg_.max_body_bytes, req), type));
             return httplib::Server::HandlerResponse::Handled;
         }));
     s.set_exception_handler(
@@ -245,13 +287,42 @@ void HttpServer::routes() {
     s.Get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(web_ui_html(), "text/html; charset=utf-8");
     });
-    s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        json model = {{"id", service_.served_name()},
-                      {"object", "model"},
-                      {"created", long(std::time(nullptr))},
-                      {"owned_by", "specula"},
-                      {"max_model_len", service_.n_ctx()}};
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+    for (const char* path : {"/v1/models", "/models"}) {
+        s.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+            json model = {{"id", service_.served_name()},
+                          {"object", "model"},
+                          {"created", long(std::time(nullptr))},
+                          {"owned_by", "specula"},
+                          {"max_model_len", service_.n_ctx()}};
+            send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+        });
+    }
+    // llama-server's /props and /slots (what its web UI and dashboards read).
+    s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+        CompletionRequest defaults;
+        const Tokenizer& tok = service_.target().tokenizer();
+        send_json(res, 200,
+                  {{"default_generation_settings",
+                    {{"n_ctx", service_.n_ctx()},
+                     {"params", generation_settings(defaults, service_.n_ctx())}}},
+                   {"total_slots", service_.n_slots()},
+                   {"model_path", service_.served_name()},  // the name, never the path
+                   {"model_alias", service_.served_name()},
+                   {"chat_template", service_.chat_prompter().describe()},
+                   {"bos_token", tok.bos() >= 0 ? tok.token_text(tok.bos()) : ""},
+                   {"eos_token", tok.eos() >= 0 ? tok.token_text(tok.eos()) : ""},
+                   {"modalities", {{"vision", false}, {"audio", false}}},
+                   {"build_info", "specula"}});
+    });
+    s.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+        json slots = json::array();
+        for (int i = 0; i < service_.n_slots(); ++i)
+            slots.push_back({{"id", i},
+                             {"id_task", -1},
+                             {"n_ctx", service_.n_ctx()},
+                             {"speculative", service_.speculative()},
+                             {"is_processing", service_.slot_busy(i)}});
+        send_json(res, 200, slots);
     });
     // A JSON-in, JSON-out route: respond(req, body) gives the answer; a body that is not JSON,
     // an ApiError or an Error is a 4xx JSON error (and counted).
@@ -293,18 +364,22 @@ void HttpServer::routes() {
                                      "", "not_implemented_error", "not_implemented"));
         });
     }
-    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& reader) {
-        handle_completion(req, res, reader, false);
-    });
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
-                                          const httplib::ContentReader& reader) {
-        handle_completion(req, res, reader, true);
-    });
+    const std::pair<const char*, Api> completion_routes[] = {{"/v1/completions", Api::completions},
+                                                             {"/completions", Api::completions},
+                                                             {"/v1/chat/completions", Api::chat},
+                                                             {"/chat/completions", Api::chat},
+                                                             {"/completion", Api::native}};
+    for (const auto& [path, api] : completion_routes) {
+        s.Post(path, [this, api](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+            handle_completion(req, res, reader, api);
+        });
+    }
 }
 
 void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res,
-                                   const httplib::ContentReader& reader, bool chat) {
+                                   const httplib::ContentReader& reader, Api api) {
+    const bool chat = api == Api::chat, native = api == Api::native;
     PreparedRequest p;
     try {
         std::string text;
@@ -318,6 +393,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
         const auto ordered = nlohmann::ordered_json::parse(text);  // valid: body parsed
         p = service_.prepare(parse_completion_request(body, chat, &ordered));
+        if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
         send_error(res, e);
@@ -329,10 +405,11 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     }
     const long n = ++g_request_id;
     auto head = std::make_shared<ResponseHead>(ResponseHead{
-        (chat ? "chatcmpl-" : "cmpl-") + std::to_string(n),
+        (chat ? "chatcmpl-" : "cmpl-") + id_prefix() + std::to_string(n),
         chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
         long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs, p.split_reasoning,
-        p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls});
+        p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls, native, int(p.prompt.size())});
+    if (native) head->settings = generation_settings(p.req, service_.n_ctx());
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -358,14 +435,17 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
             bool started = false;
             const auto start = [&](const Completion& so_far) {
                 started = true;
-                return write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
+                return head->native || write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
             };
             try {
                 c = service_.run(
                     *prepared,
                     [&](const Completion& so_far, const std::vector<TokenPiece>& pieces) {
                         if (!started && !start(so_far)) return false;
-                        return write_sse(sink, stream_chunk(*head, i, pieces, so_far, tok, cursor));
+                        return write_sse(sink,
+                                         head->native
+                                             ? native_chunk(*head, pieces, so_far, tok, cursor)
+                                             : stream_chunk(*head, i, pieces, so_far, tok, cursor));
                     },
                     [&] { return sink.write(waiting.data(), waiting.size()); }, i);
             } catch (const std::exception& e) {  // the status line is gone: report in-band
@@ -374,6 +454,11 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
             }
             if (c.finish_reason == "abort") return false;
             if (!started && !start(c)) return false;
+            if (head->native) {  // llama-server's last event: the whole reply; no [DONE]
+                write_sse(sink, native_final(*head, c, tok, /*streamed=*/true));
+                sink.done();
+                return true;
+            }
             if (const json rest = stream_flush_chunk(*head, i, cursor);
                 !rest.is_null() && !write_sse(sink, rest))
                 return false;
@@ -418,7 +503,9 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             if (c.finish_reason == "abort") return false;
             choices.push_back(std::move(c));
         }
-        const std::string body = dump(full_response(*head, choices, service_.target().tokenizer()));
+        const Tokenizer& tok = service_.target().tokenizer();
+        const std::string body = dump(head->native ? native_final(*head, choices[0], tok, false)
+                                                   : full_response(*head, choices, tok));
         sink.write(body.data(), body.size());
         sink.done();
         return true;

@@ -1,15 +1,16 @@
 // HttpServer: the OpenAI-compatible HTTP API over an Service (cpp-httplib).
 //
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true -> SSE chunks, data: [DONE])
+//   POST /completion, GET /props, GET /slots: llama-server's own (server/native_responses.h)
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text), GET / (the embedded web UI)
 //   POST /tokenize, POST /detokenize (llama-server's), POST /v1/embeddings (501): token_routes.h
 //   OPTIONS (CORS preflight) on any of them when --cors-origin allows the request's Origin
 //
 // Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields, 401 bad or
 // missing API key (when one is set; /v1/* only), 403 a Host header naming another site (when no
-// key is set), 404 unknown model or path, 405 a known path with the wrong method, 413 body too
-// large, 415 a POST body not sent as application/json, 503 too many connections, 500 internal.
-// A failing request never affects the others.
+// key is set), 404 an unknown path (named in the message; any `model` is accepted), 405 a known
+// path with the wrong method, 413 body too large, 415 a POST body not sent as application/json, 503
+// too many connections, 500 internal. A failing request never affects the others.
 //
 // Limits, all enforced here or in server/connection.h: the body is at most max_body_bytes after
 // decoding (whatever its Transfer-Encoding or Content-Encoding; counted while it is read, so an
@@ -21,10 +22,14 @@
 // without --api-key the Host header must be an IP address, localhost or the --host name, so a
 // DNS-rebound name cannot read the API.
 //
-// Responses carry the usual OpenAI fields plus, in `usage`, a `speculative` block (drafts,
-// drafted, accepted, accepted_per_pos, acceptance_rate, mean_acceptance_length); each streamed
-// chunk's choice carries a `specula` object {"tokens": [{"text", "drafted"}]} listing the tokens
-// of the chunk and whether each was an accepted draft token.
+// Every request gets one log line on stderr (method, path, status, milliseconds), refused ones
+// too. Ids are unique across restarts (a random prefix per process, then a counter).
+//
+// Responses carry the usual OpenAI fields plus llama-server's `timings` (responses.h) and, in
+// `usage`, a `speculative` block (drafts, drafted, accepted, accepted_per_pos, acceptance_rate,
+// mean_acceptance_length); each streamed chunk's choice carries a `specula` object {"tokens":
+// [{"text", "drafted"}]} listing the tokens of the chunk and whether each was an accepted draft
+// token.
 //
 // Client disconnects: a streaming request stops at the first failed write. A non-streaming one
 // is sent with chunked encoding and JSON-insignificant leading whitespace at most every 100 ms
@@ -74,8 +79,9 @@ class HttpServer {
 
   private:
     void routes();
+    enum class Api { completions, chat, native };  // native: llama-server's /completion
     void handle_completion(const httplib::Request& req, httplib::Response& res,
-                           const httplib::ContentReader& reader, bool chat);
+                           const httplib::ContentReader& reader, Api api);
     void send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                      std::shared_ptr<const PreparedRequest> prepared);
     void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,

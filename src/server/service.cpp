@@ -27,6 +27,12 @@ std::string default_name(const std::string& path) {
     return stem;
 }
 
+// A prompt (or prompt + max_tokens) past the context: 400 with OpenAI's code, which litellm,
+// aider and LangChain key on.
+[[noreturn]] void context_exceeded(const std::string& message, const std::string& param) {
+    throw ApiError(400, message, param, "invalid_request_error", "context_length_exceeded");
+}
+
 }  // namespace
 
 ChatTokens chat_tokens(const Tokenizer& tok) {
@@ -69,11 +75,32 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 
-    prompter_ = std::make_unique<ChatPrompter>(
-        choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
-                             cfg.chat_template_file, target_->tokenizer()));
+    if (!cfg.chat_template.empty()) {
+        const bool jinja = cfg.chat_template.find("{%") != std::string::npos ||
+                           cfg.chat_template.find("{{") != std::string::npos;
+        prompter_ = std::make_unique<ChatPrompter>(
+            jinja ? ChatPrompter::jinja(cfg.chat_template, "--chat-template",
+                                        chat_tokens(target_->tokenizer()))
+                  : ChatPrompter::builtin(parse_chat_format(cfg.chat_template), "--chat-template"));
+    } else {
+        prompter_ = std::make_unique<ChatPrompter>(
+            choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
+                                 cfg.chat_template_file, target_->tokenizer()));
+    }
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
+    if (cfg.ctx_is_total && cfg.n_parallel > 1) {  // llama-server's -c with -np
+        const int total = n_ctx_;
+        n_ctx_ = total / cfg.n_parallel;
+        if (n_ctx_ < 8)
+            fail("-c ", total, " over ", cfg.n_parallel, " slots leaves ", n_ctx_,
+                 " positions per slot: give a larger -c, fewer --parallel slots, or each slot's "
+                 "context with --max-model-len");
+        std::fprintf(stderr,
+                     "serve: context %d split over %d slots: %d positions each (-c is the total, "
+                     "as in llama-server; --max-model-len N sets each slot's)\n",
+                     total, cfg.n_parallel, n_ctx_);
+    }
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
     const MemoryPlan plan = plan_memory(
         *target_, spec_.draft_model.get(),
@@ -118,17 +145,13 @@ std::vector<token_id> Service::tokenize(const std::string& text) const {
 PreparedRequest Service::prepare(CompletionRequest req) const {
     PreparedRequest p;
     p.t_arrival = clock_type::now();
-    if (!req.model.empty() && req.model != served_name_) {  // never the path: no path oracle
-        throw ApiError(404,
-                       "the model '" + req.model + "' does not exist (this server serves '" +
-                           served_name_ + "')",
-                       "model", "invalid_request_error", "model_not_found");
-    }
+    // Any `model` is accepted, as llama-server does: one model is served and the response names
+    // it (LangChain's default "gpt-3.5-turbo" or the path given to vLLM's --model just work).
     const char* prompt_param = req.chat ? "messages" : "prompt";
     // A prompt too long by its bytes alone is refused before it is tokenized.
     const auto refuse_by_bytes = [&](const std::string& text) -> const std::string& {
         const ContextFit fit = check_prompt_bytes(target_->tokenizer(), text.size(), n_ctx_, "");
-        if (fit.what != ContextFit::fits) bad_request(fit.message, prompt_param);
+        if (fit.what != ContextFit::fits) context_exceeded(fit.message, prompt_param);
         return text;
     };
     if (req.chat) {
@@ -164,21 +187,40 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     const ContextFit fit =
         check_context(int(p.prompt.size()), req.max_tokens, n_ctx_, "", "max_tokens");
     if (fit.what != ContextFit::fits)
-        bad_request(fit.message,
-                    fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
+        context_exceeded(fit.message,
+                         fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
     sampling_->check(req);
+    for (const int32_t t : req.stop_token_ids)
+        if (t >= target_->hparams().n_vocab)
+            bad_request("stop token id " + std::to_string(t) + " is outside the vocabulary (" +
+                            std::to_string(target_->hparams().n_vocab) + " tokens)",
+                        "stop_token_ids");
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
     return p;
 }
 
 std::string Service::chat_prompt(const CompletionRequest& req) const {
+    std::string text;
     try {
-        return prompter_->render(req.chat_messages, /*add_generation_prompt=*/true, req.tools,
+        text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools,
                                  req.chat_template_kwargs);
     } catch (const Error& e) {
         bad_request(e.what(), "messages");
     }
+    if (req.continue_final_message) {
+        // As vLLM: the prompt ends where the last (assistant) message's text ends, so the reply
+        // continues it instead of closing the turn.
+        const std::string& last = req.messages.back().content;
+        const size_t at = last.empty() ? std::string::npos : text.rfind(last);
+        if (at == std::string::npos)
+            bad_request(
+                "continue_final_message: the chat template does not write the last "
+                "message's text as given",
+                "continue_final_message");
+        text.resize(at + last.size());
+    }
+    return text;
 }
 
 // A request whose client left while it waited for a slot: counted as aborted, nothing generated.
@@ -219,6 +261,8 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     job->n_logprobs = r.logprobs;
     job->echo_logprobs = r.echo && r.logprobs >= 0;
     job->stops = r.stop;
+    job->include_stop_str = r.include_stop_str;
+    job->stop_token_ids = r.stop_token_ids;
     job->t_arrival = p.t_arrival;
 
     metrics_.add_waiting(1);
@@ -248,6 +292,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
             metrics_.add_waiting(-1);
             metrics_.add_running(1);
             c.prompt_logprobs = job->prompt_logprobs;  // set before started
+            c.slot_id = job->slot_id;
         }
         pieces.swap(job->pieces);
         // Logprobs reach the job before the text of their tokens.
@@ -274,8 +319,11 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     c.stats = job->stats;
     c.ttft_s = job->ttft_s;
     c.n_cached = job->n_cached;
-    const int slot_id = job->slot_id;
-    const bool text_stopped = job->text_stopped;
+    c.slot_id = job->slot_id;
+    c.text_stopped = job->text_stopped;
+    c.stop_word = job->stop_word;
+    const int slot_id = c.slot_id;
+    const bool text_stopped = c.text_stopped;
     lock.unlock();
 
     if (cancelled) {

@@ -35,6 +35,9 @@ struct ServiceConfig {
     SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
     OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
     int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
+    // llama-server's -c: n_ctx is the total, split evenly over the slots (said on stderr);
+    // false: n_ctx is each slot's (vLLM's --max-model-len, per sequence).
+    bool ctx_is_total = false;
     int n_parallel = 1;
     int n_threads = 0;                                  // 0: hardware threads
     std::string served_name;                            // "" : the model file's name without .gguf
@@ -42,6 +45,9 @@ struct ServiceConfig {
     // --chat-template-file: a Jinja template used instead of the model's ("": the model's
     // tokenizer.chat_template, or a built-in format when it has none).
     std::string chat_template_file;
+    // --chat-template, as llama-server's: a built-in format's name (chatml, llama2, llama3,
+    // mistral, gemma, phi3, plain) or a Jinja template's text ("": not given).
+    std::string chat_template;
     ReasoningFormat reasoning_format = ReasoningFormat::automatic;  // --reasoning-format
 };
 
@@ -75,6 +81,9 @@ struct Completion {
     int n_text_tokens =
         0;  // generated tokens that put text in `text` (a stop string cuts later ones)
     std::string finish_reason;  // "stop", "length" or "abort"
+    bool text_stopped = false;  // a stop string ended it (llama-server's stop_type "word")
+    std::string stop_word;      // which one (llama-server's stopping_word)
+    int slot_id = -1;
     SpecStats stats;
     double ttft_s = 0, e2e_s = 0;
     int n_cached = 0;  // prompt tokens the slot already held (not evaluated again)
@@ -93,6 +102,9 @@ class Service {
     const Model& target() const { return *target_; }
     const ChatPrompter& chat_prompter() const { return *prompter_; }
     int n_ctx() const { return n_ctx_; }
+    int n_slots() const { return scheduler_->n_slots(); }
+    bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
+    bool speculative() const { return cfg_.speculative.method != SpecMethod::none; }
     Metrics& metrics() { return metrics_; }
     std::string describe() const;  // one line for the startup log
 

@@ -5,6 +5,7 @@
 // (server/scheduler.h) alone uses them.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Slot {
     // The slot's drafter (draft-model Session or n-gram), made on first use and reused by every
     // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
     std::unique_ptr<Drafter> drafter;
+    std::atomic<bool> busy{false};  // holds a request (set and cleared by the scheduler)
 };
 
 // Slots are created up front so that a KV cache that does not fit fails at startup (an Error

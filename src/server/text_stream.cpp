@@ -39,8 +39,15 @@ bool TextStream::push(const std::string& piece, bool drafted, int index) {
     pending_.push_back({piece, drafted, index});
     text_ += piece;
     size_t cut = std::string::npos;
-    for (const auto& stop : stops_) cut = std::min(cut, text_.find(stop));
+    for (const auto& stop : stops_) {
+        const size_t at = text_.find(stop);
+        if (at < cut) {
+            cut = at;
+            matched_ = stop;
+        }
+    }
     if (cut != std::string::npos) {
+        if (keep_stop_) cut += matched_.size();
         // Drop everything from the stop string on.
         size_t keep = cut;
         std::deque<TokenPiece> kept;

@@ -19,7 +19,10 @@ struct TokenPiece {
 
 class TextStream {
   public:
-    explicit TextStream(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+    // keep_stop: the text ends after the stop string instead of before it (vLLM's
+    // include_stop_str_in_output).
+    explicit TextStream(std::vector<std::string> stops, bool keep_stop = false)
+        : stops_(std::move(stops)), keep_stop_(keep_stop) {}
 
     // Adds one token's piece. Returns true when a stop string is now complete: the text is cut
     // just before it and nothing more may be pushed.
@@ -31,12 +34,16 @@ class TextStream {
     std::vector<TokenPiece> finish();
 
     bool stopped() const { return stopped_; }
+    // The stop string that ended the text ("" before that).
+    const std::string& matched() const { return matched_; }
 
   private:
     std::vector<TokenPiece> release(size_t n_bytes);
     size_t held_back_for_stops() const;
 
     std::vector<std::string> stops_;
+    bool keep_stop_ = false;
+    std::string matched_;
     std::deque<TokenPiece> pending_;
     std::string text_;  // the concatenated text of pending_
     size_t ready_ = 0;  // bytes of text_ that may be sent

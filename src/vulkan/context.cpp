@@ -125,16 +125,19 @@ std::shared_ptr<Context> create(int index) {
         fail("--device ", index, ": there are only ", devs.size(),
              " Vulkan devices (see `specula info --devices`)");
     }
-    if (index < 0) {
-        index = 0;
-        for (size_t i = 0; i < devs.size(); ++i) {
+    if (index < 0) {  // the first discrete GPU, else the first hardware one, else the first
+        int other = -1, software = -1;
+        for (size_t i = 0; i < devs.size() && index < 0; ++i) {
             VkPhysicalDeviceProperties p;
             vkGetPhysicalDeviceProperties(devs[i], &p);
-            if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-                index = static_cast<int>(i);
-                break;
+            if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) index = static_cast<int>(i);
+            if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+                if (software < 0) software = static_cast<int>(i);
+            } else if (other < 0) {
+                other = static_cast<int>(i);
             }
         }
+        if (index < 0) index = other >= 0 ? other : software;
     }
     c->phys = devs[index];
     c->info = describe(c->phys, index);

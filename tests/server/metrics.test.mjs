@@ -9,7 +9,7 @@ import { startServer, TARGET, DRAFT } from "./server_helper.mjs";
 let server;
 before(async () => {
   server = await startServer(["-m", TARGET(), "-md", DRAFT(), "--draft", "4", "-np", "2",
-                              "--served-model-name", "tiny"]);
+                              "--max-model-len", "512", "--served-model-name", "tiny"]);
 });
 after(async () => { if (server) await server.stop(); });
 

@@ -17,7 +17,8 @@ const KEY = "sk-web-ui-test";
 let server, keyServer, browser;
 
 before(async () => {
-  server = await startServer(["-m", TARGET(), "-md", DRAFT(), "--draft", "4", "--parallel", "2"]);
+  server = await startServer(["-m", TARGET(), "-md", DRAFT(), "--draft", "4", "--parallel", "2",
+                                "--max-model-len", "512"]);
   keyServer = await startServer(["-m", TARGET(), "--api-key", KEY]);
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"],
                                     timeout: 60000 });
