@@ -35,6 +35,7 @@ struct ServeOptions {
     double gpu_memory_utilization = -1;
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
     std::string reasoning_format = "auto";
+    std::string tool_call_format = "auto";
 };
 
 // Made on first use (inside main's error handling): its defaults read the environment's
@@ -76,6 +77,7 @@ void resolve(ServeOptions& o) {
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
     o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
+    o.service.tool_call_format = parse_tool_call_format(o.tool_call_format, "--tool-call-format");
     // A bad template file fails before the model loads (it is read again with the model's tokens).
     if (!o.service.chat_template_file.empty())
         (void)load_chat_template_file(o.service.chat_template_file, {});
@@ -120,6 +122,10 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--reasoning-format", o.reasoning_format,
                     "chat: none (thinking stays in content), deepseek (<think> text goes to "
                     "reasoning_content) or auto (deepseek for templates that think)")
+        ->capture_default_str();
+    cmd->add_option("--tool-call-format", o.tool_call_format,
+                    "chat tools: hermes, llama3, mistral, qwen3-coder, harmony, or auto (the "
+                    "format the chat template writes)")
         ->capture_default_str();
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
                     "largest accepted request body (default 1 MiB)");
