@@ -29,6 +29,9 @@ struct CompletionRequest {
     nlohmann::ordered_json chat_template_kwargs;
     nlohmann::ordered_json tools;  // chat: null when none (server/request_tools.h)
     bool parallel_tool_calls = true;
+    // chat: tool_choice "required" (name "") or a named function: a call is forced.
+    bool tool_forced = false;
+    std::string tool_forced_name;
     std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
     int64_t max_tokens = -1;       // -1: until the end of generation or a full context (64-bit, so
                                    // that adding the prompt's length to it cannot overflow)

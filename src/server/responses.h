@@ -27,7 +27,7 @@ struct ResponseHead {
     // tool_calls (finish_reason "tool_calls"); parallel_tool_calls false keeps the first only.
     bool parse_tools = false, parallel_tool_calls = true;
     ToolCallFormat tool_format = ToolCallFormat::hermes;
-    nlohmann::ordered_json tools;  // the request's (qwen3-coder types arguments by them)
+    nlohmann::ordered_json tools = nullptr;  // the request's (qwen3-coder types arguments by them)
     nlohmann::json make() const;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat/tool_call_grammar.h"
 #include "common/error.h"
 #include "model/memory_plan.h"
 #include "server/api_error.h"
@@ -142,6 +143,18 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
                     ") shows none (the server's --tool-call-format names one)",
                 "tools");
         p.tool_format = format.value_or(ToolCallFormat::hermes);
+        if (req.tool_forced) {  // the call is constrained as response_format constrains JSON
+            if (req.grammar)
+                bad_request(
+                    "'tool_choice' forcing a call cannot be combined with "
+                    "'response_format'",
+                    "tool_choice");
+            try {
+                req.grammar = tool_call_grammar(p.tool_format, req.tools, req.tool_forced_name);
+            } catch (const Error& e) {
+                bad_request(e.what(), "tool_choice");
+            }
+        }
         // Harmony's analysis channel is reasoning even without tools.
         p.parse_tools = !req.tools.is_null() || format == ToolCallFormat::harmony;
         const std::string text = chat_prompt(req);

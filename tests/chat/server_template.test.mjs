@@ -214,11 +214,53 @@ test("tools and tool results go through the Qwen3 template byte for byte", async
   assert.equal(reasoning, r.body.choices[0].message.reasoning_content ?? "");
 });
 
+test("tool_choice required or a named function forces a call, the same streamed or not", async () => {
+  // Strict arguments (as clients send with strict: true): no properties but the schema's.
+  const strict = structuredClone(TOOLS);
+  strict[0].function.parameters.additionalProperties = false;
+  for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
+    const body = { messages: TOOL_TURNS.slice(0, 2), tools: strict, tool_choice, max_tokens: 120,
+                   temperature: 0 };
+    const r = await post(qwenServer, "/v1/chat/completions", body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const choice = r.body.choices[0];
+    assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(r.body));
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0].function;
+    assert.equal(call.name, "get_weather");
+    const args = JSON.parse(call.arguments);  // the schema: city a string, unit "c" or "f"
+    assert.equal(typeof args.city, "string");
+    for (const k of Object.keys(args)) assert.ok(["city", "unit"].includes(k), k);
+    if ("unit" in args) assert.ok(["c", "f"].includes(args.unit));
+    // Streamed: a head delta (index, id, type, name, arguments "") then the arguments.
+    const sse = await (await fetch(qwenServer.base + "/v1/chat/completions", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ...body, stream: true }) })).text();
+    const deltas = [];
+    let finish = null;
+    for (const line of sse.split("\n")) {
+      if (!line.startsWith("data: {")) continue;
+      const c = JSON.parse(line.slice(6)).choices[0];
+      if (!c) continue;
+      if (c.delta?.tool_calls) deltas.push(...c.delta.tool_calls);
+      assert.equal(c.delta?.content ?? "", "");
+      finish = c.finish_reason ?? finish;
+    }
+    assert.equal(finish, "tool_calls");
+    assert.equal(deltas.length, 2);
+    assert.deepEqual(deltas[0], { index: 0, id: deltas[0].id, type: "function",
+                                  function: { name: "get_weather", arguments: "" } });
+    assert.deepEqual(deltas[1], { index: 0, function: { arguments: call.arguments } });
+  }
+});
+
 test("tool fields the server does not implement, or malformed, are 400s naming them", async () => {
   const messages = TOOL_TURNS.slice(0, 2);
   const cases = [
-    [qwenServer, { tools: TOOLS, tool_choice: "required" }, "tool_choice"],
-    [qwenServer, { tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }, "tool_choice"],
+    [qwenServer, { tool_choice: "required" }, "tool_choice"],
+    [qwenServer, { tools: TOOLS, tool_choice: { type: "function", function: { name: "nope" } } }, "tool_choice"],
+    [qwenServer, { tools: TOOLS, tool_choice: "any" }, "tool_choice"],
     [qwenServer, { tool_choice: "auto" }, "tool_choice"],
     [qwenServer, { tools: [{ type: "function", function: { description: "x" } }] }, "tools[0].function.name"],
     [qwenServer, { tools: [{ type: "retrieval" }] }, "tools[0].type"],
