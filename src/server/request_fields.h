@@ -11,7 +11,7 @@
 // Accepted because they change nothing about the output: user, safety_identifier,
 // prompt_cache_key (identifiers), store: false, service_tier "auto" / "default", modalities
 // ["text"], functions: [], function_call "none"; on completions tool_choice "none", tools: []
-// and parallel_tool_calls. Chat implements tools, tool_choice (auto / none) and
+// and parallel_tool_calls. Chat implements tools, tool_choice (auto / none / required / named) and
 // parallel_tool_calls (server/request_tools.h).
 // Refused: functions, function_call (legacy), audio and other
 // modalities, prediction, reasoning_effort, verbosity, web_search_options, metadata and
