@@ -1,8 +1,9 @@
 // Chat responses with tools and reasoning (server/responses.h): generated text holding Hermes
 // <tool_call> blocks becomes message.tool_calls (id, type function, function.name, arguments as
 // a JSON string) with finish_reason "tool_calls"; streamed in pieces cut anywhere, the content
-// deltas never show the call's markup and the last delta carries the same calls;
-// parallel_tool_calls false keeps the first; reasoning before the call goes to reasoning_content.
+// deltas never show the call's markup and the last deltas carry the same calls as OpenAI streams
+// them (per call a head with arguments "", then the arguments); parallel_tool_calls false keeps
+// the first; reasoning before the call goes to reasoning_content. Harmony the same way.
 #include <gtest/gtest.h>
 
 #include "gguf/gguf.h"
@@ -84,19 +85,84 @@ TEST(ServerToolResponses, StreamedInPiecesCutAnywhere) {
             content += d.value("content", "");
             EXPECT_FALSE(d.contains("tool_calls"));
         }
-        const json last = stream_flush_chunk(h, 0, cursor);
-        ASSERT_FALSE(last.is_null());
-        const json& d = last["choices"][0]["delta"];
-        reasoning += d.value("reasoning_content", "");
-        content += d.value("content", "");
+        std::vector<json> last = stream_flush_chunks(h, 0, cursor);
+        // The held text (when some was held), then per call its head and its arguments, as
+        // OpenAI streams them.
+        ASSERT_GE(last.size(), 4u) << cut;
+        ASSERT_LE(last.size(), 5u) << cut;
+        if (last.size() == 5) {
+            const json& d = last[0]["choices"][0]["delta"];
+            EXPECT_FALSE(d.contains("tool_calls"));
+            reasoning += d.value("reasoning_content", "");
+            content += d.value("content", "");
+            last.erase(last.begin());
+        }
+        last.insert(last.begin(), json());  // numbered from 1 below
         EXPECT_EQ(reasoning, "Weather needs a tool.") << cut;
         EXPECT_EQ(content.find("<tool"), std::string::npos) << cut;
         EXPECT_EQ(content, "Checking.") << cut;  // as the whole response has it
-        ASSERT_EQ(d["tool_calls"].size(), 2u) << cut;
-        EXPECT_EQ(d["tool_calls"][1]["index"], 1);
-        EXPECT_EQ(d["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+        EXPECT_EQ(last[1]["choices"][0]["delta"],
+                  json::parse(R"({"tool_calls": [{"index": 0, "id": "call_7_0_0", "type":
+                      "function", "function": {"name": "get_weather", "arguments": ""}}]})"));
+        EXPECT_EQ(last[2]["choices"][0]["delta"],
+                  json::parse(R"({"tool_calls": [{"index": 0, "function": {"arguments":
+                      "{\"city\":\"Paris\"}"}}]})"));
+        EXPECT_EQ(last[3]["choices"][0]["delta"]["tool_calls"][0]["id"], "call_7_0_1");
+        EXPECT_EQ(last[3]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"], "now");
+        EXPECT_EQ(last[4]["choices"][0]["delta"]["tool_calls"][0]["index"], 1);
+        EXPECT_EQ(last[4]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{}");
+        for (size_t k = 1; k < last.size(); ++k)
+            EXPECT_TRUE(last[k]["choices"][0]["finish_reason"].is_null());
         EXPECT_TRUE(cursor.called_tools);
     }
+}
+
+}  // namespace
+
+namespace {
+
+// gpt-oss harmony through the same response path: the analysis channel is reasoning_content,
+// the commentary call a tool call, whole or streamed.
+TEST(ServerToolResponses, HarmonyFormat) {
+    const std::string text =
+        "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>"
+        "commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}"
+        "<|call|>";
+    ResponseHead h = head(false);
+    h.split_reasoning = false;  // the <think> splitter is off: harmony's parser splits
+    h.tool_format = ToolCallFormat::harmony;
+    const json r = full_response(h, {completion(text)}, tokenizer());
+    const json& m = r["choices"][0]["message"];
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    EXPECT_EQ(m["reasoning_content"], "Need the weather.");
+    EXPECT_TRUE(m["content"].is_null());
+    EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city":"Oslo"})");
+
+    h.object = "chat.completion.chunk";
+    StreamCursor cursor = stream_cursor(h);
+    Completion so_far;
+    std::string reasoning, content;
+    for (size_t i = 0; i < text.size(); i += 5) {
+        TokenPiece piece;
+        piece.text = text.substr(i, 5);
+        const json d =
+            stream_chunk(h, 0, {piece}, so_far, tokenizer(), cursor)["choices"][0]["delta"];
+        EXPECT_FALSE(d.contains("tool_calls"));
+        content += d.value("content", "");
+    }
+    std::vector<json> calls;
+    for (const json& c : stream_flush_chunks(h, 0, cursor)) {
+        const json& d = c["choices"][0]["delta"];
+        reasoning += d.value("reasoning_content", "");
+        content += d.value("content", "");
+        if (d.contains("tool_calls")) calls.push_back(d["tool_calls"][0]);
+    }
+    EXPECT_EQ(reasoning, "Need the weather.");
+    EXPECT_EQ(content, "");
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+    EXPECT_EQ(calls[1]["function"]["arguments"], R"({"city":"Oslo"})");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ ChatPrompter ChatPrompter::jinja(const std::string& source, const std::string& o
     p.origin_ = origin;
     p.tokens_ = std::move(tokens);
     p.thinks_ = source.find("<think>") != std::string::npos;
-    p.hermes_tools_ = template_uses_hermes_tools(source);
+    p.tool_format_ = detect_tool_call_format(source);
     return p;
 }
 

@@ -15,10 +15,12 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "chat/chat_template.h"
 #include "chat/jinja_template.h"
+#include "chat/tool_calls.h"
 
 namespace specula {
 
@@ -41,8 +43,8 @@ class ChatPrompter {
     std::string describe() const;
     // Whether the template writes <think> (a reasoning model's template).
     bool mentions_think() const { return thinks_; }
-    // Whether the template writes Hermes / Qwen <tool_call> blocks (chat/tool_calls.h).
-    bool hermes_tools() const { return hermes_tools_; }
+    // The tool-call format the template teaches (chat/tool_calls.h); nullopt when it shows none.
+    std::optional<ToolCallFormat> tool_format() const { return tool_format_; }
 
     // messages: [{"role": ..., "content": "..."}, ...]; tools / kwargs: null when not given
     // (kwargs: an object merged into the context last). The built-in formats take only role and
@@ -57,7 +59,7 @@ class ChatPrompter {
     std::string origin_;
     ChatTokens tokens_;
     bool thinks_ = false;
-    bool hermes_tools_ = false;
+    std::optional<ToolCallFormat> tool_format_;
 };
 
 // The template in a file (--chat-template-file): Error naming the file when it cannot be read,

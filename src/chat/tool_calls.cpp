@@ -1,22 +1,132 @@
-// Hermes tool calls: see tool_calls.h.
+// Tool-call formats: the choice, the shared helpers and the stream gate (see tool_calls.h).
 #include "chat/tool_calls.h"
 
-#include <nlohmann/json.hpp>
+#include "chat/tool_format.h"
+#include "common/error.h"
 
 namespace specula {
 
-namespace {
+using namespace tool_format;
 
-constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
-constexpr const char* kSpace = " \t\r\n";
+const char* tool_call_format_name(ToolCallFormat f) {
+    switch (f) {
+        case ToolCallFormat::hermes:
+            return "hermes";
+        case ToolCallFormat::llama3:
+            return "llama3";
+        case ToolCallFormat::mistral:
+            return "mistral";
+        case ToolCallFormat::qwen3_coder:
+            return "qwen3-coder";
+        case ToolCallFormat::harmony:
+            return "harmony";
+    }
+    return "?";
+}
 
-bool parse_call(std::string_view body, ToolCall& out) {
-    const auto j = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return false;
+std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name, const char* what) {
+    if (name == "auto") return std::nullopt;
+    for (ToolCallFormat f :
+         {ToolCallFormat::hermes, ToolCallFormat::llama3, ToolCallFormat::mistral,
+          ToolCallFormat::qwen3_coder, ToolCallFormat::harmony})
+        if (name == tool_call_format_name(f)) return f;
+    fail(std::string(what) + ": unknown tool-call format '" + std::string(name) +
+         "' (hermes, llama3, mistral, qwen3-coder, harmony or auto)");
+}
+
+std::optional<ToolCallFormat> detect_tool_call_format(std::string_view src) {
+    const auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
+    // Most specific first: Qwen3-Coder's templates also write <tool_call>.
+    if (has("<|channel|>") || has("<|start|>assistant")) return ToolCallFormat::harmony;
+    if (has("<function=") && has("<parameter=")) return ToolCallFormat::qwen3_coder;
+    if (has("<tool_call>")) return ToolCallFormat::hermes;
+    if (has("[TOOL_CALLS]")) return ToolCallFormat::mistral;
+    if (has("<|python_tag|>") || has("<|start_header_id|>")) return ToolCallFormat::llama3;
+    return std::nullopt;
+}
+
+bool template_uses_hermes_tools(std::string_view source) {
+    return detect_tool_call_format(source) == ToolCallFormat::hermes;
+}
+
+ParsedToolCalls parse_hermes_tool_calls(std::string_view text) {
+    return parse_hermes(text);
+}
+
+ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
+                                 const nlohmann::ordered_json& tools) {
+    switch (f) {
+        case ToolCallFormat::hermes:
+            return parse_hermes(text);
+        case ToolCallFormat::llama3:
+            return parse_llama3(text);
+        case ToolCallFormat::mistral:
+            return parse_mistral(text);
+        case ToolCallFormat::qwen3_coder:
+            return parse_qwen3_coder(text, tools);
+        case ToolCallFormat::harmony:
+            return parse_harmony(text);
+    }
+    return as_content(text);
+}
+
+ToolCallMarkers tool_call_markers(ToolCallFormat f) {
+    switch (f) {
+        case ToolCallFormat::hermes:
+        case ToolCallFormat::qwen3_coder:
+            return {{"<tool_call>"}, {}};
+        case ToolCallFormat::llama3:
+            return {{"<|python_tag|>"}, {"{"}};
+        case ToolCallFormat::mistral:
+            return {{"[TOOL_CALLS]"}, {}};
+        case ToolCallFormat::harmony:
+            return {{"<|channel|>", "<|start|>"}, {}};
+    }
+    return {};
+}
+
+namespace tool_format {
+
+std::string trim_right(std::string_view s) {
+    const size_t last = s.find_last_not_of(kSpace);
+    return std::string(s.substr(0, last == std::string_view::npos ? 0 : last + 1));
+}
+
+std::string trim(std::string_view s) {
+    const size_t first = s.find_first_not_of(kSpace);
+    return first == std::string_view::npos ? std::string() : trim_right(s.substr(first));
+}
+
+size_t json_extent(std::string_view s, size_t at) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = at; i < s.size(); ++i) {
+        const char c = s[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if (c == '}' || c == ']') {
+            if (--depth == 0) return i + 1;
+        }
+    }
+    return std::string_view::npos;
+}
+
+bool call_from_json(const nlohmann::ordered_json& j, ToolCall& out, const char* args_key,
+                    const char* alt_key) {
+    if (!j.is_object()) return false;
     const auto name = j.find("name");
     if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
     out.name = name->get<std::string>();
-    const auto args = j.find("arguments");
+    auto args = j.find(args_key);
+    if (args == j.end() && alt_key) args = j.find(alt_key);
     if (args == j.end() || args->is_null()) {
         out.arguments = "{}";
     } else if (args->is_object()) {
@@ -29,70 +139,76 @@ bool parse_call(std::string_view body, ToolCall& out) {
     return true;
 }
 
-}  // namespace
-
-bool template_uses_hermes_tools(std::string_view source) {
-    return source.find(kOpen) != std::string_view::npos;
+void append_content(ParsedToolCalls& out, std::string_view rest) {
+    const std::string r = trim(rest);
+    if (r.empty()) return;
+    if (!out.content.empty()) out.content += "\n";
+    out.content += r;
 }
 
-ParsedToolCalls parse_hermes_tool_calls(std::string_view text) {
-    ParsedToolCalls none{std::string(text), {}};
-    size_t at = text.find(kOpen);
-    if (at == std::string_view::npos) return none;
-    ParsedToolCalls out;
-    out.content = std::string(text.substr(0, at));
-    const size_t keep = out.content.find_last_not_of(kSpace);
-    out.content.resize(keep == std::string::npos ? 0 : keep + 1);
-    while (at != std::string_view::npos) {
-        const size_t body = at + kOpen.size();
-        const size_t close = text.find(kClose, body);
-        ToolCall call;
-        if (!parse_call(text.substr(body, close == std::string_view::npos ? std::string_view::npos
-                                                                          : close - body),
-                        call))
-            return none;
-        out.calls.push_back(std::move(call));
-        if (close == std::string_view::npos) break;
-        const size_t next = text.find_first_not_of(kSpace, close + kClose.size());
-        if (next == std::string_view::npos) break;
-        if (text.substr(next).starts_with(kOpen)) {
-            at = next;
-            continue;
-        }
-        // Text after the calls: kept as content.
-        if (!out.content.empty()) out.content += "\n";
-        out.content += text.substr(next);
-        break;
+}  // namespace tool_format
+
+// The stream gate.
+
+std::string ToolCallGate::release_before(size_t at) {
+    std::string out = held_.substr(0, at);
+    held_.erase(0, at);
+    if (out.find_first_not_of(kSpace) != std::string::npos) released_ = true;
+    return out;
+}
+
+ParsedToolCalls ToolCallGate::finish(const nlohmann::ordered_json& tools) {
+    std::string rest = push("");
+    ParsedToolCalls out = in_call_ ? parse_tool_calls(format_, held_, tools) : as_content(held_);
+    held_.clear();
+    if (in_call_ && out.calls.empty()) {
+        out.content.insert(0, dropped_);  // not a call after all: the text byte for byte
+    } else if (in_call_ && (released_ || !rest.empty()) && !out.content.empty()) {
+        out.content.insert(0, "\n");  // text after the calls, after the text before them
     }
+    out.content.insert(0, rest);
     return out;
 }
 
 std::string ToolCallGate::push(std::string_view text) {
     held_ += text;
     if (in_call_) return "";
-    const size_t at = held_.find(kOpen);
+    if (!started_ && !markers_.at_start.empty()) {
+        const size_t first = held_.find_first_not_of(kSpace);
+        if (first == std::string::npos) return "";  // only whitespace so far
+        const std::string_view rest = std::string_view(held_).substr(first);
+        for (const std::string& m : markers_.at_start) {
+            if (rest.starts_with(m)) {
+                in_call_ = true;  // the leading whitespace stays: the parser sees it
+                return "";
+            }
+            if (m.starts_with(rest)) return "";  // it may still become the marker
+        }
+        started_ = true;
+    }
+    size_t at = std::string::npos;
+    for (const std::string& m : markers_.anywhere) at = std::min(at, held_.find(m));
     if (at != std::string::npos) {  // content ends here, without its trailing whitespace
         in_call_ = true;
-        std::string out = held_.substr(0, at);
-        const size_t last = out.find_last_not_of(kSpace);
-        out.resize(last == std::string::npos ? 0 : last + 1);
+        std::string out = trim_right(std::string_view(held_).substr(0, at));
+        dropped_ = held_.substr(out.size(), at - out.size());
         held_.erase(0, at);
+        if (!out.empty()) released_ = true;
         return out;
     }
-    size_t keep = 0;  // a suffix that may start "<tool_call>"
-    for (size_t k = std::min(held_.size(), kOpen.size() - 1); k > 0; --k) {
-        if (std::string_view(held_).substr(held_.size() - k) == kOpen.substr(0, k)) {
-            keep = k;
-            break;
-        }
-    }
+    size_t keep = 0;  // a suffix that may start a marker
+    for (const std::string& m : markers_.anywhere)
+        for (size_t k = std::min(held_.size(), m.size() - 1); k > keep; --k)
+            if (std::string_view(held_).substr(held_.size() - k) ==
+                std::string_view(m).substr(0, k)) {
+                keep = k;
+                break;
+            }
     // Whitespace before it is held too: it is dropped if a call follows.
     size_t from = held_.size() - keep;
     while (from > 0 && std::string_view(kSpace).find(held_[from - 1]) != std::string_view::npos)
         --from;
-    std::string out = held_.substr(0, from);
-    held_.erase(0, from);
-    return out;
+    return release_before(from);
 }
 
 }  // namespace specula

@@ -39,6 +39,7 @@ struct ServeOptions {
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
     std::string dtype = "auto";
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
+    std::string tool_call_format = "auto";
 };
 
 // Made on first use (inside main's error handling): its defaults read the environment's
@@ -96,6 +97,7 @@ void resolve(ServeOptions& o) {
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
     o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
+    o.service.tool_call_format = parse_tool_call_format(o.tool_call_format, "--tool-call-format");
     // A bad template file fails before the model loads (it is read again with the model's tokens).
     if (!o.service.chat_template_file.empty())
         (void)load_chat_template_file(o.service.chat_template_file, {});
@@ -159,6 +161,10 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--reasoning-format", o.reasoning_format,
                     "chat: none (thinking stays in content), deepseek (<think> text goes to "
                     "reasoning_content) or auto (deepseek for templates that think)")
+        ->capture_default_str();
+    cmd->add_option("--tool-call-format", o.tool_call_format,
+                    "chat tools: hermes, llama3, mistral, qwen3-coder, harmony, or auto (the "
+                    "format the chat template writes)")
         ->capture_default_str();
     cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
                     "largest accepted request body (default 1 MiB)");

@@ -1,6 +1,6 @@
 // GrammarState: see grammar_state.h. One frame per open construct: the root, each open object /
 // array, and on top at most one key, string, number or literal being read. Frame fields by kind:
-//   Root:    sub 0 before the value, 1 after it
+//   Root:    sub 0 before the value, 1 after it; v = prefix bytes matched, w = suffix bytes
 //   Object:  sub (ObjSub), u = property whose value comes next (kAdditional: another key),
 //            seen = bit per named property already written
 //   Array:   sub (ArrSub), u = items started
@@ -229,7 +229,16 @@ bool GrammarState::advance(std::string_view bytes) {
 }
 
 bool GrammarState::step_root(Frame& f, uint8_t c) {
-    if (f.sub != 0) return false;
+    if (f.sub != 0) {
+        if (f.w >= g_->suffix.size() || uint8_t(g_->suffix[f.w]) != c) return false;
+        ++f.w;
+        return true;
+    }
+    if (f.v < g_->prefix.size()) {
+        if (uint8_t(g_->prefix[f.v]) != c) return false;
+        ++f.v;
+        return true;
+    }
     if (is_ws(c)) return ws(f, c);
     f.sub = 1;
     return start_value(g_->root, c);
@@ -466,11 +475,11 @@ bool GrammarState::can_end() const {
             return false;
         }
     }
-    return d == 1 && frames_[0].sub == 1;
+    return d == 1 && frames_[0].sub == 1 && frames_[0].w == g_->suffix.size();
 }
 
 bool GrammarState::finished() const {
-    return depth_ == 1 && frames_[0].sub == 1;
+    return depth_ == 1 && frames_[0].sub == 1 && frames_[0].w == g_->suffix.size();
 }
 
 bool GrammarState::in_plain_string() const {
@@ -537,7 +546,8 @@ size_t GrammarState::min_remaining() const {
         const JsonNode* n = f.node >= 0 ? &g_->nodes[size_t(f.node)] : nullptr;
         switch (f.kind) {
             case kRoot:
-                total += f.sub == 0 ? min_len(g_->root) : 0;
+                total += (f.sub == 0 ? g_->prefix.size() - f.v + min_len(g_->root) : 0) +
+                         g_->suffix.size() - f.w;
                 break;
             case kString:
                 total += 1 + (f.sub == kStrEscape ? 1

@@ -73,6 +73,9 @@ struct JsonGrammar {
     std::vector<JsonNode> nodes;
     int32_t root = 0;
     JsonGrammarOptions options;
+    // Literal bytes before and after the top-level value (a tool call's markup, e.g.
+    // "<tool_call>\n" and "\n</tool_call>"); no whitespace is admitted around them.
+    std::string prefix, suffix;
 };
 
 // `{"type": "json_object"}`.

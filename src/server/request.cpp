@@ -335,6 +335,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
         const ToolFields tf = get_tool_fields(ordered);
         r.tools = tf.tools;
         r.parallel_tool_calls = tf.parallel_tool_calls;
+        r.tool_forced = tf.forced;
+        r.tool_forced_name = tf.forced_name;
         r.chat_template_kwargs = get_template_kwargs(body);
         r.reasoning_format = get_reasoning_format(body);
         r.continue_final_message = get_bool(body, "continue_final_message", false);

@@ -30,6 +30,9 @@ struct CompletionRequest {
     nlohmann::ordered_json chat_template_kwargs;
     nlohmann::ordered_json tools;  // chat: null when none (server/request_tools.h)
     bool parallel_tool_calls = true;
+    // chat: tool_choice "required" (name "") or a named function: a call is forced.
+    bool tool_forced = false;
+    std::string tool_forced_name;
     std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
     // chat (vLLM): add_generation_prompt false renders without the assistant's opening;
     // continue_final_message renders the last (assistant) message open, so the reply continues it.

@@ -6,12 +6,13 @@
 // 1. Implemented (parsed by server/request.h): OpenAI's model, prompt / messages, max_tokens,
 //    max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream, stream_options
 //    (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs,
-//    top_logprobs (chat), echo (completions), response_format, tools / tool_choice /
-//    parallel_tool_calls (chat); llama-server's n_predict (= max_tokens), n_probs (= logprobs),
-//    json_schema (= response_format json_schema), top_k, min_p, repeat_penalty, repeat_last_n,
-//    ignore_eos, reasoning_format, chat_template_kwargs; vLLM's repetition_penalty,
-//    guided_json (= a json_schema grammar), include_stop_str_in_output, stop_token_ids,
-//    add_generation_prompt and continue_final_message (chat), speculative.
+//    top_logprobs (chat), echo (completions), response_format, tools / tool_choice (auto,
+//    none, required, a named function) / parallel_tool_calls (chat, server/request_tools.h);
+//    llama-server's n_predict (= max_tokens), n_probs (= logprobs), json_schema (= response_format
+//    json_schema), top_k, min_p, repeat_penalty, repeat_last_n, ignore_eos, reasoning_format,
+//    chat_template_kwargs; vLLM's repetition_penalty, guided_json (= a json_schema grammar),
+//    include_stop_str_in_output, stop_token_ids, add_generation_prompt and continue_final_message
+//    (chat), speculative.
 // 2. Neutral: accepted because their value changes nothing Specula outputs; refused by name (400)
 //    at any other value. E.g. cache_prompt (any: the slot's cache is always reused, which changes
 //    no token), typical_p 1, tfs_z 1, mirostat 0, dry_multiplier 0, xtc_probability 0,

@@ -64,13 +64,29 @@ ToolFields get_tool_fields(const ojson& body) {
     if (const ojson* choice = field(body, "tool_choice")) {
         if (*choice == "none") {
             out.tools = nullptr;
-        } else if (*choice == "auto" && out.tools.is_null()) {
-            bad_request("'tool_choice' \"auto\" needs tools", "tool_choice");
+        } else if ((*choice == "auto" || *choice == "required") && out.tools.is_null()) {
+            bad_request("'tool_choice' " + choice->dump() + " needs tools", "tool_choice");
+        } else if (*choice == "required") {
+            out.forced = true;
+        } else if (choice->is_object()) {
+            check_type_function(*choice, "tool_choice");
+            const ojson* f = field(*choice, "function");
+            const ojson* name = f && f->is_object() ? field(*f, "name") : nullptr;
+            if (!name || !name->is_string()) wrong("tool_choice.function.name", "a string");
+            if (out.tools.is_null())
+                bad_request("'tool_choice' names a function but there are no tools", "tool_choice");
+            bool known = false;
+            for (const ojson& t : out.tools) known = known || t["function"]["name"] == *name;
+            if (!known)
+                bad_request("'tool_choice' names the function " + name->dump() +
+                                ", which is not among the tools",
+                            "tool_choice");
+            out.forced = true;
+            out.forced_name = name->get<std::string>();
         } else if (*choice != "auto") {
-            bad_request(
-                "'tool_choice' " + choice->dump() +
-                    " is not supported: only \"auto\" and \"none\" are (no forced tool calls yet)",
-                "tool_choice");
+            wrong("tool_choice",
+                  "\"auto\", \"none\", \"required\" or {\"type\": \"function\", "
+                  "\"function\": {\"name\": ...}}");
         }
     }
     if (const ojson* p = field(body, "parallel_tool_calls")) {

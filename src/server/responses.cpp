@@ -163,30 +163,41 @@ json stream_chunk(const ResponseHead& h, int index, const std::vector<TokenPiece
 StreamCursor stream_cursor(const ResponseHead& h) {
     StreamCursor c;
     c.splitter = ReasoningSplitter(h.reasoning_open);
+    c.gate = ToolCallGate(h.tool_format);
     return c;
 }
 
-json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor) {
-    if (!h.chat || !(h.split_reasoning || h.parse_tools)) return nullptr;
+std::vector<json> stream_flush_chunks(const ResponseHead& h, int index, StreamCursor& cursor) {
+    std::vector<json> out;
+    if (!h.chat || !(h.split_reasoning || h.parse_tools)) return out;
+    const auto chunk = [&](json delta) {
+        out.push_back(with_choice(h, {{"index", index},
+                                      {"finish_reason", nullptr},
+                                      {"logprobs", nullptr},
+                                      {"delta", std::move(delta)}}));
+    };
     ReasoningParts rest;
     if (h.split_reasoning) rest = cursor.splitter.finish();
-    json calls;
+    json calls = json::array();
     if (h.parse_tools) {
         rest.content = cursor.gate.push(rest.content);
-        const std::string held = cursor.gate.held();
-        const ParsedToolCalls parsed =
-            cursor.gate.holding_call() ? parse_hermes_tool_calls(held) : ParsedToolCalls{held, {}};
+        const ParsedToolCalls parsed = cursor.gate.finish(h.tools);
         rest.content += parsed.content;
+        rest.reasoning += parsed.reasoning;
         if (!parsed.calls.empty()) {
             calls = tool_calls_json(h, index, parsed.calls, /*streamed=*/true);
             cursor.called_tools = true;
         }
     }
-    if (rest.empty() && calls.is_null()) return nullptr;
-    json delta = split_delta(rest);
-    if (!calls.is_null()) delta["tool_calls"] = calls;
-    return with_choice(
-        h, {{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}});
+    if (!rest.empty()) chunk(split_delta(rest));
+    for (json& call : calls) {  // the call's head, then its arguments
+        const std::string args = call["function"]["arguments"];
+        call["function"]["arguments"] = "";
+        chunk({{"tool_calls", json::array({call})}});
+        chunk({{"tool_calls",
+                json::array({{{"index", call["index"]}, {"function", {{"arguments", args}}}}})}});
+    }
+    return out;
 }
 
 json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
@@ -244,7 +255,11 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
             json message = {{"role", "assistant"}, {"content", parts.content}};
             if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
             if (h.parse_tools) {
-                const ParsedToolCalls parsed = parse_hermes_tool_calls(parts.content);
+                const ParsedToolCalls parsed =
+                    parse_tool_calls(h.tool_format, parts.content, h.tools);
+                if (!parsed.reasoning.empty())
+                    message["reasoning_content"] = parts.reasoning + parsed.reasoning;
+                message["content"] = parsed.content;
                 if (!parsed.calls.empty()) {
                     message["content"] =
                         parsed.content.empty() ? json(nullptr) : json(parsed.content);

@@ -23,14 +23,16 @@ struct ResponseHead {
     int logprobs = -1;  // the request's (req.logprobs)
     // chat: the text's <think> block goes to reasoning_content (PreparedRequest's flags).
     bool split_reasoning = false, reasoning_open = false;
-    // chat with tools: <tool_call> blocks in the content become tool_calls (finish_reason
-    // "tool_calls"); parallel_tool_calls false keeps the first only.
+    // chat with tools: calls in the content (in tool_format, chat/tool_calls.h) become
+    // tool_calls (finish_reason "tool_calls"); parallel_tool_calls false keeps the first only.
     bool parse_tools = false, parallel_tool_calls = true;
     // llama-server's native /completion (server/native_responses.h): its shapes instead of
     // OpenAI's; the prompt's token count and the generation settings it echoes.
     bool native = false;
     int n_prompt = 0;
     nlohmann::json settings;
+    ToolCallFormat tool_format = ToolCallFormat::hermes;
+    nlohmann::ordered_json tools = nullptr;  // the request's (qwen3-coder types arguments by them)
     nlohmann::json make() const;
 };
 
@@ -49,7 +51,7 @@ nlohmann::json timings_json(const std::vector<Completion>& choices);
 struct StreamCursor {
     int next_logprob = 0;
     ReasoningSplitter splitter;  // with split_reasoning: set from the head before the first chunk
-    ToolCallGate gate;           // with parse_tools: content from the first <tool_call> is held
+    ToolCallGate gate;           // with parse_tools: content from the first call is held
     bool called_tools = false;   // the flush sent tool_calls
 };
 
@@ -62,10 +64,11 @@ nlohmann::json stream_chunk(const ResponseHead& h, int index, const std::vector<
 // The first chunk of a choice: chat's role, or completions' echoed prompt.
 nlohmann::json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
                                   const Tokenizer& tok);
-// The text held back (reasoning splitter, tool-call gate) as a last delta, the held tool calls
-// as a tool_calls delta (each with index, id, type and function {name, arguments}); null when
-// nothing was held.
-nlohmann::json stream_flush_chunk(const ResponseHead& h, int index, StreamCursor& cursor);
+// The text held back (reasoning splitter, tool-call gate) as a last delta, then each held tool
+// call as OpenAI streams one: a delta with its index, id, type and function {name, arguments:
+// ""}, then one with its index and function {arguments}; none when nothing was held.
+std::vector<nlohmann::json> stream_flush_chunks(const ResponseHead& h, int index,
+                                                StreamCursor& cursor);
 // The chunk with the choice's finish_reason (and, in `specula`, its speculative block).
 nlohmann::json finish_chunk(const ResponseHead& h, int index, const Completion& c);
 // stream_options.include_usage: the last chunk, with "choices": [] and the usage.

@@ -410,6 +410,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs, p.split_reasoning,
         p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls, native, int(p.prompt.size())});
     if (native) head->settings = generation_settings(p.req, service_.n_ctx());
+    head->tool_format = p.tool_format;
+    head->tools = p.req.tools;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared);
@@ -459,9 +461,8 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 sink.done();
                 return true;
             }
-            if (const json rest = stream_flush_chunk(*head, i, cursor);
-                !rest.is_null() && !write_sse(sink, rest))
-                return false;
+            for (const json& rest : stream_flush_chunks(*head, i, cursor))
+                if (!write_sse(sink, rest)) return false;
             if (cursor.called_tools && c.finish_reason == "stop") c.finish_reason = "tool_calls";
             if (!write_sse(sink, finish_chunk(*head, i, c))) return false;
             done.push_back(std::move(c));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat/tool_call_grammar.h"
 #include "common/error.h"
 #include "model/memory_plan.h"
 #include "server/api_error.h"
@@ -155,13 +156,30 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         return text;
     };
     if (req.chat) {
-        if (!req.tools.is_null() && !prompter_->hermes_tools())
+        const std::optional<ToolCallFormat> format =
+            cfg_.tool_call_format ? cfg_.tool_call_format : prompter_->tool_format();
+        if (!req.tools.is_null() && !format)
             bad_request(
-                "'tools' needs a chat template that writes Hermes/Qwen <tool_call> blocks (the "
-                "only tool-call format this server parses); this one (" +
-                    prompter_->describe() + ") does not",
+                "'tools' needs a chat template that writes a tool-call format this server "
+                "parses (hermes, llama3, mistral, qwen3-coder, harmony); this one (" +
+                    prompter_->describe() +
+                    ") shows none (the server's --tool-call-format names one)",
                 "tools");
-        p.parse_tools = !req.tools.is_null();
+        p.tool_format = format.value_or(ToolCallFormat::hermes);
+        if (req.tool_forced) {  // the call is constrained as response_format constrains JSON
+            if (req.grammar)
+                bad_request(
+                    "'tool_choice' forcing a call cannot be combined with "
+                    "'response_format'",
+                    "tool_choice");
+            try {
+                req.grammar = tool_call_grammar(p.tool_format, req.tools, req.tool_forced_name);
+            } catch (const Error& e) {
+                bad_request(e.what(), "tool_choice");
+            }
+        }
+        // Harmony's analysis channel is reasoning even without tools.
+        p.parse_tools = !req.tools.is_null() || format == ToolCallFormat::harmony;
         const std::string text = chat_prompt(req);
         const ReasoningFormat rf =
             req.reasoning_format.empty()

@@ -49,6 +49,8 @@ struct ServiceConfig {
     // mistral, gemma, phi3, plain) or a Jinja template's text ("": not given).
     std::string chat_template;
     ReasoningFormat reasoning_format = ReasoningFormat::automatic;  // --reasoning-format
+    // --tool-call-format (nullopt: auto, the template's; chat/tool_calls.h).
+    std::optional<ToolCallFormat> tool_call_format;
 };
 
 // The vocabulary's BOS/EOS texts for chat templates, and whether a leading BOS text is dropped.
@@ -68,7 +70,9 @@ struct PreparedRequest {
     // chat: split <think> reasoning from the answer (chat/reasoning.h), and whether the prompt
     // already opened the block.
     bool split_reasoning = false, reasoning_open = false;
-    bool parse_tools = false;  // chat with tools: <tool_call> blocks become tool_calls
+    // chat with tools (or a harmony template): calls become tool_calls, in this format.
+    bool parse_tools = false;
+    ToolCallFormat tool_format = ToolCallFormat::hermes;
     std::chrono::steady_clock::time_point t_arrival;  // latency metrics count queueing
 };
 

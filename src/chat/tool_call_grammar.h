@@ -1,0 +1,34 @@
+// The grammar that forces a tool call (tool_choice "required" or a named function): one call in
+// the format's markup, its arguments constrained by the tool's JSON schema (sampling/
+// json_grammar.h's subset; another keyword is an Error naming it), so that the parser
+// (chat/tool_calls.h) reads it back as a call. Per format:
+//
+//   hermes   <tool_call>\n{"name": N, "arguments": A}\n</tool_call>
+//   llama3   {"name": N, "parameters": A}
+//   mistral  [TOOL_CALLS]N[ARGS]A for a named function; [TOOL_CALLS][{"name": N, "arguments": A}]
+//            for "required"
+//   harmony  <|channel|>commentary to=functions.N <|constrain|>json<|message|>A (a named
+//            function only; the end token closes it)
+//
+// With one function (named, or the only tool) A is that function's `parameters` schema and N
+// its name; "required" over several tools lets N be any of their names and A any JSON object.
+// At most one whitespace byte in a row between the JSON's tokens.
+// qwen3-coder (XML) and harmony "required" over several tools are refused with an Error.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "chat/tool_calls.h"
+#include "sampling/json_grammar.h"
+
+namespace specula {
+
+// `tools`: the request's [{"type": "function", "function": {...}}]; `name`: the function to
+// call ("" for any of them). Error when `name` is not among the tools.
+std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
+                                                     const nlohmann::ordered_json& tools,
+                                                     const std::string& name);
+
+}  // namespace specula

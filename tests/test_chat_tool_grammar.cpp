@@ -1,0 +1,149 @@
+// Forced tool calls (chat/tool_call_grammar.h): the grammar for tool_choice "required" or a named
+// function admits one call in the format's markup with arguments matching the tool's schema, and
+// refuses another name, a property the schema does not have, or a wrong type; what it admits the
+// format's parser (chat/tool_calls.h) reads back as that call. The grammar's shortest completion
+// (byte by byte, each byte lowering min_remaining) is always such a call.
+#include <gtest/gtest.h>
+
+#include "chat/tool_call_grammar.h"
+#include "common/error.h"
+#include "sampling/grammar_state.h"
+
+namespace {
+
+using namespace specula;
+using ojson = nlohmann::ordered_json;
+
+const ojson kTools = ojson::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+    "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "now", "parameters": {"type": "object",
+    "properties": {}}}}])");
+
+bool admits(const std::shared_ptr<const JsonGrammar>& g, const std::string& text) {
+    GrammarState s(g);
+    return s.advance(text) && s.can_end();
+}
+
+// The shortest completion from the start: at each step the smallest byte that lowers
+// min_remaining.
+std::string shortest(const std::shared_ptr<const JsonGrammar>& g) {
+    GrammarState s(g);
+    std::string out;
+    while (!s.can_end()) {
+        const size_t left = s.min_remaining();
+        bool moved = false;
+        for (int c = 1; c < 256 && !moved; ++c) {
+            GrammarState t(s);
+            if (t.step(uint8_t(c)) && t.min_remaining() < left) {
+                s = t;
+                out += char(c);
+                moved = true;
+            }
+        }
+        if (!moved || out.size() > 500) {
+            ADD_FAILURE() << "no completion after '" << out << "'";
+            break;
+        }
+    }
+    return out;
+}
+
+void expect_call(ToolCallFormat f, const std::string& text, const std::string& name,
+                 const std::string& args) {
+    const ParsedToolCalls p = parse_tool_calls(f, text, kTools);
+    ASSERT_EQ(p.calls.size(), 1u) << text;
+    EXPECT_EQ(p.calls[0].name, name) << text;
+    EXPECT_EQ(p.calls[0].arguments, args) << text;
+    EXPECT_EQ(p.content, "") << text;
+}
+
+TEST(ChatToolGrammar, HermesNamedFunction) {
+    const auto g = tool_call_grammar(ToolCallFormat::hermes, kTools, "get_weather");
+    const std::string good =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+        "\"c\"}}\n</tool_call>";
+    EXPECT_TRUE(admits(g, good));
+    expect_call(ToolCallFormat::hermes, good, "get_weather", R"({"city":"Paris","unit":"c"})");
+    for (const std::string bad :
+         {"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",  // no markup
+          "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",  // not named
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": "
+          "\"P\"}}\n</tool_call>",
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 3}}\n</tool_call>",
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}",  // cut
+          "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\", \"unit\": "
+          "\"k\"}}\n</tool_call>"})
+        EXPECT_FALSE(admits(g, bad)) << bad;
+    const std::string s = shortest(g);
+    EXPECT_TRUE(s.starts_with("<tool_call>\n{")) << s;
+    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::hermes, s, kTools);
+    ASSERT_EQ(p.calls.size(), 1u) << s;
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_NE(p.calls[0].arguments.find("\"city\""), std::string::npos);
+}
+
+TEST(ChatToolGrammar, RequiredOverSeveralTools) {
+    const auto g = tool_call_grammar(ToolCallFormat::hermes, kTools, "");
+    EXPECT_TRUE(admits(g, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+    EXPECT_TRUE(admits(g,
+                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                       "\"P\"}}\n</tool_call>"));
+    EXPECT_FALSE(admits(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
+    EXPECT_FALSE(
+        admits(g, "Sure.<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+    EXPECT_EQ(parse_tool_calls(ToolCallFormat::hermes, shortest(g), kTools).calls.size(), 1u);
+    // Mistral's array form.
+    const auto m = tool_call_grammar(ToolCallFormat::mistral, kTools, "");
+    const std::string call = "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}]";
+    EXPECT_TRUE(admits(m, call));
+    expect_call(ToolCallFormat::mistral, call, "now", "{}");
+    EXPECT_EQ(parse_tool_calls(ToolCallFormat::mistral, shortest(m), kTools).calls.size(), 1u);
+}
+
+TEST(ChatToolGrammar, EveryJsonFormatNamed) {
+    struct Case {
+        ToolCallFormat f;
+        std::string good;
+    };
+    for (const Case& c : {
+             Case{ToolCallFormat::llama3,
+                  "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"},
+             Case{ToolCallFormat::mistral, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}"},
+             Case{ToolCallFormat::harmony,
+                  "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+                  "{\"city\": \"Oslo\"}"},
+         }) {
+        const auto g = tool_call_grammar(c.f, kTools, "get_weather");
+        EXPECT_TRUE(admits(g, c.good)) << c.good;
+        EXPECT_FALSE(admits(g, "Hi " + c.good));
+        expect_call(c.f, c.good, "get_weather", R"({"city":"Oslo"})");
+        const std::string s = shortest(g);
+        const ParsedToolCalls p = parse_tool_calls(c.f, s, kTools);
+        ASSERT_EQ(p.calls.size(), 1u) << s;
+        EXPECT_EQ(p.calls[0].name, "get_weather") << s;
+    }
+}
+
+TEST(ChatToolGrammar, RefusedWithAClearError) {
+    const auto message = [](ToolCallFormat f, const std::string& name, const ojson& tools) {
+        try {
+            tool_call_grammar(f, tools, name);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message(ToolCallFormat::hermes, "nope", kTools).find("'nope'"), std::string::npos);
+    EXPECT_NE(message(ToolCallFormat::qwen3_coder, "now", kTools).find("qwen3-coder"),
+              std::string::npos);
+    EXPECT_NE(message(ToolCallFormat::harmony, "", kTools).find("several tools"),
+              std::string::npos);
+    const ojson pattern = ojson::parse(R"([{"type": "function", "function": {"name": "f",
+        "parameters": {"type": "object", "properties": {"id": {"type": "string",
+        "pattern": "^a"}}}}}])");
+    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("pattern"), std::string::npos);
+}
+
+}  // namespace
