@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/repack.h"
 #include "model/ops.h"
 
 namespace specula {
@@ -15,6 +16,8 @@ WeightView expert_view(const WeightView& w, int e, int n_expert) {
     WeightView v = w;
     v.rows = w.rows / n_expert;
     v.data = w.data + static_cast<size_t>(e) * v.rows * w.row_bytes();
+    if (w.packed)
+        v.packed = w.packed + (e * v.rows / kPackRows) * packed_tile_bytes(w.type, w.cols);
     return v;
 }
 

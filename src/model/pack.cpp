@@ -1,4 +1,5 @@
-// pack_weights (model.h): every dense matrix of a repackable type gets a packed copy, and the
+// pack_weights (model.h): every dense matrix of a repackable type (and every stack of experts of
+// whole tiles) gets a packed copy, and the
 // pages of its original in the file mapping are released unless the token embedding (which
 // get_rows reads in the row layout) is that same tensor.
 //
@@ -38,6 +39,15 @@ void pack_weights(Model& m, int n_threads) {
     for (LayerWeights& l : m.layers) {
         for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
             if (packs(*w)) todo.push_back(w);
+        }
+    }
+    // Stacked experts pack as one matrix when each expert is whole tiles: expert e is then tiles
+    // [e * rows / kPackRows, ...) of it (model/moe.cpp's expert_view), and a pass over many tokens
+    // (a prompt) runs each expert on the packed GEMM kernels.
+    const int ne = m.hparams().n_expert;
+    for (LayerWeights& l : m.layers) {
+        for (WeightView* w : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}) {
+            if (ne > 0 && packs(*w) && (w->rows / ne) % kPackRows == 0) todo.push_back(w);
         }
     }
     if (packs(m.output)) todo.push_back(&m.output);
