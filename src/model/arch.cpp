@@ -7,7 +7,8 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kQwen3MoeArch};
+const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch, &kQwen3Arch,
+                                  &kQwen3MoeArch, &kPhi3Arch,  &kMistral3Arch};
 
 }  // namespace
 

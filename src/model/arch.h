@@ -38,6 +38,8 @@ extern const ArchSpec kLlamaArch;     // model/arch/llama.cpp (Llama 1-3, Mistra
 extern const ArchSpec kQwen2Arch;     // model/arch/qwen2.cpp
 extern const ArchSpec kQwen3Arch;     // model/arch/qwen3.cpp
 extern const ArchSpec kQwen3MoeArch;  // model/arch/qwen3.cpp
+extern const ArchSpec kPhi3Arch;      // model/arch/phi3.cpp (Phi-3, Phi-4)
+extern const ArchSpec kMistral3Arch;  // model/arch/mistral3.cpp (Ministral 3)
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

@@ -42,13 +42,19 @@ float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim
            static_cast<size_t>(ith) * kChunkRows * head_dim;
 }
 
-// One query head of one token: softmax(q . K^T * scale) . V over positions [0, n_kv). Rows of a
+// The first cache row a query at position `pos` sees.
+int first_row(const AttentionShape& s, int pos) {
+    return s.window > 0 ? std::max(0, pos + 1 - s.window) : 0;
+}
+
+// One query head of one token: softmax(q . K^T * scale) . V over positions [j0, n_kv). Rows of a
 // typed cache are dequantized into `buf` (head_dim floats) one at a time.
-void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int n_kv, int kv_off,
-                 const float* q, float* out, const AttentionShape& s, float* scores, float* buf) {
+void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j0, int n_kv,
+                 int kv_off, const float* q, float* out, const AttentionShape& s, float* scores,
+                 float* buf) {
     const int hd = s.head_dim;
     const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
-    for (int j = 0; j < n_kv; ++j) {
+    for (int j = j0; j < n_kv; ++j) {
         const float* kj = buf;
         if (k32)
             kj = kv.k(layer, j) + kv_off;
@@ -56,9 +62,9 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int n
             kv.read_k(layer, j, kv_off, hd, buf);
         scores[j] = kern.dot(q, kj, hd) * s.scale;
     }
-    softmax(scores, n_kv);
+    softmax(scores + j0, n_kv - j0);
     std::memset(out, 0, sizeof(float) * hd);
-    for (int j = 0; j < n_kv; ++j) {
+    for (int j = j0; j < n_kv; ++j) {
         const float* vj = buf;
         if (v32)
             vj = kv.v(layer, j) + kv_off;
@@ -135,7 +141,8 @@ bool block_kernels(int head_dim, BlockAttentionKernels* k) {
 // from a counter (the items with the most positions first). Each query's scores, softmax and
 // weighted sum are the same operations whatever its item holds: the block's common positions
 // [0, first query's count) go through the kernels for all of its queries at once, each query's
-// own tail through the same kernels alone.
+// own tail through the same kernels alone (and, with a window, its own rows before the common
+// ones).
 void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int pos0,
                        int ntok, const float* q, float* out, const AttentionShape& s,
                        ThreadPool& pool, float* scores, bool parallel) {
@@ -152,7 +159,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
         const float* qp[kBlockQueries];
         float* op[kBlockQueries];
         float* sp[kBlockQueries];
-        int nkv[kBlockQueries];
+        int lo[kBlockQueries], nkv[kBlockQueries];
         for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
             const int blk = n_blocks - 1 - static_cast<int>(it / per_block);
             const int g = static_cast<int>(it % per_block) / b.head_chunks;
@@ -166,23 +173,37 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     qp[nq] = q + off;
                     op[nq] = out + off;
                     sp[nq] = sc + static_cast<int64_t>(nq) * kv.n_ctx();
+                    lo[nq] = first_row(s, pos0 + t);
                     nkv[nq] = pos0 + t + 1;
                 }
             }
+            // Rows [c0, c1) are seen by every query of the item (with a window, possibly none);
+            // each query adds its own rows before and after, always in ascending row order.
             const int off = g * hd;
-            const int common = pos0 + t0 + 1;
-            qk_rows(bk, kv, layer, off, hd, 0, common, qp, nq, s.scale, sp, buf);
+            const int c0 = first_row(s, pos0 + t1 - 1), c1 = pos0 + t0 + 1;
+            const bool shared = c0 < c1;
+            if (shared) qk_rows(bk, kv, layer, off, hd, c0, c1, qp, nq, s.scale, sp, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common)
-                    qk_rows(bk, kv, layer, off, hd, common, nkv[i], qp + i, 1, s.scale, sp + i,
-                            buf);
-                bk.softmax(sp[i], nkv[i]);
+                if (!shared) {
+                    qk_rows(bk, kv, layer, off, hd, lo[i], nkv[i], qp + i, 1, s.scale, sp + i, buf);
+                } else {
+                    if (lo[i] < c0)
+                        qk_rows(bk, kv, layer, off, hd, lo[i], c0, qp + i, 1, s.scale, sp + i, buf);
+                    if (nkv[i] > c1)
+                        qk_rows(bk, kv, layer, off, hd, c1, nkv[i], qp + i, 1, s.scale, sp + i,
+                                buf);
+                }
+                bk.softmax(sp[i] + lo[i], nkv[i] - lo[i]);
                 std::memset(op[i], 0, sizeof(float) * hd);
+                const int head_end = shared ? c0 : nkv[i];
+                if (lo[i] < head_end)
+                    pv_rows(bk, kv, layer, off, hd, lo[i], head_end, sp + i, 1, op + i, buf);
             }
-            pv_rows(bk, kv, layer, off, hd, 0, common, sp, nq, op, buf);
+            if (!shared) continue;
+            pv_rows(bk, kv, layer, off, hd, c0, c1, sp, nq, op, buf);
             for (int i = 0; i < nq; ++i) {
-                if (nkv[i] > common)
-                    pv_rows(bk, kv, layer, off, hd, common, nkv[i], sp + i, 1, op + i, buf);
+                if (nkv[i] > c1)
+                    pv_rows(bk, kv, layer, off, hd, c1, nkv[i], sp + i, 1, op + i, buf);
             }
         }
     };
@@ -220,8 +241,8 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
         for (int64_t i = ith; i < n_pairs; i += nth) {
             const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
             const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
-            attend_head(kern, kv, layer, pos0 + t + 1, (h / group) * s.head_dim, q + off, out + off,
-                        s, sc, buf);
+            attend_head(kern, kv, layer, first_row(s, pos0 + t), pos0 + t + 1,
+                        (h / group) * s.head_dim, q + off, out + off, s, sc, buf);
         }
     };
     if (parallel) {

@@ -1,10 +1,10 @@
 // Causal multi-head attention with grouped KV heads over the KV cache. Each (token, head) pair
 // is computed with the same fixed-order loops (scores over positions 0..pos in order, softmax,
 // weighted sum of V rows in order), so a token's output is the same whether it is evaluated alone
-// or in a batch. With AVX-512 and a head size that is a multiple of 16, or AVX2 and one of 8 (up
-// to 128), blocks of up to 16 queries (consecutive positions x the query heads sharing a KV head)
-// share each K and V row load (kernels/attention.h); otherwise pairs go one by one. Work is
-// spread over the pool.
+// or in a batch (a sliding window only narrows the positions each query loops over). With AVX-512
+// and a head size that is a multiple of 16, or AVX2 and one of 8 (up to 128), blocks of up to 16
+// queries (consecutive positions x the query heads sharing a KV head) share each K and V row load
+// (kernels/attention.h); otherwise pairs go one by one. Work is spread over the pool.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +19,14 @@ struct AttentionShape {
     int n_head_kv = 0;
     int head_dim = 0;
     float scale = 1.f;  // 1/sqrt(head_dim)
+    int window = 0;     // > 0: a query at position p sees positions (p - window, p] only
 };
 
 // The floats attention() needs in `scores` for a cache of n_ctx rows and n_threads threads.
 size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_threads);
 
-// For t < ntok, the token at position pos0 + t attends to cache rows [0, pos0 + t] of `layer`.
+// For t < ntok, the token at position pos0 + t attends to cache rows [0, pos0 + t] of `layer`
+// (with a window, the last s.window of them).
 // q and out hold ntok rows of n_head * head_dim floats. `scores` must hold
 // attention_scratch_floats(s, kv.n_ctx(), pool.size()) floats.
 void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,

@@ -38,20 +38,24 @@ float get_positive_float(const GGUFFile& f, const std::string& key, double def) 
     return static_cast<float>(v);
 }
 
-// rope.scaling.{type,factor} (or the older rope.scale_linear): only linear scaling is supported.
-float read_rope_freq_scale(const GGUFFile& f, const std::string& p) {
+// rope.scaling.{type,factor} (or the older rope.scale_linear): none, linear, or yarn (ext_factor
+// 1) where the architecture allows it. No factor means no scaling, whatever the type says.
+void read_rope_scaling(const GGUFFile& f, const std::string& p, bool allow_yarn, HParams& hp) {
     const std::string type = f.get_string_or(p + "rope.scaling.type", "linear");
+    const bool yarn = allow_yarn && type == "yarn";
+    hp.rope_ext_factor = yarn ? 1.f : 0.f;
+    hp.rope_freq_scale = 1.f;
     double factor = f.get_float_or(p + "rope.scaling.factor", 0.0);
     if (factor == 0.0) factor = f.get_float_or(p + "rope.scale_linear", 0.0);
-    if (type == "none" || factor == 0.0) return 1.f;
-    if (type != "linear") {
+    if (type == "none" || factor == 0.0) return;
+    if (type != "linear" && !yarn) {
         fail(f.path(), ": key '", p, "rope.scaling.type' = '", type,
-             "' is not supported (supported: none, linear)");
+             "' is not supported (supported: none, linear", allow_yarn ? ", yarn)" : ")");
     }
     if (!std::isfinite(factor) || factor < 0) {
         fail(f.path(), ": key '", p, "rope.scaling.factor' = ", factor, " must be > 0");
     }
-    return static_cast<float>(1.0 / factor);
+    hp.rope_freq_scale = 1.0f / static_cast<float>(factor);  // in float, as ik_llama.cpp
 }
 
 }  // namespace
@@ -84,7 +88,7 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp) {
     }
 }
 
-void read_rope_hparams(const GGUFFile& f, HParams& hp) {
+void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn) {
     const std::string p = prefix(hp);
     hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
     if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
@@ -92,7 +96,10 @@ void read_rope_hparams(const GGUFFile& f, HParams& hp) {
              " must be even and <= the head size ", hp.head_dim);
     }
     hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
-    hp.rope_freq_scale = read_rope_freq_scale(f, p);
+    read_rope_scaling(f, p, allow_yarn, hp);
+    hp.n_ctx_orig =
+        get_checked(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
+    hp.rope_attn_factor = get_positive_float(f, p + "rope.scaling.attn_factor", 1.0);
 }
 
 void read_expert_hparams(const GGUFFile& f, HParams& hp) {

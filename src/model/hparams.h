@@ -28,7 +28,23 @@ struct HParams {
     bool rope_neox = false;
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
+    // YaRN (rope.scaling.type = yarn): ext_factor 1 mixes extrapolated and interpolated angles
+    // over the dimensions between the beta_fast and beta_slow corrections for n_ctx_orig
+    // positions; attn_factor multiplies every rotated value (rope.scaling.attn_factor, and an
+    // architecture's own YaRN magnitude), as ggml's rope does.
+    float rope_ext_factor = 0.f;
+    float rope_attn_factor = 1.f;
+    float rope_yarn_beta_fast = 32.f;
+    float rope_yarn_beta_slow = 1.f;
+    int n_ctx_orig = 0;  // rope.scaling.original_context_length (default n_ctx_train)
     float rms_eps = 1e-5f;
+    // Attention: a query at position p sees positions (p - n_swa, p] (0: all, causal); the
+    // softmax scale of q.k (0: 1/sqrt(head_dim)); mistral3's temperature (q at position p is
+    // multiplied by 1 + attn_temp_scale * log(floor((p + 1) / attn_temp_floor) + 1); 0: none).
+    int n_swa = 0;
+    float kq_scale = 0.f;
+    float attn_temp_scale = 0.f;
+    int attn_temp_floor = 0;
 
     int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
     int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
@@ -44,10 +60,13 @@ void read_base_hparams(const GGUFFile& f, HParams& hp);
 // (default n_embd / n_head) and attention.value_length (must equal key_length).
 void read_attention_hparams(const GGUFFile& f, HParams& hp);
 
-// rope.dimension_count (default head_dim), rope.freq_base (default 10000) and linear scaling
-// (rope.scaling.type / rope.scaling.factor or the older rope.scale_linear). Needs the attention
-// hparams first (the rotated dimensions must fit in a head).
-void read_rope_hparams(const GGUFFile& f, HParams& hp);
+// rope.dimension_count (default head_dim), rope.freq_base (default 10000), the scaling
+// (rope.scaling.type none / linear, and yarn where `allow_yarn`; rope.scaling.factor or the
+// older rope.scale_linear), rope.scaling.original_context_length (default context_length) and
+// rope.scaling.attn_factor (default 1), as ik_llama.cpp reads them for every architecture (the
+// YaRN betas keep their defaults 32 / 1: an architecture that reads them does so itself). Needs
+// the attention hparams first (the rotated dimensions must fit in a head).
+void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn = false);
 
 // expert_count and expert_used_count (0: a dense FFN); n_ff_expert = n_ff.
 void read_expert_hparams(const GGUFFile& f, HParams& hp);
