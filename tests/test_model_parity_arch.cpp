@@ -1,12 +1,13 @@
 // Parity with ik_llama.cpp for the architectures whose small random-weight files live in the
 // repository (tests/data/arch, written by scripts/models/make_arch_models.py; their JSONs by
-// scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft) and qwen3moe
-// (Q8_0). Each prompt is tokenised and compared with the reference ids, evaluated in one batch
-// (every position's logits against the reference top-10), then the reference greedy tokens are
-// teacher-forced one per eval. Tolerances by weight type as in shared/reference/README.md: F16
-// 0.03, quantised 0.5; the argmax must equal the reference's where its top1-top2 gap exceeds
-// twice that. The references were made with a K cache in F32 and a V cache in F16 (eval.type_v),
-// so the session here uses the same.
+// scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft), qwen3moe
+// (Q8_0), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as Phi-4 and its 1-layer draft) and
+// mistral3 (Q8_0, YaRN and the attention temperature). Each prompt is tokenised and compared with
+// the reference ids, evaluated in one batch (every position's logits against the reference top-10),
+// then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
+// shared/reference/README.md: F16 0.03, quantised 0.5; the argmax must equal the reference's where
+// its top1-top2 gap exceeds twice that. The references were made with a K cache in F32 and a V
+// cache in F16 (eval.type_v), so the session here uses the same.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
-constexpr int kExpectedFiles = 4;
+constexpr int kExpectedFiles = 8;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;
@@ -54,7 +55,12 @@ TEST_P(ArchParity, MatchesIkLlamaCpp) {
     const auto model = specula::Model::load(kDataDir + "/" + jm["path"].get<std::string>());
     const auto& hp = model->hparams();
     EXPECT_EQ(hp.arch, jm["general.architecture"].get<std::string>());
-    specula::test::expect_model_shape(*model, jm);
+    // ik_llama.cpp binds the rope factors (rope_freqs, phi3's LongRoPE) to every layer and counts
+    // them in n_params once per layer; the file holds them once.
+    const auto rope_factors =
+        static_cast<int64_t>(model->rope_freq_factors.size() + model->rope_factors_long.size() +
+                             model->rope_factors_short.size());
+    specula::test::expect_model_shape(*model, jm, (hp.n_layer - 1) * rope_factors);
 
     const double tol = tolerance_for(jm);
     specula::SessionParams sp;
