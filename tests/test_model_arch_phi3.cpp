@@ -1,5 +1,6 @@
 // phi3 and mistral3 beyond parity (test_model_parity_arch checks their logits against
-// ik_llama.cpp): a pass over b tokens gives bit-identical logits to b one-token passes, greedy
+// ik_llama.cpp): a pass over b tokens gives bit-identical logits to b one-token passes, and a
+// BatchEvaluator pass over sessions of different contexts those of each session alone; greedy
 // speculative decoding equals plain decoding (with the phi3 1-layer draft, rollback across the
 // sliding window's edge included), the sliding window hides what lies beyond it, LongRoPE picks
 // its factors by the session's context, the hyperparameters of Phi-4-, Phi-3- and
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -18,6 +20,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/arch.h"
+#include "model/batch_eval.h"
 #include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
@@ -123,6 +126,49 @@ TEST(Phi3, LongRopeFactorsFollowTheSessionContext) {
     EXPECT_EQ(at512, at1024) << "every context beyond 256 uses the long factors";
     const auto m4 = Model::load(kPhi4);
     EXPECT_EQ(run_split(*m4, ids, {12}, 1, 256), run_split(*m4, ids, {12}, 1, 512));
+}
+
+// One BatchEvaluator pass over sessions of different contexts (short and long LongRoPE factors)
+// and positions (before and beyond the window; mistral3: before and beyond the temperature's 64)
+// gives each session the logits it gets alone.
+void expect_batch_equals_alone(const std::string& path) {
+    const auto m = Model::load(path);
+    const int nv = m->hparams().n_vocab;
+    specula::ThreadPool pool(2);
+    const std::vector<int> ctx = {256, 512, 512};
+    const std::vector<int> past = {3, 40, 70};
+    std::vector<std::unique_ptr<Session>> together, alone;
+    std::vector<std::vector<token_id>> next;
+    for (size_t i = 0; i < ctx.size(); ++i) {
+        SessionParams sp{ctx[i], 2};
+        sp.pool = &pool;
+        together.push_back(std::make_unique<Session>(*m, sp));
+        alone.push_back(std::make_unique<Session>(*m, sp));
+        const auto prompt = random_tokens(past[i], int(i) + 20);
+        together.back()->eval(prompt);
+        alone.back()->eval(prompt);
+        next.push_back(random_tokens(int(i) + 4, int(i) + 30));
+    }
+    std::vector<specula::BatchItem> items;
+    for (size_t i = 0; i < ctx.size(); ++i) items.push_back({together[i].get(), next[i], true});
+    specula::BatchEvaluator(*m, pool).eval(items);
+    for (size_t i = 0; i < ctx.size(); ++i) {
+        alone[i]->eval(next[i]);
+        ASSERT_EQ(together[i]->n_logits(), alone[i]->n_logits());
+        for (int r = 0; r < alone[i]->n_logits(); ++r) {
+            EXPECT_EQ(0,
+                      std::memcmp(together[i]->logits(r), alone[i]->logits(r), sizeof(float) * nv))
+                << path << ": session " << i << " row " << r;
+        }
+    }
+}
+
+TEST(Phi3, BatchOfSessionsEqualsEachAlone) {
+    expect_batch_equals_alone(kPhi3Swa);
+}
+
+TEST(Mistral3, BatchOfSessionsEqualsEachAlone) {
+    expect_batch_equals_alone(kMistral3);
 }
 
 // ---------------------------------------------------------------------------------------------
