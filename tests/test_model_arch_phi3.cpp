@@ -199,13 +199,25 @@ TEST(Phi3, SpeculativeGreedyEqualsPlain) {
         specula::DraftModelDrafter drafter(*draft, dp);
         const std::string ref_path = path.substr(0, path.size() - 5) + ".json";
         const auto ref = nlohmann::json::parse(specula::test::read_file(ref_path));
+        int n_sure = 0;
         for (const auto& p : ref["prompts"]) {
             const auto prompt = p["token_ids"].get<std::vector<token_id>>();
             const auto plain = generate(session, nullptr, prompt, 0);
             ASSERT_EQ(plain.size(), 32u);
-            // The reference's greedy tokens (ik_llama.cpp) are ours where it has no near-tie.
-            if (p["checks"]["top1_top2_gap_greedy_decisions"]["min"].get<double>() > 1.0) {
-                EXPECT_EQ(plain, p["greedy"]["token_ids"].get<std::vector<token_id>>()) << path;
+            // ik_llama.cpp's greedy tokens are ours up to its first near-tie (top-2 gap within
+            // twice the weight type's logit tolerance, as in test_model_parity_arch).
+            const auto ref_ids = p["greedy"]["token_ids"].get<std::vector<token_id>>();
+            const double tol = ref["model"]["general.file_type"] == "1" ? 0.03 : 0.5;
+            auto gap = [](const nlohmann::json& top) {
+                return top[0][1].get<double>() - top[1][1].get<double>();
+            };
+            for (size_t i = 0; i < ref_ids.size(); ++i) {
+                const auto& top =
+                    i == 0 ? p["prompt_top"].back() : p["greedy"]["steps"][i - 1]["top"];
+                if (gap(top) <= 2 * tol) break;
+                EXPECT_EQ(plain[i], ref_ids[i])
+                    << path << ", prompt " << p["name"] << " token " << i;
+                ++n_sure;
             }
             for (int n : {1, 3, 8}) {
                 specula::SpecStats st;
@@ -216,6 +228,7 @@ TEST(Phi3, SpeculativeGreedyEqualsPlain) {
                 }
             }
         }
+        EXPECT_GE(n_sure, 4) << path << ": too few reference tokens compared";
     }
 }
 
