@@ -20,17 +20,18 @@ struct Stats {
     int n_failures = 0;
 };
 
-// The reference's model block ("n_vocab", "n_embd", ...) against a loaded Model; the reference's
-// parameter count is ours + extra_params (ik_llama.cpp counts a tied output matrix twice).
+// The reference's model block ("n_vocab", "n_embd", ...) against a loaded Model. `ref_extra`:
+// elements the reference counts in n_params beyond the file's tensors (ik_llama.cpp counts a tied
+// output matrix twice, and a tensor every layer shares, such as rope factors, once per layer).
 template <class ModelT>
-void expect_model_shape(const ModelT& model, const nlohmann::json& jm, int64_t extra_params = 0) {
+void expect_model_shape(const ModelT& model, const nlohmann::json& jm, int64_t ref_extra = 0) {
     const auto& hp = model.hparams();
     EXPECT_EQ(hp.n_vocab, jm["n_vocab"].get<int>());
     EXPECT_EQ(hp.n_embd, jm["n_embd"].get<int>());
     EXPECT_EQ(hp.n_layer, jm["n_layer"].get<int>());
     EXPECT_EQ(hp.n_head, jm["n_head"].get<int>());
     EXPECT_EQ(hp.n_ctx_train, jm["n_ctx_train"].get<int>());
-    EXPECT_EQ(model.n_params() + extra_params, jm["n_params"].get<int64_t>());
+    EXPECT_EQ(model.n_params() + ref_extra, jm["n_params"].get<int64_t>());
 }
 
 inline int argmax(const float* x, int n) {

@@ -65,7 +65,7 @@ TEST(GptOss, HyperparametersAsWritten) {
     EXPECT_EQ(hp.n_rot, 64);
     EXPECT_TRUE(hp.rope_neox);
     EXPECT_TRUE(hp.rope_yarn);
-    EXPECT_EQ(hp.yarn_orig_ctx, 4096);
+    EXPECT_EQ(hp.n_ctx_orig, 4096);
     EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f / 32);
     EXPECT_EQ(hp.n_swa, 8);
     for (int il = 0; il < hp.n_layer; ++il) EXPECT_EQ(hp.is_swa(il), il % 2 == 0) << il;

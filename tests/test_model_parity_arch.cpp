@@ -2,8 +2,10 @@
 // repository (tests/data/arch, written by scripts/models/make_arch_models.py; their JSONs by
 // scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft), qwen3moe
 // (Q8_0), gemma3 (F16 and its 6-layer Q8_0 draft; window 16, so the prompts of 53-142 tokens
-// cross it), gemma2 (F16, 26 layers, soft-capped) and gpt-oss (MXFP4 experts, F16 otherwise;
-// scripts/models/make_gpt_oss_models.py). Each prompt is tokenised and compared with
+// cross it), gemma2 (F16, 26 layers, soft-capped), gpt-oss (MXFP4 experts, F16 otherwise;
+// scripts/models/make_gpt_oss_models.py), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as
+// Phi-4 and its 1-layer draft) and mistral3 (Q8_0, YaRN and the attention temperature). Each
+// prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
 // shared/reference/README.md: F16 0.03, quantised 0.5; the argmax must equal the reference's where
@@ -28,7 +30,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
-constexpr int kExpectedFiles = 8;
+constexpr int kExpectedFiles = 12;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;
@@ -56,9 +58,15 @@ TEST_P(ArchParity, MatchesIkLlamaCpp) {
     const auto model = specula::Model::load(kDataDir + "/" + jm["path"].get<std::string>());
     const auto& hp = model->hparams();
     EXPECT_EQ(hp.arch, jm["general.architecture"].get<std::string>());
-    // ik_llama.cpp's parameter count has the output matrix twice when it is token_embd (gemma).
+    // ik_llama.cpp's parameter count has the output matrix twice when it is token_embd (gemma),
+    // and the rope factors (rope_freqs, phi3's LongRoPE), which it binds to every layer, once per
+    // layer; the file holds each once.
     const bool tied = model->output.data == model->tok_embd.data;
-    specula::test::expect_model_shape(*model, jm, tied ? int64_t(hp.n_vocab) * hp.n_embd : 0);
+    const auto rope_factors =
+        static_cast<int64_t>(model->rope_freq_factors.size() + model->rope_factors_long.size() +
+                             model->rope_factors_short.size());
+    specula::test::expect_model_shape(
+        *model, jm, (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (hp.n_layer - 1) * rope_factors);
 
     const double tol = tolerance_for(jm);
     specula::SessionParams sp;

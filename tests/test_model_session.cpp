@@ -472,7 +472,7 @@ TEST(ModelLoad, RopeScaling) {
     const auto my = specula::Model::load(write_variant("rope_yarn", yarn));
     EXPECT_TRUE(my->hparams().rope_yarn);
     EXPECT_EQ(my->hparams().rope_freq_scale, 0.25f);
-    EXPECT_EQ(my->hparams().yarn_orig_ctx, my->hparams().n_ctx_train);
+    EXPECT_EQ(my->hparams().n_ctx_orig, my->hparams().n_ctx_train);
     Edit longrope;
     longrope.set_str = {{"llama.rope.scaling.type", "longrope"}};
     longrope.set_f32 = {{"llama.rope.scaling.factor", 4.0f}};

@@ -8,6 +8,7 @@ has numpy):
   rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf         block 0 of the above alone: its draft
   rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf       qwen3moe: the same attention, 8 experts of
                                                     width 64, top-4, every block MoE
+  rand-phi3-*, rand-mistral3-*                      phi3 and mistral3: arch_phi_mistral.py
 
   rand-gemma3-tok512-d128-l7-F16.gguf               gemma3: 7 layers (0-4 and 6 slide, 5 is
                                                     global), window 16, 4 heads of 48 (key_length,
@@ -40,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_min as g  # noqa: E402
+import arch_phi_mistral  # noqa: E402
 
 SEED = 2026
 D, N_HEAD, N_KV, HEAD_DIM, FF, VOCAB, CTX = 256, 4, 2, 96, 256, 512, 2048
@@ -221,6 +223,7 @@ def main():
                 "rand-gemma3-tok512-d128-l6-draft", vocab)
     write_gemma(f"{o}/rand-gemma2-tok512-d32-l26-F16.gguf", "gemma2", 26, g.GGML_F16,
                 "rand-gemma2-tok512-d32-l26", vocab)
+    arch_phi_mistral.write_all(o, vocab, randn)  # phi3, mistral3 (see arch_phi_mistral.py)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ extern const ArchSpec kQwen3MoeArch;  // model/arch/qwen3.cpp
 extern const ArchSpec kGemma2Arch;    // model/arch/gemma.cpp
 extern const ArchSpec kGemma3Arch;    // model/arch/gemma.cpp
 extern const ArchSpec kGptOssArch;    // model/arch/gpt_oss.cpp
+extern const ArchSpec kPhi3Arch;      // model/arch/phi3.cpp (Phi-3, Phi-4)
+extern const ArchSpec kMistral3Arch;  // model/arch/mistral3.cpp (Ministral 3)
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

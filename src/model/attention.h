@@ -2,10 +2,10 @@
 // window. Each (token, head) pair is computed with the same fixed-order loops (scores over its
 // visible positions in order, softmax,
 // weighted sum of V rows in order), so a token's output is the same whether it is evaluated alone
-// or in a batch. With AVX-512 and a head size that is a multiple of 16, or AVX2 and one of 8 (up
-// to 128), blocks of up to 16 queries (consecutive positions x the query heads sharing a KV head)
-// share each K and V row load (kernels/attention.h); otherwise pairs go one by one. Work is
-// spread over the pool.
+// or in a batch (a sliding window only narrows the positions each query loops over). With AVX-512
+// and a head size that is a multiple of 16, or AVX2 and one of 8 (up to 128), blocks of up to 16
+// queries (consecutive positions x the query heads sharing a KV head) share each K and V row load
+// (kernels/attention.h); otherwise pairs go one by one. Work is spread over the pool.
 #pragma once
 
 #include <cstddef>

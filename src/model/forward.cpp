@@ -73,20 +73,39 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     rope_.neox = hp_.rope_neox;
     rope_.freq_base = hp_.rope_freq_base;
     rope_.freq_scale = hp_.rope_freq_scale;
-    rope_.freq_factors = model.rope_freq_factors.empty() ? nullptr : model.rope_freq_factors.data();
     if (hp_.rope_yarn) {
         rope_.ext_factor = 1.0f;
-        rope_yarn_corr_dims(hp_.n_rot, hp_.yarn_orig_ctx, hp_.rope_freq_base, 32.0f, 1.0f,
-                            rope_.corr_dims);
+        rope_yarn_corr_dims(hp_.n_rot, hp_.n_ctx_orig, hp_.rope_freq_base, hp_.rope_yarn_beta_fast,
+                            hp_.rope_yarn_beta_slow, rope_.corr_dims);
     }
-    swa_rope_ = hp_.any_swa();
+    rope_.attn_factor = hp_.rope_attn_factor;
     rope_swa_ = rope_;
     rope_swa_.freq_base = hp_.rope_freq_base_swa;
     rope_swa_.freq_scale = hp_.rope_freq_scale_swa;
+    if (hp_.rope_yarn) {
+        rope_yarn_corr_dims(hp_.n_rot, hp_.n_ctx_orig, hp_.rope_freq_base_swa,
+                            hp_.rope_yarn_beta_fast, hp_.rope_yarn_beta_slow, rope_swa_.corr_dims);
+    }
+    // Sliding-window layers need their own angles only when they rotate differently (gemma3);
+    // phi3's window layers, and gpt-oss's, share the global ones.
+    swa_rope_ = hp_.any_swa() && (hp_.rope_freq_base_swa != hp_.rope_freq_base ||
+                                  hp_.rope_freq_scale_swa != hp_.rope_freq_scale);
     att_shape_ = {
         hp_.n_head, hp_.n_head_kv, hp_.head_dim,
         hp_.attn_scale > 0 ? hp_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
     att_shape_.softcap = hp_.attn_softcap;
+    // Fused matrices are bound in every layer or in none (model/arch/phi3.cpp).
+    if (!model.layers.empty()) qkv_width_ = model.layers[0].wqkv.rows;
+    ff_width_ = !model.layers.empty() && model.layers[0].ffn_gate_up.data ? 2 * int64_t{hp_.n_ff}
+                                                                          : int64_t{hp_.n_ff};
+}
+
+// As ik_llama.cpp picks them: rope_freqs when the file has them, else LongRoPE's long factors
+// for a context beyond the training one and its short ones otherwise (none when absent).
+const float* ForwardPass::rope_factors(int n_ctx) const {
+    if (!model_.rope_freq_factors.empty()) return model_.rope_freq_factors.data();
+    const auto& f = n_ctx > hp_.n_ctx_orig ? model_.rope_factors_long : model_.rope_factors_short;
+    return f.empty() ? nullptr : f.data();
 }
 
 void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
@@ -98,7 +117,8 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     grow(k_new_, n * hp_.n_embd_kv());
     grow(v_new_, n * hp_.n_embd_kv());
     grow(att_, n * hp_.n_embd_q());
-    grow(ff_g_, n * hp_.n_ff);
+    grow(ff_g_, n * ff_width_);
+    if (qkv_width_ > 0) grow(qkv_, n * qkv_width_);
     grow(ff_u_, n * hp_.n_ff);
     grow(rope_cs_, n * hp_.n_rot);
     if (swa_rope_) grow(rope_cs_swa_, n * hp_.n_rot);
@@ -132,6 +152,19 @@ void ForwardPass::attention_input(const LayerWeights& l) {
     add_bias(v_new_.data(), l.bv, ntok, dkv, dkv);
 }
 
+void ForwardPass::attention_input_fused(const LayerWeights& l) {
+    const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), w = qkv_width_;
+    const int ntok = n_rows_;
+    norm_rows(x_.data(), l.attn_norm, ntok, h_.data());
+    matmul(l.wqkv, h_.data(), hp_.n_embd, ntok, qkv_.data(), w, *pool_, mm_);
+    for (int t = 0; t < ntok; ++t) {
+        const float* r = qkv_.data() + t * w;
+        std::memcpy(q_.data() + t * dq, r, sizeof(float) * dq);
+        std::memcpy(k_new_.data() + t * dkv, r + dq, sizeof(float) * dkv);
+        std::memcpy(v_new_.data() + t * dkv, r + dq + dkv, sizeof(float) * dkv);
+    }
+}
+
 void ForwardPass::qk_norm(const LayerWeights& l) {
     const int hd = hp_.head_dim, nh = hp_.n_head, nkv = hp_.n_head_kv;
     const float eps = hp_.rms_eps;
@@ -151,7 +184,7 @@ void ForwardPass::rope_and_cache() {
     const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv();
     float* kc = k_new_.data();
     float* vc = v_new_.data();
-    const bool swa = hp_.is_swa(il_);
+    const bool swa = swa_rope_ && hp_.is_swa(il_);  // its own angles (gemma3)
     const RopeParams& rp = swa ? rope_swa_ : rope_;
     const float* angles = swa ? rope_cs_swa_.data() : rope_cs_.data();
     for (size_t s = 0; s < segs_.size(); ++s) {
@@ -163,6 +196,29 @@ void ForwardPass::rope_and_cache() {
             rope_apply(rp, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
             // Every K/V row enters the cache through write() (the cache decides its storage).
             kv.write(il_, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
+        }
+    }
+}
+
+void ForwardPass::scale_q(float scale) {
+    const int64_t n = static_cast<int64_t>(n_rows_) * hp_.n_embd_q();
+    float* q = q_.data();
+    for (int64_t i = 0; i < n; ++i) q[i] *= scale;
+}
+
+// ik_llama.cpp computes each row's factor in float, as here.
+void ForwardPass::temper_q() {
+    const int64_t dq = hp_.n_embd_q();
+    const float floor_scale = static_cast<float>(hp_.attn_temp_floor);
+    for (size_t s = 0; s < segs_.size(); ++s) {
+        const int pos0 = segs_[s].seq->kv.n_past();
+        for (int t = off_[s]; t < off_[s] + n_[s]; ++t) {
+            const float pos = static_cast<float>(pos0 + t - off_[s]);
+            const float f =
+                std::log(std::floor((pos + 1.0f) / floor_scale) + 1.0f) * hp_.attn_temp_scale +
+                1.0f;
+            float* q = q_.data() + t * dq;
+            for (int64_t i = 0; i < dq; ++i) q[i] *= f;
         }
     }
 }
@@ -215,6 +271,20 @@ void ForwardPass::ffn(const LayerWeights& l) {
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
 }
 
+void ForwardPass::ffn_fused(const LayerWeights& l) {
+    ThreadPool& pool = *pool_;
+    const int nrows = rows_;
+    const int64_t nff = hp_.n_ff, w = ff_width_;
+    norm_rows(x_.data(), l.ffn_norm, nrows, h_.data());
+    matmul(l.ffn_gate_up, h_.data(), hp_.n_embd, nrows, ff_g_.data(), w, pool, mm_);
+    over_items(pool, nrows, w, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            silu_mul(ff_g_.data() + t * w, ff_g_.data() + t * w + nff, nff);
+    });
+    matmul(l.ffn_down, ff_g_.data(), w, nrows, tmp_.data(), hp_.n_embd, pool, mm_);
+    add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
+}
+
 void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     const size_t ns = segs.size();
     off_.resize(ns);
@@ -238,14 +308,18 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     const WeightView& e = model_.tok_embd;
     for (size_t s = 0; s < ns; ++s) {
         const int pos0 = segs[s].seq->kv.n_past();
+        RopeParams rope = rope_;
+        rope.freq_factors = rope_factors(segs[s].seq->kv.n_ctx());
+        RopeParams rope_swa = rope_swa_;
+        rope_swa.freq_factors = rope.freq_factors;
         for (int t = 0; t < n_[s]; ++t) {
             const size_t row = static_cast<size_t>(off_[s] + t);
             float* xr = x_.data() + row * hp_.n_embd;
             dequantize_row(e.type, e.row(segs[s].tokens[t]), xr, e.cols);
             if (hp_.embd_scale > 0)
                 for (int i = 0; i < hp_.n_embd; ++i) xr[i] *= hp_.embd_scale;
-            rope_angles(rope_, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
-            if (swa_rope_) rope_angles(rope_swa_, pos0 + t, rope_cs_swa_.data() + row * hp_.n_rot);
+            rope_angles(rope, pos0 + t, rope_cs_.data() + row * hp_.n_rot);
+            if (swa_rope_) rope_angles(rope_swa, pos0 + t, rope_cs_swa_.data() + row * hp_.n_rot);
         }
     }
     // A session with a device offload runs alone (BatchEvaluator evaluates such sessions one by

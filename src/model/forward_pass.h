@@ -57,15 +57,24 @@ class ForwardPass {
     // segments must be checked already and belong to distinct sessions of this model.
     void run(std::span<const PassSegment> segs, ThreadPool& pool);
 
+    const HParams& hparams() const { return hp_; }
+
     // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
     // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
     void attention_input(const LayerWeights& l);
+    // The same from one fused matrix (l.wqkv, phi3): one matmul, its rows split into q, k, v.
+    void attention_input_fused(const LayerWeights& l);
     // q and k of every row: each head's head_dim values = rms_norm(head) * q_norm / k_norm (qwen3;
     // between attention_input and rope_and_cache).
     void qk_norm(const LayerWeights& l);
     // Rotates q and k at each row's position (with the sliding-window rope in a sliding-window
     // layer) and writes k, v into each segment's cache.
     void rope_and_cache();
+    // q *= s (phi3 scales q by 1/sqrt(head_dim) after the rope, and its softmax by 1).
+    void scale_q(float s);
+    // mistral3's attention temperature: q of a row at position p *= 1 + hp.attn_temp_scale *
+    // log(floor((p + 1) / hp.attn_temp_floor) + 1) (after rope_and_cache).
+    void temper_q();
     // x += Wo attention(q, K, V) (+ bo), within the layer's window (HParams::window), the
     // output RMS-normed by attn_post_norm first when l has one. In the last layer only each
     // segment's output rows
@@ -75,10 +84,15 @@ class ForwardPass {
     // with HParams::FfnAct::GeluTanh); the FFN output RMS-normed by ffn_post_norm first when l
     // has one.
     void ffn(const LayerWeights& l);
+    // x += down(silu(g) * u) with [g | u] = l.ffn_gate_up (rms_norm(x) * ffn_norm): one matmul
+    // for both halves (phi3).
+    void ffn_fused(const LayerWeights& l);
 
   private:
     void reserve(int ntok, int max_ctx, int n_threads);
     void norm_rows(const float* in, const float* w, int ntok, float* out);
+    // The rope frequency factors of a session with an n_ctx context (or nullptr).
+    const float* rope_factors(int n_ctx) const;
 
     const Model& model_;
     const HParams hp_;
@@ -98,7 +112,9 @@ class ForwardPass {
     std::vector<int> off_, n_, out_off_, n_out_;
     int n_rows_ = 0, n_out_rows_ = 0;
     std::vector<float> x_, h_, q_, k_new_, v_new_, att_, tmp_, ff_g_, ff_u_, rope_cs_, rope_cs_swa_,
-        logits_, scores_;
+        logits_, scores_, qkv_;
+    int64_t qkv_width_ = 0;  // rows of the fused wqkv (0: none)
+    int64_t ff_width_ = 0;   // per-row floats of ff_g_: n_ff, or 2 n_ff for a fused gate/up
 };
 
 }  // namespace specula

@@ -38,26 +38,25 @@ float get_positive_float(const GGUFFile& f, const std::string& key, double def) 
     return static_cast<float>(v);
 }
 
-// rope.scaling.{type,factor} (or the older rope.scale_linear): linear or YaRN scaling (YaRN also
-// reads rope.scaling.original_context_length, default context_length, into hp.yarn_orig_ctx).
-float read_rope_freq_scale(const GGUFFile& f, const std::string& p, HParams& hp) {
+// rope.scaling.{type,factor} (or the older rope.scale_linear): none, linear, or yarn where the
+// architecture allows it. No factor means no scaling, whatever the type says.
+void read_rope_scaling(const GGUFFile& f, const std::string& p, bool allow_yarn, HParams& hp) {
     const std::string type = f.get_string_or(p + "rope.scaling.type", "linear");
+    const bool yarn = allow_yarn && type == "yarn";
+    hp.rope_yarn = false;
+    hp.rope_freq_scale = 1.f;
     double factor = f.get_float_or(p + "rope.scaling.factor", 0.0);
     if (factor == 0.0) factor = f.get_float_or(p + "rope.scale_linear", 0.0);
-    if (type == "none" || factor == 0.0) return 1.f;
-    if (type != "linear" && type != "yarn") {
+    if (type == "none" || factor == 0.0) return;
+    if (type != "linear" && !yarn) {
         fail(f.path(), ": key '", p, "rope.scaling.type' = '", type,
-             "' is not supported (supported: none, linear, yarn)");
+             "' is not supported (supported: none, linear", allow_yarn ? ", yarn)" : ")");
     }
-    if (type == "yarn") {
-        hp.rope_yarn = true;
-        hp.yarn_orig_ctx =
-            get_checked(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
-    }
+    hp.rope_yarn = yarn;
     if (!std::isfinite(factor) || factor < 0) {
         fail(f.path(), ": key '", p, "rope.scaling.factor' = ", factor, " must be > 0");
     }
-    return static_cast<float>(1.0 / factor);
+    hp.rope_freq_scale = 1.0f / static_cast<float>(factor);  // in float, as ik_llama.cpp
 }
 
 }  // namespace
@@ -90,7 +89,7 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp) {
     }
 }
 
-void read_rope_hparams(const GGUFFile& f, HParams& hp) {
+void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn) {
     const std::string p = prefix(hp);
     hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
     if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
@@ -98,7 +97,10 @@ void read_rope_hparams(const GGUFFile& f, HParams& hp) {
              " must be even and <= the head size ", hp.head_dim);
     }
     hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
-    hp.rope_freq_scale = read_rope_freq_scale(f, p, hp);
+    read_rope_scaling(f, p, allow_yarn, hp);
+    hp.n_ctx_orig =
+        get_checked(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
+    hp.rope_attn_factor = get_positive_float(f, p + "rope.scaling.attn_factor", 1.0);
 }
 
 void read_expert_hparams(const GGUFFile& f, HParams& hp) {

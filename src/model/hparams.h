@@ -37,28 +37,38 @@ struct HParams {
     bool rope_neox = false;
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;
-    // YaRN (rope.scaling.type = yarn; model/rope.h): ggml's defaults ext_factor 1, attn_factor 1,
-    // beta_fast 32, beta_slow 1, over the original context yarn_orig_ctx.
+    // YaRN (rope.scaling.type = yarn; model/rope.h, as ggml's rope_yarn): ext_factor 1 mixes
+    // extrapolated and interpolated angles over the dimensions between the beta_fast and
+    // beta_slow corrections for n_ctx_orig positions. attn_factor multiplies every rotated value
+    // (rope.scaling.attn_factor, and an architecture's own magnitude: phi3's LongRoPE, mistral3's
+    // yarn_log_multiplier), as ggml's rope does.
     bool rope_yarn = false;
-    int yarn_orig_ctx = 0;
+    float rope_attn_factor = 1.f;
+    float rope_yarn_beta_fast = 32.f;
+    float rope_yarn_beta_slow = 1.f;
+    int n_ctx_orig = 0;  // rope.scaling.original_context_length (default n_ctx_train)
     float rms_eps = 1e-5f;
     // Sliding-window attention: in a layer marked in swa_layers a query at position i sees the
     // keys at positions j with 0 <= i - j < n_swa (ik_llama.cpp's mask: masked when
     // i - j >= n_swa), i.e. itself and the n_swa - 1 before it. n_swa = 0: every layer global.
-    // Sliding-window layers rotate with their own rope base and scale.
+    // Sliding-window layers rotate with their own rope base and scale. (phi3 marks every layer.)
     int n_swa = 0;
     std::vector<uint8_t> swa_layers;  // n_layer flags (empty: none)
     float rope_freq_base_swa = 10000.f;
     float rope_freq_scale_swa = 1.f;
     // Gemma's extras (the defaults are llama's): the attention's scale of q.k (0:
-    // 1/sqrt(head_dim)), soft-capping of the attention scores and of the final logits (x = cap
-    // tanh(x / cap); 0: none), the embedding rows scaled by embd_scale (0: not scaled), the FFN's
-    // activation.
+    // 1/sqrt(head_dim); phi3 sets 1 and scales q itself), soft-capping of the attention scores
+    // and of the final logits (x = cap tanh(x / cap); 0: none), the embedding rows scaled by
+    // embd_scale (0: not scaled), the FFN's activation.
     float attn_scale = 0.f;
     float attn_softcap = 0.f;
     float final_softcap = 0.f;
     float embd_scale = 0.f;
     enum class FfnAct { SiLU, GeluTanh } ffn_act = FfnAct::SiLU;
+    // mistral3's temperature (q at position p is multiplied by 1 + attn_temp_scale *
+    // log(floor((p + 1) / attn_temp_floor) + 1); 0: none).
+    float attn_temp_scale = 0.f;
+    int attn_temp_floor = 0;
 
     bool is_swa(int il) const {
         return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
@@ -86,11 +96,13 @@ void read_base_hparams(const GGUFFile& f, HParams& hp);
 // (default n_embd / n_head) and attention.value_length (must equal key_length).
 void read_attention_hparams(const GGUFFile& f, HParams& hp);
 
-// rope.dimension_count (default head_dim), rope.freq_base (default 10000) and linear or YaRN
-// scaling (rope.scaling.type / rope.scaling.factor or the older rope.scale_linear;
-// rope.scaling.original_context_length for YaRN, default context_length). Needs the attention
-// hparams first (the rotated dimensions must fit in a head).
-void read_rope_hparams(const GGUFFile& f, HParams& hp);
+// rope.dimension_count (default head_dim), rope.freq_base (default 10000), the scaling
+// (rope.scaling.type none / linear, and yarn where `allow_yarn`; rope.scaling.factor or the
+// older rope.scale_linear), rope.scaling.original_context_length (default context_length) and
+// rope.scaling.attn_factor (default 1), as ik_llama.cpp reads them for every architecture (the
+// YaRN betas keep their defaults 32 / 1: an architecture that reads them does so itself). Needs
+// the attention hparams first (the rotated dimensions must fit in a head).
+void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn = true);
 
 // expert_count and expert_used_count (0: a dense FFN); n_ff_expert = n_ff.
 void read_expert_hparams(const GGUFFile& f, HParams& hp);

@@ -72,8 +72,8 @@ int64_t Model::bytes_per_token() const {
     };
     int64_t n = bytes(output);
     for (const LayerWeights& l : layers) {
-        n += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo);
-        n += bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_down);
+        n += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wqkv) + bytes(l.wo);
+        n += bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_gate_up) + bytes(l.ffn_down);
         const int64_t experts =
             bytes(l.ffn_gate_exps) + bytes(l.ffn_up_exps) + bytes(l.ffn_down_exps);
         if (hp_.n_expert > 0) n += experts * hp_.n_expert_used / hp_.n_expert;
@@ -87,7 +87,10 @@ std::string Model::describe() const {
     if (file_->has("general.file_type")) {
         os << ftype_name(file_->get_int("general.file_type"));
     } else {
-        os << type_name(layers.empty() ? tok_embd.type : layers[0].wq.type) << " weights";
+        const GGMLType t = layers.empty()      ? tok_embd.type
+                           : layers[0].wq.data ? layers[0].wq.type
+                                               : layers[0].wqkv.type;
+        os << type_name(t) << " weights";
     }
     os << ", " << hp_.n_layer << " layers, n_embd " << hp_.n_embd;
     if (hp_.n_expert > 0) os << ", " << hp_.n_expert << "x" << hp_.n_expert_used << " experts";

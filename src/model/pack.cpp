@@ -37,7 +37,8 @@ struct PackJob {
 void pack_weights(Model& m, int n_threads) {
     std::vector<WeightView*> todo;
     for (LayerWeights& l : m.layers) {
-        for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+        for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up,
+                              &l.ffn_gate_up, &l.ffn_down}) {
             if (packs(*w)) todo.push_back(w);
         }
     }

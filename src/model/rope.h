@@ -7,7 +7,7 @@
 // (freq_scale * theta) and the extrapolated one (theta) by ramp(i) * ext_factor, where
 // ramp(i) = 1 - clamp((i - corr_dims[0]) / max(0.001, corr_dims[1] - corr_dims[0]), 0, 1), and cos
 // and sin are scaled by attn_factor * (1 + 0.1 ln(1 / freq_scale)). Without YaRN they are scaled by
-// attn_factor alone (1 for every architecture so far).
+// attn_factor alone (rope.scaling.attn_factor, phi3 LongRoPE and mistral3 set it).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ struct RopeParams {
     bool neox = false;
     float freq_base = 10000.f;
     float freq_scale = 1.f;
-    const float* freq_factors = nullptr;  // n_rot/2 divisors (Llama 3 rope_freqs), or nullptr
+    const float* freq_factors = nullptr;  // n_rot/2 divisors (rope_freqs, LongRoPE), or nullptr
     float ext_factor = 0.f;               // YaRN's extrapolation mix (1 with YaRN, else 0)
     float attn_factor = 1.f;              // YaRN's magnitude scale before its log term
     float corr_dims[2] = {0.f, 0.f};      // YaRN's ramp, from rope_yarn_corr_dims

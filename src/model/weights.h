@@ -19,13 +19,15 @@ namespace specula {
 struct LayerWeights {
     const float* attn_norm = nullptr;
     WeightView wq, wk, wv, wo;
+    WeightView wqkv;  // fused Q/K/V (phi3): rows [Q | K | V], used instead of wq, wk, wv
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Q/K/V biases (qwen2)
     const float* bo = nullptr;                                // attn_output bias
     const float *q_norm = nullptr, *k_norm = nullptr;  // per-head Q/K RMSNorm [head_dim] (qwen3)
     // RMSNorm of the attention output and of the FFN output before the residual add (gemma2/3).
     const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;
     const float* ffn_norm = nullptr;
-    WeightView ffn_gate, ffn_up, ffn_down;                 // dense
+    WeightView ffn_gate, ffn_up, ffn_down;  // dense
+    WeightView ffn_gate_up;  // fused gate/up (phi3's ffn_up): rows [gate | up], 2 * n_ff
     const float* ffn_gate_inp = nullptr;                   // MoE router [n_embd x n_expert], F32
     WeightView ffn_gate_exps, ffn_up_exps, ffn_down_exps;  // MoE: rows = n_expert * per-expert
     // gpt-oss: attention sinks [n_head], the router bias [n_expert] and the experts' biases
@@ -39,7 +41,10 @@ struct ModelWeights {
     WeightView tok_embd, output;
     const float* output_norm = nullptr;
     std::vector<LayerWeights> layers;
-    std::vector<float> rope_freq_factors;   // Llama 3 rope_freqs, empty if none
+    std::vector<float> rope_freq_factors;  // Llama 3 rope_freqs, empty if none
+    // LongRoPE (phi3 rope_factors_long / _short, empty if none): a session whose context
+    // exceeds hp.n_ctx_orig uses the long factors, any other the short (rope_freqs wins).
+    std::vector<float> rope_factors_long, rope_factors_short;
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
 };
 
