@@ -88,7 +88,9 @@ TEST(SpecGreedy, Qwen3PairsEqualPlain) {
           "rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0"}) {
         auto target = Model::load(dir + stem + ".gguf");
         Session session(*target, kOneThread);
-        if (on_gpu) EXPECT_EQ(session.n_gpu_layers(), 0) << stem;
+        if (on_gpu) {
+            EXPECT_EQ(session.n_gpu_layers(), 0) << stem;
+        }
         DraftModelParams dp;
         dp.n_threads = 1;
         dp.sampling = greedy();
@@ -125,7 +127,9 @@ TEST(SpecGreedy, Gemma3PairEqualsPlainAcrossTheWindow) {
     Session ring(*target, sp);
     sp.swa_max_pass = 1000;  // rows = n_ctx: no ring
     Session whole(*target, sp);
-    if (on_gpu) EXPECT_EQ(ring.n_gpu_layers(), 0);
+    if (on_gpu) {
+        EXPECT_EQ(ring.n_gpu_layers(), 0);
+    }
     DraftModelParams dp;
     dp.n_threads = 1;
     dp.sampling = greedy();
