@@ -350,21 +350,31 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         arch.block(*this, model_.layers[il_]);
     }
     norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
-    matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, logits_.data(), hp_.n_vocab, pool,
-           mm_);
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
+    // One segment (a plain or verify step): the output matmul writes straight into its logits
+    // (a 9-row pass over a 128k vocabulary would otherwise copy 4.6 MB); several: into the
+    // pass's buffer, then each segment's rows to its session.
+    float* out = logits_.data();
+    if (ns == 1) {
+        Session::Impl& seq = *segs[0].seq;
+        const size_t row0 = static_cast<size_t>(segs[0].logits_row);
+        grow(seq.logits, (row0 + n_out_[0]) * nv);
+        out = seq.logits.data() + row0 * nv;
+    }
+    matmul(model_.output, h_.data(), hp_.n_embd, n_out_rows_, out, hp_.n_vocab, pool, mm_);
     if (hp_.final_softcap > 0) {
         over_items(pool, n_out_rows_, hp_.n_vocab, [&](int64_t t0, int64_t t1) {
-            for (int64_t t = t0; t < t1; ++t)
-                softcap(logits_.data() + t * nv, hp_.n_vocab, hp_.final_softcap);
+            for (int64_t t = t0; t < t1; ++t) softcap(out + t * nv, hp_.n_vocab, hp_.final_softcap);
         });
     }
     for (size_t s = 0; s < ns; ++s) {
         Session::Impl& seq = *segs[s].seq;
         const size_t row0 = static_cast<size_t>(segs[s].logits_row);
-        grow(seq.logits, (row0 + n_out_[s]) * nv);
-        std::memcpy(seq.logits.data() + row0 * nv, logits_.data() + out_off_[s] * nv,
-                    sizeof(float) * n_out_[s] * nv);
+        if (ns > 1) {
+            grow(seq.logits, (row0 + n_out_[s]) * nv);
+            std::memcpy(seq.logits.data() + row0 * nv, logits_.data() + out_off_[s] * nv,
+                        sizeof(float) * n_out_[s] * nv);
+        }
         seq.n_logits = int(row0) + n_out_[s];
         seq.kv.append(segs[s].tokens);
     }
