@@ -476,41 +476,45 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
 }
 
 // One JSON object, preceded by whitespace written while queued or generating (disconnect probe).
+// Sent uncompressed whatever Accept-Encoding says: a compressor would hold the probe's bytes back
+// and a client that left would go unnoticed. httplib compresses "application/json" exactly, so
+// the charset parameter keeps this reply out of it.
 void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                             std::shared_ptr<const PreparedRequest> prepared) {
-    res.set_chunked_content_provider("application/json", [this, head, prepared](
-                                                             size_t, httplib::DataSink& sink) {
-        auto last_write = clock_type::now();
-        auto probe = [&] {
-            last_write = clock_type::now();
-            return sink.write(" ", 1);  // JSON allows leading whitespace
-        };
-        std::vector<Completion> choices;
-        for (int i = 0; i < prepared->req.n; ++i) {
-            Completion c;
-            try {
-                c = service_.run(
-                    *prepared,
-                    [&](const Completion&, const std::vector<TokenPiece>&) {
-                        return clock_type::now() - last_write < std::chrono::milliseconds(100) ||
-                               probe();
-                    },
-                    probe, i);
-            } catch (const std::exception& e) {  // the status line is gone: report in-band
-                const std::string body = dump(internal_error(e));
-                sink.write(body.data(), body.size());
-                return false;
+    res.set_chunked_content_provider(
+        "application/json; charset=utf-8", [this, head, prepared](size_t, httplib::DataSink& sink) {
+            auto last_write = clock_type::now();
+            auto probe = [&] {
+                last_write = clock_type::now();
+                return sink.write(" ", 1);  // JSON allows leading whitespace
+            };
+            std::vector<Completion> choices;
+            for (int i = 0; i < prepared->req.n; ++i) {
+                Completion c;
+                try {
+                    c = service_.run(
+                        *prepared,
+                        [&](const Completion&, const std::vector<TokenPiece>&) {
+                            return clock_type::now() - last_write <
+                                       std::chrono::milliseconds(100) ||
+                                   probe();
+                        },
+                        probe, i);
+                } catch (const std::exception& e) {  // the status line is gone: report in-band
+                    const std::string body = dump(internal_error(e));
+                    sink.write(body.data(), body.size());
+                    return false;
+                }
+                if (c.finish_reason == "abort") return false;
+                choices.push_back(std::move(c));
             }
-            if (c.finish_reason == "abort") return false;
-            choices.push_back(std::move(c));
-        }
-        const Tokenizer& tok = service_.target().tokenizer();
-        const std::string body = dump(head->native ? native_final(*head, choices[0], tok, false)
-                                                   : full_response(*head, choices, tok));
-        sink.write(body.data(), body.size());
-        sink.done();
-        return true;
-    });
+            const Tokenizer& tok = service_.target().tokenizer();
+            const std::string body = dump(head->native ? native_final(*head, choices[0], tok, false)
+                                                       : full_response(*head, choices, tok));
+            sink.write(body.data(), body.size());
+            sink.done();
+            return true;
+        });
 }
 
 void HttpServer::listen() {
