@@ -28,7 +28,7 @@ struct World {
     double rate(int n) const { return expected_tokens(n) / (n * draft + target(n + 1)); }
     double best_rate(int n_max) const {
         double best = 0;
-        for (int n = 1; n <= n_max; ++n) best = std::max(best, rate(n));
+        for (int n = 0; n <= n_max; ++n) best = std::max(best, rate(n));
         return best;
     }
 };
@@ -47,7 +47,7 @@ double simulate(Ctl& ctl, const World& w, int steps, std::mt19937_64& rng) {
     std::uniform_real_distribution<double> u(0, 1);
     double tokens = 0, ms = 0;
     for (int s = 0; s < steps; ++s) {
-        const int n = ctl.choose();
+        const int n = ctl.choose();  // 0: a plain step
         int k = 0;
         while (k < n && u(rng) < w.accept(k + 1)) ++k;
         ctl.c.observe_draft(n, n * w.draft);
@@ -99,12 +99,30 @@ TEST(DraftLength, EstimatesConvergeToTheTrueAcceptance) {
 }
 
 TEST(DraftLength, PicksShortDraftsWhenAcceptanceIsLowAndDraftingCostly) {
-    World w{[](int) { return 0.15; }, 10, 0.5, 5};
+    World w{[](int) { return 0.35; }, 10, 0.5, 2};
+    ASSERT_GT(w.rate(1), w.rate(0));
+    ASSERT_GT(w.rate(1), w.rate(2));
     expect_near_best(w, "low acceptance");
     Ctl ctl;
     std::mt19937_64 rng(1);
     simulate(ctl, w, 500, rng);
     EXPECT_EQ(ctl.best(), 1);
+}
+
+// Drafting that loses (a draft as slow as half a target pass, acceptance 0.15): steps decode
+// plainly, at plain decoding's rate; when the text turns predictable, drafting comes back.
+TEST(DraftLength, FallsBackToPlainDecodingWhenDraftingLoses) {
+    World bad{[](int) { return 0.15; }, 10, 0.5, 5};
+    ASSERT_GT(bad.rate(0), bad.rate(1));
+    expect_near_best(bad, "drafting loses");
+    Ctl ctl;
+    std::mt19937_64 rng(1);
+    simulate(ctl, bad, 500, rng);
+    EXPECT_EQ(ctl.best(), 0);
+    World good{[](int) { return 0.9; }, 10, 0.5, 0.5};
+    simulate(ctl, good, 1000, rng);
+    EXPECT_GT(ctl.best(), 2);
+    EXPECT_GE(simulate(ctl, good, 2000, rng), 0.95 * good.best_rate(ctl.params().n_max));
 }
 
 TEST(DraftLength, PicksLongDraftsWhenAcceptanceIsHighAndDraftingCheap) {

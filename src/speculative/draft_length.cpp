@@ -22,8 +22,8 @@ void DraftLengthController::observe(const StepRecord& step) {
 }
 
 void DraftLengthController::observe_accept(int n_drafted, int n_accepted) {
+    ++n_steps_;  // plain steps count too: exploration must go on while nothing is drafted
     if (n_drafted <= 0) return;
-    ++n_steps_;
     for (size_t i = 0; i < reached_.size(); ++i) {
         reached_[i] *= params_.decay;
         accepted_[i] *= params_.decay;

@@ -14,6 +14,9 @@
 //    choice; the controller itself learns acceptance, the draft step's cost and the overhead.
 //  - Exploration: every explore_every-th step tries a neighbour of the best length, and one time
 //    in three the least measured plausible length, so that the costs stay measured.
+//  - N = 0 is a choice like any other (E = 1, T = t_target(1)): when drafting loses, steps decode
+//    plainly, and exploration still tries N = 1 now and then, so drafting comes back when the
+//    text turns predictable.
 #pragma once
 
 #include <vector>
@@ -24,7 +27,7 @@
 namespace specula {
 
 struct DraftLengthParams {
-    int n_min = 1;
+    int n_min = 0;  // 0: a step may skip drafting (plain decoding) when drafting loses
     int n_max = 16;
     double decay = 0.995;          // weight kept by old acceptance observations at each new one
     double prior_accept = 0.6;     // pooled acceptance before any observation ...
