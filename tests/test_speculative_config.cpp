@@ -103,6 +103,31 @@ TEST(SpecConfig, VllmJsonOverridesTheFlags) {
     EXPECT_EQ(c.n_draft, 3);
 }
 
+// vLLM's n-gram keys set the n-gram lengths (one bound given sets the other to it, as vLLM
+// does); its output-neutral keys are accepted at their neutral values.
+TEST(SpecConfig, VllmPromptLookupAndNeutralKeys) {
+    SpeculativeFlags f;
+    f.speculative_config =
+        R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2,
+            "prompt_lookup_max": 6, "draft_tensor_parallel_size": 1, "enforce_eager": true,
+            "quantization": null})";
+    SpeculativeConfig c = parse_speculative_flags(f);
+    EXPECT_EQ(c.method, SpecMethod::ngram);
+    EXPECT_EQ(c.n_draft, 5);
+    EXPECT_EQ(c.ngram.ngram_min, 2);
+    EXPECT_EQ(c.ngram.ngram_max, 6);
+    f.speculative_config = R"({"method": "ngram", "prompt_lookup_max": 3})";
+    c = parse_speculative_flags(f);
+    EXPECT_EQ(c.ngram.ngram_min, 3);
+    EXPECT_EQ(c.ngram.ngram_max, 3);
+    f.speculative_config = R"({"method": "ngram"})";  // neither: the --spec-ngram flags
+    f.ngram_min = 1;
+    f.ngram_max = 7;
+    c = parse_speculative_flags(f);
+    EXPECT_EQ(c.ngram.ngram_min, 1);
+    EXPECT_EQ(c.ngram.ngram_max, 7);
+}
+
 TEST(SpecConfig, BadCombinationsAreErrorsNamingTheFlag) {
     SpeculativeFlags f;
     f.spec_type = "draft";
@@ -127,9 +152,14 @@ TEST(SpecConfig, BadCombinationsAreErrorsNamingTheFlag) {
     f.ngram_min = 3;
     f.ngram_max = 2;
     EXPECT_NE(error_of(f).find("--spec-ngram"), std::string::npos) << error_of(f);
-    for (const char* bad : {"[1]", "{", R"({"method": 3})", R"({"num_speculative_tokens": 65})",
-                            R"({"num_speculative_tokens": "4"})", R"({"method": "medusa"})",
-                            R"({"model": 1})", R"({"draft_tensor_parallel_size": 1})"}) {
+    for (const char* bad :
+         {"[1]", "{", R"({"method": 3})", R"({"num_speculative_tokens": 65})",
+          R"({"num_speculative_tokens": "4"})", R"({"method": "medusa"})", R"({"model": 1})",
+          R"({"draft_tensor_parallel_size": 2})",
+          R"({"method": "ngram", "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
+          R"({"method": "draft_model", "model": "d", "prompt_lookup_max": 3})",
+          R"({"method": "ngram", "prompt_lookup_max": 0})", R"({"disable_by_batch_size": 4})",
+          R"({"quantization": "fp8"})", R"({"enforce_eager": "yes"})", R"({"lookahead": 2})"}) {
         SpeculativeFlags g;
         g.speculative_config = bad;
         EXPECT_NE(error_of(g).find("--speculative-config"), std::string::npos)

@@ -38,7 +38,8 @@ void add_speculative_options(CLI::App& cmd, SpeculativeFlags& f) {
     cmd.add_option("--spec-ngram-max", f.ngram_max, "longest n-gram to look up")
         ->capture_default_str();
     cmd.add_option("--speculative-config", f.speculative_config,
-                   "vLLM style JSON: {\"method\", \"model\", \"num_speculative_tokens\"}");
+                   "vLLM style JSON: {\"method\", \"model\", \"num_speculative_tokens\", "
+                   "\"prompt_lookup_max\", ...}");
 }
 
 SpeculativeConfig parse_speculative_cli(const SpeculativeFlags& f, const char* who) {

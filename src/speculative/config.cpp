@@ -1,6 +1,7 @@
 // SpeculativeConfig parsing: see config.h.
 #include "speculative/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -20,10 +21,21 @@ SpecMethod parse_method(const std::string& name, const char* where) {
     fail(where, ": the speculative method must be draft, draft_model or ngram, got '", name, "'");
 }
 
-// vLLM's --speculative-config: its keys override the flags.
+// An optional integer key of vLLM's JSON in [lo, hi].
+int json_int(const nlohmann::json& value, const std::string& key, int lo, int hi) {
+    if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > hi)
+        fail("--speculative-config: '", key, "' must be an integer in [", lo, ", ", hi, "]");
+    return value.get<int>();
+}
+
+// vLLM's --speculative-config: its keys override the flags. Every key vLLM documents for the
+// methods Specula has is taken: what it means here, accepted at the value that changes nothing
+// (GGUF files carry their quantization and revision; there are no CUDA graphs to disable), or
+// refused with the reason.
 void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_given) {
     const auto j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object()) fail("--speculative-config must be a JSON object, got: ", text);
+    int lookup_min = -1, lookup_max = -1;
     for (const auto& [key, value] : j.items()) {
         if (key == "method") {
             if (!value.is_string()) fail("--speculative-config: 'method' must be a string");
@@ -34,15 +46,50 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
             if (!value.is_string()) fail("--speculative-config: 'model' must be a string");
             f.model_draft = value.get<std::string>();
         } else if (key == "num_speculative_tokens") {
-            if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
-                value.get<int64_t>() > kMaxDraftLength)
+            f.draft = std::to_string(json_int(value, key, 0, kMaxDraftLength));
+        } else if (key == "prompt_lookup_min") {
+            lookup_min = json_int(value, key, 1, kMaxNgram);
+        } else if (key == "prompt_lookup_max") {
+            lookup_max = json_int(value, key, 1, kMaxNgram);
+        } else if (key == "draft_tensor_parallel_size" || key == "tensor_parallel_size") {
+            if (json_int(value, key, 1, 1 << 20) != 1)
+                fail("--speculative-config: '", key,
+                     "' must be 1: Specula runs the draft in one process");
+        } else if (key == "enforce_eager" || key == "disable_padded_drafter_batch") {
+            if (!value.is_boolean()) fail("--speculative-config: '", key, "' must be a boolean");
+        } else if (key == "quantization" || key == "revision" || key == "code_revision" ||
+                   key == "max_model_len" || key == "disable_by_batch_size") {
+            if (value.is_null()) continue;
+            if (key == "disable_by_batch_size")
                 fail(
-                    "--speculative-config: 'num_speculative_tokens' must be an integer in [0, 64]");
-            f.draft = std::to_string(value.get<int>());
+                    "--speculative-config: 'disable_by_batch_size' is not supported: with --draft "
+                    "auto the draft length follows the load and drops to plain decoding when "
+                    "drafting loses");
+            if (key == "max_model_len")
+                fail(
+                    "--speculative-config: 'max_model_len' is not supported: the draft model's "
+                    "context follows the target's (-c)");
+            fail("--speculative-config: '", key,
+                 "' is not supported: a GGUF draft model carries "
+                 "its own quantization and version; give the file as 'model'");
         } else {
             fail("--speculative-config: unsupported key '", key,
-                 "' (supported: method, model, num_speculative_tokens)");
+                 "' (supported: method, model, num_speculative_tokens, prompt_lookup_min, "
+                 "prompt_lookup_max; neutral: draft_tensor_parallel_size 1, enforce_eager, "
+                 "disable_padded_drafter_batch)");
         }
+    }
+    // vLLM: one bound given sets the other to it.
+    if (lookup_min > 0 || lookup_max > 0) {
+        if (lookup_min < 0) lookup_min = lookup_max;
+        if (lookup_max < 0) lookup_max = lookup_min;
+        if (f.spec_type != "ngram")
+            fail("--speculative-config: prompt_lookup_min/max apply to method \"ngram\" only");
+        if (lookup_min > lookup_max)
+            fail("--speculative-config: prompt_lookup_min ", lookup_min,
+                 " is larger than prompt_lookup_max ", lookup_max);
+        f.ngram_min = lookup_min;
+        f.ngram_max = lookup_max;
     }
 }
 

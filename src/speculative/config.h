@@ -8,8 +8,10 @@
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
 //   --spec-type draft|draft_model|ngram, --lookup (= --spec-type ngram)
 //   --spec-ngram-min N, --spec-ngram-max N
-//   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens"}; its keys
-//                               override the flags above
+//   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens",
+//                               "prompt_lookup_min", "prompt_lookup_max", ...}; its keys
+//                               override the flags above (one prompt_lookup bound given sets
+//                               the other to it, as vLLM does; neither: --spec-ngram-min/max)
 // Without --spec-type the method is draft_model when a draft model is given, else none.
 #pragma once
 
