@@ -123,6 +123,26 @@ TEST(CliChat, PlainTemplateDraftModelAndRunCnvAgree) {
     EXPECT_EQ(plain.err.find("drafted ("), std::string::npos);
 }
 
+// A conversation longer than the context goes on: the oldest exchanges are forgotten (the cache
+// keeps the common start), each prompt leaves a quarter of the context for the reply, and a
+// message that cannot fit at all is refused while the chat goes on.
+TEST(CliChat, AFullContextForgetsTheOldestExchanges) {
+    const std::string huge(2000, 'a');
+    const ProcResult r =
+        chat_piped({"-m", shared_path(kStories), "-c", "96", "-n", "30", "-p", "Once upon a time"},
+                   "Tell me a story\nAnd then what happened\n" + huge + "\nMore please\nAgain\n");
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const auto t = turn_stats(r.err);
+    ASSERT_EQ(t.size(), 5u) << r.err;
+    EXPECT_NE(r.err.find("forgot its 1 oldest exchange to go on"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("error: this message does not fit: the prompt is"), std::string::npos)
+        << r.err;
+    for (const auto& s : t) {
+        EXPECT_EQ(s.n_reply, 30);
+        EXPECT_LE(s.n_cached + s.n_new + 96 / 4, 96) << "no room left for the reply";
+    }
+}
+
 TEST(CliChat, ChatTemplateFlagAndErrors) {
     const ProcResult r = chat_piped(
         {"-m", shared_path(kStories), "-n", "4", "--chat-template", "chatml", "-p", "Hi"}, "");

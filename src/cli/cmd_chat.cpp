@@ -139,6 +139,35 @@ class Conversation {
     // The reply as generated; the templates see it without surrounding whitespace.
     void add_reply(const std::string& reply) { add("assistant", trim(reply)); }
 
+    // Forgets the oldest user message and the reply to it (the system message and the latest
+    // user message stay); false when there is nothing older to forget. The next prompt is
+    // rendered whole: the cache keeps what still matches (the system prompt), as llama-cli keeps
+    // its first --keep tokens when it shifts the context.
+    bool drop_oldest_exchange() {
+        size_t first = 0;
+        while (first < messages_.size() && messages_[first]["role"] != "user") ++first;
+        size_t n_user = 0;
+        for (const auto& m : messages_) n_user += m["role"] == "user";
+        if (n_user < 2) return false;
+        size_t end = first + 1;
+        while (end < messages_.size() && messages_[end]["role"] != "user") ++end;
+        messages_.erase(messages_.begin() + long(first), messages_.begin() + long(end));
+        return true;
+    }
+
+    // The prompt for the messages as they are now (after drop_oldest_exchange), rendered whole.
+    std::vector<token_id> render_whole() {
+        prompt_text_ = prompter_.render(messages_, /*add_generation_prompt=*/true);
+        return tokenize_prompt(tok_, prompt_text_);
+    }
+
+    // Takes back the latest user message (it did not fit); the next prompt is rendered whole.
+    void drop_last_user() {
+        if (!messages_.empty() && messages_.back()["role"] == "user")
+            messages_.erase(messages_.end() - 1);
+        prompt_text_.clear();
+    }
+
   private:
     void add(const char* role, const std::string& content) {
         messages_.push_back({{"role", role}, {"content", content}});
@@ -194,12 +223,29 @@ int cmd_chat(const RunOptions& opt) {
             if (user.empty()) continue;
         }
         have_turn = false;
-        const std::vector<token_id> prompt = conv.next_prompt(user, gen.history());
+        std::vector<token_id> prompt = conv.next_prompt(user, gen.history());
+        // A full context forgets the oldest exchanges, keeping room for a reply (-n, at most
+        // half the context; else a quarter), as llama-cli shifts its context instead of ending.
+        const int room =
+            opt.n_predict >= 0 ? std::min(opt.n_predict, target.n_ctx / 2) : target.n_ctx / 4;
+        int dropped = 0;
+        while (int(prompt.size()) + room > target.n_ctx && conv.drop_oldest_exchange()) {
+            prompt = conv.render_whole();
+            ++dropped;
+        }
+        if (dropped > 0)
+            log("context: the conversation reached the context (-c %d); forgot its %d oldest "
+                "exchange%s to go on",
+                target.n_ctx, dropped, dropped == 1 ? "" : "s");
         const ContextFit fit =
-            check_context(int(prompt.size()), opt.n_predict, target.n_ctx, " (-c)", "-n");
-        if (fit.what == ContextFit::prompt_too_long)
-            fail("the conversation no longer fits: ", fit.message,
-                 "; start again with a larger -c");
+            check_context(int(prompt.size()) + 1, -1, target.n_ctx, " (-c)", "-n");
+        if (fit.what == ContextFit::prompt_too_long) {
+            log("error: this message does not fit: %s; send a shorter one, or start again with a "
+                "larger -c",
+                fit.message.c_str());
+            conv.drop_last_user();
+            continue;
+        }
 
         PieceWriter writer(tok, /*strip_first_space=*/false, opt);
         g_interrupted = 0;
@@ -213,12 +259,10 @@ int cmd_chat(const RunOptions& opt) {
         conv.add_reply(writer.text());
         if (g_interrupted) log("(reply stopped by Ctrl-C)");
         print_turn_stats(st);
-        if (st.stop_reason == "context") {
-            log("warning: the context (-c %d) is full; the conversation ends here (start again "
-                "with a larger -c)",
+        if (st.stop_reason == "context")
+            log("warning: the context (-c %d) is full: the reply stops here; the next message "
+                "forgets the oldest exchanges",
                 target.n_ctx);
-            break;
-        }
     }
     std::fflush(stdout);
     return 0;
