@@ -121,7 +121,7 @@ TEST_F(DropIn, UnknownPathIsA404NamingThePathAndEveryRequestIsLogged) {
 // llama.cpp's web UI (examples/server/webui, app.context.tsx) sends this with its default
 // settings: every llama-server sampling field at the value that turns it off.
 TEST_F(DropIn, LlamaCppWebUiRequestStreamsWithTimings) {
-    const json body = {
+    json body = {
         {"messages", json::array({{{"role", "system"}, {"content", "You are a helpful assistant."}},
                                   {{"role", "user"}, {"content", "Tell a story"}}})},
         {"stream", true},
@@ -154,6 +154,26 @@ TEST_F(DropIn, LlamaCppWebUiRequestStreamsWithTimings) {
     const json& last = events[events.size() - 2];
     ASSERT_FALSE(last["choices"][0]["finish_reason"].is_null()) << last.dump();
     expect_timings(last["timings"], 12);
+    // timings_per_token: every chunk with text carries the timings so far, as llama-server sends
+    // them (its web UI shows tokens/s live from them); without it, only the final chunk does.
+    int n_timed = 0, last_n = 0;
+    for (size_t i = 0; i + 2 < events.size(); ++i) {
+        const json& d = events[i]["choices"][0]["delta"];
+        if (!d.contains("content") || d["content"].get<std::string>().empty()) continue;
+        ASSERT_TRUE(events[i].contains("timings")) << events[i].dump();
+        const int n = events[i]["timings"]["predicted_n"].get<int>();
+        EXPECT_GE(n, std::max(last_n, 1)) << events[i].dump();
+        EXPECT_LE(n, 12);
+        EXPECT_GT(events[i]["timings"]["prompt_n"].get<int>(), 0);
+        last_n = n;
+        ++n_timed;
+    }
+    EXPECT_GE(n_timed, 1);  // a small model may send all its text in one chunk
+    body["timings_per_token"] = false;
+    const auto plain = sse(post(s(), "/v1/chat/completions", body).text);
+    ASSERT_GE(plain.size(), 3u);
+    for (size_t i = 0; i + 2 < plain.size(); ++i)
+        EXPECT_FALSE(plain[i].contains("timings")) << plain[i].dump();
 }
 
 // llama-server's fields: accepted where neutral, refused by name where they would change the
@@ -177,6 +197,7 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"id_slot", -1, true},
         {"id_slot", 1, true},
         {"timings_per_token", false, true},
+        {"timings_per_token", "yes", false},
         {"penalize_nl", false, true},
         {"penalize_nl", true, false},
         {"n_keep", 0, true},

@@ -315,6 +315,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.stream = get_bool(body, "stream", false);
     r.include_usage = get_include_usage(body, r.stream);
     r.ignore_eos = get_bool(body, "ignore_eos", false);
+    r.timings_per_token = get_bool(body, "timings_per_token", false);
     r.n_draft = get_draft_override(body);
     r.echo = !chat && get_bool(body, "echo", false);
     r.logprobs = get_logprobs(body, chat);

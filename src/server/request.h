@@ -49,10 +49,11 @@ struct CompletionRequest {
     std::vector<int32_t> stop_token_ids;  // vLLM's (checked against the vocabulary later)
     bool stream = false;
     bool ignore_eos = false;
-    std::optional<int> n_draft;  // "speculative": {"num_speculative_tokens": N}
-    int n = 1;                   // choices, generated one after another
-    bool include_usage = false;  // stream_options.include_usage
-    bool echo = false;           // completions: the prompt's text (and logprobs) come first
+    std::optional<int> n_draft;      // "speculative": {"num_speculative_tokens": N}
+    int n = 1;                       // choices, generated one after another
+    bool include_usage = false;      // stream_options.include_usage
+    bool timings_per_token = false;  // llama-server's: every streamed chunk carries `timings`
+    bool echo = false;               // completions: the prompt's text (and logprobs) come first
     // Logprobs of each generated token and this many alternatives (chat: top_logprobs;
     // completions: logprobs N); -1: no logprobs.
     int logprobs = -1;

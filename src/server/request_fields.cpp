@@ -54,6 +54,7 @@ const Implemented kImplemented[] = {
     {"repeat_penalty", Endpoint::both},
     {"repeat_last_n", Endpoint::both},
     {"ignore_eos", Endpoint::both},
+    {"timings_per_token", Endpoint::both},
     {"reasoning_format", Endpoint::chat},
     {"chat_template_kwargs", Endpoint::chat},
     // vLLM
@@ -138,7 +139,6 @@ const Neutral kNeutral[] = {
     {"cache_prompt", is_bool, "must be a boolean"},
     {"id_slot", is_number, "must be a slot number (any slot gives the same output)"},
     {"n_keep", is_number, "must be a number (context shifting is not done: a full context stops)"},
-    {"timings_per_token", is_bool, "must be a boolean"},
     {"return_tokens", is_false, "token ids in the reply are not supported"},
     {"return_progress", is_false, "prompt progress reports are not supported"},
     {"post_sampling_probs", is_false, "post-sampling probabilities are not supported"},

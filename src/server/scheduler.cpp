@@ -203,6 +203,11 @@ bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
         std::lock_guard lk(j.mu);
         if (j.ttft_s == 0)
             j.ttft_s = std::chrono::duration<double>(clock_type::now() - j.t_arrival).count();
+        if (j.running_stats) {
+            j.stats = a.seq.stats;
+            j.stats.n_generated = a.n_emitted;
+            j.stats.t_gen_ms = ms_since(a.seq.work.t_gen);
+        }
         for (auto& p : pieces) j.pieces.push_back(std::move(p));
         j.cv.notify_all();
     }

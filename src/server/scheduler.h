@@ -58,6 +58,7 @@ struct Job {
     std::unique_ptr<Constraints> constraints;  // the request's (server/sampling_setup.h), or null
     int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
     bool echo_logprobs = false;  // also one per prompt token (echo with logprobs)
+    bool running_stats = false;  // keep `stats` current at every token (timings_per_token)
 
     std::atomic<bool> cancel{false};  // set by the service: the client left
 
@@ -71,7 +72,7 @@ struct Job {
     std::vector<TokenLogprob> logprobs, prompt_logprobs;
     std::string error;  // set when the scheduler failed (done is set too)
     int slot_id = -1, n_cached = 0;
-    SpecStats stats;
+    SpecStats stats;            // final once done; with running_stats, the generation so far before
     bool text_stopped = false;  // a stop string (or a stop token id) ended it
     std::string stop_word;      // the stop string that ended it
     double ttft_s = 0;

@@ -444,10 +444,12 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                     *prepared,
                     [&](const Completion& so_far, const std::vector<TokenPiece>& pieces) {
                         if (!started && !start(so_far)) return false;
-                        return write_sse(sink,
-                                         head->native
-                                             ? native_chunk(*head, pieces, so_far, tok, cursor)
-                                             : stream_chunk(*head, i, pieces, so_far, tok, cursor));
+                        json chunk = head->native
+                                         ? native_chunk(*head, pieces, so_far, tok, cursor)
+                                         : stream_chunk(*head, i, pieces, so_far, tok, cursor);
+                        if (prepared->req.timings_per_token)
+                            chunk["timings"] = timings_json({so_far});
+                        return write_sse(sink, chunk);
                     },
                     [&] { return sink.write(waiting.data(), waiting.size()); }, i);
             } catch (const std::exception& e) {  // the status line is gone: report in-band

@@ -282,6 +282,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     job->include_stop_str = r.include_stop_str;
     job->stop_token_ids = r.stop_token_ids;
     job->t_arrival = p.t_arrival;
+    job->running_stats = r.timings_per_token;
 
     metrics_.add_waiting(1);
     bool started = false, cancelled = false;
@@ -317,6 +318,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
         c.logprobs.insert(c.logprobs.end(), job->logprobs.begin() + long(c.logprobs.size()),
                           job->logprobs.end());
         const bool done = job->done;
+        if (r.timings_per_token) c.stats = job->stats;
         lock.unlock();
         if (!started && !done && keep_waiting && !keep_waiting()) job->cancel = true;
         for (const auto& piece : pieces) {
