@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "arch_test_util.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -23,6 +24,8 @@
 #include "test_util.h"
 
 namespace {
+
+using namespace specula::test;
 
 using specula::Model;
 using specula::Session;
@@ -34,48 +37,10 @@ const std::string kGemma3 = kDir + "rand-gemma3-tok512-d128-l7-F16.gguf";
 const std::string kGemma3Draft = kDir + "rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf";
 const std::string kGemma2 = kDir + "rand-gemma2-tok512-d32-l26-F16.gguf";
 
-std::vector<token_id> random_tokens(int n, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<token_id> t(n);
-    for (auto& x : t) x = token_id(rng() % 512);
-    return t;
-}
-
-// Evaluates `ids` in passes of the given sizes (all logits) and returns every row.
-std::vector<float> run_split(const Model& m, const std::vector<token_id>& ids,
-                             const std::vector<int>& sizes, int n_threads) {
-    Session s(m, SessionParams{128, n_threads});
-    const int nv = m.hparams().n_vocab;
-    std::vector<float> out;
-    size_t at = 0;
-    for (size_t i = 0; at < ids.size(); ++i) {
-        const int n = std::min<int>(sizes[i % sizes.size()], int(ids.size() - at));
-        s.eval(std::span<const token_id>(ids.data() + at, n));
-        for (int r = 0; r < n; ++r) out.insert(out.end(), s.logits(r), s.logits(r) + nv);
-        at += n;
-    }
-    return out;
-}
-
-// 48 tokens: three times the window of 16, so passes start before, at and after its edge.
-void expect_batch_invariant(const std::string& path) {
-    const auto m = Model::load(path);
-    const auto ids = random_tokens(48, 11);
-    const auto one = run_split(*m, ids, {1}, 1);
-    for (const auto& sizes : std::vector<std::vector<int>>{{48}, {9}, {5, 1, 3}, {16, 2}, {17}}) {
-        for (int threads : {1, 2}) {
-            const auto got = run_split(*m, ids, sizes, threads);
-            ASSERT_EQ(got.size(), one.size());
-            EXPECT_EQ(0, std::memcmp(got.data(), one.data(), one.size() * sizeof(float)))
-                << path << ": passes of " << sizes[0] << ".. tokens (" << threads
-                << " threads) differ from one token at a time";
-        }
-    }
-}
-
 TEST(Gemma, BatchOfTokensEqualsOneAtATime) {
-    expect_batch_invariant(kGemma3);
-    expect_batch_invariant(kGemma2);
+    // 48 tokens: three times the window of 16, so passes start before, at and after its edge.
+    for (const std::string& path : {kGemma3, kGemma2})
+        expect_batch_invariant(path, random_tokens(48, 11), {{9}, {5, 1, 3}, {16, 2}, {17}});
 }
 
 TEST(Gemma3, HyperparametersAsWritten) {
@@ -284,47 +249,8 @@ TEST(GemmaRing, RollbackAcrossTheEdge) {
 // ---------------------------------------------------------------------------------------------
 // Bad input, on modified copies.
 
-struct Edit {
-    std::string drop_tensor;
-    std::vector<std::string> drop_keys;
-    std::vector<std::pair<std::string, uint32_t>> set_u32;
-    std::vector<std::pair<std::string, float>> set_f32;
-    std::vector<std::pair<std::string, std::string>> set_str;
-};
-
-std::string write_variant(const std::string& src_path, const std::string& tag, const Edit& ed) {
-    const auto src = specula::GGUFFile::open(src_path);
-    specula::GGUFWriter w;
-    for (const auto& [k, v] : src->metadata()) {
-        if (std::find(ed.drop_keys.begin(), ed.drop_keys.end(), k) == ed.drop_keys.end())
-            w.set(k, v);
-    }
-    for (const auto& [k, v] : ed.set_u32) w.set_u32(k, v);
-    for (const auto& [k, v] : ed.set_f32) w.set_f32(k, v);
-    for (const auto& [k, v] : ed.set_str) w.set_string(k, v);
-    for (const auto& t : src->tensors()) {
-        if (t.name != ed.drop_tensor) w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
-    }
-    const std::string path = specula::test::temp_dir("gemma") + "/" + tag + ".gguf";
-    w.write(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& needles) {
-    try {
-        Model::load(path);
-        ADD_FAILURE() << path << ": loaded without error";
-    } catch (const specula::Error& e) {
-        const std::string msg = e.what();
-        EXPECT_NE(msg.find(path), std::string::npos) << "names the file: " << msg;
-        for (const auto& n : needles) {
-            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-        }
-    }
-}
-
 TEST(GemmaBadInput, MissingNormsNameTensorAndFile) {
-    Edit ed;
+    GgufEdit ed;
     ed.drop_tensor = "blk.3.post_ffw_norm.weight";
     expect_load_error(write_variant(kGemma3, "no-postffw", ed),
                       {"missing tensor", "blk.3.post_ffw_norm.weight"});
@@ -337,32 +263,32 @@ TEST(GemmaBadInput, MissingNormsNameTensorAndFile) {
 }
 
 TEST(GemmaBadInput, ContradictingKeysNameTheKey) {
-    Edit ed;
+    GgufEdit ed;
     ed.drop_keys = {"gemma3.attention.sliding_window"};
     expect_load_error(write_variant(kGemma3, "no-window", ed),
                       {"missing key", "gemma3.attention.sliding_window"});
-    Edit ed2;
+    GgufEdit ed2;
     ed2.set_u32 = {{"gemma3.attention.sliding_window", 0}};
     expect_load_error(write_variant(kGemma3, "window0", ed2),
                       {"gemma3.attention.sliding_window", "out of range"});
-    Edit ed3;
+    GgufEdit ed3;
     ed3.set_f32 = {{"gemma2.attn_logit_softcapping", 0.f}};
     expect_load_error(write_variant(kGemma2, "softcap0", ed3),
                       {"gemma2.attn_logit_softcapping", "must be > 0"});
-    Edit ed4;
+    GgufEdit ed4;
     ed4.set_u32 = {{"gemma2.expert_count", 4}, {"gemma2.expert_used_count", 2}};
     expect_load_error(write_variant(kGemma2, "experts", ed4), {"gemma2.expert_count"});
-    Edit ed5;
+    GgufEdit ed5;
     ed5.set_u32 = {{"gemma3.attention.key_length", 32}, {"gemma3.attention.value_length", 32}};
     expect_load_error(write_variant(kGemma3, "hd32", ed5), {"blk.0.attn_q.weight", "shape"});
-    Edit ed6;
+    GgufEdit ed6;
     ed6.set_u32 = {{"gemma3.attention.head_count_kv", 3}};
     expect_load_error(write_variant(kGemma3, "kv3", ed6),
                       {"gemma3.attention.head_count", "head_count_kv"});
 }
 
 TEST(GemmaBadInput, UnknownArchitectureListsGemma) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_str = {{"general.architecture", "gemma9"}};
     expect_load_error(write_variant(kGemma3, "gemma9", ed),
                       {"unsupported architecture 'gemma9'", "gemma2", "gemma3"});

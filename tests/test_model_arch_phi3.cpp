@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "arch_test_util.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -27,6 +28,8 @@
 #include "test_util.h"
 
 namespace {
+
+using namespace specula::test;
 
 using specula::Model;
 using specula::Session;
@@ -41,51 +44,18 @@ const std::string kPhi4 = kDir + "rand-phi3-tok512-d192-l2-Q8_0.gguf";
 const std::string kPhiDraft = kDir + "rand-phi3-tok512-d192-l1-draft-Q8_0.gguf";
 const std::string kMistral3 = kDir + "rand-mistral3-yarn-tok512-d192-l2-Q8_0.gguf";
 
-std::vector<token_id> random_tokens(int n, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<token_id> t(n);
-    for (auto& x : t) x = token_id(rng() % 512);
-    return t;
-}
-
-// Evaluates `ids` in passes of the given sizes (all logits) and returns every row.
-std::vector<float> run_split(const Model& m, const std::vector<token_id>& ids,
-                             const std::vector<int>& sizes, int n_threads, int n_ctx = 512) {
-    Session s(m, SessionParams{n_ctx, n_threads});
-    const int nv = m.hparams().n_vocab;
-    std::vector<float> out;
-    size_t at = 0;
-    for (size_t i = 0; at < ids.size(); ++i) {
-        const int n = std::min<int>(sizes[i % sizes.size()], int(ids.size() - at));
-        s.eval(std::span<const token_id>(ids.data() + at, n));
-        for (int r = 0; r < n; ++r) out.insert(out.end(), s.logits(r), s.logits(r) + nv);
-        at += n;
-    }
-    return out;
-}
-
-void expect_batch_invariant(const std::string& path) {
-    const auto m = Model::load(path);
-    const auto ids = random_tokens(70, 7);  // beyond the window (24) and the temperature's 64
-    const auto one = run_split(*m, ids, {1}, 1);
-    for (const auto& sizes : std::vector<std::vector<int>>{{70}, {9}, {5, 1, 3}, {16, 2}}) {
-        for (int threads : {1, 2}) {
-            const auto got = run_split(*m, ids, sizes, threads);
-            ASSERT_EQ(got.size(), one.size());
-            EXPECT_EQ(0, std::memcmp(got.data(), one.data(), one.size() * sizeof(float)))
-                << path << ": passes of " << sizes[0] << ".. tokens (" << threads
-                << " threads) differ from one token at a time";
-        }
-    }
+// 70 tokens: beyond the window (24) and the attention temperature's 64.
+void expect_phi_batch_invariant(const std::string& path) {
+    expect_batch_invariant(path, random_tokens(70, 7), {{9}, {5, 1, 3}, {16, 2}}, 512);
 }
 
 TEST(Phi3, BatchOfTokensEqualsOneAtATime) {
-    expect_batch_invariant(kPhi3Swa);
-    expect_batch_invariant(kPhi4);
+    expect_phi_batch_invariant(kPhi3Swa);
+    expect_phi_batch_invariant(kPhi4);
 }
 
 TEST(Mistral3, BatchOfTokensEqualsOneAtATime) {
-    expect_batch_invariant(kMistral3);
+    expect_phi_batch_invariant(kMistral3);
 }
 
 // Two layers of a 24-position window see 2 * 23 positions back: a token further back changes
@@ -97,8 +67,8 @@ TEST(Phi3, SlidingWindowHidesOlderTokens) {
     auto a = random_tokens(64, 11);
     auto b = a;
     for (int i = 0; i < 6; ++i) b[size_t(i)] = token_id((a[size_t(i)] + 1 + i) % 512);
-    const auto la = run_split(*m, a, {64}, 1);
-    const auto lb = run_split(*m, b, {64}, 1);
+    const auto la = run_split(*m, a, {64}, 1, 512);
+    const auto lb = run_split(*m, b, {64}, 1, 512);
     auto row = [&](const std::vector<float>& l, int p) { return l.data() + size_t(p) * nv; };
     EXPECT_EQ(0, std::memcmp(row(la, 63), row(lb, 63), sizeof(float) * nv)) << "position 63";
     EXPECT_EQ(0, std::memcmp(row(la, 52), row(lb, 52), sizeof(float) * nv)) << "position 52";
@@ -106,8 +76,8 @@ TEST(Phi3, SlidingWindowHidesOlderTokens) {
     // Without the window (the Phi-4 file: the same shapes) every position sees token 0.
     const auto m4 = Model::load(kPhi4);
     ASSERT_EQ(m4->hparams().n_swa, 0);
-    const auto l4a = run_split(*m4, a, {64}, 1);
-    const auto l4b = run_split(*m4, b, {64}, 1);
+    const auto l4a = run_split(*m4, a, {64}, 1, 512);
+    const auto l4b = run_split(*m4, b, {64}, 1, 512);
     EXPECT_NE(0, std::memcmp(row(l4a, 63), row(l4b, 63), sizeof(float) * nv));
 }
 
@@ -349,109 +319,62 @@ TEST(Mistral3, Ministral3MetadataReadsAsWritten) {
 // ---------------------------------------------------------------------------------------------
 // Bad input, on modified copies of the files.
 
-struct Edit {
-    std::vector<std::string> drop_keys;
-    std::vector<std::pair<std::string, uint32_t>> set_u32;
-    std::vector<std::pair<std::string, float>> set_f32;
-    std::vector<std::pair<std::string, std::string>> set_str;
-    std::string drop_tensor;
-    std::string cut_tensor;  // keeps only the first `cut_rows` rows of this matrix
-    int64_t cut_rows = 0;
-};
-
-std::string write_variant(const std::string& src_path, const std::string& tag, const Edit& ed) {
-    const auto src = specula::GGUFFile::open(src_path);
-    specula::GGUFWriter w;
-    for (const auto& [k, v] : src->metadata()) {
-        if (std::find(ed.drop_keys.begin(), ed.drop_keys.end(), k) == ed.drop_keys.end())
-            w.set(k, v);
-    }
-    for (const auto& [k, v] : ed.set_u32) w.set_u32(k, v);
-    for (const auto& [k, v] : ed.set_f32) w.set_f32(k, v);
-    for (const auto& [k, v] : ed.set_str) w.set_string(k, v);
-    for (const auto& t : src->tensors()) {
-        if (t.name == ed.drop_tensor) continue;
-        if (t.name == ed.cut_tensor) {
-            const size_t row = t.nbytes / size_t(t.ne[1]);
-            w.add_tensor(t.name, {t.ne[0], ed.cut_rows}, t.type, t.data, row * ed.cut_rows);
-        } else {
-            w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
-        }
-    }
-    const std::string path = specula::test::temp_dir("phi3") + "/" + tag + ".gguf";
-    w.write(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& needles) {
-    try {
-        Model::load(path);
-        ADD_FAILURE() << path << ": loaded without error";
-    } catch (const specula::Error& e) {
-        const std::string msg = e.what();
-        EXPECT_NE(msg.find(path), std::string::npos) << "names the file: " << msg;
-        for (const auto& n : needles) {
-            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-        }
-    }
-}
-
 TEST(Phi3BadInput, FusedTensorsWithTheWrongRowCountNameTheTensor) {
-    Edit qkv;
+    GgufEdit qkv;
     qkv.cut_tensor = "blk.1.attn_qkv.weight";
     qkv.cut_rows = 192;  // Q only: K and V missing
     expect_load_error(write_variant(kPhi4, "qkv-rows", qkv),
                       {"blk.1.attn_qkv.weight", "shape [192, 192]", "expected [192, 320]"});
-    Edit up;
+    GgufEdit up;
     up.cut_tensor = "blk.0.ffn_up.weight";
     up.cut_rows = 256;  // an unfused up: no gate half
     expect_load_error(write_variant(kPhi3Swa, "up-rows", up),
                       {"blk.0.ffn_up.weight", "expected [192, 512]"});
     // Metadata that contradicts the fused matrix: 3 KV heads make Q | K | V 576 rows.
-    Edit kv;
+    GgufEdit kv;
     kv.set_u32 = {{"phi3.attention.head_count_kv", 3}};
     expect_load_error(write_variant(kPhi4, "kv3", kv), {"blk.0.attn_qkv.weight", "shape"});
 }
 
 TEST(Phi3BadInput, MissingFusedTensorOrKeyIsNamed) {
-    Edit ed;
+    GgufEdit ed;
     ed.drop_tensor = "blk.0.attn_qkv.weight";
     expect_load_error(write_variant(kPhi4, "no-qkv", ed),
                       {"missing tensor", "blk.0.attn_qkv.weight"});
-    Edit out;
+    GgufEdit out;
     out.drop_tensor = "output.weight";  // phi3 never ties the output to the embedding
     expect_load_error(write_variant(kPhi4, "no-output", out), {"missing tensor", "output.weight"});
-    Edit swa;
+    GgufEdit swa;
     swa.drop_keys = {"phi3.attention.sliding_window"};
     expect_load_error(write_variant(kPhi4, "no-swa", swa), {"phi3.attention.sliding_window"});
-    Edit hd;
+    GgufEdit hd;
     hd.set_u32 = {{"phi3.attention.key_length", 32},
                   {"phi3.attention.value_length", 32},
                   {"phi3.rope.dimension_count", 32}};
     expect_load_error(write_variant(kPhi4, "hd32", hd),
                       {"phi3.attention.key_length", "embedding_length"});
-    Edit yarn;
+    GgufEdit yarn;
     yarn.set_str = {{"phi3.rope.scaling.type", "yarn"}};
     yarn.set_f32 = {{"phi3.rope.scaling.factor", 4.f}};
     expect_load_error(write_variant(kPhi4, "yarn", yarn), {"phi3.rope.scaling.type", "yarn"});
 }
 
 TEST(Mistral3BadInput, KeysAreNamed) {
-    Edit rot;
+    GgufEdit rot;
     rot.set_u32 = {{"mistral3.rope.dimension_count", 32}};
     expect_load_error(write_variant(kMistral3, "rot32", rot), {"mistral3.rope.dimension_count"});
-    Edit type;
+    GgufEdit type;
     type.set_str = {{"mistral3.rope.scaling.type", "longrope"}};  // factor 16 is set
     expect_load_error(write_variant(kMistral3, "longrope", type),
                       {"mistral3.rope.scaling.type", "longrope", "yarn"});
-    Edit q;
+    GgufEdit q;
     q.drop_tensor = "blk.1.attn_q.weight";
     expect_load_error(write_variant(kMistral3, "no-q", q),
                       {"missing tensor", "blk.1.attn_q.weight"});
 }
 
 TEST(Phi3BadInput, UnknownArchitectureListsTheNewOnes) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_str = {{"general.architecture", "phi4"}};
     expect_load_error(write_variant(kPhi4, "phi4", ed),
                       {"unsupported architecture 'phi4'", "phi3", "mistral3"});

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "arch_test_util.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -19,6 +20,8 @@
 #include "test_util.h"
 
 namespace {
+
+using namespace specula::test;
 
 using specula::Model;
 using specula::Session;
@@ -30,51 +33,15 @@ const std::string kQwen3 = kDir + "rand-qwen3-tok512-d256-l2-Q8_0.gguf";
 const std::string kQwen3F16 = kDir + "rand-qwen3-tok512-d256-l2-F16.gguf";
 const std::string kQwen3Moe = kDir + "rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf";
 
-std::vector<token_id> random_tokens(int n, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<token_id> t(n);
-    for (auto& x : t) x = token_id(rng() % 512);
-    return t;
-}
-
-// Evaluates `ids` in passes of the given sizes (all logits) and returns every row.
-std::vector<float> run_split(const Model& m, const std::vector<token_id>& ids,
-                             const std::vector<int>& sizes, int n_threads) {
-    Session s(m, SessionParams{128, n_threads});
-    const int nv = m.hparams().n_vocab;
-    std::vector<float> out;
-    size_t at = 0;
-    for (size_t i = 0; at < ids.size(); ++i) {
-        const int n = std::min<int>(sizes[i % sizes.size()], int(ids.size() - at));
-        s.eval(std::span<const token_id>(ids.data() + at, n));
-        for (int r = 0; r < n; ++r) out.insert(out.end(), s.logits(r), s.logits(r) + nv);
-        at += n;
-    }
-    return out;
-}
-
-void expect_batch_invariant(const std::string& path) {
-    const auto m = Model::load(path);
-    const auto ids = random_tokens(40, 7);
-    const auto one = run_split(*m, ids, {1}, 1);
-    for (const auto& sizes : std::vector<std::vector<int>>{{40}, {9}, {5, 1, 3}, {16, 2}}) {
-        for (int threads : {1, 2}) {
-            const auto got = run_split(*m, ids, sizes, threads);
-            ASSERT_EQ(got.size(), one.size());
-            EXPECT_EQ(0, std::memcmp(got.data(), one.data(), one.size() * sizeof(float)))
-                << path << ": passes of " << sizes[0] << ".. tokens (" << threads
-                << " threads) differ from one token at a time";
-        }
-    }
-}
+const std::vector<std::vector<int>> kSplits = {{9}, {5, 1, 3}, {16, 2}};
 
 TEST(Qwen3, BatchOfTokensEqualsOneAtATime) {
-    expect_batch_invariant(kQwen3);
-    expect_batch_invariant(kQwen3F16);
+    expect_batch_invariant(kQwen3, random_tokens(40, 7), kSplits);
+    expect_batch_invariant(kQwen3F16, random_tokens(40, 7), kSplits);
 }
 
 TEST(Qwen3Moe, BatchOfTokensEqualsOneAtATime) {
-    expect_batch_invariant(kQwen3Moe);
+    expect_batch_invariant(kQwen3Moe, random_tokens(40, 7), kSplits);
 }
 
 // The MoE FFN groups a pass's tokens by expert: 9 tokens choosing 4 of 8 experts each run at
@@ -124,47 +91,8 @@ TEST(Qwen3, HyperparametersAsWritten) {
 // ---------------------------------------------------------------------------------------------
 // Bad input, on modified copies.
 
-struct Edit {
-    std::string drop_tensor;
-    std::vector<std::string> drop_keys;
-    std::vector<std::pair<std::string, uint32_t>> set_u32;
-    std::vector<std::pair<std::string, std::string>> set_str;
-    std::vector<std::pair<std::string, bool>> set_bool;
-};
-
-std::string write_variant(const std::string& src_path, const std::string& tag, const Edit& ed) {
-    const auto src = specula::GGUFFile::open(src_path);
-    specula::GGUFWriter w;
-    for (const auto& [k, v] : src->metadata()) {
-        if (std::find(ed.drop_keys.begin(), ed.drop_keys.end(), k) == ed.drop_keys.end())
-            w.set(k, v);
-    }
-    for (const auto& [k, v] : ed.set_u32) w.set_u32(k, v);
-    for (const auto& [k, v] : ed.set_str) w.set_string(k, v);
-    for (const auto& [k, v] : ed.set_bool) w.set_bool(k, v);
-    for (const auto& t : src->tensors()) {
-        if (t.name != ed.drop_tensor) w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
-    }
-    const std::string path = specula::test::temp_dir("qwen3") + "/" + tag + ".gguf";
-    w.write(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& needles) {
-    try {
-        Model::load(path);
-        ADD_FAILURE() << path << ": loaded without error";
-    } catch (const specula::Error& e) {
-        const std::string msg = e.what();
-        EXPECT_NE(msg.find(path), std::string::npos) << "names the file: " << msg;
-        for (const auto& n : needles) {
-            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-        }
-    }
-}
-
 TEST(Qwen3BadInput, MissingQNormNamesTensorAndFile) {
-    Edit ed;
+    GgufEdit ed;
     ed.drop_tensor = "blk.1.attn_q_norm.weight";
     expect_load_error(write_variant(kQwen3, "no-qnorm", ed),
                       {"missing tensor", "blk.1.attn_q_norm.weight"});
@@ -174,12 +102,12 @@ TEST(Qwen3BadInput, MissingQNormNamesTensorAndFile) {
 }
 
 TEST(Qwen3BadInput, HeadCountThatDoesNotDivideNamesTheKey) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_u32 = {{"qwen3.attention.head_count_kv", 3}};  // 4 heads over 3 KV heads
     expect_load_error(write_variant(kQwen3, "kv3", ed),
                       {"qwen3.attention.head_count", "head_count_kv"});
     // Without attention.key_length the head size is embedding_length / head_count: 256 / 3.
-    Edit ed2;
+    GgufEdit ed2;
     ed2.drop_keys = {"qwen3.attention.key_length"};
     ed2.set_u32 = {{"qwen3.attention.head_count", 3}, {"qwen3.attention.head_count_kv", 3}};
     expect_load_error(write_variant(kQwen3, "heads3", ed2),
@@ -187,35 +115,35 @@ TEST(Qwen3BadInput, HeadCountThatDoesNotDivideNamesTheKey) {
 }
 
 TEST(Qwen3BadInput, HeadSizeThatContradictsTheTensorsNamesTheTensor) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_u32 = {{"qwen3.attention.key_length", 64}, {"qwen3.attention.value_length", 64}};
     expect_load_error(write_variant(kQwen3, "hd64", ed), {"blk.0.attn_q.weight", "shape"});
 }
 
 TEST(Qwen3BadInput, ExpertCountThatContradictsTheTensorsNamesTheTensor) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_u32 = {{"qwen3moe.expert_count", 16}};
     expect_load_error(write_variant(kQwen3Moe, "e16", ed), {"blk.0.ffn_gate_inp.weight", "shape"});
-    Edit ed2;
+    GgufEdit ed2;
     ed2.set_u32 = {{"qwen3moe.expert_feed_forward_length", 128}};
     expect_load_error(write_variant(kQwen3Moe, "ff128", ed2),
                       {"blk.0.ffn_gate_exps.weight", "shape"});
 }
 
 TEST(Qwen3BadInput, MoeKeysOnTheWrongArchitecture) {
-    Edit ed;
+    GgufEdit ed;
     ed.drop_keys = {"qwen3moe.expert_count", "qwen3moe.expert_used_count"};
     expect_load_error(write_variant(kQwen3Moe, "no-experts", ed), {"qwen3moe.expert_count"});
-    Edit ed2;
+    GgufEdit ed2;
     ed2.set_bool = {{"qwen3moe.expert_weights_norm", false}};
     expect_load_error(write_variant(kQwen3Moe, "no-norm", ed2), {"qwen3moe.expert_weights_norm"});
-    Edit ed3;
+    GgufEdit ed3;
     ed3.set_u32 = {{"qwen3.expert_count", 8}, {"qwen3.expert_used_count", 2}};
     expect_load_error(write_variant(kQwen3, "dense-experts", ed3), {"qwen3.expert_count"});
 }
 
 TEST(Qwen3BadInput, UnknownArchitectureListsSupportedOnes) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_str = {{"general.architecture", "qwen4"}};
     expect_load_error(write_variant(kQwen3, "qwen4", ed),
                       {"unsupported architecture 'qwen4'", "llama", "qwen2", "qwen3", "qwen3moe"});
