@@ -123,6 +123,29 @@ TEST(JsonGrammar, SchemaObjectsWithRequiredAndClosedProperties) {
     EXPECT_EQ(run(g, R"({"n\u0061me": ""})"), 3);  // no escapes in keys here
 }
 
+// Nested models as pydantic writes them: $defs, and $ref to them (also inside anyOf, for an
+// Optional nested model), and the older "definitions".
+TEST(JsonGrammar, RefsIntoDefs) {
+    const auto g = schema(R"({"$defs": {
+        "Address": {"type": "object", "properties": {"city": {"type": "string"}},
+                    "required": ["city"], "additionalProperties": false},
+        "Kind": {"enum": ["home", "work"]}},
+      "type": "object",
+      "properties": {"home": {"$ref": "#/$defs/Address"},
+                     "work": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+                     "kind": {"$ref": "#/$defs/Kind", "description": "which"}},
+      "required": ["home", "kind"], "additionalProperties": false})");
+    expect_complete(g, R"({"home": {"city": "Oslo"}, "kind": "home"})");
+    expect_complete(g, R"({"home": {"city": "Oslo"}, "work": null, "kind": "work"})");
+    expect_complete(g, R"({"kind": "work", "work": {"city": "A"}, "home": {"city": "B"}})");
+    EXPECT_EQ(run(g, R"({"home": {"town": "Oslo"}})"), 11);  // Address has no "town"
+    EXPECT_EQ(run(g, R"({"home": {"city": "O"}, "kind": "car"})"), 33);
+    const auto d = schema(R"({"definitions": {"P": {"type": "integer"}},
+                              "type": "array", "items": {"$ref": "#/definitions/P"}})");
+    expect_complete(d, "[1, 2]");
+    EXPECT_EQ(run(d, "[1, \"2\"]"), 4);
+}
+
 TEST(JsonGrammar, SchemaAdditionalPropertiesAndNesting) {
     const auto open = schema(R"({"type": "object", "properties": {"id": {"type": "integer"}},
         "required": ["id"]})");
@@ -218,7 +241,17 @@ TEST(JsonGrammar, UnsupportedSchemasAreRefusedByName) {
     EXPECT_NE(
         error_of(R"({"properties": {"a": {"type": "integer", "minimum": 0}}})").find("'minimum'"),
         std::string::npos);
-    EXPECT_NE(error_of(R"({"$ref": "#/x"})").find("'$ref'"), std::string::npos);
+    EXPECT_NE(error_of(R"({"$ref": "#/x"})").find("does not point into the schema"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"$ref": "https://x/s.json"})").find("only references inside"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"$defs": {"N": {"type": "object", "properties": {
+                            "next": {"$ref": "#/$defs/N"}}}}, "$ref": "#/$defs/N"})")
+                  .find("recursive '$ref' \"#/$defs/N\" at /$defs/N/properties/next"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "type": "string", "$defs": {"A": {}}})")
+                  .find("'type' next to '$ref'"),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"type": "date"})").find("unknown type 'date'"), std::string::npos);
     EXPECT_NE(error_of(R"({"items": [{}]})").find("tuple"), std::string::npos);
     EXPECT_NE(error_of(R"({"required": ["x"]})").find("\"x\""), std::string::npos);

@@ -18,8 +18,10 @@ constexpr int32_t kAnyNode = 0;
 constexpr int kMaxProperties = 64;  // JsonNode::required / the matcher's seen set are 64-bit
 
 const std::set<std::string>& annotations() {
-    static const std::set<std::string> s = {"title",   "description", "default", "examples",
-                                            "$schema", "$id",         "$comment"};
+    // $defs / definitions only hold schemas for $ref: by themselves they constrain nothing.
+    static const std::set<std::string> s = {"title",    "description", "default",
+                                            "examples", "$schema",     "$id",
+                                            "$comment", "$defs",       "definitions"};
     return s;
 }
 
@@ -92,6 +94,10 @@ class Compiler {
         g_.nodes.push_back(any);
     }
 
+    explicit Compiler(const JsonGrammarOptions& opt, const json& root) : Compiler(opt) {
+        root_ = &root;
+    }
+
     int32_t compile(const json& s, const std::string& ptr, int depth) {
         if (depth >= opt_.max_depth)  // its container would be container max_depth + 1
             fail("json_schema: nested deeper than ", opt_.max_depth, " levels at ", where(ptr));
@@ -100,6 +106,7 @@ class Compiler {
             fail("json_schema: schema 'false' at ", where(ptr), " admits no value");
         }
         if (!s.is_object()) fail("json_schema: schema at ", where(ptr), " must be an object");
+        if (s.contains("$ref")) return reference(s, ptr, depth);
         for (const auto& [k, v] : s.items()) {
             if (!supported().count(k) && !annotations().count(k))
                 fail("json_schema: unsupported keyword '", k, "' at ", where(ptr));
@@ -129,6 +136,35 @@ class Compiler {
     JsonGrammar take() { return std::move(g_); }
 
   private:
+    // {"$ref": "#/$defs/Name"} (or #/definitions/..., any JSON pointer into the same schema, "#"
+    // itself): the schema it points to, compiled where it is used. A reference that leads back
+    // into itself (a recursive schema) is refused: the grammar's nesting must stay bounded.
+    int32_t reference(const json& s, const std::string& ptr, int depth) {
+        for (const auto& [k, v] : s.items())
+            if (k != "$ref" && !annotations().count(k))
+                fail("json_schema: '", k, "' next to '$ref' at ", where(ptr), " is not supported");
+        const json& r = s["$ref"];
+        if (!r.is_string()) fail("json_schema: '$ref' at ", where(ptr), " must be a string");
+        const std::string ref = r.get<std::string>();
+        if (ref.empty() || ref[0] != '#')
+            fail("json_schema: '$ref' \"", ref, "\" at ", where(ptr),
+                 " is not supported (only references inside the schema, starting with #)");
+        if (std::find(open_refs_.begin(), open_refs_.end(), ref) != open_refs_.end())
+            fail("json_schema: recursive '$ref' \"", ref, "\" at ", where(ptr),
+                 " is not supported");
+        const json* target = nullptr;
+        try {
+            target = &root_->at(json::json_pointer(ref.substr(1)));
+        } catch (const std::exception&) {
+            fail("json_schema: '$ref' \"", ref, "\" at ", where(ptr),
+                 " does not point into the schema");
+        }
+        open_refs_.push_back(ref);
+        const int32_t node = compile(*target, ref.substr(1), depth);
+        open_refs_.pop_back();
+        return node;
+    }
+
     // anyOf / oneOf whose branches start with different JSON types (e.g. a type or null): the first
     // byte of the value picks the branch, so both keywords mean the same here.
     int32_t alternatives(const json& s, const std::string& ptr, int depth) {
@@ -251,6 +287,8 @@ class Compiler {
 
     JsonGrammarOptions opt_;
     JsonGrammar g_;
+    const json* root_ = nullptr;          // the whole schema ($ref targets)
+    std::vector<std::string> open_refs_;  // the references being compiled (recursion check)
 };
 
 void check_options(const JsonGrammarOptions& opt) {
@@ -269,7 +307,7 @@ std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions&
 std::shared_ptr<const JsonGrammar> json_schema_grammar(const json& schema,
                                                        const JsonGrammarOptions& opt) {
     check_options(opt);
-    Compiler c(opt);
+    Compiler c(opt, schema);
     const int32_t root = c.compile(schema, "", 0);
     auto g = std::make_shared<JsonGrammar>(c.take());
     g->root = root;

@@ -9,7 +9,9 @@
 //    `oneOf` whose branches have different JSON types (e.g. {"anyOf": [{"type": "string"},
 //    {"type": "null"}]}, pydantic's Optional; number and integer count as one type), and the
 //    annotations `title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`
-//    (which constrain nothing). Any other keyword (`allOf`, `$ref`, `pattern`, `minimum`,
+//    (which constrain nothing); `$ref` to a schema inside the same one (`#/$defs/Name`,
+//    `#/definitions/Name`, any `#` JSON pointer; as pydantic writes nested models), except a
+//    recursive one. Any other keyword (`allOf`, `pattern`, `minimum`,
 //    `minLength`, `format`, ...) is refused with a specula::Error naming it and where it is
 //    (a JSON pointer such as /properties/age), never silently ignored. A schema without `type`
 //    (and without enum / const) accepts any value.
