@@ -53,7 +53,13 @@ void conv_rows(const DeltaNetShape& s, const float* w, const float* st_in, float
     }
 }
 
-// Value head h over positions [0, n): S (its hd x hd state, updated in place).
+// Value head h over positions [0, n): S (its hd x hd state, updated in place). The row loops
+// vectorise; built for AVX-512 and AVX2 + FMA as well as the baseline, one chosen at load by the
+// CPU (GCC's target_clones): the pass and a rollback's replay run the same clone, so they agree
+// to the bit.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 void rule_head(const DeltaNetShape& s, int h, float* S, const float* c, const float* g,
                const float* beta_raw, int n, float* out) {
     const int hd = s.head_dim, C = s.conv_dim, kh = h % s.n_k_heads;

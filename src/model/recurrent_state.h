@@ -15,6 +15,11 @@
 // (b) is what this does: a pass costs nothing extra but the input copies; a rollback costs at
 // most the recurrence of the accepted tokens (a fraction of the pass), and an all-accepted step
 // nothing. Memory: two states plus kKeepMax positions of inputs per layer (bytes()).
+// Measured on a random file of Qwen3.5-0.8B's layer shapes (8 layers, 6 DeltaNet, Q8_0; 6.7 MB
+// of state), one thread of a loaded 2-core Zen 4: a 9-token verify pass 39.9 ms with this
+// support vs 41.6 ms without (noise: no measurable overhead), a rollback keeping 5 of the 9
+// positions 3.9 ms (replaying 5 positions), so a rejecting step costs ~1.05x (at most ~1.15x
+// when 8 are kept); (a)'s nine state copies cost 5.8 ms on every pass, accepted or not.
 //
 // Reachable positions: n_past (the state), the last pass's start (the snapshot), any position
 // inside the last pass when it was at most kKeepMax tokens (its inputs were kept), and 0 (zeros).
