@@ -17,6 +17,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/attention.h"
+#include "model/batch_eval.h"
 #include "model/memory_plan.h"
 #include "model/recurrent_state.h"
 #include "model/session.h"
@@ -156,6 +157,40 @@ TEST(Qwen35, RollbackBeforeTheLastPassIsAnErrorAndNeverAPrefix) {
     Session ref(*m, SessionParams{128, 1});
     ref.eval(std::span(ids).first(3));
     EXPECT_EQ(row(s, 2), row(ref, 2));
+}
+
+// Several sequences in one pass (the server's batched step): each one's logits, and its state
+// after a rollback inside that pass, are bit-identical to evaluating it alone.
+TEST(Qwen35, BatchedSequencesEqualAloneAndRollBackAlone) {
+    const auto m = Model::load(kMoe);
+    specula::ThreadPool pool(2);
+    SessionParams sp{128, 0};
+    sp.pool = &pool;
+    Session a(*m, sp), b(*m, sp), ra(*m, sp), rb(*m, sp);
+    const auto ta = random_tokens(30, 21), tb = random_tokens(30, 22);
+    specula::BatchEvaluator be(*m, pool);
+    const specula::BatchItem prompt[] = {{&a, std::span(ta).first(12), false},
+                                         {&b, std::span(tb).first(17), false}};
+    be.eval(prompt);
+    const specula::BatchItem verify[] = {{&a, std::span(ta).subspan(12, 9), true},
+                                         {&b, std::span(tb).subspan(17, 9), true}};
+    be.eval(verify);
+    ra.eval(std::span(ta).first(21));
+    rb.eval(std::span(tb).first(26));
+    for (int i = 0; i < 9; ++i) {
+        EXPECT_EQ(row(a, i), row(ra, 12 + i)) << "a, row " << i;
+        EXPECT_EQ(row(b, i), row(rb, 17 + i)) << "b, row " << i;
+    }
+    a.rollback(12 + 3);
+    b.rollback(17 + 7);
+    ra.rollback(0);
+    rb.rollback(0);
+    ra.eval(std::span(ta).first(15));
+    rb.eval(std::span(tb).first(24));
+    const token_id x = 5;
+    for (Session* s : {&a, &b, &ra, &rb}) s->eval(std::span(&x, 1));
+    EXPECT_EQ(row(a, 0), row(ra, 0));
+    EXPECT_EQ(row(b, 0), row(rb, 0));
 }
 
 // A pass longer than RecurrentState::kKeepMax keeps no inputs: its start and its end are the
