@@ -227,7 +227,10 @@ TEST(Qwen35, MemoryPlanCountsTheRecurrentState) {
         cp.n_ctx = 256;
         cp.n_threads = 1;
         const auto plan = specula::plan_memory(*m, nullptr, cp, 0);
-        std::vector<int> windows(size_t(hp.n_layer), 0);
+        std::vector<int> windows(size_t(hp.n_layer), 0);  // only attention layers have a cache
+        for (int il = 0; il < hp.n_layer; ++il)
+            if (hp.is_recurrent(il)) windows[size_t(il)] = -1;
+        EXPECT_EQ(specula::KVCache::window_rows(-1, 12, 256), 0);
         const specula::AttentionShape sh{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
         const double kv =
             specula::KVCache::bytes(hp.n_layer, 256, hp.n_embd_kv(), cp.type_k, cp.type_v, windows,

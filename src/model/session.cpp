@@ -21,7 +21,8 @@ namespace {
 
 std::vector<int> layer_windows(const HParams& hp) {
     std::vector<int> w(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il) w[size_t(il)] = hp.window(il);
+    for (int il = 0; il < hp.n_layer; ++il)
+        w[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);
     return w;
 }
 
