@@ -60,8 +60,10 @@ void conv_rows(const DeltaNetShape& s, const float* w, const float* st_in, float
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
-void rule_head(const DeltaNetShape& s, int h, float* S, const float* c, const float* g,
-               const float* beta_raw, int n, float* out) {
+void rule_head(const DeltaNetShape& s, int h, const float* S_in, float* S, const float* c,
+               const float* g, const float* beta_raw, int n, float* out) {
+    // The first position reads the state from S_in, the later ones from S (no copy first).
+    const float* Sr = S_in;
     const int hd = s.head_dim, C = s.conv_dim, kh = h % s.n_k_heads;
     const float scale = 1.0f / std::sqrt(float(hd));
     float vp[kMaxHeadDim], ov[kMaxHeadDim], vn[kMaxHeadDim];
@@ -81,7 +83,7 @@ void rule_head(const DeltaNetShape& s, int h, float* S, const float* c, const fl
         const float decay = std::exp(std::min(g[size_t(t) * s.n_v_heads + h], 50.0f));
         for (int r = 0; r < hd; ++r) vp[r] = ov[r] = 0.0f;
         for (int col = 0; col < hd; ++col) {
-            const float* Sc = S + size_t(col) * hd;
+            const float* Sc = Sr + size_t(col) * hd;
             const float kc = k[col], qc = q[col];
             for (int r = 0; r < hd; ++r) {
                 vp[r] += Sc[r] * kc;
@@ -96,14 +98,17 @@ void rule_head(const DeltaNetShape& s, int h, float* S, const float* c, const fl
             for (int r = 0; r < hd; ++r) o[r] = ov[r] * decay * q_inv * scale + vn[r] * attn;
         }
         for (int col = 0; col < hd; ++col) {
-            float* Sc = S + size_t(col) * hd;
+            const float* Sc = Sr + size_t(col) * hd;
+            float* So = S + size_t(col) * hd;
             const float kc = k[col] * k_inv;
             for (int r = 0; r < hd; ++r) {
                 const float v2 = decay * Sc[r] + vn[r] * kc;
-                Sc[r] = v2 < -1e6f ? -1e6f : (v2 > 1e6f ? 1e6f : v2);
+                So[r] = v2 < -1e6f ? -1e6f : (v2 > 1e6f ? 1e6f : v2);
             }
         }
+        Sr = S;
     }
+    if (n == 0 && S != S_in) std::memcpy(S, S_in, sizeof(float) * size_t(hd) * hd);
 }
 
 }  // namespace
@@ -124,10 +129,10 @@ void delta_net_run(const DeltaNetShape& s, const float* conv_w, const float* con
                    ThreadPool& pool) {
     conv_rows(s, conv_w, conv_in, conv_out, x, n, scratch);
     const size_t hh = size_t(s.head_dim) * s.head_dim;
-    if (ssm_out != ssm_in) std::memcpy(ssm_out, ssm_in, sizeof(float) * hh * s.n_v_heads);
     const auto heads = [&](int64_t b, int64_t e) {
         for (int64_t h = b; h < e; ++h)
-            rule_head(s, int(h), ssm_out + size_t(h) * hh, scratch, g, beta_raw, n, out);
+            rule_head(s, int(h), ssm_in + size_t(h) * hh, ssm_out + size_t(h) * hh, scratch, g,
+                      beta_raw, n, out);
     };
     // Each head is one thread's from start to end, so the split changes no bit.
     if (pool.size() == 1 || int64_t(n) * s.n_v_heads * int64_t(hh) < (1 << 15))
