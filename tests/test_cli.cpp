@@ -526,6 +526,33 @@ TEST(Cli, PenaltiesKeepSpeculativeExact) {
     expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "abc"}), "--logit-bias");
 }
 
+// qwen35 / qwen35moe (recurrent DeltaNet layers, rolled back inside each verify pass): `run`
+// with a draft model (the 1-layer qwen3 draft of the same vocabulary, and the qwen35 file
+// itself) and with n-gram lookup prints the same text as plain greedy decoding.
+TEST(Cli, Qwen35SpeculativeEqualsPlain) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    const std::string draft = dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
+    for (const std::string model : {dir + "rand-qwen35-tok512-d128-l4-F16.gguf",
+                                    dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
+        auto run = [&](std::vector<std::string> extra) {
+            std::vector<std::string> args{"run", "-m", model,    "-p", "Once upon a time there was",
+                                          "-n",  "48", "--temp", "0",  "--ignore-eos",
+                                          "-t",  "1"};
+            args.insert(args.end(), extra.begin(), extra.end());
+            const auto r = run_specula(args);
+            EXPECT_EQ(r.status, 0) << describe(r);
+            return r.out;
+        };
+        const std::string plain = run({});
+        ASSERT_FALSE(plain.empty());
+        for (const std::vector<std::string>& spec :
+             {std::vector<std::string>{"-md", draft, "--draft", "4"},
+              {"-md", dir + "rand-qwen35-tok512-d128-l4-F16.gguf", "--draft", "3"},
+              {"--spec-type", "ngram", "--draft", "3"}})
+            EXPECT_EQ(run(spec), plain) << model << ": " << spec[0] << " " << spec[1];
+    }
+}
+
 // --draft 15 with a draft as large as the target is slower than plain decoding: the run says so
 // in one line with a suggestion (measured against one-token target passes at the end).
 TEST(Cli, SlowSpeculationIsReported) {

@@ -4,7 +4,9 @@
 // (Q8_0), gemma3 (F16 and its 6-layer Q8_0 draft; window 16, so the prompts of 53-142 tokens
 // cross it), gemma2 (F16, 26 layers, soft-capped), gpt-oss (MXFP4 experts, F16 otherwise;
 // scripts/models/make_gpt_oss_models.py), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as
-// Phi-4 and its 1-layer draft) and mistral3 (Q8_0, YaRN and the attention temperature). Each
+// Phi-4 and its 1-layer draft), mistral3 (Q8_0, YaRN and the attention temperature) and qwen35 /
+// qwen35moe (F16: Gated DeltaNet layers with their recurrent state, gated attention, IMROPE; the
+// MoE with a shared expert; scripts/models/arch_qwen35.py). Each
 // prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
@@ -30,7 +32,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
-constexpr int kExpectedFiles = 12;
+constexpr int kExpectedFiles = 14;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;
@@ -60,11 +62,13 @@ TEST_P(ArchParity, MatchesIkLlamaCpp) {
     EXPECT_EQ(hp.arch, jm["general.architecture"].get<std::string>());
     // ik_llama.cpp's parameter count has the output matrix twice when it is token_embd (gemma),
     // and the rope factors (rope_freqs, phi3's LongRoPE), which it binds to every layer, once per
-    // layer; the file holds each once.
+    // layer; the file holds each once (qwen35's IMROPE sections make factors of no tensor).
     const bool tied = model->output.data == model->tok_embd.data;
-    const auto rope_factors =
-        static_cast<int64_t>(model->rope_freq_factors.size() + model->rope_factors_long.size() +
-                             model->rope_factors_short.size());
+    int64_t rope_factors = 0;
+    for (const char* name :
+         {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
+        if (const auto* t = model->file().find_tensor(name)) rope_factors += t->n_elements();
+    }
     specula::test::expect_model_shape(
         *model, jm, (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (hp.n_layer - 1) * rope_factors);
 

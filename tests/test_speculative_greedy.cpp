@@ -1,6 +1,7 @@
 // Greedy speculative decoding is exact: for every draft length, drafter and model pair (F32
 // TinyStories, F16, Q8_0 and Q4_K_M synthetic pairs, qwen3 and qwen3moe targets with a qwen3
-// draft and gemma3 with its draft from tests/data/arch, n-gram lookup) the generated token ids
+// draft, gemma3 with its draft and qwen35 / qwen35moe with three drafters from tests/data/arch,
+// n-gram lookup) the generated token ids
 // equal plain greedy decoding of the target, a draft identical to the target is always accepted,
 // and acceptance is at least llama.cpp's on the same pairs (reference/speculative.json).
 #include <gtest/gtest.h>
@@ -105,6 +106,48 @@ TEST(SpecGreedy, Qwen3PairsEqualPlain) {
                 const auto spec = run(session, &drafter, prompt, 32, n, &st);
                 EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;
                 EXPECT_LT(st.n_target_passes, 32) << stem << ": no draft token was ever accepted";
+            }
+        }
+    }
+}
+
+// qwen35 and qwen35moe (Gated DeltaNet layers: every rejected draft rolls the recurrent state
+// back inside the verify pass) with three drafters: the 1-layer qwen3 draft (same tok512
+// vocabulary), the qwen35 file itself (a hybrid draft: its own single-token passes cannot be
+// rolled back further than the last one, so it re-syncs from the longest prefix it can return
+// to), and n-gram lookup.
+TEST(SpecGreedy, Qwen35EqualsPlainWithEveryDrafter) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    auto qwen3_draft = Model::load(dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+    auto self_draft = Model::load(dir + "rand-qwen35-tok512-d128-l4-F16.gguf");
+    for (const std::string stem :
+         {"rand-qwen35-tok512-d128-l4-F16", "rand-qwen35moe-e8x2-tok512-d128-l3-F16"}) {
+        auto target = Model::load(dir + stem + ".gguf");
+        Session session(*target, kOneThread);
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = greedy();
+        DraftModelDrafter d_qwen3(*qwen3_draft, dp), d_self(*self_draft, dp);
+        NgramDrafter ngram(NgramParams{});
+        const json ref = json::parse(test::read_file(dir + stem + ".json"));
+        int n_prompts = 0;
+        for (const json& p : ref["prompts"]) {
+            if (++n_prompts > 2) break;  // two prompts keep the test short
+            const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+            const auto plain = run(session, nullptr, prompt, 32, 0);
+            ASSERT_EQ(int(plain.size()), 32);
+            for (Drafter* d : {(Drafter*)&d_qwen3, (Drafter*)&d_self, (Drafter*)&ngram}) {
+                for (int n : {1, 3, 8}) {
+                    // The hybrid draft re-evaluates the history after each rejection: one length.
+                    if (d == &d_self && n != 3) continue;
+                    SpecStats st;
+                    EXPECT_EQ(run(session, d, prompt, 32, n, &st), plain)
+                        << stem << ", prompt " << p["name"] << ", " << d->name() << ", N=" << n;
+                    if (d == &d_self && stem == "rand-qwen35-tok512-d128-l4-F16") {
+                        EXPECT_EQ(st.n_accepted, st.n_drafted) << "the target as its own draft";
+                        EXPECT_LT(st.n_target_passes, 32);
+                    }
+                }
             }
         }
     }

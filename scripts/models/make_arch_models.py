@@ -9,6 +9,7 @@ has numpy):
   rand-qwen3moe-e8x4-tok512-d256-l2-Q8_0.gguf       qwen3moe: the same attention, 8 experts of
                                                     width 64, top-4, every block MoE
   rand-phi3-*, rand-mistral3-*                      phi3 and mistral3: arch_phi_mistral.py
+  rand-qwen35-*, rand-qwen35moe-*                   qwen35 and qwen35moe: arch_qwen35.py
 
   rand-gemma3-tok512-d128-l7-F16.gguf               gemma3: 7 layers (0-4 and 6 slide, 5 is
                                                     global), window 16, 4 heads of 48 (key_length,
@@ -42,6 +43,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_min as g  # noqa: E402
 import arch_phi_mistral  # noqa: E402
+import arch_qwen35  # noqa: E402
 
 SEED = 2026
 D, N_HEAD, N_KV, HEAD_DIM, FF, VOCAB, CTX = 256, 4, 2, 96, 256, 512, 2048
@@ -224,6 +226,7 @@ def main():
     write_gemma(f"{o}/rand-gemma2-tok512-d32-l26-F16.gguf", "gemma2", 26, g.GGML_F16,
                 "rand-gemma2-tok512-d32-l26", vocab)
     arch_phi_mistral.write_all(o, vocab, randn)  # phi3, mistral3 (see arch_phi_mistral.py)
+    arch_qwen35.write_all(o, vocab, randn)  # qwen35, qwen35moe (see arch_qwen35.py)
 
 
 if __name__ == "__main__":

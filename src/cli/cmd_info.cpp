@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "model/memory_plan.h"
 #include "model/model.h"
+#include "model/recurrent_state.h"
 #include "model/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -139,6 +140,12 @@ void print_support(const std::string& path, int n_ctx) {
         line("kv cache (f16, as run allocates)",
              format_bytes(uint64_t(plan.target_kv)) + " at n_ctx " +
                  std::to_string(resolve_ctx(model->hparams(), n_ctx)));
+        if (const double rs = RecurrentState::bytes(model->hparams()); rs > 0) {
+            line("recurrent state (f32, in the kv cache line)",
+                 format_bytes(uint64_t(rs)) + " for " +
+                     std::to_string(model->hparams().n_recurrent()) +
+                     " DeltaNet layers (state, rollback snapshot, kept pass inputs)");
+        }
     } catch (const Error& e) {
         line("supported", std::string("no: ") + e.what());
     }

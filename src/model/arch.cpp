@@ -7,9 +7,9 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,
-                                  &kQwen3MoeArch, &kGemma2Arch, &kGemma3Arch,
-                                  &kGptOssArch,   &kPhi3Arch,   &kMistral3Arch};
+const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,    &kQwen3MoeArch,
+                                  &kGemma2Arch,   &kGemma3Arch, &kGptOssArch,   &kPhi3Arch,
+                                  &kMistral3Arch, &kQwen35Arch, &kQwen35MoeArch};
 
 }  // namespace
 

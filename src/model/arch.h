@@ -34,15 +34,17 @@ struct ArchSpec {
     bool device_block;
 };
 
-extern const ArchSpec kLlamaArch;     // model/arch/llama.cpp (Llama 1-3, Mistral, Mixtral)
-extern const ArchSpec kQwen2Arch;     // model/arch/qwen2.cpp
-extern const ArchSpec kQwen3Arch;     // model/arch/qwen3.cpp
-extern const ArchSpec kQwen3MoeArch;  // model/arch/qwen3.cpp
-extern const ArchSpec kGemma2Arch;    // model/arch/gemma.cpp
-extern const ArchSpec kGemma3Arch;    // model/arch/gemma.cpp
-extern const ArchSpec kGptOssArch;    // model/arch/gpt_oss.cpp
-extern const ArchSpec kPhi3Arch;      // model/arch/phi3.cpp (Phi-3, Phi-4)
-extern const ArchSpec kMistral3Arch;  // model/arch/mistral3.cpp (Ministral 3)
+extern const ArchSpec kLlamaArch;      // model/arch/llama.cpp (Llama 1-3, Mistral, Mixtral)
+extern const ArchSpec kQwen2Arch;      // model/arch/qwen2.cpp
+extern const ArchSpec kQwen3Arch;      // model/arch/qwen3.cpp
+extern const ArchSpec kQwen3MoeArch;   // model/arch/qwen3.cpp
+extern const ArchSpec kGemma2Arch;     // model/arch/gemma.cpp
+extern const ArchSpec kGemma3Arch;     // model/arch/gemma.cpp
+extern const ArchSpec kGptOssArch;     // model/arch/gpt_oss.cpp
+extern const ArchSpec kPhi3Arch;       // model/arch/phi3.cpp (Phi-3, Phi-4)
+extern const ArchSpec kMistral3Arch;   // model/arch/mistral3.cpp (Ministral 3)
+extern const ArchSpec kQwen35Arch;     // model/arch/qwen35.cpp (Qwen3.5 / 3.6 hybrid)
+extern const ArchSpec kQwen35MoeArch;  // model/arch/qwen35.cpp
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

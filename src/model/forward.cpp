@@ -96,6 +96,7 @@ ForwardPass::ForwardPass(const Model& model) : model_(model), hp_(model.hparams(
     att_shape_.softcap = hp_.attn_softcap;
     // Fused matrices are bound in every layer or in none (model/arch/phi3.cpp).
     if (!model.layers.empty()) qkv_width_ = model.layers[0].wqkv.rows;
+    if (hp_.n_recurrent() > 0) dn_shape_ = delta_net_shape(hp_);
     ff_width_ = !model.layers.empty() && model.layers[0].ffn_gate_up.data ? 2 * int64_t{hp_.n_ff}
                                                                           : int64_t{hp_.n_ff};
 }
@@ -125,6 +126,25 @@ void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
     grow(logits_, n * hp_.n_vocab);
     grow(scores_, attention_scratch_floats(att_shape_, max_ctx, n_threads));
     if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
+    if (hp_.attn_gated) {
+        grow(qg_, 2 * n * hp_.n_embd_q());
+        grow(gate_, n * hp_.n_embd_q());
+    }
+    if (hp_.n_recurrent() > 0) {
+        const size_t nv = size_t(hp_.ssm_dt_rank);
+        grow(dn_x_, n * hp_.ssm_conv_dim());
+        grow(dn_scratch_, n * hp_.ssm_conv_dim());
+        grow(dn_z_, n * hp_.ssm_value_dim());
+        grow(dn_o_, n * hp_.ssm_value_dim());
+        grow(dn_b_, n * nv);
+        grow(dn_a_, n * nv);
+        grow(dn_g_, n * nv);
+    }
+    if (hp_.n_ff_shexp > 0) {
+        grow(sh_g_, n * hp_.n_ff_shexp);
+        grow(sh_u_, n * hp_.n_ff_shexp);
+        grow(sh_d_, n * hp_.n_embd);
+    }
 }
 
 void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out) {
@@ -163,6 +183,23 @@ void ForwardPass::attention_input_fused(const LayerWeights& l) {
         std::memcpy(k_new_.data() + t * dkv, r + dq, sizeof(float) * dkv);
         std::memcpy(v_new_.data() + t * dkv, r + dq + dkv, sizeof(float) * dkv);
     }
+}
+
+void ForwardPass::gated_attention_input(const LayerWeights& l) {
+    const int64_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), hd = hp_.head_dim;
+    const int ntok = n_rows_;
+    norm_rows(x_.data(), l.attn_norm, ntok, h_.data());
+    const MatmulJob qkv[] = {
+        {l.wq, qg_.data(), 2 * dq}, {l.wk, k_new_.data(), dkv}, {l.wv, v_new_.data(), dkv}};
+    matmul_multi(qkv, h_.data(), hp_.n_embd, ntok, *pool_, mm_);
+    for (int t = 0; t < ntok; ++t) {
+        for (int h = 0; h < hp_.n_head; ++h) {
+            const float* r = qg_.data() + t * 2 * dq + h * 2 * hd;
+            std::memcpy(q_.data() + t * dq + h * hd, r, sizeof(float) * hd);
+            std::memcpy(gate_.data() + t * dq + h * hd, r + hd, sizeof(float) * hd);
+        }
+    }
+    gate_on_ = true;
 }
 
 void ForwardPass::qk_norm(const LayerWeights& l) {
@@ -237,12 +274,18 @@ void ForwardPass::attention_output(const LayerWeights& l) {
         if (n == 0) continue;
         attention(kv, il_, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
                   att_.data() + dst * dq, shape, pool, scores_.data());
+        if (gate_on_) {  // qwen35: out *= sigmoid(gate) (the gate of the row's own position)
+            const float* g = gate_.data() + (off_[s] + r0) * dq;
+            float* a = att_.data() + dst * dq;
+            for (int64_t i = 0; i < n * dq; ++i) a[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+        }
         if (last_ && dst != off_[s] + r0) {
             std::memmove(x_.data() + static_cast<size_t>(dst) * hp_.n_embd,
                          x_.data() + static_cast<size_t>(off_[s] + r0) * hp_.n_embd,
                          sizeof(float) * n * hp_.n_embd);
         }
     }
+    gate_on_ = false;
     const int nr = rows_;
     matmul(l.wo, att_.data(), dq, nr, tmp_.data(), hp_.n_embd, pool, mm_);
     add_bias(tmp_.data(), l.bo, nr, hp_.n_embd, hp_.n_embd);
@@ -256,6 +299,7 @@ void ForwardPass::ffn(const LayerWeights& l) {
     norm_rows(x_.data(), l.ffn_norm, nrows, h_.data());
     if (hp_.n_expert > 0) {
         moe_.forward(l, hp_, h_.data(), nrows, tmp_.data(), pool, mm_);
+        if (l.ffn_up_shexp.data) shared_expert(l, nrows);
     } else {
         const MatmulJob gate_up[] = {{l.ffn_gate, ff_g_.data(), hp_.n_ff},
                                      {l.ffn_up, ff_u_.data(), hp_.n_ff}};
@@ -269,6 +313,26 @@ void ForwardPass::ffn(const LayerWeights& l) {
     }
     if (l.ffn_post_norm) norm_rows(tmp_.data(), l.ffn_post_norm, nrows, tmp_.data());
     add_into_all(pool, x_.data(), tmp_.data(), static_cast<int64_t>(nrows) * hp_.n_embd);
+}
+
+// tmp += down(silu(gate h) * up h) * sigmoid(gate_inp_shexp . h), h the normed rows in h_.
+void ForwardPass::shared_expert(const LayerWeights& l, int nrows) {
+    ThreadPool& pool = *pool_;
+    const int64_t nff = hp_.n_ff_shexp, d = hp_.n_embd;
+    const MatmulJob gate_up[] = {{l.ffn_gate_shexp, sh_g_.data(), nff},
+                                 {l.ffn_up_shexp, sh_u_.data(), nff}};
+    matmul_multi(gate_up, h_.data(), d, nrows, pool, mm_);
+    silu_mul_all(pool, sh_g_.data(), sh_u_.data(), int64_t(nrows) * nff);
+    matmul(l.ffn_down_shexp, sh_g_.data(), nff, nrows, sh_d_.data(), d, pool, mm_);
+    for (int t = 0; t < nrows; ++t) {
+        const float* h = h_.data() + t * d;
+        float dot = 0.0f;
+        for (int64_t i = 0; i < d; ++i) dot += l.ffn_gate_inp_shexp[i] * h[i];
+        const float s = 1.0f / (1.0f + std::exp(-dot));
+        float* y = tmp_.data() + t * d;
+        const float* sd = sh_d_.data() + t * d;
+        for (int64_t i = 0; i < d; ++i) y[i] += sd[i] * s;
+    }
 }
 
 void ForwardPass::ffn_fused(const LayerWeights& l) {
@@ -338,6 +402,10 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         }
         off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
                      logits_.data(), pool);
+    }
+    for (size_t s = 0; s < ns; ++s) {
+        Session::Impl& seq = *segs[s].seq;
+        if (!seq.rec.empty()) seq.rec.begin_pass(seq.kv.n_past(), n_[s]);
     }
     // Only the rows whose logits are wanted go through the last layer's attention output and
     // FFN, the final norm and the output matmul (earlier layers feed every token's K and V).

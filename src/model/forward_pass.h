@@ -15,6 +15,7 @@
 #include "model/kv_cache.h"
 #include "model/moe.h"
 #include "model/offload.h"
+#include "model/recurrent_state.h"
 #include "model/rope.h"
 #include "model/session.h"
 
@@ -28,6 +29,7 @@ struct Session::Impl {
     std::unique_ptr<ThreadPool> own_pool;  // null when built over SessionParams::pool
     ThreadPool* pool;
     KVCache kv;
+    RecurrentState rec;                       // hybrid models' recurrent layers (empty otherwise)
     std::unique_ptr<class ForwardPass> pass;  // made on the first Session::eval
     std::unique_ptr<LayerOffload> offload;    // layers [0, offload->n_layers()) on a device
     std::vector<float> logits;                // n_logits rows of n_vocab
@@ -62,6 +64,14 @@ class ForwardPass {
     // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
     // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
     void attention_input(const LayerWeights& l);
+    // qwen35's gated attention input: Wq's rows hold each head's q then its output gate; q and
+    // the gate are split apart (the gate applies in attention_output: out *= sigmoid(gate)).
+    void gated_attention_input(const LayerWeights& l);
+    // A whole Gated DeltaNet layer (qwen35, model/delta_net.h) over every segment's recurrent
+    // state: h = rms_norm(x) * attn_norm; [q|k|v] = conv(W_qkv h), z = W_gate h, beta and alpha;
+    // the gated delta rule; x += ssm_out(rms_norm(o) * ssm_norm * silu(z)). In the last layer
+    // only the output rows go on (as attention_output).
+    void delta_net(const LayerWeights& l);
     // The same from one fused matrix (l.wqkv, phi3): one matmul, its rows split into q, k, v.
     void attention_input_fused(const LayerWeights& l);
     // q and k of every row: each head's head_dim values = rms_norm(head) * q_norm / k_norm (qwen3;
@@ -80,9 +90,9 @@ class ForwardPass {
     // segment's output rows
     // (moved to the front of x) go on from here.
     void attention_output(const LayerWeights& l);
-    // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts, else SwiGLU (GeGLU
-    // with HParams::FfnAct::GeluTanh); the FFN output RMS-normed by ffn_post_norm first when l
-    // has one.
+    // x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts (plus the shared
+    // expert l has one: qwen35moe), else SwiGLU (GeGLU with HParams::FfnAct::GeluTanh); the FFN
+    // output RMS-normed by ffn_post_norm first when l has one.
     void ffn(const LayerWeights& l);
     // x += down(silu(g) * u) with [g | u] = l.ffn_gate_up (rms_norm(x) * ffn_norm): one matmul
     // for both halves (phi3).
@@ -113,6 +123,13 @@ class ForwardPass {
     int n_rows_ = 0, n_out_rows_ = 0;
     std::vector<float> x_, h_, q_, k_new_, v_new_, att_, tmp_, ff_g_, ff_u_, rope_cs_, rope_cs_swa_,
         logits_, scores_, qkv_;
+    // qwen35: the gated Q rows and the gate (gate_on_: attention_output applies it); the DeltaNet
+    // layer's inputs (x, z, beta, alpha, g), outputs and conv scratch; the shared expert's.
+    std::vector<float> qg_, gate_, dn_x_, dn_z_, dn_b_, dn_a_, dn_g_, dn_o_, dn_scratch_, sh_g_,
+        sh_u_, sh_d_;
+    bool gate_on_ = false;
+    DeltaNetShape dn_shape_;
+    void shared_expert(const LayerWeights& l, int nrows);
     int64_t qkv_width_ = 0;  // rows of the fused wqkv (0: none)
     int64_t ff_width_ = 0;   // per-row floats of ff_g_: n_ff, or 2 n_ff for a fused gate/up
 };

@@ -69,6 +69,21 @@ struct HParams {
     // log(floor((p + 1) / attn_temp_floor) + 1); 0: none).
     float attn_temp_scale = 0.f;
     int attn_temp_floor = 0;
+    // Hybrid models (qwen35): layers marked in recurrent_layers are Gated DeltaNet linear
+    // attention (model/delta_net.h) with a per-sequence recurrent state (model/recurrent_state.h)
+    // instead of a KV cache: a causal conv of ssm_d_conv taps over conv_dim channels, then the
+    // gated delta rule over ssm_dt_rank value heads of ssm_d_state (the key heads, ssm_n_group of
+    // them, as wide). qwen35's full-attention layers double attn_q with an output gate
+    // (attn_gated). n_ff_shexp: the shared expert's width (0: none).
+    int ssm_d_conv = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_dt_rank = 0;
+    std::vector<uint8_t> recurrent_layers;  // n_layer flags (empty: none)
+    bool attn_gated = false;
+    int n_ff_shexp = 0;
+    // IMROPE's sections (rope.dimension_sections; qwen35): text positions rotate every pair but
+    // those of the fourth (vision) section, which model/arch/qwen35.cpp leaves unrotated.
+    std::vector<int> rope_sections;
+    // Layers the file has beyond n_layer: nextn (MTP) layers, which the forward pass skips.
+    int n_nextn = 0;
 
     bool is_swa(int il) const {
         return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
@@ -81,6 +96,19 @@ struct HParams {
             if (is_swa(il)) return true;
         return false;
     }
+
+    bool is_recurrent(int il) const {
+        return il >= 0 && static_cast<size_t>(il) < recurrent_layers.size() &&
+               recurrent_layers[static_cast<size_t>(il)] != 0;
+    }
+    int n_recurrent() const {
+        int n = 0;
+        for (int il = 0; il < n_layer; ++il) n += is_recurrent(il);
+        return n;
+    }
+    int ssm_key_dim() const { return ssm_d_state * ssm_n_group; }
+    int ssm_value_dim() const { return ssm_d_state * ssm_dt_rank; }
+    int ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
 
     int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
     int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)

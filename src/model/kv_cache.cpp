@@ -111,7 +111,8 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
 }
 
 int KVCache::window_rows(int window, int max_pass, int n_ctx) {
-    if (window <= 0) return n_ctx;
+    if (window < 0) return 0;  // a recurrent layer: no cache
+    if (window == 0) return n_ctx;
     return int(std::min<int64_t>(n_ctx, int64_t(window) - 1 + std::max(max_pass, 1)));
 }
 
@@ -142,7 +143,7 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         first_row_.push_back(rows);
         rows += size_t(r);
         ring_first_.push_back(ring_pos_.size());
-        if (r < n_ctx) {
+        if (r > 0 && r < n_ctx) {
             max_pass_ = std::max(max_pass, 1);
             ring_pos_.resize(ring_pos_.size() + size_t(r), -1);
         }
@@ -175,7 +176,7 @@ bool KVCache::can_keep(int n) const {
     if (n == 0 || max_pass_ == 0) return true;
     for (int il = 0; il < n_layer_; ++il) {
         const int r = rows_[size_t(il)];
-        if (r == n_ctx_) continue;
+        if (r == n_ctx_ || r == 0) continue;
         const int* held = ring_pos_.data() + ring_first_[size_t(il)];
         for (int p = std::max(0, n - windows_[size_t(il)] + 1); p < n; ++p)
             if (held[p % r] != p) return false;

@@ -40,7 +40,8 @@ size_t kv_row_bytes(KVType t, int n);
 
 class KVCache {
   public:
-    // `windows`: each layer's sliding window (0: the whole context; empty: every layer whole).
+    // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
+    // model's recurrent layer; empty: every layer whole).
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
             KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0);
 
@@ -49,7 +50,7 @@ class KVCache {
     // The same for sliding-window layers: each layer's rows (window_rows for a windowed one).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
                         std::span<const int> windows, int max_pass);
-    // Rows a layer of window w (0: none) keeps.
+    // Rows a layer of window w (0: no window, n_ctx; -1: a layer without cache, 0) keeps.
     static int window_rows(int window, int max_pass, int n_ctx);
 
     // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each),

@@ -8,6 +8,7 @@
 #include "common/format.h"
 #include "common/threadpool.h"
 #include "model/attention.h"
+#include "model/recurrent_state.h"
 #include "model/session.h"
 
 namespace specula {
@@ -20,15 +21,18 @@ double weight_bytes(const Model& m) {
     return b;
 }
 
-// The cache and the attention scores scratch that grows with it.
+// The cache, the attention scores scratch that grows with it, and a hybrid model's recurrent
+// state (model/recurrent_state.h: two copies and the inputs an exact rollback replays).
 double kv_bytes(const Model& m, int n_ctx, int n_threads, KVType k, KVType v) {
     const HParams& hp = m.hparams();
     const AttentionShape s{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
     std::vector<int> windows(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il) windows[size_t(il)] = hp.window(il);
+    for (int il = 0; il < hp.n_layer; ++il)
+        windows[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);  // -1: no cache
     return KVCache::bytes(hp.n_layer, n_ctx, hp.n_embd_kv(), k, v, windows,
                           SessionParams::kDefaultSwaMaxPass) +
-           sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads));
+           sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads)) +
+           RecurrentState::bytes(hp);
 }
 
 std::string fmt(double bytes) {

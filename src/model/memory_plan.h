@@ -48,7 +48,8 @@ struct CachePlan {
 };
 
 // The plan for a target and an optional draft model; each "KV" counts its session's attention
-// scratch (n_threads x 16 score rows of n_ctx floats) too.
+// scratch (n_threads x 16 score rows of n_ctx floats) and, for a hybrid model, its recurrent
+// state (RecurrentState::bytes) too.
 MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan& caches,
                        double available);
 

@@ -21,7 +21,8 @@ namespace {
 
 std::vector<int> layer_windows(const HParams& hp) {
     std::vector<int> w(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il) w[size_t(il)] = hp.window(il);
+    for (int il = 0; il < hp.n_layer; ++il)
+        w[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);
     return w;
 }
 
@@ -37,7 +38,8 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v, layer_windows(m.hparams()), swa_max_pass(p)) {
+         p.type_v, layer_windows(m.hparams()), swa_max_pass(p)),
+      rec(m.hparams(), p.recurrent_rollback) {
     OffloadParams op = m.placement();
     if (p.n_gpu_layers >= 0) {
         op.n_gpu_layers = p.n_gpu_layers;
@@ -104,7 +106,8 @@ std::span<const token_id> Session::tokens() const {
     return impl_->kv.tokens();
 }
 int Session::common_prefix(std::span<const token_id> t) const {
-    return impl_->kv.common_prefix(t);
+    const int k = impl_->kv.common_prefix(t);
+    return impl_->rec.restorable_floor(k, impl_->kv.n_past());
 }
 int Session::n_ctx() const {
     return impl_->kv.n_ctx();
@@ -126,7 +129,13 @@ void Session::rollback(int n_past) {
              " (they reach back swa_max_pass = ", impl_->kv.max_pass(),
              " positions behind the furthest one written)");
     }
+    impl_->rec.restore(impl_->model, n_past, impl_->kv.n_past(), *impl_->pool);
     impl_->kv.truncate(n_past);
+}
+
+bool Session::can_rollback(int n_past) const {
+    return n_past >= 0 && n_past <= impl_->kv.n_past() && impl_->kv.can_keep(n_past) &&
+           impl_->rec.restorable_floor(n_past, impl_->kv.n_past()) == n_past;
 }
 
 const Model& Session::model() const {

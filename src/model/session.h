@@ -41,6 +41,10 @@ struct SessionParams {
     // reuse further back than this are refused / start over. Ignored by other models.
     int swa_max_pass = kDefaultSwaMaxPass;
     static constexpr int kDefaultSwaMaxPass = 256;
+    // A hybrid model (recurrent layers, model/recurrent_state.h): keep what an exact rollback
+    // inside the last pass needs (a snapshot and the pass's inputs). false: the state is updated
+    // in place and rollback reaches only n_past and 0 (the cost baseline). Ignored by others.
+    bool recurrent_rollback = true;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -85,10 +89,15 @@ class Session {
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
     // A model with sliding-window layers: Error when n_past is more than
     // SessionParams::swa_max_pass positions back (those layers no longer hold what it needs);
-    // common_prefix() never reports such a prefix.
+    // common_prefix() never reports such a prefix. A hybrid model (recurrent layers): Error
+    // when n_past is before the last eval's pass (or inside a pass of more than
+    // RecurrentState::kKeepMax tokens), unless 0; the state is then exactly as after position
+    // n_past - 1 (model/recurrent_state.h), and common_prefix() reports only such positions.
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);
     void reset() { rollback(0); }
+    // Whether rollback(n_past) is possible.
+    bool can_rollback(int n_past) const;
 
     const Model& model() const;
 

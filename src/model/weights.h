@@ -35,6 +35,16 @@ struct LayerWeights {
     const float* attn_sinks = nullptr;
     const float* ffn_gate_inp_b = nullptr;
     const float *ffn_gate_exps_b = nullptr, *ffn_up_exps_b = nullptr, *ffn_down_exps_b = nullptr;
+    // The shared expert (qwen35moe): a SwiGLU FFN beside the routed ones, its output scaled by
+    // sigmoid(ffn_gate_inp_shexp . h) ([n_embd], F32).
+    WeightView ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
+    const float* ffn_gate_inp_shexp = nullptr;
+    // Gated DeltaNet (qwen35's recurrent layers, HParams::is_recurrent): the mixed Q/K/V input of
+    // the conv (attn_qkv, conv_dim rows), the output gate z (attn_gate, value_dim rows), the
+    // conv taps [conv_dim][d_conv] (F32), the decay's dt bias and A (ssm_a, negative), the beta
+    // and alpha projections (dt_rank rows each), the per-head output norm [d_state] and ssm_out.
+    WeightView ssm_qkv, ssm_gate, ssm_beta, ssm_alpha, ssm_out;
+    const float *ssm_conv1d = nullptr, *ssm_dt = nullptr, *ssm_a = nullptr, *ssm_norm = nullptr;
 };
 
 struct ModelWeights {

@@ -127,9 +127,12 @@ std::span<const token_id> DraftModelDrafter::end_proposal() {
 void DraftModelDrafter::accept(int n_kept) {
     // The cache holds history + d_1..d_{n-1}; keep history + d_1..d_{n_kept}. The target's own
     // token that follows is evaluated by the next proposal.
+    // A hybrid draft model (recurrent layers) returns only inside its last pass: further back,
+    // the next proposal's sync() rolls back to the longest prefix it can return to (and
+    // re-evaluates from there).
     const int keep =
         int(std::min(size_t(session_->n_past()), n_history_ + size_t(std::max(n_kept, 0))));
-    if (keep < session_->n_past()) session_->rollback(keep);
+    if (keep < session_->n_past() && session_->can_rollback(keep)) session_->rollback(keep);
 }
 
 }  // namespace specula
