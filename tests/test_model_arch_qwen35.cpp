@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "arch_test_util.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -25,6 +26,8 @@
 
 namespace {
 
+using namespace specula::test;
+
 using specula::Model;
 using specula::RecurrentState;
 using specula::Session;
@@ -35,51 +38,14 @@ const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
 const std::string kDense = kDir + "rand-qwen35-tok512-d128-l4-F16.gguf";
 const std::string kMoe = kDir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf";
 
-std::vector<token_id> random_tokens(int n, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<token_id> t(n);
-    for (auto& x : t) x = token_id(rng() % 512);
-    return t;
-}
-
 std::vector<float> row(const Session& s, int i) {
     const int nv = s.model().hparams().n_vocab;
     return std::vector<float>(s.logits(i), s.logits(i) + nv);
 }
 
-// Evaluates `ids` in passes of the given sizes (all logits) and returns every row.
-std::vector<float> run_split(const Model& m, const std::vector<token_id>& ids,
-                             const std::vector<int>& sizes, int n_threads) {
-    Session s(m, SessionParams{128, n_threads});
-    std::vector<float> out;
-    size_t at = 0;
-    for (size_t i = 0; at < ids.size(); ++i) {
-        const int n = std::min<int>(sizes[i % sizes.size()], int(ids.size() - at));
-        s.eval(std::span<const token_id>(ids.data() + at, n));
-        for (int r = 0; r < n; ++r) {
-            const auto v = row(s, r);
-            out.insert(out.end(), v.begin(), v.end());
-        }
-        at += n;
-    }
-    return out;
-}
-
 TEST(Qwen35, PassesOfAnySizeGiveTheSameLogits) {
-    for (const auto& path : {kDense, kMoe}) {
-        const auto m = Model::load(path);
-        const auto ids = random_tokens(40, 7);
-        const auto one = run_split(*m, ids, {1}, 1);
-        for (const auto& sizes : std::vector<std::vector<int>>{{40}, {9}, {5, 1, 3}}) {
-            for (int threads : {1, 2}) {
-                const auto got = run_split(*m, ids, sizes, threads);
-                ASSERT_EQ(got.size(), one.size());
-                EXPECT_EQ(0, std::memcmp(got.data(), one.data(), one.size() * sizeof(float)))
-                    << path << ": passes of " << sizes[0] << ".. tokens (" << threads
-                    << " threads) differ from one token at a time";
-            }
-        }
-    }
+    for (const auto& path : {kDense, kMoe})
+        expect_batch_invariant(path, random_tokens(40, 7), {{9}, {5, 1, 3}});
 }
 
 TEST(Qwen35, HyperparametersAsWritten) {
@@ -243,61 +209,30 @@ TEST(Qwen35, MemoryPlanCountsTheRecurrentState) {
 // ---------------------------------------------------------------------------------------------
 // Bad state dimensions, on modified copies.
 
-struct Edit {
-    std::string drop_tensor;
-    std::vector<std::pair<std::string, uint32_t>> set_u32;
-};
-
-std::string write_variant(const std::string& src_path, const std::string& tag, const Edit& ed) {
-    const auto src = specula::GGUFFile::open(src_path);
-    specula::GGUFWriter w;
-    for (const auto& [k, v] : src->metadata()) w.set(k, v);
-    for (const auto& [k, v] : ed.set_u32) w.set_u32(k, v);
-    for (const auto& t : src->tensors()) {
-        if (t.name != ed.drop_tensor) w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
-    }
-    const std::string path = specula::test::temp_dir("qwen35") + "/" + tag + ".gguf";
-    w.write(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& needles) {
-    try {
-        Model::load(path);
-        ADD_FAILURE() << path << ": loaded without error";
-    } catch (const specula::Error& e) {
-        const std::string msg = e.what();
-        EXPECT_NE(msg.find(path), std::string::npos) << "names the file: " << msg;
-        for (const auto& n : needles) {
-            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
-        }
-    }
-}
-
 TEST(Qwen35BadInput, InconsistentStateKeysNameTheKey) {
-    Edit ed;
+    GgufEdit ed;
     ed.set_u32 = {{"qwen35.ssm.inner_size", 100}};
     expect_load_error(write_variant(kDense, "inner", ed), {"qwen35.ssm.inner_size", "128"});
-    Edit ed2;
+    GgufEdit ed2;
     ed2.set_u32 = {{"qwen35moe.ssm.group_count", 3}};  // 4 value heads over 3 key heads
     expect_load_error(write_variant(kMoe, "groups", ed2),
                       {"qwen35moe.ssm.time_step_rank", "ssm.group_count"});
-    Edit ed3;
+    GgufEdit ed3;
     ed3.set_u32 = {{"qwen35.ssm.state_size", 1 << 20}};
     expect_load_error(write_variant(kDense, "huge", ed3), {"qwen35.ssm.state_size", "range"});
 }
 
 TEST(Qwen35BadInput, StateSizesThatContradictTheTensorsNameTheTensor) {
-    Edit ed;  // 2 value heads of 32: 64 = inner_size, but the tensors hold heads of 64
+    GgufEdit ed;  // 2 value heads of 32: 64 = inner_size, but the tensors hold heads of 64
     ed.set_u32 = {{"qwen35.ssm.state_size", 32}, {"qwen35.ssm.inner_size", 64}};
     expect_load_error(write_variant(kDense, "state32", ed), {"blk.0.", "shape"});
-    Edit ed2;
+    GgufEdit ed2;
     ed2.set_u32 = {{"qwen35.ssm.conv_kernel", 5}};
     expect_load_error(write_variant(kDense, "conv5", ed2), {"blk.0.ssm_conv1d.weight", "shape"});
-    Edit ed3;
+    GgufEdit ed3;
     ed3.drop_tensor = "blk.2.ssm_a";
     expect_load_error(write_variant(kDense, "no-a", ed3), {"missing tensor", "blk.2.ssm_a"});
-    Edit ed4;  // every layer full attention: layer 0 has no attn_q
+    GgufEdit ed4;  // every layer full attention: layer 0 has no attn_q
     ed4.set_u32 = {{"qwen35moe.full_attention_interval", 1}};
     expect_load_error(write_variant(kMoe, "interval1", ed4), {"blk.0.attn_q.weight"});
 }
