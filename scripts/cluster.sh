@@ -11,8 +11,9 @@
 #     of "messages", or the start of "prompt", wherever the key sits in the JSON body), so requests
 #     sharing a system prompt - and the turns of one conversation - land on the replica that
 #     already holds that prefix in its cache;
-#   * load-aware fallback: a replica with more than --balance-factor percent of the average load
-#     passes the request on to the next replica on the ring (bounded-load consistent hashing);
+#     (rendezvous hashing in scripts/cluster_route.lua, which HAProxy runs);
+#   * load-aware fallback: a replica whose slots are all busy (as many requests in flight as its
+#     /props total_slots) passes the request on to the key's next replica in hash order;
 #   * active health checks on GET /health (a loading or draining replica answers 503 and is taken
 #     out); a request whose connection failed, that got no response, or that a draining replica
 #     refused (503) is retried once per replica on another one; a response already started is
@@ -35,8 +36,8 @@ usage: scripts/cluster.sh -n N --port P [options] -- SERVE_ARGS...
   --remote HOST:PORT    a `specula serve` already running elsewhere (repeatable)
   --balance MODE        prefix (default), roundrobin or leastconn
   --hash-bytes N        bytes of the prompt's start that are hashed (default 256)
-  --balance-factor PCT  a replica above PCT% of the average load passes requests on (default
-                        150; 0: never, pure affinity)
+  --replica-slots S     slots each replica has, for --print-config (default: SERVE_ARGS'
+                        -np/--parallel, else 1; a running cluster reads each one's /props)
   --start-timeout S     seconds each replica may take to become healthy (default 300)
   --stop-timeout S      seconds to wait for the replicas to drain on stop (default 45)
   --log-dir DIR         replica and HAProxy logs (default: a new temporary folder)
@@ -60,7 +61,7 @@ REPLICA_PORT=""
 REMOTES=()
 BALANCE=prefix
 HASH_BYTES=256
-BALANCE_FACTOR=150
+REPLICA_SLOTS=""
 START_TIMEOUT=300
 STOP_TIMEOUT=45
 LOG_DIR=""
@@ -78,7 +79,7 @@ while [ $# -gt 0 ]; do
         --remote) REMOTES+=("${2:-}"); shift 2 || die "--remote needs HOST:PORT" ;;
         --balance) BALANCE="${2:-}"; shift 2 || die "--balance needs a value" ;;
         --hash-bytes) HASH_BYTES="${2:-}"; shift 2 || die "--hash-bytes needs a value" ;;
-        --balance-factor) BALANCE_FACTOR="${2:-}"; shift 2 || die "--balance-factor needs a value" ;;
+        --replica-slots) REPLICA_SLOTS="${2:-}"; shift 2 || die "--replica-slots needs a value" ;;
         --start-timeout) START_TIMEOUT="${2:-}"; shift 2 || die "--start-timeout needs a value" ;;
         --stop-timeout) STOP_TIMEOUT="${2:-}"; shift 2 || die "--stop-timeout needs a value" ;;
         --log-dir) LOG_DIR="${2:-}"; shift 2 || die "--log-dir needs a value" ;;
@@ -104,8 +105,14 @@ case "$BALANCE" in prefix | roundrobin | leastconn) ;; *)
 esac
 is_uint "$HASH_BYTES" && [ "$HASH_BYTES" -ge 16 ] && [ "$HASH_BYTES" -le 16384 ] ||
     die "--hash-bytes must be in [16, 16384], got '$HASH_BYTES'"
-is_uint "$BALANCE_FACTOR" && { [ "$BALANCE_FACTOR" -eq 0 ] || [ "$BALANCE_FACTOR" -ge 100 ]; } ||
-    die "--balance-factor must be 0 or at least 100 (percent), got '$BALANCE_FACTOR'"
+if [ -z "$REPLICA_SLOTS" ]; then
+    REPLICA_SLOTS=1
+    for ((i = 0; i + 1 < ${#SERVE_ARGS[@]}; ++i)); do
+        case "${SERVE_ARGS[$i]}" in -np | --parallel | --max-num-seqs) REPLICA_SLOTS="${SERVE_ARGS[$((i + 1))]}" ;; esac
+    done
+fi
+is_uint "$REPLICA_SLOTS" && [ "$REPLICA_SLOTS" -ge 1 ] && [ "$REPLICA_SLOTS" -le 256 ] ||
+    die "--replica-slots (or -np in SERVE_ARGS) must be in [1, 256], got '$REPLICA_SLOTS'"
 is_uint "$START_TIMEOUT" || die "--start-timeout must be whole seconds, got '$START_TIMEOUT'"
 is_uint "$STOP_TIMEOUT" || die "--stop-timeout must be whole seconds, got '$STOP_TIMEOUT'"
 [ $((N + ${#REMOTES[@]})) -ge 1 ] || die "no replicas: give -n N >= 1 or --remote HOST:PORT"
@@ -142,14 +149,19 @@ fi
 
 NAMES=()
 ADDRS=()
+SLOTS=()  # each replica's slots: its HAProxy weight, the capacity cluster_route.lua uses
 for ((i = 1; i <= N; ++i)); do
     NAMES+=("r$i")
     ADDRS+=("127.0.0.1:$((REPLICA_PORT + i - 1))")
+    SLOTS+=("$REPLICA_SLOTS")
 done
 for ((i = 0; i < ${#REMOTES[@]}; ++i)); do
     NAMES+=("remote$((i + 1))")
     ADDRS+=("${REMOTES[$i]}")
+    SLOTS+=("$REPLICA_SLOTS")
 done
+LUA="$ROOT/scripts/cluster_route.lua"
+[ -f "$LUA" ] || die "missing $LUA (the routing script HAProxy loads)"
 
 # The HAProxy config. The routing key is the first message of "messages" (up to its first '}'),
 # else the start of the "prompt" string (up to its first '"'), else the body's start: cut to
@@ -173,6 +185,9 @@ global
     tune.bufsize 65536
     hard-stop-after ${STOP_TIMEOUT}s
     log stderr format short local0 info
+EOF
+    [ "$BALANCE" = prefix ] && echo "    lua-load $LUA"
+    cat <<EOF
 
 defaults
     mode http
@@ -202,10 +217,14 @@ backend replicas
 EOF
     case "$BALANCE" in
         prefix)
-            echo "    balance hash var(txn.prefix)"
-            echo "    hash-type consistent"
-            [ "$BALANCE_FACTOR" -gt 0 ] && echo "    hash-balance-factor $BALANCE_FACTOR"
+            # The replica cluster_route.lua picks for the key; leastconn when none is UP, and for
+            # a retry that is redispatched to another replica.
+            echo "    balance leastconn"
             echo "    http-request set-var(txn.prefix) \"$key_expr\""
+            echo "    http-request set-var(txn.replica) lua.specula_replica"
+            for name in "${NAMES[@]}"; do
+                echo "    use-server $name if { var(txn.replica) -m str $name }"
+            done
             ;;
         *) echo "    balance $BALANCE" ;;
     esac
@@ -216,7 +235,7 @@ EOF
     http-response set-header X-Specula-Replica %[srv_name]
 EOF
     for ((i = 0; i < ${#NAMES[@]}; ++i)); do
-        echo "    server ${NAMES[$i]} ${ADDRS[$i]}"
+        echo "    server ${NAMES[$i]} ${ADDRS[$i]} weight ${SLOTS[$i]}"
     done
 }
 
@@ -313,6 +332,8 @@ for ((i = 0; i < ${#NAMES[@]}; ++i)); do
         fi
         sleep 0.1
     done
+    slots=$(curl -s -m 5 "http://$addr/props" | grep -o '"total_slots":[0-9]*' | cut -d: -f2) || true
+    if is_uint "${slots:-x}" && [ "$slots" -ge 1 ]; then SLOTS[$i]=$((slots > 256 ? 256 : slots)); fi
     if [ "$i" -lt "$N" ]; then
         echo "cluster: replica $name pid ${PIDS[$i]} http://$addr healthy" >&2
     else
