@@ -221,6 +221,7 @@ int cmd_serve(const Placement& placement) {
         const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
         std::lock_guard lock(mu);
         if (++n_signals == 1) {
+            server.begin_drain();
             std::fprintf(stderr, "serve: %s, draining (up to %g s; again to cut it short)\n", name,
                          o.drain_timeout);
             cv.notify_all();

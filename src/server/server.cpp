@@ -623,7 +623,7 @@ bool HttpServer::wait_idle(double timeout_s) {
 }
 
 int HttpServer::drain(double timeout_s) {
-    state_.store(ServerState::draining, std::memory_order_release);
+    begin_drain();
     std::fprintf(stderr,
                  "serve: draining: no new requests; %d in flight, waiting up to %g s for them\n",
                  in_flight(), timeout_s);

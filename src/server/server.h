@@ -93,6 +93,8 @@ class HttpServer {
     // call of hurry() cuts the wait short); what is left then is cancelled (an error event ends
     // each stream) and given up to 5 s to end; then stop(). Returns the number cancelled.
     int drain(double timeout_s);
+    // The first step of drain() alone (from a signal's thread: /health says "draining" at once).
+    void begin_drain() { state_.store(ServerState::draining, std::memory_order_release); }
     void hurry() { hurry_.store(true); }
     // Ends serve() (from another thread), also when it is called before serve() starts.
     void stop();
