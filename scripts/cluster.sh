@@ -12,8 +12,8 @@
 #     sharing a system prompt - and the turns of one conversation - land on the replica that
 #     already holds that prefix in its cache (rendezvous hashing in scripts/cluster_route.lua,
 #     which HAProxy runs);
-#   * load-aware fallback: a replica whose slots are all busy (as many requests in flight as its
-#     /props total_slots) passes the request on to the key's next replica in hash order;
+#   * load-aware fallback: a saturated replica (more requests in flight than its /props
+#     total_slots) passes the request on to the key's next replica in hash order;
 #   * active health checks on GET /health (a loading or draining replica answers 503 and is taken
 #     out); a request whose connection failed, that got no response, or that a draining replica
 #     refused (503) is retried on another replica (3 tries); a response already started is never

@@ -1,10 +1,12 @@
 -- Prefix-affinity routing for the HAProxy config that scripts/cluster.sh writes (lua-load).
 --
 -- specula_replica: the replica for this request, by rendezvous hashing of its routing key
--- (txn.prefix: the start of its prompt) over the replicas that are UP; a replica whose slots are
--- all busy (current sessions >= its weight, which cluster.sh sets to the replica's slot count
--- from /props) passes the request on to the next one in the key's order, so a key always falls
--- back to the same second choice. When every replica is busy: the first (it queues there).
+-- (txn.prefix: the start of its prompt) over the replicas that are UP; a saturated replica, one
+-- with more requests in flight than slots (its weight, which cluster.sh sets to the replica's
+-- slot count from /props), passes the request on to the next one in the key's order, so a key
+-- always falls back to the same second choice. One request over the slots is let through: it
+-- waits for a slot where its prefix is cached (and a session HAProxy is still closing counts
+-- for a moment). When every replica is saturated: the first (it queues there).
 -- "" when none is UP (the backend's own balancing then answers).
 
 -- FNV-1a, then murmur3's finalizer (keys that differ in a digit still spread evenly).
@@ -43,7 +45,7 @@ core.register_fetches("specula_replica", function(txn)
         return a.name < b.name
     end)
     for _, r in ipairs(ranked) do
-        if r.busy < r.slots then return r.name end
+        if r.busy <= r.slots then return r.name end
     end
     return ranked[1].name
 end)
