@@ -93,7 +93,7 @@ test("a replica whose slots are all busy passes requests on", { timeout: 60000 }
     for (let i = 0; i < 3; ++i) alone.add((await streamChat(c.base, messages, 4)).replica);
     assert.equal(alone.size, 1);
     // ... and 4 at once, with 1 slot per replica (one more may wait), spread over the replicas.
-    const together = await Promise.all([0, 1, 2, 3].map(() => streamChat(c.base, messages, 300)));
+    const together = await Promise.all([0, 1, 2, 3].map(() => streamChat(c.base, messages, 300, { n: 8 })));
     for (const r of together) assert.equal(r.error, null);
     const used = new Set(together.map((r) => r.replica));
     assert.ok(used.size >= 2, `4 concurrent requests of one prefix on ${[...used]}`);
@@ -108,9 +108,9 @@ test("a replica whose slots are all busy passes requests on", { timeout: 60000 }
 // busy with 16 streams, so what it read of /metrics would be stale by the time it acted.
 // Resolves { t_signal (when this process heard of it: later than the signal), health: the first
 // non-200 /health as "BODY STATUS" }.
-// With `longFile`, the process first starts a long stream straight to the replica (16 choices of
-// 400 tokens, written to that file) and waits for its first bytes, so that the replica is still
-// busy with it whatever this machine's load.
+// With `longFile`, the process instead starts a long stream straight to the replica (16 choices
+// of 400 tokens, written to that file) and sends the signal at its first bytes, so that the
+// replica is still busy with it for seconds whatever this machine's load.
 function signalWhenBusy(c, name, signal, health, longFile = null) {
   const url = `http://127.0.0.1:${c.replicas[name].port}`;
   const long = longFile ? `
@@ -118,10 +118,11 @@ function signalWhenBusy(c, name, signal, health, longFile = null) {
       -d '{"prompt": "Once", "max_tokens": 400, "n": 16, "ignore_eos": true, "stream": true}' \
       > ${longFile} &
     until [ -s ${longFile} ]; do sleep 0.01; done` : "";
-  const p = spawn("bash", ["-c", `${long}
+  const busy = `
     for i in $(seq 3000); do
       curl -s ${url}/metrics | grep -Eq '^vllm:num_requests_running[{].*[}] ([2-9]|[1-9][0-9])$' && break
-    done
+    done`;
+  const p = spawn("bash", ["-c", `${longFile ? long : busy}
     kill -${signal} ${c.replicas[name].pid}
     echo SENT
     ${health ? `while :; do
@@ -223,6 +224,7 @@ test("SIGTERM of a replica under load: it drains and no request fails", { timeou
   try {
     l = load(c.base, 400);
     const victim = "r1";
+    while (l.records.filter((r) => r.replica === victim && r.done).length < 2) await sleep(20);
     const longFile = path.join(c.logDir, "long-stream.txt");
     signaller = signalWhenBusy(c, victim, "TERM", true, longFile);
     const { t_signal: t_term, health } = await signaller.done;
