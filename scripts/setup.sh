@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
     build-essential cmake ninja-build clang-format clang libclang-rt-dev
     nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libpcre2-dev
-    libgtest-dev libbenchmark-dev python3-numpy tmux
+    libgtest-dev libbenchmark-dev python3-numpy tmux haproxy
     libvulkan-dev glslc mesa-vulkan-drivers
 )
 

@@ -500,7 +500,7 @@ TEST(ServerStartup, SigtermOnceListeningStopsCleanly) {
     auto [out, st] = shell("timeout --preserve-status -s TERM 5 " + specula::test::specula_bin() +
                            " serve -m '" + target_path() + "' --port 0 -t 1");
     EXPECT_NE(out.find("listening on"), std::string::npos) << out;
-    EXPECT_NE(out.find("serve: SIGTERM, stopping"), std::string::npos) << out;
+    EXPECT_NE(out.find("serve: SIGTERM, draining"), std::string::npos) << out;
     EXPECT_EQ(st, 0) << out;
 }
 

@@ -174,6 +174,33 @@ TEST(Scheduler, PromptStartingWithASlotsTokensReusesThem) {
     EXPECT_EQ(tc, text_of(alone(tokens("Mom said"), 8)));
 }
 
+// Two conversations, two slots: the second one's first turn shares only BOS with the first's
+// cache, so it takes the empty slot instead of overwriting that cache, and the first
+// conversation's next turn still finds all of it.
+TEST(Scheduler, ANewConversationTakesAnEmptySlotNotAnotherConversationsCache) {
+    Scheduler sched(*models().target, models().spec, config(2, 64));
+    const auto p1 = tokens("Lily saw a big red");
+    auto a = submit(sched, p1, 12);
+    wait_text(*a);
+    auto b = submit(sched, tokens("Mom said"), 8);
+    wait_text(*b);
+    EXPECT_NE(b->slot_id, a->slot_id);
+    EXPECT_EQ(b->n_cached, 0);  // the empty slot
+    auto p2 = p1;
+    const auto out1 = alone(p1, 12);
+    p2.insert(p2.end(), out1.begin(), out1.end());
+    const auto more = models().target->tokenizer().encode(" Then she went home.", false, false);
+    p2.insert(p2.end(), more.begin(), more.end());
+    auto c = submit(sched, p2, 8);
+    EXPECT_EQ(wait_text(*c), text_of(alone(p2, 8)));
+    EXPECT_EQ(c->slot_id, a->slot_id);
+    EXPECT_EQ(c->n_cached, int(p1.size() + out1.size()) - 1);
+    // With both slots holding other conversations, a third takes the least recently used (b's).
+    auto d = submit(sched, tokens("The sun was"), 4);
+    wait_text(*d);
+    EXPECT_EQ(d->slot_id, b->slot_id);
+}
+
 TEST(Scheduler, ACancelledRequestLeavesItsSlotAndTheQueue) {
     Scheduler sched(*models().target, models().spec, config(1, 64));
     auto a = submit(sched, tokens("Lily saw a big red"), 400);

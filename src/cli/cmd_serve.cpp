@@ -3,17 +3,22 @@
 // aliases (--model, --speculative-model, --num-speculative-tokens, --speculative-config,
 // --served-model-name, `serve MODEL` positional, --max-model-len; --tensor-parallel-size and
 // --gpu-memory-utilization are accepted with a warning that the run is on the CPU;
-// llama-server's -np / -ngl / -ngld / -cd come through cli/llama_flags.h). The models are loaded
-// and a draft's vocabulary is checked before the port is opened; SIGINT / SIGTERM stop the server
-// cleanly, or,
-// while the models load, end the process at once (common/stop_signals.h).
+// llama-server's -np / -ngl / -ngld / -cd come through cli/llama_flags.h). The port is bound
+// first (a busy one fails before anything loads) and answers 503 "Loading model" while the models
+// load; "listening on" is logged once it serves. While the models load SIGINT / SIGTERM end the
+// process at once (common/stop_signals.h); after, the first one drains the server (no new
+// requests, /health 503 "draining", those in flight finish within --drain-timeout, then exit 0)
+// and a second one cuts the drain short.
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/speculative_options.h"
@@ -39,6 +44,7 @@ struct ServeOptions {
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
     std::string dtype = "auto";
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
+    double drain_timeout = 30;  // --drain-timeout
     std::string tool_call_format = "auto";
 };
 
@@ -92,6 +98,8 @@ void resolve(ServeOptions& o) {
     o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
+    if (!(o.drain_timeout >= 0 && o.drain_timeout <= 86400))
+        fail("--drain-timeout must be in [0, 86400] seconds, got ", o.drain_timeout);
     if (o.service.n_parallel < 1 || o.service.n_parallel > 256)
         fail("--parallel must be in [1, 256], got ", o.service.n_parallel);
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
@@ -138,6 +146,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "vLLM's; accepted (one log line per request is kept)");
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
+    cmd->add_option("--drain-timeout", o.drain_timeout,
+                    "seconds requests in flight may take to finish after SIGTERM / SIGINT "
+                    "(default 30; then they are cancelled with an error event)");
     cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
     cmd->add_option("--cors-origin", o.http.cors_origin,
                     "let browser pages from this origin (or *) call the API (default: none)");
@@ -184,13 +195,48 @@ int cmd_serve(const Placement& placement) {
     exit_on_stop_signals("serve", "while loading the model");
 
     Service service(o.service);
-    std::fprintf(stderr, "serve: %s\n", service.describe().c_str());
     HttpServer server(service, o.http);
-    forward_stop_signals([&server](int sig) {
-        std::fprintf(stderr, "serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        server.stop();
+    server.bind();
+    std::thread http([&server] {
+        sigset_t set;  // the signals go to the main thread, never to connection threads
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        server.serve();
     });
-    server.listen();
+    try {
+        service.load();
+    } catch (...) {
+        server.stop();
+        http.join();
+        throw;
+    }
+    std::fprintf(stderr, "serve: %s\n", service.describe().c_str());
+
+    std::mutex mu;
+    std::condition_variable cv;
+    int n_signals = 0;
+    forward_stop_signals([&](int sig) {
+        const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        std::lock_guard lock(mu);
+        if (++n_signals == 1) {
+            server.begin_drain();
+            std::fprintf(stderr, "serve: %s, draining (up to %g s; again to cut it short)\n", name,
+                         o.drain_timeout);
+            cv.notify_all();
+        } else {
+            std::fprintf(stderr, "serve: %s again, cancelling what is in flight\n", name);
+            server.hurry();
+        }
+    });
+    server.set_ready();
+    {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return n_signals > 0; });
+    }
+    server.drain(o.drain_timeout);
+    http.join();
     return 0;
 }
 

@@ -70,6 +70,7 @@ Metrics::Metrics()
     : e2e_({0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160}),
       ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20}),
       tpot_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
+      queue_({0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80}),
       req_prompt_({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}),
       req_gen_({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}) {}
 
@@ -140,6 +141,11 @@ void Metrics::record_request(const SpecStats& st, const std::string& reason, dou
     if (st.n_generated > 1) tpot_.observe((e2e_s - ttft_s) / (st.n_generated - 1));
 }
 
+void Metrics::record_queue_time(double wait_s) {
+    std::lock_guard lock(mu_);
+    queue_.observe(wait_s);
+}
+
 void Metrics::record_failure(int status) {
     std::lock_guard lock(mu_);
     ++failure_[status];
@@ -207,6 +213,8 @@ void Metrics::render_set(std::string& out, bool vllm) const {
                  model);
     tpot_.render(out, P + "time_per_output_token_seconds",
                  "Mean time per output token after the first.", model);
+    queue_.render(out, P + "request_queue_time_seconds",
+                  "Time a request waited for a slot (arrival to its first scheduling).", model);
     if (!vllm) return;
     scalar(P + "spec_decode_draft_acceptance_rate", "gauge",
            "Accepted / proposed draft tokens so far (0 before any draft).",

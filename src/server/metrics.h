@@ -10,17 +10,17 @@
 //   vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc (gauges; the
 //   last is the fraction, 0..1, of all slots' KV positions in use);
 //   vllm:e2e_request_latency_seconds, vllm:time_to_first_token_seconds,
-//   vllm:time_per_output_token_seconds, vllm:request_prompt_tokens, vllm:request_generation_tokens
-//   (histograms). specula:request_failure_total{status} counts refused requests (no vLLM name). The
-//   specula: set: the same without the model_name label, the spec_decode counters without the
-//   _total suffix (specula:spec_decode_num_drafts, ...).
-//   Specula only (specula: prefix): specula:prompt_tokens_cached_total (prefix reuse),
-//   specula:batch_passes_total, specula:batch_rows_total, specula:batch_pass_seconds_total
-//   (counters of the scheduler's batched passes), specula:batch_sequences, specula:batch_rows,
-//   specula:spec_decode_draft_length_by_load (gauges: the last pass; -1: no slot adapts);
-//   specula:draft_batch_passes_total, specula:draft_batch_sequences_total,
-//   specula:draft_batch_seconds_total (counters of the draft model's batched passes: passes,
-//   sequences summed over them, time).
+//   vllm:time_per_output_token_seconds, vllm:request_queue_time_seconds (arrival to a slot),
+//   vllm:request_prompt_tokens, vllm:request_generation_tokens (histograms).
+//   specula:request_failure_total{status} counts refused requests (no vLLM name). The specula: set:
+//   the same without the model_name label, the spec_decode counters without the _total suffix
+//   (specula:spec_decode_num_drafts, ...). Specula only (specula: prefix):
+//   specula:prompt_tokens_cached_total (prefix reuse), specula:batch_passes_total,
+//   specula:batch_rows_total, specula:batch_pass_seconds_total (counters of the scheduler's batched
+//   passes), specula:batch_sequences, specula:batch_rows, specula:spec_decode_draft_length_by_load
+//   (gauges: the last pass; -1: no slot adapts); specula:draft_batch_passes_total,
+//   specula:draft_batch_sequences_total, specula:draft_batch_seconds_total (counters of the draft
+//   model's batched passes: passes, sequences summed over them, time).
 // Thread-safe: every request thread records into one Metrics.
 #pragma once
 
@@ -58,6 +58,8 @@ class Metrics {
     void record_request(const SpecStats& st, const std::string& finish_reason, double e2e_s,
                         double ttft_s);
     void record_failure(int status);
+    // A request got a slot `wait_s` seconds after it arrived (the time it was queued).
+    void record_queue_time(double wait_s);
     // Prompt tokens a request found in its slot's cache (prefix reuse: not evaluated again).
     void record_cached(long n_tokens);
     // One batched target pass of the scheduler: sequences, rows, its time, and the draft length
@@ -87,7 +89,7 @@ class Metrics {
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason
     std::map<int, long> failure_;          // by HTTP status
-    Histogram e2e_, ttft_, tpot_, req_prompt_, req_gen_;
+    Histogram e2e_, ttft_, tpot_, queue_, req_prompt_, req_gen_;
     std::string model_name_;
     std::vector<long> kv_tokens_;  // per slot
     long kv_capacity_ = 0;

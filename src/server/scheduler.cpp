@@ -104,6 +104,7 @@ void Scheduler::admit() {
                 const SlotMatch m = best_slot(free_, (*it)->prompt);
                 free_.erase(std::find(free_.begin(), free_.end(), m.slot));
                 m.slot->busy = true;
+                m.slot->last_used = ++slot_uses_;
                 starting.emplace_back(std::move(*it), m);
                 it = queue_.erase(it);
             } else {

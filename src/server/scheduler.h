@@ -10,7 +10,9 @@
 // the engine from the load (speculative/load_draft.h).
 //
 // New requests join between steps, taking the free slot whose cache shares the longest prefix
-// with their prompt (that prefix is not evaluated again: Job::n_cached). A request is cancelled
+// with their prompt (that prefix is not evaluated again: Job::n_cached) unless that would
+// overwrite another conversation's cache for a few shared tokens (then the least recently used
+// slot: server/slots.h best_slot). A request is cancelled
 // (Job::cancel) by its client leaving or by a stop string; a cancelled one that waits for a slot
 // leaves the queue.
 #pragma once
@@ -119,6 +121,7 @@ class Scheduler {
     std::mutex mu_;  // guards queue_ and stop_
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
+    long slot_uses_ = 0;  // stamps Slot::last_used
     bool stop_ = false;
     std::thread thread_;
 };

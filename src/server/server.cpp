@@ -123,6 +123,30 @@ bool read_body(const httplib::ContentReader& reader, const httplib::Response& re
     return false;
 }
 
+// The paths that start a generation (refused while draining).
+bool is_generation_path(const std::string& path) {
+    return path == "/v1/completions" || path == "/completions" || path == "/v1/chat/completions" ||
+           path == "/chat/completions" || path == "/completion";
+}
+
+// llama-server's 503 while the model loads (every path), with our `status` beside it.
+json loading_body() {
+    return {{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}},
+            {"status", "loading"}};
+}
+
+json draining_error(const std::string& message) {
+    return {{"code", 503}, {"message", message}, {"type", "unavailable_error"}};
+}
+
+// The error event that ends a stream cut by the drain deadline.
+json shutdown_error() {
+    return api_error_body(
+        "the server shut down before this completion finished (drain deadline); retry the "
+        "request",
+        "server_error");
+}
+
 std::atomic<long> g_request_id{0};
 
 // Response ids: a prefix drawn once per process (time and randomness), then a counter, so that ids
@@ -212,6 +236,25 @@ void HttpServer::routes() {
             LimitedServer::close_after_response();
             return httplib::Server::HandlerResponse::Handled;
         };
+        const ServerState state = state_.load(std::memory_order_acquire);
+        if (state == ServerState::loading) {  // llama-server's answer, on every path
+            send_json(res, 503, loading_body());
+            res.set_header("Retry-After", "1");
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (state == ServerState::draining) {
+            res.set_header("Connection", "close");
+            LimitedServer::close_after_response();
+            if (req.method == "POST" && is_generation_path(req.path)) {
+                metrics.record_failure(503);
+                send_json(res, 503,
+                          {{"error", draining_error("the server is shutting down (draining) and "
+                                                    "takes no new requests; retry on another "
+                                                    "replica")}});
+                res.set_header("Retry-After", "1");
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
         if (!cfg_.cors_origin.empty() && req.has_header("Origin")) {
             const std::string origin = req.get_header_value("Origin");
             if (cfg_.cors_origin == "*" || origin == cfg_.cors_origin) {
@@ -278,8 +321,12 @@ void HttpServer::routes() {
             send_json(res, 500, api_error_body(msg, "server_error"));
         });
 
-    s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"status", "ok"}});
+    s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        if (state() != ServerState::draining) return send_json(res, 200, {{"status", "ok"}});
+        send_json(res, 503,
+                  {{"status", "draining"},
+                   {"in_flight", in_flight()},
+                   {"error", draining_error("the server is shutting down (draining)")}});
     });
     s.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics.render(), "text/plain; version=0.0.4");
@@ -341,9 +388,9 @@ void HttpServer::routes() {
             }
         };
     };
-    const Tokenizer* vocab = &service_.target().tokenizer();
-    s.Post("/tokenize", json_route([vocab](const httplib::Request&, const json& body) {
-               return tokenize_response(*vocab, body);
+    // (The model is loaded by the time a request gets here: see the pre-routing handler.)
+    s.Post("/tokenize", json_route([this](const httplib::Request&, const json& body) {
+               return tokenize_response(service_.target().tokenizer(), body);
            }));
     // llama-server's /apply-template: a chat request's prompt as the template renders it.
     s.Post("/apply-template",
@@ -352,8 +399,8 @@ void HttpServer::routes() {
                const CompletionRequest r = parse_completion_request(body, true, &ordered);
                return {{"prompt", service_.chat_prompt(r)}};
            }));
-    s.Post("/detokenize", json_route([vocab](const httplib::Request&, const json& body) {
-               return detokenize_response(*vocab, body);
+    s.Post("/detokenize", json_route([this](const httplib::Request&, const json& body) {
+               return detokenize_response(service_.target().tokenizer(), body);
            }));
     for (const char* path : {"/v1/embeddings", "/embeddings"}) {
         s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
@@ -380,6 +427,12 @@ void HttpServer::routes() {
 void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& reader, Api api) {
     const bool chat = api == Api::chat, native = api == Api::native;
+    struct Busy {
+        std::atomic<int>& n;
+        ~Busy() { --n; }
+    };
+    ++in_flight_;
+    auto busy = std::make_shared<Busy>(in_flight_);
     PreparedRequest p;
     try {
         std::string text;
@@ -414,9 +467,9 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->tools = p.req.tools;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
-        send_stream(res, head, prepared);
+        send_stream(res, head, prepared, std::move(busy));
     } else {
-        send_whole(res, head, prepared);
+        send_whole(res, head, prepared, std::move(busy));
     }
 }
 
@@ -424,9 +477,10 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
 // batch of released text, a chunk with finish_reason; then, with stream_options.include_usage, a
 // chunk with "choices": [] and the usage; then [DONE].
 void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                             std::shared_ptr<const PreparedRequest> prepared) {
+                             std::shared_ptr<const PreparedRequest> prepared,
+                             std::shared_ptr<void> busy) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [this, head, prepared](
+    res.set_chunked_content_provider("text/event-stream", [this, head, prepared, busy](
                                                               size_t, httplib::DataSink& sink) {
         static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
         const Tokenizer& tok = service_.target().tokenizer();
@@ -456,6 +510,11 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 write_sse(sink, internal_error(e));
                 return false;
             }
+            if (c.finish_reason == "abort" && service_.cancelling_all()) {  // drain deadline
+                write_sse(sink, shutdown_error());
+                sink.done();
+                return true;
+            }
             if (c.finish_reason == "abort") return false;
             if (!started && !start(c)) return false;
             if (head->native) {  // llama-server's last event: the whole reply; no [DONE]
@@ -482,9 +541,11 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
 // and a client that left would go unnoticed. httplib compresses "application/json" exactly, so
 // the charset parameter keeps this reply out of it.
 void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                            std::shared_ptr<const PreparedRequest> prepared) {
+                            std::shared_ptr<const PreparedRequest> prepared,
+                            std::shared_ptr<void> busy) {
     res.set_chunked_content_provider(
-        "application/json; charset=utf-8", [this, head, prepared](size_t, httplib::DataSink& sink) {
+        "application/json; charset=utf-8",
+        [this, head, prepared, busy](size_t, httplib::DataSink& sink) {
             auto last_write = clock_type::now();
             auto probe = [&] {
                 last_write = clock_type::now();
@@ -507,6 +568,12 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
                     sink.write(body.data(), body.size());
                     return false;
                 }
+                if (c.finish_reason == "abort" && service_.cancelling_all()) {  // drain deadline
+                    const std::string body = dump(shutdown_error());
+                    sink.write(body.data(), body.size());
+                    sink.done();
+                    return true;
+                }
                 if (c.finish_reason == "abort") return false;
                 choices.push_back(std::move(c));
             }
@@ -517,36 +584,6 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             sink.done();
             return true;
         });
-}
-
-void HttpServer::listen() {
-    if (cfg_.port == 0) {
-        const int port = svr_->bind_to_any_port(cfg_.host);
-        if (port < 0) fail("cannot bind ", cfg_.host, " to any port");
-        cfg_.port = port;
-    } else if (!svr_->bind_to_port(cfg_.host, cfg_.port)) {
-        fail("cannot listen on ", cfg_.host, ":", cfg_.port, " (in use, or not a local address?)");
-    }
-    svr_->widen_backlog();
-    if (stop_requested_.load()) return;  // stopped (a signal) while binding
-    std::fprintf(stderr, "serve: listening on http://%s:%d\n", cfg_.host.c_str(), cfg_.port);
-    if (cfg_.api_key.empty() && !is_loopback_host(cfg_.host)) {
-        std::fprintf(stderr,
-                     "serve: warning: %s is reachable from other machines and no --api-key is "
-                     "set: anyone who can connect can run generations and read /metrics\n",
-                     cfg_.host.c_str());
-    }
-    std::fflush(stderr);
-    svr_->listen_after_bind();
-}
-
-void HttpServer::stop() {
-    // httplib's stop() does nothing until its accept loop runs: a stop that comes before listen()
-    // gets there is seen by listen() itself, or waits (a moment) for the loop to start.
-    stop_requested_.store(true);
-    for (int i = 0; i < 500 && !svr_->is_running(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    svr_->stop();
 }
 
 }  // namespace specula

@@ -31,6 +31,14 @@
 // [{"text", "drafted"}]} listing the tokens of the chunk and whether each was an accepted draft
 // token.
 //
+// States (GET /health tells them apart): `loading` from bind() until set_ready() (every path
+// answers 503 {"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}, as
+// llama-server does), `ready` (/health: 200 {"status":"ok"}), `draining` from drain() on (/health:
+// 503 {"status":"draining",...}; a new completion is refused 503 with Retry-After, which a
+// balancer may retry elsewhere since nothing was generated; every response closes its
+// connection; requests already in flight go on until the drain deadline, then are cancelled with
+// an error event in their stream).
+//
 // Client disconnects: a streaming request stops at the first failed write. A non-streaming one
 // is sent with chunked encoding and JSON-insignificant leading whitespace at most every 100 ms
 // while it generates, so that a closed connection is noticed and its slot freed within ~2 writes.
@@ -67,30 +75,53 @@ struct HttpConfig {
 // --max-connections, --read-deadline); HttpServer checks too, `serve` before loading anything.
 void check_http_config(const HttpConfig& config);
 
+enum class ServerState { loading, ready, draining };
+
 class HttpServer {
   public:
+    // The service may still be loading: nothing but its metrics is used before set_ready().
     HttpServer(Service& service, const HttpConfig& config);
     ~HttpServer();
 
-    // Binds (throws Error naming host:port when it cannot) and serves until stop().
-    void listen();
-    // Ends listen() (from another thread), also when it is called before listen() starts.
+    // Binds (throws Error naming host:port when it cannot); the server is `loading`.
+    void bind();
+    // Serves (after bind) until stop(); call it on a thread of its own while the model loads.
+    void serve();
+    // The service has loaded: requests are served from now on ("listening on" goes to stderr).
+    void set_ready();
+    // Stops taking new completions and waits up to `timeout_s` for those in flight (a second
+    // call of hurry() cuts the wait short); what is left then is cancelled (an error event ends
+    // each stream) and given up to 5 s to end; then stop(). Returns the number cancelled.
+    int drain(double timeout_s);
+    // The first step of drain() alone (from a signal's thread: /health says "draining" at once).
+    void begin_drain() { state_.store(ServerState::draining, std::memory_order_release); }
+    void hurry() { hurry_.store(true); }
+    // Ends serve() (from another thread), also when it is called before serve() starts.
     void stop();
+
+    ServerState state() const { return state_.load(std::memory_order_acquire); }
+    int port() const { return cfg_.port; }
+    int in_flight() const { return in_flight_.load(); }  // completions being answered
 
   private:
     void routes();
     enum class Api { completions, chat, native };  // native: llama-server's /completion
     void handle_completion(const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader, Api api);
+    // `busy` (held by the response until it is written) counts the request in in_flight_.
     void send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                     std::shared_ptr<const PreparedRequest> prepared);
+                     std::shared_ptr<const PreparedRequest> prepared, std::shared_ptr<void> busy);
     void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                    std::shared_ptr<const PreparedRequest> prepared);
+                    std::shared_ptr<const PreparedRequest> prepared, std::shared_ptr<void> busy);
+    bool wait_idle(double timeout_s);
 
     Service& service_;
     HttpConfig cfg_;
     std::unique_ptr<LimitedServer> svr_;
-    std::atomic<bool> stop_requested_{false};
+    std::atomic<bool> stop_requested_{false}, serve_ended_{false};
+    std::atomic<ServerState> state_{ServerState::loading};
+    std::atomic<int> in_flight_{0};
+    std::atomic<bool> hurry_{false};
 };
 
 }  // namespace specula

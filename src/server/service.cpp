@@ -70,7 +70,10 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
     if (cfg.speculative.n_draft < 0)
         fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
+}
 
+void Service::load() {
+    const ServiceConfig& cfg = cfg_;
     const double available = mem_available_bytes();  // before the models take their share
     target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads, .gpu = cfg.gpu});
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
@@ -310,6 +313,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
             started = true;
             metrics_.add_waiting(-1);
             metrics_.add_running(1);
+            metrics_.record_queue_time(seconds_since(p.t_arrival));
             c.prompt_logprobs = job->prompt_logprobs;  // set before started
             c.slot_id = job->slot_id;
         }
@@ -321,6 +325,10 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
         if (r.timings_per_token) c.stats = job->stats;
         lock.unlock();
         if (!started && !done && keep_waiting && !keep_waiting()) job->cancel = true;
+        if (!cancelled && !done && cancel_all_.load()) {  // shutting down: stop where it is
+            cancelled = true;
+            job->cancel = true;
+        }
         for (const auto& piece : pieces) {
             c.text += piece.text;
             if (!piece.text.empty()) c.n_text_tokens = std::max(c.n_text_tokens, piece.index + 1);

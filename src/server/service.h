@@ -7,6 +7,7 @@
 // is gone) generation stops and the slot is freed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -97,10 +98,14 @@ struct Completion {
 // false to cancel (client disconnected).
 using PieceSink = std::function<bool(const Completion&, const std::vector<TokenPiece>&)>;
 
+// Made in two steps, so that the HTTP server can answer (503 "Loading model") while the models
+// load: the constructor checks the configuration, load() loads the models and builds the slots
+// (throws Error). Every other member except metrics() needs load() to have returned.
 class Service {
   public:
-    explicit Service(const ServiceConfig& config);  // loads the models; throws Error
+    explicit Service(const ServiceConfig& config);  // checks the configuration; throws Error
     ~Service();
+    void load();
 
     const std::string& served_name() const { return served_name_; }
     const Model& target() const { return *target_; }
@@ -121,6 +126,10 @@ class Service {
     // `choice`: which of the request's n choices (it advances a given seed).
     Completion run(const PreparedRequest& p, const PieceSink& sink,
                    const std::function<bool()>& keep_waiting = {}, int choice = 0);
+    // Shutting down (the drain deadline passed): every run(), queued or generating, ends within
+    // ~100 ms as cancelled (finish_reason "abort", what it generated so far), and so do later ones.
+    void cancel_all() { cancel_all_.store(true); }
+    bool cancelling_all() const { return cancel_all_.load(); }
 
   private:
     std::vector<token_id> tokenize(const std::string& text) const;
@@ -135,6 +144,7 @@ class Service {
     int n_ctx_ = 0;
     Metrics metrics_;
     std::unique_ptr<RequestSampling> sampling_;
+    std::atomic<bool> cancel_all_{false};
     std::unique_ptr<Scheduler> scheduler_;  // last: its thread stops before the rest goes
 };
 

@@ -1,6 +1,7 @@
 // Slots: see slots.h.
 #include "server/slots.h"
 
+#include <algorithm>
 #include <new>
 
 #include "common/error.h"
@@ -35,7 +36,13 @@ SlotMatch best_slot(const std::vector<Slot*>& free, std::span<const token_id> pr
         const int k = s->target->common_prefix(prompt.first(lim));
         if (k > best.n_prefix) best = {s, k};
     }
-    return best;
+    const size_t held = best.slot->target->tokens().size();
+    if (best.n_prefix > 0 && (size_t(best.n_prefix) >= held || 2 * size_t(best.n_prefix) >= lim))
+        return best;
+    Slot* lru = *std::min_element(free.begin(), free.end(), [](const Slot* a, const Slot* b) {
+        return a->last_used < b->last_used;
+    });
+    return {lru, lru->target->common_prefix(prompt.first(lim))};
 }
 
 }  // namespace specula

@@ -23,6 +23,7 @@ struct Slot {
     // request it suits: greedy ones (a sampling request gets its own, seeded from the request).
     std::unique_ptr<Drafter> drafter;
     std::atomic<bool> busy{false};  // holds a request (set and cleared by the scheduler)
+    long last_used = 0;             // when a request last took it (the scheduler's counter)
 };
 
 // Slots are created up front so that a KV cache that does not fit fails at startup (an Error
@@ -31,9 +32,12 @@ std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, 
                                               ThreadPool& pool, KVType type_k = KVType::F32,
                                               KVType type_v = KVType::F32);
 
-// The slot among `free` whose cache (Session::tokens) shares the longest prefix with prompt[0, n-1)
-// (the part of a prompt the target evaluates before the first step), and that length; ties go to
-// the first. `free` must not be empty.
+// The slot for a prompt among `free` (not empty), and the prefix of prompt[0, n-1) (the part a
+// prompt evaluates before the first step) its cache (Session::tokens) holds: the slot sharing the
+// longest prefix (ties: the first) when taking it is worth it - the prompt extends everything the
+// slot holds, or the shared prefix is at least half the prompt; otherwise the least recently used
+// slot (an empty one first), so that a new conversation sharing a few tokens with another (a chat
+// template's start) does not overwrite that conversation's cache while another slot is free.
 struct SlotMatch {
     Slot* slot = nullptr;
     int n_prefix = 0;
