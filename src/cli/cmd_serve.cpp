@@ -170,6 +170,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "largest accepted request body (default 1 MiB)");
     cmd->add_option("--max-connections", o.http.limits.max_connections,
                     "open connections at most; one more is answered 503 (default 256)");
+    cmd->add_option("--max-connections-per-client", o.http.limits.max_per_client,
+                    "open connections one client address may hold (default half of "
+                    "--max-connections; behind a load balancer give it all of them)");
     cmd->add_option("--read-deadline", o.http.limits.read_deadline_s,
                     "seconds a request's line, headers and body may take to arrive (default 10)");
     return cmd;
