@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -200,6 +202,71 @@ TEST_F(ServerTrust, IdleConnectionsAreClosedFirstNearTheCap) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(healthy_from("127.0.0.3")) << "try " << i;
+}
+
+// A served model file changed on disk: the next request is 503 naming the file (never a crash,
+// never a reply computed from the changed bytes), and the server keeps answering /health.
+enum class Change { truncate, overwrite };
+
+std::string copy_to_temp(const std::string& from, const std::string& name) {
+    const std::string path = specula::test::temp_dir("trust-model") + "/" + name;
+    std::filesystem::copy_file(from, path, std::filesystem::copy_options::overwrite_existing);
+    return path;
+}
+
+void change_file(const std::string& path, Change how) {
+    const std::string bytes = specula::test::read_file(path);
+    if (how == Change::truncate) {  // as `cp smaller.gguf served.gguf`: the same inode, shorter
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), std::streamsize(bytes.size() / 2));
+    } else {  // the same size, other bytes in the middle of the weights
+        std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
+        out.seekp(std::streamoff(bytes.size() / 2));
+        const std::string junk(4096, char(0x7f));
+        out.write(junk.data(), std::streamsize(junk.size()));
+    }
+}
+
+void expect_refused_after_change(bool draft, Change how) {
+    const std::string target = specula::test::server_target_path();
+    const std::string changed =
+        copy_to_temp(draft ? specula::test::server_draft_path() : target,
+                     std::string(draft ? "draft" : "target") +
+                         (how == Change::truncate ? "-cut" : "-over") + ".gguf");
+    std::vector<std::string> args = {"-m", draft ? target : changed, "-c", "256", "-t", "1"};
+    if (draft) args.insert(args.end(), {"-md", changed, "--draft", "3"});
+    ServerProcess srv(args, "trust-file");
+    const std::string body = R"({"prompt": "Lily", "max_tokens": 8, "temperature": 0})";
+    auto ok = srv.client().Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(ok);
+    ASSERT_EQ(ok->status, 200) << ok->body;
+    change_file(changed, how);
+    for (int i = 0; i < 2; ++i) {
+        auto res = srv.client().Post("/v1/completions", body, "application/json");
+        ASSERT_TRUE(res) << "no answer: the server died";
+        EXPECT_EQ(res->status, 503) << res->body;
+        const json j = json::parse(res->body, nullptr, false);
+        ASSERT_TRUE(j.contains("error")) << res->body;
+        const std::string msg = j["error"]["message"].get<std::string>();
+        EXPECT_NE(msg.find(changed), std::string::npos) << msg;
+        EXPECT_NE(msg.find("changed on disk"), std::string::npos) << msg;
+        EXPECT_EQ(j["error"]["code"], "model_file_changed") << res->body;
+    }
+    auto health = srv.client().Get("/health");
+    ASSERT_TRUE(health) << "the server died";
+}
+
+TEST(ServerModelFile, TargetTruncatedOnDiskIs503NotACrash) {
+    expect_refused_after_change(false, Change::truncate);
+}
+TEST(ServerModelFile, TargetOverwrittenInPlaceIs503NotGarbage) {
+    expect_refused_after_change(false, Change::overwrite);
+}
+TEST(ServerModelFile, DraftTruncatedOnDiskIs503NotACrash) {
+    expect_refused_after_change(true, Change::truncate);
+}
+TEST(ServerModelFile, DraftOverwrittenInPlaceIs503NotGarbage) {
+    expect_refused_after_change(true, Change::overwrite);
 }
 
 TEST(ServerTrustCli, APromptFileIsReadUpToALimit) {

@@ -193,8 +193,21 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
 }
 
 // The per-token hook of a generator (scheduler thread): text out to the job; false stops.
+std::string Scheduler::models_changed() const {
+    std::string why = target_.file().changed_on_disk();
+    if (why.empty() && spec_.draft_model) why = spec_.draft_model->file().changed_on_disk();
+    return why;
+}
+
 bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     Job& j = *a.job;
+    // A model file changed on disk (or was truncated: the pass read zeros) may have made this
+    // token: it is never handed out; the request ends with the error naming the file.
+    if (std::string why = models_changed(); !why.empty()) {
+        std::lock_guard lk(j.mu);
+        j.error = why;
+        return false;
+    }
     const bool stop =
         a.text->push(target_.tokenizer().token_to_piece(id, false), drafted, a.n_emitted++);
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(a.slot->id, a.slot->target->n_past());

@@ -144,6 +144,8 @@ std::vector<token_id> Service::tokenize(const std::string& text) const {
 }
 
 PreparedRequest Service::prepare(CompletionRequest req) const {
+    if (std::string why = scheduler_->models_changed(); !why.empty())
+        throw ApiError(503, why, "", "server_error", "model_file_changed");
     PreparedRequest p;
     p.t_arrival = clock_type::now();
     // Any `model` is accepted, as llama-server does: one model is served and the response names
