@@ -107,6 +107,7 @@ std::string describe(const MemoryPlan& p) {
     if (p.draft_weights > 0)
         s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
           << fmt(p.draft_kv);
+    if (p.prompt_cache > 0) s << " + prompt cache " << fmt(p.prompt_cache);
     s << " = " << fmt(p.total());
     if (p.available > 0)
         s << " of " << fmt(p.available) << " available";

@@ -90,6 +90,14 @@ class Session {
     void rollback(int n_past);
     void reset() { rollback(0); }
 
+    // The host-RAM prompt cache's way in and out (server/prompt_cache.h): whether this session's
+    // whole KV cache lives in host memory as plain rows (no device layers, no sliding-window
+    // rings), a copy of its cached positions [0, n_past()), and making it hold a copy again (the
+    // logits are stale until the next eval). restore throws Error for a snapshot of another shape.
+    bool can_snapshot() const;
+    KVSnapshot snapshot() const;
+    void restore(const KVSnapshot& s);
+
     const Model& model() const;
 
     struct Impl;  // model/forward_pass.h
