@@ -269,6 +269,47 @@ TEST(ServerModelFile, DraftOverwrittenInPlaceIs503NotGarbage) {
     expect_refused_after_change(true, Change::overwrite);
 }
 
+// Truncated while a stream generates: the pass that touches a vanished page survives the SIGBUS
+// (gguf/mapping_guard.h), no token computed after the change is sent, and the stream ends with an
+// error event naming the file. (500 tokens take far longer than the client takes to react to the
+// first event.)
+TEST(ServerModelFile, TruncatedMidStreamEndsTheStreamWithAnError) {
+    const std::string changed = copy_to_temp(specula::test::server_target_path(), "mid.gguf");
+    ServerProcess srv({"-m", changed, "--max-model-len", "512", "-t", "1"}, "trust-mid");
+    const std::string body = json{
+        {"prompt", "Once"},
+        {"max_tokens", 500},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    RawConn c(srv.port());
+    ASSERT_TRUE(
+        c.send_all("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                   "application/json\r\nConnection: close\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body));
+    std::string events;
+    bool truncated = false;
+    const auto t0 = clock_type::now();
+    while (!truncated && seconds_since(t0) < 30) {
+        events += c.read_some(0.05);
+        if (events.find("data: ") != std::string::npos) {
+            std::filesystem::resize_file(changed, 4096);
+            truncated = true;
+        }
+    }
+    events += c.read_until_close(30);
+    ASSERT_TRUE(truncated) << events.substr(0, 300);
+    EXPECT_EQ(events.find("data: [DONE]"), std::string::npos) << "the stream ran to its end";
+    EXPECT_NE(events.find("\"error\""), std::string::npos) << events.substr(events.size() - 400);
+    EXPECT_NE(events.find(changed + ": the model file changed on disk"), std::string::npos)
+        << events.substr(events.size() > 400 ? events.size() - 400 : 0);
+    auto health = srv.client().Get("/health");
+    ASSERT_TRUE(health) << "the server died";
+    auto after = srv.client().Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})",
+                                   "application/json");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 503) << after->body;
+}
+
 TEST(ServerTrustCli, APromptFileIsReadUpToALimit) {
     const auto t0 = clock_type::now();
     const auto r = specula::test::run_specula(

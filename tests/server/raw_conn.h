@@ -67,6 +67,18 @@ class RawConn {
         }
         return out;
     }
+    // What has arrived within `timeout_s` (at most one read).
+    std::string read_some(double timeout_s) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, int(timeout_s * 1000)) <= 0) return "";
+        char buf[4096];
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n <= 0) {
+            closed_ = true;
+            return "";
+        }
+        return std::string(buf, size_t(n));
+    }
     // True once the server has closed its end (a read returns EOF or an error), without waiting.
     bool closed_by_server() {
         if (closed_) return true;
