@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.h"
 #include "server/prompt_cache.h"
 #include "server/server_process.h"
 #include "test_util.h"
@@ -106,6 +107,25 @@ TEST(ServerPromptCache, TheLeastRecentlyUsedEntryIsEvicted) {
     EXPECT_GE(metric(s, "specula:prompt_cache_evictions_total"), 1);
     EXPECT_EQ(metric(s, "specula:prompt_cache_hits_total"), 0);
     EXPECT_EQ(again["choices"][0]["text"], first["choices"][0]["text"]);
+}
+
+// An explicit --cache-ram is counted whole in the memory plan: one larger than the memory is
+// refused before the server listens, naming it.
+TEST(ServerPromptCache, ACacheLargerThanTheMemoryIsRefused) {
+    const auto r = specula::test::run_specula({"serve", "-m", specula::test::server_target_path(),
+                                               "--port", "0", "--cache-ram", "100000000"});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("error: not enough memory for this run"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("+ prompt cache 95.37 TiB"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("a smaller --cache-ram"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.err;
+    const auto bad = specula::test::run_specula(
+        {"serve", "-m", "/nonexistent.gguf", "--port", "0", "--cache-ram", "-5"});
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a "
+                           "size in MiB, got -5"),
+              std::string::npos)
+        << bad.err;
 }
 
 specula::PromptCacheEntry entry(std::vector<specula::token_id> tokens, size_t kv_bytes) {

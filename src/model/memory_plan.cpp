@@ -129,7 +129,8 @@ void check_memory(const MemoryPlan& p) {
     if (p.available <= 0 || p.total() <= p.available) return;
     fail("not enough memory for this run (", describe(p).substr(8), ")",
          "; use a smaller -c, -ctk q8_0 -ctv q8_0, ",
-         p.n_seqs > 1 ? "fewer --parallel slots, " : "", "or a smaller model");
+         p.n_seqs > 1 ? "fewer --parallel slots, " : "",
+         p.prompt_cache > 0 ? "a smaller --cache-ram, " : "", "or a smaller model");
 }
 
 }  // namespace specula
