@@ -541,20 +541,6 @@ GGUFFile::~GGUFFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-std::string GGUFFile::changed_on_disk() const {
-    if (mapping_faulted(guard_))
-        return path_ + ": the model file changed on disk while in use (truncated under its " +
-               "mapping, " + std::to_string(size_) +
-               " bytes when loaded); it is no longer served: restart to load the file again";
-    struct stat st {};
-    if (fd_ < 0 || fstat(fd_, &st) != 0) return "";
-    const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (uint64_t(st.st_size) == size_ && mtime == mtime_ns_) return "";
-    return path_ + ": the model file changed on disk since it was loaded (" +
-           std::to_string(size_) + " -> " + std::to_string(st.st_size) +
-           " bytes, modified again); it is no longer served: restart to load the file again";
-}
-
 // ---------------------------------------------------------------------------------------------
 // Lookup and typed getters
 

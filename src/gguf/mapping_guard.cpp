@@ -1,12 +1,17 @@
-// guard_mapping / the SIGBUS handler: see mapping_guard.h.
+// guard_mapping / the SIGBUS handler: see mapping_guard.h; GGUFFile::changed_on_disk (gguf.h),
+// which reads both the guard and the file's identity.
 #include "gguf/mapping_guard.h"
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
+
+#include "gguf/gguf.h"
 
 namespace specula {
 
@@ -81,6 +86,20 @@ void unguard_mapping(int slot) {
 
 bool mapping_faulted(int slot) {
     return slot >= 0 && slot < kSlots && g_ranges[slot].faulted.load(std::memory_order_acquire);
+}
+
+std::string GGUFFile::changed_on_disk() const {
+    if (mapping_faulted(guard_))
+        return path_ + ": the model file changed on disk while in use (truncated under its " +
+               "mapping, " + std::to_string(size_) +
+               " bytes when loaded); it is no longer served: restart to load the file again";
+    struct stat st {};
+    if (fd_ < 0 || fstat(fd_, &st) != 0) return "";
+    const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (uint64_t(st.st_size) == size_ && mtime == mtime_ns_) return "";
+    return path_ + ": the model file changed on disk since it was loaded (" +
+           std::to_string(size_) + " -> " + std::to_string(st.st_size) +
+           " bytes, modified again); it is no longer served: restart to load the file again";
 }
 
 }  // namespace specula
