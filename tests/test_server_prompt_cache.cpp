@@ -110,7 +110,7 @@ TEST(ServerPromptCache, TheLeastRecentlyUsedEntryIsEvicted) {
 }
 
 // An explicit --cache-ram is counted whole in the memory plan: one larger than the memory is
-// refused before the server listens, naming it.
+// refused before the server listens, naming it, unless --no-memory-check.
 TEST(ServerPromptCache, ACacheLargerThanTheMemoryIsRefused) {
     const auto r = specula::test::run_specula({"serve", "-m", specula::test::server_target_path(),
                                                "--port", "0", "--cache-ram", "100000000"});
@@ -119,6 +119,14 @@ TEST(ServerPromptCache, ACacheLargerThanTheMemoryIsRefused) {
     EXPECT_NE(r.err.find("+ prompt cache 95.37 TiB"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("a smaller --cache-ram"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.err;
+    // --no-memory-check starts anyway (the pool is a bound, nothing is allocated up front).
+    ServerProcess anyway({"-m", specula::test::server_target_path(), "-t", "1", "--cache-ram",
+                          "100000000", "--no-memory-check"},
+                         "cache-ram-anyway");
+    EXPECT_NE(anyway.log().find("warning: the memory plan exceeds the available memory"),
+              std::string::npos)
+        << anyway.log();
+    EXPECT_EQ(complete(anyway, "Lily")["usage"]["completion_tokens"], 12);
     const auto bad = specula::test::run_specula(
         {"serve", "-m", "/nonexistent.gguf", "--port", "0", "--cache-ram", "-5"});
     EXPECT_EQ(bad.status, 1);

@@ -161,6 +161,8 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
                     "what the plan leaves; default 8192 as llama-server, at most half of the "
                     "memory left)");
+    cmd->add_flag("--no-memory-check{false}", o.service.memory_check,
+                  "start even when the memory plan exceeds the available memory (a warning)");
     cmd->add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
         ->capture_default_str();
     cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")

@@ -133,7 +133,13 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
         CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel}, available);
     plan.prompt_cache = prompt_cache_bytes(cfg, plan);
     std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
-    check_memory(plan);
+    if (cfg.memory_check) {
+        check_memory(plan);
+    } else if (plan.available > 0 && plan.total() > plan.available) {
+        std::fprintf(stderr,
+                     "serve: warning: the memory plan exceeds the available memory; starting "
+                     "anyway (--no-memory-check)\n");
+    }
     if (plan.prompt_cache > 0)
         prompt_cache_ = std::make_unique<PromptCache>(size_t(plan.prompt_cache));
     SchedulerConfig sc;

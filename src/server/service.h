@@ -49,6 +49,9 @@ struct ServiceConfig {
     // plan leaves. Not given (cache_ram_given false): llama-server's 8192 MiB, but at most half
     // of the memory the plan leaves, so the default never stops a start. Off for models whose
     // caches are not plain host rows (sliding-window layers, -ngl).
+    // false (--no-memory-check): a plan over the available memory only warns (llama.cpp never
+    // checks; the caches may then fail to allocate, or the system may swap).
+    bool memory_check = true;
     long cache_ram_mib = kDefaultCacheRamMib;
     bool cache_ram_given = false;
     static constexpr long kDefaultCacheRamMib = 8192;
