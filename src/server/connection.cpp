@@ -285,14 +285,14 @@ bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, st
     std::lock_guard<std::mutex> lk(conns_mu_);
     const int share = per_client_share(limits_);
     int mine = 0;
-    ConnIt my_idle = conns_.end();
-    for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
-        if (c->peer != peer || c->evicted) continue;
-        ++mine;
-        if (idle_now(*c) && (my_idle == conns_.end() || c->idle_since < my_idle->idle_since))
-            my_idle = c;
-    }
+    for (const Conn& c : conns_) mine += c.peer == peer && !c.evicted;
     if (mine >= share) {
+        ConnIt my_idle = conns_.end();  // (polled only now: a client at its share is rare)
+        for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
+            if (c->peer == peer && idle_now(*c) &&
+                (my_idle == conns_.end() || c->idle_since < my_idle->idle_since))
+                my_idle = c;
+        }
         if (my_idle == conns_.end()) {
             why = "too many open connections from " + peer + " (its share is " +
                   std::to_string(share) + " of " + std::to_string(limits_.max_connections) +
