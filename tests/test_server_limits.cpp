@@ -430,7 +430,12 @@ TEST(ServerStartup, ConnectionFlagsAreRangeCheckedBeforeLoading) {
              {"--read-deadline", "-1", "--read-deadline must be in [0.1, 3600] seconds"},
              {"--read-deadline", "nan", "--read-deadline must be in [0.1, 3600] seconds"},
              {"--read-deadline", "1e9", "--read-deadline must be in [0.1, 3600] seconds"},
-             {"--max-body-bytes", "0", "--max-body-bytes must be in [1, 1073741824]"}}) {
+             {"--max-body-bytes", "0", "--max-body-bytes must be in [1, 1073741824]"},
+             {"--max-connections-per-client", "300",
+              "--max-connections-per-client must be in [1, --max-connections = 256] (0: half "
+              "of it), got 300"},
+             {"--max-connections-per-client", "-1",
+              "--max-connections-per-client must be in [1, --max-connections = 256]"}}) {
         auto [out, st] = shell("timeout 20 " + specula::test::specula_bin() +
                                " serve -m /nonexistent/model.gguf --port 0 " + flag + " " + v);
         EXPECT_EQ(st, 1) << flag << " " << v << ": " << out;
