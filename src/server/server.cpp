@@ -106,7 +106,7 @@ std::string framing_error(const httplib::Request& req) {
         if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos)
             return "the Content-Length header '" + v + "' is not a number";
         if (i == 0) first = v;
-        if (v != first)
+        if (std::stoull(v) != std::stoull(first))  // "016" and "16" are one length
             return "the request has conflicting Content-Length headers (" + first + ", " + v + ")";
     }
     return "";
