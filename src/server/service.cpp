@@ -1,6 +1,8 @@
 // Service: see service.h.
 #include "server/service.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -139,6 +141,12 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
         std::fprintf(stderr,
                      "serve: warning: the memory plan exceeds the available memory; starting "
                      "anyway (--no-memory-check)\n");
+    }
+    if (plan.prompt_cache > 0) {
+        // Pool entries come and go in sizes of tens of KB to GBs: a fixed mmap threshold (glibc
+        // raises it after every large free otherwise) returns an evicted entry's memory to the
+        // system at once instead of leaving it to fragment the heap (RSS would creep).
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     }
     if (plan.prompt_cache > 0)
         prompt_cache_ = std::make_unique<PromptCache>(size_t(plan.prompt_cache));
