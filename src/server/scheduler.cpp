@@ -220,13 +220,13 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
     job.prompt_logprobs = std::move(out);
 }
 
-// The per-token hook of a generator (scheduler thread): text out to the job; false stops.
 std::string Scheduler::models_changed() const {
     std::string why = target_.file().changed_on_disk();
     if (why.empty() && spec_.draft_model) why = spec_.draft_model->file().changed_on_disk();
     return why;
 }
 
+// The per-token hook of a generator (scheduler thread): text out to the job; false stops.
 bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     Job& j = *a.job;
     // A model file changed on disk (or was truncated: the pass read zeros) may have made this

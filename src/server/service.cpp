@@ -147,9 +147,8 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
         // raises it after every large free otherwise) returns an evicted entry's memory to the
         // system at once instead of leaving it to fragment the heap (RSS would creep).
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    }
-    if (plan.prompt_cache > 0)
         prompt_cache_ = std::make_unique<PromptCache>(size_t(plan.prompt_cache));
+    }
     SchedulerConfig sc;
     sc.n_slots = cfg.n_parallel;
     sc.n_ctx = n_ctx_;
