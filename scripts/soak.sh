@@ -7,6 +7,8 @@
 # (bad JSON, text/plain, bad fields) requests. Fails (exit 1) on any failed request, malformed
 # SSE, greedy output differing from `specula run --temp 0`, or server RSS growing more than 5%
 # between the end of the warm-up (the first fifth of the run, at least 20 s) and the end.
+# The server's --cache-ram pool is kept at 1 MiB, which it fills during the warm-up: a pool still
+# filling up to a larger bound would be growth by design, not a leak.
 # Loopback only; every loop is bounded by the deadline and every socket by a timeout.
 # Env: SPECULA_BIN (default build/bin/specula), SPECULA_SHARED_DIR, SOAK_THREADS (server -t, 2).
 set -euo pipefail
@@ -24,6 +26,7 @@ for f in "$BIN" "$TARGET" "$DRAFT"; do [ -e "$f" ] || { echo "soak.sh: missing $
 
 LOG="$(mktemp /tmp/specula-soak-XXXXXX.log)"
 "$BIN" serve -m "$TARGET" -md "$DRAFT" --draft 4 --parallel 4 -t "${SOAK_THREADS:-2}" --max-model-len 1024 \
+    --cache-ram 1 \
     --host 127.0.0.1 --port 0 >"$LOG" 2>&1 &
 SERVER_PID=$!
 cleanup() {

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "server/raw_conn.h"
 #include "server/server.h"
 #include "server/server_process.h"
 #include "test_util.h"
@@ -28,6 +29,7 @@
 namespace {
 
 using json = nlohmann::json;
+using specula::test::RawConn;
 using specula::test::ServerProcess;
 using specula::test::shared_path;
 using clock_type = std::chrono::steady_clock;
@@ -39,66 +41,6 @@ std::string target_path() {
 double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
-
-// A raw TCP connection to the server (no HTTP library in the way).
-class RawConn {
-  public:
-    explicit RawConn(int port) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(uint16_t(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-            throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
-    }
-    ~RawConn() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    RawConn(const RawConn&) = delete;
-    RawConn& operator=(const RawConn&) = delete;
-
-    bool send_all(const std::string& s) {
-        size_t off = 0;
-        while (off < s.size()) {
-            const ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-            if (n <= 0) return false;
-            off += size_t(n);
-        }
-        return true;
-    }
-    // Everything the server sends until it closes the connection or `timeout_s` pass.
-    std::string read_until_close(double timeout_s) {
-        std::string out;
-        const auto end = clock_type::now() + std::chrono::duration<double>(timeout_s);
-        while (clock_type::now() < end) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            char buf[4096];
-            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-            if (n <= 0) {
-                closed_ = true;
-                break;
-            }
-            out.append(buf, size_t(n));
-        }
-        return out;
-    }
-    // True once the server has closed its end (a read returns EOF or an error), without waiting.
-    bool closed_by_server() {
-        if (closed_) return true;
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, 0) <= 0) return false;
-        char buf[4096];
-        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-        closed_ = n <= 0;
-        return closed_;
-    }
-
-  private:
-    int fd_ = -1;
-    bool closed_ = false;
-};
 
 int status_of(const std::string& response) {
     if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
@@ -233,15 +175,17 @@ TEST_F(ServerLimits, SlowLorisNeitherStarvesOthersNorOutlivesTheDeadline) {
 }
 
 // Past --max-connections (256) a connection is answered 503 at once and closed, not queued.
+// The held ones come from two client addresses (each holds at most half the cap) and are
+// mid-request, so none is idle to be closed for the newcomer.
 TEST_F(ServerLimits, ConnectionsOverTheCapGet503AtOnce) {
     std::vector<std::unique_ptr<RawConn>> held;
     for (int i = 0; i < 256; ++i) {
-        held.push_back(std::make_unique<RawConn>(s().port()));
+        held.push_back(std::make_unique<RawConn>(s().port(), i % 2 ? "127.0.0.1" : "127.0.0.2"));
         held.back()->send_all("GET /health HTTP/1.1\r\n");  // headers unfinished: held open
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto t0 = clock_type::now();
-    RawConn extra(s().port());
+    RawConn extra(s().port(), "127.0.0.3");
     const std::string res = extra.read_until_close(5);
     EXPECT_EQ(status_of(res), 503) << res;
     EXPECT_NE(res.find("too many open connections"), std::string::npos) << res;
@@ -378,8 +322,8 @@ class ServerFlags : public ServerLimits {
 TEST_F(ServerFlags, MaxConnectionsSetsTheCap) {
     wait_until_served();
     std::vector<std::unique_ptr<RawConn>> held;
-    for (int i = 0; i < 8; ++i) {
-        held.push_back(std::make_unique<RawConn>(s().port()));
+    for (int i = 0; i < 8; ++i) {  // two clients, each with its share (half the cap)
+        held.push_back(std::make_unique<RawConn>(s().port(), i % 2 ? "127.0.0.1" : "127.0.0.2"));
         held.back()->send_all("GET /health HTTP/1.1\r\n");
     }
     // Time for the server to accept all eight (slow under ASan on a loaded machine); the held
@@ -391,7 +335,7 @@ TEST_F(ServerFlags, MaxConnectionsSetsTheCap) {
     // up to three tries of 1 s each, all inside the held ones' deadline.)
     std::string res;
     for (int attempt = 0; attempt < 3 && status_of(res) != 503; ++attempt) {
-        RawConn extra(s().port());
+        RawConn extra(s().port(), "127.0.0.3");
         res = extra.read_until_close(1.0);
     }
     EXPECT_EQ(status_of(res), 503) << res;
@@ -486,7 +430,12 @@ TEST(ServerStartup, ConnectionFlagsAreRangeCheckedBeforeLoading) {
              {"--read-deadline", "-1", "--read-deadline must be in [0.1, 3600] seconds"},
              {"--read-deadline", "nan", "--read-deadline must be in [0.1, 3600] seconds"},
              {"--read-deadline", "1e9", "--read-deadline must be in [0.1, 3600] seconds"},
-             {"--max-body-bytes", "0", "--max-body-bytes must be in [1, 1073741824]"}}) {
+             {"--max-body-bytes", "0", "--max-body-bytes must be in [1, 1073741824]"},
+             {"--max-connections-per-client", "300",
+              "--max-connections-per-client must be in [1, --max-connections = 256] (0: half "
+              "of it), got 300"},
+             {"--max-connections-per-client", "-1",
+              "--max-connections-per-client must be in [1, --max-connections = 256]"}}) {
         auto [out, st] = shell("timeout 20 " + specula::test::specula_bin() +
                                " serve -m /nonexistent/model.gguf --port 0 " + flag + " " + v);
         EXPECT_EQ(st, 1) << flag << " " << v << ": " << out;

@@ -46,21 +46,28 @@ uint64_t parse_seed(const std::string& text, bool allow_random) {
     return v;
 }
 
-std::string read_text_file(const std::string& path) {
-    if (path == "-") {  // standard input, as llama.cpp's tools read it
-        std::ostringstream ss;
-        ss << std::cin.rdbuf();
-        if (std::cin.bad()) fail("-f -: error reading standard input");
-        return ss.str();
+// Reads at most kMaxTextFileBytes from `in` (one byte more tells an oversized file apart).
+static std::string read_bounded(std::istream& in, const std::string& name) {
+    std::string out;
+    char buf[1 << 16];
+    while (in) {
+        in.read(buf, sizeof buf);
+        out.append(buf, size_t(in.gcount()));
+        if (out.size() > kMaxTextFileBytes)
+            fail(name, ": larger than the limit of ", kMaxTextFileBytes,
+                 " bytes for a text file (a prompt this long cannot fit any context)");
     }
+    if (in.bad()) fail(name, ": read error");
+    return out;
+}
+
+std::string read_text_file(const std::string& path) {
+    if (path == "-") return read_bounded(std::cin, "-f -: standard input");  // as llama.cpp's tools
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, not a file");
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(path, ": cannot open file");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) fail(path, ": read error");
-    return ss.str();
+    return read_bounded(f, path);
 }
 
 std::string resolve_prompt(const std::string& text, const std::string& file, bool strip_newline) {

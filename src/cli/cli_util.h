@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -16,7 +17,9 @@ bool log_enabled();
 [[gnu::format(printf, 1, 2)]] void log(const char* fmt, ...);
 
 // Whole file as bytes (path "-": standard input); throws Error naming the path when it cannot be
-// read or is a directory.
+// read, is a directory or is larger than kMaxTextFileBytes (so `-f /dev/zero` stops at the limit
+// with an error instead of reading without bound).
+constexpr size_t kMaxTextFileBytes = size_t(64) << 20;
 std::string read_text_file(const std::string& path);
 
 // A --seed value: "-1" (random: llama.cpp's LLAMA_DEFAULT_SEED, when allow_random) or a whole

@@ -40,6 +40,8 @@ struct ServeOptions {
     int tensor_parallel = 1;
     double gpu_memory_utilization = -1;
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
+    long cache_ram = kCacheRamNotGiven;                      // --cache-ram (MiB)
+    static constexpr long kCacheRamNotGiven = -1000000;
     std::string reasoning_format = "auto";
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
     std::string dtype = "auto";
@@ -94,6 +96,15 @@ void resolve(ServeOptions& o) {
         fail("--dtype ", o.dtype,
              ": not supported (the weights run in the GGUF file's own types; only --dtype auto)");
     o.service.speculative = parse_speculative_cli(o.spec, "serve");
+    if (o.cache_ram != ServeOptions::kCacheRamNotGiven) {
+        o.service.cache_ram_mib = o.cache_ram;
+        o.service.cache_ram_given = true;
+        if (o.cache_ram < -1)
+            fail(
+                "--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a size in MiB, "
+                "got ",
+                o.cache_ram);
+    }
     o.service.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
@@ -156,6 +167,13 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "accepted for vLLM compatibility (warns: the run is on the CPU)");
     cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                     "accepted for vLLM compatibility (warns: the run is on the CPU)");
+    cmd->add_option("--cache-ram", o.cache_ram,
+                    "host-RAM prompt cache in MiB, counted in the memory plan: finished "
+                    "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
+                    "what the plan leaves; default 8192 as llama-server, at most half of the "
+                    "memory left)");
+    cmd->add_flag("--no-memory-check{false}", o.service.memory_check,
+                  "start even when the memory plan exceeds the available memory (a warning)");
     cmd->add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
         ->capture_default_str();
     cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
@@ -181,6 +199,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "largest accepted request body (default 1 MiB)");
     cmd->add_option("--max-connections", o.http.limits.max_connections,
                     "open connections at most; one more is answered 503 (default 256)");
+    cmd->add_option("--max-connections-per-client", o.http.limits.max_per_client,
+                    "open connections one client address may hold (default half of "
+                    "--max-connections; behind a load balancer give it all of them)");
     cmd->add_option("--read-deadline", o.http.limits.read_deadline_s,
                     "seconds a request's line, headers and body may take to arrive (default 10)");
     return cmd;

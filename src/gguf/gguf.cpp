@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "gguf/mapping_guard.h"
 
 namespace specula {
 
@@ -316,8 +317,11 @@ uint64_t align_up(uint64_t x, uint64_t a) {
 struct Mapping {
     void* ptr = nullptr;
     uint64_t size = 0;
+    int fd = -1;  // kept open: changed_on_disk() asks it what the file is now
+    struct stat st {};
     ~Mapping() {
         if (ptr) munmap(ptr, size);
+        if (fd >= 0) ::close(fd);
     }
 };
 
@@ -335,10 +339,10 @@ void map_file(const std::string& path, Mapping& m) {
         ::close(fd);
         fail(path, ": file is ", m.size, " bytes, shorter than the GGUF header (truncated)");
     }
+    m.fd = fd;
+    m.st = st;
     void* p = mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(err));
+    if (p == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(errno));
     m.ptr = p;
 }
 
@@ -524,11 +528,17 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path) {
 
     f->map_ = m.ptr;
     m.ptr = nullptr;  // owned by f now
+    f->fd_ = m.fd;
+    m.fd = -1;
+    f->mtime_ns_ = int64_t(m.st.st_mtim.tv_sec) * 1000000000 + m.st.st_mtim.tv_nsec;
+    f->guard_ = guard_mapping(f->map_, f->size_);
     return f;
 }
 
 GGUFFile::~GGUFFile() {
+    unguard_mapping(guard_);
     if (map_) munmap(map_, size_);
+    if (fd_ >= 0) ::close(fd_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -96,6 +96,13 @@ class GGUFFile {
     std::vector<float> get_float_array(std::string_view key) const;         // empty if absent
     std::vector<int32_t> get_int_array(std::string_view key) const;         // empty if absent
 
+    // "" while the file on disk is the one mapped; otherwise a message naming the file: it was
+    // written to or truncated in place since open() (its size or modification time differ), or a
+    // page of it vanished (SIGBUS, survived: gguf/mapping_guard.h). Tensor data read after such
+    // a change may be anything: a server checks this before handing out what it computed. A
+    // file replaced by rename is not a change: the mapping keeps the old one. Cheap (one fstat).
+    std::string changed_on_disk() const;
+
     const std::vector<GGUFTensor>& tensors() const { return tensors_; }
     const GGUFTensor* find_tensor(std::string_view name) const;
     // Throws Error "<file>: missing tensor <name>" when absent.
@@ -109,6 +116,8 @@ class GGUFFile {
     uint64_t size_ = 0;
     uint64_t data_offset_ = 0;
     void* map_ = nullptr;
+    int fd_ = -1, guard_ = -1;
+    int64_t mtime_ns_ = 0;
     std::vector<std::pair<std::string, GGUFValue>> kv_;
     std::map<std::string, size_t, std::less<>> kv_index_;
     std::vector<GGUFTensor> tensors_;

@@ -163,6 +163,36 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
 }
 
+KVSnapshot KVCache::save(int n) const {
+    if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
+    if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
+    KVSnapshot s;
+    s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
+    s.k.resize(size_t(n_layer_) * size_t(n) * k_row_);
+    s.v.resize(size_t(n_layer_) * size_t(n) * v_row_);
+    for (int il = 0; il < n_layer_; ++il) {
+        std::memcpy(s.k.data() + size_t(il) * size_t(n) * k_row_,
+                    k_.get() + first_row_[size_t(il)] * k_row_, size_t(n) * k_row_);
+        std::memcpy(s.v.data() + size_t(il) * size_t(n) * v_row_,
+                    v_.get() + first_row_[size_t(il)] * v_row_, size_t(n) * v_row_);
+    }
+    return s;
+}
+
+void KVCache::restore(const KVSnapshot& s) {
+    const size_t n = s.tokens.size();
+    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row_ ||
+        s.v.size() != size_t(n_layer_) * n * v_row_)
+        fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
+    for (int il = 0; il < n_layer_; ++il) {
+        std::memcpy(k_.get() + first_row_[size_t(il)] * k_row_,
+                    s.k.data() + size_t(il) * n * k_row_, n * k_row_);
+        std::memcpy(v_.get() + first_row_[size_t(il)] * v_row_,
+                    s.v.data() + size_t(il) * n * v_row_, n * v_row_);
+    }
+    tokens_.assign(s.tokens.begin(), s.tokens.end());  // within the reserved n_ctx
+}
+
 int KVCache::common_prefix(std::span<const token_id> t) const {
     const size_t n = std::min(t.size(), tokens_.size());
     size_t k = 0;

@@ -38,6 +38,14 @@ KVType parse_kv_type(std::string_view name, std::string_view flag);
 // Bytes of one row of n values.
 size_t kv_row_bytes(KVType t, int n);
 
+// Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
+// the cache stores them (its types). The server's host-RAM prompt cache keeps these.
+struct KVSnapshot {
+    std::vector<token_id> tokens;
+    std::vector<uint8_t> k, v;
+    size_t bytes() const { return k.size() + v.size() + tokens.size() * sizeof(token_id); }
+};
+
 class KVCache {
   public:
     // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
@@ -102,6 +110,12 @@ class KVCache {
     // Length of the longest prefix `t` shares with the cached tokens that the cache can keep
     // (can_keep; else 0).
     int common_prefix(std::span<const token_id> t) const;
+
+    // Copies out positions [0, n) (n <= n_past()). Only a cache without ring layers (Error).
+    KVSnapshot save(int n) const;
+    // Makes the cache hold exactly what `s` holds (rows and tokens). `s` must come from a cache of
+    // this shape and types (Error otherwise) and fit n_ctx.
+    void restore(const KVSnapshot& s);
 
   private:
     size_t offset(int layer, int pos, size_t row) const {

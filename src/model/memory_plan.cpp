@@ -111,6 +111,7 @@ std::string describe(const MemoryPlan& p) {
     if (p.draft_weights > 0)
         s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
           << fmt(p.draft_kv);
+    if (p.prompt_cache > 0) s << " + prompt cache " << fmt(p.prompt_cache);
     s << " = " << fmt(p.total());
     if (p.available > 0)
         s << " of " << fmt(p.available) << " available";
@@ -132,7 +133,8 @@ void check_memory(const MemoryPlan& p) {
     if (p.available <= 0 || p.total() <= p.available) return;
     fail("not enough memory for this run (", describe(p).substr(8), ")",
          "; use a smaller -c, -ctk q8_0 -ctv q8_0, ",
-         p.n_seqs > 1 ? "fewer --parallel slots, " : "", "or a smaller model");
+         p.n_seqs > 1 ? "fewer --parallel slots, " : "",
+         p.prompt_cache > 0 ? "a smaller --cache-ram, " : "", "or a smaller model");
 }
 
 }  // namespace specula

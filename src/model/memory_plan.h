@@ -27,10 +27,11 @@ struct DeviceShare {
 
 struct MemoryPlan {
     double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;  // kv: per sequence
-    int n_seqs = 1;        // caches of each model (serve: its slots)
-    double available = 0;  // 0: unknown (no /proc/meminfo), never refused
+    int n_seqs = 1;           // caches of each model (serve: its slots)
+    double available = 0;     // 0: unknown (no /proc/meminfo), never refused
+    double prompt_cache = 0;  // serve --cache-ram: the host-RAM prompt cache's bound
     double total() const {
-        return target_weights + draft_weights + n_seqs * (target_kv + draft_kv);
+        return target_weights + draft_weights + n_seqs * (target_kv + draft_kv) + prompt_cache;
     }
     std::vector<DeviceShare> devices;  // one per Vulkan device in use
 };

@@ -115,6 +115,16 @@ int Session::n_ctx() const {
 int Session::n_threads() const {
     return impl_->pool->size();
 }
+bool Session::can_snapshot() const {
+    return !impl_->offload && !impl_->kv.has_ring();
+}
+KVSnapshot Session::snapshot() const {
+    return impl_->kv.save(impl_->kv.n_past());
+}
+void Session::restore(const KVSnapshot& s) {
+    if (!can_snapshot()) fail("this session's KV cache cannot be restored from host memory");
+    impl_->kv.restore(s);
+}
 int Session::n_gpu_layers() const {
     return impl_->offload ? impl_->offload->n_layers() : 0;
 }

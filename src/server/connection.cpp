@@ -9,12 +9,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/error.h"
@@ -223,6 +225,11 @@ int to_ms(double s) {
 
 }  // namespace
 
+int per_client_share(const ConnectionLimits& limits) {
+    return limits.max_per_client > 0 ? limits.max_per_client
+                                     : std::max(1, limits.max_connections / 2);
+}
+
 void check_connection_limits(const ConnectionLimits& limits) {
     if (limits.max_connections < 1 || limits.max_connections > kMaxConnectionsLimit)
         fail("--max-connections must be in [1, ", kMaxConnectionsLimit, "], got ",
@@ -231,6 +238,9 @@ void check_connection_limits(const ConnectionLimits& limits) {
     if (!(limits.read_deadline_s >= kMinReadDeadline && limits.read_deadline_s <= kMaxReadDeadline))
         fail("--read-deadline must be in [", kMinReadDeadline, ", ", kMaxReadDeadline,
              "] seconds, got ", limits.read_deadline_s);
+    if (limits.max_per_client < 0 || limits.max_per_client > limits.max_connections)
+        fail("--max-connections-per-client must be in [1, --max-connections = ",
+             limits.max_connections, "] (0: half of it), got ", limits.max_per_client);
 }
 
 LimitedServer::LimitedServer(const ConnectionLimits& limits) : limits_(limits) {
@@ -248,10 +258,9 @@ void LimitedServer::close_after_response() {
     t_close_after = true;
 }
 
-void LimitedServer::refuse(socket_t sock) {
-    static const std::string body =
-        R"({"error":{"message":"too many open connections, try again later",)"
-        R"("type":"server_error","param":null,"code":null}})";
+void LimitedServer::refuse(socket_t sock, const std::string& message) {
+    const std::string body = R"({"error":{"message":")" + message +
+                             R"(","type":"server_error","param":null,"code":null}})";
     const std::string reply =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
         "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
@@ -260,26 +269,100 @@ void LimitedServer::refuse(socket_t sock) {
     if (on_refused) on_refused();
 }
 
+void LimitedServer::evict(ConnIt victim) {
+    victim->evicted = true;
+    victim->idle = false;                 // never picked twice
+    ::shutdown(victim->sock, SHUT_RDWR);  // its thread wakes from poll() and closes it
+    ++evicted_;
+}
+
+// Idle, and no request has arrived on it since (its thread may not have woken for it yet).
+bool LimitedServer::idle_now(const Conn& c) {
+    return c.idle && !c.evicted && !wait_for(c.sock, POLLIN, 0);
+}
+
+bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, std::string& why) {
+    std::lock_guard<std::mutex> lk(conns_mu_);
+    const int share = per_client_share(limits_);
+    int mine = 0;
+    for (const Conn& c : conns_) mine += c.peer == peer && !c.evicted;
+    if (mine >= share) {
+        ConnIt my_idle = conns_.end();  // (polled only now: a client at its share is rare)
+        for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
+            if (c->peer == peer && idle_now(*c) &&
+                (my_idle == conns_.end() || c->idle_since < my_idle->idle_since))
+                my_idle = c;
+        }
+        if (my_idle == conns_.end()) {
+            why = "too many open connections from " + peer + " (its share is " +
+                  std::to_string(share) + " of " + std::to_string(limits_.max_connections) +
+                  ", none idle), try again later";
+            return false;
+        }
+        evict(my_idle);
+    } else if (int(conns_.size()) + 1 > limits_.max_connections - limits_.max_connections / 8) {
+        // Near the cap: close the longest-idle connection of the client holding the most.
+        std::unordered_map<std::string, int> per_peer;
+        for (const Conn& c : conns_)
+            if (!c.evicted) ++per_peer[c.peer];
+        ConnIt victim = conns_.end();
+        for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
+            if (!idle_now(*c)) continue;
+            if (victim == conns_.end() || per_peer[c->peer] > per_peer[victim->peer] ||
+                (per_peer[c->peer] == per_peer[victim->peer] && c->idle_since < victim->idle_since))
+                victim = c;
+        }
+        if (victim != conns_.end()) evict(victim);
+    }
+    it = conns_.insert(conns_.end(), Conn{sock, peer, true, false, clock_type::now()});
+    return true;
+}
+
+bool LimitedServer::set_idle(ConnIt it, bool idle) {
+    std::lock_guard<std::mutex> lk(conns_mu_);
+    if (it->evicted) return false;
+    it->idle = idle;
+    if (idle) it->idle_since = clock_type::now();
+    return true;
+}
+
+void LimitedServer::leave(ConnIt it) {
+    std::lock_guard<std::mutex> lk(conns_mu_);  // before close(): evict() never sees a reused fd
+    conns_.erase(it);
+}
+
 bool LimitedServer::process_and_close_socket(socket_t sock) {
     if (t_refuse) {
-        refuse(sock);
+        refuse(sock, "too many open connections, try again later");
+        ::shutdown(sock, SHUT_RDWR);
+        ::close(sock);
+        return false;
+    }
+    std::string peer;
+    int peer_port = 0;
+    DeadlineStream strm(sock, limits_.max_request_bytes, to_ms(limits_.write_timeout_s));
+    strm.get_remote_ip_and_port(peer, peer_port);
+    ConnIt me;
+    std::string why;
+    if (!admit(sock, peer, me, why)) {
+        refuse(sock, why);
         ::shutdown(sock, SHUT_RDWR);
         ::close(sock);
         return false;
     }
     ++open_;
-    DeadlineStream strm(sock, limits_.max_request_bytes, to_ms(limits_.write_timeout_s));
     const int keep_alive_ms = to_ms(limits_.keep_alive_s);
     bool ok = false;
     for (size_t count = keep_alive_max_count_; count > 0; --count) {
         // Wait for the next request (or the server to stop), then give it the whole deadline.
         bool ready = false;
+        if (!set_idle(me, true)) break;
         for (auto idle_end = clock_type::now() + std::chrono::milliseconds(keep_alive_ms);
              svr_sock_ != INVALID_SOCKET && !ready && clock_type::now() < idle_end;) {
             ready =
                 strm.has_buffered() || wait_for(sock, POLLIN, std::min(100, ms_until(idle_end)));
         }
-        if (!ready || svr_sock_ == INVALID_SOCKET) break;
+        if (!ready || svr_sock_ == INVALID_SOCKET || !set_idle(me, false)) break;
         strm.start_request(clock_type::now() +
                            std::chrono::milliseconds(to_ms(limits_.read_deadline_s)));
         t_close_after = false;
@@ -288,6 +371,7 @@ bool LimitedServer::process_and_close_socket(socket_t sock) {
         if (!ok || closed || t_close_after || strm.cut_off()) break;
     }
     t_close_after = false;
+    leave(me);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     --open_;

@@ -7,7 +7,15 @@
 //     byte, however slowly they drip (a per-read timeout alone resets on every byte: slow-loris);
 //   * a request takes at most `max_request_bytes` off the wire (head, chunk framing and body;
 //     the server sets it from its body limit), so a never-ending header line is cut off too;
-//   * an idle keep-alive connection is closed after `keep_alive_s`.
+//   * an idle keep-alive connection is closed after `keep_alive_s`;
+//   * one client (a peer IP address) holds at most its share of the cap, `max_per_client`
+//     (default half the cap): a connection past the share closes that client's longest-idle one
+//     (its own pool churning), or is answered 503 when none of its connections is idle;
+//   * near the cap (past 7/8 of it) each new connection closes one idle connection first, the
+//     longest idle of the client holding the most, so idle sockets (accepted, no request yet, or
+//     between keep-alive requests) never keep another client out. Connections mid-request are
+//     bounded by the read deadline instead. Behind a balancer every request comes from its
+//     address: give it the whole cap (--max-connections-per-client = --max-connections).
 //
 // The body size limit is the request handler's (server.cpp counts the bytes after decoding);
 // when it stops reading a body part-way it calls close_after_response(), so that the unread rest
@@ -17,7 +25,11 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <list>
+#include <mutex>
+#include <string>
 
 namespace specula {
 
@@ -27,12 +39,17 @@ struct ConnectionLimits {
     size_t max_request_bytes = size_t(16) << 20;
     double keep_alive_s = 5;
     double write_timeout_s = 5;  // one send may block this long (a client that stopped reading)
+    int max_per_client = 0;      // --max-connections-per-client; 0: max_connections / 2 (>= 1)
 };
+
+// The share of one client (peer address): max_per_client, or half the cap when it is 0.
+int per_client_share(const ConnectionLimits& limits);
 
 constexpr int kMaxConnectionsLimit = 4096;  // each open connection holds a thread
 constexpr double kMinReadDeadline = 0.1, kMaxReadDeadline = 3600;
 
-// Throws Error naming the flag (--max-connections, --read-deadline) when a limit is out of range.
+// Throws Error naming the flag (--max-connections, --read-deadline,
+// --max-connections-per-client) when a limit is out of range.
 void check_connection_limits(const ConnectionLimits& limits);
 
 class LimitedServer : public httplib::Server {
@@ -52,12 +69,35 @@ class LimitedServer : public httplib::Server {
     // would wait on SYN retransmits of a second or more).
     void widen_backlog();
 
+    // Connections closed to make room (idle ones, near the cap or past a client's share).
+    long evicted() const { return evicted_.load(); }
+
   private:
+    struct Conn {  // one open connection, in conns_ while its thread serves it
+        socket_t sock;
+        std::string peer;
+        bool idle = true;  // waiting for a request (none started)
+        bool evicted = false;
+        std::chrono::steady_clock::time_point idle_since;
+    };
+    using ConnIt = std::list<Conn>::iterator;
+
     bool process_and_close_socket(socket_t sock) override;  // httplib's hook, per connection
-    void refuse(socket_t sock);
+    void refuse(socket_t sock, const std::string& message);
+    // Registers a new connection, making room as the header says; false (with the reason) when
+    // the client is over its share with nothing idle to close.
+    bool admit(socket_t sock, const std::string& peer, ConnIt& it, std::string& why);
+    void evict(ConnIt victim);  // under conns_mu_
+    static bool idle_now(const Conn& c);
+    // The connection starts waiting (idle) or starts a request; false once it was evicted.
+    bool set_idle(ConnIt it, bool idle);
+    void leave(ConnIt it);
 
     ConnectionLimits limits_;
     std::atomic<int> open_{0};
+    std::atomic<long> evicted_{0};
+    std::mutex conns_mu_;
+    std::list<Conn> conns_;
 };
 
 }  // namespace specula

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "server/prompt_cache.h"
+
 namespace specula {
 
 namespace {
@@ -239,6 +241,27 @@ std::string Metrics::render() const {
     for (const auto& [status, n] : failure_) {
         out += "specula:request_failure_total{status=\"" + std::to_string(status) + "\"} " +
                std::to_string(n) + "\n";
+    }
+    if (prompt_cache_) {
+        const PromptCacheStats c = prompt_cache_->stats();
+        const auto line = [&](const char* name, const char* type, const char* help, double v) {
+            header(out, name, type, help);
+            out += std::string(name) + " " + num(v) + "\n";
+        };
+        line("specula:prompt_cache_hits_total", "counter",
+             "Requests whose prompt prefix was restored from the --cache-ram pool.",
+             double(c.hits));
+        line("specula:prompt_cache_misses_total", "counter",
+             "Requests that found no longer prefix in the --cache-ram pool.", double(c.misses));
+        line("specula:prompt_cache_evictions_total", "counter",
+             "Pool entries evicted (least recently used) to stay within --cache-ram.",
+             double(c.evictions));
+        line("specula:prompt_cache_bytes", "gauge", "Bytes the --cache-ram pool holds.",
+             double(c.bytes));
+        line("specula:prompt_cache_entries", "gauge", "Entries the --cache-ram pool holds.",
+             double(c.entries));
+        line("specula:prompt_cache_max_bytes", "gauge", "The --cache-ram bound in bytes.",
+             double(c.max_bytes));
     }
     return out;
 }

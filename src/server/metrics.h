@@ -72,9 +72,14 @@ class Metrics {
     void set_kv_capacity(int n_slots, int n_ctx);
     void set_kv_tokens(int slot, int n_tokens);
 
+    // --cache-ram's pool, rendered as specula:prompt_cache_* (hits, misses, evictions, bytes,
+    // entries, the bound); null: none.
+    void set_prompt_cache(const class PromptCache* cache) { prompt_cache_ = cache; }
+
     std::string render() const;
 
   private:
+    const class PromptCache* prompt_cache_ = nullptr;
     void render_set(std::string& out, bool vllm) const;
 
     mutable std::mutex mu_;

@@ -158,6 +158,7 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
         };
     }
     a->text = std::make_unique<TextStream>(job->stops, job->include_stop_str);
+    if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, job->prompt);
     // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
     if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
     engine_.start(q, job->prompt, /*reuse_cache=*/true);
@@ -169,6 +170,33 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
         job->cv.notify_all();
     }
     active_.push_back(std::move(a));
+}
+
+// --cache-ram (before the sequence starts on the slot): what the slot holds beyond the prefix this
+// prompt shares goes to the pool; a pooled entry sharing more comes back into the slot.
+void Scheduler::use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt) {
+    Session& t = *slot.target;
+    if (!t.can_snapshot()) return;
+    const std::span<const token_id> p = prompt.first(prompt.size() - 1);
+    const int have = t.common_prefix(p);
+    Session* slot_draft = slot.drafter ? slot.drafter->session() : nullptr;
+    if (slot_draft && !slot_draft->can_snapshot()) slot_draft = nullptr;
+    if (t.n_past() > have) {
+        PromptCacheEntry e{t.snapshot(), std::nullopt};
+        if (slot_draft && slot_draft->n_past() > 0) e.draft = slot_draft->snapshot();
+        cfg_.prompt_cache->put(std::move(e));
+    }
+    std::optional<PromptCacheEntry> hit = cfg_.prompt_cache->take(prompt, have);
+    if (!hit) return;
+    t.restore(hit->target);
+    Session* d = drafter ? drafter->session() : nullptr;
+    if (d && hit->draft && d->can_snapshot()) {
+        try {
+            d->restore(*hit->draft);
+        } catch (const Error&) {  // another draft shape: the drafter starts over instead
+            d->reset();
+        }
+    }
 }
 
 // echo with logprobs: each prompt token's logprob, from all-logits passes over the prompt in
@@ -193,9 +221,22 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
     job.prompt_logprobs = std::move(out);
 }
 
+std::string Scheduler::models_changed() const {
+    std::string why = target_.file().changed_on_disk();
+    if (why.empty() && spec_.draft_model) why = spec_.draft_model->file().changed_on_disk();
+    return why;
+}
+
 // The per-token hook of a generator (scheduler thread): text out to the job; false stops.
 bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
     Job& j = *a.job;
+    // A model file changed on disk (or was truncated: the pass read zeros) may have made this
+    // token: it is never handed out; the request ends with the error naming the file.
+    if (std::string why = models_changed(); !why.empty()) {
+        std::lock_guard lk(j.mu);
+        j.error = why;
+        return false;
+    }
     const bool stop =
         a.text->push(target_.tokenizer().token_to_piece(id, false), drafted, a.n_emitted++);
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(a.slot->id, a.slot->target->n_past());

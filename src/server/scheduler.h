@@ -29,6 +29,7 @@
 
 #include "server/logprobs.h"
 #include "server/metrics.h"
+#include "server/prompt_cache.h"
 #include "server/slots.h"
 #include "server/text_stream.h"
 #include "speculative/engine.h"
@@ -44,6 +45,10 @@ struct SchedulerConfig {
     int prefill_chunk = 64;      // prompt tokens evaluated per step, over all prefilling slots
     Metrics* metrics = nullptr;  // gets every pass (batch size, rows, cost, draft length by load)
     KVType type_k = KVType::F32, type_v = KVType::F32;  // the slots' and drafters' KV caches
+    // --cache-ram's pool (server/prompt_cache.h), or null: a slot given to a request that shares
+    // less with it than it holds keeps what it held there first; a request that shares more with
+    // a pooled entry than with its slot gets the entry copied into the slot (target and draft).
+    PromptCache* prompt_cache = nullptr;
 };
 
 // One generation: the service fills the inputs, submits it, and reads the outputs under `mu`.
@@ -95,12 +100,16 @@ class Scheduler {
     // the sequences they drafted for, summed over the passes.
     long draft_passes() const { return draft_passes_; }
     long draft_sequences() const { return draft_seqs_; }
+    // "" while the target's and the draft's files on disk are the ones loaded, else why not
+    // (GGUFFile::changed_on_disk: named file); checked before every token is handed out.
+    std::string models_changed() const;
 
   private:
     struct Active;
     void loop();
     void admit();
     void start(std::shared_ptr<Job> job, Slot* slot);
+    void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt);
     void echo_logprobs(Job& job, Session& target);
     void step();
     void finish(Active& a, const char* why);

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/json_depth.h"
 #include "server/native_responses.h"
 #include "server/responses.h"
 #include "server/token_routes.h"
@@ -87,10 +88,28 @@ const char* allowed_methods(const std::string& path) {
     return "";
 }
 
-// The paths --api-key guards: /v1/* and their unversioned aliases, /completion and /slots.
+// The paths --api-key guards: all but /health (balancers probe it) and / (the web UI page, which
+// then asks for the key), as llama-server; /v1/models stays guarded (OpenAI's API requires it).
 bool needs_key(const std::string& path) {
-    return path.rfind("/v1/", 0) == 0 || path == "/completion" || path == "/completions" ||
-           path == "/chat/completions" || path == "/models" || path == "/slots";
+    return path != "/health" && path != "/";
+}
+
+// A request whose framing is ambiguous (HTTP request smuggling): Content-Length together with
+// Transfer-Encoding, or Content-Length headers that disagree or are not a number. "" if fine.
+std::string framing_error(const httplib::Request& req) {
+    const size_t n_len = req.get_header_value_count("Content-Length");
+    if (n_len > 0 && req.has_header("Transfer-Encoding"))
+        return "the request has both Content-Length and Transfer-Encoding (ambiguous framing)";
+    std::string first;
+    for (size_t i = 0; i < n_len; ++i) {
+        const std::string v = req.get_header_value("Content-Length", i);
+        if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos)
+            return "the Content-Length header '" + v + "' is not a number";
+        if (i == 0) first = v;
+        if (std::stoull(v) != std::stoull(first))  // "016" and "16" are one length
+            return "the request has conflicting Content-Length headers (" + first + ", " + v + ")";
+    }
+    return "";
 }
 
 // A POST body must be JSON by its Content-Type (a browser sends text/plain cross-origin without
@@ -236,6 +255,14 @@ void HttpServer::routes() {
             LimitedServer::close_after_response();
             return httplib::Server::HandlerResponse::Handled;
         };
+        // Framing first: a request that could be read two ways is refused and its connection
+        // closed, so that nothing after it on the wire is taken for a next request.
+        if (const std::string bad = framing_error(req); !bad.empty())
+            return refuse(ApiError(400, bad));
+        // A declared body over the limit: 413 now, without waiting for (or skipping) the body.
+        if (req.has_header("Content-Length") &&
+            std::stoull(req.get_header_value("Content-Length")) > cfg_.max_body_bytes)
+            return refuse(ApiError(413, too_big_message(cfg_.max_body_bytes)));
         const ServerState state = state_.load(std::memory_order_acquire);
         if (state == ServerState::loading) {  // llama-server's answer, on every path
             send_json(res, 503, loading_body());
@@ -298,6 +325,12 @@ void HttpServer::routes() {
     s.set_error_handler(httplib::Server::HandlerWithResponse(
         [this, &metrics](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            // httplib's own 400/413/414/431 (a request it could not read): what follows on the
+            // wire cannot be trusted to start a request, so the connection closes.
+            if (res.status == 400 || res.status == 413 || res.status == 414 || res.status == 431) {
+                res.set_header("Connection", "close");
+                LimitedServer::close_after_response();
+            }
             if (res.status == 404 && *allowed_methods(req.path)) {
                 res.status = 405;
                 res.set_header("Allow", allowed_methods(req.path));
@@ -376,6 +409,7 @@ void HttpServer::routes() {
     const auto json_route = [&metrics](auto respond) {
         return [&metrics, respond](const httplib::Request& req, httplib::Response& res) {
             try {
+                check_json_depth(req.body);
                 json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
                 if (body.is_discarded()) bad_request("the request body is not valid JSON");
                 send_json(res, 200, respond(req, body));
@@ -442,6 +476,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
             LimitedServer::close_after_response();
             throw read_error;
         }
+        check_json_depth(text);
         json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (body.is_discarded()) bad_request("the request body is not valid JSON");
         const auto ordered = nlohmann::ordered_json::parse(text);  // valid: body parsed

@@ -6,11 +6,17 @@
 //   POST /tokenize, POST /detokenize (llama-server's), POST /v1/embeddings (501): token_routes.h
 //   OPTIONS (CORS preflight) on any of them when --cors-origin allows the request's Origin
 //
-// Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields, 401 bad or
-// missing API key (when one is set; /v1/* only), 403 a Host header naming another site (when no
-// key is set), 404 an unknown path (named in the message; any `model` is accepted), 405 a known
-// path with the wrong method, 413 body too large, 415 a POST body not sent as application/json, 503
-// too many connections, 500 internal. A failing request never affects the others.
+// Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields (or JSON
+// nested deeper than 128 levels, refused before parsing: json_depth.h), 401 bad or missing API
+// key (when one is set; every path but /health and the web UI's /, as llama-server), 403 a Host
+// header naming another site (when no key is set), 404 an unknown path (named in the message; any
+// `model` is accepted), 405 a known path with the wrong method, 413 body too large, 415 a POST body
+// not sent as application/json, 503 too many connections, 500 internal. A failing request never
+// affects the others.
+//
+// Framing: Content-Length with Transfer-Encoding, disagreeing Content-Length headers and any
+// request httplib cannot read are 400 and close the connection (no smuggled request behind them
+// is read); a Content-Length over the body limit is 413 as soon as the headers are in.
 //
 // Limits, all enforced here or in server/connection.h: the body is at most max_body_bytes after
 // decoding (whatever its Transfer-Encoding or Content-Encoding; counted while it is read, so an

@@ -1,6 +1,8 @@
 // Service: see service.h.
 #include "server/service.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -66,6 +68,31 @@ ChatPrompter choose_chat_prompter(const std::string& model_template,
     return ChatPrompter::builtin(ChatFormat::Plain, "the model has no template");
 }
 
+// --cache-ram's bound in bytes for this plan (see ServiceConfig::cache_ram_mib); 0: off.
+double Service::prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& plan) const {
+    if (cfg.cache_ram_mib < -1)
+        fail("--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a size in MiB, got ",
+             cfg.cache_ram_mib);
+    if (cfg.cache_ram_mib == 0) return 0;
+    const bool host_rows = target_->hparams().n_swa == 0 &&
+                           target_->placement().n_gpu_layers == 0 &&
+                           (!spec_.draft_model || spec_.draft_model->placement().n_gpu_layers == 0);
+    if (!host_rows) {
+        if (cfg.cache_ram_given)
+            std::fprintf(stderr,
+                         "serve: --cache-ram ignored: this model's KV caches are not plain host "
+                         "rows (sliding-window layers or -ngl)\n");
+        return 0;
+    }
+    const double left = plan.available > 0 ? std::max(0.0, plan.available - plan.total()) : 0;
+    const double mib = 1024.0 * 1024.0;
+    if (cfg.cache_ram_mib == -1)
+        return plan.available > 0 ? left : double(ServiceConfig::kDefaultCacheRamMib) * mib;
+    const double want = double(cfg.cache_ram_mib) * mib;
+    if (cfg.cache_ram_given || plan.available <= 0) return want;
+    return std::min(want, left / 2);
+}
+
 Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
     if (cfg.speculative.n_draft < 0)
@@ -106,16 +133,32 @@ void Service::load() {
                      total, cfg.n_parallel, n_ctx_);
     }
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
-    const MemoryPlan plan = plan_memory(
+    MemoryPlan plan = plan_memory(
         *target_, spec_.draft_model.get(),
         CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel}, available);
+    plan.prompt_cache = prompt_cache_bytes(cfg, plan);
     std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
-    check_memory(plan);
+    if (cfg.memory_check) {
+        check_memory(plan);
+    } else if (plan.available > 0 && plan.total() > plan.available) {
+        std::fprintf(stderr,
+                     "serve: warning: the memory plan exceeds the available memory; starting "
+                     "anyway (--no-memory-check)\n");
+    }
+    if (plan.prompt_cache > 0) {
+        // Pool entries come and go in sizes of tens of KB to GBs: a fixed mmap threshold (glibc
+        // raises it after every large free otherwise) returns an evicted entry's memory to the
+        // system at once instead of leaving it to fragment the heap (RSS would creep).
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        prompt_cache_ = std::make_unique<PromptCache>(size_t(plan.prompt_cache));
+    }
     SchedulerConfig sc;
     sc.n_slots = cfg.n_parallel;
     sc.n_ctx = n_ctx_;
     sc.n_threads = cfg.n_threads;
     sc.metrics = &metrics_;
+    sc.prompt_cache = prompt_cache_.get();
+    metrics_.set_prompt_cache(prompt_cache_.get());
     sc.type_k = cfg.type_k;
     sc.type_v = cfg.type_v;
     scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
@@ -147,6 +190,8 @@ std::vector<token_id> Service::tokenize(const std::string& text) const {
 }
 
 PreparedRequest Service::prepare(CompletionRequest req) const {
+    if (std::string why = scheduler_->models_changed(); !why.empty())
+        throw ApiError(503, why, "", "server_error", "model_file_changed");
     PreparedRequest p;
     p.t_arrival = clock_type::now();
     // Any `model` is accepted, as llama-server does: one model is served and the response names

@@ -16,9 +16,11 @@
 
 #include "chat/chat_prompt.h"
 #include "chat/reasoning.h"
+#include "model/memory_plan.h"
 #include "model/session.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
+#include "server/prompt_cache.h"
 #include "server/request.h"
 #include "server/sampling_setup.h"
 #include "server/scheduler.h"
@@ -43,6 +45,17 @@ struct ServiceConfig {
     int n_threads = 0;                                  // 0: hardware threads
     std::string served_name;                            // "" : the model file's name without .gguf
     KVType type_k = KVType::F32, type_v = KVType::F32;  // every slot's and drafter's KV cache
+    // --cache-ram N (MiB; llama-server's flag): the host-RAM prompt cache's bound
+    // (server/prompt_cache.h), counted in the memory plan; 0 disables it, -1 gives it what the
+    // plan leaves. Not given (cache_ram_given false): llama-server's 8192 MiB, but at most half
+    // of the memory the plan leaves, so the default never stops a start. Off for models whose
+    // caches are not plain host rows (sliding-window layers, -ngl).
+    // false (--no-memory-check): a plan over the available memory only warns (llama.cpp never
+    // checks; the caches may then fail to allocate, or the system may swap).
+    bool memory_check = true;
+    long cache_ram_mib = kDefaultCacheRamMib;
+    bool cache_ram_given = false;
+    static constexpr long kDefaultCacheRamMib = 8192;
     // --chat-template-file: a Jinja template used instead of the model's ("": the model's
     // tokenizer.chat_template, or a built-in format when it has none).
     std::string chat_template_file;
@@ -132,13 +145,15 @@ class Service {
     bool cancelling_all() const { return cancel_all_.load(); }
 
   private:
+    double prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& plan) const;
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;
 
     ServiceConfig cfg_;
     std::unique_ptr<Model> target_;
-    SpeculativeSetup spec_;  // the draft model, loaded once for every slot
+    SpeculativeSetup spec_;                      // the draft model, loaded once for every slot
+    std::unique_ptr<PromptCache> prompt_cache_;  // --cache-ram (null: off)
     std::string served_name_;
     std::unique_ptr<ChatPrompter> prompter_;
     int n_ctx_ = 0;
