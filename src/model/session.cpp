@@ -116,7 +116,8 @@ int Session::n_threads() const {
     return impl_->pool->size();
 }
 bool Session::can_snapshot() const {
-    return !impl_->offload && !impl_->kv.has_ring();
+    // A snapshot holds KV rows only: not a ring (sliding-window layers) nor a recurrent state.
+    return !impl_->offload && !impl_->kv.has_ring() && impl_->model.hparams().n_recurrent() == 0;
 }
 KVSnapshot Session::snapshot() const {
     return impl_->kv.save(impl_->kv.n_past());

@@ -74,14 +74,15 @@ double Service::prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& p
         fail("--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a size in MiB, got ",
              cfg.cache_ram_mib);
     if (cfg.cache_ram_mib == 0) return 0;
-    const bool host_rows = target_->hparams().n_swa == 0 &&
-                           target_->placement().n_gpu_layers == 0 &&
-                           (!spec_.draft_model || spec_.draft_model->placement().n_gpu_layers == 0);
-    if (!host_rows) {
+    const auto plain_rows = [](const Model& m) {
+        return m.hparams().n_swa == 0 && m.hparams().n_recurrent() == 0 &&
+               m.placement().n_gpu_layers == 0;
+    };
+    if (!plain_rows(*target_) || (spec_.draft_model && !plain_rows(*spec_.draft_model))) {
         if (cfg.cache_ram_given)
             std::fprintf(stderr,
                          "serve: --cache-ram ignored: this model's KV caches are not plain host "
-                         "rows (sliding-window layers or -ngl)\n");
+                         "rows (sliding-window layers, a recurrent state or -ngl)\n");
         return 0;
     }
     const double left = plan.available > 0 ? std::max(0.0, plan.available - plan.total()) : 0;
