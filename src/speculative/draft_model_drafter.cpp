@@ -49,8 +49,10 @@ void DraftModelDrafter::begin(std::span<const token_id> prompt) {
     n_history_ = 0;
     // Everything but the last prompt token, which the first proposal evaluates (it needs its
     // logits). A prompt longer than the draft's context is left for sync() to decline.
-    if (prompt.size() >= 2 && int(prompt.size()) - 1 <= session_->n_ctx())
+    if (prompt.size() >= 2 && int(prompt.size()) - 1 <= session_->n_ctx()) {
         eval(prompt.first(prompt.size() - 1));
+        max_pass_ = std::max(max_pass_, int(prompt.size()) - 1);
+    }
 }
 
 // Rolls the cache back to the longest prefix shared with `history`, keeping at least one history
@@ -77,7 +79,13 @@ std::span<const token_id> DraftModelDrafter::start(std::span<const token_id> his
     guide_now_ = nullptr;
     if (history.empty() || n_max <= 0) return {};
 
-    const int n_cached = sync(history);
+    int n_cached = sync(history);
+    // A long catch-up: all but the last max_pass_ tokens now, in passes of max_pass_.
+    while (int(history.size()) - n_cached > max_pass_) {
+        const int n = std::min(max_pass_, int(history.size()) - n_cached - max_pass_);
+        eval(history.subspan(size_t(n_cached), size_t(n)));
+        n_cached += n;
+    }
     const int n_pending = int(history.size()) - n_cached;
     // Evaluations needed: the pending batch, then one per further draft token.
     const int room = session_->n_ctx() - n_cached;

@@ -63,6 +63,10 @@ class DraftModelDrafter final : public Drafter {
     std::unique_ptr<Session> session_;
     Sampler sampler_;
     std::vector<token_id> batch_;
+    // The longest pass the draft session has run: a catch-up longer than this (after steps that
+    // drafted nothing, --draft auto decoding plainly) goes in passes of this size, so the
+    // session's buffers do not grow during a generation.
+    int max_pass_ = 8;
     std::vector<float> guided_;  // a row after guide_'s constraints
     size_t n_history_ = 0;       // history length at the last propose()
     // The proposal in progress (start .. the empty span).
