@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -468,3 +469,83 @@ TEST(DropInIds, IdsDifferAcrossRestarts) {
 }
 
 }  // namespace
+
+// llama-server's slot actions (--slot-save-path): save a slot's cache to a file, erase it, restore
+// the file into another slot; the restored prefix is reused (not evaluated again) and the text is
+// the same. Bad names, missing or foreign files, busy or unknown slots are errors naming them;
+// without --slot-save-path save/restore are 501 and erase still works.
+TEST(DropInSlots, SaveEraseRestore) {
+    const std::string dir = specula::test::temp_dir("slots");
+    ServerProcess s({"-m", server_target_path(), "-np", "2", "-c", "512", "--cache-ram", "0",
+                     "--slot-save-path", dir},
+                    "slots");
+    const json req = {{"prompt", "Once upon a time there was a little girl named Lily"},
+                      {"n_predict", 12},
+                      {"temperature", 0}};
+    const Reply first = post(s, "/completion", req);
+    ASSERT_EQ(first.status, 200) << first.text;
+    const int slot = first.body["id_slot"].get<int>();
+    const std::string at = "/slots/" + std::to_string(slot);
+
+    const Reply saved = post(s, at + "?action=save", {{"filename", "lily.bin"}});
+    ASSERT_EQ(saved.status, 200) << saved.text;
+    const int n = saved.body["n_saved"].get<int>();
+    EXPECT_GT(n, 10);
+    EXPECT_EQ(saved.body["filename"], "lily.bin");
+    EXPECT_GT(saved.body["n_written"].get<int64_t>(), 0);
+    const Reply erased = post(s, at + "?action=erase", json::object());
+    ASSERT_EQ(erased.status, 200) << erased.text;
+    EXPECT_EQ(erased.body["n_erased"], n);
+    // Erased: the same prompt is evaluated whole again.
+    const Reply cold = post(s, "/completion", req);
+    EXPECT_EQ(cold.body["content"], first.body["content"]);
+    for (int i = 0; i < 2; ++i) post(s, "/slots/" + std::to_string(i) + "?action=erase", {});
+
+    const std::string other = "/slots/" + std::to_string(1 - slot);
+    const Reply restored = post(s, other + "?action=restore", {{"filename", "lily.bin"}});
+    ASSERT_EQ(restored.status, 200) << restored.text;
+    EXPECT_EQ(restored.body["n_restored"], n);
+    EXPECT_EQ(restored.body["n_read"], saved.body["n_written"]);
+    const Reply warm = post(s, "/completion", req);
+    ASSERT_EQ(warm.status, 200) << warm.text;
+    EXPECT_EQ(warm.body["id_slot"], 1 - slot) << "the slot holding the restored prefix";
+    EXPECT_EQ(warm.body["content"], first.body["content"]);
+    EXPECT_LE(warm.body["timings"]["prompt_n"].get<int>(), 1) << warm.text;
+
+    // Errors, each naming what is wrong.
+    const auto expect_error = [&](const std::string& path, const json& body, int status,
+                                  const std::string& needle) {
+        const Reply r = post(s, path, body);
+        EXPECT_EQ(r.status, status) << path << " " << r.text;
+        EXPECT_NE(r.text.find(needle), std::string::npos) << path << " " << r.text;
+    };
+    expect_error(at + "?action=save", {{"filename", "../up.bin"}}, 400, "plain file name");
+    expect_error(at + "?action=save", json::object(), 400, "'filename'");
+    expect_error(at + "?action=restore", {{"filename", "missing.bin"}}, 400, "missing.bin");
+    expect_error(at + "?action=frobnicate", json::object(), 400, "'action'");
+    expect_error("/slots/9?action=erase", json::object(), 404, "no slot 9");
+    const auto write = [](const std::string& path, const std::string& bytes) {
+        std::ofstream(path, std::ios::binary) << bytes;
+    };
+    write(dir + "/junk.bin", "not a slot file at all");
+    expect_error(at + "?action=restore", {{"filename", "junk.bin"}}, 400, "junk.bin");
+    // A slot file of another model (the draft: another KV shape) is refused; a cut one too.
+    {
+        ServerProcess d(
+            {"-m", server_draft_path(), "-np", "1", "-c", "512", "--slot-save-path", dir},
+            "slots-draft");
+        ASSERT_EQ(post(d, "/completion", req).status, 200);
+        ASSERT_EQ(post(d, "/slots/0?action=save", {{"filename", "draft.bin"}}).status, 200);
+    }
+    expect_error(at + "?action=restore", {{"filename", "draft.bin"}}, 400,
+                 "saved from another model");
+    const std::string whole = specula::test::read_file(dir + "/lily.bin");
+    write(dir + "/cut.bin", whole.substr(0, whole.size() - 7));
+    expect_error(at + "?action=restore", {{"filename", "cut.bin"}}, 400, "truncated");
+
+    ServerProcess plain({"-m", server_target_path(), "-np", "1", "-c", "256"}, "slots-off");
+    const Reply off = post(plain, "/slots/0?action=save", {{"filename", "x.bin"}});
+    EXPECT_EQ(off.status, 501) << off.text;
+    EXPECT_NE(off.text.find("--slot-save-path"), std::string::npos) << off.text;
+    EXPECT_EQ(post(plain, "/slots/0?action=erase", json::object()).status, 200);
+}

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -109,6 +110,9 @@ void resolve(ServeOptions& o) {
     o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
+    if (!o.service.slot_save_path.empty() &&
+        !std::filesystem::is_directory(o.service.slot_save_path))
+        fail("--slot-save-path '", o.service.slot_save_path, "' is not a directory");
     if (!(o.drain_timeout >= 0 && o.drain_timeout <= 86400))
         fail("--drain-timeout must be in [0, 86400] seconds, got ", o.drain_timeout);
     if (o.service.n_parallel < 1 || o.service.n_parallel > 256)
@@ -157,6 +161,8 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "vLLM's; accepted (one log line per request is kept)");
     cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
     cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
+    cmd->add_option("--slot-save-path", o.service.slot_save_path,
+                    "directory where POST /slots/{id}?action=save|restore keep slot files");
     cmd->add_option("--drain-timeout", o.drain_timeout,
                     "seconds requests in flight may take to finish after SIGTERM / SIGINT "
                     "(default 30; then they are cancelled with an error event)");

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "server/slot_files.h"
 #include "tokenizer/prompt.h"
 
 namespace specula {
@@ -59,10 +60,12 @@ void Scheduler::loop() {
         {
             std::unique_lock lock(mu_);
             // Idle: sleep until a request comes; busy: look for cancelled waiters every step.
-            cv_.wait_for(lock, std::chrono::milliseconds(100),
-                         [&] { return stop_ || !queue_.empty() || !active_.empty(); });
+            cv_.wait_for(lock, std::chrono::milliseconds(100), [&] {
+                return stop_ || !queue_.empty() || !active_.empty() || !actions_.empty();
+            });
             if (stop_) break;
         }
+        run_slot_actions();
         admit();
         if (active_.empty()) continue;
         try {
@@ -82,10 +85,102 @@ void Scheduler::loop() {
     for (auto& a : active_) finish(*a, "callback");
     active_.clear();
     std::lock_guard lock(mu_);
+    for (auto& act : actions_) {
+        std::lock_guard lk(act->mu);
+        act->status = 503;
+        act->error = "the server is stopping";
+        act->done = true;
+        act->cv.notify_all();
+    }
     for (auto& j : queue_) {
         std::lock_guard lk(j->mu);
         j->done = true;
         j->cv.notify_all();
+    }
+}
+
+// What a slot file records of the model its cache belongs to.
+static std::string model_identity(const Model& m) {
+    const HParams& hp = m.hparams();
+    return hp.arch + " n_layer=" + std::to_string(hp.n_layer) +
+           " n_embd=" + std::to_string(hp.n_embd) + " n_vocab=" + std::to_string(hp.n_vocab) +
+           " file_bytes=" + std::to_string(m.file().file_size());
+}
+
+void Scheduler::slot_action(const std::shared_ptr<SlotAction>& action) {
+    {
+        std::lock_guard lock(mu_);
+        actions_.push_back(action);
+    }
+    cv_.notify_all();
+    std::unique_lock lk(action->mu);
+    action->cv.wait(lk, [&] { return action->done; });
+}
+
+// Between steps: the slot actions asked for, each on a slot that holds no request (the scheduler
+// thread is the only one that touches the slots' sessions).
+void Scheduler::run_slot_actions() {
+    std::deque<std::shared_ptr<SlotAction>> todo;
+    {
+        std::lock_guard lock(mu_);
+        todo.swap(actions_);
+    }
+    for (auto& act : todo) {
+        const auto t0 = clock_type::now();
+        int status = 200, n_tokens = 0;
+        size_t n_bytes = 0;
+        std::string error;
+        Slot* slot =
+            act->slot >= 0 && act->slot < n_slots() ? slots_[size_t(act->slot)].get() : nullptr;
+        try {
+            if (!slot) {
+                status = 404;
+                error = "no slot " + std::to_string(act->slot) + " (there are " +
+                        std::to_string(n_slots()) + ")";
+            } else if (slot->busy) {
+                status = 409;
+                error = "slot " + std::to_string(act->slot) + " is busy with a request";
+            } else {
+                Session& t = *slot->target;
+                Session* d = slot->drafter ? slot->drafter->session() : nullptr;
+                if (act->kind == SlotAction::erase) {
+                    n_tokens = t.n_past();
+                    t.reset();
+                    if (d) d->reset();
+                } else if (!t.can_snapshot()) {
+                    status = 400;
+                    error =
+                        "this model's KV cache cannot be saved or restored (sliding-window "
+                        "layers, a recurrent state or -ngl)";
+                } else if (act->kind == SlotAction::save) {
+                    const KVSnapshot s = t.snapshot();
+                    n_tokens = int(s.tokens.size());
+                    n_bytes = write_slot_file(act->path, s, model_identity(target_));
+                } else {
+                    const KVSnapshot s =
+                        read_slot_file(act->path, model_identity(target_), n_bytes);
+                    try {
+                        t.restore(s);
+                    } catch (const Error&) {
+                        t.reset();
+                        fail(act->path, ": the slot file is not of this model's KV cache shape");
+                    }
+                    n_tokens = int(s.tokens.size());
+                    if (d) d->reset();  // the draft cache follows the history again
+                }
+            }
+        } catch (const Error& e) {
+            status = 400;
+            error = e.what();
+        }
+        std::lock_guard lk(act->mu);
+        act->status = status;
+        act->error = error;
+        act->n_tokens = n_tokens;
+        act->n_bytes = n_bytes;
+        act->ms = ms_since(t0);
+        act->done = true;
+        act->cv.notify_all();
     }
 }
 

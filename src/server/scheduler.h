@@ -85,6 +85,24 @@ struct Job {
     double ttft_s = 0;
 };
 
+// llama-server's POST /slots/{id}?action=save|restore|erase, run on the scheduler thread between
+// steps on a slot that holds no request. `path`: the slot file (server/slot_files.h).
+struct SlotAction {
+    enum Kind { save, restore, erase } kind = erase;
+    int slot = 0;
+    std::string path;
+    // Outputs, set once `done` (guarded by mu): tokens saved / restored / erased, file bytes,
+    // the time it took; `error` non-empty (with its HTTP status) when it could not be done.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    int n_tokens = 0;
+    size_t n_bytes = 0;
+    double ms = 0;
+    int status = 200;
+    std::string error;
+};
+
 class Scheduler {
   public:
     // Builds the pool, the slots (KV caches; an Error when they do not fit) and starts the thread.
@@ -92,6 +110,8 @@ class Scheduler {
     ~Scheduler();  // stops the thread; jobs still running are finished as cancelled
 
     void submit(std::shared_ptr<Job> job);
+    // Runs the action between two steps and returns when it is done (any thread).
+    void slot_action(const std::shared_ptr<SlotAction>& action);
     int n_threads() const { return pool_.size(); }
     int n_slots() const { return int(slots_.size()); }
     // Whether slot i holds a request now (GET /slots; any thread).
@@ -108,6 +128,7 @@ class Scheduler {
     struct Active;
     void loop();
     void admit();
+    void run_slot_actions();
     void start(std::shared_ptr<Job> job, Slot* slot);
     void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt);
     void echo_logprobs(Job& job, Session& target);
@@ -130,6 +151,7 @@ class Scheduler {
     std::mutex mu_;  // guards queue_ and stop_
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
+    std::deque<std::shared_ptr<SlotAction>> actions_;
     long slot_uses_ = 0;  // stamps Slot::last_used
     bool stop_ = false;
     std::thread thread_;

@@ -20,6 +20,7 @@
 #include "server/json_depth.h"
 #include "server/native_responses.h"
 #include "server/responses.h"
+#include "server/slot_files.h"
 #include "server/token_routes.h"
 #include "server/web_ui.h"
 
@@ -58,7 +59,8 @@ std::string status_message(int status, size_t max_body, const httplib::Request& 
         case 404:
             return "not found: " + req.method + " " + req.path + " (this server answers " +
                    "/v1/completions, /v1/chat/completions, /v1/models, /completion, /props, " +
-                   "/slots, /health, /metrics, /tokenize, /detokenize, /apply-template)";
+                   "/slots, /slots/{id}, /health, /metrics, /tokenize, /detokenize, "
+                   "/apply-template)";
         case 405:
             return "method not allowed: " + req.method + " " + req.path;
         case 413:
@@ -80,7 +82,7 @@ const char* allowed_methods(const std::string& path) {
     if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/completion" ||
         path == "/completions" || path == "/chat/completions" || path == "/tokenize" ||
         path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings" ||
-        path == "/apply-template")
+        path == "/apply-template" || path.starts_with("/slots/"))
         return "POST";
     if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models" ||
         path == "/models" || path == "/props" || path == "/slots")
@@ -404,6 +406,65 @@ void HttpServer::routes() {
                              {"is_processing", service_.slot_busy(i)}});
         send_json(res, 200, slots);
     });
+    // llama-server's slot actions: POST /slots/{id}?action=save|restore (a file named by
+    // "filename" in --slot-save-path) or erase; on a slot that holds no request.
+    s.Post(R"(/slots/(\d+))",
+           [this, &metrics](const httplib::Request& req, httplib::Response& res) {
+               try {
+                   check_json_depth(req.body);
+                   const json body =
+                       req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+                   if (body.is_discarded() || !body.is_object())
+                       bad_request("the request body must be a JSON object");
+                   auto act = std::make_shared<SlotAction>();
+                   act->slot = std::stoi(req.matches[1].str());
+                   const std::string action = req.get_param_value("action");
+                   if (action == "erase") {
+                       act->kind = SlotAction::erase;
+                   } else if (action == "save" || action == "restore") {
+                       act->kind = action == "save" ? SlotAction::save : SlotAction::restore;
+                       if (service_.slot_save_path().empty())
+                           throw ApiError(501, "slot " + action + " needs --slot-save-path DIR",
+                                          "action", "not_supported_error");
+                       if (!body.contains("filename") || !body["filename"].is_string())
+                           bad_request("'filename' (a string) is required for action=" + action,
+                                       "filename");
+                       act->path = slot_file_path(service_.slot_save_path(),
+                                                  body["filename"].get<std::string>());
+                   } else {
+                       bad_request("'action' must be save, restore or erase, got '" + action + "'",
+                                   "action");
+                   }
+                   service_.slot_action(act);
+                   if (!act->error.empty()) throw ApiError(act->status, act->error);
+                   const std::string file =
+                       act->kind == SlotAction::erase ? "" : body["filename"].get<std::string>();
+                   json out = {{"id_slot", act->slot}};
+                   if (act->kind == SlotAction::erase) {
+                       out["n_erased"] = act->n_tokens;
+                   } else if (act->kind == SlotAction::save) {
+                       out.update({{"filename", file},
+                                   {"n_saved", act->n_tokens},
+                                   {"n_written", act->n_bytes},
+                                   {"timings", {{"save_ms", act->ms}}}});
+                   } else {
+                       out.update({{"filename", file},
+                                   {"n_restored", act->n_tokens},
+                                   {"n_read", act->n_bytes},
+                                   {"timings", {{"restore_ms", act->ms}}}});
+                   }
+                   send_json(res, 200, out);
+               } catch (const ApiError& e) {
+                   metrics.record_failure(e.status());
+                   send_error(res, e);
+               } catch (const Error& e) {
+                   metrics.record_failure(400);
+                   send_error(res, ApiError(400, e.what()));
+               } catch (const std::out_of_range&) {
+                   metrics.record_failure(404);
+                   send_error(res, ApiError(404, "no such slot: " + req.matches[1].str()));
+               }
+           });
     // A JSON-in, JSON-out route: respond(req, body) gives the answer; a body that is not JSON,
     // an ApiError or an Error is a 4xx JSON error (and counted).
     const auto json_route = [&metrics](auto respond) {

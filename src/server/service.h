@@ -33,6 +33,7 @@ namespace specula {
 
 struct ServiceConfig {
     std::string model_path;
+    std::string slot_save_path;  // --slot-save-path: where /slots/{id}?action=save writes ("": off)
     // Method, draft model and the default draft length (per request:
     // speculative.num_speculative_tokens).
     SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
@@ -126,6 +127,9 @@ class Service {
     int n_ctx() const { return n_ctx_; }
     int n_slots() const { return scheduler_->n_slots(); }
     bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
+    // POST /slots/{id}?action=...: runs between scheduler steps; returns when done.
+    void slot_action(const std::shared_ptr<SlotAction>& a) { scheduler_->slot_action(a); }
+    const std::string& slot_save_path() const { return cfg_.slot_save_path; }
     bool speculative() const { return cfg_.speculative.method != SpecMethod::none; }
     Metrics& metrics() { return metrics_; }
     std::string describe() const;  // one line for the startup log
