@@ -120,6 +120,11 @@ void resolve(ServeOptions& o) {
     if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
     check_http_config(o.http);  // before any model loads
     o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
+    if (o.service.reasoning_budget != -1 && o.service.reasoning_budget != 0)
+        fail(
+            "--reasoning-budget: only -1 (unlimited) and 0 (no thinking) are supported, as in "
+            "llama-server; got ",
+            o.service.reasoning_budget);
     o.service.tool_call_format = parse_tool_call_format(o.tool_call_format, "--tool-call-format");
     // A bad template file fails before the model loads (it is read again with the model's tokens).
     if (!o.service.chat_template_file.empty())
@@ -193,6 +198,9 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "text, instead of the model's tokenizer.chat_template (as llama-server)");
     cmd->add_option("--chat-template-file", o.service.chat_template_file,
                     "Jinja chat template to use instead of the model's tokenizer.chat_template");
+    cmd->add_option("--reasoning-budget", o.service.reasoning_budget,
+                    "-1: unlimited thinking (default); 0: no thinking (the chat template gets "
+                    "enable_thinking: false), as llama-server");
     cmd->add_option("--reasoning-format", o.reasoning_format,
                     "chat: none (thinking stays in content), deepseek (<think> text goes to "
                     "reasoning_content) or auto (deepseek for templates that think)")

@@ -270,8 +270,15 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
 std::string Service::chat_prompt(const CompletionRequest& req) const {
     std::string text;
     try {
-        text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools,
-                                 req.chat_template_kwargs);
+        if (cfg_.reasoning_budget == 0 && !req.chat_template_kwargs.contains("enable_thinking")) {
+            nlohmann::ordered_json kwargs = req.chat_template_kwargs;
+            kwargs["enable_thinking"] = false;
+            text =
+                prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools, kwargs);
+        } else {
+            text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools,
+                                     req.chat_template_kwargs);
+        }
     } catch (const Error& e) {
         bad_request(e.what(), "messages");
     }

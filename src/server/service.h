@@ -64,6 +64,9 @@ struct ServiceConfig {
     // mistral, gemma, phi3, plain) or a Jinja template's text ("": not given).
     std::string chat_template;
     ReasoningFormat reasoning_format = ReasoningFormat::automatic;  // --reasoning-format
+    // --reasoning-budget, as llama-server: -1 unlimited, 0 no thinking (the template gets
+    // enable_thinking: false unless the request's chat_template_kwargs say otherwise).
+    int reasoning_budget = -1;
     // --tool-call-format (nullopt: auto, the template's; chat/tool_calls.h).
     std::optional<ToolCallFormat> tool_call_format;
 };

@@ -26,7 +26,7 @@ const R1_LIKE =
   "supported') }}{% endif %}<|{{ m.role }}|>{{ m.content }}{% endfor %}" +
   "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}";
 
-let qwenServer, r1Server, qwenDraft, qwenNgram;
+let qwenServer, r1Server, qwenDraft, qwenNgram, qwenNoThink;
 
 before(async () => {
   const tmplFile = path.join(dir, "qwen3.jinja");
@@ -36,18 +36,21 @@ before(async () => {
   const r1File = path.join(dir, "r1.jinja");
   writeFileSync(r1File, R1_LIKE);
   const qwen = ["-m", model, "--parallel", "1", "-t", "1", "-c", "2048"];
-  [qwenServer, r1Server, qwenDraft, qwenNgram] = await Promise.all([
+  [qwenServer, r1Server, qwenDraft, qwenNgram, qwenNoThink] = await Promise.all([
     startServer(qwen),
     startServer(["-m", TARGET(), "--chat-template-file", r1File, "--parallel", "1", "-t", "1"]),
     // The same with speculation: a draft model, and n-gram prompt lookup.
     startServer([...qwen, "-md", DRAFT(), "--draft", "4"]),
     startServer([...qwen, "--spec-type", "ngram", "--draft", "4"]),
+    // llama-server's --reasoning-budget 0: the template renders with enable_thinking false.
+    startServer([...qwen, "--reasoning-budget", "0"]),
   ]);
 });
 after(async () => {
   if (qwenServer) await qwenServer.stop();
   if (r1Server) await r1Server.stop();
   if (qwenDraft) await qwenDraft.stop();
+  if (qwenNoThink) await qwenNoThink.stop();
   if (qwenNgram) await qwenNgram.stop();
 });
 
@@ -84,6 +87,14 @@ test("/apply-template equals @huggingface/jinja on the Qwen3 template", async ()
   const off = await post(qwenServer, "/apply-template",
                          { messages: conversations[0], chat_template_kwargs: { enable_thinking: false } });
   assert.ok(off.body.prompt.endsWith("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  // --reasoning-budget 0 renders the same as enable_thinking false; a request may still ask.
+  const budget0 = await post(qwenNoThink, "/apply-template", { messages: conversations[0] });
+  assert.equal(budget0.body.prompt, off.body.prompt);
+  const asked = await post(qwenNoThink, "/apply-template",
+                           { messages: conversations[0], chat_template_kwargs: { enable_thinking: true } });
+  const on = await post(qwenServer, "/apply-template", { messages: conversations[0] });
+  assert.equal(asked.body.prompt, on.body.prompt);
+  assert.notEqual(on.body.prompt, off.body.prompt);
 });
 
 test("chat completions run on the rendered template", async () => {
