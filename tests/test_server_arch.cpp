@@ -1,0 +1,81 @@
+// The architectures of 2026 through `specula serve`, batched: qwen35 / qwen35moe (hybrid layers,
+// whose recurrent state rolls back exactly) and gemma3 (sliding-window ring caches), plainly,
+// with a draft model and with n-gram drafting, two requests at once on two slots: each reply's
+// greedy text equals `specula run --temp 0` on the same prompt (as JSON carries it: bytes that are
+// not UTF-8, which random weights produce, replaced as the server replaces them).
+#include <gtest/gtest.h>
+
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_process.h"
+#include "server/server_process.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using specula::test::ServerProcess;
+
+const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+const char* kPrompts[] = {"Once upon a time there was", "The little dog ran to the"};
+constexpr int kTokens = 40;
+
+std::string run_greedy(const std::string& model, const std::string& prompt) {
+    const auto r =
+        specula::test::run_specula({"run", "-m", model, "-p", prompt, "-n", std::to_string(kTokens),
+                                    "--temp", "0", "--ignore-eos", "-t", "1"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string as_json = json(r.out).dump(-1, ' ', false, json::error_handler_t::replace);
+    return json::parse(as_json).get<std::string>();
+}
+
+std::string complete(const ServerProcess& s, const std::string& prompt) {
+    const json body = {
+        {"prompt", prompt}, {"max_tokens", kTokens}, {"temperature", 0}, {"ignore_eos", true}};
+    auto res = s.client().Post("/v1/completions", body.dump(), "application/json");
+    if (!res) return "(no response)";
+    EXPECT_EQ(res->status, 200) << res->body;
+    const json j = json::parse(res->body, nullptr, false);
+    return j.is_object() && j.contains("choices") ? j["choices"][0]["text"].get<std::string>()
+                                                  : res->body;
+}
+
+void expect_served_equals_run(const std::string& model, const std::string& draft) {
+    std::vector<std::string> expected;
+    for (const char* p : kPrompts) expected.push_back(run_greedy(model, p));
+    ASSERT_FALSE(expected[0].empty());
+    const std::vector<std::vector<std::string>> modes = {
+        {}, {"-md", draft, "--draft", "4"}, {"--spec-type", "ngram", "--draft", "3"}};
+    for (const auto& mode : modes) {
+        std::vector<std::string> args = {"-m", model, "-np", "2", "-c", "512", "-t", "2"};
+        args.insert(args.end(), mode.begin(), mode.end());
+        ServerProcess s(args, "arch");
+        std::vector<std::future<std::string>> replies;
+        for (const char* p : kPrompts)
+            replies.push_back(std::async(std::launch::async, [&s, p] { return complete(s, p); }));
+        for (size_t i = 0; i < replies.size(); ++i)
+            EXPECT_EQ(replies[i].get(), expected[i])
+                << model << " " << (mode.empty() ? "plain" : mode[0] + " " + mode[1]) << ": "
+                << kPrompts[i];
+    }
+}
+
+}  // namespace
+
+TEST(ServerArch, Qwen35HybridBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-qwen35-tok512-d128-l4-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+}
+
+TEST(ServerArch, Qwen35MoeHybridBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+}
+
+TEST(ServerArch, Gemma3SlidingWindowBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-gemma3-tok512-d128-l7-F16.gguf",
+                             kDir + "rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf");
+}
