@@ -146,9 +146,6 @@ void Session::rollback(int n_past) {
     }
     impl_->rec.restore(impl_->model, n_past, impl_->kv.n_past(), *impl_->pool);
     impl_->kv.truncate(n_past);
-    if (impl_->mtp_kv) {  // MTP position p needs t_{p+1}: at most n_past - 1 of them stay
-        impl_->mtp_kv->truncate(std::min(impl_->mtp_kv->n_past(), std::max(0, n_past - 1)));
-    }
 }
 
 namespace {

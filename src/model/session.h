@@ -120,7 +120,8 @@ class Session {
     const float* mtp_logits(int t) const;  // row t of the last eval_mtp
     const float* mtp_hidden(int t) const;  // its output hidden state (before shared_head_norm)
     int mtp_n_past() const;
-    // Keeps MTP positions [0, n) (n <= mtp_n_past()). rollback(n) keeps at most n - 1 of them.
+    // Keeps MTP positions [0, n) (n <= mtp_n_past()). rollback() leaves the head's cache alone:
+    // its user (speculative/mtp_drafter.h) decides which positions stay.
     void mtp_rollback(int n);
 
     struct Impl;  // model/forward_pass.h

@@ -22,7 +22,7 @@
 
 namespace specula {
 
-enum class SpecMethod { none, draft_model, ngram };
+enum class SpecMethod { none, draft_model, ngram, mtp };
 
 struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
@@ -40,7 +40,7 @@ struct SpeculativeConfig {
 struct SpeculativeFlags {
     std::string model_draft;
     std::string draft = "4";  // N or "auto"
-    std::string spec_type;    // "", "draft", "draft_model" or "ngram"
+    std::string spec_type;    // "", "draft", "draft_model", "ngram", "mtp" or "draft-mtp"
     bool lookup = false;
     int draft_min = 0;
     float p_min = 0.0f;
@@ -48,7 +48,7 @@ struct SpeculativeFlags {
     std::string speculative_config;  // vLLM's JSON; "" when not given
 };
 
-// "none", "draft_model" or "ngram".
+// "none", "draft_model", "ngram" or "mtp".
 const char* method_name(SpecMethod method);
 
 // Checks the flags and turns them into a config; Error naming the flag otherwise.
