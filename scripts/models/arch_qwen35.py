@@ -42,6 +42,7 @@ ROUTER_STD = 10.0
 # other architectures; at half the logit scale both files stay within the F16 tolerance.
 OUT_SCALE = 2.0
 SHAPE = {"qwen35": (1, 2, 4), "qwen35moe": (2, 4, 2)}
+MTP_FFN = False  # the MTP layer's FFN (the test file has none; bigger files for timing do)
 
 
 def _tensors(arch, n_layer, randn, n_nextn=0):
@@ -81,13 +82,14 @@ def _tensors(arch, n_layer, randn, n_nextn=0):
             out.append((p + "attn_q_norm.weight", randn(pre + p + "attn_q_norm", (HEAD_DIM,), 0.3, 1.5), False))
             out.append((p + "attn_k_norm.weight", randn(pre + p + "attn_k_norm", (HEAD_DIM,), 0.3, 1.5), False))
         out.append((p + "post_attention_norm.weight", norm_w(p + "post_attention_norm", D), False))
-        if mtp:  # the MTP head: no FFN (as Qwen3.5's small models), the nextn tensors
+        if mtp:  # the MTP head's nextn tensors; its FFN only with MTP_FFN
             out.append((p + "nextn.eh_proj.weight", mat(p + "nextn.eh_proj", (D, 2 * D), (2 * D)**-0.5), True))
             out.append((p + "nextn.enorm.weight", norm_w(p + "nextn.enorm", D), False))
             out.append((p + "nextn.hnorm.weight", norm_w(p + "nextn.hnorm", D), False))
             out.append((p + "nextn.shared_head_norm.weight",
                         norm_w(p + "nextn.shared_head_norm", D, OUT_SCALE), False))
-            continue
+            if not MTP_FFN:
+                continue
         if arch == "qwen35moe":
             out.append((p + "ffn_gate_inp.weight", mat(p + "ffn_gate_inp", (N_EXPERT, D), ROUTER_STD * D**-0.5), False))
             out.append((p + "ffn_gate_exps.weight", mat(p + "ffn_gate_exps", (N_EXPERT, FF_EXP, D), D**-0.5), True))
