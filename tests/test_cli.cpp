@@ -559,7 +559,7 @@ TEST(Cli, Qwen35SpeculativeEqualsPlain) {
     const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
     const std::string draft = dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
     for (const std::string& model : {dir + "rand-qwen35-tok512-d128-l4-F16.gguf",
-                                    dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
+                                     dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
         auto run = [&](std::vector<std::string> extra) {
             std::vector<std::string> args{"run", "-m", model,    "-p", "Once upon a time there was",
                                           "-n",  "48", "--temp", "0",  "--ignore-eos",

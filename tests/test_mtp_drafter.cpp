@@ -73,7 +73,7 @@ TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
     Draft draft;
     drafter.start(history, 3, draft);
     ASSERT_EQ(draft.size(), 3);
-    EXPECT_EQ(drafter.mtp_steps(), 3);
+    EXPECT_EQ(drafter.steps(), 3);
     EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 3));
     // The target verifies [last, d1, d2, d3], keeps d1 and corrects the rest.
     std::vector<token_id> batch{history.back()};

@@ -42,8 +42,8 @@ class MtpDrafter final : public Drafter {
     std::span<const token_id> start(std::span<const token_id> history, int n_max,
                                     Draft& out) override;
     void accept(int n_kept) override { last_row_ = n_kept; }
-    // Head passes of the last proposal.
-    int mtp_steps() const { return steps_; }
+    // Head passes of the last proposal (on the target's Session: session() stays null).
+    int steps() const override { return steps_; }
 
   private:
     token_id choose(const float* logits, Draft& out);
