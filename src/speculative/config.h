@@ -6,7 +6,7 @@
 //   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
-//   --spec-type draft|draft_model|ngram, --lookup (= --spec-type ngram)
+//   --spec-type draft|draft_model|ngram|mtp|draft-mtp, --lookup (= --spec-type ngram)
 //   --spec-ngram-min N, --spec-ngram-max N
 //   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens",
 //                               "prompt_lookup_min", "prompt_lookup_max", ...}; its keys
