@@ -217,6 +217,32 @@ TEST(Cli, SpeculativeOptionSpellings) {
                 "--draft-p-min must be in [0, 1]");
 }
 
+// MTP self-speculation (the qwen35 file with one nextn layer): k = 1 and k > 1, every spelling,
+// print the plain greedy text; a file without the head is one clear error naming the file.
+TEST(Cli, MtpSelfSpeculation) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    const std::string model = dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf";
+    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
+                                        "-n",  "24", "--temp", "0",  "--ignore-eos"};
+    const auto plain = run_specula(base);
+    ASSERT_EQ(plain.status, 0) << describe(plain);
+    for (const auto& extra : std::vector<std::vector<std::string>>{
+             {"--spec-type", "mtp", "--draft", "1"},
+             {"--spec-type", "draft-mtp", "--draft", "3"},
+             {"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 2})"}}) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = run_specula(args);
+        ASSERT_EQ(r.status, 0) << extra[1] << ": " << describe(r);
+        EXPECT_EQ(r.out, plain.out) << extra[1];
+        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[1] << ": " << r.err;
+    }
+    const std::string no_head = dir + "rand-qwen35-tok512-d128-l4-F16.gguf";
+    const auto bad = run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp"});
+    expect_clean_error(bad, "nextn_predict_layers");
+    EXPECT_NE(bad.err.find(no_head), std::string::npos) << bad.err;
+}
+
 // -ngl 99 runs stories260K on the Vulkan device (lavapipe in CI) and prints the same greedy
 // story; `info --devices` lists the device; bad GPU flags are one clear error.
 TEST(Cli, GpuLayersRunOnTheDevice) {
@@ -533,7 +559,7 @@ TEST(Cli, Qwen35SpeculativeEqualsPlain) {
     const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
     const std::string draft = dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
     for (const std::string& model : {dir + "rand-qwen35-tok512-d128-l4-F16.gguf",
-                                    dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
+                                     dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
         auto run = [&](std::vector<std::string> extra) {
             std::vector<std::string> args{"run", "-m", model,    "-p", "Once upon a time there was",
                                           "-n",  "48", "--temp", "0",  "--ignore-eos",

@@ -12,6 +12,7 @@
 #include "model/session.h"
 #include "speculative/draft_model_drafter.h"
 #include "speculative/generator.h"
+#include "speculative/mtp_drafter.h"
 #include "speculative/ngram_drafter.h"
 #include "test_util.h"
 #ifdef SPECULA_HAVE_VULKAN
@@ -149,6 +150,31 @@ TEST(SpecGreedy, Qwen35EqualsPlainWithEveryDrafter) {
                     }
                 }
             }
+        }
+    }
+}
+
+// MTP self-speculation: the qwen35 file with one nextn layer drafts with its own head, k = 1 (one
+// head pass per proposal) and k > 1 (the head chained on its own hidden output), over the same
+// session for consecutive generations (the head's cache starts anew with each).
+TEST(SpecGreedy, Qwen35MtpEqualsPlain) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    auto target = Model::load(dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf");
+    Session session(*target, kOneThread);
+    MtpDrafter mtp(*target, greedy());
+    const json ref = json::parse(test::read_file(dir + "rand-qwen35-tok512-d128-l4-F16.json"));
+    int n_prompts = 0;
+    for (const json& p : ref["prompts"]) {
+        if (++n_prompts > 2) break;
+        const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+        const auto plain = run(session, nullptr, prompt, 32, 0);
+        ASSERT_EQ(int(plain.size()), 32);
+        for (int n : {1, 2, 5}) {
+            SpecStats st;
+            EXPECT_EQ(run(session, &mtp, prompt, 32, n, &st), plain)
+                << "prompt " << p["name"] << ", N=" << n;
+            EXPECT_GT(st.n_drafted, 0) << "N=" << n;
+            EXPECT_LE(st.n_accepted, st.n_drafted);
         }
     }
 }

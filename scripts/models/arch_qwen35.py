@@ -6,6 +6,9 @@
                       256); attention: 4 heads of 32 (Q doubled with its output gate), 2 KV
                       heads, rope on 8 of 32 dimensions (IMROPE sections 2,1,1,0: every rotated
                       pair follows the text position), ffn 128
+  rand-qwen35-mtp1-tok512-d128-l4-F16.gguf   the same 4 layers plus one MTP (nextn) layer, blk.4:
+                      gated full attention without an FFN (as Qwen3.5's small models), eh_proj,
+                      enorm, hnorm, shared_head_norm; the output head and embedding shared
   rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf   qwen35moe (Qwen3.5/3.6 MoE): 3 layers, full
                       attention every 2nd (layer 1), so the last (2) is a DeltaNet one; DeltaNet
                       with 2 key heads and 4 value heads of 64 (value head h reads key head
@@ -39,9 +42,10 @@ ROUTER_STD = 10.0
 # other architectures; at half the logit scale both files stay within the F16 tolerance.
 OUT_SCALE = 2.0
 SHAPE = {"qwen35": (1, 2, 4), "qwen35moe": (2, 4, 2)}
+MTP_FFN = False  # the MTP layer's FFN (the test file has none; bigger files for timing do)
 
 
-def _tensors(arch, n_layer, randn):
+def _tensors(arch, n_layer, randn, n_nextn=0):
     pre = arch + "|"
 
     def norm_w(name, n, scale=1.0):
@@ -58,7 +62,8 @@ def _tensors(arch, n_layer, randn):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else 0.4
         out.append((p + "attn_norm.weight", norm_w(p + "attn_norm", D), False))
-        if (il + 1) % INTERVAL != 0:
+        mtp = il >= n_layer - n_nextn
+        if (il + 1) % INTERVAL != 0 and not mtp:
             out.append((p + "attn_qkv.weight", mat(p + "attn_qkv", (conv_dim, D), D**-0.5), True))
             out.append((p + "attn_gate.weight", mat(p + "attn_gate", (value_dim, D), D**-0.5), True))
             out.append((p + "ssm_conv1d.weight", mat(p + "ssm_conv1d", (conv_dim, D_CONV), 0.6), False))
@@ -77,6 +82,14 @@ def _tensors(arch, n_layer, randn):
             out.append((p + "attn_q_norm.weight", randn(pre + p + "attn_q_norm", (HEAD_DIM,), 0.3, 1.5), False))
             out.append((p + "attn_k_norm.weight", randn(pre + p + "attn_k_norm", (HEAD_DIM,), 0.3, 1.5), False))
         out.append((p + "post_attention_norm.weight", norm_w(p + "post_attention_norm", D), False))
+        if mtp:  # the MTP head's nextn tensors; its FFN only with MTP_FFN
+            out.append((p + "nextn.eh_proj.weight", mat(p + "nextn.eh_proj", (D, 2 * D), (2 * D)**-0.5), True))
+            out.append((p + "nextn.enorm.weight", norm_w(p + "nextn.enorm", D), False))
+            out.append((p + "nextn.hnorm.weight", norm_w(p + "nextn.hnorm", D), False))
+            out.append((p + "nextn.shared_head_norm.weight",
+                        norm_w(p + "nextn.shared_head_norm", D, OUT_SCALE), False))
+            if not MTP_FFN:
+                continue
         if arch == "qwen35moe":
             out.append((p + "ffn_gate_inp.weight", mat(p + "ffn_gate_inp", (N_EXPERT, D), ROUTER_STD * D**-0.5), False))
             out.append((p + "ffn_gate_exps.weight", mat(p + "ffn_gate_exps", (N_EXPERT, FF_EXP, D), D**-0.5), True))
@@ -99,7 +112,7 @@ def _tensors(arch, n_layer, randn):
     return out
 
 
-def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, extra=()):
+def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, extra=(), n_nextn=0):
     N_GROUP, DT_RANK, INTERVAL = SHAPE[arch]
     w = g.Writer()
     a = arch + "."
@@ -135,7 +148,9 @@ def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, e
         w.add(k, t, v)
     w.add("general.quantization_version", g.T_U32, 2)
     w.add("general.file_type", g.T_U32, {g.GGML_F16: 1, g.GGML_Q8_0: 7}[wtype])
-    for tname, arr, is_matrix in _tensors(arch, n_layer, randn):
+    if n_nextn:
+        w.add(a + "nextn_predict_layers", g.T_U32, n_nextn)
+    for tname, arr, is_matrix in _tensors(arch, n_layer, randn, n_nextn):
         w.tensor(tname, arr, wtype if is_matrix else g.GGML_F32)
     w.write(path)
     print(path, os.path.getsize(path), "bytes")
@@ -144,5 +159,8 @@ def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, e
 def write_all(o, vocab, randn):
     write(f"{o}/rand-qwen35-tok512-d128-l4-F16.gguf", "qwen35", 4, g.GGML_F16,
           "rand-qwen35-tok512-d128-l4", vocab, randn, [2, 1, 1, 0])
+    # The same 4 layers (the same seeds: the same main-pass logits) plus one MTP layer (blk.4).
+    write(f"{o}/rand-qwen35-mtp1-tok512-d128-l4-F16.gguf", "qwen35", 5, g.GGML_F16,
+          "rand-qwen35-mtp1-tok512-d128-l4", vocab, randn, [2, 1, 1, 0], n_nextn=1)
     write(f"{o}/rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf", "qwen35moe", 3, g.GGML_F16,
           "rand-qwen35moe-e8x2-tok512-d128-l3", vocab, randn, [1, 1, 1, 1])

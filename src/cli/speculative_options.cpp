@@ -31,7 +31,8 @@ void add_speculative_options(CLI::App& cmd, SpeculativeFlags& f) {
                    "stop drafting when the draft's top probability falls below this")
         ->capture_default_str();
     cmd.add_option("--spec-type", f.spec_type,
-                   "drafter: draft / draft_model (needs -md) or ngram (prompt lookup)");
+                   "drafter: draft / draft_model (needs -md), ngram (prompt lookup) or mtp / "
+                   "draft-mtp (the model's own nextn head)");
     cmd.add_flag("--lookup", f.lookup, "n-gram prompt-lookup drafting (= --spec-type ngram)");
     cmd.add_option("--spec-ngram-min", f.ngram_min, "shortest n-gram to look up")
         ->capture_default_str();

@@ -225,14 +225,14 @@ void ForwardPass::rope_and_cache() {
     const RopeParams& rp = swa ? rope_swa_ : rope_;
     const float* angles = swa ? rope_cs_swa_.data() : rope_cs_.data();
     for (size_t s = 0; s < segs_.size(); ++s) {
-        KVCache& kv = segs_[s].seq->kv;
+        KVCache& kv = kv_of(s);
         const int pos0 = kv.n_past();
         for (int t = off_[s]; t < off_[s] + n_[s]; ++t) {
             const float* cs = angles + static_cast<size_t>(t) * hp_.n_rot;
             rope_apply(rp, cs, q_.data() + t * dq, hp_.n_head, hp_.head_dim);
             rope_apply(rp, cs, kc + t * dkv, hp_.n_head_kv, hp_.head_dim);
             // Every K/V row enters the cache through write() (the cache decides its storage).
-            kv.write(il_, pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
+            kv.write(kv_layer(), pos0 + t - off_[s], kc + t * dkv, vc + t * dkv);
         }
     }
 }
@@ -267,12 +267,12 @@ void ForwardPass::attention_output(const LayerWeights& l) {
     shape.window = hp_.window(il_);
     shape.sinks = l.attn_sinks;
     for (size_t s = 0; s < segs_.size(); ++s) {
-        const KVCache& kv = segs_[s].seq->kv;
+        const KVCache& kv = kv_of(s);
         const int r0 = last_ ? n_[s] - n_out_[s] : 0;  // first row of the segment to finish
         const int n = n_[s] - r0;
         const int dst = last_ ? out_off_[s] : off_[s];
         if (n == 0) continue;
-        attention(kv, il_, kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
+        attention(kv, kv_layer(), kv.n_past() + r0, n, q_.data() + (off_[s] + r0) * dq,
                   att_.data() + dst * dq, shape, pool, scores_.data());
         if (gate_on_) {  // qwen35: out *= sigmoid(gate) (the gate of the row's own position)
             const float* g = gate_.data() + (off_[s] + r0) * dq;
@@ -416,6 +416,16 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         last_ = il_ == hp_.n_layer - 1;
         rows_ = last_ ? n_out_rows_ : n_rows_;
         arch.block(*this, model_.layers[il_]);
+    }
+    if (model_.has_mtp()) {  // the MTP head's input: the final hidden rows, one per logits row
+        const size_t d = static_cast<size_t>(hp_.n_embd);
+        for (size_t s = 0; s < ns; ++s) {
+            Session::Impl& seq = *segs[s].seq;
+            const size_t row0 = static_cast<size_t>(segs[s].logits_row);
+            grow(seq.hidden, (row0 + n_out_[s]) * d);
+            std::memcpy(seq.hidden.data() + row0 * d, x_.data() + out_off_[s] * d,
+                        sizeof(float) * n_out_[s] * d);
+        }
     }
     norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
     const size_t nv = static_cast<size_t>(hp_.n_vocab);

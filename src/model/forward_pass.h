@@ -34,6 +34,11 @@ struct Session::Impl {
     std::unique_ptr<LayerOffload> offload;    // layers [0, offload->n_layers()) on a device
     std::vector<float> logits;                // n_logits rows of n_vocab
     int n_logits = 0;
+    // The MTP head (Model::has_mtp): its KV cache (one layer), the main pass's final hidden rows
+    // (one per logits row), the head's last pass: logits and output hidden rows.
+    std::unique_ptr<KVCache> mtp_kv;
+    std::vector<float> hidden, mtp_logits, mtp_hidden;
+    int n_mtp = 0;
 
     // Throws Error (context overflow, token id out of range) before anything changes.
     void check(std::span<const token_id> tokens) const;
@@ -60,6 +65,10 @@ class ForwardPass {
     void run(std::span<const PassSegment> segs, ThreadPool& pool);
 
     const HParams& hparams() const { return hp_; }
+
+    // The MTP head (ModelWeights::mtp) over one session: see Session::eval_mtp. Checked already.
+    void run_mtp(Session::Impl& seq, std::span<const token_id> next, const float* hidden,
+                 ThreadPool& pool);
 
     // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
     // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
@@ -100,6 +109,11 @@ class ForwardPass {
 
   private:
     void reserve(int ntok, int max_ctx, int n_threads);
+    // The cache segment s's attention reads and writes: its MTP cache in run_mtp.
+    KVCache& kv_of(size_t s) const { return mtp_ ? *segs_[s].seq->mtp_kv : segs_[s].seq->kv; }
+    int kv_layer() const { return mtp_ ? 0 : il_; }
+    bool mtp_ = false;
+    std::vector<float> mtp_cat_;
     void norm_rows(const float* in, const float* w, int ntok, float* out);
     // The rope frequency factors of a session with an n_ctx context (or nullptr).
     const float* rope_factors(int n_ctx) const;

@@ -52,6 +52,12 @@ void pack_weights(Model& m, int n_threads) {
         }
     }
     if (packs(m.output)) todo.push_back(&m.output);
+    // The MTP head's dense matrices (its experts, if any, keep the row layout).
+    MtpWeights& h = m.mtp;
+    for (WeightView* w : {&h.layer.wq, &h.layer.wk, &h.layer.wv, &h.layer.wo, &h.layer.ffn_gate,
+                          &h.layer.ffn_up, &h.layer.ffn_down, &h.eh_proj, &h.head}) {
+        if (packs(*w)) todo.push_back(w);
+    }
     if (todo.empty()) return;
 
     // Buffers are reserved here, on this thread (an allocation may throw); their pages are

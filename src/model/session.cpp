@@ -47,6 +47,10 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     }
     op.n_ctx = kv.n_ctx();
     offload = make_offload(m, op);
+    if (m.has_mtp()) {
+        mtp_kv =
+            std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k, p.type_v);
+    }
 }
 
 Session::Impl::~Impl() = default;
@@ -142,6 +146,71 @@ void Session::rollback(int n_past) {
     }
     impl_->rec.restore(impl_->model, n_past, impl_->kv.n_past(), *impl_->pool);
     impl_->kv.truncate(n_past);
+}
+
+namespace {
+
+const Session::Impl& need_mtp(const Session::Impl& s) {
+    if (!s.mtp_kv) {
+        fail(s.model.file().path(), ": the model has no MTP head (key '", s.model.hparams().arch,
+             ".nextn_predict_layers' is 0 or missing, no blk.N.nextn.* tensors)");
+    }
+    return s;
+}
+
+}  // namespace
+
+const float* Session::hidden(int i) const {
+    need_mtp(*impl_);
+    if (i < 0 || i >= impl_->n_logits) {
+        fail("hidden(", i, "): the last eval produced ", impl_->n_logits, " rows");
+    }
+    return impl_->hidden.data() + static_cast<size_t>(i) * impl_->model.hparams().n_embd;
+}
+
+void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
+    Impl& s = *impl_;
+    need_mtp(s);
+    const int64_t end = static_cast<int64_t>(s.mtp_kv->n_past()) + next.size();
+    if (end > s.mtp_kv->n_ctx()) {
+        fail("context overflow: ", s.mtp_kv->n_past(), " MTP positions + ", next.size(),
+             " new exceed n_ctx = ", s.mtp_kv->n_ctx());
+    }
+    for (token_id id : next) {
+        if (id < 0 || id >= s.model.hparams().n_vocab) {
+            fail("token id ", id, " out of range [0, ", s.model.hparams().n_vocab, ")");
+        }
+    }
+    if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
+    s.pass->run_mtp(s, next, hidden, *s.pool);
+}
+
+const float* Session::mtp_logits(int t) const {
+    need_mtp(*impl_);
+    if (t < 0 || t >= impl_->n_mtp) {
+        fail("mtp_logits(", t, "): the last eval_mtp produced ", impl_->n_mtp, " rows");
+    }
+    return impl_->mtp_logits.data() + static_cast<size_t>(t) * impl_->model.hparams().n_vocab;
+}
+
+const float* Session::mtp_hidden(int t) const {
+    need_mtp(*impl_);
+    if (t < 0 || t >= impl_->n_mtp) {
+        fail("mtp_hidden(", t, "): the last eval_mtp produced ", impl_->n_mtp, " rows");
+    }
+    return impl_->mtp_hidden.data() + static_cast<size_t>(t) * impl_->model.hparams().n_embd;
+}
+
+int Session::mtp_n_past() const {
+    return need_mtp(*impl_).mtp_kv->n_past();
+}
+
+void Session::mtp_rollback(int n) {
+    need_mtp(*impl_);
+    if (n < 0 || n > impl_->mtp_kv->n_past()) {
+        fail("mtp_rollback(", n, "): must be in [0, mtp_n_past = ", impl_->mtp_kv->n_past(), "]");
+    }
+    impl_->mtp_kv->truncate(n);
 }
 
 bool Session::can_rollback(int n_past) const {

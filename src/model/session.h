@@ -109,6 +109,21 @@ class Session {
 
     const Model& model() const;
 
+    // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
+    // The final hidden state (before the output norm) of logits row i of the last eval.
+    const float* hidden(int i) const;
+    // One pass of the MTP head over rows t = 0 .. next.size() - 1: row t takes token next[t] and
+    // the hidden state hidden + t * n_embd (h_p: the main pass's, or for chained drafts the
+    // head's own mtp_hidden) at MTP position mtp_n_past() + t, and is appended to the head's own
+    // KV cache. MTP position p holds [t_{p+1}, h_p]: its logits predict t_{p+2}.
+    void eval_mtp(std::span<const token_id> next, const float* hidden);
+    const float* mtp_logits(int t) const;  // row t of the last eval_mtp
+    const float* mtp_hidden(int t) const;  // its output hidden state (before shared_head_norm)
+    int mtp_n_past() const;
+    // Keeps MTP positions [0, n) (n <= mtp_n_past()). rollback() leaves the head's cache alone:
+    // its user (speculative/mtp_drafter.h) decides which positions stay.
+    void mtp_rollback(int n);
+
     struct Impl;  // model/forward_pass.h
 
   private:

@@ -47,6 +47,20 @@ struct LayerWeights {
     const float *ssm_conv1d = nullptr, *ssm_dt = nullptr, *ssm_a = nullptr, *ssm_norm = nullptr;
 };
 
+// The MTP (multi-token prediction, "nextn") head some files ship after their last layer (qwen35:
+// blk.N.nextn.*, N = block_count - 1): x = eh_proj [enorm(embed(t_{p+1})) | hnorm(h_p)], one
+// gated full-attention layer with its own KV cache (its FFN optional: absent in Qwen3.5's small
+// models), then logits = head(rms_norm(x) * shared_head_norm). h_p is the main pass's final
+// hidden state (before the output norm); k > 1 drafts chain the head on its own x.
+struct MtpWeights {
+    LayerWeights layer;
+    WeightView eh_proj;  // [2 n_embd -> n_embd]
+    const float *enorm = nullptr, *hnorm = nullptr;
+    const float* shared_head_norm = nullptr;  // absent: the model's output_norm
+    WeightView head;                          // shared_head_head, else the model's output
+    WeightView embed;                         // nextn.embed_tokens, else token_embd
+};
+
 struct ModelWeights {
     WeightView tok_embd, output;
     const float* output_norm = nullptr;
@@ -56,6 +70,8 @@ struct ModelWeights {
     // exceeds hp.n_ctx_orig uses the long factors, any other the short (rope_freqs wins).
     std::vector<float> rope_factors_long, rope_factors_short;
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
+    MtpWeights mtp;                         // eh_proj empty: the file has no MTP head
+    bool has_mtp() const { return mtp.eh_proj.data != nullptr; }
 };
 
 enum class Need { Required, Optional };

@@ -18,7 +18,9 @@ constexpr int kMaxNgram = 64;        // --spec-ngram-max
 SpecMethod parse_method(const std::string& name, const char* where) {
     if (name == "draft" || name == "draft_model") return SpecMethod::draft_model;
     if (name == "ngram") return SpecMethod::ngram;
-    fail(where, ": the speculative method must be draft, draft_model or ngram, got '", name, "'");
+    if (name == "mtp" || name == "draft-mtp") return SpecMethod::mtp;
+    fail(where, ": the speculative method must be draft, draft_model, ngram or mtp, got '", name,
+         "'");
 }
 
 // An optional integer key of vLLM's JSON in [lo, hi].
@@ -101,6 +103,8 @@ const char* method_name(SpecMethod method) {
             return "draft_model";
         case SpecMethod::ngram:
             return "ngram";
+        case SpecMethod::mtp:
+            return "mtp";
         case SpecMethod::none:
             break;
     }
@@ -146,6 +150,11 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
         fail(
             "n-gram drafting (--spec-type ngram) takes no draft model: drop -md, or use "
             "--spec-type draft");
+
+    if (c.method == SpecMethod::mtp && !c.draft_model.empty())
+        fail(
+            "MTP drafting (--spec-type mtp) uses the target file's own nextn layers: a sidecar "
+            "MTP file (-md) is not supported yet; drop -md");
 
     parse_draft_length(f.draft, c);
     if (f.draft_min < 0 || f.draft_min > kMaxDraftLength)

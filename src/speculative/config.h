@@ -6,7 +6,7 @@
 //   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
-//   --spec-type draft|draft_model|ngram, --lookup (= --spec-type ngram)
+//   --spec-type draft|draft_model|ngram|mtp|draft-mtp, --lookup (= --spec-type ngram)
 //   --spec-ngram-min N, --spec-ngram-max N
 //   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens",
 //                               "prompt_lookup_min", "prompt_lookup_max", ...}; its keys
@@ -22,7 +22,7 @@
 
 namespace specula {
 
-enum class SpecMethod { none, draft_model, ngram };
+enum class SpecMethod { none, draft_model, ngram, mtp };
 
 struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
@@ -40,7 +40,7 @@ struct SpeculativeConfig {
 struct SpeculativeFlags {
     std::string model_draft;
     std::string draft = "4";  // N or "auto"
-    std::string spec_type;    // "", "draft", "draft_model" or "ngram"
+    std::string spec_type;    // "", "draft", "draft_model", "ngram", "mtp" or "draft-mtp"
     bool lookup = false;
     int draft_min = 0;
     float p_min = 0.0f;
@@ -48,7 +48,7 @@ struct SpeculativeFlags {
     std::string speculative_config;  // vLLM's JSON; "" when not given
 };
 
-// "none", "draft_model" or "ngram".
+// "none", "draft_model", "ngram" or "mtp".
 const char* method_name(SpecMethod method);
 
 // Checks the flags and turns them into a config; Error naming the flag otherwise.

@@ -46,6 +46,11 @@ class Drafter {
     virtual ~Drafter() = default;
     virtual const char* name() const = 0;
 
+    // The target Session this drafter drafts for (the engine sets it before begin / resume). A
+    // drafter built into the target model (MTP) reads the target's hidden states and runs its
+    // head there; the others ignore it.
+    virtual void attach(Session* target) {}
+
     // A new sequence starts with `prompt` (the target has it, or is about to evaluate it).
     virtual void begin(std::span<const token_id> prompt) = 0;
 

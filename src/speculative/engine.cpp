@@ -67,6 +67,7 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
     // Set on every generation: a drafter shared between requests forgets an earlier one's guide.
     if (s.drafter) {
         s.drafter->guide(s.constraints);
+        s.drafter->attach(s.target);
         keep > 0 ? s.drafter->resume(prompt) : s.drafter->begin(prompt);
     }
     // The target evaluates all of the prompt but its last token, which goes with the first draft.

@@ -1,7 +1,9 @@
 // load_speculative / make_drafter: see make_drafter.h.
 #include "speculative/make_drafter.h"
 
+#include "common/error.h"
 #include "speculative/draft_model_drafter.h"
+#include "speculative/mtp_drafter.h"
 #include "speculative/ngram_drafter.h"
 #include "speculative/vocab_check.h"
 
@@ -11,6 +13,14 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
                                   const std::string& target_name) {
     SpeculativeSetup s;
     s.config = config;
+    if (config.method == SpecMethod::mtp) {
+        if (!target.has_mtp()) {
+            fail(target.file().path(), ": --spec-type mtp needs the model's MTP head, and it has ",
+                 "none (key '", target.hparams().arch, ".nextn_predict_layers' is 0 or missing, ",
+                 "no blk.N.nextn.* tensors)");
+        }
+        s.target = &target;
+    }
     if (config.method == SpecMethod::draft_model) {
         s.draft_model = Model::load(config.draft_model, LoadOptions{.gpu = config.draft_gpu});
         check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
@@ -34,6 +44,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
         }
         case SpecMethod::ngram:
             return std::make_unique<NgramDrafter>(setup.config.ngram);
+        case SpecMethod::mtp:
+            return std::make_unique<MtpDrafter>(*setup.target, params.sampling);
         case SpecMethod::none:
             break;
     }

@@ -19,6 +19,7 @@ namespace specula {
 struct SpeculativeSetup {
     SpeculativeConfig config;
     std::unique_ptr<Model> draft_model;  // method draft_model only
+    const Model* target = nullptr;       // method mtp: the model whose MTP head drafts
 };
 
 // Where one drafter runs and what it drafts for.
@@ -31,7 +32,8 @@ struct DrafterParams {
     ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
 };
 
-// target_name labels the vocabulary error (e.g. the target's path).
+// target_name labels the vocabulary error (e.g. the target's path). Method mtp on a target
+// without an MTP head is an Error naming the target's file.
 SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& target,
                                   const std::string& target_name = "the target");
 

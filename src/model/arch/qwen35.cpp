@@ -9,10 +9,15 @@
 //            ssm.group_count (key heads), ssm.time_step_rank (value heads, a multiple of the key
 //            heads), ssm.inner_size (= state_size x time_step_rank), full_attention_interval
 //            (default 4: layer il is full attention when (il + 1) % interval == 0),
-//            nextn_predict_layers (default 0: the last ones are MTP layers, not run here)}.
+//            nextn_predict_layers (default 0: the last ones are MTP layers, outside the main
+//            pass; the last of them is bound as the model's MTP head, ModelWeights::mtp)}.
 //            qwen35moe: expert_count, expert_used_count, expert_feed_forward_length (default
 //            feed_forward_length / expert_used_count), expert_shared_feed_forward_length
 //            (default feed_forward_length).
+//   MTP head (blk.N.*, N = block_count - 1, when nextn_predict_layers > 0): a gated attention
+//            layer's tensors as below, the FFN optional, and nextn.{eh_proj ([2 n_embd] ->
+//            n_embd), enorm, hnorm}, optional nextn.{shared_head_norm, shared_head_head,
+//            embed_tokens}.
 //   tensors: token_embd, output_norm, output (optional: tied); per layer attn_norm,
 //            post_attention_norm (the FFN's input norm); DeltaNet layers attn_qkv, attn_gate,
 //            ssm_conv1d, ssm_dt.bias, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out; attention
@@ -142,6 +147,8 @@ void bind_rope_sections(const TensorBinder& b, const HParams& hp, ModelWeights& 
     if (any) w.rope_freq_factors = std::move(f);
 }
 
+void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w);
+
 void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_io(b, hp, w);
     bind_rope_sections(b, hp, w);
@@ -186,6 +193,44 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
         l.ffn_up_shexp = b.matrix(pre + "ffn_up_shexp.weight", {d, fs});
         l.ffn_down_shexp = b.matrix(pre + "ffn_down_shexp.weight", {fs, d});
     }
+    if (hp.n_nextn > 0) bind_mtp(b, hp, w);
+}
+
+void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
+    const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const std::string pre = layer_prefix(hp.n_layer + hp.n_nextn - 1);
+    MtpWeights& m = w.mtp;
+    LayerWeights& l = m.layer;
+    l.attn_norm = b.vector(pre + "attn_norm.weight", d);
+    l.wq = b.matrix(pre + "attn_q.weight", {d, 2 * dq});
+    l.wk = b.matrix(pre + "attn_k.weight", {d, dkv});
+    l.wv = b.matrix(pre + "attn_v.weight", {d, dkv});
+    l.wo = b.matrix(pre + "attn_output.weight", {dq, d});
+    bind_qk_norm(b, hp, pre, l);
+    l.ffn_norm = b.vector(pre + "post_attention_norm.weight", d);
+    if (hp.n_expert == 0) {
+        l.ffn_gate = b.matrix(pre + "ffn_gate.weight", {d, hp.n_ff}, Need::Optional);
+        if (l.ffn_gate.data) {
+            l.ffn_up = b.matrix(pre + "ffn_up.weight", {d, hp.n_ff});
+            l.ffn_down = b.matrix(pre + "ffn_down.weight", {hp.n_ff, d});
+        }
+    } else {
+        const int64_t ne = hp.n_expert, ff = hp.n_ff_expert, fs = hp.n_ff_shexp;
+        l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
+        l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});
+        l.ffn_up_exps = b.matrix(pre + "ffn_up_exps.weight", {d, ff, ne});
+        l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
+        l.ffn_gate_inp_shexp = b.vector(pre + "ffn_gate_inp_shexp.weight", d);
+        l.ffn_gate_shexp = b.matrix(pre + "ffn_gate_shexp.weight", {d, fs});
+        l.ffn_up_shexp = b.matrix(pre + "ffn_up_shexp.weight", {d, fs});
+        l.ffn_down_shexp = b.matrix(pre + "ffn_down_shexp.weight", {fs, d});
+    }
+    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
+    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
+    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
+    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
+    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
+    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
 }
 
 void block(ForwardPass& pass, const LayerWeights& l) {

@@ -1,0 +1,99 @@
+// MtpDrafter: see mtp_drafter.h.
+#include "speculative/mtp_drafter.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "speculative/categorical.h"
+
+namespace specula {
+
+namespace {
+
+// The drafts sample with their own generator (a seed derived from the target's), so that their
+// draws are independent of the target's acceptance draws.
+SamplingParams mtp_sampling(SamplingParams p) {
+    const uint64_t random_seed = 0xFFFFFFFFu;
+    if (p.seed != random_seed) p.seed = (p.seed * 0xBF58476D1CE4E5B9ull) ^ 0x94D049BB133111EBull;
+    if (p.seed == random_seed) p.seed ^= 1;
+    return p;
+}
+
+}  // namespace
+
+MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
+    : model_(model), sampler_(mtp_sampling(sampling)) {
+    if (!model.has_mtp()) {
+        fail(model.file().path(), ": --spec-type mtp needs an MTP head, and the model has none ",
+             "(key '", model.hparams().arch, ".nextn_predict_layers' is 0 or missing, no ",
+             "blk.N.nextn.* tensors)");
+    }
+}
+
+token_id MtpDrafter::choose(const float* logits, Draft& out) {
+    const int nv = model_.hparams().n_vocab;
+    if (!out.has_q) return argmax(logits, nv);
+    std::vector<TokenProb>& q = out.next_q();
+    sampler_.distribution(logits, nv, q);
+    if (q.empty()) return -1;
+    return sample_categorical(q, sampler_.uniform());
+}
+
+std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, int n_max,
+                                            Draft& out) {
+    out.clear();
+    out.has_q = !sampler_.greedy();
+    steps_ = 0;
+    Session& t = *target_;
+    const int L = int(history.size()) - 1;
+    if (n_max <= 0 || L < 1 || t.n_logits() == 0 || t.n_past() != L) {
+        fresh_ = true;  // nothing to draft from: the head starts anew next time
+        return {};
+    }
+    // The target's hidden rows: row last of position L - 1, rows 0 .. last of the positions
+    // before it.
+    const int last = last_row_ >= 0 ? last_row_ : t.n_logits() - 1;
+    last_row_ = -1;
+    if (last >= t.n_logits()) {
+        fresh_ = true;
+        return {};
+    }
+    const int first_pos = L - 1 - last;  // the first position with a hidden state
+    int pos = fresh_ ? first_pos : base_ + t.mtp_n_past();
+    if (pos < first_pos || pos > L - 1) pos = first_pos, fresh_ = true;
+    if (fresh_) {
+        t.mtp_rollback(0);
+        base_ = first_pos;
+        fresh_ = false;
+    } else {
+        t.mtp_rollback(pos - base_);
+    }
+    const size_t d = size_t(model_.hparams().n_embd);
+    const int n = L - pos;  // positions pos .. L - 1
+    next_.assign(history.begin() + pos + 1, history.begin() + L + 1);
+    hidden_.resize(d * size_t(n));
+    for (int i = 0; i < n; ++i) {
+        const float* h = t.hidden(last - (L - 1 - (pos + i)));
+        std::copy(h, h + d, hidden_.begin() + d * size_t(i));
+    }
+    t.eval_mtp(next_, hidden_.data());
+    ++steps_;
+    const int keep = t.mtp_n_past();  // positions up to L - 1: verified inputs only
+    int row = n - 1;                  // the head's last row
+    token_id tok = choose(t.mtp_logits(row), out);
+    while (tok >= 0) {
+        out.tokens.push_back(tok);
+        if (out.size() >= n_max || t.mtp_n_past() >= t.n_ctx()) break;
+        // eval_mtp reads its hidden input before it writes its own output rows.
+        t.eval_mtp(std::span(&tok, 1), t.mtp_hidden(row));
+        ++steps_;
+        row = 0;
+        tok = choose(t.mtp_logits(0), out);
+    }
+    t.mtp_rollback(keep);
+    return {};
+}
+
+}  // namespace specula

@@ -1,0 +1,128 @@
+// MtpDrafter's bookkeeping (speculative/mtp_drafter.h) against a plain recomputation: its drafts
+// after the prompt, and after a verify pass with one draft kept plus a correction, equal the
+// argmax chain of a second session that evaluates the whole history with every hidden row and
+// runs the head over the same positions (from the prompt's last one) without any rollback.
+// `--spec-type mtp` on a file without the head is an Error naming the file.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arch_test_util.h"
+#include "common/error.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "sampling/sampler.h"
+#include "speculative/config.h"
+#include "speculative/make_drafter.h"
+#include "speculative/mtp_drafter.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace specula;
+
+const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+
+SessionParams params() {
+    SessionParams p;
+    p.n_ctx = 128;
+    p.n_threads = 1;
+    return p;
+}
+
+SamplingParams greedy() {
+    SamplingParams p;
+    p.temp = 0.f;
+    return p;
+}
+
+// The head's greedy chain of k tokens for `history` (its last token the next to evaluate), the
+// head's cache starting at position `base`, computed from scratch.
+std::vector<token_id> reference(const Model& m, const std::vector<token_id>& history, int base,
+                                int k) {
+    Session r(m, params());
+    const int L = int(history.size()) - 1;
+    r.eval(std::span(history).first(size_t(L)));  // every row: every hidden state
+    const size_t d = size_t(m.hparams().n_embd);
+    const int nv = m.hparams().n_vocab;
+    std::vector<token_id> next(history.begin() + base + 1, history.end());
+    std::vector<float> h;
+    for (int p = base; p < L; ++p) h.insert(h.end(), r.hidden(p), r.hidden(p) + d);
+    r.eval_mtp(next, h.data());
+    std::vector<token_id> out{argmax(r.mtp_logits(int(next.size()) - 1), nv)};
+    int row = int(next.size()) - 1;
+    while (int(out.size()) < k) {
+        const std::vector<float> hh(r.mtp_hidden(row), r.mtp_hidden(row) + d);
+        r.eval_mtp(std::span(&out.back(), 1), hh.data());
+        row = 0;
+        out.push_back(argmax(r.mtp_logits(0), nv));
+    }
+    return out;
+}
+
+TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
+    const auto m = Model::load(kDir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf");
+    std::vector<token_id> history = test::random_tokens(10, 4);
+    const int L = int(history.size()) - 1;
+    Session s(*m, params());
+    s.eval(std::span(history).first(size_t(L)), /*all_logits=*/false);
+    MtpDrafter drafter(*m, greedy());
+    drafter.attach(&s);
+    drafter.begin(history);
+    Draft draft;
+    drafter.start(history, 3, draft);
+    ASSERT_EQ(draft.size(), 3);
+    EXPECT_EQ(drafter.steps(), 3);
+    EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 3));
+    // The target verifies [last, d1, d2, d3], keeps d1 and corrects the rest.
+    std::vector<token_id> batch{history.back()};
+    batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+    s.eval(batch);
+    s.rollback(L + 2);
+    drafter.accept(1);
+    const token_id correction = token_id((draft.tokens[1] + 1) % m->hparams().n_vocab);
+    history.push_back(draft.tokens[0]);
+    history.push_back(correction);
+    drafter.start(history, 2, draft);
+    ASSERT_EQ(draft.size(), 2);
+    EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 2));
+    // And once more after nothing was kept.
+    batch.assign({history.back()});
+    batch.insert(batch.end(), draft.tokens.begin(), draft.tokens.end());
+    s.eval(batch);
+    s.rollback(int(history.size()));
+    drafter.accept(0);
+    history.push_back(token_id((draft.tokens[0] + 7) % m->hparams().n_vocab));
+    drafter.start(history, 4, draft);
+    ASSERT_EQ(draft.size(), 4);
+    EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 4));
+}
+
+TEST(MtpDrafter, ModelWithoutTheHeadIsRefused) {
+    const std::string path = kDir + "rand-qwen35-tok512-d128-l4-F16.gguf";
+    const auto m = Model::load(path);
+    SpeculativeFlags f;
+    f.spec_type = "mtp";
+    const SpeculativeConfig c = parse_speculative_flags(f);
+    EXPECT_EQ(c.method, SpecMethod::mtp);
+    try {
+        load_speculative(c, *m);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find(path), std::string::npos) << msg;
+        EXPECT_NE(msg.find("qwen35.nextn_predict_layers"), std::string::npos) << msg;
+    }
+    EXPECT_THROW(MtpDrafter(*m, greedy()), Error);
+    // llama.cpp's and vLLM's names; a sidecar -md is refused.
+    f.spec_type = "draft-mtp";
+    EXPECT_EQ(parse_speculative_flags(f).method, SpecMethod::mtp);
+    SpeculativeFlags v;
+    v.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+    EXPECT_EQ(parse_speculative_flags(v).method, SpecMethod::mtp);
+    f.model_draft = "x.gguf";
+    EXPECT_THROW(parse_speculative_flags(f), Error);
+}
+
+}  // namespace
