@@ -1,8 +1,9 @@
 // The architectures of 2026 through `specula serve`, batched: qwen35 / qwen35moe (hybrid layers,
-// whose recurrent state rolls back exactly) and gemma3 (sliding-window ring caches), plainly,
-// with a draft model and with n-gram drafting, two requests at once on two slots: each reply's
-// greedy text equals `specula run --temp 0` on the same prompt (as JSON carries it: bytes that are
-// not UTF-8, which random weights produce, replaced as the server replaces them).
+// whose recurrent state rolls back exactly; with an MTP head, that head drafting too) and gemma3
+// (sliding-window ring caches), plainly, with a draft model and with n-gram drafting, two requests
+// at once on two slots: each reply's greedy text equals `specula run --temp 0` on the same prompt
+// (as JSON carries it: bytes that are not UTF-8, which random weights produce, replaced as the
+// server replaces them).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -43,12 +44,14 @@ std::string complete(const ServerProcess& s, const std::string& prompt) {
                                                   : res->body;
 }
 
-void expect_served_equals_run(const std::string& model, const std::string& draft) {
+void expect_served_equals_run(const std::string& model, const std::string& draft,
+                              bool mtp = false) {
     std::vector<std::string> expected;
     for (const char* p : kPrompts) expected.push_back(run_greedy(model, p));
     ASSERT_FALSE(expected[0].empty());
-    const std::vector<std::vector<std::string>> modes = {
+    std::vector<std::vector<std::string>> modes = {
         {}, {"-md", draft, "--draft", "4"}, {"--spec-type", "ngram", "--draft", "3"}};
+    if (mtp) modes.push_back({"--spec-type", "mtp", "--draft", "2"});
     for (const auto& mode : modes) {
         std::vector<std::string> args = {"-m", model, "-np", "2", "-c", "512", "-t", "2"};
         args.insert(args.end(), mode.begin(), mode.end());
@@ -68,6 +71,12 @@ void expect_served_equals_run(const std::string& model, const std::string& draft
 TEST(ServerArch, Qwen35HybridBatchedEqualsRun) {
     expect_served_equals_run(kDir + "rand-qwen35-tok512-d128-l4-F16.gguf",
                              kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+}
+
+// The model's own MTP head as the drafter (--spec-type mtp), beside the other drafters.
+TEST(ServerArch, Qwen35MtpBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf", /*mtp=*/true);
 }
 
 TEST(ServerArch, Qwen35MoeHybridBatchedEqualsRun) {
