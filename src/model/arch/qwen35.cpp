@@ -149,10 +149,35 @@ void bind_rope_sections(const TensorBinder& b, const HParams& hp, ModelWeights& 
 
 void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w);
 
+// Gated full attention: Q carries its output gate (2 x the query width), then K, V, the output
+// and the Q/K norms.
+void bind_gated_attention(TensorBinder& b, const HParams& hp, const std::string& pre,
+                          LayerWeights& l) {
+    const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    l.wq = b.matrix(pre + "attn_q.weight", {d, 2 * dq});
+    l.wk = b.matrix(pre + "attn_k.weight", {d, dkv});
+    l.wv = b.matrix(pre + "attn_v.weight", {d, dkv});
+    l.wo = b.matrix(pre + "attn_output.weight", {dq, d});
+    bind_qk_norm(b, hp, pre, l);
+}
+
+// The routed experts, their router and the shared expert with its sigmoid gate.
+void bind_moe_ffn(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
+    const int64_t d = hp.n_embd, ne = hp.n_expert, ff = hp.n_ff_expert, fs = hp.n_ff_shexp;
+    l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
+    l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});
+    l.ffn_up_exps = b.matrix(pre + "ffn_up_exps.weight", {d, ff, ne});
+    l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
+    l.ffn_gate_inp_shexp = b.vector(pre + "ffn_gate_inp_shexp.weight", d);
+    l.ffn_gate_shexp = b.matrix(pre + "ffn_gate_shexp.weight", {d, fs});
+    l.ffn_up_shexp = b.matrix(pre + "ffn_up_shexp.weight", {d, fs});
+    l.ffn_down_shexp = b.matrix(pre + "ffn_down_shexp.weight", {fs, d});
+}
+
 void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_io(b, hp, w);
     bind_rope_sections(b, hp, w);
-    const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const int64_t d = hp.n_embd;
     const int64_t C = hp.ssm_conv_dim(), V = hp.ssm_value_dim(), nv = hp.ssm_dt_rank;
     w.layers.resize(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il) {
@@ -171,11 +196,7 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
             l.ssm_norm = b.vector(pre + "ssm_norm.weight", hp.ssm_d_state);
             l.ssm_out = b.matrix(pre + "ssm_out.weight", {V, d});
         } else {
-            l.wq = b.matrix(pre + "attn_q.weight", {d, 2 * dq});
-            l.wk = b.matrix(pre + "attn_k.weight", {d, dkv});
-            l.wv = b.matrix(pre + "attn_v.weight", {d, dkv});
-            l.wo = b.matrix(pre + "attn_output.weight", {dq, d});
-            bind_qk_norm(b, hp, pre, l);
+            bind_gated_attention(b, hp, pre, l);
         }
         if (hp.n_expert == 0) {
             l.ffn_gate = b.matrix(pre + "ffn_gate.weight", {d, hp.n_ff});
@@ -183,30 +204,18 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
             l.ffn_down = b.matrix(pre + "ffn_down.weight", {hp.n_ff, d});
             continue;
         }
-        const int64_t ne = hp.n_expert, ff = hp.n_ff_expert, fs = hp.n_ff_shexp;
-        l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
-        l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});
-        l.ffn_up_exps = b.matrix(pre + "ffn_up_exps.weight", {d, ff, ne});
-        l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
-        l.ffn_gate_inp_shexp = b.vector(pre + "ffn_gate_inp_shexp.weight", d);
-        l.ffn_gate_shexp = b.matrix(pre + "ffn_gate_shexp.weight", {d, fs});
-        l.ffn_up_shexp = b.matrix(pre + "ffn_up_shexp.weight", {d, fs});
-        l.ffn_down_shexp = b.matrix(pre + "ffn_down_shexp.weight", {fs, d});
+        bind_moe_ffn(b, hp, pre, l);
     }
     if (hp.n_nextn > 0) bind_mtp(b, hp, w);
 }
 
 void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
-    const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const int64_t d = hp.n_embd;
     const std::string pre = layer_prefix(hp.n_layer + hp.n_nextn - 1);
     MtpWeights& m = w.mtp;
     LayerWeights& l = m.layer;
     l.attn_norm = b.vector(pre + "attn_norm.weight", d);
-    l.wq = b.matrix(pre + "attn_q.weight", {d, 2 * dq});
-    l.wk = b.matrix(pre + "attn_k.weight", {d, dkv});
-    l.wv = b.matrix(pre + "attn_v.weight", {d, dkv});
-    l.wo = b.matrix(pre + "attn_output.weight", {dq, d});
-    bind_qk_norm(b, hp, pre, l);
+    bind_gated_attention(b, hp, pre, l);
     l.ffn_norm = b.vector(pre + "post_attention_norm.weight", d);
     if (hp.n_expert == 0) {
         l.ffn_gate = b.matrix(pre + "ffn_gate.weight", {d, hp.n_ff}, Need::Optional);
@@ -215,15 +224,7 @@ void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
             l.ffn_down = b.matrix(pre + "ffn_down.weight", {hp.n_ff, d});
         }
     } else {
-        const int64_t ne = hp.n_expert, ff = hp.n_ff_expert, fs = hp.n_ff_shexp;
-        l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne});
-        l.ffn_gate_exps = b.matrix(pre + "ffn_gate_exps.weight", {d, ff, ne});
-        l.ffn_up_exps = b.matrix(pre + "ffn_up_exps.weight", {d, ff, ne});
-        l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
-        l.ffn_gate_inp_shexp = b.vector(pre + "ffn_gate_inp_shexp.weight", d);
-        l.ffn_gate_shexp = b.matrix(pre + "ffn_gate_shexp.weight", {d, fs});
-        l.ffn_up_shexp = b.matrix(pre + "ffn_up_shexp.weight", {d, fs});
-        l.ffn_down_shexp = b.matrix(pre + "ffn_down_shexp.weight", {fs, d});
+        bind_moe_ffn(b, hp, pre, l);
     }
     m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
     m.enorm = b.vector(pre + "nextn.enorm.weight", d);
