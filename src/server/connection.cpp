@@ -245,8 +245,11 @@ void check_connection_limits(const ConnectionLimits& limits) {
 
 LimitedServer::LimitedServer(const ConnectionLimits& limits) : limits_(limits) {
     check_connection_limits(limits);
-    const int max = limits.max_connections;
-    new_task_queue = [max] { return new ConnectionQueue(max); };
+    // The cap on live connections is admit()'s; the pool has room beyond it for the threads of
+    // evicted connections still on their way out, so that a closed idle socket frees its place
+    // at once, not when its thread gets round to leaving.
+    const int threads = limits.max_connections + std::max(2, limits.max_connections / 8);
+    new_task_queue = [threads] { return new ConnectionQueue(threads); };
 }
 
 void LimitedServer::widen_backlog() {
@@ -284,8 +287,11 @@ bool LimitedServer::idle_now(const Conn& c) {
 bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, std::string& why) {
     std::lock_guard<std::mutex> lk(conns_mu_);
     const int share = per_client_share(limits_);
-    int mine = 0;
-    for (const Conn& c : conns_) mine += c.peer == peer && !c.evicted;
+    int mine = 0, live = 0;
+    for (const Conn& c : conns_) {
+        mine += c.peer == peer && !c.evicted;
+        live += !c.evicted;
+    }
     if (mine >= share) {
         ConnIt my_idle = conns_.end();  // (polled only now: a client at its share is rare)
         for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
@@ -300,7 +306,7 @@ bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, st
             return false;
         }
         evict(my_idle);
-    } else if (int(conns_.size()) + 1 > limits_.max_connections - limits_.max_connections / 8) {
+    } else if (live + 1 > limits_.max_connections - limits_.max_connections / 8) {
         // Near the cap: close the longest-idle connection of the client holding the most.
         std::unordered_map<std::string, int> per_peer;
         for (const Conn& c : conns_)
@@ -312,7 +318,12 @@ bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, st
                 (per_peer[c->peer] == per_peer[victim->peer] && c->idle_since < victim->idle_since))
                 victim = c;
         }
-        if (victim != conns_.end()) evict(victim);
+        if (victim != conns_.end()) {
+            evict(victim);
+        } else if (live + 1 > limits_.max_connections) {
+            why = "too many open connections, try again later";
+            return false;
+        }
     }
     it = conns_.insert(conns_.end(), Conn{sock, peer, true, false, clock_type::now()});
     return true;
