@@ -69,7 +69,23 @@ std::string ChatPrompter::render(const nlohmann::ordered_json& messages, bool ad
     try {
         text = tmpl_->render(ctx);
     } catch (const Error& e) {
-        fail("the chat template (", origin_, ") failed: ", e.what());
+        // Many templates (Qwen3's among them) test `'</think>' in message.content`, which fails
+        // on the null content of an assistant message that only calls tools, as OpenAI's SDKs
+        // send it back. Such a template gets "" for null content, as llama.cpp gives it.
+        bool had_null = false;
+        for (auto& m : ctx["messages"]) {
+            if (!m.is_object()) continue;
+            if (auto c = m.find("content"); c != m.end() && c->is_null()) {
+                *c = "";
+                had_null = true;
+            }
+        }
+        try {
+            if (!had_null) throw;
+            text = tmpl_->render(ctx);
+        } catch (const Error&) {
+            fail("the chat template (", origin_, ") failed: ", e.what());
+        }
     }
     if (tokens_.strip_bos && !tokens_.bos.empty() && text.starts_with(tokens_.bos))
         text.erase(0, tokens_.bos.size());
