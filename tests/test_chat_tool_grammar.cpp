@@ -5,9 +5,12 @@
 // (byte by byte, each byte lowering min_remaining) is always such a call.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "chat/tool_call_grammar.h"
 #include "common/error.h"
 #include "sampling/grammar_state.h"
+#include "sampling/json_grammar.h"
 
 namespace {
 
@@ -94,6 +97,32 @@ TEST(ChatToolGrammar, RequiredOverSeveralTools) {
     EXPECT_FALSE(
         admits(g, "Sure.<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
     EXPECT_EQ(parse_tool_calls(ToolCallFormat::hermes, shortest(g), kTools).calls.size(), 1u);
+    // The name comes first, and the arguments are held to that tool's own schema.
+    EXPECT_FALSE(admits(g,
+                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": "
+                        "\"P\"}}\n</tool_call>"));
+    EXPECT_FALSE(admits(
+        g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 5}}\n</tool_call>"));
+    EXPECT_FALSE(
+        admits(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+    EXPECT_FALSE(admits(g,
+                        "<tool_call>\n{\"arguments\": {\"city\": \"P\"}, \"name\": "
+                        "\"get_weather\"}\n</tool_call>"));
+    EXPECT_TRUE(
+        admits(g, "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"x\": [1]}}\n</tool_call>"));
+    // While the name is open, the shortest completion is the shorter tool's call.
+    GrammarState s(g);
+    ASSERT_TRUE(s.advance("<tool_call>\n{\"name\": \""));
+    EXPECT_EQ(s.min_remaining(), std::string("now\", \"arguments\": {}}\n</tool_call>").size());
+    ASSERT_TRUE(s.advance("get"));
+    EXPECT_FALSE(s.can_end());
+    EXPECT_EQ(s.min_remaining(),
+              std::string("_weather\", \"arguments\": {\"city\":\"\"}}\n</tool_call>").size());
+    // llama3's form.
+    const auto l = tool_call_grammar(ToolCallFormat::llama3, kTools, "");
+    EXPECT_TRUE(admits(l, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"));
+    EXPECT_FALSE(admits(l, "{\"name\": \"get_weather\", \"parameters\": {\"unit\": \"c\"}}"));
+    EXPECT_EQ(parse_tool_calls(ToolCallFormat::llama3, shortest(l), kTools).calls.size(), 1u);
     // Mistral's array form.
     const auto m = tool_call_grammar(ToolCallFormat::mistral, kTools, "");
     const std::string call = "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}]";
@@ -140,10 +169,31 @@ TEST(ChatToolGrammar, RefusedWithAClearError) {
               std::string::npos);
     EXPECT_NE(message(ToolCallFormat::harmony, "", kTools).find("several tools"),
               std::string::npos);
+    ojson twice = kTools;
+    twice.push_back(kTools[1]);
+    EXPECT_NE(message(ToolCallFormat::hermes, "", twice).find("two functions are named 'now'"),
+              std::string::npos);
     const ojson pattern = ojson::parse(R"([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"id": {"type": "string",
         "pattern": "^a"}}}}}])");
     EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("pattern"), std::string::npos);
+}
+
+// Alternatives framed by prefixes that are prefixes of each other cannot be told apart.
+TEST(ChatToolGrammar, AlternativesMustBeToldApartByTheirPrefix) {
+    const nlohmann::json any = {{"type", "object"}}, num = {{"type", "number"}};
+    try {
+        json_schema_alternatives({{"<a>", &any, ""}, {"<a>x", &num, ""}});
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot be told apart"), std::string::npos);
+    }
+    const auto g = json_schema_alternatives({{"<b>", &num, "</b>"}, {"<a>", &any, "</a>"}});
+    EXPECT_TRUE(admits(g, "<a>{}</a>"));
+    EXPECT_TRUE(admits(g, "<b>1.5</b>"));
+    EXPECT_FALSE(admits(g, "<a>1</a>"));
+    EXPECT_FALSE(admits(g, "<b>1</a>"));
+    EXPECT_FALSE(admits(g, "<c>1</c>"));
 }
 
 }  // namespace

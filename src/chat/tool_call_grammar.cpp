@@ -1,6 +1,9 @@
 // Forced tool calls' grammars: see tool_call_grammar.h.
 #include "chat/tool_call_grammar.h"
 
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 
 namespace specula {
@@ -25,22 +28,46 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
     if (f == ToolCallFormat::qwen3_coder)
         fail("tool_choice: forcing a call is not supported for the ", fmt,
              " format (its calls are XML, not JSON)");
-    json names = json::array(), params;
+    std::vector<std::string> names;
+    std::vector<json> all_params;
+    json params;
     for (const auto& t : tools) {
         const auto& fn = t.at("function");
         const std::string n = fn.at("name").get<std::string>();
+        for (const std::string& earlier : names)
+            if (earlier == n) fail("tools: two functions are named '", n, "'");
         names.push_back(n);
-        if (name.empty() ? tools.size() == 1 : n == name)
-            params = fn.contains("parameters") && !fn["parameters"].is_null()
-                         ? json::parse(fn["parameters"].dump())
-                         : json{{"type", "object"}};
+        all_params.push_back(fn.contains("parameters") && !fn["parameters"].is_null()
+                                 ? json::parse(fn["parameters"].dump())
+                                 : json{{"type", "object"}});
+        if (name.empty() ? tools.size() == 1 : n == name) params = all_params.back();
     }
     if (!name.empty() && params.is_null())
         fail("tool_choice: the function '", name, "' is not among the tools");
     const bool one = !params.is_null();
-    const std::string only = one ? (name.empty() ? names[0].get<std::string>() : name) : "";
-    if (!one) params = {{"type", "object"}};
-    const json name_schema = one ? json{{"const", only}} : json{{"enum", names}};
+    const std::string only = one ? (name.empty() ? names[0] : name) : "";
+    // One whitespace byte between tokens: room for the spaces models write (", ", ": ") but not
+    // for filler, which a small model can otherwise write until max_tokens.
+    JsonGrammarOptions opt;
+    opt.max_ws = 1;
+    if (!one && f != ToolCallFormat::harmony) {
+        // "required" over several tools: the call names its function first, and the arguments
+        // follow under that function's schema (one alternative per tool, told apart by name).
+        const char* args_key = f == ToolCallFormat::llama3 ? "parameters" : "arguments";
+        const std::string open = f == ToolCallFormat::hermes    ? "<tool_call>\n"
+                                 : f == ToolCallFormat::mistral ? "[TOOL_CALLS]["
+                                                                : "";
+        const std::string close = f == ToolCallFormat::hermes    ? "}\n</tool_call>"
+                                  : f == ToolCallFormat::mistral ? "}]"
+                                                                 : "}";
+        std::vector<FramedSchema> list;
+        for (size_t i = 0; i < names.size(); ++i)
+            list.push_back(
+                {open + "{\"name\": " + json(names[i]).dump() + ", \"" + args_key + "\": ",
+                 &all_params[i], close});
+        return json_schema_alternatives(list, opt);
+    }
+    const json name_schema = json{{"const", only}};
     json schema;
     std::string prefix, suffix;
     switch (f) {
@@ -53,16 +80,8 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
             schema = object_of("parameters", name_schema, params);
             break;
         case ToolCallFormat::mistral:
-            if (one) {
-                schema = params;
-                prefix = "[TOOL_CALLS]" + only + "[ARGS]";
-            } else {
-                schema = {{"type", "array"},
-                          {"items", object_of("arguments", name_schema, params)},
-                          {"minItems", 1},
-                          {"maxItems", 1}};
-                prefix = "[TOOL_CALLS]";
-            }
+            schema = params;
+            prefix = "[TOOL_CALLS]" + only + "[ARGS]";
             break;
         case ToolCallFormat::harmony:
             if (!one)
@@ -74,10 +93,6 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
         case ToolCallFormat::qwen3_coder:
             break;
     }
-    // One whitespace byte between tokens: room for the spaces models write (", ", ": ") but not
-    // for filler, which a small model can otherwise write until max_tokens.
-    JsonGrammarOptions opt;
-    opt.max_ws = 1;
     auto g = std::make_shared<JsonGrammar>(*json_schema_grammar(schema, opt));
     g->prefix = std::move(prefix);
     g->suffix = std::move(suffix);

@@ -5,14 +5,16 @@
 //
 //   hermes   <tool_call>\n{"name": N, "arguments": A}\n</tool_call>
 //   llama3   {"name": N, "parameters": A}
-//   mistral  [TOOL_CALLS]N[ARGS]A for a named function; [TOOL_CALLS][{"name": N, "arguments": A}]
-//            for "required"
+//   mistral  [TOOL_CALLS]N[ARGS]A for one function; [TOOL_CALLS][{"name": N, "arguments": A}]
+//            for "required" over several
 //   harmony  <|channel|>commentary to=functions.N <|constrain|>json<|message|>A (a named
 //            function only; the end token closes it)
 //
-// With one function (named, or the only tool) A is that function's `parameters` schema and N
-// its name; "required" over several tools lets N be any of their names and A any JSON object.
-// At most one whitespace byte in a row between the JSON's tokens.
+// A is the `parameters` schema of the function N. With one function (named, or the only tool)
+// N is its name; "required" over several tools lets N be any of their names, written first as
+// `{"name": N, "arguments": ` (one alternative per tool, sampling/json_grammar.h), so that the
+// arguments are held to N's own schema. At most one whitespace byte in a row between the
+// JSON's tokens. Two tools of the same name are an Error.
 // qwen3-coder (XML) and harmony "required" over several tools are refused with an Error.
 #pragma once
 

@@ -1,6 +1,7 @@
 // GrammarState: see grammar_state.h. One frame per open construct: the root, each open object /
 // array, and on top at most one key, string, number or literal being read. Frame fields by kind:
-//   Root:    sub 0 before the value, 1 after it; v = prefix bytes matched, w = suffix bytes
+//   Root:    sub 0 before the value, 1 after it; v = prefix bytes matched, w = suffix bytes;
+//            with alternatives, seen = range of those still matching, lo | hi << 32
 //   Object:  sub (ObjSub), u = property whose value comes next (kAdditional: another key),
 //            seen = bit per named property already written
 //   Array:   sub (ArrSub), u = items started
@@ -13,6 +14,7 @@
 #include "sampling/grammar_state.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -82,7 +84,17 @@ bool narrow(const std::vector<std::string>& texts, uint32_t& lo, uint32_t& hi, s
 GrammarState::GrammarState(std::shared_ptr<const JsonGrammar> grammar) : keep_(std::move(grammar)) {
     if (!keep_) fail("grammar state: no grammar");
     g_ = keep_.get();
-    push(kRoot, g_->root);
+    push(kRoot, g_->root).seen = uint64_t(g_->alternatives.size()) << 32;
+}
+
+const std::string& GrammarState::prefix_of(const Frame& root) const {
+    return g_->alternatives.empty() ? g_->prefix : g_->alternatives[uint32_t(root.seen)].prefix;
+}
+const std::string& GrammarState::suffix_of(const Frame& root) const {
+    return g_->alternatives.empty() ? g_->suffix : g_->alternatives[uint32_t(root.seen)].suffix;
+}
+int32_t GrammarState::root_of(const Frame& root) const {
+    return g_->alternatives.empty() ? g_->root : g_->alternatives[uint32_t(root.seen)].root;
 }
 
 GrammarState& GrammarState::operator=(const GrammarState& o) {
@@ -230,18 +242,34 @@ bool GrammarState::advance(std::string_view bytes) {
 
 bool GrammarState::step_root(Frame& f, uint8_t c) {
     if (f.sub != 0) {
-        if (f.w >= g_->suffix.size() || uint8_t(g_->suffix[f.w]) != c) return false;
+        const std::string& suffix = suffix_of(f);
+        if (f.w >= suffix.size() || uint8_t(suffix[f.w]) != c) return false;
         ++f.w;
         return true;
     }
-    if (f.v < g_->prefix.size()) {
+    const auto& alts = g_->alternatives;
+    uint32_t lo = uint32_t(f.seen), hi = uint32_t(f.seen >> 32);
+    if (hi - lo > 1 || (!alts.empty() && f.v < alts[lo].prefix.size())) {
+        // Alternatives still open: narrow the sorted range to the prefixes with byte c here
+        // (prefix-free, so none of a range of several is complete yet).
+        while (lo < hi && (alts[lo].prefix.size() <= f.v || uint8_t(alts[lo].prefix[f.v]) < c))
+            ++lo;
+        uint32_t end = lo;
+        while (end < hi && alts[end].prefix.size() > f.v && uint8_t(alts[end].prefix[f.v]) == c)
+            ++end;
+        if (lo == end) return false;
+        f.seen = uint64_t(lo) | uint64_t(end) << 32;
+        ++f.v;
+        return true;
+    }
+    if (alts.empty() && f.v < g_->prefix.size()) {
         if (uint8_t(g_->prefix[f.v]) != c) return false;
         ++f.v;
         return true;
     }
     if (is_ws(c)) return ws(f, c);
     f.sub = 1;
-    return start_value(g_->root, c);
+    return start_value(root_of(f), c);
 }
 
 bool GrammarState::step_object(Frame& f, uint8_t c) {
@@ -475,11 +503,11 @@ bool GrammarState::can_end() const {
             return false;
         }
     }
-    return d == 1 && frames_[0].sub == 1 && frames_[0].w == g_->suffix.size();
+    return d == 1 && frames_[0].sub == 1 && frames_[0].w == suffix_of(frames_[0]).size();
 }
 
 bool GrammarState::finished() const {
-    return depth_ == 1 && frames_[0].sub == 1 && frames_[0].w == g_->suffix.size();
+    return depth_ == 1 && frames_[0].sub == 1 && frames_[0].w == suffix_of(frames_[0]).size();
 }
 
 bool GrammarState::in_plain_string() const {
@@ -546,8 +574,18 @@ size_t GrammarState::min_remaining() const {
         const JsonNode* n = f.node >= 0 ? &g_->nodes[size_t(f.node)] : nullptr;
         switch (f.kind) {
             case kRoot:
-                total += (f.sub == 0 ? g_->prefix.size() - f.v + min_len(g_->root) : 0) +
-                         g_->suffix.size() - f.w;
+                if (f.sub == 0 && !g_->alternatives.empty()) {  // the shortest still open
+                    size_t best = SIZE_MAX;
+                    for (uint32_t a = uint32_t(f.seen); a < uint32_t(f.seen >> 32); ++a) {
+                        const JsonAlternative& alt = g_->alternatives[a];
+                        best = std::min(
+                            best, alt.prefix.size() - f.v + min_len(alt.root) + alt.suffix.size());
+                    }
+                    total += best;
+                } else {
+                    total += (f.sub == 0 ? prefix_of(f).size() - f.v + min_len(root_of(f)) : 0) +
+                             suffix_of(f).size() - f.w;
+                }
                 break;
             case kString:
                 total += 1 + (f.sub == kStrEscape ? 1

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "sampling/json_grammar.h"
@@ -63,6 +64,11 @@ class GrammarState {
     bool start_value(int32_t node, uint8_t c);
     bool key_possible(const Frame& obj) const;
     bool step_root(Frame& f, uint8_t c);
+    // The root frame's framing: the grammar's own, or that of the alternative it stands in
+    // (while a prefix is read, the first of those still matching).
+    const std::string& prefix_of(const Frame& root) const;
+    const std::string& suffix_of(const Frame& root) const;
+    int32_t root_of(const Frame& root) const;
     bool step_object(Frame& f, uint8_t c);
     bool step_array(Frame& f, uint8_t c);
     bool step_key(Frame& f, uint8_t c);

@@ -134,6 +134,8 @@ class Compiler {
     }
 
     JsonGrammar take() { return std::move(g_); }
+    // The schema that `$ref`s of the next compile() point into.
+    void set_root(const json& root) { root_ = &root; }
 
   private:
     // {"$ref": "#/$defs/Name"} (or #/definitions/..., any JSON pointer into the same schema, "#"
@@ -311,6 +313,30 @@ std::shared_ptr<const JsonGrammar> json_schema_grammar(const json& schema,
     const int32_t root = c.compile(schema, "", 0);
     auto g = std::make_shared<JsonGrammar>(c.take());
     g->root = root;
+    return g;
+}
+
+std::shared_ptr<const JsonGrammar> json_schema_alternatives(const std::vector<FramedSchema>& list,
+                                                            const JsonGrammarOptions& opt) {
+    check_options(opt);
+    if (list.empty()) fail("json grammar: no alternatives");
+    Compiler c(opt);
+    std::vector<JsonAlternative> alts;
+    for (const FramedSchema& f : list) {
+        c.set_root(*f.schema);
+        alts.push_back({f.prefix, c.compile(*f.schema, "", 0), f.suffix});
+    }
+    std::sort(alts.begin(), alts.end(), [](const JsonAlternative& a, const JsonAlternative& b) {
+        return a.prefix < b.prefix;
+    });
+    // Sorted, a prefix of another sorts right before one it is a prefix of.
+    for (size_t i = 1; i < alts.size(); ++i)
+        if (alts[i].prefix.starts_with(alts[i - 1].prefix))
+            fail("json grammar: the alternative framed by '", alts[i - 1].prefix,
+                 "' cannot be told apart from the one framed by '", alts[i].prefix, "'");
+    auto g = std::make_shared<JsonGrammar>(c.take());
+    g->alternatives = std::move(alts);
+    g->root = g->alternatives[0].root;
     return g;
 }
 

@@ -71,6 +71,13 @@ struct JsonNode {
     std::vector<int32_t> branches;
 };
 
+// One framed value of a grammar with alternatives: literal bytes, a value of node `root`, bytes.
+struct JsonAlternative {
+    std::string prefix;
+    int32_t root = 0;
+    std::string suffix;
+};
+
 struct JsonGrammar {
     std::vector<JsonNode> nodes;
     int32_t root = 0;
@@ -78,6 +85,11 @@ struct JsonGrammar {
     // Literal bytes before and after the top-level value (a tool call's markup, e.g.
     // "<tool_call>\n" and "\n</tool_call>"); no whitespace is admitted around them.
     std::string prefix, suffix;
+    // When not empty, the output is one of these instead of (prefix, root, suffix): the one
+    // whose prefix it starts with. Sorted by prefix; no prefix is a prefix of another, so the
+    // alternative is known when its prefix is complete (a forced call to one of several tools:
+    // `{"name": "get_weather", "arguments": ` picks the arguments' schema).
+    std::vector<JsonAlternative> alternatives;
 };
 
 // `{"type": "json_object"}`.
@@ -87,6 +99,17 @@ std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions&
 // value and its JSON pointer, e.g. "json_schema: unsupported keyword 'pattern' at /properties/id".
 std::shared_ptr<const JsonGrammar> json_schema_grammar(const nlohmann::json& schema,
                                                        const JsonGrammarOptions& opt = {});
+
+// One of several schemas, each framed by literal bytes (see JsonGrammar::alternatives). Throws
+// specula::Error for a bad schema (as above) or when one prefix is a prefix of another (two
+// alternatives could not be told apart), naming both.
+struct FramedSchema {
+    std::string prefix;
+    const nlohmann::json* schema;  // not null; read during the call only
+    std::string suffix;
+};
+std::shared_ptr<const JsonGrammar> json_schema_alternatives(const std::vector<FramedSchema>& list,
+                                                            const JsonGrammarOptions& opt = {});
 
 // From an OpenAI `response_format` object: {"type": "text"} gives nullptr (no constraint),
 // {"type": "json_object"}, {"type": "json_schema", "json_schema": {"schema": {...}, ...}}.
