@@ -4,8 +4,8 @@
 // ../shared/vocab/ggml-vocab-qwen3.gguf. The loop is what agents do: a forced tool call (its
 // arguments under the grammar built from the tool's JSON schema), the tool's result fed back as
 // a `tool` message through the template, then an answer with tool_choice "auto"; streamed and
-// not. Served with the draft, every reply is the same as without it (greedy), and the draft was
-// used.
+// not. Served with the draft model, or with n-gram prompt lookup, every reply is the same as
+// without speculation (greedy), and the draft was used.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -43,7 +43,7 @@ const TIME = {
 };
 const TOOLS = [WEATHER, TIME];
 
-let plain, spec, target;
+let plain, spec, ngram, target;
 
 before(async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "specula-agent-"));
@@ -55,10 +55,12 @@ before(async () => {
   const common = ["-m", target, "-t", "1", "-c", "4096", "--parallel", "2"];
   plain = await startServer(common);
   spec = await startServer([...common, "-md", draft, "--draft-max", "4"]);
+  ngram = await startServer([...common, "--spec-type", "ngram", "--draft-max", "4"]);
 });
 after(async () => {
   if (plain) await plain.stop();
   if (spec) await spec.stop();
+  if (ngram) await ngram.stop();
 });
 
 const clientOf = (s) => new OpenAI({ baseURL: s.base + "/v1", apiKey: "none", maxRetries: 0 });
@@ -157,6 +159,7 @@ test("an OpenAI SDK agent loop on Qwen3's vocabulary and template, with and with
   const without = await agentRun(plain);
   const withDraft = await agentRun(spec);
   assert.deepEqual(withDraft, without);
+  assert.deepEqual(await agentRun(ngram), without);  // n-gram prompt lookup: the same
   // The draft did propose tokens (the speculative counters of the served replies).
   const m = await (await fetch(spec.base + "/metrics")).text();
   const drafted = Number(/^vllm:spec_decode_num_draft_tokens_total(?:\{[^}]*\})?\s+(\S+)/m.exec(m)?.[1]);
