@@ -50,21 +50,33 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
     // for filler, which a small model can otherwise write until max_tokens.
     JsonGrammarOptions opt;
     opt.max_ws = 1;
-    if (!one && f != ToolCallFormat::harmony) {
+    if (!one) {
         // "required" over several tools: the call names its function first, and the arguments
         // follow under that function's schema (one alternative per tool, told apart by name).
-        const char* args_key = f == ToolCallFormat::llama3 ? "parameters" : "arguments";
-        const std::string open = f == ToolCallFormat::hermes    ? "<tool_call>\n"
-                                 : f == ToolCallFormat::mistral ? "[TOOL_CALLS]["
-                                                                : "";
-        const std::string close = f == ToolCallFormat::hermes    ? "}\n</tool_call>"
-                                  : f == ToolCallFormat::mistral ? "}]"
-                                                                 : "}";
         std::vector<FramedSchema> list;
-        for (size_t i = 0; i < names.size(); ++i)
-            list.push_back(
-                {open + "{\"name\": " + json(names[i]).dump() + ", \"" + args_key + "\": ",
-                 &all_params[i], close});
+        for (size_t i = 0; i < names.size(); ++i) {
+            const std::string n = json(names[i]).dump();
+            switch (f) {
+                case ToolCallFormat::hermes:
+                    list.push_back({"<tool_call>\n{\"name\": " + n + ", \"arguments\": ",
+                                    &all_params[i], "}\n</tool_call>"});
+                    break;
+                case ToolCallFormat::llama3:
+                    list.push_back({"{\"name\": " + n + ", \"parameters\": ", &all_params[i], "}"});
+                    break;
+                case ToolCallFormat::mistral:
+                    list.push_back({"[TOOL_CALLS][{\"name\": " + n + ", \"arguments\": ",
+                                    &all_params[i], "}]"});
+                    break;
+                case ToolCallFormat::harmony:
+                    list.push_back({"<|channel|>commentary to=functions." + names[i] +
+                                        " <|constrain|>json<|message|>",
+                                    &all_params[i], ""});
+                    break;
+                case ToolCallFormat::qwen3_coder:
+                    break;
+            }
+        }
         return json_schema_alternatives(list, opt);
     }
     const json name_schema = json{{"const", only}};
@@ -84,9 +96,6 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
             prefix = "[TOOL_CALLS]" + only + "[ARGS]";
             break;
         case ToolCallFormat::harmony:
-            if (!one)
-                fail("tool_choice: \"required\" over several tools is not supported for the ", fmt,
-                     " format (name one function)");
             schema = params;
             prefix = "<|channel|>commentary to=functions." + only + " <|constrain|>json<|message|>";
             break;

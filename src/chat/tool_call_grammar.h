@@ -7,15 +7,15 @@
 //   llama3   {"name": N, "parameters": A}
 //   mistral  [TOOL_CALLS]N[ARGS]A for one function; [TOOL_CALLS][{"name": N, "arguments": A}]
 //            for "required" over several
-//   harmony  <|channel|>commentary to=functions.N <|constrain|>json<|message|>A (a named
-//            function only; the end token closes it)
+//   harmony  <|channel|>commentary to=functions.N <|constrain|>json<|message|>A (the end
+//            token closes it)
 //
 // A is the `parameters` schema of the function N. With one function (named, or the only tool)
-// N is its name; "required" over several tools lets N be any of their names, written first as
-// `{"name": N, "arguments": ` (one alternative per tool, sampling/json_grammar.h), so that the
-// arguments are held to N's own schema. At most one whitespace byte in a row between the
+// N is its name; "required" over several tools lets N be any of their names, written first
+// (`{"name": N, "arguments": `; harmony's header) as one alternative per tool
+// (sampling/json_grammar.h), so that the arguments are held to N's own schema. At most one whitespace byte in a row between the
 // JSON's tokens. Two tools of the same name are an Error.
-// qwen3-coder (XML) and harmony "required" over several tools are refused with an Error.
+// qwen3-coder (XML) is refused with an Error.
 #pragma once
 
 #include <memory>
