@@ -34,6 +34,9 @@ using specula::WeightView;
 const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
 const std::string kDense = kDir + "rand-qwen35-tok512-d128-l4-F16.gguf";
 const std::string kMtp = kDir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf";
+// qwen35moe: the head has its own MoE FFN (routed experts and the shared one).
+const std::string kMoe = kDir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf";
+const std::string kMoeMtp = kDir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf";
 
 template <class F>
 void expect_error_contains(F f, const std::vector<std::string>& needles) {
@@ -105,12 +108,14 @@ std::vector<double> slow_mtp(const Model& m, token_id next, const float* h) {
     return matvec(m.output, rms_norm(x, mt.shared_head_norm, hp.rms_eps));
 }
 
-TEST(Mtp, LoadsTheHeadBesideTheSameMainLayers) {
-    const auto with = Model::load(kMtp);
-    const auto without = Model::load(kDense);
+void expect_head_beside_the_same_layers(const std::string& mtp_file, const std::string& dense_file,
+                                        int n_main) {
+    SCOPED_TRACE(mtp_file);
+    const auto with = Model::load(mtp_file);
+    const auto without = Model::load(dense_file);
     EXPECT_TRUE(with->has_mtp());
     EXPECT_FALSE(without->has_mtp());
-    EXPECT_EQ(with->hparams().n_layer, 4);
+    EXPECT_EQ(with->hparams().n_layer, n_main);
     EXPECT_EQ(with->hparams().n_nextn, 1);
     EXPECT_NE(with->mtp.shared_head_norm, nullptr);
     EXPECT_NE(with->mtp.layer.q_norm, nullptr);
@@ -121,6 +126,13 @@ TEST(Mtp, LoadsTheHeadBesideTheSameMainLayers) {
     const int nv = with->hparams().n_vocab;
     for (int i = 0; i < 12; ++i)
         ASSERT_TRUE(std::equal(a.logits(i), a.logits(i) + nv, b.logits(i))) << "row " << i;
+}
+
+TEST(Mtp, LoadsTheHeadBesideTheSameMainLayers) {
+    expect_head_beside_the_same_layers(kMtp, kDense, 4);
+    expect_head_beside_the_same_layers(kMoeMtp, kMoe, 3);
+    const auto moe = Model::load(kMoeMtp);
+    EXPECT_NE(moe->mtp.layer.ffn_gate_exps.data, nullptr);  // the head's own experts
 }
 
 TEST(Mtp, FirstPositionMatchesTheFormula) {
@@ -144,8 +156,9 @@ TEST(Mtp, FirstPositionMatchesTheFormula) {
     }
 }
 
-TEST(Mtp, OnePassEqualsRowByRowAndRollsBack) {
-    const auto m = Model::load(kMtp);
+void expect_one_pass_equals_row_by_row(const std::string& file) {
+    SCOPED_TRACE(file);
+    const auto m = Model::load(file);
     Session s(*m, params());
     const auto toks = random_tokens(9, 5);
     s.eval(toks);
@@ -170,6 +183,11 @@ TEST(Mtp, OnePassEqualsRowByRowAndRollsBack) {
     s.mtp_rollback(5);
     s.eval_mtp(next.subspan(5, 3), h.data() + d * 5);
     for (int i = 0; i < nv; ++i) ASSERT_NEAR(s.mtp_logits(2)[i], all[size_t(7) * nv + i], 1e-4);
+}
+
+TEST(Mtp, OnePassEqualsRowByRowAndRollsBack) {
+    expect_one_pass_equals_row_by_row(kMtp);
+    expect_one_pass_equals_row_by_row(kMoeMtp);  // the head's MoE FFN too
 }
 
 TEST(Mtp, ModelWithoutTheHeadIsAnError) {

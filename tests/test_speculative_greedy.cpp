@@ -157,12 +157,13 @@ TEST(SpecGreedy, Qwen35EqualsPlainWithEveryDrafter) {
 // MTP self-speculation: the qwen35 file with one nextn layer drafts with its own head, k = 1 (one
 // head pass per proposal) and k > 1 (the head chained on its own hidden output), over the same
 // session for consecutive generations (the head's cache starts anew with each).
-TEST(SpecGreedy, Qwen35MtpEqualsPlain) {
+void expect_mtp_equals_plain(const std::string& file, const std::string& prompts) {
+    SCOPED_TRACE(file);
     const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
-    auto target = Model::load(dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf");
+    auto target = Model::load(dir + file);
     Session session(*target, kOneThread);
     MtpDrafter mtp(*target, greedy());
-    const json ref = json::parse(test::read_file(dir + "rand-qwen35-tok512-d128-l4-F16.json"));
+    const json ref = json::parse(test::read_file(dir + prompts));
     int n_prompts = 0;
     for (const json& p : ref["prompts"]) {
         if (++n_prompts > 2) break;
@@ -177,6 +178,14 @@ TEST(SpecGreedy, Qwen35MtpEqualsPlain) {
             EXPECT_LE(st.n_accepted, st.n_drafted);
         }
     }
+}
+
+TEST(SpecGreedy, Qwen35MtpEqualsPlain) {
+    expect_mtp_equals_plain("rand-qwen35-mtp1-tok512-d128-l4-F16.gguf",
+                            "rand-qwen35-tok512-d128-l4-F16.json");
+    // qwen35moe: its head has its own MoE FFN.
+    expect_mtp_equals_plain("rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf",
+                            "rand-qwen35moe-e8x2-tok512-d128-l3-F16.json");
 }
 
 // gemma3 (window 16, 5 of 7 layers sliding) with its 6-layer draft: the prompts (53-142 tokens)

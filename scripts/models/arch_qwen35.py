@@ -16,6 +16,8 @@
                       0 for text: unrotated); 8 experts of 16, top 2, a shared expert of 64 with
                       its sigmoid gate; the router at 10x the usual scale (top-2 picks with clear
                       margins: a near tie flips on rounding and is no test of the arithmetic)
+  rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf   the same 3 layers plus one MTP layer, blk.3,
+                      with its own MoE FFN (routed experts and the shared one), as Qwen3.5 MoE's
 
 The DeltaNet heads are 64 wide: ik_llama.cpp's delta rule takes its SIMD path for 64 and 128 (the
 widths real models have); its scalar fallback for other widths reads the decay and beta of a
@@ -42,10 +44,11 @@ ROUTER_STD = 10.0
 # other architectures; at half the logit scale both files stay within the F16 tolerance.
 OUT_SCALE = 2.0
 SHAPE = {"qwen35": (1, 2, 4), "qwen35moe": (2, 4, 2)}
-MTP_FFN = False  # the MTP layer's FFN (the test file has none; bigger files for timing do)
+MTP_FFN = False  # the dense MTP layer's FFN (the qwen35 test file has none; timing files do)
 
 
-def _tensors(arch, n_layer, randn, n_nextn=0):
+def _tensors(arch, n_layer, randn, n_nextn=0, mtp_ffn=None):
+    mtp_ffn = MTP_FFN if mtp_ffn is None else mtp_ffn
     pre = arch + "|"
 
     def norm_w(name, n, scale=1.0):
@@ -88,7 +91,7 @@ def _tensors(arch, n_layer, randn, n_nextn=0):
             out.append((p + "nextn.hnorm.weight", norm_w(p + "nextn.hnorm", D), False))
             out.append((p + "nextn.shared_head_norm.weight",
                         norm_w(p + "nextn.shared_head_norm", D, OUT_SCALE), False))
-            if not MTP_FFN:
+            if not mtp_ffn:
                 continue
         if arch == "qwen35moe":
             out.append((p + "ffn_gate_inp.weight", mat(p + "ffn_gate_inp", (N_EXPERT, D), ROUTER_STD * D**-0.5), False))
@@ -112,7 +115,8 @@ def _tensors(arch, n_layer, randn, n_nextn=0):
     return out
 
 
-def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, extra=(), n_nextn=0):
+def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, extra=(), n_nextn=0,
+          mtp_ffn=None):
     N_GROUP, DT_RANK, INTERVAL = SHAPE[arch]
     w = g.Writer()
     a = arch + "."
@@ -150,7 +154,7 @@ def write(path, arch, n_layer, wtype, name, vocab_kv, randn, sections, d=None, e
     w.add("general.file_type", g.T_U32, {g.GGML_F16: 1, g.GGML_Q8_0: 7}[wtype])
     if n_nextn:
         w.add(a + "nextn_predict_layers", g.T_U32, n_nextn)
-    for tname, arr, is_matrix in _tensors(arch, n_layer, randn, n_nextn):
+    for tname, arr, is_matrix in _tensors(arch, n_layer, randn, n_nextn, mtp_ffn):
         w.tensor(tname, arr, wtype if is_matrix else g.GGML_F32)
     w.write(path)
     print(path, os.path.getsize(path), "bytes")
@@ -164,3 +168,7 @@ def write_all(o, vocab, randn):
           "rand-qwen35-mtp1-tok512-d128-l4", vocab, randn, [2, 1, 1, 0], n_nextn=1)
     write(f"{o}/rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf", "qwen35moe", 3, g.GGML_F16,
           "rand-qwen35moe-e8x2-tok512-d128-l3", vocab, randn, [1, 1, 1, 1])
+    # The same 3 layers plus an MTP layer with its own MoE FFN (blk.3), as Qwen3.5 MoE's head.
+    write(f"{o}/rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf", "qwen35moe", 4, g.GGML_F16,
+          "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3", vocab, randn, [1, 1, 1, 1], n_nextn=1,
+          mtp_ffn=True)
