@@ -179,7 +179,8 @@ TEST(Qwen35, LongPassKeepsOnlyItsStart) {
 }
 
 TEST(Qwen35, MemoryPlanCountsTheRecurrentState) {
-    for (const auto& path : {kDense, kMoe}) {
+    const std::string mtp = kDir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf";
+    for (const auto& path : {kDense, kMoe, mtp}) {
         const auto m = Model::load(path);
         const auto& hp = m->hparams();
         // Per DeltaNet layer: two copies of conv (3 x conv_dim) + delta (n_v x 64 x 64) state, and
@@ -202,7 +203,12 @@ TEST(Qwen35, MemoryPlanCountsTheRecurrentState) {
             specula::KVCache::bytes(hp.n_layer, 256, hp.n_embd_kv(), cp.type_k, cp.type_v, windows,
                                     SessionParams::kDefaultSwaMaxPass) +
             4.0 * double(specula::attention_scratch_floats(sh, 256, 1));
-        EXPECT_EQ(plan.target_kv, kv + want) << path;
+        // An MTP head's own one-layer cache.
+        const double head =
+            m->has_mtp() ? specula::KVCache::bytes(1, 256, hp.n_embd_kv(), cp.type_k, cp.type_v)
+                         : 0.0;
+        EXPECT_EQ(m->has_mtp(), path == mtp);
+        EXPECT_EQ(plan.target_kv, kv + want + head) << path;
     }
 }
 

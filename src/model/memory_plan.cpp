@@ -21,8 +21,9 @@ double weight_bytes(const Model& m) {
     return b;
 }
 
-// The cache, the attention scores scratch that grows with it, and a hybrid model's recurrent
-// state (model/recurrent_state.h: two copies and the inputs an exact rollback replays).
+// The cache, the attention scores scratch that grows with it, a hybrid model's recurrent state
+// (model/recurrent_state.h: two copies and the inputs an exact rollback replays), and the
+// one-layer cache of an MTP head (a Session of a model with the head always has it).
 double kv_bytes(const Model& m, int n_ctx, int n_threads, KVType k, KVType v) {
     const HParams& hp = m.hparams();
     const AttentionShape s{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
@@ -32,7 +33,8 @@ double kv_bytes(const Model& m, int n_ctx, int n_threads, KVType k, KVType v) {
     return KVCache::bytes(hp.n_layer, n_ctx, hp.n_embd_kv(), k, v, windows,
                           SessionParams::kDefaultSwaMaxPass) +
            sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads)) +
-           RecurrentState::bytes(hp);
+           RecurrentState::bytes(hp) +
+           (m.has_mtp() ? KVCache::bytes(1, n_ctx, hp.n_embd_kv(), k, v) : 0.0);
 }
 
 std::string fmt(double bytes) {
