@@ -5,15 +5,20 @@
 // `--spec-type mtp` on a file without the head is an Error naming the file.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arch_test_util.h"
+#include "chi_square.h"
 #include "common/error.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
+#include "speculative/generator.h"
 #include "speculative/make_drafter.h"
 #include "speculative/mtp_drafter.h"
 #include "test_util.h"
@@ -97,6 +102,71 @@ TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
     drafter.start(history, 4, draft);
     ASSERT_EQ(draft.size(), 4);
     EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 4));
+}
+
+// Sampling with MTP drafts keeps the target's distribution: the first two generated tokens,
+// drawn through the generation loop (head drafts of 3, rejection sampling) with fresh seeds,
+// follow the target's exact p(t1) p(t2 | t1) under the sampling transforms (Pearson chi-square),
+// for the dense head and for qwen35moe's head with its own experts.
+void expect_mtp_sampling_exact(const std::string& file) {
+    SCOPED_TRACE(file);
+    const auto m = Model::load(kDir + file);
+    const int nv = m->hparams().n_vocab;
+    SamplingParams sp;
+    sp.temp = 1.5f;  // the random head's logits are peaked: spread them over more bins
+    sp.top_k = 40;
+    sp.top_p = 0.95f;
+    sp.min_p = 0.02f;
+    const std::vector<token_id> prompt = test::random_tokens(9, 11);
+    std::map<std::pair<token_id, token_id>, double> exact;
+    {
+        Sampler s(sp);
+        Session sess(*m, params());
+        std::vector<TokenProb> p1, p2;
+        sess.eval(prompt);
+        s.distribution(sess.logits(sess.n_logits() - 1), nv, p1);
+        for (const TokenProb& a : p1) {
+            sess.rollback(int(prompt.size()));
+            sess.eval(std::vector<token_id>{a.id});
+            s.distribution(sess.logits(0), nv, p2);
+            for (const TokenProb& b : p2) exact[{a.id, b.id}] = double(a.p) * b.p;
+        }
+    }
+    const int kTrials = 1500;
+    std::map<std::pair<token_id, token_id>, long> counts;
+    Session target(*m, params());
+    SamplingParams dsp = sp;
+    dsp.seed = 77;
+    MtpDrafter drafter(*m, dsp);
+    SpecStats all;
+    for (int t = 0; t < kTrials; ++t) {
+        sp.seed = 5000 + uint64_t(t);
+        Sampler sampler(sp);
+        GenParams gp;
+        gp.n_predict = 2;
+        gp.ignore_eos = true;
+        gp.n_draft = 3;
+        SpecStats st;
+        const auto out = generate_tokens(target, sampler, &drafter, prompt, gp, &st);
+        ASSERT_EQ(out.size(), 2u);
+        ++counts[{out[0], out[1]}];
+        all.n_drafted += st.n_drafted;
+        all.n_accepted += st.n_accepted;
+    }
+    // After t1 only one token is left to draft; some of those drafts are kept.
+    EXPECT_EQ(all.n_drafted, kTrials);
+    EXPECT_GT(all.n_accepted, 10);
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
+    std::printf(
+        "mtp sampling: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f, accepted %ld of %ld\n",
+        c.stat, c.df, c.critical, long(all.n_accepted), long(all.n_drafted));
+    ASSERT_GE(c.df, 5);
+    EXPECT_LT(c.stat, c.critical);
+}
+
+TEST(MtpDrafter, SamplingKeepsTheTargetDistribution) {
+    expect_mtp_sampling_exact("rand-qwen35-mtp1-tok512-d128-l4-F16.gguf");
+    expect_mtp_sampling_exact("rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf");
 }
 
 TEST(MtpDrafter, ModelWithoutTheHeadIsRefused) {
