@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "sampling/constraints.h"
 #include "speculative/categorical.h"
 
 namespace specula {
@@ -34,11 +35,19 @@ MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
 
 token_id MtpDrafter::choose(const float* logits, Draft& out) {
     const int nv = model_.hparams().n_vocab;
-    if (!out.has_q) return argmax(logits, nv);
-    std::vector<TokenProb>& q = out.next_q();
-    sampler_.distribution(logits, nv, q);
-    if (q.empty()) return -1;
-    return sample_categorical(q, sampler_.uniform());
+    if (guide_now_) logits = guide_now_->apply(logits, guided_);
+    token_id tok;
+    if (!out.has_q) {
+        tok = argmax(logits, nv);
+    } else {
+        std::vector<TokenProb>& q = out.next_q();
+        sampler_.distribution(logits, nv, q);
+        if (q.empty()) return -1;
+        tok = sample_categorical(q, sampler_.uniform());
+    }
+    // Everything banned (a -inf row): nothing more to draft.
+    if (guide_now_ && !guide_now_->accept(tok)) return -1;
+    return tok;
 }
 
 std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, int n_max,
@@ -80,6 +89,10 @@ std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, i
     }
     t.eval_mtp(next_, hidden_.data());
     ++steps_;
+    // Guided by the target's constraints (same vocabulary), rewound after the proposal.
+    guide_now_ = guide_ && guide_->n_vocab() == model_.hparams().n_vocab ? guide_ : nullptr;
+    Constraints::Mark mark;
+    if (guide_now_) mark = guide_now_->mark();
     const int keep = t.mtp_n_past();  // positions up to L - 1: verified inputs only
     int row = n - 1;                  // the head's last row
     token_id tok = choose(t.mtp_logits(row), out);
@@ -93,6 +106,8 @@ std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, i
         tok = choose(t.mtp_logits(0), out);
     }
     t.mtp_rollback(keep);
+    if (guide_now_) guide_now_->rewind(mark);
+    guide_now_ = nullptr;
     return {};
 }
 

@@ -14,8 +14,9 @@
 // last one: the target evaluates prompts without keeping every row's hidden state); rope depends
 // on relative positions only, so this is the head attending to the generation from there on.
 // Greedy targets get greedy drafts (q one-hot); sampling targets get draws from the head's
-// transformed distribution q. Constraints (guide) are not applied to MTP drafts: verification
-// stays exact either way.
+// transformed distribution q. The target's constraints (Drafter::guide: penalties, logit bias,
+// a grammar) shape the head's rows as they shape the target's, so that guided drafts are the
+// ones verification can keep; verification stays exact either way.
 #pragma once
 
 #include <vector>
@@ -57,6 +58,8 @@ class MtpDrafter final : public Drafter {
     int steps_ = 0;
     std::vector<token_id> next_;
     std::vector<float> hidden_;
+    Constraints* guide_now_ = nullptr;  // guide_ during a proposal
+    std::vector<float> guided_;         // a row after its constraints
 };
 
 }  // namespace specula
