@@ -15,6 +15,7 @@ void add_gemm_q8(KernelTable& t);       // gemm_q8.cpp: packed Q8_0 tiles
 void add_gemm_kquants(KernelTable& t);  // gemm_kquants.cpp: packed Q4_K / Q6_K tiles
 void add_quantize(KernelTable& t);      // quantize.cpp: activation quantizers
 void add_attention(KernelTable& t);     // attention.cpp: attention loops, KV row conversions
+void add_activations(KernelTable& t);   // activations.cpp: silu / gelu times up
 }  // namespace avx2
 
 namespace avxvnni {
@@ -28,6 +29,7 @@ void add_dot_bf16(KernelTable& t);  // dot_bf16.cpp: BF16 panels on vdpbf16ps (I
 void add_gemm_q8(KernelTable& t);
 void add_gemm_kquants(KernelTable& t);
 void add_attention(KernelTable& t);
+void add_activations(KernelTable& t);
 }  // namespace avx512
 
 namespace amx {

@@ -93,6 +93,12 @@ AttentionEntry& KernelTable::attention(Isa isa) {
 const AttentionEntry& KernelTable::attention(Isa isa) const {
     return attention_[idx(isa)];
 }
+ActivationEntry& KernelTable::activation(Isa isa) {
+    return activation_[idx(isa)];
+}
+const ActivationEntry& KernelTable::activation(Isa isa) const {
+    return activation_[idx(isa)];
+}
 
 const KernelTable& kernel_table() {
     static const KernelTable t = build();
@@ -169,6 +175,17 @@ AttentionEntry best_attention() {
         if (a.blocked) e.blocked = a.blocked;
         if (a.fp16_to_f32) e.fp16_to_f32 = a.fp16_to_f32;
         if (a.i8_scale_to_f32) e.i8_scale_to_f32 = a.i8_scale_to_f32;
+    }
+    return e;
+}
+
+ActivationEntry best_activation() {
+    const IsaChain c = base_chain(active_simd_level());
+    ActivationEntry e;
+    for (int i = c.n - 1; i >= 0; --i) {  // the best ISA's members last, over the others
+        const ActivationEntry& a = kernel_table().activation(c.isa[i]);
+        if (a.silu_mul) e.silu_mul = a.silu_mul;
+        if (a.gelu_mul) e.gelu_mul = a.gelu_mul;
     }
     return e;
 }

@@ -84,6 +84,13 @@ struct AttentionEntry {
     void (*i8_scale_to_f32)(const int8_t* q, float d, float* out, int n) = nullptr;
 };
 
+// The FFN's elementwise activations at one ISA (kernels/x86/activations.h). The scalar level
+// has none: model/ops.cpp's libm loops are the reference and the fallback.
+struct ActivationEntry {
+    void (*silu_mul)(float* g, const float* u, int64_t n) = nullptr;  // g = silu(g) * u
+    void (*gelu_mul)(float* g, const float* u, int64_t n) = nullptr;  // g = gelu(g) * u
+};
+
 class KernelTable {
   public:
     // The entry to fill (registration) or read; marks it present.
@@ -93,6 +100,8 @@ class KernelTable {
     QuantizeRowFn quantizer(GGMLType act_type, Isa isa) const;
     AttentionEntry& attention(Isa isa);
     const AttentionEntry& attention(Isa isa) const;
+    ActivationEntry& activation(Isa isa);
+    const ActivationEntry& activation(Isa isa) const;
 
   private:
     static constexpr int kTypes = static_cast<int>(GGMLType::COUNT);
@@ -100,6 +109,7 @@ class KernelTable {
     Kernel kernels_[kTypes][2][kIsas][2] = {};
     QuantizeRowFn quantizers_[kTypes][kIsas] = {};
     AttentionEntry attention_[kIsas] = {};
+    ActivationEntry activation_[kIsas] = {};
 };
 
 // The registration functions, one per ISA (kernels/<isa>/register.cpp).
@@ -135,6 +145,8 @@ PackedTileFn best_packed_tile(GGMLType t);
 PackedPairFn best_packed_pair(GGMLType t);
 // Attention's loops now: each member from the first ISA of the chain that has it.
 AttentionEntry best_attention();
+// The activations now: each member from the first ISA of the chain that has it (null: none).
+ActivationEntry best_activation();
 
 // AMX (kernels/amx/): whether the CPU has it and grants this process the tiles and the kernels
 // passed their self-test (once; a failure prints one warning), and whether matmul uses an AMX

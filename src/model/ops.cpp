@@ -1,9 +1,13 @@
-// Scalar row operations (see ops.h). Summation orders are fixed, independent of the batch.
+// Row operations (see ops.h): scalar loops, but silu_mul / gelu_mul, which take the kernel
+// table's vectorised activations where the ISA has them. Summation orders are fixed, independent of
+// the batch.
 #include "model/ops.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "kernels/table.h"
 
 namespace specula {
 
@@ -51,7 +55,18 @@ void swiglu_oai(float* g, const float* u, int64_t n) {
     }
 }
 
+namespace {
+
+// The kernel table's vectorised activations at the active ISA (null at the scalar level).
+const ActivationEntry& activations() {
+    static const ActivationEntry e = best_activation();
+    return e;
+}
+
+}  // namespace
+
 void silu_mul(float* g, const float* u, int64_t n) {
+    if (const auto f = activations().silu_mul) return f(g, u, n);
     for (int64_t i = 0; i < n; ++i) {
         const float v = g[i];
         g[i] = (v / (1.0f + std::exp(-v))) * u[i];
@@ -59,6 +74,7 @@ void silu_mul(float* g, const float* u, int64_t n) {
 }
 
 void gelu_mul(float* g, const float* u, int64_t n) {
+    if (const auto f = activations().gelu_mul) return f(g, u, n);
     constexpr float kA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
     for (int64_t i = 0; i < n; ++i) {
         const float v = g[i];

@@ -19,7 +19,8 @@ void softmax(float* x, int64_t n);
 // sum).
 void softmax_sink(float* x, int64_t n, float sink);
 
-// g = silu(g) * u.
+// g = silu(g) * u. Where the ISA has it, the kernel table's vectorised loop (kernels/table.h
+// best_activation; a few ulp from the libm loop here), as gelu_mul.
 void silu_mul(float* g, const float* u, int64_t n);
 
 // g = gelu(g) * u, GELU's tanh approximation as ggml computes it:

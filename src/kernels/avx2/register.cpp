@@ -11,6 +11,7 @@ void register_avx2(KernelTable& t) {
     avx2::add_gemm_kquants(t);
     avx2::add_quantize(t);
     avx2::add_attention(t);
+    avx2::add_activations(t);
     if (cpu_features().avx_vnni) avxvnni::add_gemm_kquants(t);
 }
 

@@ -11,6 +11,7 @@ void register_avx512(KernelTable& t) {
     avx512::add_gemm_q8(t);
     avx512::add_gemm_kquants(t);
     avx512::add_attention(t);
+    avx512::add_activations(t);
 }
 
 }  // namespace specula
