@@ -1,11 +1,12 @@
 // The vectorised FFN activations of each ISA the CPU has (kernels/x86/activations.h, through the
 // kernel table) against the definitions in double precision: silu(v) u and gelu(v) u (GELU's
 // tanh approximation; v itself from 10 up, 0 from -10 down) over a dense sweep of [-100, 100],
-// the clamps' edges and tails, within 4e-6 relative (a few ulp) plus the exp argument's own
-// rounding. model/ops.h's silu_mul and
-// gelu_mul give the active ISA's results (at SPECULA_SIMD=scalar, the libm loops').
+// and gpt-oss's clamped SwiGLU, the clamps' edges and tails, within 4e-6 relative (a few ulp) plus
+// the exp argument's own rounding. model/ops.h's silu_mul and gelu_mul give the active ISA's
+// results (at SPECULA_SIMD=scalar, the libm loops').
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -80,6 +81,19 @@ void check(const ActivationEntry& e, const char* isa) {
     g = x;
     e.gelu_mul(g.data(), u.data(), int64_t(g.size()));
     expect_close((std::string(isa) + " gelu").c_str(), x, u, g, gelu_ref, gelu_arg);
+    // gpt-oss's clamped SwiGLU: x = min(g, 7), y = clamp(u, -7, 7), x sigmoid(1.702 x) (y + 1).
+    ASSERT_NE(e.swiglu_oai, nullptr) << isa;
+    std::vector<float> uu(x.size());
+    for (size_t i = 0; i < uu.size(); ++i) uu[i] = float(int(i % 41) - 20) * 0.5f;  // -10 .. 10
+    g = x;
+    e.swiglu_oai(g.data(), uu.data(), int64_t(g.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double xc = std::min(double(x[i]), 7.0), yc = std::clamp(double(uu[i]), -7.0, 7.0);
+        const double want = xc / (1.0 + std::exp(-1.702 * xc)) * (yc + 1.0);
+        const double tol = (4e-6 + 1.2e-7 * 1.702 * std::abs(xc)) * std::abs(want) + 1e-35;
+        ASSERT_LE(std::abs(double(g[i]) - want), tol)
+            << isa << " swiglu_oai(" << x[i] << ", " << uu[i] << ") = " << g[i];
+    }
     // Odd lengths: the vector loop's tail.
     for (int n : {1, 3, 7, 15, 17, 31, 33}) {
         std::vector<float> a(x.begin() + 1000, x.begin() + 1000 + n), b = a;

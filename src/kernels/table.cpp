@@ -186,6 +186,7 @@ ActivationEntry best_activation() {
         const ActivationEntry& a = kernel_table().activation(c.isa[i]);
         if (a.silu_mul) e.silu_mul = a.silu_mul;
         if (a.gelu_mul) e.gelu_mul = a.gelu_mul;
+        if (a.swiglu_oai) e.swiglu_oai = a.swiglu_oai;
     }
     return e;
 }

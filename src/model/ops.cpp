@@ -11,6 +11,16 @@
 
 namespace specula {
 
+namespace {
+
+// The kernel table's vectorised activations at the active ISA (null at the scalar level).
+const ActivationEntry& activations() {
+    static const ActivationEntry e = best_activation();
+    return e;
+}
+
+}  // namespace
+
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
@@ -47,6 +57,7 @@ void softmax_sink(float* x, int64_t n, float sink) {
 }
 
 void swiglu_oai(float* g, const float* u, int64_t n) {
+    if (const auto f = activations().swiglu_oai) return f(g, u, n);
     constexpr float kAlpha = 1.702f, kLimit = 7.0f;
     for (int64_t i = 0; i < n; ++i) {
         const float x = std::min(g[i], kLimit);
@@ -54,16 +65,6 @@ void swiglu_oai(float* g, const float* u, int64_t n) {
         g[i] = x / (1.0f + std::exp(kAlpha * -x)) * (y + 1.0f);
     }
 }
-
-namespace {
-
-// The kernel table's vectorised activations at the active ISA (null at the scalar level).
-const ActivationEntry& activations() {
-    static const ActivationEntry e = best_activation();
-    return e;
-}
-
-}  // namespace
 
 void silu_mul(float* g, const float* u, int64_t n) {
     if (const auto f = activations().silu_mul) return f(g, u, n);

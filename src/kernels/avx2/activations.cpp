@@ -9,6 +9,7 @@ void add_activations(KernelTable& t) {
     ActivationEntry& e = t.activation(Isa::AVX2);
     e.silu_mul = &simd::silu_mul_vec;
     e.gelu_mul = &simd::gelu_mul_vec;
+    e.swiglu_oai = &simd::swiglu_oai_vec;
 }
 
 }  // namespace specula::avx2

@@ -55,5 +55,16 @@ void gelu_mul_vec(float* __restrict g, const float* __restrict u, int64_t n) {
     }
 }
 
+// gpt-oss's clamped SwiGLU: x = min(g, 7), y = clamp(u, -7, 7), g = x sigmoid(1.702 x) (y + 1).
+void swiglu_oai_vec(float* __restrict g, const float* __restrict u, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = g[i] < 7.0f ? g[i] : 7.0f;
+        float y = u[i] < 7.0f ? u[i] : 7.0f;
+        y = y > -7.0f ? y : -7.0f;
+        const float s = x / (1.0f + exp_approx(-1.702f * x));
+        g[i] = (x < -51.0f ? 0.0f : s) * (y + 1.0f);  // (where exp is past the clamp)
+    }
+}
+
 }  // namespace
 }  // namespace specula::simd
