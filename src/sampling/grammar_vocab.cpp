@@ -189,4 +189,62 @@ void GrammarVocab::allowed(const GrammarState& st, std::vector<uint8_t>& out) co
         text_, st, [](int32_t) {}, ban);
 }
 
+int32_t GrammarVocab::longest_piece_prefix(std::string_view bytes) const {
+    const std::vector<int32_t>& ids = text_.ids;
+    for (size_t len = std::min(bytes.size(), max_len_); len > 0; --len) {
+        const std::string_view want = bytes.substr(0, len);
+        auto it = std::upper_bound(ids.begin(), ids.end(), want,
+                                   [&](std::string_view w, int32_t id) { return w < piece(id); });
+        int32_t best = -1;
+        for (; it != ids.begin() && piece(*(it - 1)) == want; --it)
+            best = std::max(best, *(it - 1));
+        if (best >= 0) return best;
+    }
+    return -1;
+}
+
+int32_t GrammarVocab::only_token(const GrammarState& st) const {
+    if (st.in_plain_string()) return -1;  // every plain content byte is allowed
+    int n = 0;
+    int32_t one = -1;
+    if (st.can_end()) {
+        n += int(eog_.size());
+        if (!eog_.empty()) one = eog_[0];
+    }
+    if (st.finished()) return n == 1 ? one : -1;  // no text can follow
+    if (n > 1) return -1;
+    walk(
+        text_, st,
+        [&](int32_t id) {
+            if (++n == 1) one = id;
+        },
+        [](int32_t) {});
+    return n == 1 ? one : -1;
+}
+
+int GrammarVocab::forced_tokens(GrammarState& st, int max_tokens, std::string& bytes,
+                                std::vector<int32_t>& out) const {
+    int n = 0;
+    while (n < max_tokens) {
+        st.forced_bytes(bytes, size_t(max_tokens - n) * std::max<size_t>(max_len_, 1));
+        if (bytes.empty()) {
+            const int32_t id = only_token(st);
+            if (id < 0) break;
+            out.push_back(id);
+            ++n;
+            if (kinds_[size_t(id)] == kEog || !accept(st, id)) break;
+            continue;
+        }
+        size_t pos = 0;
+        while (pos < bytes.size() && n < max_tokens) {
+            const int32_t id = longest_piece_prefix(std::string_view(bytes).substr(pos));
+            if (id < 0 || !accept(st, id)) return n;
+            out.push_back(id);
+            ++n;
+            pos += piece(id).size();
+        }
+    }
+    return n;
+}
+
 }  // namespace specula
