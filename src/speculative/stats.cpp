@@ -40,12 +40,12 @@ void SpecStats::print(std::FILE* out) const {
                  "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s (stop: %s)\n",
                  n_prompt, prompt_tps(), n_generated, gen_tps(), stop_reason.c_str());
     print_speculative(out);
-    if (n_forced > 0)
-        std::fprintf(out, "grammar-forced drafts: %ld drafted, %ld accepted (%.1f%%)\n", n_forced,
-                     n_forced_accepted, 100.0 * double(n_forced_accepted) / double(n_forced));
 }
 
 void SpecStats::print_speculative(std::FILE* out) const {
+    if (n_forced > 0)
+        std::fprintf(out, "grammar-forced drafts: %ld drafted, %ld accepted (%.1f%%)\n", n_forced,
+                     n_forced_accepted, 100.0 * double(n_forced_accepted) / double(n_forced));
     if (drafter.empty()) return;
     std::fprintf(out,
                  "speculative%s (%s): %d drafts, %ld drafted, %ld accepted (%.1f%%), %.2f tokens "

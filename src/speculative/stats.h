@@ -68,7 +68,7 @@ struct SpecStats {
     }
 
     void print(std::FILE* out) const;
-    // The drafting lines of print() alone (nothing for plain generation).
+    // The drafting lines of print() alone (nothing for plain generation without forced drafts).
     void print_speculative(std::FILE* out) const;
     nlohmann::json to_json() const;
 };
