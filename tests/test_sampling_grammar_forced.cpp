@@ -6,7 +6,8 @@
 //    may end;
 //  - every forced byte is the only byte (apart from whitespace between JSON tokens) that step()
 //    accepts there, checked by trying all 256 bytes independently of forced_bytes();
-//  - forced tokens spell exactly a prefix of the forced bytes, each one allowed in turn;
+//  - forced tokens spell exactly a prefix of the forced bytes, each one allowed in turn; on a toy
+//    vocabulary, the longest piece wins and a token that is the only one allowed is forced;
 //  - along random walks over 6 schemas, whenever forced_bytes() is non-empty the walk's own
 //    allowed-token set agrees: every allowed token starts with a forced byte or is whitespace.
 #include <gtest/gtest.h>
@@ -193,6 +194,30 @@ TEST(GrammarForced, ForcedTokensSpellTheForcedBytes) {
         EXPECT_EQ(gv.only_token(GrammarState(json_object_grammar())), -1)
             << "`{` and whitespace tokens";
     }
+}
+
+// A toy vocabulary: the longest piece inside the forced bytes wins, and where two bytes are legal
+// but only one token spells either, that token is forced (only_token).
+TEST(GrammarForced, TokenLevelForcing) {
+    using K = GrammarVocab;
+    const GrammarVocab gv({"{", "\"", "\"a\":", "1", "}", "a", ""},
+                          {K::kText, K::kText, K::kText, K::kText, K::kText, K::kText, K::kEog});
+    const auto g = schema(R"({"type":"object","properties":{"a":{"enum":[1,2]}},"required":["a"],)"
+                          R"("additionalProperties":false})");
+    GrammarState st(g);
+    std::string fb, bytes;
+    st.forced_bytes(fb, 64);
+    EXPECT_EQ(fb, "{\"a\":");
+    std::vector<int32_t> toks;
+    EXPECT_EQ(gv.forced_tokens(st, 16, bytes, toks), 5);
+    // `{`, `"a":` (not `"`), then 1 or 2 may follow, but only `1` is a token; `}`; the end.
+    EXPECT_EQ(toks, (std::vector<int32_t>{0, 2, 3, 4, 6}));
+    EXPECT_TRUE(st.can_end());
+    GrammarState mid = after(g, "{\"a\":");
+    EXPECT_EQ(gv.only_token(mid), 3);
+    EXPECT_EQ(gv.longest_piece_prefix("\"a\":1"), 2);
+    EXPECT_EQ(gv.longest_piece_prefix("\"b"), 1);
+    EXPECT_EQ(gv.longest_piece_prefix("x"), -1);
 }
 
 // Random walks over allowed tokens: wherever bytes are forced, every allowed token begins with

@@ -74,6 +74,9 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
             (kinds_[i] == kEog ? eog_ : never_).push_back(int32_t(i));
         }
     }
+    one_byte_.assign(256, -1);
+    for (int32_t id : text)
+        if (pieces[size_t(id)].size() == 1) one_byte_[uint8_t(pieces[size_t(id)][0])] = id;
     text_.build(pieces, std::move(text));
     quoted_.build(pieces, std::move(quoted));
 }
@@ -205,14 +208,17 @@ int32_t GrammarVocab::longest_piece_prefix(std::string_view bytes) const {
 
 int32_t GrammarVocab::only_token(const GrammarState& st) const {
     if (st.in_plain_string()) return -1;  // every plain content byte is allowed
-    int n = 0;
-    int32_t one = -1;
-    if (st.can_end()) {
-        n += int(eog_.size());
-        if (!eog_.empty()) one = eog_[0];
+    const int n_eog = st.can_end() ? int(eog_.size()) : 0;
+    if (st.finished()) return n_eog == 1 ? eog_[0] : -1;  // no text can follow
+    // Cheap first: each legal byte that is a token on its own is an allowed token.
+    int n = n_eog;
+    for (unsigned b = 0; b < 256; ++b) {
+        if (one_byte_[b] < 0) continue;
+        GrammarState p(st);
+        if (p.step(uint8_t(b)) && ++n > 1) return -1;
     }
-    if (st.finished()) return n == 1 ? one : -1;  // no text can follow
-    if (n > 1) return -1;
+    n = n_eog;
+    int32_t one = n_eog == 1 ? eog_[0] : -1;
     walk(
         text_, st,
         [&](int32_t id) {

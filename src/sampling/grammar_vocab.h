@@ -95,6 +95,7 @@ class GrammarVocab {
     Trie quoted_;                       // text tokens with a '"' byte
     size_t max_len_ = 0;                // longest piece
     std::vector<int32_t> eog_, never_;  // ids by kind
+    std::vector<int32_t> one_byte_;     // [b]: a text token whose piece is byte b, or -1
 };
 
 }  // namespace specula
