@@ -5,7 +5,8 @@
 //  - logprobs come from the target's (constrained) distribution: identical with and without
 //    speculation, the chosen greedy token is the top alternative, echo gives the prompt's;
 //  - response_format json_object / json_schema: every output parses and matches its schema with
-//    speculation on, and greedy speculative output equals plain output;
+//    speculation on, and greedy speculative output equals plain output; with a draft length of 0
+//    the grammar-forced tokens are still drafted and accepted (timings.draft_n_forced_accepted);
 //  - penalties and logit_bias change the output and stay exact under speculation; n > 1; seed;
 //  - /tokenize and /detokenize (llama-server's shape), /v1/embeddings 501, --cors-origin;
 //  - vLLM's and llama-server's serve flags, including the speculative-decoding guide's command.
@@ -365,7 +366,7 @@ const json kSchemas = json::array({
 });
 
 TEST_F(ServerApiTest, JsonSchemaOutputsAlwaysParseAndValidateWithSpeculation) {
-    int n_outputs = 0;
+    int n_outputs = 0, n_forced = 0;
     for (const json& schema : kSchemas) {
         const json rf = {{"type", "json_schema"},
                          {"json_schema", {{"name", "t"}, {"schema", schema}}}};
@@ -394,9 +395,12 @@ TEST_F(ServerApiTest, JsonSchemaOutputsAlwaysParseAndValidateWithSpeculation) {
         const json b = ok(s(), "/v1/completions", req);
         EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
         EXPECT_GT(b["usage"]["speculative"]["drafted"].get<int>(), 0);
+        // Without a drafter, the tokens the schema forces are drafted all the same.
+        n_forced += a["timings"].value("draft_n_forced_accepted", 0);
         EXPECT_TRUE(validates(json::parse(a["choices"][0]["text"].get<std::string>()), schema));
     }
     EXPECT_EQ(n_outputs, 9);
+    EXPECT_GT(n_forced, 0);
 }
 
 TEST_F(ServerApiTest, JsonObjectModeAndBadSchemas) {

@@ -47,6 +47,7 @@ TEST(SpecConfig, DefaultsArePlainDecodingWithLengthFour) {
     EXPECT_FALSE(c.draft_auto);
     EXPECT_EQ(c.draft_min, 0);
     EXPECT_EQ(c.p_min, 0.0f);
+    EXPECT_EQ(c.n_forced, 8);
     EXPECT_EQ(c.ngram.ngram_min, 2);
     EXPECT_EQ(c.ngram.ngram_max, 4);
     EXPECT_STREQ(method_name(c.method), "none");
@@ -77,9 +78,27 @@ TEST(SpecConfig, MethodFromEachSpelling) {
     EXPECT_TRUE(c.draft_auto);
     EXPECT_EQ(c.draft_min, 2);
     EXPECT_EQ(c.p_min, 0.5f);
+    EXPECT_EQ(c.n_forced, 8);
     SpeculativeFlags l;
     l.lookup = true;
     EXPECT_EQ(parse_speculative_flags(l).method, SpecMethod::ngram);
+}
+
+TEST(SpecConfig, ForcedDrafts) {
+    SpeculativeFlags f;
+    f.forced_drafts = 0;
+    EXPECT_EQ(parse_speculative_flags(f).n_forced, 0);
+    f.forced_drafts = 16;
+    EXPECT_EQ(parse_speculative_flags(f).n_forced, 16);
+    for (int bad : {-1, 65}) {
+        f.forced_drafts = bad;
+        try {
+            parse_speculative_flags(f);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("--forced-drafts"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(SpecConfig, VllmJsonOverridesTheFlags) {

@@ -121,6 +121,7 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     e->gen.ignore_eos = o.ignore_eos;
     e->gen.n_draft = e->spec.n_draft;
     e->gen.draft_min = e->spec.draft_min;
+    e->gen.n_forced = e->spec.n_forced;
     if (e->drafter)
         log("speculative: %s, draft %s", e->drafter->name(), draft_length_name(e->spec).c_str());
     return e;

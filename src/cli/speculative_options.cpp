@@ -30,6 +30,10 @@ void add_speculative_options(CLI::App& cmd, SpeculativeFlags& f) {
     cmd.add_option("--draft-p-min", f.p_min,
                    "stop drafting when the draft's top probability falls below this")
         ->capture_default_str();
+    cmd.add_option("--forced-drafts", f.forced_drafts,
+                   "under a grammar (response_format, tool calls), draft the tokens it forces: at "
+                   "most this many per step without a drafter, the draft length with one; 0: off")
+        ->capture_default_str();
     cmd.add_option("--spec-type", f.spec_type,
                    "drafter: draft / draft_model (needs -md), ngram (prompt lookup) or mtp / "
                    "draft-mtp (the model's own nextn head)");

@@ -12,6 +12,9 @@
 //   verifier: m = c.mark(); for i in 0..n: rows[i] = c.apply(target.logits(i), scratch[i]);
 //            if i < n and !c.accept(d_i): stop (d_i has p = 0 and is rejected at i);
 //            decide on the rows; c.rewind(m); c.accept() each kept token and the next one.
+//   forced drafts (speculative/forced_drafts.h): after the drafter's tokens, the tokens the
+//            grammar alone forces (GrammarVocab::forced_tokens on a copy of grammar()) are
+//            drafted too, with a one-hot q; the verifier checks them like any other.
 #pragma once
 
 #include <memory>
@@ -61,6 +64,7 @@ class Constraints {
 
     const Penalizer& penalties() const { return pen_; }
     const GrammarState* grammar() const { return grammar_ ? &*grammar_ : nullptr; }
+    const GrammarVocab* vocab() const { return grammar_ ? vocab_.get() : nullptr; }
 
   private:
     Penalizer pen_;

@@ -510,6 +510,11 @@ bool GrammarState::finished() const {
     return depth_ == 1 && frames_[0].sub == 1 && frames_[0].w == suffix_of(frames_[0]).size();
 }
 
+bool GrammarState::between_tokens() const {
+    const uint8_t k = top().kind;
+    return k == kRoot || k == kObject || k == kArray;
+}
+
 bool GrammarState::in_plain_string() const {
     const Frame& f = top();
     return f.sub == kStrPlain && (f.kind == kString || (f.kind == kKey && f.aux2 == kKeyFree));

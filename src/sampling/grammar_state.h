@@ -39,6 +39,16 @@ class GrammarState {
     // that lowers it reaches the end; a generation loop can use it to close the JSON when it runs
     // short of tokens, and the tests use it to end random walks.
     size_t min_remaining() const;
+    // What the grammar forces from here: `out` becomes the longest byte string (at most max_len
+    // bytes) that is the only way the output can go on, ignoring the optional whitespace between
+    // JSON tokens (a space that is string or key content is an alternative like any byte). After
+    // `{` of an object whose only possible first key is "name" (a string), that is `"name":"`;
+    // inside an enum with one candidate left, the rest of it; a const value; a closing `}` when
+    // nothing else is legal. Empty when the output may end here (can_end(): an end-of-generation
+    // token is the other way) or two bytes are legal. step() accepts the bytes in order. This is
+    // what sampling would produce if it never chose optional whitespace; a speculative engine
+    // drafts it (sampling/grammar_vocab.h forced_tokens), and the verifier decides.
+    void forced_bytes(std::string& out, size_t max_len) const;
     // Bytes consumed so far.
     uint64_t n_bytes() const { return n_bytes_; }
     const JsonGrammar& grammar() const { return *g_; }
@@ -56,6 +66,9 @@ class GrammarState {
     };
     static constexpr int kMaxFrames = 52;  // root + max_depth (<= 48) containers + key/scalar
 
+    // The innermost open construct is a container or the root: a whitespace byte that leaves the
+    // state so was whitespace between JSON tokens, not string content.
+    bool between_tokens() const;
     Frame& top() { return frames_[depth_ - 1]; }
     const Frame& top() const { return frames_[depth_ - 1]; }
     Frame& push(uint8_t kind, int32_t node);

@@ -74,6 +74,9 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
             (kinds_[i] == kEog ? eog_ : never_).push_back(int32_t(i));
         }
     }
+    one_byte_.assign(256, -1);
+    for (int32_t id : text)
+        if (pieces[size_t(id)].size() == 1) one_byte_[uint8_t(pieces[size_t(id)][0])] = id;
     text_.build(pieces, std::move(text));
     quoted_.build(pieces, std::move(quoted));
 }
@@ -187,6 +190,67 @@ void GrammarVocab::allowed(const GrammarState& st, std::vector<uint8_t>& out) co
     }
     walk(
         text_, st, [](int32_t) {}, ban);
+}
+
+int32_t GrammarVocab::longest_piece_prefix(std::string_view bytes) const {
+    const std::vector<int32_t>& ids = text_.ids;
+    for (size_t len = std::min(bytes.size(), max_len_); len > 0; --len) {
+        const std::string_view want = bytes.substr(0, len);
+        auto it = std::upper_bound(ids.begin(), ids.end(), want,
+                                   [&](std::string_view w, int32_t id) { return w < piece(id); });
+        int32_t best = -1;
+        for (; it != ids.begin() && piece(*(it - 1)) == want; --it)
+            best = std::max(best, *(it - 1));
+        if (best >= 0) return best;
+    }
+    return -1;
+}
+
+int32_t GrammarVocab::only_token(const GrammarState& st) const {
+    if (st.in_plain_string()) return -1;  // every plain content byte is allowed
+    const int n_eog = st.can_end() ? int(eog_.size()) : 0;
+    if (st.finished()) return n_eog == 1 ? eog_[0] : -1;  // no text can follow
+    // Cheap first: each legal byte that is a token on its own is an allowed token.
+    int n = n_eog;
+    for (unsigned b = 0; b < 256; ++b) {
+        if (one_byte_[b] < 0) continue;
+        GrammarState p(st);
+        if (p.step(uint8_t(b)) && ++n > 1) return -1;
+    }
+    n = n_eog;
+    int32_t one = n_eog == 1 ? eog_[0] : -1;
+    walk(
+        text_, st,
+        [&](int32_t id) {
+            if (++n == 1) one = id;
+        },
+        [](int32_t) {});
+    return n == 1 ? one : -1;
+}
+
+int GrammarVocab::forced_tokens(GrammarState& st, int max_tokens, std::string& bytes,
+                                std::vector<int32_t>& out) const {
+    int n = 0;
+    while (n < max_tokens) {
+        st.forced_bytes(bytes, size_t(max_tokens - n) * std::max<size_t>(max_len_, 1));
+        if (bytes.empty()) {
+            const int32_t id = only_token(st);
+            if (id < 0) break;
+            out.push_back(id);
+            ++n;
+            if (kinds_[size_t(id)] == kEog || !accept(st, id)) break;
+            continue;
+        }
+        size_t pos = 0;
+        while (pos < bytes.size() && n < max_tokens) {
+            const int32_t id = longest_piece_prefix(std::string_view(bytes).substr(pos));
+            if (id < 0 || !accept(st, id)) return n;
+            out.push_back(id);
+            ++n;
+            pos += piece(id).size();
+        }
+    }
+    return n;
 }
 
 }  // namespace specula

@@ -59,6 +59,22 @@ class GrammarVocab {
     // allowed[id] = 1 when the token is allowed, else 0 (resized to n_vocab()).
     void allowed(const GrammarState& st, std::vector<uint8_t>& allowed) const;
 
+    // Forced tokens (speculative drafts that need no model): appends to `out` up to max_tokens
+    // tokens the grammar forces from `st`, advancing `st` past them, and returns how many. The
+    // bytes GrammarState::forced_bytes() names are cut into tokens greedily, longest piece first,
+    // each piece lying inside the forced bytes (the text stops where no piece fits); where no
+    // byte is forced but exactly one token is allowed (only_token(): e.g. the end-of-generation
+    // token once the JSON is closed), that token, after which nothing more is proposed if it is
+    // the end. `bytes` is scratch. Whether the model would tokenize the text the same way matters
+    // only for how often the drafts are accepted, never for what is generated.
+    int forced_tokens(GrammarState& st, int max_tokens, std::string& bytes,
+                      std::vector<int32_t>& out) const;
+    // The one token allowed in `st`, or -1 when none or several are.
+    int32_t only_token(const GrammarState& st) const;
+    // The text token with the longest piece that is a prefix of `bytes` (of equal pieces the
+    // highest id: a byte-fallback token comes before its ordinary twin), or -1.
+    int32_t longest_piece_prefix(std::string_view bytes) const;
+
   private:
     // Token ids ordered by piece bytes, with what the trie walk needs to skip subtrees.
     struct Trie {
@@ -79,6 +95,7 @@ class GrammarVocab {
     Trie quoted_;                       // text tokens with a '"' byte
     size_t max_len_ = 0;                // longest piece
     std::vector<int32_t> eog_, never_;  // ids by kind
+    std::vector<int32_t> one_byte_;     // [b]: a text token whose piece is byte b, or -1
 };
 
 }  // namespace specula

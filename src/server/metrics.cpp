@@ -133,6 +133,8 @@ void Metrics::record_request(const SpecStats& st, const std::string& reason, dou
     num_drafts_ += st.n_drafts;
     num_draft_tokens_ += st.n_drafted;
     num_accepted_ += st.n_accepted;
+    num_forced_ += st.n_forced;
+    num_forced_accepted_ += st.n_forced_accepted;
     if (accepted_per_pos_.size() < st.pos_accepted.size())
         accepted_per_pos_.resize(st.pos_accepted.size(), 0);
     for (size_t i = 0; i < st.pos_accepted.size(); ++i) accepted_per_pos_[i] += st.pos_accepted[i];
@@ -197,6 +199,11 @@ void Metrics::render_set(std::string& out, bool vllm) const {
                "Sequences drafted, summed over the draft-model passes.", draft_seqs_);
         scalar(P + "draft_batch_seconds_total", "counter", "Time in draft-model passes.",
                draft_ms_ / 1e3);
+        scalar(P + "spec_decode_num_forced_tokens_total", "counter",
+               "Grammar-forced draft tokens proposed (also counted as draft tokens).", num_forced_);
+        scalar(P + "spec_decode_num_forced_accepted_tokens_total", "counter",
+               "Grammar-forced draft tokens accepted (also counted as accepted).",
+               num_forced_accepted_);
     }
     scalar(P + "spec_decode_num_drafts" + total, "counter", "Target passes that verified a draft.",
            num_drafts_);

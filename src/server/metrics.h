@@ -20,7 +20,11 @@
 //   passes), specula:batch_sequences, specula:batch_rows, specula:spec_decode_draft_length_by_load
 //   (gauges: the last pass; -1: no slot adapts); specula:draft_batch_passes_total,
 //   specula:draft_batch_sequences_total, specula:draft_batch_seconds_total (counters of the draft
-//   model's batched passes: passes, sequences summed over them, time).
+//   model's batched passes: passes, sequences summed over them, time);
+//   specula:spec_decode_num_forced_tokens_total,
+//   specula:spec_decode_num_forced_accepted_tokens_total (counters: grammar-forced draft tokens,
+//   speculative/forced_drafts.h, proposed and accepted; they are in the draft / accepted token
+//   counts too).
 // Thread-safe: every request thread records into one Metrics.
 #pragma once
 
@@ -91,6 +95,7 @@ class Metrics {
     long draft_passes_ = 0, draft_seqs_ = 0;
     double draft_ms_ = 0;
     long num_drafts_ = 0, num_draft_tokens_ = 0, num_accepted_ = 0;
+    long num_forced_ = 0, num_forced_accepted_ = 0;
     std::vector<long> accepted_per_pos_;
     std::map<std::string, long> success_;  // by finished_reason
     std::map<int, long> failure_;          // by HTTP status

@@ -94,7 +94,7 @@ json ResponseHead::make() const {
 json timings_json(const std::vector<Completion>& choices) {
     int prompt_n = 0, predicted_n = 0;
     double prompt_ms = 0, predicted_ms = 0;
-    long draft_n = 0, draft_accepted = 0;
+    long draft_n = 0, draft_accepted = 0, forced_n = 0, forced_accepted = 0;
     bool drafting = false;
     for (const Completion& c : choices) {
         prompt_n += c.stats.n_prompt - c.stats.n_prompt_cached;
@@ -103,6 +103,8 @@ json timings_json(const std::vector<Completion>& choices) {
         predicted_ms += c.stats.t_gen_ms;
         draft_n += c.stats.n_drafted;
         draft_accepted += c.stats.n_accepted;
+        forced_n += c.stats.n_forced;
+        forced_accepted += c.stats.n_forced_accepted;
         drafting = drafting || !c.stats.drafter.empty();
     }
     const auto per_token = [](double ms, int n) { return n > 0 ? ms / n : 0.0; };
@@ -118,6 +120,10 @@ json timings_json(const std::vector<Completion>& choices) {
     if (drafting) {
         t["draft_n"] = draft_n;
         t["draft_n_accepted"] = draft_accepted;
+    }
+    if (forced_n > 0) {
+        t["draft_n_forced"] = forced_n;
+        t["draft_n_forced_accepted"] = forced_accepted;
     }
     return t;
 }

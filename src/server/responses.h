@@ -43,7 +43,9 @@ nlohmann::json usage_json(const std::vector<Completion>& choices);
 // llama-server's `timings` over all choices: prompt_n (tokens evaluated, cached ones not
 // counted), prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms,
 // predicted_per_token_ms, predicted_per_second and, when a drafter ran, draft_n and
-// draft_n_accepted. On every full response, on the chunk with finish_reason and the usage chunk.
+// draft_n_accepted, and when a grammar forced drafts (speculative/forced_drafts.h) draft_n_forced
+// and draft_n_forced_accepted. On every full response, on the chunk with finish_reason and the
+// usage chunk.
 nlohmann::json timings_json(const std::vector<Completion>& choices);
 
 // Tracks which generated tokens' logprobs a stream has sent (a token's entry goes out with the

@@ -328,6 +328,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     job->gen.ignore_eos = r.ignore_eos;
     job->gen.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
     job->gen.draft_min = cfg_.speculative.draft_min;
+    job->gen.n_forced = cfg_.speculative.n_forced;
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
     job->draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
     job->sampling = sampling_->sampling(r, choice);

@@ -166,6 +166,9 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
     if (!(f.p_min >= 0.f && f.p_min <= 1.f))  // also refuses NaN
         fail("--draft-p-min must be in [0, 1], got ", f.p_min);
     c.p_min = f.p_min;
+    if (f.forced_drafts < 0 || f.forced_drafts > kMaxDraftLength)
+        fail("--forced-drafts must be in [0, ", kMaxDraftLength, "], got ", f.forced_drafts);
+    c.n_forced = f.forced_drafts;
     if (f.ngram_min < 1 || f.ngram_max < f.ngram_min || f.ngram_max > kMaxNgram)
         fail("--spec-ngram-min/max must satisfy 1 <= min <= max <= ", kMaxNgram, ", got ",
              f.ngram_min, "/", f.ngram_max);

@@ -31,6 +31,7 @@ struct SpeculativeConfig {
     bool draft_auto = false;  // choose the length every step (speculative/draft_length.h)
     int draft_min = 0;        // a proposal shorter than this is not verified
     float p_min = 0.0f;       // draft-model drafting stops below this top probability
+    int n_forced = 8;         // grammar-forced drafts per step without a drafter (GenParams)
     NgramParams ngram;        // method ngram
     // Where the draft model runs its layers (-ngld; default: the environment's).
     OffloadParams draft_gpu = env_placement().draft;
@@ -44,6 +45,7 @@ struct SpeculativeFlags {
     bool lookup = false;
     int draft_min = 0;
     float p_min = 0.0f;
+    int forced_drafts = 8;  // --forced-drafts
     int ngram_min = 2, ngram_max = 4;
     std::string speculative_config;  // vLLM's JSON; "" when not given
 };

@@ -76,7 +76,9 @@ class Drafter {
     int propose(std::span<const token_id> history, int n_max, Draft& out);
 
     // The target kept the first n_kept tokens of the last proposal and then appended its own
-    // token (the correction or bonus); history grows by n_kept + 1.
+    // token (the correction or bonus); history grows by n_kept + 1. n_kept may exceed the
+    // proposal's size: the engine drafted grammar-forced tokens after it (forced_drafts.h), the
+    // first n_kept - size() of which were kept too (a drafter catches up on them in start()).
     virtual void accept(int n_kept) = 0;
 
     // Optional (the engine sets it for each generation, null when there are none): the

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "speculative/forced_drafts.h"
 
 namespace specula {
 
@@ -17,6 +18,7 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
     if (&s.target->model() != &target_) fail("engine: the sequence's target is of another model");
     const GenParams& p = s.params;
     if (p.n_draft < 0) fail("draft length must be >= 0, got ", p.n_draft);
+    if (p.n_forced < 0) fail("forced draft length (n_forced) must be >= 0, got ", p.n_forced);
     if (p.synthetic_accept > 1.0)
         fail("synthetic acceptance must be in [0, 1], got ", p.synthetic_accept);
     if (prompt.empty()) fail("generate: the prompt has no tokens (not even BOS)");
@@ -32,10 +34,13 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
     int max_draft = p.n_draft;
     if (s.auto_length) max_draft = std::max(max_draft, s.auto_length->params().n_max);
     if (s.by_load) max_draft = std::max(max_draft, load_params_.n_max);
+    if (s.constraints && s.constraints->has_grammar()) max_draft = std::max(max_draft, p.n_forced);
     const size_t max_batch = size_t(max_draft) + 1;
     s.history.reserve(size_t(n_ctx) + 1);
     s.output.reserve(size_t(n_ctx) + 1);
     w.draft.tokens.reserve(max_batch);
+    w.forced_tokens.reserve(max_batch);
+    w.forced_bytes.reserve(256);
     w.batch.reserve(max_batch);
     w.rows.reserve(max_batch);
     s.rec.emitted.reserve(max_batch);
@@ -98,15 +103,33 @@ static const char* stop_before_step(const Sequence& s) {
     return nullptr;
 }
 
-// How many draft tokens `s` asks for this step (0: none).
-int Engine::draft_length(const Sequence& s, int k_load) const {
-    if (!s.drafter) return 0;
-    int n = s.by_load && k_load >= 0 ? k_load
-            : s.auto_length          ? s.auto_length->choose(cost_)
-                                     : s.params.n_draft;
+// At most n draft tokens, within the context and n_predict.
+static int fit_draft(const Sequence& s, int n) {
     n = std::min(n, s.target->n_ctx() - int(s.history.size()));
     if (s.params.n_predict >= 0) n = std::min(n, s.params.n_predict - int(s.output.size()) - 1);
     return std::max(n, 0);
+}
+
+// How many draft tokens `s` asks for this step (0: none).
+int Engine::draft_length(const Sequence& s, int k_load) const {
+    if (!s.drafter) return 0;
+    return fit_draft(s, s.by_load && k_load >= 0 ? k_load
+                        : s.auto_length          ? s.auto_length->choose(cost_)
+                                                 : s.params.n_draft);
+}
+
+// The tokens the grammar forces after the drafter's, within the draft length (or n_forced when
+// there is none): see forced_drafts.h.
+static void add_forced(Sequence& s) {
+    Sequence::Work& w = s.work;
+    w.n_own = w.draft.size();
+    s.rec.n_forced = 0;
+    if (!s.constraints || !s.constraints->has_grammar() || s.params.n_forced <= 0) return;
+    const auto t0 = clock_type::now();
+    const int n_max = w.n_draft > 0 ? w.n_draft : fit_draft(s, s.params.n_forced);
+    s.rec.n_forced =
+        append_forced_drafts(*s.constraints, w.draft, n_max, w.forced_bytes, w.forced_tokens);
+    s.rec.draft_ms += ms_since(t0);
 }
 
 // One draft length for the decoding sequences that adapt by load, from their acceptance and the
@@ -151,7 +174,11 @@ void Engine::draft(StepReport& report, int k_load) {
         draft_jobs_.push_back({s->drafter, s->history, s->work.n_draft, &s->work.draft});
         draft_owner_.push_back(s);
     }
-    if (draft_jobs_.empty()) return;
+    if (!draft_jobs_.empty()) propose(report);
+    for (Sequence* s : decoding_) add_forced(*s);
+}
+
+void Engine::propose(StepReport& report) {
     const auto t0 = clock_type::now();
     report.draft_rounds = drafts_.propose(draft_jobs_);
     report.draft_ms = ms_since(t0);
@@ -190,6 +217,7 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
             r.emitted.clear();
             r.stop = nullptr;
             r.n_draft_steps = 0;
+            r.n_forced = r.n_forced_accepted = 0;
             r.draft_ms = 0;
             decoding_.push_back(s);
         } else {
@@ -256,10 +284,18 @@ void Engine::verify_step(Sequence& s, double pass_ms) {
     r.sample_ms = ms_since(t);
     r.n_drafted = d.size();
     r.n_accepted = v.n_accepted;
+    const int n_own = s.work.n_own;
+    r.n_forced_accepted = std::max(0, v.n_accepted - n_own);
     for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit(s, {d.tokens[size_t(i)], true}, i);
     if (!r.stop) emit(s, {v.token, false}, v.n_accepted);
     s.stats.add(r);
-    if (s.auto_length) s.auto_length->observe(r);
+    if (s.auto_length) {  // it learns the drafter's acceptance: the forced tokens are not its own
+        r.n_drafted = n_own;
+        r.n_accepted = std::min(v.n_accepted, n_own);
+        s.auto_length->observe(r);
+        r.n_drafted = d.size();
+        r.n_accepted = v.n_accepted;
+    }
     if (r.stop) s.stats.stop_reason = r.stop;
 }
 

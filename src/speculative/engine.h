@@ -5,7 +5,9 @@
 //   1. prompt chunks for the sequences still prefilling (at most StepLimits::prefill_tokens over
 //      all of them, shortest remaining prompt first, so a long prompt never stalls the others);
 //   2. drafts for every decoding sequence with a drafter: the drafters' rounds evaluated together,
-//      one draft-model pass per round for all of them (speculative/draft_batch.h);
+//      one draft-model pass per round for all of them (speculative/draft_batch.h); then, under a
+//      grammar, the tokens it forces after each draft (speculative/forced_drafts.h), also for a
+//      sequence without a drafter;
 //   3. ONE target pass over all of it (model/batch_eval.h): [last, drafts...] per decoding
 //      sequence, all logits; prompt chunks, last logits only;
 //   4. per decoding sequence: the constraints reshape its rows, the verifier (a pure function of
@@ -86,6 +88,7 @@ class Engine {
     int draft_length(const Sequence& s, int k_load) const;
     int choose_by_load(int prefill_rows);
     void draft(StepReport& report, int k_load);
+    void propose(StepReport& report);
     void eval_target();
     void verify_step(Sequence& s, double pass_ms);
     Verdict verdict(Sequence& s);

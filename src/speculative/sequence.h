@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -26,6 +27,9 @@ struct GenParams {
     int n_draft = 4;                 // fixed draft length (--draft N); 0: plain decoding
     int draft_min = 0;               // --draft-min: a proposal shorter than this is not verified
     double synthetic_accept = -1.0;  // bench only: accept each draft token with this probability
+    // Grammar-forced drafts (speculative/forced_drafts.h): up to this many per step when the
+    // sequence has no drafter or its draft length is 0, the draft length otherwise; 0: none.
+    int n_forced = 8;
 };
 
 // Called with each generated token and whether it was an accepted draft token (false: the
@@ -74,6 +78,9 @@ struct Sequence {
         std::mt19937_64 synthetic_rng;
         int n_past = 0;   // the target's n_past() when the step was planned
         int n_draft = 0;  // this step's draft budget
+        int n_own = 0;    // draft tokens from the drafter (the rest of the draft is forced)
+        std::string forced_bytes;             // forced drafts' scratch
+        std::vector<token_id> forced_tokens;  // ...
         clock_type::time_point t_start, t_gen;
     } work;
 };

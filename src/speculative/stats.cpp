@@ -14,6 +14,8 @@ void SpecStats::add(const StepRecord& step) {
     t_sample_ms += step.sample_ms;
     const int n_draft = step.n_drafted, n_accepted_here = step.n_accepted;
     ++n_target_passes;
+    n_forced += step.n_forced;
+    n_forced_accepted += step.n_forced_accepted;
     if (n_draft <= 0) return;
     ++n_drafts;
     n_drafted += n_draft;
@@ -41,6 +43,9 @@ void SpecStats::print(std::FILE* out) const {
 }
 
 void SpecStats::print_speculative(std::FILE* out) const {
+    if (n_forced > 0)
+        std::fprintf(out, "grammar-forced drafts: %ld drafted, %ld accepted (%.1f%%)\n", n_forced,
+                     n_forced_accepted, 100.0 * double(n_forced_accepted) / double(n_forced));
     if (drafter.empty()) return;
     std::fprintf(out,
                  "speculative%s (%s): %d drafts, %ld drafted, %ld accepted (%.1f%%), %.2f tokens "
@@ -75,6 +80,8 @@ nlohmann::json SpecStats::to_json() const {
         {"drafts", n_drafts},
         {"drafted_tokens", n_drafted},
         {"accepted_tokens", n_accepted},
+        {"forced_drafted_tokens", n_forced},
+        {"forced_accepted_tokens", n_forced_accepted},
         {"acceptance_rate", accept_rate()},
         {"mean_acceptance_length", mean_accept_len()},
         {"acceptance_by_position", pos},

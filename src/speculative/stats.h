@@ -26,11 +26,15 @@ struct SpecStats {
     int n_generated = 0;
     double t_gen_ms = 0;
 
-    int n_target_passes = 0;         // target evals during generation
-    int n_drafts = 0;                // passes that verified a non-empty draft
-    long n_drafted = 0;              // draft tokens proposed
-    long n_accepted = 0;             // draft tokens kept
-    long n_draft_steps = 0;          // draft model evaluations
+    int n_target_passes = 0;  // target evals during generation
+    int n_drafts = 0;         // passes that verified a non-empty draft
+    long n_drafted = 0;       // draft tokens proposed
+    long n_accepted = 0;      // draft tokens kept
+    long n_draft_steps = 0;   // draft model evaluations
+    // Of n_drafted / n_accepted: grammar-forced draft tokens (speculative/forced_drafts.h),
+    // proposed without a drafter's help.
+    long n_forced = 0;
+    long n_forced_accepted = 0;
     std::vector<long> pos_reached;   // [i]: drafts whose position i+1 was verified
     std::vector<long> pos_accepted;  // [i]: ... and accepted there
 
@@ -64,7 +68,7 @@ struct SpecStats {
     }
 
     void print(std::FILE* out) const;
-    // The drafting lines of print() alone (nothing for plain generation).
+    // The drafting lines of print() alone (nothing for plain generation without forced drafts).
     void print_speculative(std::FILE* out) const;
     nlohmann::json to_json() const;
 };

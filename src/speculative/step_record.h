@@ -18,6 +18,10 @@ struct StepRecord {
     int n_drafted = 0;      // draft tokens the target verified (0: a plain pass)
     int n_accepted = 0;     // ... and accepted
     int n_draft_steps = 0;  // draft-model evaluations spent proposing
+    // Of the drafted tokens, the last n_forced are grammar-forced (speculative/forced_drafts.h),
+    // not the drafter's; n_forced_accepted of them were accepted.
+    int n_forced = 0;
+    int n_forced_accepted = 0;
     // Tokens emitted by this step, in order: accepted drafts, then the target's own token. Fewer
     // when generation stops inside the step (an end-of-generation token is not emitted).
     std::vector<EmittedToken> emitted;
