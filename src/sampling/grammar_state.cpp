@@ -5,7 +5,9 @@
 //            seen = bit per named property already written
 //   Array:   sub (ArrSub), u = items started
 //   String:  sub / aux / v = string-body state (StrSub; aux: UTF-8 bytes pending or "\u D" flag,
-//            v: admitted range of the next UTF-8 byte, lo | hi << 8)
+//            v: admitted range of the next UTF-8 byte, lo | hi << 8); with a StringRule also
+//            u = code points read, w = the code point being decoded (its bits so far), aux2 = its
+//            UTF-8 length, seen = the rule's automaton state
 //   Key:     string-body state as String, plus aux2 = KeyMode, u..w = range of property names
 //            still matching, seen = bytes matched
 //   Number:  sub (NumSub), aux = digits in the current part
@@ -170,10 +172,12 @@ bool GrammarState::start_value(int32_t node, uint8_t c) {
             f.u = obj ? kAdditional : 0;
             return true;
         }
-        case '"':
+        case '"': {
             if (!(n.types & kJsonString)) return false;
-            push(kString, node);
+            Frame& f = push(kString, node);
+            if (n.string_rule >= 0) f.seen = g_->string_rules[size_t(n.string_rule)].initial();
             return true;
+        }
         case 't':
         case 'f':
         case 'n': {
@@ -204,7 +208,10 @@ bool GrammarState::step(uint8_t c) {
             case kKey:
                 return step_key(f, c);
             case kString:
-                r = step_string_body(f, c);
+                if (const StringRule* rule = rule_of(f))
+                    r = step_rule_string(f, *rule, c);
+                else
+                    r = step_string_body(f, c);
                 if (r == 1) pop();
                 return r >= 0;
             case kNumber:
@@ -484,7 +491,121 @@ bool GrammarState::finished() const {
 
 bool GrammarState::in_plain_string() const {
     const Frame& f = top();
-    return f.sub == kStrPlain && (f.kind == kString || (f.kind == kKey && f.aux2 == kKeyFree));
+    return f.sub == kStrPlain &&
+           ((f.kind == kString && !rule_of(f)) || (f.kind == kKey && f.aux2 == kKeyFree));
+}
+
+const StringRule* GrammarState::rule_of(const Frame& f) const {
+    const int32_t r = g_->nodes[size_t(f.node)].string_rule;
+    return r >= 0 ? &g_->string_rules[size_t(r)] : nullptr;
+}
+
+namespace {
+
+// The code points a partly read UTF-8 sequence can still become: `bits` read so far, `pending`
+// continuation bytes to come, `len` bytes in all (no overlong forms, nothing above U+10FFFF).
+std::pair<uint32_t, uint32_t> utf8_span(uint32_t bits, int pending, int len) {
+    const uint32_t lo = bits << (6 * pending), hi = lo | ((1u << (6 * pending)) - 1);
+    const uint32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    return {std::max(lo, least), std::min(hi, uint32_t(0x10FFFF))};
+}
+
+// The same for \uXXXX with `digits` hex digits read.
+std::pair<uint32_t, uint32_t> hex_span(uint32_t bits, int digits) {
+    const int left = 4 * (4 - digits);
+    return {bits << left, (bits << left) | ((1u << left) - 1)};
+}
+
+uint32_t unescape(uint8_t c) {
+    switch (c) {
+        case 'b':
+            return '\b';
+        case 'f':
+            return '\f';
+        case 'n':
+            return '\n';
+        case 'r':
+            return '\r';
+        case 't':
+            return '\t';
+        default:
+            return c;  // " \\ /
+    }
+}
+
+constexpr uint8_t kShortEscapes[] = {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'};
+
+}  // namespace
+
+// A string under a StringRule: the string body's checks, then the decoded code points through the
+// rule. A byte that starts or continues a code point is admitted only if some code point it can
+// still become leads on to an admitted string.
+int GrammarState::step_rule_string(Frame& f, const StringRule& r, uint8_t c) {
+    const uint8_t sub = f.sub;
+    if (sub == kStrPlain && c == '"') return r.can_close(f.seen, f.u) ? 1 : -1;
+    if (step_string_body(f, c) != 0) return -1;
+    const auto possible = [&](std::pair<uint32_t, uint32_t> span) {
+        return r.rest_after(f.seen, f.u, span.first, span.second) != StringRule::kInf ? 0 : -1;
+    };
+    const auto complete = [&](uint32_t cp) {
+        const uint64_t next = r.next(f.seen, f.u, cp);
+        if (!next) return -1;
+        f.seen = next, ++f.u;
+        return 0;
+    };
+    switch (sub) {
+        case kStrPlain:
+            if (c == '\\') return possible({0, 0xFFFF});  // every escape writes one of these
+            if (c < 0x80) return complete(c);
+            f.aux2 = uint8_t(f.aux + 1);
+            f.w = c & (0x3Fu >> f.aux);
+            return possible(utf8_span(f.w, f.aux, f.aux2));
+        case kStrUtf8:
+            f.w = f.w << 6 | (c & 0x3Fu);
+            if (f.sub == kStrPlain) return complete(f.w);
+            return possible(utf8_span(f.w, f.aux, f.aux2));
+        case kStrEscape:
+            if (c != 'u') return complete(unescape(c));
+            f.w = 0;
+            return possible({0, 0xFFFF});
+        default: {  // a hex digit
+            const int h = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+            f.w = f.w << 4 | uint32_t(h);
+            if (f.sub == kStrPlain) return complete(f.w);
+            return possible(hex_span(f.w, sub - kStrHex0 + 1));
+        }
+    }
+}
+
+// The fewest bytes that end a string under a rule, closing quote included.
+size_t GrammarState::rule_rest(const Frame& f, const StringRule& r) const {
+    uint32_t m = StringRule::kInf;
+    switch (f.sub) {
+        case kStrPlain:
+            m = r.rest(f.seen, f.u);
+            break;
+        case kStrUtf8: {
+            const auto [lo, hi] = utf8_span(f.w, f.aux, f.aux2);
+            m = f.aux + r.rest_after(f.seen, f.u, lo, hi);
+            break;
+        }
+        case kStrEscape: {
+            for (uint8_t e : kShortEscapes) {
+                const uint32_t cp = unescape(e), d = r.rest_after(f.seen, f.u, cp, cp);
+                if (d != StringRule::kInf) m = std::min(m, 1 + d);
+            }
+            const uint32_t d = r.rest_after(f.seen, f.u, 0, 0xFFFF);
+            if (d != StringRule::kInf) m = std::min(m, 5 + d);
+            break;
+        }
+        default: {
+            const int digits = f.sub - kStrHex0;
+            const auto [lo, hi] = hex_span(f.w, digits);
+            m = uint32_t(4 - digits) + r.rest_after(f.seen, f.u, lo, hi);
+            break;
+        }
+    }
+    return size_t(m) + 1;
 }
 
 }  // namespace specula
@@ -505,7 +626,11 @@ size_t GrammarState::min_len(int32_t node) const {
     }
     size_t m = SIZE_MAX;
     if (n.types & (kJsonNumber | kJsonInteger)) m = 1;
-    if (n.types & kJsonString) m = std::min<size_t>(m, 2);
+    if (n.types & kJsonString)
+        m = std::min<size_t>(
+            m, 2 + (n.string_rule >= 0 ? g_->string_rules[size_t(n.string_rule)].rest(
+                                             g_->string_rules[size_t(n.string_rule)].initial(), 0)
+                                       : 0));
     if (n.types & (kJsonBoolean | kJsonNull)) m = std::min<size_t>(m, 4);
     if (m <= 2) return m;
     if (n.types & kJsonArray) {
@@ -550,6 +675,10 @@ size_t GrammarState::min_remaining() const {
                          g_->suffix.size() - f.w;
                 break;
             case kString:
+                if (const StringRule* rule = rule_of(f)) {
+                    total += rule_rest(f, *rule);
+                    break;
+                }
                 total += 1 + (f.sub == kStrEscape ? 1
                               : f.sub == kStrUtf8 ? f.aux
                               : f.sub >= kStrHex0 ? size_t(kStrHex3 - f.sub + 1)
