@@ -142,8 +142,14 @@ TEST(ChatToolGrammar, RefusedWithAClearError) {
               std::string::npos);
     const ojson pattern = ojson::parse(R"([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"id": {"type": "string",
-        "pattern": "^a"}}}}}])");
-    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("pattern"), std::string::npos);
+        "pattern": "^(?=a)"
+}
+}
+}
+}
+}])");
+    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("'pattern'"), std::string::npos);
+EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("lookaround"), std::string::npos);
 }
 
 }  // namespace

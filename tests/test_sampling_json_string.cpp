@@ -74,6 +74,13 @@ TEST(JsonString, LengthsCountCodePoints) {
     EXPECT_EQ(run(g, "\"\xF0\x9F\x98\x80\""), 5);           // one code point (4 bytes): too short
     EXPECT_EQ(run(g, "\"\\\"\\\\\\/\\t\""), 7);             // four escapes: the fourth '\' refused
     EXPECT_EQ(run(g, "\"\\\"\\\\\\/\""), -1);
+    GrammarState lim(g);
+    EXPECT_TRUE(lim.advance("\"a"));
+    EXPECT_TRUE(lim.in_plain_string());
+    EXPECT_EQ(lim.plain_string_budget(), 2u);  // maxLength 3: two more code points
+    GrammarState anchored(pat("^a+$"));
+    EXPECT_TRUE(anchored.advance("\"a"));
+    EXPECT_FALSE(anchored.in_plain_string());
     const auto one = schema(R"({"type": "string", "maxLength": 1})");
     EXPECT_EQ(run(one, "\"\\u00e9\""), -1);
     EXPECT_EQ(run(one, "\"\""), -1);
@@ -83,8 +90,10 @@ TEST(JsonString, LengthsCountCodePoints) {
     EXPECT_EQ(run(at_least, "\"\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC longer\""), -1);
     GrammarState st(at_least);
     EXPECT_TRUE(st.advance("\"a"));
-    EXPECT_FALSE(st.in_plain_string());  // the mask's fast path must not skip the count
-    EXPECT_EQ(st.min_remaining(), 3u);   // two more code points and the quote
+    // Content is free (only the closing quote waits for the count): the mask's fast path.
+    EXPECT_TRUE(st.in_plain_string());
+    EXPECT_EQ(st.plain_string_budget(), SIZE_MAX);
+    EXPECT_EQ(st.min_remaining(), 3u);  // two more code points and the quote
 }
 
 TEST(JsonString, PatternsSearchUnlessAnchored) {

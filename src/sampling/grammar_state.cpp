@@ -491,8 +491,19 @@ bool GrammarState::finished() const {
 
 bool GrammarState::in_plain_string() const {
     const Frame& f = top();
-    return f.sub == kStrPlain &&
-           ((f.kind == kString && !rule_of(f)) || (f.kind == kKey && f.aux2 == kKeyFree));
+    if (f.sub != kStrPlain) return false;
+    if (f.kind == kString) {
+        const StringRule* r = rule_of(f);
+        return !r || r->free_run(f.seen);
+    }
+    return f.kind == kKey && f.aux2 == kKeyFree;
+}
+
+size_t GrammarState::plain_string_budget() const {
+    const Frame& f = top();
+    const StringRule* r = f.kind == kString ? rule_of(f) : nullptr;
+    if (!r || r->max_length < 0) return SIZE_MAX;
+    return size_t(uint32_t(r->max_length) - std::min(f.u, uint32_t(r->max_length)));
 }
 
 const StringRule* GrammarState::rule_of(const Frame& f) const {

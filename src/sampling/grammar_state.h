@@ -43,9 +43,12 @@ class GrammarState {
     const JsonGrammar& grammar() const { return *g_; }
 
     // Inside a string in its plain state (no escape or UTF-8 sequence pending, no key or enum
-    // matching, no minLength / maxLength / pattern / format): any run of plain bytes (>= 0x20,
-    // not '"' or '\\', complete UTF-8) is admitted.
+    // matching, no pattern / format left to enforce, e.g. after a searched pattern has matched):
+    // any run of string content without a quote (bytes >= 0x20, escapes, UTF-8, possibly ending
+    // inside an escape or a UTF-8 sequence) is admitted if it starts at most
+    // plain_string_budget() code points (maxLength; SIZE_MAX: no limit).
     bool in_plain_string() const;
+    size_t plain_string_budget() const;
 
   private:
     struct Frame {

@@ -597,6 +597,14 @@ StringRule compile_string_rule(const json& s, const std::string& ptr) {
     r.start = int(r.classes.size());
     r.follow[size_t(r.start)] = g.first;
     r.last = g.last | (g.nullable ? r.initial() : 0);
+    const Ranges all = without_surrogates({{0, kMaxCp}});
+    for (size_t p = 0; p < r.classes.size(); ++p)
+        if (r.classes[p] == all && (r.last >> p & 1) && (r.follow[p] >> p & 1))
+            r.free |= uint64_t(1) << p;
+    uint64_t before_free = 0;  // accepting positions a free one may follow (e.g. the k of "ok")
+    for (int p = 0; p <= r.start; ++p)
+        if ((r.last >> p & 1) && (r.follow[size_t(p)] & r.free)) before_free |= uint64_t(1) << p;
+    r.free |= before_free;
     fill_table(r, ptr);
     if (r.rest(r.initial(), 0) == StringRule::kInf)
         fail("json_schema: no string matches ",

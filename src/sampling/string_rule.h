@@ -42,8 +42,12 @@ struct StringRule {
     std::vector<Ranges> classes;              // per real position: the code points it matches
     std::array<uint64_t, 64> follow{};        // positions that may come next, per position
     uint64_t last = 0;                        // positions after which the pattern has matched
-    uint32_t rows = 0;                        // counts >= rows - 1 use the last row
-    std::vector<uint32_t> dist;               // rows x (start + 1): bytes to complete, or kInf
+    // Positions that match every code point, repeat and accept (a trailing .* of a search, or
+    // no pattern at all), and accepting positions one of them may follow: once the state holds
+    // one, any string content follows, up to maxLength.
+    uint64_t free = 0;
+    uint32_t rows = 0;           // counts >= rows - 1 use the last row
+    std::vector<uint32_t> dist;  // rows x (start + 1): bytes to complete, or kInf
 
     uint32_t rest(uint64_t state, uint32_t count) const;  // fewest bytes to complete (no quote)
     // After reading code point cp: the trimmed next state, 0 when cp is refused.
@@ -53,6 +57,7 @@ struct StringRule {
     uint32_t rest_after(uint64_t state, uint32_t count, uint32_t lo, uint32_t hi) const;
     bool can_close(uint64_t state, uint32_t count) const { return rest(state, count) == 0; }
     uint64_t initial() const { return uint64_t(1) << start; }
+    bool free_run(uint64_t state) const { return (state & free) != 0; }
 };
 
 // Compiles the string keywords of schema object `s` at JSON pointer `ptr` (for errors). Throws
