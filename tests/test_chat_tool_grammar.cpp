@@ -140,16 +140,11 @@ TEST(ChatToolGrammar, RefusedWithAClearError) {
               std::string::npos);
     EXPECT_NE(message(ToolCallFormat::harmony, "", kTools).find("several tools"),
               std::string::npos);
-    const ojson pattern = ojson::parse(R"([{"type": "function", "function": {"name": "f",
+    const ojson pattern = ojson::parse(R"js([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"id": {"type": "string",
-        "pattern": "^(?=a)"
-}
-}
-}
-}
-}])");
+        "pattern": "^(?=a)"}}}}}])js");
     EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("'pattern'"), std::string::npos);
-EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("lookaround"), std::string::npos);
+    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("lookaround"), std::string::npos);
 }
 
 }  // namespace
