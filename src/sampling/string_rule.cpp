@@ -588,6 +588,18 @@ StringRule compile_string_rule(const json& s, const std::string& ptr) {
     Re re;
     if (s.contains("pattern") || s.contains("format")) {
         re = Parser(text, ptr, keyword).parse();
+        // ^X{n,m}$ with X one class (as in "^[a-z0-9 ]{1,100}$"): X* with n..m code points, so
+        // a long count needs no positions.
+        if (re.kids.size() == 1 && re.kids[0].kids.size() == 1 &&
+            re.kids[0].kids[0].kids.size() == 1 && re.kids[0].kids[0].kids[0].kind == Re::kRep &&
+            re.kids[0].kids[0].kids[0].kids[0].kind == Re::kClass) {
+            Re rep = std::move(re.kids[0].kids[0].kids[0]);
+            r.min_length = std::max(r.min_length, rep.min);
+            if (rep.max >= 0)
+                r.max_length = r.max_length < 0 ? rep.max : std::min(r.max_length, rep.max);
+            rep.min = 0, rep.max = -1;
+            re = std::move(rep);
+        }
     } else {  // no pattern: any code point, any number of times
         re = node(Re::kRep);
         re.max = -1;
