@@ -16,12 +16,11 @@
 // matched (at most kMaxPositions after counted repetitions are expanded, plus one bit for "nothing
 // read yet"), so it fits one 64-bit word of a GrammarState frame. A whole pattern ^X{n,m}$ with X
 // one class (e.g. ^[a-z0-9 ]{1,100}$) becomes X* within n..m code points, so its count costs no
-// positions. A table, per code-point count
-// and position, of the fewest bytes that complete the string within the length limits trims the
-// automaton: a state is only ever entered when it can still end in an admitted string (no dead
-// ends), and it gives GrammarState::min_remaining() its exact value. The table has a row per count
-// up to maxLength (or minLength when there is no maxLength); schemas needing more than
-// kMaxTableCells cells are refused.
+// positions. A table, per code-point count and position, of the fewest bytes that complete the
+// string within the length limits trims the automaton: a state is only ever entered when it can
+// still end in an admitted string (no dead ends), and it gives GrammarState::min_remaining() its
+// exact value. The table has a row per count up to maxLength (or minLength when there is no
+// maxLength); schemas needing more than kMaxTableCells cells are refused.
 #pragma once
 
 #include <array>
