@@ -182,10 +182,11 @@ TEST(ChatToolGrammar, RefusedWithAClearError) {
     twice.push_back(kTools[1]);
     EXPECT_NE(message(ToolCallFormat::hermes, "", twice).find("two functions are named 'now'"),
               std::string::npos);
-    const ojson pattern = ojson::parse(R"([{"type": "function", "function": {"name": "f",
+    const ojson pattern = ojson::parse(R"js([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"id": {"type": "string",
-        "pattern": "^a"}}}}}])");
-    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("pattern"), std::string::npos);
+        "pattern": "^(?=a)"}}}}}])js");
+    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("'pattern'"), std::string::npos);
+    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("lookaround"), std::string::npos);
 }
 
 // Alternatives framed by prefixes that are prefixes of each other cannot be told apart.

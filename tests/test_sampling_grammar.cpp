@@ -225,7 +225,8 @@ TEST(JsonGrammar, SnapshotsRollBack) {
 }
 
 TEST(JsonGrammar, UnsupportedSchemasAreRefusedByName) {
-    EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a"})").find("'pattern' at /"),
+    EXPECT_NE(error_of(R"({"type": "string", "contentEncoding": "base64"})")
+                  .find("'contentEncoding' at /"),
               std::string::npos);
     EXPECT_NE(error_of(R"({"properties": {"a": {"allOf": []}}})").find("'allOf' at /properties/a"),
               std::string::npos);

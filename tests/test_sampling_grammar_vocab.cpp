@@ -1,9 +1,11 @@
 // Grammar masking on real vocabularies (stories260K: 512 tokens; llama3: 128256): random walks
 // that pick uniformly among the allowed tokens always end in text that nlohmann::json::parse
 // accepts and that matches the schema (checked by a small validator written here, independent of
-// the matcher), for 9 schemas; an end-of-generation token is allowed exactly when the text is
-// complete; the fast mask (first-byte buckets, plain-string shortcut) agrees with checking tokens
-// one by one. Also prints the time of one mask in a few typical states.
+// the matcher; string keywords through std::wregex and a calendar check), for 10 schemas; an
+// end-of-generation token is allowed exactly when the text is complete; the fast mask (first-byte
+// buckets, plain-string shortcut) agrees with checking tokens one by one, and inside strings under
+// pattern / format / length limits the full mask equals the state's own verdict on every llama3
+// token. Also prints the time of one mask in a few typical states.
 //
 // A uniform walk can wander for a long time inside a string or an open array, so after
 // kUniformSteps tokens the walk closes the output: it picks the allowed token after which
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
 #include "common/error.h"
 #include "gguf/gguf.h"
@@ -53,6 +56,47 @@ const Vocab& vocab(const std::string& rel) {
         }
     }
     return *slot;
+}
+
+// Code points of UTF-8 text.
+std::wstring code_points(const std::string& s) {
+    std::wstring out;
+    for (size_t i = 0; i < s.size();) {
+        const uint8_t c = uint8_t(s[i]);
+        const int n = c < 0x80 ? 0 : c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+        wchar_t cp = n == 0 ? c : c & (0x3F >> n);
+        for (int k = 1; k <= n; ++k) cp = wchar_t(cp << 6 | (uint8_t(s[i + size_t(k)]) & 0x3F));
+        out.push_back(cp);
+        i += size_t(n) + 1;
+    }
+    return out;
+}
+
+// A real calendar date YYYY-MM-DD (leap years included).
+bool is_date(const std::string& t) {
+    int y, m, d;
+    char tail;
+    if (t.size() != 10 || t[4] != '-' || t[7] != '-' ||
+        std::sscanf(t.c_str(), "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3)
+        return false;
+    for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+        if (!std::isdigit(uint8_t(t[i]))) return false;
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    const int days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m >= 1 && m <= 12 && d >= 1 && d <= days[m - 1];
+}
+
+// minLength / maxLength / pattern (std::wregex, ECMAScript, searched) / format date.
+bool string_matches(const std::string& str, const json& s) {
+    const std::wstring cps = code_points(str);
+    if (cps.size() < s.value("minLength", size_t(0))) return false;
+    if (s.contains("maxLength") && cps.size() > s["maxLength"].get<size_t>()) return false;
+    if (s.contains("pattern")) {
+        const std::wstring p = code_points(s["pattern"].get<std::string>());
+        if (!std::regex_search(cps, std::wregex(p, std::regex::ECMAScript))) return false;
+    }
+    if (s.value("format", "") == "date" && !is_date(str)) return false;
+    return true;
 }
 
 // The schema subset, checked directly on a parsed value.
@@ -95,6 +139,7 @@ bool matches(const json& v, const json& s) {
             }
         }
     }
+    if (v.is_string() && !string_matches(v.get<std::string>(), s)) return false;
     if (v.is_array()) {
         if (v.size() < s.value("minItems", size_t(0))) return false;
         if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
@@ -133,6 +178,12 @@ const char* kSchemas[] = {
         "v": {"oneOf": [{"type": "integer"}, {"enum": ["auto", true]},
               {"type": "array", "items": {"type": "boolean"}, "maxItems": 3}]}},
         "required": ["nick", "v"], "additionalProperties": false})",
+    R"({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3,5}$"},
+        "day": {"type": "string", "format": "date"},
+        "nick": {"type": "string", "minLength": 2, "maxLength": 5},
+        "note": {"type": "string", "pattern": "ok|fine", "maxLength": 12},
+        "free": {"type": "string", "pattern": "ok", "minLength": 4}},
+        "required": ["id", "day", "nick", "note"], "additionalProperties": false})",
 };
 
 // Picks the next token: uniform among the allowed for the first kUniformSteps, then the allowed
@@ -235,6 +286,7 @@ void timings(const std::string& rel) {
     const Vocab& v = vocab(rel);
     const auto any = json_object_grammar();
     const auto person = json_schema_grammar(json::parse(kSchemas[1]));
+    const auto coded = json_schema_grammar(json::parse(kSchemas[std::size(kSchemas) - 1]));
     struct Case {
         const char* what;
         const std::shared_ptr<const JsonGrammar>* g;
@@ -244,7 +296,11 @@ void timings(const std::string& rel) {
                  {"after a value", &any, "{\"a\": [1, 2"},
                  {"in a number", &any, "{\"a\": 12"},
                  {"schema key", &person, "{\"na"},
-                 {"schema value", &person, "{\"age\": "}};
+                 {"schema value", &person, "{\"age\": "},
+                 {"pattern string", &coded, "{\"id\": \"AB-1"},
+                 {"date string", &coded, "{\"day\": \"2024-"},
+                 {"searched string", &coded, "{\"note\": \"x"},
+                 {"search matched", &coded, "{\"free\": \"xxokx"}};
     for (const Case& c : cases)
         std::printf("%s (%d tokens): mask %-14s %9.0f ns\n", rel.c_str(), v.gv->n_vocab(), c.what,
                     mask_ns(v, *c.g, c.prefix));
@@ -289,6 +345,52 @@ TEST(GrammarVocab, TokenKindsAndDraftChecks) {
     }
     EXPECT_LT(kept, bad.size());
     EXPECT_THROW(v.gv->allows(st, v.gv->n_vocab()), Error);
+}
+
+// Inside strings under minLength / maxLength / pattern / format, the mask (no plain-string
+// shortcut there) admits exactly the tokens whose bytes the state accepts, over all of llama3.
+TEST(GrammarVocab, ConstrainedStringMasksEqualTheState) {
+    const Vocab& v = vocab("vocab/ggml-vocab-llama3.gguf");
+    const auto g = json_schema_grammar(json::parse(kSchemas[std::size(kSchemas) - 1]));
+    // With `plain`: where the mask takes the plain-string shortcut (no pattern left to enforce:
+    // none, or a searched one that has matched; maxLength bans the tokens too long).
+    const std::pair<const char*, bool> prefixes[] = {{R"({"day": ")", false},
+                                                     {R"({"day": "2024-0)", false},
+                                                     {R"({"day": "2024-02-2)", false},
+                                                     {R"({"id": "A)", false},
+                                                     {R"({"id": "AB-12)", false},
+                                                     {R"({"nick": "\u00)", false},
+                                                     {R"({"nick": "ab\)", false},
+                                                     {R"({"nick": "abcd)", true},
+                                                     {R"({"nick": ")", true},
+                                                     {R"({"note": "xok)", true},
+                                                     {R"({"note": "xxxxxxxxxx)", false},
+                                                     {"{\"nick\": \"\xE2\x82", false},
+                                                     {R"({"free": "o)", false},
+                                                     {R"({"free": "ok)", true},
+                                                     {R"({"free": "x\u006fk)", true},
+                                                     {R"({"free": "xxokx)", true}};
+    std::vector<uint8_t> allowed;
+    for (const auto& [prefix, plain] : prefixes) {
+        GrammarState st(g);
+        ASSERT_TRUE(st.advance(prefix)) << prefix;
+        EXPECT_EQ(st.in_plain_string(), plain) << prefix;
+        v.gv->allowed(st, allowed);
+        int n_allowed = 0;
+        for (int32_t id = 0; id < v.gv->n_vocab(); ++id) {
+            bool expect = false;
+            if (v.gv->kind(id) == GrammarVocab::kText) {
+                GrammarState s(st);
+                expect = s.advance(v.gv->piece(id));
+            } else if (v.gv->kind(id) == GrammarVocab::kEog) {
+                expect = st.can_end();
+            }
+            EXPECT_EQ(allowed[size_t(id)] != 0, expect) << prefix << " token " << id;
+            n_allowed += expect;
+        }
+        EXPECT_GT(n_allowed, 0) << prefix;
+        std::printf("%-22s %6d tokens allowed\n", prefix, n_allowed);
+    }
 }
 
 TEST(GrammarVocab, MaskTimings) {

@@ -5,14 +5,16 @@
 //  - logprobs come from the target's (constrained) distribution: identical with and without
 //    speculation, the chosen greedy token is the top alternative, echo gives the prompt's;
 //  - response_format json_object / json_schema: every output parses and matches its schema with
-//    speculation on, and greedy speculative output equals plain output; with a draft length of 0
-//    the grammar-forced tokens are still drafted and accepted (timings.draft_n_forced_accepted);
+//    speculation on (pattern / minLength / maxLength too), and greedy speculative output equals
+//    plain output; with a draft length of 0 the grammar-forced tokens are still drafted and
+//    accepted (timings.draft_n_forced_accepted);
 //  - penalties and logit_bias change the output and stay exact under speculation; n > 1; seed;
 //  - /tokenize and /detokenize (llama-server's shape), /v1/embeddings 501, --cors-origin;
 //  - vLLM's and llama-server's serve flags, including the speculative-decoding guide's command.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -345,7 +347,19 @@ bool validates(const json& v, const json& schema) {
     if (type == "integer") return v.is_number_integer();
     if (type == "number") return v.is_number();
     if (type == "boolean") return v.is_boolean();
-    if (type == "string") return v.is_string();
+    if (type == "string") {
+        if (!v.is_string()) return false;
+        const std::string& t = v.get_ref<const std::string&>();
+        size_t cps = 0;  // code points: the bytes that do not continue a UTF-8 sequence
+        for (unsigned char c : t) cps += (c & 0xC0) != 0x80;
+        if (cps < schema.value("minLength", size_t(0))) return false;
+        if (schema.contains("maxLength") && cps > schema["maxLength"].get<size_t>()) return false;
+        // (ASCII patterns here: std::regex on the bytes reads them as JSON Schema does)
+        if (schema.contains("pattern") &&
+            !std::regex_search(t, std::regex(schema["pattern"].get<std::string>())))
+            return false;
+        return true;
+    }
     return true;
 }
 
@@ -362,6 +376,14 @@ const json kSchemas = json::array({
       {{"mood", {{"enum", json::array({"happy", "sad"})}}},
        {"scores", {{"type", "array"}, {"items", {{"type", "number"}}}, {"maxItems", 2}}}}},
      {"required", json::array({"mood"})},
+     {"additionalProperties", false}},
+    // string keywords (issue #25)
+    {{"type", "object"},
+     {"properties",
+      {{"code", {{"type", "string"}, {"pattern", "^[A-Z]{2}-\\d{3}$"}}},
+       {"name", {{"type", "string"}, {"minLength", 3}, {"maxLength", 12}}},
+       {"tag", {{"type", "string"}, {"pattern", "ok|yes"}, {"maxLength", 6}}}}},
+     {"required", json::array({"code", "name", "tag"})},
      {"additionalProperties", false}},
 });
 
@@ -399,7 +421,7 @@ TEST_F(ServerApiTest, JsonSchemaOutputsAlwaysParseAndValidateWithSpeculation) {
         n_forced += a["timings"].value("draft_n_forced_accepted", 0);
         EXPECT_TRUE(validates(json::parse(a["choices"][0]["text"].get<std::string>()), schema));
     }
-    EXPECT_EQ(n_outputs, 9);
+    EXPECT_EQ(n_outputs, 12);
     EXPECT_GT(n_forced, 0);
 }
 
@@ -422,13 +444,17 @@ TEST_F(ServerApiTest, JsonObjectModeAndBadSchemas) {
         const json v = json::parse(out, nullptr, false);
         EXPECT_TRUE(v.is_object()) << out;
     }
-    Reply bad = post(s(), "/v1/completions",
-                     {{"prompt", "x"},
-                      {"response_format",
-                       {{"type", "json_schema"},
-                        {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "a+"}}}}}}}});
+    Reply bad =
+        post(s(), "/v1/completions",
+             {{"prompt", "x"},
+              {"response_format",
+               {{"type", "json_schema"},
+                {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "(a)\\1"}}}}}}}});
     EXPECT_EQ(bad.status, 400);
-    EXPECT_NE(bad.body["error"]["message"].get<std::string>().find("pattern"), std::string::npos);
+    EXPECT_NE(
+        bad.body["error"]["message"].get<std::string>().find("'pattern' at /: a backreference"),
+        std::string::npos)
+        << bad.body.dump();
     bad = post(s(), "/v1/completions", {{"prompt", "x"}, {"response_format", {{"type", "yaml"}}}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "response_format.type");

@@ -6,11 +6,14 @@
 //            seen = bit per named property already written
 //   Array:   sub (ArrSub), u = items started
 //   String:  sub / aux / v = string-body state (StrSub; aux: UTF-8 bytes pending or "\u D" flag,
-//            v: admitted range of the next UTF-8 byte, lo | hi << 8)
+//            v: admitted range of the next UTF-8 byte, lo | hi << 8); with a StringRule also
+//            u = code points read, w = the code point being decoded (its bits so far), aux2 = its
+//            UTF-8 length, seen = the rule's automaton state
 //   Key:     string-body state as String, plus aux2 = KeyMode, u..w = range of property names
 //            still matching, seen = bytes matched
 //   Number:  sub (NumSub), aux = digits in the current part
 //   Literal: u..w = range of literal texts still matching, v = bytes matched
+// Strings under a StringRule and min_remaining() are in grammar_state_bounds.cpp.
 #include "sampling/grammar_state.h"
 
 #include <algorithm>
@@ -20,35 +23,15 @@
 #include <vector>
 
 #include "common/error.h"
+#include "sampling/grammar_state_detail.h"
 
 namespace specula {
 
+using namespace grammar_detail;
+
 namespace {
 
-enum Kind : uint8_t { kRoot, kObject, kArray, kString, kKey, kNumber, kLiteral };
-enum ObjSub : uint8_t { kObjStart, kObjAfterKey, kObjBeforeValue, kObjAfterValue, kObjNeedKey };
-enum ArrSub : uint8_t { kArrStart, kArrAfterValue, kArrBeforeValue };
-enum StrSub : uint8_t { kStrPlain, kStrEscape, kStrHex0, kStrHex3 = kStrHex0 + 3, kStrUtf8 };
-enum NumSub : uint8_t {
-    kNumStart,
-    kNumMinus,
-    kNumZero,
-    kNumInt,
-    kNumDot,
-    kNumFrac,
-    kNumE,
-    kNumESign,
-    kNumExp
-};
-enum KeyMode : uint8_t { kKeyMatch, kKeyFree };
-
-constexpr uint32_t kAdditional = 0xFFFFFFFFu;
 constexpr int kMaxIntDigits = 18, kMaxFracDigits = 16, kMaxExpDigits = 2;
-
-const std::vector<std::string>& builtin_literals() {
-    static const std::vector<std::string> v = {"false", "null", "true"};  // sorted
-    return v;
-}
 
 bool is_ws(uint8_t c) {
     return c == ' ' || c == '\n' || c == '\t' || c == '\r';
@@ -61,9 +44,6 @@ int hex_value(uint8_t c) {
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
-}
-bool number_terminal(uint8_t sub) {
-    return sub == kNumZero || sub == kNumInt || sub == kNumFrac || sub == kNumExp;
 }
 
 // Narrows the sorted range [lo, hi) of `texts` to those whose byte `pos` is c. Texts equal to the
@@ -182,10 +162,12 @@ bool GrammarState::start_value(int32_t node, uint8_t c) {
             f.u = obj ? kAdditional : 0;
             return true;
         }
-        case '"':
+        case '"': {
             if (!(n.types & kJsonString)) return false;
-            push(kString, node);
+            Frame& f = push(kString, node);
+            if (n.string_rule >= 0) f.seen = g_->string_rules[size_t(n.string_rule)].initial();
             return true;
+        }
         case 't':
         case 'f':
         case 'n': {
@@ -216,7 +198,10 @@ bool GrammarState::step(uint8_t c) {
             case kKey:
                 return step_key(f, c);
             case kString:
-                r = step_string_body(f, c);
+                if (const StringRule* rule = rule_of(f))
+                    r = step_rule_string(f, *rule, c);
+                else
+                    r = step_string_body(f, c);
                 if (r == 1) pop();
                 return r >= 0;
             case kNumber:
@@ -513,156 +498,6 @@ bool GrammarState::finished() const {
 bool GrammarState::between_tokens() const {
     const uint8_t k = top().kind;
     return k == kRoot || k == kObject || k == kArray;
-}
-
-bool GrammarState::in_plain_string() const {
-    const Frame& f = top();
-    return f.sub == kStrPlain && (f.kind == kString || (f.kind == kKey && f.aux2 == kKeyFree));
-}
-
-}  // namespace specula
-
-namespace specula {
-
-size_t GrammarState::min_len(int32_t node) const {
-    const JsonNode& n = g_->nodes[size_t(node)];
-    if (!n.branches.empty()) {
-        size_t m = SIZE_MAX;
-        for (int32_t b : n.branches) m = std::min(m, min_len(b));
-        return m;
-    }
-    if (!n.literals.empty()) {
-        size_t m = SIZE_MAX;
-        for (const std::string& l : n.literals) m = std::min(m, l.size());
-        return m;
-    }
-    size_t m = SIZE_MAX;
-    if (n.types & (kJsonNumber | kJsonInteger)) m = 1;
-    if (n.types & kJsonString) m = std::min<size_t>(m, 2);
-    if (n.types & (kJsonBoolean | kJsonNull)) m = std::min<size_t>(m, 4);
-    if (m <= 2) return m;
-    if (n.types & kJsonArray) {
-        const size_t k = size_t(n.min_items);
-        m = std::min(m, k == 0 ? 2 : 2 + k * min_len(n.items) + (k - 1));
-    }
-    if (n.types & kJsonObject) {
-        size_t len = 2, k = 0;
-        for (size_t i = 0; i < n.prop_names.size(); ++i)
-            if (n.required >> i & 1)
-                len += n.prop_names[i].size() + 3 + min_len(n.prop_nodes[i]), ++k;
-        m = std::min(m, len + (k ? k - 1 : 0));
-    }
-    return m;
-}
-
-// After a value in object `obj` with properties `seen` written: the required ones left, each
-// after a comma, then '}'.
-size_t GrammarState::object_tail(const Frame& obj, uint64_t seen) const {
-    const JsonNode& n = g_->nodes[size_t(obj.node)];
-    size_t len = 1;
-    for (size_t i = 0; i < n.prop_names.size(); ++i)
-        if ((n.required & ~seen) >> i & 1)
-            len += 1 + n.prop_names[i].size() + 3 + min_len(n.prop_nodes[i]);
-    return len;
-}
-
-size_t GrammarState::after_key(const Frame& obj, uint32_t prop) const {
-    const JsonNode& n = g_->nodes[size_t(obj.node)];
-    if (prop == kAdditional) return 1 + min_len(n.additional) + object_tail(obj, obj.seen);
-    return 1 + min_len(n.prop_nodes[prop]) + object_tail(obj, obj.seen | uint64_t(1) << prop);
-}
-
-size_t GrammarState::min_remaining() const {
-    size_t total = 0;
-    for (int d = depth_ - 1; d >= 0; --d) {
-        const Frame& f = frames_[size_t(d)];
-        const JsonNode* n = f.node >= 0 ? &g_->nodes[size_t(f.node)] : nullptr;
-        switch (f.kind) {
-            case kRoot:
-                if (f.sub == 0 && !g_->alternatives.empty()) {  // the shortest still open
-                    size_t best = SIZE_MAX;
-                    for (uint32_t a = uint32_t(f.seen); a < uint32_t(f.seen >> 32); ++a) {
-                        const JsonAlternative& alt = g_->alternatives[a];
-                        best = std::min(
-                            best, alt.prefix.size() - f.v + min_len(alt.root) + alt.suffix.size());
-                    }
-                    total += best;
-                } else {
-                    total += (f.sub == 0 ? prefix_of(f).size() - f.v + min_len(root_of(f)) : 0) +
-                             suffix_of(f).size() - f.w;
-                }
-                break;
-            case kString:
-                total += 1 + (f.sub == kStrEscape ? 1
-                              : f.sub == kStrUtf8 ? f.aux
-                              : f.sub >= kStrHex0 ? size_t(kStrHex3 - f.sub + 1)
-                                                  : 0);
-                break;
-            case kNumber:
-                total += number_terminal(f.sub) ? 0 : 1;
-                break;
-            case kLiteral: {
-                const auto& lits = n ? n->literals : builtin_literals();
-                size_t m = SIZE_MAX;
-                for (uint32_t i = f.u; i < f.w; ++i) m = std::min(m, lits[i].size() - f.v);
-                total += m;
-                break;
-            }
-            case kArray: {
-                const size_t ml = min_len(n->items), cnt = f.u, mn = size_t(n->min_items);
-                if (f.sub == kArrStart)
-                    total += mn == 0 ? 1 : mn * ml + (mn - 1) + 1;
-                else if (f.sub == kArrAfterValue)
-                    total += (mn > cnt ? (mn - cnt) * (ml + 1) : 0) + 1;
-                else
-                    total += ml + (mn > cnt + 1 ? (mn - cnt - 1) * (ml + 1) : 0) + 1;
-                break;
-            }
-            case kObject: {
-                if (f.sub == kObjAfterValue) {
-                    total += object_tail(f, f.seen);
-                } else if (f.sub == kObjAfterKey || f.sub == kObjBeforeValue) {
-                    const int32_t v = f.u == kAdditional ? n->additional : n->prop_nodes[f.u];
-                    total += (f.sub == kObjAfterKey) + min_len(v) + object_tail(f, f.seen);
-                } else {  // a key is next: the cheapest key and what follows it
-                    size_t m = n->additional >= 0 ? 2 + after_key(f, kAdditional) : SIZE_MAX;
-                    for (uint32_t i = 0; i < n->prop_names.size(); ++i)
-                        if (!(f.seen >> i & 1))
-                            m = std::min(m, n->prop_names[i].size() + 2 + after_key(f, i));
-                    if (f.sub == kObjStart && n->required == 0) m = 1;
-                    total += m;
-                }
-                break;
-            }
-            case kKey: {  // the key's rest and the object below it (skipped)
-                const Frame& obj = frames_[size_t(d - 1)];
-                const JsonNode& on = g_->nodes[size_t(obj.node)];
-                const size_t pending = f.sub == kStrEscape ? 1
-                                       : f.sub == kStrUtf8 ? f.aux
-                                       : f.sub >= kStrHex0 ? size_t(kStrHex3 - f.sub + 1)
-                                                           : 0;
-                size_t m = SIZE_MAX;
-                if (f.aux2 == kKeyFree) {
-                    m = pending + 1 + after_key(obj, kAdditional);
-                } else {
-                    const size_t pos = size_t(f.seen);
-                    for (uint32_t i = f.u; i < f.w; ++i)
-                        if (!(obj.seen >> i & 1))
-                            m = std::min(m, on.prop_names[i].size() - pos + 1 + after_key(obj, i));
-                    if (on.additional >= 0) {
-                        // Closing now is refused only when the prefix is a seen name exactly.
-                        const bool exact_seen =
-                            f.u < f.w && on.prop_names[f.u].size() == pos && (obj.seen >> f.u & 1);
-                        m = std::min(m, size_t(exact_seen) + 1 + after_key(obj, kAdditional));
-                    }
-                }
-                total += m;
-                --d;
-                break;
-            }
-        }
-    }
-    return total;
 }
 
 }  // namespace specula

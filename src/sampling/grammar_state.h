@@ -54,8 +54,12 @@ class GrammarState {
     const JsonGrammar& grammar() const { return *g_; }
 
     // Inside a string in its plain state (no escape or UTF-8 sequence pending, no key or enum
-    // matching): any run of plain bytes (>= 0x20, not '"' or '\\', complete UTF-8) is admitted.
+    // matching, no pattern / format left to enforce, e.g. after a searched pattern has matched):
+    // any run of string content without a quote (bytes >= 0x20, escapes, UTF-8, possibly ending
+    // inside an escape or a UTF-8 sequence) is admitted if it starts at most
+    // plain_string_budget() code points (maxLength; SIZE_MAX: no limit).
     bool in_plain_string() const;
+    size_t plain_string_budget() const;
 
   private:
     struct Frame {
@@ -87,9 +91,12 @@ class GrammarState {
     bool step_key(Frame& f, uint8_t c);
     bool close_key(Frame& key, uint32_t prop);
     int step_string_body(Frame& f, uint8_t c);  // -1 refuse, 0 consumed, 1 closing quote
-    int step_number(Frame& f, uint8_t c);       // -1 refuse, 0 consumed, 1 ended before c
-    int step_literal(Frame& f, uint8_t c);      // same
-    size_t min_len(int32_t node) const;         // shortest complete value of a node
+    int step_rule_string(Frame& f, const StringRule& r, uint8_t c);  // same, with a StringRule
+    size_t rule_rest(const Frame& f, const StringRule& r) const;     // the string's rest, quote too
+    const StringRule* rule_of(const Frame& f) const;  // a String frame's rule, or nullptr
+    int step_number(Frame& f, uint8_t c);             // -1 refuse, 0 consumed, 1 ended before c
+    int step_literal(Frame& f, uint8_t c);            // same
+    size_t min_len(int32_t node) const;               // shortest complete value of a node
     size_t object_tail(const Frame& obj, uint64_t seen) const;  // after a value: ", ...}"
     size_t after_key(const Frame& obj, uint32_t prop) const;    // ':' value and the tail
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
@@ -26,6 +27,22 @@ bool string_content(std::string_view p) {
     for (char c : p)
         if (!st.step(uint8_t(c))) return false;
     return true;
+}
+
+// The code points string content `p` starts (an escape is one, so is a UTF-8 sequence, even
+// when the piece ends inside it).
+uint32_t content_code_points(std::string_view p) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < p.size();) {
+        ++n;
+        if (p[i] == '\\') {
+            i += i + 1 < p.size() && p[i + 1] == 'u' ? 6 : 2;
+        } else {
+            ++i;
+            while (i < p.size() && (uint8_t(p[i]) & 0xC0) == 0x80) ++i;
+        }
+    }
+    return n;
 }
 
 }  // namespace
@@ -68,6 +85,8 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
                 quoted.push_back(int32_t(i));
             else if (!string_content(pieces[i]))
                 not_string_.push_back(int32_t(i));
+            else
+                by_cps_.emplace_back(content_code_points(pieces[i]), int32_t(i));
             text.push_back(int32_t(i));
             max_len_ = std::max(max_len_, pieces[i].size());
         } else {
@@ -77,6 +96,7 @@ GrammarVocab::GrammarVocab(std::vector<std::string> pieces, std::vector<Kind> ki
     one_byte_.assign(256, -1);
     for (int32_t id : text)
         if (pieces[size_t(id)].size() == 1) one_byte_[uint8_t(pieces[size_t(id)][0])] = id;
+    std::sort(by_cps_.begin(), by_cps_.end(), std::greater<>());
     text_.build(pieces, std::move(text));
     quoted_.build(pieces, std::move(quoted));
 }
@@ -154,6 +174,14 @@ void GrammarVocab::walk(const Trie& trie, const GrammarState& st, Allow&& allow,
     }
 }
 
+template <class Ban>
+void GrammarVocab::ban_longer(size_t budget, Ban&& ban) const {
+    for (const auto& [cps, id] : by_cps_) {
+        if (cps <= budget) break;
+        ban(id);
+    }
+}
+
 void GrammarVocab::mask(const GrammarState& st, float* logits) const {
     const auto ban = [&](int32_t id) { logits[id] = -INFINITY; };
     for (int32_t id : never_) ban(id);
@@ -161,6 +189,7 @@ void GrammarVocab::mask(const GrammarState& st, float* logits) const {
         for (int32_t id : eog_) ban(id);
     if (st.in_plain_string()) {  // string content stays allowed; walk the tokens with a quote
         for (int32_t id : not_string_) ban(id);
+        ban_longer(st.plain_string_budget(), ban);
         walk(
             quoted_, st, [](int32_t) {}, ban);
         return;
@@ -184,6 +213,7 @@ void GrammarVocab::allowed(const GrammarState& st, std::vector<uint8_t>& out) co
         for (int32_t id : eog_) ban(id);
     if (st.in_plain_string()) {
         for (int32_t id : not_string_) ban(id);
+        ban_longer(st.plain_string_budget(), ban);
         walk(
             quoted_, st, [](int32_t) {}, ban);
         return;

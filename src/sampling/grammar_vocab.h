@@ -86,11 +86,16 @@ class GrammarVocab {
     // Walks `trie` from `st`: allow(id) for each token the state accepts, ban(id) for the others.
     template <class Allow, class Ban>
     void walk(const Trie& trie, const GrammarState& st, Allow&& allow, Ban&& ban) const;
+    // Bans the string-content tokens that start more than `budget` code points.
+    template <class Ban>
+    void ban_longer(size_t budget, Ban&& ban) const;
 
     std::vector<Kind> kinds_;
-    std::string blob_;                  // all pieces back to back
-    std::vector<uint32_t> off_;         // piece i is blob_[off_[i], off_[i+1])
-    std::vector<int32_t> not_string_;   // quote-free tokens that are not string content
+    std::string blob_;                 // all pieces back to back
+    std::vector<uint32_t> off_;        // piece i is blob_[off_[i], off_[i+1])
+    std::vector<int32_t> not_string_;  // quote-free tokens that are not string content
+    // Quote-free string-content tokens by the code points they start, most first (maxLength).
+    std::vector<std::pair<uint32_t, int32_t>> by_cps_;
     Trie text_;                         // every text token
     Trie quoted_;                       // text tokens with a '"' byte
     size_t max_len_ = 0;                // longest piece

@@ -27,9 +27,10 @@ const std::set<std::string>& annotations() {
 
 const std::set<std::string>& supported() {
     static const std::set<std::string> s = {
-        "type",  "properties", "required", "additionalProperties",
-        "items", "minItems",   "maxItems", "enum",
-        "const", "anyOf",      "oneOf"};
+        "type",      "properties", "required", "additionalProperties",
+        "items",     "minItems",   "maxItems", "enum",
+        "const",     "anyOf",      "oneOf",    "minLength",
+        "maxLength", "pattern",    "format"};
     return s;
 }
 
@@ -128,6 +129,11 @@ class Compiler {
         } else {
             object_rules(s, ptr, depth, n);
             array_rules(s, ptr, depth, n);
+            if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") ||
+                s.contains("format")) {
+                g_.string_rules.push_back(compile_string_rule(s, ptr));
+                n.string_rule = int32_t(g_.string_rules.size() - 1);
+            }
         }
         g_.nodes.push_back(std::move(n));
         return int32_t(g_.nodes.size() - 1);
@@ -209,8 +215,8 @@ class Compiler {
     }
 
     void literals(const json& s, const std::string& ptr, JsonNode& n) {
-        for (const char* k :
-             {"properties", "required", "additionalProperties", "items", "minItems", "maxItems"})
+        for (const char* k : {"properties", "required", "additionalProperties", "items", "minItems",
+                              "maxItems", "minLength", "maxLength", "pattern", "format"})
             if (s.contains(k))
                 fail("json_schema: '", k, "' next to enum/const at ", where(ptr),
                      " is not supported");

@@ -11,10 +11,14 @@
 //    annotations `title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`
 //    (which constrain nothing); `$ref` to a schema inside the same one (`#/$defs/Name`,
 //    `#/definitions/Name`, any `#` JSON pointer; as pydantic writes nested models), except a
-//    recursive one. Any other keyword (`allOf`, `pattern`, `minimum`,
-//    `minLength`, `format`, ...) is refused with a specula::Error naming it and where it is
-//    (a JSON pointer such as /properties/age), never silently ignored. A schema without `type`
-//    (and without enum / const) accepts any value.
+//    recursive one. For strings: `minLength` / `maxLength` (in code points of the decoded
+//    string), `pattern` (an ECMAScript regex searched anywhere unless anchored; the subset in
+//    string_rule.h) and `format` (date, time, date-time, uuid), together or alone (but not
+//    `pattern` with `format`); a combination no string satisfies is refused. Any other keyword
+//    (`allOf`, `minimum`, `contentEncoding`, ...), format (email, uri, ...) or regex construct
+//    (backreferences, lookaround, \b, ...) is refused with a specula::Error naming it and where
+//    it is (a JSON pointer such as /properties/age), never silently ignored. A schema without
+//    `type` (and without enum / const) accepts any value.
 //
 // The output the grammar admits is JSON text that nlohmann::json::parse accepts and that matches
 // the schema, with these limits (so that a model cannot loop forever on filler):
@@ -25,6 +29,9 @@
 //    digits and 2 exponent digits (nlohmann refuses numbers that overflow a double);
 //  - strings are valid UTF-8 without control bytes; \u escapes of surrogates are not produced
 //    (non-BMP characters come as raw UTF-8);
+//  - a pattern has at most 63 positions (characters and classes once counted repetitions are
+//    expanded: [a-z]{8} is 8); format date produces no February 29, time and date-time no leap
+//    second and always a time zone (Z or +-HH:MM); see string_rule.h;
 //  - an object's keys are distinct when the schema names its properties; inside such an object a
 //    key cannot contain escapes (so a key cannot spell a named property in disguise);
 //  - `enum` / `const` values are matched in nlohmann's compact dump form (`{"a":1}`, `"x"`, `1.5`).
@@ -35,6 +42,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
+
+#include "sampling/string_rule.h"
 
 namespace specula {
 
@@ -69,6 +78,8 @@ struct JsonNode {
     std::vector<std::string> literals;
     // anyOf / oneOf: alternative nodes, of pairwise different JSON types; empty: not a union.
     std::vector<int32_t> branches;
+    // minLength / maxLength / pattern / format: index into JsonGrammar::string_rules; -1: none.
+    int32_t string_rule = -1;
 };
 
 // One framed value of a grammar with alternatives: literal bytes, a value of node `root`, bytes.
@@ -81,6 +92,7 @@ struct JsonAlternative {
 struct JsonGrammar {
     std::vector<JsonNode> nodes;
     int32_t root = 0;
+    std::vector<StringRule> string_rules;
     JsonGrammarOptions options;
     // Literal bytes before and after the top-level value (a tool call's markup, e.g.
     // "<tool_call>\n" and "\n</tool_call>"); no whitespace is admitted around them.
@@ -96,7 +108,7 @@ struct JsonGrammar {
 std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions& opt = {});
 
 // A JSON Schema (the subset above). Throws specula::Error naming the unsupported keyword or bad
-// value and its JSON pointer, e.g. "json_schema: unsupported keyword 'pattern' at /properties/id".
+// value and its JSON pointer, e.g. "json_schema: unsupported keyword 'allOf' at /properties/id".
 std::shared_ptr<const JsonGrammar> json_schema_grammar(const nlohmann::json& schema,
                                                        const JsonGrammarOptions& opt = {});
 
