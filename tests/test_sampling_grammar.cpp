@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "grammar_test_util.h"
 #include "sampling/grammar_state.h"
 #include "sampling/json_grammar.h"
 
@@ -17,13 +18,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// -1: the whole text is a complete value; otherwise the length of the longest accepted prefix
-// when the text is refused there, or text.size() when accepted but incomplete (marked +1000).
 int run(const std::shared_ptr<const JsonGrammar>& g, const std::string& text) {
-    GrammarState st(g);
-    for (size_t i = 0; i < text.size(); ++i)
-        if (!st.step(uint8_t(text[i]))) return int(i);
-    return st.can_end() ? -1 : 1000 + int(text.size());
+    return test::grammar_run(g, text);
 }
 
 void expect_complete(const std::shared_ptr<const JsonGrammar>& g, const std::string& text) {

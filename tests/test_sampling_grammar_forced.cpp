@@ -16,6 +16,7 @@
 #include <random>
 
 #include "gguf/gguf.h"
+#include "grammar_test_util.h"
 #include "sampling/grammar_vocab.h"
 #include "sampling/json_grammar.h"
 #include "test_util.h"
@@ -58,21 +59,10 @@ std::vector<int> legal_non_ws(const GrammarState& st) {
     return v;
 }
 
-struct Vocab {
-    std::unique_ptr<Tokenizer> tok;
-    std::shared_ptr<const GrammarVocab> gv;
-};
+using Vocab = test::GrammarTestVocab;
 
 const Vocab& vocab(const std::string& rel) {
-    static std::map<std::string, std::unique_ptr<Vocab>> cache;
-    auto& slot = cache[rel];
-    if (!slot) {
-        slot = std::make_unique<Vocab>();
-        auto f = GGUFFile::open(test::shared_path(rel));
-        slot->tok = Tokenizer::from_gguf(*f);
-        slot->gv = GrammarVocab::from_tokenizer(*slot->tok);
-    }
-    return *slot;
+    return test::grammar_vocab(rel);
 }
 
 const char* kAnswer =

@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "grammar_test_util.h"
 #include "sampling/constraints.h"
 #include "sampling/grammar_vocab.h"
 #include "sampling/json_grammar.h"
@@ -34,28 +35,10 @@ namespace {
 const int kUniformSteps = 120;
 const int kMaxSteps = 4000;
 
-struct Vocab {
-    std::unique_ptr<Tokenizer> tok;
-    std::shared_ptr<const GrammarVocab> gv;
-    int32_t byte_token[256];
-};
+using Vocab = test::GrammarTestVocab;
 
 const Vocab& vocab(const std::string& rel) {
-    static std::map<std::string, std::unique_ptr<Vocab>> cache;
-    auto& slot = cache[rel];
-    if (!slot) {
-        slot = std::make_unique<Vocab>();
-        auto f = GGUFFile::open(test::shared_path(rel));
-        slot->tok = Tokenizer::from_gguf(*f);
-        slot->gv = GrammarVocab::from_tokenizer(*slot->tok);
-        std::fill(std::begin(slot->byte_token), std::end(slot->byte_token), -1);
-        for (int32_t id = 0; id < slot->gv->n_vocab(); ++id) {
-            const std::string_view p = slot->gv->piece(id);
-            if (slot->gv->kind(id) == GrammarVocab::kText && p.size() == 1)
-                slot->byte_token[uint8_t(p[0])] = id;
-        }
-    }
-    return *slot;
+    return test::grammar_vocab(rel);
 }
 
 // Code points of UTF-8 text.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "grammar_test_util.h"
 #include "sampling/grammar_state.h"
 #include "sampling/json_grammar.h"
 
@@ -22,13 +23,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// -1: the whole text is a complete value; otherwise the index of the first refused byte, or
-// 1000 + size when accepted but incomplete.
 int run(const std::shared_ptr<const JsonGrammar>& g, const std::string& text) {
-    GrammarState st(g);
-    for (size_t i = 0; i < text.size(); ++i)
-        if (!st.step(uint8_t(text[i]))) return int(i);
-    return st.can_end() ? -1 : 1000 + int(text.size());
+    return test::grammar_run(g, text);
 }
 
 std::shared_ptr<const JsonGrammar> schema(const std::string& s) {
