@@ -283,6 +283,7 @@ void timings(const std::string& rel) {
                  {"pattern string", &coded, "{\"id\": \"AB-1"},
                  {"date string", &coded, "{\"day\": \"2024-"},
                  {"searched string", &coded, "{\"note\": \"x"},
+                 {"search open", &coded, "{\"free\": \"xo"},
                  {"search matched", &coded, "{\"free\": \"xxokx"}};
     for (const Case& c : cases)
         std::printf("%s (%d tokens): mask %-14s %9.0f ns\n", rel.c_str(), v.gv->n_vocab(), c.what,
@@ -336,7 +337,8 @@ TEST(GrammarVocab, ConstrainedStringMasksEqualTheState) {
     const Vocab& v = vocab("vocab/ggml-vocab-llama3.gguf");
     const auto g = json_schema_grammar(json::parse(kSchemas[std::size(kSchemas) - 1]));
     // With `plain`: where the mask takes the plain-string shortcut (no pattern left to enforce:
-    // none, or a searched one that has matched; maxLength bans the tokens too long).
+    // none, or a searched one that has matched, or one whose leading .* is open with no
+    // maxLength; maxLength bans the tokens too long).
     const std::pair<const char*, bool> prefixes[] = {{R"({"day": ")", false},
                                                      {R"({"day": "2024-0)", false},
                                                      {R"({"day": "2024-02-2)", false},
@@ -349,7 +351,8 @@ TEST(GrammarVocab, ConstrainedStringMasksEqualTheState) {
                                                      {R"({"note": "xok)", true},
                                                      {R"({"note": "xxxxxxxxxx)", false},
                                                      {"{\"nick\": \"\xE2\x82", false},
-                                                     {R"({"free": "o)", false},
+                                                     {R"({"free": ")", true},
+                                                     {R"({"free": "o)", true},
                                                      {R"({"free": "ok)", true},
                                                      {R"({"free": "x\u006fk)", true},
                                                      {R"({"free": "xxokx)", true}};

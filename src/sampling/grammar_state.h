@@ -54,7 +54,8 @@ class GrammarState {
     const JsonGrammar& grammar() const { return *g_; }
 
     // Inside a string in its plain state (no escape or UTF-8 sequence pending, no key or enum
-    // matching, no pattern / format left to enforce, e.g. after a searched pattern has matched):
+    // matching, no pattern / format left to enforce: after a searched pattern has matched, or,
+    // with no maxLength, while a position matching every code point is open, as before a search):
     // any run of string content without a quote (bytes >= 0x20, escapes, UTF-8, possibly ending
     // inside an escape or a UTF-8 sequence) is admitted if it starts at most
     // plain_string_budget() code points (maxLength; SIZE_MAX: no limit).

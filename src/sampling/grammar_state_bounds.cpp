@@ -16,7 +16,7 @@ bool GrammarState::in_plain_string() const {
     if (f.sub != kStrPlain) return false;
     if (f.kind == kString) {
         const StringRule* r = rule_of(f);
-        return !r || r->free_run(f.seen);
+        return !r || r->free_run(f.seen) || r->open_run(f.seen);
     }
     return f.kind == kKey && f.aux2 == kKeyFree;
 }

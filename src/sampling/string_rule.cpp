@@ -617,6 +617,11 @@ StringRule compile_string_rule(const json& s, const std::string& ptr) {
     for (int p = 0; p <= r.start; ++p)
         if ((r.last >> p & 1) && (r.follow[size_t(p)] & r.free)) before_free |= uint64_t(1) << p;
     r.free |= before_free;
+    uint64_t loops = 0;  // every code point, repeating (accepting or not)
+    for (size_t p = 0; p < r.classes.size(); ++p)
+        if (r.classes[p] == all && (r.follow[p] >> p & 1)) loops |= uint64_t(1) << p;
+    for (int p = 0; p <= r.start; ++p)
+        if ((loops >> p & 1) || (r.follow[size_t(p)] & loops)) r.open |= uint64_t(1) << p;
     fill_table(r, ptr);
     if (r.rest(r.initial(), 0) == StringRule::kInf)
         fail("json_schema: no string matches ",

@@ -47,6 +47,10 @@ struct StringRule {
     // no pattern at all), and accepting positions one of them may follow: once the state holds
     // one, any string content follows, up to maxLength.
     uint64_t free = 0;
+    // States from which any code point keeps a position that matches every code point and
+    // repeats (the leading .* of an unanchored search, before it has matched): with no maxLength,
+    // any string content may follow and the string can still be completed.
+    uint64_t open = 0;
     uint32_t rows = 0;           // counts >= rows - 1 use the last row
     std::vector<uint32_t> dist;  // rows x (start + 1): bytes to complete, or kInf
 
@@ -59,6 +63,7 @@ struct StringRule {
     bool can_close(uint64_t state, uint32_t count) const { return rest(state, count) == 0; }
     uint64_t initial() const { return uint64_t(1) << start; }
     bool free_run(uint64_t state) const { return (state & free) != 0; }
+    bool open_run(uint64_t state) const { return max_length < 0 && (state & open) != 0; }
 };
 
 // Compiles the string keywords of schema object `s` at JSON pointer `ptr` (for errors). Throws
