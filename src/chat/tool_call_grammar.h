@@ -13,8 +13,8 @@
 // A is the `parameters` schema of the function N. With one function (named, or the only tool)
 // N is its name; "required" over several tools lets N be any of their names, written first
 // (`{"name": N, "arguments": `; harmony's header) as one alternative per tool
-// (sampling/json_grammar.h), so that the arguments are held to N's own schema. At most one whitespace byte in a row between the
-// JSON's tokens. Two tools of the same name are an Error.
+// (sampling/json_grammar.h), so that the arguments are held to N's own schema. At most one
+// whitespace byte in a row between the JSON's tokens. Two tools of the same name are an Error.
 // qwen3-coder (XML) is refused with an Error.
 #pragma once
 
