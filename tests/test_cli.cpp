@@ -581,14 +581,22 @@ TEST(Cli, Qwen35SpeculativeEqualsPlain) {
 
 // --draft 15 with a draft as large as the target is slower than plain decoding: the run says so
 // in one line with a suggestion (measured against one-token target passes at the end).
+// The plain step's cost comes from the few one-token passes near the end, so one of them
+// descheduled on a loaded machine (ctest -j) can hide the note: up to three runs, one thread.
 TEST(Cli, SlowSpeculationIsReported) {
-    const auto r =
-        run_specula({"run", "-m", shared_path(kStoriesRel), "-md",
-                     shared_path("models/tinystories/llama2xs.gguf"), "--draft", "15", "-p",
-                     "Once upon a time", "-n", "200", "--temp", "0", "--ignore-eos"});
-    ASSERT_EQ(r.status, 0) << describe(r);
-    EXPECT_NE(r.err.find("note: speculation was slower than plain decoding"), std::string::npos)
-        << r.err;
+    std::string err;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const auto r = run_specula({"run", "-m", shared_path(kStoriesRel), "-md",
+                                    shared_path("models/tinystories/llama2xs.gguf"), "--draft",
+                                    "15", "-p", "Once upon a time", "-n", "200", "--temp", "0",
+                                    "--ignore-eos", "-t", "1"});
+        ASSERT_EQ(r.status, 0) << describe(r);
+        err = r.err;
+        if (err.find("note: speculation was slower than plain decoding") != std::string::npos)
+            break;
+    }
+    EXPECT_NE(err.find("note: speculation was slower than plain decoding"), std::string::npos)
+        << err;
 }
 
 // bench says plainly when no draft length (nor auto) beats plain decoding. Medians of 5
