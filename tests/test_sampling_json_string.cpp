@@ -248,6 +248,13 @@ TEST(JsonString, RefusedKeywordsAndConstructs) {
         EXPECT_TRUE(has(e, "'pattern' at /properties/x") && has(e, what)) << p << ": " << e;
     }
     EXPECT_EQ(err("^a{62}b$"), "no error");
+    // Deep nesting is refused before it recurses far (a request must never overflow the stack),
+    // and so is a nest of counts that would expand past the position limit.
+    EXPECT_TRUE(has(err(std::string(100000, '(') + "a" + std::string(100000, ')')),
+                    "groups nested deeper than 32"))
+        << err(std::string(100000, '(') + "a" + std::string(100000, ')')).substr(0, 200);
+    EXPECT_EQ(err(std::string(32, '(') + "a" + std::string(32, ')')), "no error");
+    EXPECT_TRUE(has(err("(((((a{9}){9}){9}){9}){9}){9}"), "needs more than 63 positions"));
     // ^X{n,m}$ with X one class is X* within n..m code points: no positions for the count.
     const auto long_run = pat("^[a-z0-9 ]{3,100}$", R"(, "maxLength": 80)");
     EXPECT_EQ(run(long_run, "\"ab\""), 3);

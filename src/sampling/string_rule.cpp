@@ -18,6 +18,7 @@ using json = nlohmann::json;
 using Ranges = StringRule::Ranges;
 
 constexpr uint32_t kMaxCp = 0x10FFFF;
+constexpr int kMaxGroupDepth = 32;
 
 Ranges normalize(Ranges r) {
     std::sort(r.begin(), r.end());
@@ -350,6 +351,8 @@ class Parser {
     Re atom(int depth) {
         const char c = p_[i_];
         if (c == '(') {
+            // Bounded: the parser and the automaton's builder recurse once per level.
+            if (depth >= kMaxGroupDepth) refuse("groups nested deeper than 32");
             ++i_;
             if (eat('?')) {
                 if (!eat(':')) {
