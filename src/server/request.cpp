@@ -328,8 +328,9 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.grammar = get_grammar(body);
     if (chat) {
         // The template sees messages and tools with their keys in the order sent.
-        const nlohmann::ordered_json ordered =
-            raw ? *raw : nlohmann::ordered_json::parse(body.dump());
+        nlohmann::ordered_json reparsed;  // only without the caller's ordered parse
+        if (!raw) reparsed = nlohmann::ordered_json::parse(body.dump());
+        const nlohmann::ordered_json& ordered = raw ? *raw : reparsed;
         std::vector<std::string> texts;
         for (const ChatMessage& m : r.messages) texts.push_back(m.content);
         r.chat_messages = template_messages(ordered["messages"], texts);

@@ -124,9 +124,14 @@ bool is_json_content_type(const std::string& value) {
 
 // Reads a body through httplib's decoding (chunked, gzip, deflate, br), counting the decoded
 // bytes as they come: false, with the reason in `error`, past `max` or on a broken encoding.
-bool read_body(const httplib::ContentReader& reader, const httplib::Response& res, size_t max,
-               std::string& body, ApiError& error) {
+bool read_body(const httplib::Request& req, const httplib::ContentReader& reader,
+               const httplib::Response& res, size_t max, std::string& body, ApiError& error) {
     bool too_big = false;
+    // One allocation for a body that says its length (a 40 MiB body grown by doubling touched
+    // ~80 MiB of fresh pages, seconds of page faults on a virtual machine).
+    // (The framing was checked before routing: one Content-Length, all digits, within max.)
+    if (req.has_header("Content-Length"))
+        body.reserve(std::min<size_t>(std::stoull(req.get_header_value("Content-Length")), max));
     const bool ok = reader([&](const char* data, size_t n) {
         if (n > max - body.size()) {
             too_big = true;
@@ -532,16 +537,27 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     try {
         std::string text;
         ApiError read_error(400, "");
-        if (!read_body(reader, res, cfg_.max_body_bytes, text, read_error)) {
+        if (!read_body(req, reader, res, cfg_.max_body_bytes, text, read_error)) {
             res.set_header("Connection", "close");  // the rest of the body is not read
             LimitedServer::close_after_response();
             throw read_error;
         }
         check_json_depth(text);
-        json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (body.is_discarded()) bad_request("the request body is not valid JSON");
-        const auto ordered = nlohmann::ordered_json::parse(text);  // valid: body parsed
-        p = service_.prepare(parse_completion_request(body, chat, &ordered));
+        // Chat templates see the keys in the order sent: a chat body is parsed once, in order,
+        // and copied into the sorted form (a copy is far cheaper than a second parse of a big
+        // body).
+        nlohmann::ordered_json ordered;
+        json body;
+        if (chat) {
+            ordered = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+            if (!ordered.is_discarded()) body = json(ordered);
+        } else {
+            body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+        }
+        if (chat ? ordered.is_discarded() : body.is_discarded())
+            bad_request("the request body is not valid JSON");
+        std::string().swap(text);  // the body is parsed: its bytes are not needed again
+        p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr));
         if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
