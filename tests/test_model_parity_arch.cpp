@@ -22,16 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "model/session.h"
-#include "parity_util.h"
-#include "test_util.h"
+#include "arch_parity.h"
 
 namespace {
 
 using json = nlohmann::json;
 using specula::token_id;
 
-const std::string kDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
+const std::string& kDataDir = specula::test::kArchDataDir;
 constexpr int kExpectedFiles = 14;
 
 std::vector<std::string> reference_stems() {
@@ -44,77 +42,10 @@ std::vector<std::string> reference_stems() {
     return out;
 }
 
-double tolerance_for(const json& model) {
-    const std::string ft = model["general.file_type"].get<std::string>();
-    if (ft == "1") return 0.03;  // F16
-    return 0.5;                  // quantised (Q8_0, MXFP4)
-}
-
 class ArchParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchParity, MatchesIkLlamaCpp) {
-    const std::string stem = GetParam();
-    const json ref = json::parse(specula::test::read_file(kDataDir + "/" + stem + ".json"));
-    ASSERT_EQ(ref["format"], "llama-ref-dump/1");
-    const json& jm = ref["model"];
-    const auto model = specula::Model::load(kDataDir + "/" + jm["path"].get<std::string>());
-    const auto& hp = model->hparams();
-    EXPECT_EQ(hp.arch, jm["general.architecture"].get<std::string>());
-    // ik_llama.cpp's parameter count has the output matrix twice when it is token_embd (gemma),
-    // and the rope factors (rope_freqs, phi3's LongRoPE), which it binds to every layer, once per
-    // layer; the file holds each once (qwen35's IMROPE sections make factors of no tensor).
-    const bool tied = model->output.data == model->tok_embd.data;
-    int64_t rope_factors = 0;
-    for (const char* name :
-         {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
-        if (const auto* t = model->file().find_tensor(name)) rope_factors += t->n_elements();
-    }
-    specula::test::expect_model_shape(
-        *model, jm, (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (hp.n_layer - 1) * rope_factors);
-
-    const double tol = tolerance_for(jm);
-    specula::SessionParams sp;
-    sp.n_ctx = ref["eval"]["n_ctx"].get<int>();
-    sp.n_threads = 1;
-    ASSERT_EQ(ref["eval"]["type_k"], "f32");
-    ASSERT_EQ(ref["eval"]["type_v"], "f16");
-    sp.type_v = specula::KVType::F16;
-    specula::Session session(*model, sp);
-    specula::test::Stats prompt_st, greedy_st;
-    for (const auto& p : ref["prompts"]) {
-        const std::string name = p["name"].get<std::string>();
-        const auto ref_ids = p["token_ids"].get<std::vector<token_id>>();
-        const auto ids = model->tokenizer().encode(p["text"].get<std::string>(), true, false);
-        ASSERT_EQ(ids, ref_ids) << stem << " prompt '" << name << "': token ids differ";
-        session.reset();
-        session.eval(ref_ids);
-        ASSERT_EQ(session.n_logits(), static_cast<int>(ref_ids.size()));
-        const auto& ptop = p["prompt_top"];
-        ASSERT_EQ(ptop.size(), ref_ids.size());
-        for (size_t i = 0; i < ref_ids.size(); ++i) {
-            specula::test::compare_row(
-                session.logits(static_cast<int>(i)), hp.n_vocab, ptop[i], tol,
-                stem + " prompt '" + name + "' position " + std::to_string(i), prompt_st);
-        }
-        const auto gids = p["greedy"]["token_ids"].get<std::vector<token_id>>();
-        ASSERT_EQ(gids.size(), p["greedy"]["steps"].size());
-        for (size_t i = 0; i < gids.size(); ++i) {
-            const token_id t = gids[i];
-            session.eval(std::span<const token_id>(&t, 1));
-            const auto& step = p["greedy"]["steps"][i];
-            ASSERT_EQ(step["input_token"].get<token_id>(), t);
-            specula::test::compare_row(
-                session.logits(0), hp.n_vocab, step["top"], tol,
-                stem + " prompt '" + name + "' greedy step " + std::to_string(i), greedy_st);
-        }
-    }
-    EXPECT_EQ(prompt_st.n_failures + greedy_st.n_failures, 0) << stem << ": mismatches";
-    EXPECT_GT(prompt_st.n_argmax_checked + greedy_st.n_argmax_checked, 200) << stem;
-    std::printf(
-        "[arch parity] %-42s tol %-5g prompt rows %4d max|d| %.3g | greedy rows %4d "
-        "max|d| %.3g | argmax checks %d\n",
-        stem.c_str(), tol, prompt_st.n_rows, prompt_st.max_diff, greedy_st.n_rows,
-        greedy_st.max_diff, prompt_st.n_argmax_checked + greedy_st.n_argmax_checked);
+    specula::test::check_arch_parity(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(RepoData, ArchParity, ::testing::ValuesIn(reference_stems()),

@@ -30,7 +30,10 @@ struct ArchSpec {
     void (*bind)(TensorBinder& b, const HParams& hp, ModelWeights& w);
     // Runs layer `l` of the pass (the pass knows the layer index and which rows it finishes).
     void (*block)(ForwardPass& pass, const LayerWeights& l);
-    // The device backend runs this architecture's layers (its block is the llama block).
+    // The device backend runs this architecture's layers: its block is the llama block with any
+    // of the pieces the device has (vulkan/layers.cpp: per-head Q/K norm, post-norms, GeGLU,
+    // sliding windows with their own rope base); hparams the device lacks (MoE, YaRN,
+    // soft-capping) still keep a model on the CPU with a note.
     bool device_block;
 };
 

@@ -392,15 +392,16 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     if (LayerOffload* off = ns == 1 ? segs[0].seq->offload.get() : nullptr) {
         Session::Impl& seq = *segs[0].seq;
         il0 = off->n_layers();
+        const float* cs_swa = swa_rope_ ? rope_cs_swa_.data() : nullptr;
         if (off->has_output()) {
             grow(seq.logits, static_cast<size_t>(n_out_[0]) * hp_.n_vocab);
-            off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
+            off->forward(x_.data(), rope_cs_.data(), cs_swa, n_rows_, seq.kv.n_past(), n_out_[0],
                          seq.logits.data(), pool);
             seq.n_logits = n_out_[0];
             seq.kv.append(segs[0].tokens);
             return;
         }
-        off->forward(x_.data(), rope_cs_.data(), n_rows_, seq.kv.n_past(), n_out_[0],
+        off->forward(x_.data(), rope_cs_.data(), cs_swa, n_rows_, seq.kv.n_past(), n_out_[0],
                      logits_.data(), pool);
     }
     for (size_t s = 0; s < ns; ++s) {

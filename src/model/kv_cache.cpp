@@ -204,7 +204,7 @@ int KVCache::common_prefix(std::span<const token_id> t) const {
 // its position (not a later one of the same row, written before a rollback).
 bool KVCache::can_keep(int n) const {
     if (n == 0 || max_pass_ == 0) return true;
-    for (int il = 0; il < n_layer_; ++il) {
+    for (int il = n_device_; il < n_layer_; ++il) {
         const int r = rows_[size_t(il)];
         if (r == n_ctx_ || r == 0) continue;
         const int* held = ring_pos_.data() + ring_first_[size_t(il)];

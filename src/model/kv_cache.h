@@ -105,6 +105,9 @@ class KVCache {
     // Whether the ring layers still hold every row a pass at position n reads (always for a
     // cache without them, and for n = 0).
     bool can_keep(int n) const;
+    // Layers [0, n) keep their K/V on a device (model/offload.h) with every position, so their
+    // rings here are never written and never limit can_keep.
+    void set_device_layers(int n) { n_device_ = n; }
     // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)).
     void truncate(int n) { tokens_.resize(size_t(n)); }
     // Length of the longest prefix `t` shares with the cached tokens that the cache can keep
@@ -124,6 +127,7 @@ class KVCache {
     }
     int n_layer_, n_ctx_, n_embd_kv_;
     int max_pass_ = 0;
+    int n_device_ = 0;                 // set_device_layers
     std::vector<int> windows_, rows_;  // per layer
     std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_
     // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.

@@ -31,11 +31,13 @@ class LayerOffload {
     virtual int n_layers() const = 0;
     virtual bool has_output() const = 0;
     // x: ntok rows of n_embd (the embedded tokens), cs: ntok rows of n_rot RoPE cos/sin pairs
-    // (rope_angles) for positions pos0 .. pos0 + ntok - 1. Afterwards either x holds the hidden
-    // state after layer n_layers() - 1, or (has_output()) logits holds the n_vocab logits of the
-    // last n_out tokens. `pool` runs the matrices the device cannot (a type without a shader).
-    virtual void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits,
-                         ThreadPool& pool) = 0;
+    // (rope_angles) for positions pos0 .. pos0 + ntok - 1; cs_swa: the same rows for the
+    // sliding-window layers when they rotate with a base of their own (gemma3), else null.
+    // Afterwards either x holds the hidden state after layer n_layers() - 1, or (has_output())
+    // logits holds the n_vocab logits of the last n_out tokens. `pool` runs the matrices the
+    // device cannot (a type without a shader).
+    virtual void forward(float* x, const float* cs, const float* cs_swa, int ntok, int pos0,
+                         int n_out, float* logits, ThreadPool& pool) = 0;
 };
 
 // Where a target model and a draft model run their layers: a value, parsed once (the CLI's -ngl /

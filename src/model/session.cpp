@@ -47,6 +47,7 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     }
     op.n_ctx = kv.n_ctx();
     offload = make_offload(m, op);
+    if (offload) kv.set_device_layers(offload->n_layers());
     if (m.has_mtp()) {
         mtp_kv =
             std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k, p.type_v);

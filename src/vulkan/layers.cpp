@@ -26,7 +26,7 @@ struct NormPC {
     float eps;
 };
 struct RopePC {
-    uint32_t head_dim, n_rot, neox, ld;
+    uint32_t head_dim, n_rot, neox, ld, cs_off;
 };
 struct StorePC {
     uint32_t width, layer_off;
@@ -34,6 +34,7 @@ struct StorePC {
 struct AttnPC {
     uint32_t n_head, n_head_kv, head_dim, layer_off, ld_q, ld_kv;
     float scale;
+    uint32_t window;
 };
 struct AddPC {
     uint32_t width, y_off, ld_y, x_off, ld_x;
@@ -47,6 +48,13 @@ constexpr size_t kMaxPrograms = 64;
 
 uint32_t groups(uint64_t n, uint32_t per = 64) {
     return static_cast<uint32_t>((n + per - 1) / per);
+}
+
+// Workgroups of 64 over n elements in two dimensions (a dimension holds at most 65535; the
+// elementwise shaders index (y * groups_x + x) * 64 + lane and skip what is past n).
+std::pair<uint32_t, uint32_t> groups_2d(uint64_t n) {
+    const uint64_t g = (n + 63) / 64, gx = std::min<uint64_t>(g, 65535);
+    return {static_cast<uint32_t>(gx), static_cast<uint32_t>((g + gx - 1) / gx)};
 }
 
 // A recorded pass: device programs with, between program i and i + 1, a matrix the CPU runs
@@ -69,13 +77,17 @@ class VulkanLayers final : public LayerOffload {
     int n_layers() const override { return static_cast<int>(d_->layers.size()); }
     bool has_output() const override { return d_->output.rows > 0; }
 
-    void forward(float* x, const float* cs, int ntok, int pos0, int n_out, float* logits,
-                 ThreadPool& pool) override {
+    void forward(float* x, const float* cs, const float* cs_swa, int ntok, int pos0, int n_out,
+                 float* logits, ThreadPool& pool) override {
         reserve(ntok);
         auto* pass = static_cast<char*>(pass_->mapped());
         const int32_t p0 = pos0;
         std::memcpy(pass, &p0, sizeof p0);
-        std::memcpy(pass + kPassHeader, cs, sizeof(float) * ntok * hp_.n_rot);
+        const size_t cs_bytes = sizeof(float) * ntok * hp_.n_rot;
+        std::memcpy(pass + kPassHeader, cs, cs_bytes);
+        if (cs_swa)
+            std::memcpy(pass + kPassHeader + cs_swa_off() * sizeof(float), cs_swa, cs_bytes);
+        swa_angles_ = cs_swa != nullptr;
         std::memcpy(in_->mapped(), x, sizeof(float) * ntok * hp_.n_embd);
         const int key_out = has_output() ? n_out : 0;
         auto it = programs_.find({ntok, key_out});
@@ -102,6 +114,10 @@ class VulkanLayers final : public LayerOffload {
     std::unique_ptr<Buffer> stage_in_, stage_out_;  // for the CPU's matrices (any_cpu only)
     std::map<std::pair<int, int>, std::unique_ptr<Pass>> programs_;
     MatmulScratch scratch_;
+    bool swa_angles_ = false;  // the passes carry a second set of angles (for swa layers)
+
+    // Where the sliding-window layers' angles start in the pass buffer's cs (in floats).
+    uint32_t cs_swa_off() const { return static_cast<uint32_t>(cap_ * hp_.n_rot); }
 
     void run(const Pass& p, ThreadPool& pool) {
         for (size_t i = 0; i < p.programs.size(); ++i) {
@@ -131,7 +147,7 @@ class VulkanLayers final : public LayerOffload {
         const size_t out_floats = has_output() ? n * hp_.n_vocab : n * hp_.n_embd;
         in_ = host(n * hp_.n_embd * f);
         out_ = host(out_floats * f);
-        pass_ = host(kPassHeader + n * hp_.n_rot * f);
+        pass_ = host(kPassHeader + 2 * n * hp_.n_rot * f);  // angles, then the swa layers'
         x_ = dev(n * hp_.n_embd);
         h_ = dev(n * hp_.n_embd);
         tmp_ = dev(n * hp_.n_embd);
@@ -179,6 +195,24 @@ class VulkanLayers final : public LayerOffload {
         p.dispatch(pipe("rms_norm", 3, sizeof pc), {&in, &w, &out}, &pc, ntok);
     }
 
+    // x = rms_norm(x) * w per head in place: ntok rows of n_heads heads of head_dim (qwen3,
+    // gemma3's Q/K norm).
+    void head_norm(Program& p, const Buffer& x, const Buffer& w, int n_heads, int ntok) {
+        const NormPC pc{static_cast<uint32_t>(hp_.head_dim), 0, 0, hp_.rms_eps};
+        p.dispatch(pipe("rms_norm", 3, sizeof pc), {&x, &w, &x}, &pc, n_heads, ntok);
+    }
+
+    // x += rms_norm(y) * w (gemma's post-attention and post-FFN norms; y is clobbered).
+    void add_post_normed(Program& p, const Buffer& x, const Buffer& y, const Buffer* w, int ntok) {
+        const uint32_t ne = hp_.n_embd;
+        if (w) {
+            norm(p, y, 0, *w, *h_, ntok);
+            add(p, x, *h_, ne, ne, ntok);
+        } else {
+            add(p, x, y, ne, ne, ntok);
+        }
+    }
+
     void add(Program& p, const Buffer& y, const Buffer& x, uint32_t width, uint32_t ld_x,
              int ntok) {
         const AddPC pc{width, 0, width, 0, ld_x};
@@ -189,9 +223,9 @@ class VulkanLayers final : public LayerOffload {
         if (b) add(p, y, *b, width, 0, ntok);
     }
 
-    void rope(Program& p, const Buffer& x, int n_heads, uint32_t ld, int ntok) {
+    void rope(Program& p, const Buffer& x, int n_heads, uint32_t ld, int ntok, bool swa) {
         const RopePC pc{static_cast<uint32_t>(hp_.head_dim), static_cast<uint32_t>(hp_.n_rot),
-                        hp_.rope_neox ? 1u : 0u, ld};
+                        hp_.rope_neox ? 1u : 0u, ld, swa ? cs_swa_off() : 0u};
         p.dispatch(pipe("rope", 2, sizeof pc), {&x, pass_.get()}, &pc, n_heads, ntok);
     }
 
@@ -206,8 +240,11 @@ class VulkanLayers final : public LayerOffload {
         bias(p(), *q_, l.bq.get(), dq, ntok);
         bias(p(), *k_, l.bk.get(), dkv, ntok);
         bias(p(), *v_, l.bv.get(), dkv, ntok);
-        rope(p(), *q_, hp_.n_head, dq, ntok);
-        rope(p(), *k_, hp_.n_head_kv, dkv, ntok);
+        if (l.q_norm) head_norm(p(), *q_, *l.q_norm, hp_.n_head, ntok);
+        if (l.k_norm) head_norm(p(), *k_, *l.k_norm, hp_.n_head_kv, ntok);
+        const bool swa_rope = swa_angles_ && hp_.is_swa(il);
+        rope(p(), *q_, hp_.n_head, dq, ntok, swa_rope);
+        rope(p(), *k_, hp_.n_head_kv, dkv, ntok, swa_rope);
         const StorePC st{dkv, layer_off};
         p().dispatch(pipe("kv_store", 5, sizeof st),
                      {k_.get(), v_.get(), kc_.get(), vc_.get(), pass_.get()}, &st, groups(dkv),
@@ -218,20 +255,25 @@ class VulkanLayers final : public LayerOffload {
                         layer_off,
                         dq,
                         dkv,
-                        1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+                        hp_.attn_scale > 0 ? hp_.attn_scale
+                                           : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim)),
+                        static_cast<uint32_t>(hp_.window(il))};
         p().dispatch(pipe("attention", 5, sizeof at),
                      {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, hp_.n_head,
                      ntok);
         matvec(ps, l.wo, *att_, 0, *tmp_, ntok);
         bias(p(), *tmp_, l.bo.get(), ne, ntok);
-        add(p(), *x_, *tmp_, ne, ne, ntok);
+        add_post_normed(p(), *x_, *tmp_, l.attn_post_norm.get(), ntok);
         norm(p(), *x_, 0, *l.ffn_norm, *h_, ntok);
         matvec(ps, l.ffn_gate, *h_, 0, *g_, ntok);
         matvec(ps, l.ffn_up, *h_, 0, *u_, ntok);
         const SiluPC sp{static_cast<uint32_t>(ntok * hp_.n_ff)};
-        p().dispatch(pipe("silu_mul", 2, sizeof sp), {g_.get(), u_.get()}, &sp, groups(sp.n));
+        const auto [gx, gy] = groups_2d(sp.n);
+        const bool gelu = hp_.ffn_act == HParams::FfnAct::GeluTanh;
+        p().dispatch(pipe(gelu ? "gelu_mul" : "silu_mul", 2, sizeof sp), {g_.get(), u_.get()}, &sp,
+                     gx, gy);
         matvec(ps, l.ffn_down, *g_, 0, *tmp_, ntok);
-        add(p(), *x_, *tmp_, ne, ne, ntok);
+        add_post_normed(p(), *x_, *tmp_, l.ffn_post_norm.get(), ntok);
     }
 
     std::unique_ptr<Pass> record(int ntok, int n_out) {

@@ -71,6 +71,10 @@ int plan_layers(const Model& m, int want, bool* output, std::string* note) {
         *note = "YaRN rope scaling has no Vulkan shader yet: running on the CPU";
         return 0;
     }
+    if (hp.attn_softcap > 0 || hp.final_softcap > 0) {
+        *note = "soft-capping (gemma2) has no Vulkan shader yet: running on the CPU";
+        return 0;
+    }
     if (hp.n_expert > 0) {
         *note = "mixture-of-experts layers have no Vulkan shaders yet";
         return 0;
@@ -119,6 +123,9 @@ size_t plan_bytes(const Model& m, int n_layers, bool output) {
             if (matrix_ok(*w)) b += matrix_bytes(*w);
         }
         b += sizeof(float) * (2 * hp.n_embd + hp.n_embd_q() + 2 * hp.n_embd_kv() + hp.n_embd);
+        b += sizeof(float) *
+             ((l.q_norm ? hp.head_dim : 0) + (l.k_norm ? hp.head_dim : 0) +
+              (l.attn_post_norm ? hp.n_embd : 0) + (l.ffn_post_norm ? hp.n_embd : 0));
     }
     if (output) b += matrix_bytes(m.output) + sizeof(float) * hp.n_embd;
     return b;
@@ -165,6 +172,10 @@ std::shared_ptr<DeviceModel> upload(const Model& m, const std::shared_ptr<Contex
         dl.bk = vec(*d, l.bk, hp.n_embd_kv());
         dl.bv = vec(*d, l.bv, hp.n_embd_kv());
         dl.bo = vec(*d, l.bo, hp.n_embd);
+        dl.q_norm = vec(*d, l.q_norm, hp.head_dim);
+        dl.k_norm = vec(*d, l.k_norm, hp.head_dim);
+        dl.attn_post_norm = vec(*d, l.attn_post_norm, hp.n_embd);
+        dl.ffn_post_norm = vec(*d, l.ffn_post_norm, hp.n_embd);
         dl.wq = mat(*d, l.wq);
         dl.wk = mat(*d, l.wk);
         dl.wv = mat(*d, l.wv);

@@ -24,6 +24,8 @@ struct DeviceMatrix {
 
 struct DeviceLayer {
     std::unique_ptr<Buffer> attn_norm, ffn_norm, bq, bk, bv, bo;
+    std::unique_ptr<Buffer> q_norm, k_norm;                 // per-head, head_dim (qwen3, gemma3)
+    std::unique_ptr<Buffer> attn_post_norm, ffn_post_norm;  // gemma's post-norms, n_embd
     DeviceMatrix wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down;
 };
 
@@ -42,10 +44,11 @@ struct DeviceModel {
 // The matvec shader of a weight type, or nullptr when there is none.
 const char* matvec_shader(GGMLType t);
 
-// How many of the first `want` layers go to the device: min(want, n_layer), or none for MoE
-// models or head sizes over 256. A layer matrix whose type has no shader stays on the CPU (the
-// rest of its layer on the device); *note names each such tensor and its type. *output is
-// whether the output head goes too (all layers offloaded and a supported type).
+// How many of the first `want` layers go to the device: min(want, n_layer), or none for an
+// architecture without a device block, MoE, YaRN, soft-capping or head sizes over 256. A layer
+// matrix whose type has no shader stays on the CPU (the rest of its layer on the device); *note
+// names each such tensor and its type. *output is whether the output head goes too (all layers
+// offloaded and a supported type).
 int plan_layers(const Model& m, int want, bool* output, std::string* note);
 
 // Bytes the weights of that plan take on the device (the CPU's matrices not counted).

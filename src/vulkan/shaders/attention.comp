@@ -1,5 +1,6 @@
-// Causal attention of one (query head, token) per workgroup over cache rows [0, pos0 + t] of
-// one layer, grouped KV heads. Positions go in chunks of 64 in order (one per thread): scores,
+// Causal attention of one (query head, token) per workgroup over cache rows [lo, pos0 + t] of
+// one layer, grouped KV heads; lo = 0, or in a sliding-window layer (window > 0) the first of
+// the window's rows: pos0 + t - window + 1 (model/hparams.h's n_swa). Positions go in chunks of 64 in order (one per thread): scores,
 // the chunk's max and exp-sum in a fixed tree, then a running (online) softmax rescale of the
 // output accumulators. The order depends only on the position, never on the batch size.
 #version 450
@@ -13,6 +14,7 @@ layout(std430, binding = 4) readonly buffer Pass { int pos0; };
 layout(push_constant) uniform PC {
     uint n_head, n_head_kv, head_dim, layer_off, ld_q, ld_kv;
     float scale;
+    uint window;
 } pc;
 
 shared float qs[256];
@@ -23,12 +25,13 @@ void main() {
     const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     const uint kvh = h / (pc.n_head / pc.n_head_kv);
     const uint n_kv = uint(pos0) + t + 1u;
+    const uint lo = pc.window > 0u && n_kv > pc.window ? n_kv - pc.window : 0u;
     const uint qb = t * pc.ld_q + h * pc.head_dim;
     for (uint d = tid; d < pc.head_dim; d += 64u) qs[d] = q[qb + d];
     barrier();
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     float m = -1.0 / 0.0, l = 0.0;
-    for (uint c0 = 0; c0 < n_kv; c0 += 64u) {
+    for (uint c0 = lo; c0 < n_kv; c0 += 64u) {
         const uint pos = c0 + tid;
         float s = -1.0 / 0.0;
         if (pos < n_kv) {

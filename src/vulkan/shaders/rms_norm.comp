@@ -1,5 +1,8 @@
-// y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w for the token of this workgroup; the sum of squares
-// is 64 strided partial sums added in a fixed tree (the same for any batch size).
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for the row r of this workgroup (rows of n floats:
+// a token's hidden state, or one head of a token for the per-head Q/K norm; the row index is
+// y * groups_x + x, so more rows than one dimension holds can be dispatched in two). The sum of
+// squares is 64 strided partial sums added in a fixed tree (the same for any batch size). In
+// place (x and y one buffer) is allowed: each value is read before the same thread writes it.
 #version 450
 
 layout(local_size_x = 64) in;
@@ -12,7 +15,8 @@ shared float red[64];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
-    const uint xi = pc.in_off + gl_WorkGroupID.x * pc.n, yi = pc.out_off + gl_WorkGroupID.x * pc.n;
+    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    const uint xi = pc.in_off + row * pc.n, yi = pc.out_off + row * pc.n;
     float s = 0.0;
     for (uint i = tid; i < pc.n; i += 64u) s += x[xi + i] * x[xi + i];
     red[tid] = s;
