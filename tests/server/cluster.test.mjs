@@ -141,6 +141,14 @@ function signalWhenBusy(c, name, signal, health, longFile = null) {
   return { done, kill: () => { if (p.exitCode === null) p.kill("SIGKILL"); } };
 }
 
+// Waits until `n` requests sent after time `t` have finished (at most 40 s: under a sanitizer on a
+// loaded machine a 400-token stream can take seconds), so the checks below see requests that the
+// other replicas served after the signal, however slow this machine is.
+async function finishedAfter(l, t, n) {
+  for (let i = 0; i < 400 && l.records.filter((r) => !r.pending && r.t_sent > t).length < n; ++i)
+    await sleep(100);
+}
+
 // 16 clients streaming back to back (each its own system prompt) until stop() is called. Each
 // request is recorded (cluster_helper.mjs streamChat).
 function load(base, maxTokens) {
@@ -185,7 +193,7 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
     const cut = await long;
     assert.equal(cut.replica, victim);
     assert.ok(cut.broken, `the long stream on the killed replica: ${cut.error}`);
-    await sleep(2000);
+    await finishedAfter(l, t_kill, 4);
     await l.stop();
     const recs = l.records;
     const failed = recs.filter((r) => r.error);
@@ -236,7 +244,7 @@ test("SIGTERM of a replica under load: it drains and no request fails", { timeou
     const body = JSON.parse(m[1]);
     assert.equal(body.status, "draining");
     assert.ok(body.in_flight >= 1, JSON.stringify(body));
-    await sleep(2000);
+    await finishedAfter(l, t_term + 1000, 4);
     await l.stop();
     const recs = l.records;
     const failed = recs.filter((r) => r.error);
