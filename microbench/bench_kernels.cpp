@@ -483,4 +483,47 @@ void attention_batches(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_attention, F32, KVType::F32)->Apply(attention_batches);
 BENCHMARK_CAPTURE(BM_attention, F16, KVType::F16)->Apply(attention_batches);
 
+// Attention over a long cache (issue 28): ntok new positions after `depth` cached ones, at the
+// ~1B target's shape, over 4 layers in turn so that the cache is streamed from memory as in a
+// real pass (one layer's F16 K and V at depth 8192: 32 MiB), 2 threads. GB/s: the K and V bytes
+// the pass must read (each row once), per second.
+void BM_attention_depth(benchmark::State& state, KVType type) {
+    const int depth = static_cast<int>(state.range(0)), ntok = static_cast<int>(state.range(1));
+    const int n_layer = 4;
+    const AttentionShape s{32, 16, 64, 0.125f};
+    KVCache kv(n_layer, depth + ntok, 16 * 64, type, type);
+    std::vector<float> kr(16 * 64), vr(16 * 64);
+    for (int il = 0; il < n_layer; ++il) {
+        for (int p = 0; p < depth + ntok; ++p) {
+            for (int i = 0; i < 16 * 64; ++i) {
+                kr[i] = static_cast<float>((p * 31 + i * 7 + il) % 97) / 97.f - 0.5f;
+                vr[i] = static_cast<float>((p * 13 + i * 5 + il) % 89) / 89.f - 0.5f;
+            }
+            kv.write(il, p, kr.data(), vr.data());
+        }
+    }
+    ThreadPool& tp = threads(2);
+    std::vector<float> q(static_cast<size_t>(ntok) * 32 * 64, 0.25f), out(q.size());
+    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
+    for (auto _ : state) {
+        for (int il = 0; il < n_layer; ++il)
+            attention(kv, il, depth, ntok, q.data(), out.data(), s, tp, scores.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    const double row = type == KVType::F16 ? 2.0 : type == KVType::Q8_0 ? 34.0 / 32 : 4.0;
+    state.counters["GB/s"] =
+        benchmark::Counter(2.0 * row * 16 * 64 * (depth + ntok) * n_layer / 1e9,
+                           benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+void depth_batches(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"depth", "ntok"});
+    for (int d : {4096, 8192, 16384}) {
+        for (int n : {1, 9, 16}) b->Args({d, n});
+    }
+    b->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_attention_depth, F16, KVType::F16)->Apply(depth_batches);
+BENCHMARK_CAPTURE(BM_attention_depth, Q8_0, KVType::Q8_0)->Apply(depth_batches);
+
 BENCHMARK_MAIN();

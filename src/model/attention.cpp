@@ -15,8 +15,11 @@ namespace {
 
 constexpr int64_t kMinParallelFlops = 1 << 16;
 
-// Queries per blocked work item: P consecutive positions x H query heads of one KV head.
-constexpr int kBlockQueries = 16;
+// Queries per blocked work item at most: P consecutive positions x H query heads of one KV
+// head. A block reads its KV head's rows once for all of its queries, so a verify pass of 9
+// tokens over a long cache reads the cache once (9 x 2 queries for a group of 2); blocks shrink
+// when there would be too few items for the threads (block_shape).
+constexpr int kBlockQueries = 64;
 // Rows of an F16 / Q8_0 cache dequantized at a time (per thread, head_dim floats each).
 constexpr int kChunkRows = 64;
 
@@ -149,10 +152,16 @@ struct BlockShape {
     int head_chunks;
 };
 
-BlockShape block_shape(const AttentionShape& s) {
+// The largest blocks that still give every thread two items or more (items of equal size are
+// not equal work: their positions see different numbers of rows). Results never depend on it.
+BlockShape block_shape(const AttentionShape& s, int ntok, int n_threads) {
     const int group = s.n_head / s.n_head_kv;
     const int h = std::min(group, kBlockQueries);
-    return {h, std::max(1, kBlockQueries / h), (group + h - 1) / h};
+    const int chunks = (group + h - 1) / h;
+    int p = std::max(1, kBlockQueries / h);
+    auto items = [&](int pp) { return int64_t(s.n_head_kv) * chunks * ((ntok + pp - 1) / pp); };
+    while (p > 1 && items(p) < 2 * n_threads) p = (p + 1) / 2;
+    return {h, p, chunks};
 }
 
 // Like attention_kernels(), the level is chosen once per process.
@@ -173,7 +182,7 @@ bool block_kernels(int head_dim, BlockAttentionKernels* k) {
 void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int pos0,
                        int ntok, const float* q, float* out, const AttentionShape& s,
                        ThreadPool& pool, float* scores, bool parallel) {
-    const BlockShape b = block_shape(s);
+    const BlockShape b = block_shape(s, ntok, parallel ? pool.size() : 1);
     const int group = s.n_head / s.n_head_kv, hd = s.head_dim;
     const int64_t ldq = static_cast<int64_t>(s.n_head) * hd;
     const int n_blocks = (ntok + b.positions - 1) / b.positions;

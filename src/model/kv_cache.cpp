@@ -158,8 +158,10 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    k_.reset(new uint8_t[rows * k_row_]);
-    v_.reset(new uint8_t[rows * v_row_]);
+    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row_);
+    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row_);
+    k_ = k_buf_->data();
+    v_ = v_buf_->data();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
 }
 
@@ -172,9 +174,9 @@ KVSnapshot KVCache::save(int n) const {
     s.v.resize(size_t(n_layer_) * size_t(n) * v_row_);
     for (int il = 0; il < n_layer_; ++il) {
         std::memcpy(s.k.data() + size_t(il) * size_t(n) * k_row_,
-                    k_.get() + first_row_[size_t(il)] * k_row_, size_t(n) * k_row_);
+                    k_ + first_row_[size_t(il)] * k_row_, size_t(n) * k_row_);
         std::memcpy(s.v.data() + size_t(il) * size_t(n) * v_row_,
-                    v_.get() + first_row_[size_t(il)] * v_row_, size_t(n) * v_row_);
+                    v_ + first_row_[size_t(il)] * v_row_, size_t(n) * v_row_);
     }
     return s;
 }
@@ -185,10 +187,10 @@ void KVCache::restore(const KVSnapshot& s) {
         s.v.size() != size_t(n_layer_) * n * v_row_)
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
     for (int il = 0; il < n_layer_; ++il) {
-        std::memcpy(k_.get() + first_row_[size_t(il)] * k_row_,
-                    s.k.data() + size_t(il) * n * k_row_, n * k_row_);
-        std::memcpy(v_.get() + first_row_[size_t(il)] * v_row_,
-                    s.v.data() + size_t(il) * n * v_row_, n * v_row_);
+        std::memcpy(k_ + first_row_[size_t(il)] * k_row_, s.k.data() + size_t(il) * n * k_row_,
+                    n * k_row_);
+        std::memcpy(v_ + first_row_[size_t(il)] * v_row_, s.v.data() + size_t(il) * n * v_row_,
+                    n * v_row_);
     }
     tokens_.assign(s.tokens.begin(), s.tokens.end());  // within the reserved n_ctx
 }
@@ -217,16 +219,16 @@ bool KVCache::can_keep(int n) const {
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
     if (const int r = rows_[size_t(layer)]; r < n_ctx_)
         ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
-    store_row(type_k_, k, k_.get() + offset(layer, pos, k_row_), n_embd_kv_);
-    store_row(type_v_, v, v_.get() + offset(layer, pos, v_row_), n_embd_kv_);
+    store_row(type_k_, k, k_ + offset(layer, pos, k_row_), n_embd_kv_);
+    store_row(type_v_, v, v_ + offset(layer, pos, v_row_), n_embd_kv_);
 }
 
 void KVCache::read_k(int layer, int pos, int off, int n, float* out) const {
-    load_row(type_k_, k_.get() + offset(layer, pos, k_row_), off, n, out);
+    load_row(type_k_, k_ + offset(layer, pos, k_row_), off, n, out);
 }
 
 void KVCache::read_v(int layer, int pos, int off, int n, float* out) const {
-    load_row(type_v_, v_.get() + offset(layer, pos, v_row_), off, n, out);
+    load_row(type_v_, v_ + offset(layer, pos, v_row_), off, n, out);
 }
 
 }  // namespace specula

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/repack.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
@@ -67,17 +68,17 @@ class KVCache {
 
     // F32 rows, read in place (only when that side's type is F32).
     const float* k(int layer, int pos) const {
-        return reinterpret_cast<const float*>(k_.get() + offset(layer, pos, k_row_));
+        return reinterpret_cast<const float*>(k_ + offset(layer, pos, k_row_));
     }
     const float* v(int layer, int pos) const {
-        return reinterpret_cast<const float*>(v_.get() + offset(layer, pos, v_row_));
+        return reinterpret_cast<const float*>(v_ + offset(layer, pos, v_row_));
     }
     // F16 rows, read in place (only when that side's type is F16): n_embd_kv halves per position.
     const uint16_t* k_f16(int layer, int pos) const {
-        return reinterpret_cast<const uint16_t*>(k_.get() + offset(layer, pos, k_row_));
+        return reinterpret_cast<const uint16_t*>(k_ + offset(layer, pos, k_row_));
     }
     const uint16_t* v_f16(int layer, int pos) const {
-        return reinterpret_cast<const uint16_t*>(v_.get() + offset(layer, pos, v_row_));
+        return reinterpret_cast<const uint16_t*>(v_ + offset(layer, pos, v_row_));
     }
     // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
     // where a ring layer wraps): the F32 / F16 pointers above stay valid over that many.
@@ -136,7 +137,13 @@ class KVCache {
     KVType type_k_, type_v_;
     size_t k_row_, v_row_;          // bytes per row
     std::vector<token_id> tokens_;  // reserved n_ctx at construction
-    std::unique_ptr<uint8_t[]> k_, v_;
+    // K and V rows on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): a
+    // pass over a long cache reads each KV head's slice of every row, one small piece per row
+    // (128 bytes of a 2 KiB row for 64-value heads), so with 4 KiB pages nearly every row read
+    // was a TLB miss.
+    std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
+    uint8_t* k_ = nullptr;
+    uint8_t* v_ = nullptr;
 };
 
 }  // namespace specula
