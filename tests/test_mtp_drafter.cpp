@@ -242,14 +242,15 @@ TEST(MtpDrafter, ModelWithoutTheHeadIsRefused) {
         EXPECT_NE(msg.find("qwen35.nextn_predict_layers"), std::string::npos) << msg;
     }
     EXPECT_THROW(MtpDrafter(*m, greedy()), Error);
-    // llama.cpp's and vLLM's names; a sidecar -md is refused.
+    // llama.cpp's and vLLM's names; -md names an MTP sidecar (test_mtp_sidecar).
     f.spec_type = "draft-mtp";
     EXPECT_EQ(parse_speculative_flags(f).method, SpecMethod::mtp);
     SpeculativeFlags v;
     v.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
     EXPECT_EQ(parse_speculative_flags(v).method, SpecMethod::mtp);
     f.model_draft = "x.gguf";
-    EXPECT_THROW(parse_speculative_flags(f), Error);
+    EXPECT_EQ(parse_speculative_flags(f).method, SpecMethod::mtp);
+    EXPECT_EQ(mtp_sidecar(parse_speculative_flags(f)), "x.gguf");
 }
 
 }  // namespace

@@ -79,8 +79,11 @@ LoadedTarget load_target(const RunOptions& o) {
     LoadedTarget t;
     t.mem_available = mem_available_bytes();  // before the models take their share
     Timer load_timer;
-    t.model = Model::load(
-        o.model, LoadOptions{.n_threads = default_threads(o.n_threads), .gpu = o.placement.target});
+    // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
+    const std::string sidecar = mtp_sidecar(parse_speculative_flags(o.spec));
+    t.model = Model::load(o.model, LoadOptions{.n_threads = default_threads(o.n_threads),
+                                               .gpu = o.placement.target,
+                                               .mtp_sidecar = sidecar});
     t.load_ms = load_timer.ms();
     const int n_ctx_train = t.model->hparams().n_ctx_train;
     t.n_ctx = o.n_ctx > 0 ? o.n_ctx : n_ctx_train;

@@ -29,7 +29,7 @@ MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
     if (!model.has_mtp()) {
         fail(model.file().path(), ": --spec-type mtp needs an MTP head, and the model has none ",
              "(key '", model.hparams().arch, ".nextn_predict_layers' is 0 or missing, no ",
-             "blk.N.nextn.* tensors)");
+             "blk.N.nextn.* tensors); an MTP sidecar file can give one (-md)");
     }
 }
 
