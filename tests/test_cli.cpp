@@ -251,6 +251,8 @@ TEST(Cli, MtpSelfSpeculation) {
     ASSERT_EQ(side.status, 0) << describe(side);
     EXPECT_EQ(side.out, plain.out);
     EXPECT_NE(side.err.find("speculative ("), std::string::npos) << side.err;
+    EXPECT_NE(side.err.find("speculative: mtp (head from " + sidecar + ")"), std::string::npos)
+        << side.err;
     // A sidecar that does not fit (another architecture's; a file without nextn layers): one
     // clear error naming the key and the sidecar.
     const std::string moe_sidecar =

@@ -126,7 +126,9 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     e->gen.draft_min = e->spec.draft_min;
     e->gen.n_forced = e->spec.n_forced;
     if (e->drafter)
-        log("speculative: %s, draft %s", e->drafter->name(), draft_length_name(e->spec).c_str());
+        log("speculative: %s%s, draft %s", e->drafter->name(),
+            model.mtp_file() ? (" (head from " + model.mtp_path() + ")").c_str() : "",
+            draft_length_name(e->spec).c_str());
     return e;
 }
 

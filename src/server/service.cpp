@@ -181,6 +181,7 @@ std::string Service::describe() const {
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
     if (spec_.draft_model) s += " (" + default_name(sc.draft_model) + ")";
+    if (target_->mtp_file()) s += " (head from " + default_name(target_->mtp_path()) + ")";
     return s + ", draft " + draft_length_name(sc);
 }
 
