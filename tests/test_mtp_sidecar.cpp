@@ -4,7 +4,7 @@
 // tensors). A trunk with the sidecar computes exactly what the mtp1 file computes (main logits
 // and head logits, bit for bit), so its greedy speculative output equals plain greedy and the
 // built-in head's run, draft for draft. A sidecar that does not fit is refused naming the key and
-// the file.
+// the file, by Model::load and by `specula run` (exit status 1, one error line).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arch_test_util.h"
+#include "cli_process.h"
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
@@ -166,6 +167,15 @@ void expect_refused(const std::string& target, const std::string& sidecar,
         EXPECT_NE(msg.find(what), std::string::npos) << msg;
         EXPECT_NE(msg.find(sidecar), std::string::npos) << msg;
     }
+    // The same through `specula run`: exit status 1, one error line naming the key and the file.
+    const test::ProcResult r = test::run_specula(
+        {"run", "-m", target, "-p", "hi", "-n", "4", "--spec-type", "mtp", "-md", sidecar});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(sidecar), std::string::npos) << r.err;
 }
 
 TEST(MtpSidecar, BadSidecarsAreRefused) {
