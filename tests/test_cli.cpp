@@ -241,6 +241,29 @@ TEST(Cli, MtpSelfSpeculation) {
     const auto bad = run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp"});
     expect_clean_error(bad, "nextn_predict_layers");
     EXPECT_NE(bad.err.find(no_head), std::string::npos) << bad.err;
+    // The same head from a sidecar (the MTP layer split off, scripts/models/split_mtp.py) on the
+    // file without it: the plain greedy text again.
+    const std::string sidecar = dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.sidecar.gguf";
+    std::vector<std::string> args = base;
+    args[2] = no_head;
+    args.insert(args.end(), {"--spec-type", "mtp", "-md", sidecar, "--draft", "3"});
+    const auto side = run_specula(args);
+    ASSERT_EQ(side.status, 0) << describe(side);
+    EXPECT_EQ(side.out, plain.out);
+    EXPECT_NE(side.err.find("speculative ("), std::string::npos) << side.err;
+    EXPECT_NE(side.err.find("speculative: mtp (head from " + sidecar + ")"), std::string::npos)
+        << side.err;
+    // A sidecar that does not fit (another architecture's; a file without nextn layers): one
+    // clear error naming the key and the sidecar.
+    const std::string moe_sidecar =
+        dir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.sidecar.gguf";
+    const auto foreign =
+        run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp", "-md", moe_sidecar});
+    expect_clean_error(foreign, "general.architecture");
+    EXPECT_NE(foreign.err.find(moe_sidecar), std::string::npos) << foreign.err;
+    const auto no_nextn =
+        run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp", "-md", no_head});
+    expect_clean_error(no_nextn, "qwen35.nextn_predict_layers");
 }
 
 // -ngl 99 runs stories260K on the Vulkan device (lavapipe in CI) and prints the same greedy

@@ -79,7 +79,7 @@ TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
     drafter.attach(&s);
     drafter.begin(history);
     Draft draft;
-    drafter.start(history, 3, draft);
+    drafter.propose(history, 3, draft);  // its rounds: head passes on s
     ASSERT_EQ(draft.size(), 3);
     EXPECT_EQ(drafter.steps(), 3);
     EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 3));
@@ -92,7 +92,7 @@ TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
     const token_id correction = token_id((draft.tokens[1] + 1) % m->hparams().n_vocab);
     history.push_back(draft.tokens[0]);
     history.push_back(correction);
-    drafter.start(history, 2, draft);
+    drafter.propose(history, 2, draft);
     ASSERT_EQ(draft.size(), 2);
     EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 2));
     // And once more after nothing was kept.
@@ -102,7 +102,7 @@ TEST(MtpDrafter, DraftsEqualTheRecomputedChain) {
     s.rollback(int(history.size()));
     drafter.accept(0);
     history.push_back(token_id((draft.tokens[0] + 7) % m->hparams().n_vocab));
-    drafter.start(history, 4, draft);
+    drafter.propose(history, 4, draft);
     ASSERT_EQ(draft.size(), 4);
     EXPECT_EQ(draft.tokens, reference(*m, history, L - 1, 4));
 }
@@ -183,6 +183,9 @@ class BlindDrafter final : public Drafter {
                                     Draft& out) override {
         return inner_.start(history, n_max, out);
     }
+    std::span<const token_id> next(Draft& out) override { return inner_.next(out); }
+    Session* head_session() override { return inner_.head_session(); }
+    const float* head_hidden() const override { return inner_.head_hidden(); }
     int steps() const override { return inner_.steps(); }
     void accept(int n_kept) override { inner_.accept(n_kept); }
 
@@ -242,14 +245,15 @@ TEST(MtpDrafter, ModelWithoutTheHeadIsRefused) {
         EXPECT_NE(msg.find("qwen35.nextn_predict_layers"), std::string::npos) << msg;
     }
     EXPECT_THROW(MtpDrafter(*m, greedy()), Error);
-    // llama.cpp's and vLLM's names; a sidecar -md is refused.
+    // llama.cpp's and vLLM's names; -md names an MTP sidecar (test_mtp_sidecar).
     f.spec_type = "draft-mtp";
     EXPECT_EQ(parse_speculative_flags(f).method, SpecMethod::mtp);
     SpeculativeFlags v;
     v.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
     EXPECT_EQ(parse_speculative_flags(v).method, SpecMethod::mtp);
     f.model_draft = "x.gguf";
-    EXPECT_THROW(parse_speculative_flags(f), Error);
+    EXPECT_EQ(parse_speculative_flags(f).method, SpecMethod::mtp);
+    EXPECT_EQ(mtp_sidecar(parse_speculative_flags(f)), "x.gguf");
 }
 
 }  // namespace

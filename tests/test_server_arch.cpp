@@ -1,5 +1,6 @@
 // The architectures of 2026 through `specula serve`, batched: qwen35 / qwen35moe (hybrid layers,
-// whose recurrent state rolls back exactly; with an MTP head, that head drafting too) and gemma3
+// whose recurrent state rolls back exactly; with an MTP head, built in or from a sidecar, that head
+// drafting too) and gemma3
 // (sliding-window ring caches), plainly, with a draft model and with n-gram drafting, two requests
 // at once on two slots: each reply's greedy text equals `specula run --temp 0` on the same prompt
 // (as JSON carries it: bytes that are not UTF-8, which random weights produce, replaced as the
@@ -44,14 +45,16 @@ std::string complete(const ServerProcess& s, const std::string& prompt) {
                                                   : res->body;
 }
 
-void expect_served_equals_run(const std::string& model, const std::string& draft,
-                              bool mtp = false) {
+void expect_served_equals_run(const std::string& model, const std::string& draft, bool mtp = false,
+                              const std::string& mtp_sidecar = "") {
     std::vector<std::string> expected;
     for (const char* p : kPrompts) expected.push_back(run_greedy(model, p));
     ASSERT_FALSE(expected[0].empty());
     std::vector<std::vector<std::string>> modes = {
         {}, {"-md", draft, "--draft", "4"}, {"--spec-type", "ngram", "--draft", "3"}};
     if (mtp) modes.push_back({"--spec-type", "mtp", "--draft", "2"});
+    if (!mtp_sidecar.empty())
+        modes.push_back({"--spec-type", "mtp", "-md", mtp_sidecar, "--draft", "3"});
     for (const auto& mode : modes) {
         std::vector<std::string> args = {"-m", model, "-np", "2", "-c", "512", "-t", "2"};
         args.insert(args.end(), mode.begin(), mode.end());
@@ -68,9 +71,11 @@ void expect_served_equals_run(const std::string& model, const std::string& draft
 
 }  // namespace
 
+// With the MTP head from a sidecar (-md) on the file without one, too.
 TEST(ServerArch, Qwen35HybridBatchedEqualsRun) {
     expect_served_equals_run(kDir + "rand-qwen35-tok512-d128-l4-F16.gguf",
-                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf", /*mtp=*/false,
+                             kDir + "rand-qwen35-mtp1-tok512-d128-l4-F16.sidecar.gguf");
 }
 
 // The model's own MTP head as the drafter (--spec-type mtp), beside the other drafters.

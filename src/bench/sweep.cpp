@@ -74,7 +74,11 @@ BenchResult run_bench(const BenchParams& p) {
     for (int b : p.pass_sizes)
         if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
     const double available = mem_available_bytes();  // before the models take their share
-    auto target = Model::load(p.target_path, LoadOptions{.n_threads = p.n_threads, .gpu = p.gpu});
+    auto target = Model::load(
+        p.target_path,
+        LoadOptions{.n_threads = p.n_threads,
+                    .gpu = p.gpu,
+                    .mtp_sidecar = p.with_spec ? mtp_sidecar(p.speculative) : std::string()});
     SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
     if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
 

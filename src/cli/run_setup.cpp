@@ -79,8 +79,11 @@ LoadedTarget load_target(const RunOptions& o) {
     LoadedTarget t;
     t.mem_available = mem_available_bytes();  // before the models take their share
     Timer load_timer;
-    t.model = Model::load(
-        o.model, LoadOptions{.n_threads = default_threads(o.n_threads), .gpu = o.placement.target});
+    // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
+    const std::string sidecar = mtp_sidecar(parse_speculative_flags(o.spec));
+    t.model = Model::load(o.model, LoadOptions{.n_threads = default_threads(o.n_threads),
+                                               .gpu = o.placement.target,
+                                               .mtp_sidecar = sidecar});
     t.load_ms = load_timer.ms();
     const int n_ctx_train = t.model->hparams().n_ctx_train;
     t.n_ctx = o.n_ctx > 0 ? o.n_ctx : n_ctx_train;
@@ -123,7 +126,9 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     e->gen.draft_min = e->spec.draft_min;
     e->gen.n_forced = e->spec.n_forced;
     if (e->drafter)
-        log("speculative: %s, draft %s", e->drafter->name(), draft_length_name(e->spec).c_str());
+        log("speculative: %s%s, draft %s", e->drafter->name(),
+            model.mtp_file() ? (" (head from " + model.mtp_path() + ")").c_str() : "",
+            draft_length_name(e->spec).c_str());
     return e;
 }
 

@@ -36,7 +36,7 @@ void add_speculative_options(CLI::App& cmd, SpeculativeFlags& f) {
         ->capture_default_str();
     cmd.add_option("--spec-type", f.spec_type,
                    "drafter: draft / draft_model (needs -md), ngram (prompt lookup) or mtp / "
-                   "draft-mtp (the model's own nextn head)");
+                   "draft-mtp (the model's own nextn head, or an MTP sidecar's given with -md)");
     cmd.add_flag("--lookup", f.lookup, "n-gram prompt-lookup drafting (= --spec-type ngram)");
     cmd.add_option("--spec-ngram-min", f.ngram_min, "shortest n-gram to look up")
         ->capture_default_str();

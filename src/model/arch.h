@@ -35,6 +35,10 @@ struct ArchSpec {
     // sliding windows with their own rope base); hparams the device lacks (MoE, YaRN,
     // soft-capping) still keep a model on the CPU with a note.
     bool device_block;
+    // Binds the MTP (nextn) head, blk.(n_layer + n_nextn - 1).*, into w.mtp; null: the
+    // architecture has none. Model::load calls it for the file's own head (inside bind) and for
+    // a sidecar's (model/model.h's LoadOptions::mtp_sidecar).
+    void (*bind_mtp)(TensorBinder& b, const HParams& hp, ModelWeights& w) = nullptr;
 };
 
 extern const ArchSpec kLlamaArch;      // model/arch/llama.cpp (Llama 1-3, Mistral, Mixtral)

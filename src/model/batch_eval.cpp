@@ -13,7 +13,25 @@ struct BatchEvaluator::State {
     explicit State(const Model& m) : pass(m) {}
     ForwardPass pass;
     std::vector<PassSegment> segs;
+    std::vector<MtpSegment> mtp_segs;
 };
+
+namespace {
+
+// The checks eval and eval_mtp share: a session, of this model, listed once.
+template <class Item>
+void check_sessions(std::span<const Item> items, const Model& model) {
+    for (size_t i = 0; i < items.size(); ++i) {
+        const Session* s = items[i].session;
+        if (!s) fail("eval_batch: item ", i, " has no session");
+        if (&s->model() != &model) fail("eval_batch: item ", i, "'s session is of another model");
+        for (size_t j = 0; j < i; ++j)
+            if (items[j].session == s)
+                fail("eval_batch: items ", j, " and ", i, " share a session");
+    }
+}
+
+}  // namespace
 
 BatchEvaluator::BatchEvaluator(const Model& model, ThreadPool& pool)
     : model_(model), pool_(pool), state_(std::make_unique<State>(model)) {}
@@ -23,15 +41,10 @@ BatchEvaluator::~BatchEvaluator() = default;
 void BatchEvaluator::eval(std::span<const BatchItem> items) {
     std::vector<PassSegment>& segs = state_->segs;
     segs.clear();
+    check_sessions(items, model_);
     for (size_t i = 0; i < items.size(); ++i) {
-        Session* s = items[i].session;
-        if (!s) fail("eval_batch: item ", i, " has no session");
-        if (&s->model() != &model_) fail("eval_batch: item ", i, "'s session is of another model");
-        for (size_t j = 0; j < i; ++j)
-            if (items[j].session == s)
-                fail("eval_batch: items ", j, " and ", i, " share a session");
         try {
-            s->impl_->check(items[i].tokens);
+            items[i].session->impl_->check(items[i].tokens);
         } catch (const Error& e) {
             fail("eval_batch: item ", i, ": ", e.what());
         }
@@ -63,6 +76,24 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
         if (!sg.seq->pass) sg.seq->pass = std::make_unique<ForwardPass>(model_);
         sg.seq->pass->run(std::span(&sg, 1), pool_);
     }
+}
+
+void BatchEvaluator::eval_mtp(std::span<const MtpItem> items) {
+    check_sessions(items, model_);
+    for (size_t i = 0; i < items.size(); ++i) {
+        try {
+            items[i].session->impl_->check_mtp(items[i].next);
+        } catch (const Error& e) {
+            fail("eval_mtp batch: item ", i, ": ", e.what());
+        }
+    }
+    std::vector<MtpSegment>& segs = state_->mtp_segs;
+    segs.clear();
+    for (const MtpItem& it : items) {
+        it.session->impl_->n_mtp = 0;
+        if (!it.next.empty()) segs.push_back({it.session->impl_.get(), it.next, it.hidden});
+    }
+    if (!segs.empty()) state_->pass.run_mtp(segs, pool_);
 }
 
 }  // namespace specula

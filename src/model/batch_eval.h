@@ -27,6 +27,13 @@ struct BatchItem {
     bool all_logits = true;            // false: only the last token's logits (a prompt chunk)
 };
 
+// One session's rows of an MTP head pass: Session::eval_mtp(next, hidden)'s arguments.
+struct MtpItem {
+    Session* session = nullptr;
+    std::span<const token_id> next;  // may be empty: the session's head is left as it is
+    const float* hidden = nullptr;   // next.size() rows of n_embd
+};
+
 class BatchEvaluator {
   public:
     BatchEvaluator(const Model& model, ThreadPool& pool);
@@ -41,6 +48,15 @@ class BatchEvaluator {
     // sliding-window pass (SessionParams::swa_max_pass) is evaluated on its own by Session::eval
     // (the same logits).
     void eval(std::span<const BatchItem> items);
+
+    // The MTP head (Session::eval_mtp) over every item's rows in ONE pass: each session's
+    // mtp_logits / mtp_hidden are bit-identical to its own eval_mtp's (the head's matmuls are
+    // batch invariant per row, its attention reads only the session's own head cache). Throws
+    // Error, before any session changes, when a session is null, of another model or listed
+    // twice, the model has no head, or an item would overflow its head cache or holds a token
+    // id out of range (naming the item). Sessions with a device offload take part as any other
+    // (the head runs on the CPU).
+    void eval_mtp(std::span<const MtpItem> items);
 
     const Model& model() const { return model_; }
     ThreadPool& pool() { return pool_; }

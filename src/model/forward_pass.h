@@ -42,6 +42,8 @@ struct Session::Impl {
 
     // Throws Error (context overflow, token id out of range) before anything changes.
     void check(std::span<const token_id> tokens) const;
+    // The same for an MTP head pass (and an Error naming the file when there is no head).
+    void check_mtp(std::span<const token_id> next) const;
 };
 
 // One sequence's share of a pass: its tokens go to positions n_past() .. of its own cache.
@@ -50,6 +52,14 @@ struct PassSegment {
     std::span<const token_id> tokens;
     bool all_logits = true;  // false: only the last token's logits
     int logits_row = 0;      // the first row of the session's logits this pass writes
+};
+
+// One session's share of an MTP head pass (ForwardPass::run_mtp): MTP positions mtp_n_past() ..
+// of its head cache take [next[i], hidden row i].
+struct MtpSegment {
+    Session::Impl* seq = nullptr;
+    std::span<const token_id> next;
+    const float* hidden = nullptr;  // next.size() rows of n_embd
 };
 
 // The buffers of a pass (they grow to the largest pass seen and are reused), the pass itself, and
@@ -66,9 +76,11 @@ class ForwardPass {
 
     const HParams& hparams() const { return hp_; }
 
-    // The MTP head (ModelWeights::mtp) over one session: see Session::eval_mtp. Checked already.
-    void run_mtp(Session::Impl& seq, std::span<const token_id> next, const float* hidden,
-                 ThreadPool& pool);
+    // The MTP head (ModelWeights::mtp) over every segment in ONE pass (each row attends over its
+    // own session's head cache): see Session::eval_mtp. Checked already; distinct sessions. Every
+    // input row is read before any output is written (a hidden input may be a session's own
+    // mtp_hidden).
+    void run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool);
 
     // --- The blocks (model/arch/*.cpp call them from ArchSpec::block) ---
     // h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has).
@@ -114,6 +126,7 @@ class ForwardPass {
     int kv_layer() const { return mtp_ ? 0 : il_; }
     bool mtp_ = false;
     std::vector<float> mtp_cat_;
+    std::vector<PassSegment> pass_segs_;  // run_mtp's segments as the blocks see them
     void norm_rows(const float* in, const float* w, int ntok, float* out);
     // The rope frequency factors of a session with an n_ctx context (or nullptr).
     const float* rope_factors(int n_ctx) const;

@@ -18,6 +18,8 @@ namespace {
 double weight_bytes(const Model& m) {
     double b = 0;
     for (const GGUFTensor& t : m.file().tensors()) b += double(t.nbytes);
+    if (m.mtp_file())
+        for (const GGUFTensor& t : m.mtp_file()->tensors()) b += double(t.nbytes);
     return b;
 }
 

@@ -55,6 +55,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     m->arch_->read(*m->file_, m->hp_);
     TensorBinder binder(*m->file_, *m);
     m->arch_->bind(binder, m->hp_, *m);
+    if (!opts.mtp_sidecar.empty()) m->attach_mtp_sidecar(opts.mtp_sidecar);
     if (opts.repack) pack_weights(*m, opts.n_threads);
     m->placement_ = opts.gpu;
     return m;
@@ -63,6 +64,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
 int64_t Model::n_params() const {
     int64_t n = 0;
     for (const auto& t : file_->tensors()) n += t.n_elements();
+    if (mtp_file_)
+        for (const auto& t : mtp_file_->tensors()) n += t.n_elements();
     return n;
 }
 

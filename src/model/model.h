@@ -35,6 +35,14 @@ struct LoadOptions {
     // Where Sessions of the model run their layers unless SessionParams says otherwise. n_ctx
     // is unused (each session gives its own).
     OffloadParams gpu = env_placement().target;
+    // An MTP-only GGUF ("sidecar", as ik_llama.cpp's -md companions): the same architecture and
+    // hyperparameters, block_count and nextn_predict_layers placing its blk.N.nextn.* head after
+    // the target's main layers, and only that block's tensors (optionally nextn.embed_tokens and
+    // nextn.shared_head_*; the target's token_embd, output and output_norm stand in for them).
+    // Its head replaces the file's own (or gives one to a file without). Refused, naming the key
+    // and both files: another architecture, hidden size, vocabulary or layer index; a file
+    // without nextn layers or nextn tensors.
+    std::string mtp_sidecar;
 };
 
 class Model : public ModelWeights {
@@ -56,15 +64,22 @@ class Model : public ModelWeights {
     // bytes / (seconds per token) is the weight bandwidth a decode step achieves.
     int64_t bytes_per_token() const;
     std::string describe() const;  // one line: arch, size, file type
+    // The MTP sidecar the head came from (LoadOptions::mtp_sidecar), else null.
+    const GGUFFile* mtp_file() const { return mtp_file_.get(); }
+    // The file the MTP head came from: the sidecar, else the model's own.
+    const std::string& mtp_path() const { return mtp_file_ ? mtp_file_->path() : file_->path(); }
 
     // The weights (ModelWeights: public to the forward pass) and their repacked copies.
     std::vector<PackedBuffer> packed;  // repacked matrices (pack_weights), W.packed points in
 
   private:
+    void attach_mtp_sidecar(const std::string& path);  // model/mtp_sidecar.cpp
+
     HParams hp_;
     const ArchSpec* arch_ = nullptr;
     OffloadParams placement_;
     std::unique_ptr<GGUFFile> file_;
+    std::unique_ptr<GGUFFile> mtp_file_;  // the MTP sidecar, kept mapped
     std::unique_ptr<Tokenizer> tok_;
 };
 

@@ -169,21 +169,26 @@ const float* Session::hidden(int i) const {
     return impl_->hidden.data() + static_cast<size_t>(i) * impl_->model.hparams().n_embd;
 }
 
-void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
-    Impl& s = *impl_;
-    need_mtp(s);
-    const int64_t end = static_cast<int64_t>(s.mtp_kv->n_past()) + next.size();
-    if (end > s.mtp_kv->n_ctx()) {
-        fail("context overflow: ", s.mtp_kv->n_past(), " MTP positions + ", next.size(),
-             " new exceed n_ctx = ", s.mtp_kv->n_ctx());
+void Session::Impl::check_mtp(std::span<const token_id> next) const {
+    need_mtp(*this);
+    const int64_t end = static_cast<int64_t>(mtp_kv->n_past()) + next.size();
+    if (end > mtp_kv->n_ctx()) {
+        fail("context overflow: ", mtp_kv->n_past(), " MTP positions + ", next.size(),
+             " new exceed n_ctx = ", mtp_kv->n_ctx());
     }
     for (token_id id : next) {
-        if (id < 0 || id >= s.model.hparams().n_vocab) {
-            fail("token id ", id, " out of range [0, ", s.model.hparams().n_vocab, ")");
+        if (id < 0 || id >= model.hparams().n_vocab) {
+            fail("token id ", id, " out of range [0, ", model.hparams().n_vocab, ")");
         }
     }
+}
+
+void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
+    Impl& s = *impl_;
+    s.check_mtp(next);
     if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
-    s.pass->run_mtp(s, next, hidden, *s.pool);
+    const MtpSegment seg{&s, next, hidden};
+    s.pass->run_mtp(std::span(&seg, 1), *s.pool);
 }
 
 const float* Session::mtp_logits(int t) const {

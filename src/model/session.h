@@ -115,7 +115,8 @@ class Session {
     // One pass of the MTP head over rows t = 0 .. next.size() - 1: row t takes token next[t] and
     // the hidden state hidden + t * n_embd (h_p: the main pass's, or for chained drafts the
     // head's own mtp_hidden) at MTP position mtp_n_past() + t, and is appended to the head's own
-    // KV cache. MTP position p holds [t_{p+1}, h_p]: its logits predict t_{p+2}.
+    // KV cache. MTP position p holds [t_{p+1}, h_p]: its logits predict t_{p+2}. Several
+    // sessions' head rows go in one pass with BatchEvaluator::eval_mtp (the same results).
     void eval_mtp(std::span<const token_id> next, const float* hidden);
     const float* mtp_logits(int t) const;  // row t of the last eval_mtp
     const float* mtp_hidden(int t) const;  // its output hidden state (before shared_head_norm)

@@ -194,10 +194,12 @@ void Metrics::render_set(std::string& out, bool vllm) const {
         scalar(P + "spec_decode_draft_length_by_load", "gauge",
                "Draft length the load chose for the last pass (-1: no slot adapts).", last_draft_);
         scalar(P + "draft_batch_passes_total", "counter",
-               "Draft-model passes, each over every slot still drafting.", draft_passes_);
+               "Draft passes (a draft model's, or the MTP head's), each over every slot still "
+               "drafting.",
+               draft_passes_);
         scalar(P + "draft_batch_sequences_total", "counter",
-               "Sequences drafted, summed over the draft-model passes.", draft_seqs_);
-        scalar(P + "draft_batch_seconds_total", "counter", "Time in draft-model passes.",
+               "Sequences drafted, summed over the draft passes.", draft_seqs_);
+        scalar(P + "draft_batch_seconds_total", "counter", "Time in draft passes.",
                draft_ms_ / 1e3);
         scalar(P + "spec_decode_num_forced_tokens_total", "counter",
                "Grammar-forced draft tokens proposed (also counted as draft tokens).", num_forced_);

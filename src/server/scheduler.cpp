@@ -319,6 +319,7 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
 std::string Scheduler::models_changed() const {
     std::string why = target_.file().changed_on_disk();
     if (why.empty() && spec_.draft_model) why = spec_.draft_model->file().changed_on_disk();
+    if (why.empty() && target_.mtp_file()) why = target_.mtp_file()->changed_on_disk();
     return why;
 }
 

@@ -120,8 +120,9 @@ class Scheduler {
     // the sequences they drafted for, summed over the passes.
     long draft_passes() const { return draft_passes_; }
     long draft_sequences() const { return draft_seqs_; }
-    // "" while the target's and the draft's files on disk are the ones loaded, else why not
-    // (GGUFFile::changed_on_disk: named file); checked before every token is handed out.
+    // "" while the target's, the draft's and the MTP sidecar's files on disk are the ones loaded,
+    // else why not (GGUFFile::changed_on_disk: named file); checked before every token is handed
+    // out.
     std::string models_changed() const;
 
   private:

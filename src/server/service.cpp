@@ -103,7 +103,9 @@ Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
 void Service::load() {
     const ServiceConfig& cfg = cfg_;
     const double available = mem_available_bytes();  // before the models take their share
-    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads, .gpu = cfg.gpu});
+    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads,
+                                                      .gpu = cfg.gpu,
+                                                      .mtp_sidecar = mtp_sidecar(cfg.speculative)});
     spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
     served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
 
@@ -179,6 +181,7 @@ std::string Service::describe() const {
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
     if (spec_.draft_model) s += " (" + default_name(sc.draft_model) + ")";
+    if (target_->mtp_file()) s += " (head from " + default_name(target_->mtp_path()) + ")";
     return s + ", draft " + draft_length_name(sc);
 }
 

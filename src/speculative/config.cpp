@@ -151,11 +151,6 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
             "n-gram drafting (--spec-type ngram) takes no draft model: drop -md, or use "
             "--spec-type draft");
 
-    if (c.method == SpecMethod::mtp && !c.draft_model.empty())
-        fail(
-            "MTP drafting (--spec-type mtp) uses the target file's own nextn layers: a sidecar "
-            "MTP file (-md) is not supported yet; drop -md");
-
     parse_draft_length(f.draft, c);
     if (f.draft_min < 0 || f.draft_min > kMaxDraftLength)
         fail("--draft-min must be in [0, ", kMaxDraftLength, "], got ", f.draft_min);

@@ -2,7 +2,8 @@
 // `serve` share, and the one place where its command-line spellings are parsed.
 //
 // Flags (llama.cpp's spellings first, then aliases; every subcommand takes the same ones):
-//   -md, --model-draft, --md, --speculative-model FILE   draft model (method draft_model)
+//   -md, --model-draft, --md, --speculative-model FILE   draft model (method draft_model), or
+//                               with method mtp an MTP sidecar (model.h's LoadOptions::mtp_sidecar)
 //   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
@@ -26,7 +27,7 @@ enum class SpecMethod { none, draft_model, ngram, mtp };
 
 struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
-    std::string draft_model;  // path of the draft model (method draft_model)
+    std::string draft_model;  // the draft model (method draft_model) or MTP sidecar (mtp)
     int n_draft = 4;          // fixed draft length per step; 0: plain decoding
     bool draft_auto = false;  // choose the length every step (speculative/draft_length.h)
     int draft_min = 0;        // a proposal shorter than this is not verified
@@ -49,6 +50,12 @@ struct SpeculativeFlags {
     int ngram_min = 2, ngram_max = 4;
     std::string speculative_config;  // vLLM's JSON; "" when not given
 };
+
+// The MTP sidecar the target is to be loaded with (LoadOptions::mtp_sidecar): -md with method
+// mtp, else "".
+inline std::string mtp_sidecar(const SpeculativeConfig& c) {
+    return c.method == SpecMethod::mtp ? c.draft_model : std::string();
+}
 
 // "none", "draft_model", "ngram" or "mtp".
 const char* method_name(SpecMethod method);

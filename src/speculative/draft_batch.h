@@ -1,7 +1,8 @@
 // DraftBatch: the proposals of many sequences' drafters, made together. Each round (see the
 // protocol in speculative/drafter.h) evaluates every drafter still drafting: the sessions of one
 // draft model in ONE pass (model/batch_eval.h), each keeping its own KV cache, instead of one pass
-// per drafter. Drafters without a model finish in their first round.
+// per drafter; the MTP drafters' rows in ONE head pass of their target model
+// (BatchEvaluator::eval_mtp). Drafters without a model finish in their first round.
 //
 // Promise: every drafter proposes exactly what its own Drafter::propose would (the draft model's
 // logits for a sequence do not depend on what shares its pass, and each drafter chooses from its
@@ -38,12 +39,15 @@ class DraftBatch {
 
   private:
     void eval_round();
+    void eval_heads();
     BatchEvaluator& evaluator(const Model& m);
+    void add(DraftJob& j, std::span<const token_id> todo);
 
     ThreadPool* pool_;
-    std::vector<std::unique_ptr<BatchEvaluator>> evals_;  // one per draft model met
-    std::vector<BatchItem> items_, group_;
-    std::vector<DraftJob*> owner_;
+    std::vector<std::unique_ptr<BatchEvaluator>> evals_;  // one per (draft or target) model met
+    std::vector<BatchItem> items_, group_;                // a round's main-pass rows
+    std::vector<MtpItem> heads_, head_group_;             // a round's MTP head rows
+    std::vector<DraftJob*> owner_, head_owner_, round_;
 };
 
 }  // namespace specula

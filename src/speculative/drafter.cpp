@@ -7,8 +7,12 @@ namespace specula {
 
 int Drafter::propose(std::span<const token_id> history, int n_max, Draft& out) {
     for (std::span<const token_id> todo = start(history, n_max, out); !todo.empty();
-         todo = next(out))
-        session()->eval(todo, /*all_logits=*/false);  // only the last token's prediction is used
+         todo = next(out)) {
+        if (Session* head = head_session())
+            head->eval_mtp(todo, head_hidden());
+        else
+            session()->eval(todo, /*all_logits=*/false);  // only the last token's prediction
+    }
     return steps();
 }
 

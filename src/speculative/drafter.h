@@ -10,7 +10,10 @@
 // round, every drafter that still drafts names the tokens its Session must evaluate, the engine
 // evaluates all of those sessions of one model in ONE pass (model/batch_eval.h), and each drafter
 // chooses from its own rows. A drafter without a model (n-gram lookup) proposes in its first
-// round. Every drafter speaks this protocol: the engine never needs to know which one it has.
+// round. A drafter built into the target (MTP) has its rounds evaluated by the target Session's
+// MTP head (head_session()): the engine evaluates every such session's head rows of a round in
+// ONE head pass (BatchEvaluator::eval_mtp). Every drafter speaks this protocol: the engine never
+// needs to know which one it has.
 #pragma once
 
 #include <span>
@@ -67,8 +70,14 @@ class Drafter {
     virtual std::span<const token_id> start(std::span<const token_id> history, int n_max,
                                             Draft& out) = 0;
     virtual std::span<const token_id> next(Draft& out) { return {}; }
-    // Where a drafter's evaluations run (null: a drafter without a model).
+    // Where a drafter's evaluations run (null: a drafter without a model of its own).
     virtual Session* session() { return nullptr; }
+    // A drafter whose rounds run the target's MTP head instead (MtpDrafter): the Session whose
+    // head evaluates the tokens start() / next() returned (Session::eval_mtp, all rows), each
+    // token with its row of head_hidden() (valid until the next call). Null: session()'s main
+    // pass evaluates them.
+    virtual Session* head_session() { return nullptr; }
+    virtual const float* head_hidden() const { return nullptr; }
     // Evaluations the last proposal took (0 without a model).
     virtual int steps() const { return 0; }
 

@@ -5,9 +5,9 @@
 //   1. prompt chunks for the sequences still prefilling (at most StepLimits::prefill_tokens over
 //      all of them, shortest remaining prompt first, so a long prompt never stalls the others);
 //   2. drafts for every decoding sequence with a drafter: the drafters' rounds evaluated together,
-//      one draft-model pass per round for all of them (speculative/draft_batch.h); then, under a
-//      grammar, the tokens it forces after each draft (speculative/forced_drafts.h), also for a
-//      sequence without a drafter;
+//      one draft-model pass (MTP drafters: one head pass) per round for all of them
+//      (speculative/draft_batch.h); then, under a grammar, the tokens it forces after each draft
+//      (speculative/forced_drafts.h), also for a sequence without a drafter;
 //   3. ONE target pass over all of it (model/batch_eval.h): [last, drafts...] per decoding
 //      sequence, all logits; prompt chunks, last logits only;
 //   4. per decoding sequence: the constraints reshape its rows, the verifier (a pure function of
@@ -48,8 +48,8 @@ struct StepReport {
     int rows = 0;          // tokens in the target pass
     double pass_ms = 0;    // the target pass
     int k_load = -1;       // the draft length chosen by load this step (-1: none)
-    int draft_rounds = 0;  // draft-model passes (rounds that evaluated anything)
-    int draft_seqs = 0;    // draft-model evaluations summed over the sequences
+    int draft_rounds = 0;  // draft passes (rounds that evaluated anything; MTP head passes too)
+    int draft_seqs = 0;    // draft evaluations summed over the sequences
     double draft_ms = 0;   // drafting, all sequences
     bool decoded = false;  // some sequence decoded (else prompt chunks only)
 };

@@ -17,7 +17,12 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
         if (!target.has_mtp()) {
             fail(target.file().path(), ": --spec-type mtp needs the model's MTP head, and it has ",
                  "none (key '", target.hparams().arch, ".nextn_predict_layers' is 0 or missing, ",
-                 "no blk.N.nextn.* tensors)");
+                 "no blk.N.nextn.* tensors); an MTP sidecar file can give one (-md)");
+        }
+        const std::string sidecar = mtp_sidecar(config);
+        if (!sidecar.empty() && (!target.mtp_file() || target.mtp_file()->path() != sidecar)) {
+            fail("--spec-type mtp -md ", sidecar, ": ", target.file().path(),
+                 " was loaded without it (LoadOptions::mtp_sidecar)");
         }
         s.target = &target;
     }

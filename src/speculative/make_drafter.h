@@ -33,7 +33,8 @@ struct DrafterParams {
 };
 
 // target_name labels the vocabulary error (e.g. the target's path). Method mtp on a target
-// without an MTP head is an Error naming the target's file.
+// without an MTP head is an Error naming the target's file; with an MTP sidecar (-md) the target
+// must have been loaded with it (LoadOptions::mtp_sidecar = mtp_sidecar(config)).
 SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& target,
                                   const std::string& target_name = "the target");
 

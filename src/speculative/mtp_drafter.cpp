@@ -29,7 +29,7 @@ MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
     if (!model.has_mtp()) {
         fail(model.file().path(), ": --spec-type mtp needs an MTP head, and the model has none ",
              "(key '", model.hparams().arch, ".nextn_predict_layers' is 0 or missing, no ",
-             "blk.N.nextn.* tensors)");
+             "blk.N.nextn.* tensors); an MTP sidecar file can give one (-md)");
     }
 }
 
@@ -87,26 +87,35 @@ std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, i
         const float* h = t.hidden(last - (L - 1 - (pos + i)));
         std::copy(h, h + d, hidden_.begin() + d * size_t(i));
     }
-    t.eval_mtp(next_, hidden_.data());
-    ++steps_;
     // Guided by the target's constraints (same vocabulary), rewound after the proposal.
     guide_now_ = guide_ && guide_->n_vocab() == model_.hparams().n_vocab ? guide_ : nullptr;
-    Constraints::Mark mark;
-    if (guide_now_) mark = guide_now_->mark();
-    const int keep = t.mtp_n_past();  // positions up to L - 1: verified inputs only
-    int row = n - 1;                  // the head's last row
-    token_id tok = choose(t.mtp_logits(row), out);
-    while (tok >= 0) {
-        out.tokens.push_back(tok);
-        if (out.size() >= n_max || t.mtp_n_past() >= t.n_ctx()) break;
-        // eval_mtp reads its hidden input before it writes its own output rows.
-        t.eval_mtp(std::span(&tok, 1), t.mtp_hidden(row));
-        ++steps_;
-        row = 0;
-        tok = choose(t.mtp_logits(0), out);
-    }
-    t.mtp_rollback(keep);
-    if (guide_now_) guide_now_->rewind(mark);
+    if (guide_now_) mark_ = guide_now_->mark();
+    n_max_ = n_max;
+    keep_ = L - base_;  // positions up to L - 1: verified inputs only
+    row_ = n - 1;       // the first pass's last row gives d_1
+    ++steps_;
+    return next_;
+}
+
+std::span<const token_id> MtpDrafter::next(Draft& out) {
+    Session& t = *target_;
+    const token_id tok = choose(t.mtp_logits(row_), out);
+    if (tok < 0) return finish();
+    out.tokens.push_back(tok);
+    if (out.size() >= n_max_ || t.mtp_n_past() >= t.n_ctx()) return finish();
+    // Chained: position L + i takes [d_{i+1}, the head's own output hidden row].
+    const size_t d = size_t(model_.hparams().n_embd);
+    const float* h = t.mtp_hidden(row_);
+    hidden_.assign(h, h + d);
+    next_.assign(1, tok);
+    row_ = 0;
+    ++steps_;
+    return next_;
+}
+
+std::span<const token_id> MtpDrafter::finish() {
+    target_->mtp_rollback(keep_);
+    if (guide_now_) guide_now_->rewind(mark_);
     guide_now_ = nullptr;
     return {};
 }

@@ -10,6 +10,12 @@
 // and so on. Afterwards the head's cache keeps positions up to L - 1 (built from verified tokens
 // and the target's hidden states only) and drops the chained ones.
 //
+// Each of those head passes is one round of the drafter protocol (drafter.h): start() returns the
+// first pass's tokens, next() chooses from the head's last row and returns the chained token;
+// head_session() is the target's Session, so that the engine evaluates the head rows of every
+// sequence of a step in one head pass (DraftBatch, BatchEvaluator::eval_mtp), with the same
+// drafts as each alone.
+//
 // The head's cache starts at the first position whose hidden state the target left (the prompt's
 // last one: the target evaluates prompts without keeping every row's hidden state); rope depends
 // on relative positions only, so this is the head attending to the generation from there on.
@@ -21,6 +27,7 @@
 
 #include <vector>
 
+#include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/drafter.h"
 
@@ -39,15 +46,19 @@ class MtpDrafter final : public Drafter {
         fresh_ = true;
         last_row_ = -1;
     }
-    // Proposes at once (its passes run on the target's Session, not a drafter's own).
+    // The rounds run the target Session's head (session() stays null: no session of its own).
     std::span<const token_id> start(std::span<const token_id> history, int n_max,
                                     Draft& out) override;
+    std::span<const token_id> next(Draft& out) override;
+    Session* head_session() override { return target_; }
+    const float* head_hidden() const override { return hidden_.data(); }
     void accept(int n_kept) override { last_row_ = n_kept; }
-    // Head passes of the last proposal (on the target's Session: session() stays null).
+    // Head passes of the last proposal.
     int steps() const override { return steps_; }
 
   private:
     token_id choose(const float* logits, Draft& out);
+    std::span<const token_id> finish();  // ends a proposal that ran head passes
 
     const Model& model_;
     Session* target_ = nullptr;
@@ -56,9 +67,13 @@ class MtpDrafter final : public Drafter {
     int base_ = 0;       // the absolute position of the head's cache position 0
     int last_row_ = -1;  // the target's hidden row of position L - 1 (-1: its last row)
     int steps_ = 0;
-    std::vector<token_id> next_;
-    std::vector<float> hidden_;
+    // The proposal in progress: its length bound, the head's cache length to keep afterwards
+    // (positions up to L - 1) and the head row the next choice reads.
+    int n_max_ = 0, keep_ = 0, row_ = 0;
+    std::vector<token_id> next_;        // the tokens of the head's pass
+    std::vector<float> hidden_;         // and their hidden rows
     Constraints* guide_now_ = nullptr;  // guide_ during a proposal
+    Constraints::Mark mark_;            // guide_now_'s state before it
     std::vector<float> guided_;         // a row after its constraints
 };
 

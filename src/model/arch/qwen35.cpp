@@ -14,7 +14,8 @@
 //            qwen35moe: expert_count, expert_used_count, expert_feed_forward_length (default
 //            feed_forward_length / expert_used_count), expert_shared_feed_forward_length
 //            (default feed_forward_length).
-//   MTP head (blk.N.*, N = block_count - 1, when nextn_predict_layers > 0): a gated attention
+//   MTP head (blk.N.*, N = block_count - 1, when nextn_predict_layers > 0; or from an MTP-only
+//            sidecar, model.h's LoadOptions::mtp_sidecar, through bind_mtp): a gated attention
 //            layer's tensors as below, the FFN optional, and nextn.{eh_proj ([2 n_embd] ->
 //            n_embd), enorm, hnorm}, optional nextn.{shared_head_norm, shared_head_head,
 //            embed_tokens}.
@@ -249,8 +250,13 @@ void block(ForwardPass& pass, const LayerWeights& l) {
 }  // namespace
 
 // The Vulkan backend has no DeltaNet shader: qwen35 layers run on the CPU.
-const ArchSpec kQwen35Arch = {"qwen35", read_dense, bind_tensors, block, /*device_block=*/false};
-const ArchSpec kQwen35MoeArch = {"qwen35moe", read_moe, bind_tensors, block,
-                                 /*device_block=*/false};
+const ArchSpec kQwen35Arch = {"qwen35", read_dense, bind_tensors, block, /*device_block=*/false,
+                              bind_mtp};
+const ArchSpec kQwen35MoeArch = {"qwen35moe",
+                                 read_moe,
+                                 bind_tensors,
+                                 block,
+                                 /*device_block=*/false,
+                                 bind_mtp};
 
 }  // namespace specula
