@@ -143,7 +143,8 @@ std::vector<Shape> shapes_and_types() {
     const Shape shapes[] = {{32, 16, 64},                            // the ~1B benchmark target
                             {8, 4, 8},                               // stories260K: not blocked
                             {4, 4, 48},   {8, 2, 128}, {32, 1, 16},  // 32 query heads per KV head
-                            {6, 3, 40}};                             // 40: not a multiple of 16
+                            {6, 3, 40},                              // 40: not a multiple of 16
+                            {4, 1, 256}};  // Gemma 3 and Qwen3.5's full-attention layers
     std::vector<Shape> out;
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
         for (Shape s : shapes)
@@ -153,7 +154,7 @@ std::vector<Shape> shapes_and_types() {
     // not blocked head sizes, grouped and not).
     for (KVType t : {KVType::F32, KVType::F16})
         for (int w : {1, 13, 40})
-            for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}})
+            for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 1, 256}})
                 if (t == KVType::F32 || w == 13) out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
     // Attention sinks, with and without a window (blocked and not blocked head sizes; the
     // 128-wide heads only windowed, which keeps the scalar run short).

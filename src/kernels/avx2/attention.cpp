@@ -1,6 +1,6 @@
 // AVX2/FMA versions of the two inner loops of attention and of the KV cache's row conversions,
 // and the AVX2 build of the blocked kernels (kernels/x86/attention_blocked.inc; no softmax of its
-// own: the caller's scalar one) for head sizes that are a multiple of 8 up to 128. Fixed summation
+// own: the caller's scalar one) for head sizes that are a multiple of 8 up to 256. Fixed summation
 // order, so results are the same for any batch.
 #include "kernels/attention.h"
 
@@ -73,7 +73,7 @@ constexpr std::nullptr_t softmax_row = nullptr;
 
 bool block_attention_avx2(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 8 != 0) return false;
-    return blocked_kernels<16>(head_dim / 8, k);
+    return blocked_kernels<32>(head_dim / 8, k);
 }
 
 void fp16_to_f32_avx2(const uint16_t* x, float* out, int n) {

@@ -1,5 +1,5 @@
 // AVX-512 build of the blocked attention kernels (kernels/x86/attention_blocked.inc; see
-// kernels/attention.h) for head sizes that are a multiple of 16 up to 128, with a vectorised
+// kernels/attention.h) for head sizes that are a multiple of 16 up to 256, with a vectorised
 // softmax. Registered only where the CPU has AVX-512.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -122,7 +122,7 @@ void softmax_row(float* x, int n) {
 
 bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 16 != 0) return false;
-    return blocked_kernels<8>(head_dim / 16, k);
+    return blocked_kernels<16>(head_dim / 16, k);
 }
 
 }  // namespace
