@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -62,46 +61,6 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
         pool.run([&](int, int) { total.fetch_add(1); });
         EXPECT_EQ(total.load(), 2 * (run + 1));
     }
-}
-
-// A run in which the caller waited long on a worker (here: one that sleeps 20 ms in its index, as
-// a descheduled thread would) makes the next runs take every index on the caller's thread, with
-// the same (ith, nth) as ever; a while later the workers take part again.
-TEST(ThreadPool, LongWaitOnAWorkerRunsTheNextJobsOnTheCaller) {
-    ThreadPool pool(2);
-    const auto caller = std::this_thread::get_id();
-    std::atomic<bool> slow_seen{false};
-    // Until a worker takes index 1 (it may be slow to wake: then the caller takes it, retry).
-    for (int tries = 0; tries < 200 && !slow_seen; ++tries) {
-        pool.run([&](int ith, int) {
-            if (ith == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
-            if (ith == 1 && std::this_thread::get_id() != caller) {
-                slow_seen = true;
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
-        });
-    }
-    ASSERT_TRUE(slow_seen) << "no worker ever took an index";
-    std::vector<std::thread::id> who(2);
-    std::vector<int> nths(2, 0);
-    pool.run([&](int ith, int nth) {  // index 0 is long: an awake worker would take index 1
-        who[size_t(ith)] = std::this_thread::get_id();
-        nths[size_t(ith)] = nth;
-        if (ith == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    });
-    EXPECT_EQ(who[0], caller);
-    EXPECT_EQ(who[1], caller) << "index 1 ran on a worker right after a long wait on one";
-    EXPECT_EQ(nths, (std::vector<int>{2, 2}));
-    // After the solo period, a worker takes an index again (within a few seconds of runs).
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    bool worker_ran = false;
-    for (int tries = 0; tries < 2000 && !worker_ran; ++tries) {
-        pool.run([&](int ith, int) {
-            if (std::this_thread::get_id() != caller) worker_ran = true;
-            if (ith == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-        });
-    }
-    EXPECT_TRUE(worker_ran);
 }
 
 TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {

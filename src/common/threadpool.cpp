@@ -28,13 +28,6 @@ namespace {
 // idles while the target's works, and vice versa).
 constexpr auto kSpinTime = std::chrono::microseconds(100);
 
-// A caller that waited this long for a worker's index, and more than twice its own share of the
-// run, waited on a descheduled thread (the machine is busy: a build, a browser): it then runs
-// every index itself for kSoloTime (the same indices, so the same results), and tries the
-// workers again after that.
-constexpr auto kLongWait = std::chrono::microseconds(1000);
-constexpr auto kSoloTime = std::chrono::milliseconds(250);
-
 constexpr uint64_t pack_claim(uint64_t gen, uint32_t next) {
     return (gen << 32) | next;
 }
@@ -115,12 +108,6 @@ void ThreadPool::run_impl(Job job, void* ctx) {
         job(ctx, 0, 1);
         return;
     }
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = Clock::now();
-    if (t0 < solo_until_) {
-        for (int i = 0; i < n_threads_; ++i) job(ctx, i, n_threads_);
-        return;
-    }
     const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
     job_ = job;
     ctx_ = ctx;
@@ -136,8 +123,6 @@ void ThreadPool::run_impl(Job job, void* ctx) {
     job(ctx, 0, n_threads_);
     done_.fetch_add(1, std::memory_order_acq_rel);
     run_claimed(gen);  // whatever the workers have not picked up yet
-    if (done_.load(std::memory_order_acquire) == n_threads_) return;
-    const auto t1 = Clock::now();
     for (int spins = 0; done_.load(std::memory_order_acquire) != n_threads_; ++spins) {
         if (spins < 4096) {
             SPECULA_CPU_RELAX();
@@ -145,8 +130,6 @@ void ThreadPool::run_impl(Job job, void* ctx) {
             std::this_thread::yield();
         }
     }
-    const auto t2 = Clock::now();
-    if (t2 - t1 > kLongWait && t2 - t1 > 2 * (t1 - t0)) solo_until_ = t2 + kSoloTime;
 }
 
 void ThreadPool::worker(int) {

@@ -2,13 +2,10 @@
 // the threads (the caller always takes index 0) and returns when all are done; workers spin
 // briefly before sleeping so that the many short barriers of a decode step cost microseconds.
 // Indices are claimed, not assigned: when a worker is slow to wake (the machine is shared, or
-// oversubscribed), the caller runs the indices it has not claimed yet instead of waiting for it;
-// after waiting long on a descheduled worker, it runs whole jobs alone for a while. Either way
-// each index runs once with the same (ith, nth), so results never depend on who ran it.
+// oversubscribed), the caller runs the indices it has not claimed yet instead of waiting for it.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -82,8 +79,6 @@ class ThreadPool {
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;
-    // Until then run() takes every index on the caller's thread (threadpool.cpp's kLongWait).
-    std::chrono::steady_clock::time_point solo_until_{};
 };
 
 }  // namespace specula
