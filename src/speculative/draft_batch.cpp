@@ -12,6 +12,28 @@ BatchEvaluator& DraftBatch::evaluator(const Model& m) {
     return *evals_.back();
 }
 
+namespace {
+
+// Calls eval(group) once per model among items' sessions, group holding that model's items in
+// their order.
+template <class Item, class Eval>
+void by_model(const std::vector<Item>& items, std::vector<Item>& group, Eval&& eval) {
+    std::vector<bool> done(items.size(), false);
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (done[i]) continue;
+        const Model& m = items[i].session->model();
+        group.clear();
+        for (size_t j = i; j < items.size(); ++j) {
+            if (done[j] || &items[j].session->model() != &m) continue;
+            group.push_back(items[j]);
+            done[j] = true;
+        }
+        eval(m, group);
+    }
+}
+
+}  // namespace
+
 // Evaluates items_: one pass per draft model (a lone session evaluates on its own).
 void DraftBatch::eval_round() {
     if (items_.size() == 1) {
@@ -19,18 +41,8 @@ void DraftBatch::eval_round() {
         return;
     }
     if (!pool_) fail("draft batch: several drafters in one step need a shared thread pool");
-    std::vector<bool> done(items_.size(), false);
-    for (size_t i = 0; i < items_.size(); ++i) {
-        if (done[i]) continue;
-        const Model& m = items_[i].session->model();
-        group_.clear();
-        for (size_t j = i; j < items_.size(); ++j) {
-            if (done[j] || &items_[j].session->model() != &m) continue;
-            group_.push_back(items_[j]);
-            done[j] = true;
-        }
-        evaluator(m).eval(group_);
-    }
+    by_model(items_, group_,
+             [&](const Model& m, const std::vector<BatchItem>& g) { evaluator(m).eval(g); });
 }
 
 // Evaluates heads_: one MTP head pass per target model (a lone session evaluates on its own).
@@ -40,18 +52,8 @@ void DraftBatch::eval_heads() {
         return;
     }
     if (!pool_) fail("draft batch: several MTP drafters in one step need a shared thread pool");
-    std::vector<bool> done(heads_.size(), false);
-    for (size_t i = 0; i < heads_.size(); ++i) {
-        if (done[i]) continue;
-        const Model& m = heads_[i].session->model();
-        head_group_.clear();
-        for (size_t j = i; j < heads_.size(); ++j) {
-            if (done[j] || &heads_[j].session->model() != &m) continue;
-            head_group_.push_back(heads_[j]);
-            done[j] = true;
-        }
-        evaluator(m).eval_mtp(head_group_);
-    }
+    by_model(heads_, head_group_,
+             [&](const Model& m, const std::vector<MtpItem>& g) { evaluator(m).eval_mtp(g); });
 }
 
 // Queues a drafter's rows for the next round: its head's or its session's.
