@@ -418,17 +418,19 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         rows_ = last_ ? n_out_rows_ : n_rows_;
         arch.block(*this, model_.layers[il_]);
     }
-    if (model_.has_mtp()) {  // the MTP head's input: the final hidden rows, one per logits row
+    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
+    // The MTP head's input: the final hidden rows after the output norm (the output matmul's
+    // input, as ik_llama.cpp and vLLM feed it), one per logits row.
+    if (model_.has_mtp()) {
         const size_t d = static_cast<size_t>(hp_.n_embd);
         for (size_t s = 0; s < ns; ++s) {
             Session::Impl& seq = *segs[s].seq;
             const size_t row0 = static_cast<size_t>(segs[s].logits_row);
             grow(seq.hidden, (row0 + n_out_[s]) * d);
-            std::memcpy(seq.hidden.data() + row0 * d, x_.data() + out_off_[s] * d,
+            std::memcpy(seq.hidden.data() + row0 * d, h_.data() + out_off_[s] * d,
                         sizeof(float) * n_out_[s] * d);
         }
     }
-    norm_rows(x_.data(), model_.output_norm, n_out_rows_, h_.data());
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
     // One segment (a plain or verify step): the output matmul writes straight into its logits
     // (a 9-row pass over a 128k vocabulary would otherwise copy 4.6 MB); several: into the

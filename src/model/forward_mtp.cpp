@@ -76,7 +76,8 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
     if (m.layer.ffn_gate.data || m.layer.ffn_gate_exps.data) ffn(m.layer);
     mtp_ = false;
     for (const MtpSegment& sg : segs) sg.seq->mtp_kv->append(sg.next);
-    // The head's output: its hidden rows (for chained drafts) and logits.
+    // The head's output: its hidden rows after shared_head_norm (the next chained draft's input,
+    // as ik_llama.cpp and vLLM chain it) and logits.
     norm_rows(x_.data(), m.shared_head_norm ? m.shared_head_norm : model_.output_norm, n,
               h_.data());
     const size_t nv = static_cast<size_t>(hp_.n_vocab);
@@ -90,7 +91,7 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
         Session::Impl& seq = *segs[s].seq;
         const size_t r0 = static_cast<size_t>(off_[s]), rows = static_cast<size_t>(n_[s]);
         grow_to(seq.mtp_hidden, d * rows);
-        std::memcpy(seq.mtp_hidden.data(), x_.data() + d * r0, sizeof(float) * d * rows);
+        std::memcpy(seq.mtp_hidden.data(), h_.data() + d * r0, sizeof(float) * d * rows);
         if (ns > 1) {
             grow_to(seq.mtp_logits, nv * rows);
             std::memcpy(seq.mtp_logits.data(), logits_.data() + nv * r0, sizeof(float) * nv * rows);

@@ -110,7 +110,8 @@ class Session {
     const Model& model() const;
 
     // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
-    // The final hidden state (before the output norm) of logits row i of the last eval.
+    // The final hidden state of logits row i of the last eval, after the output norm (the output
+    // matmul's input: what the MTP head takes, in ik_llama.cpp and vLLM too).
     const float* hidden(int i) const;
     // One pass of the MTP head over rows t = 0 .. next.size() - 1: row t takes token next[t] and
     // the hidden state hidden + t * n_embd (h_p: the main pass's, or for chained drafts the
@@ -119,7 +120,7 @@ class Session {
     // sessions' head rows go in one pass with BatchEvaluator::eval_mtp (the same results).
     void eval_mtp(std::span<const token_id> next, const float* hidden);
     const float* mtp_logits(int t) const;  // row t of the last eval_mtp
-    const float* mtp_hidden(int t) const;  // its output hidden state (before shared_head_norm)
+    const float* mtp_hidden(int t) const;  // its output hidden state (after shared_head_norm)
     int mtp_n_past() const;
     // Keeps MTP positions [0, n) (n <= mtp_n_past()). rollback() leaves the head's cache alone:
     // its user (speculative/mtp_drafter.h) decides which positions stay.

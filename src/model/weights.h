@@ -51,7 +51,8 @@ struct LayerWeights {
 // blk.N.nextn.*, N = block_count - 1): x = eh_proj [enorm(embed(t_{p+1})) | hnorm(h_p)], one
 // gated full-attention layer with its own KV cache (its FFN optional: absent in Qwen3.5's small
 // models), then logits = head(rms_norm(x) * shared_head_norm). h_p is the main pass's final
-// hidden state (before the output norm); k > 1 drafts chain the head on its own x.
+// hidden state after the output norm; k > 1 drafts chain the head on its own output after
+// shared_head_norm (both as ik_llama.cpp and vLLM do: tests/test_mtp_parity.cpp).
 struct MtpWeights {
     LayerWeights layer;
     WeightView eh_proj;  // [2 n_embd -> n_embd]
