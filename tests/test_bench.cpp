@@ -117,6 +117,34 @@ TEST(SpecBench, ThroughputWithoutDraft) {
     EXPECT_NE(table.find("| tg24"), std::string::npos) << table;
     EXPECT_NE(table.find("| pass b=5"), std::string::npos) << table;
     EXPECT_NE(table.find("GB/s"), std::string::npos) << table;
+    EXPECT_TRUE(tp.rollbacks.empty());
+    EXPECT_EQ(table.find("recurrent rollback"), std::string::npos) << table;
+}
+
+// A hybrid model (qwen35: recurrent layers) also gets the rollback rows: its largest pass
+// keeping 1 and b - 1 of its tokens, against the same pass without rollback support; a model
+// without recurrent layers gets none (above: the llama file's table has no such line).
+TEST(SpecBench, HybridModelGetsRecurrentRollbackRows) {
+    BenchParams p = small(-1);
+    p.target_path =
+        std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/rand-qwen35-tok512-d128-l4-F16.gguf";
+    p.with_spec = false;
+    p.speculative = {};
+    p.pass_sizes = {1, 5};
+    p.pp = 0;
+    const BenchResult r = run_bench(p);
+    ASSERT_EQ(r.tp.rollbacks.size(), 2u);
+    EXPECT_EQ(r.tp.rollbacks[0].keep, 1);
+    EXPECT_EQ(r.tp.rollbacks[1].keep, 4);
+    for (const RollbackRow& rr : r.tp.rollbacks) {
+        EXPECT_EQ(rr.batch, 5);
+        EXPECT_GT(rr.ms, 0.0);
+        EXPECT_GT(rr.base_ms, 0.0);
+        EXPECT_NEAR(rr.ratio, rr.ms / rr.base_ms, 1e-9);
+    }
+    const std::string table = table_of(r, true);
+    EXPECT_NE(table.find("recurrent rollback: pass b=5 keeping 4 of 5"), std::string::npos)
+        << table;
 }
 
 TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {

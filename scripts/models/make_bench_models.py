@@ -9,11 +9,16 @@ would be, and the router of a MoE spreads tokens over the experts about uniforml
   gemma3-d1152-l26-Q8_0.gguf           gemma3 shaped as Gemma 3 1B: 26 layers of d1152, 4 heads
                                        of 256 (1 KV head), FFN 6912 (GeGLU), every 6th layer
                                        global, the others a 512-token window; ~0.7B weights
+  qwen35-mtp1-d2048-l16-Q8_0.gguf      qwen35 (Qwen3.5 dense hybrid) shaped as its ~2B model:
+                                       16 layers of d2048, every 4th gated full attention (8
+                                       heads of 256, 2 KV heads, rope on 64), the others Gated
+                                       DeltaNet (16 key and 16 value heads of 128), FFN 6144,
+                                       plus one MTP layer with its FFN (blk.16); ~1.0B weights
 
 The vocabulary is ../shared's 512-token SentencePiece one (tok512), so the files pair with the
 repository's small drafts and any tokenizer-free benchmark (`specula bench`, `llama-bench`).
 
-usage: make_bench_models.py OUT_DIR [--arch qwen3moe|gemma3] [--shared SHARED_DIR]
+usage: make_bench_models.py OUT_DIR [--arch qwen3moe|gemma3|qwen35] [--shared SHARED_DIR]
 """
 import argparse
 import os
@@ -23,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_min as g  # noqa: E402
+import arch_qwen35  # noqa: E402
 
 RNG = np.random.default_rng(23)
 
@@ -126,16 +132,36 @@ def write_gemma3(path, vocab_kv, s):
     print(path, os.path.getsize(path), "bytes")
 
 
+def write_qwen35(out_dir, vocab_kv):
+    # arch_qwen35 writes the test files; its module constants set the shape.
+    q = arch_qwen35
+    q.D, q.FF, q.CTX = 2048, 6144, 16384
+    q.N_HEAD, q.N_KV, q.HEAD_DIM, q.N_ROT = 8, 2, 256, 64
+    q.D_STATE = 128
+    q.SHAPE = dict(q.SHAPE, qwen35=(16, 16, 4))
+    n_main = 16
+    name = f"qwen35-mtp1-d{q.D}-l{n_main}-Q8_0"
+
+    def rn(name, shape, std, mean=0.0):
+        return randn(shape, std, mean)
+
+    q.write(os.path.join(out_dir, name + ".gguf"), "qwen35", n_main + 1, g.GGML_Q8_0, name,
+            vocab_kv, rn, [11, 11, 10, 0], n_nextn=1, mtp_ffn=True)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--arch", default="qwen3moe", choices=["qwen3moe", "gemma3"])
+    ap.add_argument("--arch", default="qwen3moe", choices=["qwen3moe", "gemma3", "qwen35"])
     ap.add_argument("--shared", default=os.path.join(here, "../../../shared"))
     args = ap.parse_args()
     src = os.path.join(args.shared, "models/synthetic/rand-qwen2-tok512-d256-l2-F16.gguf")
     vocab = {k: v for k, v in g.read_metadata(src).items() if k.startswith("tokenizer.")}
     os.makedirs(args.out, exist_ok=True)
+    if args.arch == "qwen35":
+        write_qwen35(args.out, vocab)
+        return
     if args.arch == "gemma3":
         s = gemma3_spec()
         write_gemma3(os.path.join(args.out, f"gemma3-d{s['d']}-l{s['n_layer']}-Q8_0.gguf"), vocab, s)

@@ -192,6 +192,14 @@ BenchResult run_bench(const BenchParams& p) {
     if (setup.draft_model) {
         Session ds(*setup.draft_model, SessionParams{n_ctx, p.n_threads, p.type_k, p.type_v});
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
+    } else if (t1 > 0) {  // a drafter without a model of its own (MTP head, n-gram): its steps
+        double ms = 0;
+        long steps = 0;
+        for (size_t i = 1; i < configs.size(); ++i) {
+            ms += acc[i].draft_ms;
+            steps += acc[i].steps;
+        }
+        res.c = steps ? ms / steps / t1 : 0;
     }
     ThroughputParams tq;
     tq.pp = p.pp;
@@ -217,7 +225,11 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
     std::fprintf(out, "target %s | draft %s | %zu prompt(s), n=%d, %d rep(s), temp %.2f\n",
                  p.target_path.c_str(),
                  p.speculative.method == SpecMethod::ngram ? "n-gram lookup"
-                                                           : p.speculative.draft_model.c_str(),
+                 : p.speculative.method == SpecMethod::mtp
+                     ? (p.speculative.draft_model.empty()
+                            ? "the model's MTP head"
+                            : ("MTP head of " + p.speculative.draft_model).c_str())
+                     : p.speculative.draft_model.c_str(),
                  p.prompts.size(), p.n_predict, p.reps, p.sampling.temp);
     std::fprintf(out, "| %-6s | %8s | %8s | %10s | %12s | %7s | %7s |\n", "N", "accept", "len",
                  "cond acc", "tok/s (med)", "speedup", "model");

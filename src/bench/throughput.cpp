@@ -42,6 +42,41 @@ double time_prompt(const Model& m, const std::vector<token_id>& ctx, int n, int 
     return median(tps);
 }
 
+// Pass + rollback rows of a hybrid model (RollbackRow), on top of ctx.
+std::vector<RollbackRow> time_rollbacks(const Model& m, Session& s,
+                                        const std::vector<token_id>& ctx, int batch, int reps) {
+    std::vector<token_id> toks;
+    for (int i = 0; i < batch; ++i) toks.push_back(ctx[size_t(i) % ctx.size()]);
+    const int n0 = int(ctx.size());
+    SessionParams bp{n0 + batch + 8, s.n_threads()};
+    bp.recurrent_rollback = false;
+    Session base(m, bp);
+    std::vector<double> tb;
+    for (int r = 0; r < reps; ++r) {
+        base.rollback(0);  // without rollback support: back to 0, then the context again
+        base.eval(ctx, false);
+        const auto t0 = clock_type::now();
+        base.eval(toks);
+        tb.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+    }
+    const double base_ms = median(tb);
+    std::vector<RollbackRow> rows;
+    for (int keep : {1, batch - 1}) {
+        load_context(s, ctx);
+        std::vector<double> t;
+        for (int r = 0; r < reps; ++r) {
+            const auto t0 = clock_type::now();
+            s.eval(toks);
+            s.rollback(n0 + keep);
+            t.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+            s.rollback(n0);
+        }
+        const double ms = median(t);
+        rows.push_back({batch, keep, ms, base_ms, base_ms > 0 ? ms / base_ms : 0});
+    }
+    return rows;
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -76,6 +111,11 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
     for (int b : p.pass_sizes) {
         const double ms = b == 1 ? t1 : time_eval(session, ctx, b, 9);
         tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
+    }
+    const auto& rec = target.hparams().recurrent_layers;
+    if (!p.pass_sizes.empty() && std::find(rec.begin(), rec.end(), 1) != rec.end()) {
+        const int b = *std::max_element(p.pass_sizes.begin(), p.pass_sizes.end());
+        if (b > 1) tp.rollbacks = time_rollbacks(target, session, ctx, b, 9);
     }
     tp.pp = p.pp;
     tp.depth = p.depth;
@@ -115,6 +155,12 @@ void print_throughput_table(const Throughput& tp, std::FILE* out) {
         const double gbs = pr.ms > 0 ? gb / (pr.ms / 1e3) : 0;
         std::fprintf(out, "| pass b=%-5d | %9.1f | %9.2f | %5.2fx | %11.1f | %6.1f%% |\n", pr.batch,
                      pr.ms > 0 ? 1e3 * pr.batch / pr.ms : 0, pr.ms, pr.tau, gbs, frac(gbs));
+    }
+    for (const RollbackRow& rr : tp.rollbacks) {
+        std::fprintf(out,
+                     "recurrent rollback: pass b=%d keeping %d of %d: %.2f ms, %.2fx the same pass "
+                     "without rollback support (%.2f ms)\n",
+                     rr.batch, rr.keep, rr.batch, rr.ms, rr.ratio, rr.base_ms);
     }
 }
 

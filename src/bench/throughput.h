@@ -30,6 +30,17 @@ struct PassRow {
     double tau = 0;  // ms / ms of the batch-1 pass
 };
 
+// A hybrid model's (recurrent layers) verify pass over `batch` tokens that then rolls back to
+// keep `keep` of them (the rest rejected: the state returns to position n_past + keep), against
+// the same pass in a session without rollback support (the state updated in place: nothing kept,
+// no snapshot). ratio = ms / base_ms, the "<= 1.2x" figure.
+struct RollbackRow {
+    int batch = 0, keep = 0;
+    double ms = 0;       // median pass + rollback
+    double base_ms = 0;  // median pass in a session without rollback support
+    double ratio = 0;
+};
+
 struct Throughput {
     double read_gbs = 0;          // machine streaming-read bandwidth, GB/s
     int n_threads = 0;            // threads of the target session and of the read test
@@ -40,6 +51,7 @@ struct Throughput {
     int tg = 0;                   // tokens per plain generation
     double tg_tps = 0;            // plain decoding tokens/s (the plain row's median)
     std::vector<PassRow> passes;
+    std::vector<RollbackRow> rollbacks;  // hybrid models only: the largest batch, keep 1 and b - 1
 };
 
 double median(std::vector<double> v);

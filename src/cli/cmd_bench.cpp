@@ -61,13 +61,21 @@ nlohmann::json to_json(const BenchResult& r) {
     nlohmann::json passes = nlohmann::json::array();
     for (const PassRow& pr : r.tp.passes)
         passes.push_back({{"batch", pr.batch}, {"ms", pr.ms}, {"tau", pr.tau}});
+    nlohmann::json rollbacks = nlohmann::json::array();
+    for (const RollbackRow& rr : r.tp.rollbacks)
+        rollbacks.push_back({{"batch", rr.batch},
+                             {"keep", rr.keep},
+                             {"ms", rr.ms},
+                             {"base_ms", rr.base_ms},
+                             {"ratio", rr.ratio}});
     const nlohmann::json throughput{{"read_gb_per_s", r.tp.read_gbs},
                                     {"bytes_per_token", r.tp.bytes_per_token},
                                     {"pp_tokens", r.params.pp},
                                     {"pp_tokens_per_s", r.tp.pp_tps},
                                     {"depth", r.params.depth},
                                     {"tg_tokens_per_s", r.tp.tg_tps},
-                                    {"passes", passes}};
+                                    {"passes", passes},
+                                    {"recurrent_rollbacks", rollbacks}};
     return {{"synthetic_acceptance", r.params.synthetic_accept},
             {"throughput", throughput},
             {"a", r.a},

@@ -23,14 +23,16 @@ void l2_norm(float* x, int n, float eps) {
     for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// The short causal conv of positions [0, n) and its new state, then silu, then the L2 norms of
-// the key heads of q and k. c: n rows of conv_dim.
+// The short causal conv of positions [0, n) for channels [c0, c1) and their new state, then
+// silu, then the L2 norms of the key heads of q and k among them (c0 and c1 are head
+// boundaries). c: n rows of conv_dim. Every channel is computed alone, so any split of the
+// channels gives the same bits.
 void conv_rows(const DeltaNetShape& s, const float* w, const float* st_in, float* st_out,
-               const float* x, int n, float* c) {
+               const float* x, int n, float* c, int c0, int c1) {
     const int K = s.d_conv, C = s.conv_dim, K1 = K - 1;
     for (int t = 0; t < n; ++t) {
         float* ct = c + size_t(t) * C;
-        for (int ch = 0; ch < C; ++ch) {
+        for (int ch = c0; ch < c1; ++ch) {
             const float* wc = w + size_t(ch) * K;
             const float* sc = st_in + size_t(ch) * K1;
             float sum = 0.0f;
@@ -41,9 +43,10 @@ void conv_rows(const DeltaNetShape& s, const float* w, const float* st_in, float
             }
             ct[ch] = silu(sum);
         }
-        for (int h = 0; h < 2 * s.n_k_heads; ++h) l2_norm(ct + h * s.head_dim, s.head_dim, s.eps);
+        for (int h = c0 / s.head_dim; h < std::min(c1 / s.head_dim, 2 * s.n_k_heads); ++h)
+            l2_norm(ct + h * s.head_dim, s.head_dim, s.eps);
     }
-    for (int ch = 0; ch < C; ++ch) {
+    for (int ch = c0; ch < c1; ++ch) {
         const float* sc = st_in + size_t(ch) * K1;
         float* so = st_out + size_t(ch) * K1;
         for (int j = 0; j < K1; ++j) {
@@ -67,11 +70,26 @@ void rule_head(const DeltaNetShape& s, int h, const float* S_in, float* S, const
     const int hd = s.head_dim, C = s.conv_dim, kh = h % s.n_k_heads;
     const float scale = 1.0f / std::sqrt(float(hd));
     float vp[kMaxHeadDim], ov[kMaxHeadDim], vn[kMaxHeadDim];
+    auto q_of = [&](int t) { return c + size_t(t) * C + kh * hd; };
+    auto k_of = [&](int t) { return c + size_t(t) * C + s.key_dim() + kh * hd; };
+    // S k and S q of the first position; each update below computes the next position's while
+    // it writes S (one sweep over the state a position, the sums in the same column order).
+    if (n > 0) {
+        for (int r = 0; r < hd; ++r) vp[r] = ov[r] = 0.0f;
+        const float *k = k_of(0), *q = q_of(0);
+        for (int col = 0; col < hd; ++col) {
+            const float* Sc = Sr + size_t(col) * hd;
+            const float kc = k[col], qc = q[col];
+            for (int r = 0; r < hd; ++r) {
+                vp[r] += Sc[r] * kc;
+                ov[r] += Sc[r] * qc;
+            }
+        }
+    }
     for (int t = 0; t < n; ++t) {
-        const float* ct = c + size_t(t) * C;
-        const float* q = ct + kh * hd;
-        const float* k = ct + s.key_dim() + kh * hd;
-        const float* v = ct + 2 * s.key_dim() + h * hd;
+        const float* q = q_of(t);
+        const float* k = k_of(t);
+        const float* v = c + size_t(t) * C + 2 * s.key_dim() + h * hd;
         float qq = 0.0f, kk = 0.0f;
         for (int i = 0; i < hd; ++i) {
             qq += q[i] * q[i];
@@ -81,15 +99,6 @@ void rule_head(const DeltaNetShape& s, int h, const float* S_in, float* S, const
         const float k_inv = 1.0f / std::sqrt(kk + 1e-12f);
         const float beta = 1.0f / (1.0f + std::exp(-beta_raw[size_t(t) * s.n_v_heads + h]));
         const float decay = std::exp(std::min(g[size_t(t) * s.n_v_heads + h], 50.0f));
-        for (int r = 0; r < hd; ++r) vp[r] = ov[r] = 0.0f;
-        for (int col = 0; col < hd; ++col) {
-            const float* Sc = Sr + size_t(col) * hd;
-            const float kc = k[col], qc = q[col];
-            for (int r = 0; r < hd; ++r) {
-                vp[r] += Sc[r] * kc;
-                ov[r] += Sc[r] * qc;
-            }
-        }
         for (int r = 0; r < hd; ++r) vn[r] = v[r] * beta - vp[r] * beta * decay * k_inv;
         if (out) {
             float attn = 0.0f;
@@ -97,13 +106,30 @@ void rule_head(const DeltaNetShape& s, int h, const float* S_in, float* S, const
             float* o = out + size_t(t) * s.value_dim() + size_t(h) * hd;
             for (int r = 0; r < hd; ++r) o[r] = ov[r] * decay * q_inv * scale + vn[r] * attn;
         }
-        for (int col = 0; col < hd; ++col) {
-            const float* Sc = Sr + size_t(col) * hd;
-            float* So = S + size_t(col) * hd;
-            const float kc = k[col] * k_inv;
-            for (int r = 0; r < hd; ++r) {
-                const float v2 = decay * Sc[r] + vn[r] * kc;
-                So[r] = v2 < -1e6f ? -1e6f : (v2 > 1e6f ? 1e6f : v2);
+        if (t + 1 < n) {
+            const float *k2 = k_of(t + 1), *q2 = q_of(t + 1);
+            for (int r = 0; r < hd; ++r) vp[r] = ov[r] = 0.0f;
+            for (int col = 0; col < hd; ++col) {
+                const float* Sc = Sr + size_t(col) * hd;
+                float* So = S + size_t(col) * hd;
+                const float kc = k[col] * k_inv, k2c = k2[col], q2c = q2[col];
+                for (int r = 0; r < hd; ++r) {
+                    const float v2 = decay * Sc[r] + vn[r] * kc;
+                    const float sn = v2 < -1e6f ? -1e6f : (v2 > 1e6f ? 1e6f : v2);
+                    So[r] = sn;
+                    vp[r] += sn * k2c;
+                    ov[r] += sn * q2c;
+                }
+            }
+        } else {
+            for (int col = 0; col < hd; ++col) {
+                const float* Sc = Sr + size_t(col) * hd;
+                float* So = S + size_t(col) * hd;
+                const float kc = k[col] * k_inv;
+                for (int r = 0; r < hd; ++r) {
+                    const float v2 = decay * Sc[r] + vn[r] * kc;
+                    So[r] = v2 < -1e6f ? -1e6f : (v2 > 1e6f ? 1e6f : v2);
+                }
             }
         }
         Sr = S;
@@ -127,7 +153,17 @@ void delta_net_run(const DeltaNetShape& s, const float* conv_w, const float* con
                    float* conv_out, const float* ssm_in, float* ssm_out, const float* x,
                    const float* g, const float* beta_raw, int n, float* out, float* scratch,
                    ThreadPool& pool) {
-    conv_rows(s, conv_w, conv_in, conv_out, x, n, scratch);
+    // The conv by groups of head_dim channels (a key, query or value head each).
+    const int n_groups = s.conv_dim / s.head_dim;
+    const auto groups = [&](int64_t b, int64_t e) {
+        conv_rows(s, conv_w, conv_in, conv_out, x, n, scratch, int(b) * s.head_dim,
+                  int(e) * s.head_dim);
+    };
+    // (one position's conv is too small to be worth a second dispatch of the pool)
+    if (pool.size() == 1 || n < 4)
+        groups(0, n_groups);
+    else
+        pool.parallel_for(n_groups, groups);
     const size_t hh = size_t(s.head_dim) * s.head_dim;
     const auto heads = [&](int64_t b, int64_t e) {
         for (int64_t h = b; h < e; ++h)

@@ -37,8 +37,13 @@ struct PackJob {
 void pack_weights(Model& m, int n_threads) {
     std::vector<WeightView*> todo;
     for (LayerWeights& l : m.layers) {
-        for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up,
-                              &l.ffn_gate_up, &l.ffn_down}) {
+        // Hybrid layers' DeltaNet projections and the shared expert (qwen35) too: left in the
+        // row layout, they ran on the 1-token kernels (a 9-token verify of a Qwen3.5-2B-shaped
+        // file spent 29% of its time there).
+        for (WeightView* w :
+             {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_gate_up,
+              &l.ffn_down, &l.ssm_qkv, &l.ssm_gate, &l.ssm_beta, &l.ssm_alpha, &l.ssm_out,
+              &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp}) {
             if (packs(*w)) todo.push_back(w);
         }
     }
@@ -55,7 +60,8 @@ void pack_weights(Model& m, int n_threads) {
     // The MTP head's dense matrices (its experts, if any, keep the row layout).
     MtpWeights& h = m.mtp;
     for (WeightView* w : {&h.layer.wq, &h.layer.wk, &h.layer.wv, &h.layer.wo, &h.layer.ffn_gate,
-                          &h.layer.ffn_up, &h.layer.ffn_down, &h.eh_proj, &h.head}) {
+                          &h.layer.ffn_up, &h.layer.ffn_down, &h.layer.ffn_gate_shexp,
+                          &h.layer.ffn_up_shexp, &h.layer.ffn_down_shexp, &h.eh_proj, &h.head}) {
         if (packs(*w)) todo.push_back(w);
     }
     if (todo.empty()) return;
