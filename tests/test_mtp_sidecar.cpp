@@ -16,6 +16,7 @@
 #include "cli_process.h"
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
+#include "kernels/layout/fp16.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "speculative/config.h"
@@ -202,6 +203,51 @@ TEST(MtpSidecar, BadSidecarsAreRefused) {
     expect_refused(trunk, kQwen35Moe.sidecar, "general.architecture");
     // A whole file with its head fits as a sidecar too (ik_llama.cpp wants an MTP-only one).
     EXPECT_TRUE(load_with(kQwen35Moe.trunk, kQwen35Moe.with_head)->has_mtp());
+}
+
+// ik_llama.cpp's output_extra.weight (llama-quantize's extra output for the MTP head): the head
+// reads it instead of the output matrix, in the model file or in a sidecar; the main pass keeps
+// the output. Here it is the output matrix times 2 (exact in F16), so the head's logits double
+// bit for bit and the main logits stay the same.
+TEST(MtpSidecar, HeadReadsOutputExtra) {
+    const auto f = GGUFFile::open(kQwen35.with_head);
+    const GGUFTensor* out = f->find_tensor("output.weight");
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(out->type, GGMLType::F16);
+    const size_t n = out->nbytes / 2;
+    std::vector<uint16_t> doubled(n);
+    const auto* src = static_cast<const uint16_t*>(static_cast<const void*>(out->data));
+    for (size_t i = 0; i < n; ++i) doubled[i] = fp32_to_fp16(2.0f * fp16_to_fp32(src[i]));
+    const std::string dir = test::temp_dir("mtp_extra");
+    const std::string in_file = dir + "/with_extra.gguf", side = dir + "/side_extra.gguf";
+    auto add_extra = [&](GGUFWriter& w) {
+        w.add_tensor("output_extra.weight", out->ne, GGMLType::F16, doubled.data(), out->nbytes);
+    };
+    {
+        GGUFWriter w;
+        for (const auto& [k, v] : f->metadata()) w.set(k, v);
+        for (const GGUFTensor& t : f->tensors())
+            w.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
+        add_extra(w);
+        w.write(in_file);
+        const auto sf = GGUFFile::open(kQwen35.sidecar);
+        GGUFWriter ws;
+        for (const auto& [k, v] : sf->metadata()) ws.set(k, v);
+        for (const GGUFTensor& t : sf->tensors())
+            ws.add_tensor(t.name, t.ne, t.type, t.data, t.nbytes);
+        add_extra(ws);
+        ws.write(side);
+    }
+    const std::vector<token_id> prompt = test::random_tokens(10, 5);
+    const auto base = Model::load(kQwen35.with_head);
+    const std::vector<float> ref = logits_and_head(*base, prompt);
+    for (const auto& m : {Model::load(in_file), load_with(kQwen35.trunk, side)}) {
+        const std::vector<float> got = logits_and_head(*m, prompt);
+        ASSERT_EQ(got.size(), ref.size());
+        const size_t main = ref.size() / 2;  // the main pass's rows, then the head's
+        for (size_t i = 0; i < main; ++i) ASSERT_EQ(got[i], ref[i]) << i;
+        for (size_t i = main; i < ref.size(); ++i) ASSERT_EQ(got[i], 2.0f * ref[i]) << i;
+    }
 }
 
 }  // namespace

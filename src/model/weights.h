@@ -58,7 +58,7 @@ struct MtpWeights {
     WeightView eh_proj;  // [2 n_embd -> n_embd]
     const float *enorm = nullptr, *hnorm = nullptr;
     const float* shared_head_norm = nullptr;  // absent: the model's output_norm
-    WeightView head;                          // shared_head_head, else the model's output
+    WeightView head;  // shared_head_head, else output_extra (ik_llama.cpp's), else the output
     WeightView embed;                         // nextn.embed_tokens, else token_embd
 };
 

@@ -18,7 +18,8 @@
 //            sidecar, model.h's LoadOptions::mtp_sidecar, through bind_mtp): a gated attention
 //            layer's tensors as below, the FFN optional, and nextn.{eh_proj ([2 n_embd] ->
 //            n_embd), enorm, hnorm}, optional nextn.{shared_head_norm, shared_head_head,
-//            embed_tokens}.
+//            embed_tokens}; the head's output matrix is shared_head_head, else
+//            output_extra.weight (ik_llama.cpp's cheaper copy for the MTP head), else output.
 //   tensors: token_embd, output_norm, output (optional: tied); per layer attn_norm,
 //            post_attention_norm (the FFN's input norm); DeltaNet layers attn_qkv, attn_gate,
 //            ssm_conv1d, ssm_dt.bias, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out; attention
@@ -232,6 +233,9 @@ void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
     m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
     m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
+    // Else ik_llama.cpp's output_extra.weight (llama-quantize's extra output: a copy of the
+    // output matrix, usually in a smaller type, that only the MTP head reads), else the output.
+    if (!m.head.data) m.head = b.matrix("output_extra.weight", {d, hp.n_vocab}, Need::Optional);
     m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
 }
 
