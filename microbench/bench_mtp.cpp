@@ -59,35 +59,23 @@ Fixture* fixture(benchmark::State& state, int threads) {
     return f.get();
 }
 
+// range(1) = 1: each step right after a target pass (untimed), as the first step of a draft
+// round finds the caches: the pass has streamed every main weight through them.
 void BM_mtp_step(benchmark::State& state) {
     Fixture* f = fixture(state, int(state.range(0)));
     if (!f) return;
+    const bool after_pass = state.range(1) != 0;
     Session& s = *f->session;
     const int base = s.mtp_n_past();
-    const std::vector<float>& h = f->h;
     const token_id next = 7;
     for (auto _ : state) {
-        s.eval_mtp(std::span(&next, 1), h.data());
-        benchmark::DoNotOptimize(s.mtp_logits(0));
-        s.mtp_rollback(base);
-    }
-}
-
-// The same step right after a target pass (untimed), as the first step of a draft round
-// finds the caches: the pass has streamed every main weight through them.
-void BM_mtp_step_after_pass(benchmark::State& state) {
-    Fixture* f = fixture(state, int(state.range(0)));
-    if (!f) return;
-    Session& s = *f->session;
-    const int base = s.mtp_n_past();
-    const std::vector<float>& h = f->h;
-    const token_id next = 7;
-    for (auto _ : state) {
-        state.PauseTiming();
-        s.eval(std::span(&next, 1));
-        s.rollback(kCtx);
-        state.ResumeTiming();
-        s.eval_mtp(std::span(&next, 1), h.data());
+        if (after_pass) {
+            state.PauseTiming();
+            s.eval(std::span(&next, 1));
+            s.rollback(kCtx);
+            state.ResumeTiming();
+        }
+        s.eval_mtp(std::span(&next, 1), f->h.data());
         benchmark::DoNotOptimize(s.mtp_logits(0));
         s.mtp_rollback(base);
     }
@@ -107,10 +95,10 @@ void BM_target_pass_1(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_mtp_step)->ArgName("thr")->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_mtp_step_after_pass)
-    ->ArgName("thr")
-    ->Arg(2)
+BENCHMARK(BM_mtp_step)
+    ->ArgNames({"thr", "after_pass"})
+    ->Args({2, 0})
+    ->Args({2, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_target_pass_1)->ArgName("thr")->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -25,11 +25,8 @@
 
 namespace {
 
+using namespace specula;
 using namespace specula::test;
-using specula::Model;
-using specula::Session;
-using specula::SessionParams;
-using specula::token_id;
 
 void check_mtp_against_ik(const std::string& stem, int k) {
     SCOPED_TRACE(stem + " k=" + std::to_string(k));

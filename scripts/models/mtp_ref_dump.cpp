@@ -14,42 +14,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common.h"
 #include "llama.h"
+#include "ref_prompts.h"
 #include "speculative.h"
 
 namespace {
-
-std::vector<std::string> read_prompt_texts(const std::string& path) {
-    // The prompts file: [{"name": "...", "text": "..."}, ...]; only the texts, plain escapes.
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string s = ss.str();
-    std::vector<std::string> out;
-    size_t at = 0;
-    while ((at = s.find("\"text\"", at)) != std::string::npos) {
-        size_t i = s.find('"', s.find(':', at) + 1);
-        std::string o;
-        for (++i; s[i] != '"'; ++i) {
-            if (s[i] != '\\') {
-                o += s[i];
-                continue;
-            }
-            const char c = s[++i];
-            o += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-        }
-        out.push_back(o);
-        at = i;
-    }
-    return out;
-}
 
 void print_top(const float* logits, int nv) {
     std::vector<int> ids(static_cast<size_t>(nv));
@@ -118,9 +92,9 @@ int main(int argc, char** argv) {
 
     std::printf("{\"format\": \"ik-mtp-dump/1\", \"n_vocab\": %d, \"k\": %d, \"prompts\": [", nv,
                 k);
-    const auto texts = read_prompt_texts(argv[2]);
-    for (size_t p = 0; p < texts.size(); ++p) {
-        const llama_tokens toks = common_tokenize(ctx, texts[p], true, false);
+    const auto prompts = ref_prompts::read_prompts(argv[2]);
+    for (size_t p = 0; p < prompts.size(); ++p) {
+        const llama_tokens toks = common_tokenize(ctx, prompts[p].second, true, false);
         const int n = int(toks.size());
         std::printf("%s\n{\"tokens\": [", p ? "," : "");
         for (int i = 0; i < n; ++i) std::printf("%s%d", i ? ", " : "", toks[size_t(i)]);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "ref_prompts.h"
 
 namespace {
 
@@ -40,69 +41,11 @@ std::string esc(const std::string& s) {
     return o;
 }
 
-// A tiny reader for the prompts file: [{"name": "...", "text": "..."}, ...] with JSON escapes.
-std::string read_jstring(const std::string& s, size_t& i) {
-    std::string o;
-    for (++i; s[i] != '"'; ++i) {
-        if (s[i] != '\\') {
-            o += s[i];
-            continue;
-        }
-        const char c = s[++i];
-        if (c == 'n') o += '\n';
-        else if (c == 't') o += '\t';
-        else if (c == 'r') o += '\r';
-        else if (c == 'u') {
-            unsigned cp = std::stoul(s.substr(i + 1, 4), nullptr, 16);
-            i += 4;
-            if (cp >= 0xD800 && cp < 0xDC00) {  // surrogate pair
-                const unsigned lo = std::stoul(s.substr(i + 3, 4), nullptr, 16);
-                i += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            if (cp < 0x80) o += char(cp);
-            else if (cp < 0x800) o += char(0xC0 | cp >> 6), o += char(0x80 | (cp & 63));
-            else if (cp < 0x10000)
-                o += char(0xE0 | cp >> 12), o += char(0x80 | ((cp >> 6) & 63)),
-                    o += char(0x80 | (cp & 63));
-            else
-                o += char(0xF0 | cp >> 18), o += char(0x80 | ((cp >> 12) & 63)),
-                    o += char(0x80 | ((cp >> 6) & 63)), o += char(0x80 | (cp & 63));
-        } else {
-            o += c;
-        }
-    }
-    ++i;
-    return o;
-}
-
-std::vector<std::pair<std::string, std::string>> read_prompts(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string s = ss.str();
-    std::vector<std::pair<std::string, std::string>> out;
-    std::string name;
-    for (size_t i = 0; i < s.size();) {
-        if (s[i] != '"') {
-            ++i;
-            continue;
-        }
-        const std::string key = read_jstring(s, i);
-        while (s[i] != '"') ++i;
-        const std::string val = read_jstring(s, i);
-        if (key == "name") name = val;
-        if (key == "text") out.emplace_back(name, val);
-    }
-    return out;
-}
-
 std::vector<int> top_ids(const float* l, int nv) {
     std::vector<int> id(nv);
     for (int i = 0; i < nv; ++i) id[i] = i;
-    std::partial_sort(id.begin(), id.begin() + kTop, id.end(), [&](int a, int b) {
-        return l[a] > l[b] || (l[a] == l[b] && a < b);
-    });
+    std::partial_sort(id.begin(), id.begin() + kTop, id.end(),
+                      [&](int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
     id.resize(kTop);
     return id;
 }
@@ -159,7 +102,8 @@ int main(int argc, char** argv) {
     char desc[128];
     llama_model_desc(model, desc, sizeof desc);
 
-    std::printf("{\n\"format\": \"llama-ref-dump/1\",\n\"model\": {\"file\": \"%s\", ", file.c_str());
+    std::printf("{\n\"format\": \"llama-ref-dump/1\",\n\"model\": {\"file\": \"%s\", ",
+                file.c_str());
     std::printf("\"general.name\": \"%s\", \"general.architecture\": \"%s\", ",
                 esc(meta(model, "general.name")).c_str(), arch.c_str());
     std::printf("\"general.file_type\": \"%s\", \"llama_model_desc\": \"%s\", ",
@@ -170,12 +114,14 @@ int main(int argc, char** argv) {
     std::printf("\"n_layer\": %d, \"n_head\": %s, \"bos_id\": %d, \"path\": \"%s\"},\n",
                 llama_n_layer(model), meta(model, arch + ".attention.head_count").c_str(),
                 llama_token_bos(model), argv[3]);
-    std::printf("\"eval\": {\"engine\": \"ik_llama.cpp (CPU)\", \"n_threads\": 1, \"n_ctx\": %d, "
-                "\"type_k\": \"f32\", \"type_v\": \"f16\", \"flash_attn\": false, \"top_k\": %d, \"n_gen\": %d},\n",
-                kCtx, kTop, kGen);
+    std::printf(
+        "\"eval\": {\"engine\": \"ik_llama.cpp (CPU)\", \"n_threads\": 1, \"n_ctx\": %d, "
+        "\"type_k\": \"f32\", \"type_v\": \"f16\", \"flash_attn\": false, \"top_k\": %d, "
+        "\"n_gen\": %d},\n",
+        kCtx, kTop, kGen);
     std::printf("\"prompts\": [\n");
     std::vector<float> all_gaps;
-    const auto prompts = read_prompts(argv[2]);
+    const auto prompts = ref_prompts::read_prompts(argv[2]);
     for (size_t pi = 0; pi < prompts.size(); ++pi) {
         const auto& [name, text] = prompts[pi];
         std::vector<llama_token> ids(text.size() + 8);
@@ -194,8 +140,9 @@ int main(int argc, char** argv) {
         }
         if (llama_decode(ctx, b) != 0) return 1;
         std::vector<float> pgaps, ggaps;
-        std::printf("{\"name\": \"%s\", \"text\": \"%s\", \"n_prompt_tokens\": %d, \"token_ids\": [",
-                    name.c_str(), esc(text).c_str(), n);
+        std::printf(
+            "{\"name\": \"%s\", \"text\": \"%s\", \"n_prompt_tokens\": %d, \"token_ids\": [",
+            name.c_str(), esc(text).c_str(), n);
         for (int i = 0; i < n; ++i) std::printf("%s%d", i ? ", " : "", ids[i]);
         std::printf("],\n \"prompt_top\": [\n");
         for (int i = 0; i < n; ++i) {
@@ -225,10 +172,10 @@ int main(int argc, char** argv) {
         for (int s = 0; s < kGen; ++s) {
             std::printf("   %s%s\n", steps[s].c_str(), s + 1 < kGen ? "," : "");
         }
-        std::printf("  ]},\n \"checks\": {\"top1_top2_gap_prompt_positions\": %s, "
-                    "\"top1_top2_gap_greedy_decisions\": %s}}%s\n",
-                    gap_stats(pgaps).c_str(), gap_stats(ggaps).c_str(),
-                    pi + 1 < prompts.size() ? "," : "");
+        std::printf(
+            "  ]},\n \"checks\": {\"top1_top2_gap_prompt_positions\": %s, "
+            "\"top1_top2_gap_greedy_decisions\": %s}}%s\n",
+            gap_stats(pgaps).c_str(), gap_stats(ggaps).c_str(), pi + 1 < prompts.size() ? "," : "");
         all_gaps.insert(all_gaps.end(), pgaps.begin(), pgaps.end());
         all_gaps.insert(all_gaps.end(), ggaps.begin(), ggaps.end());
     }
