@@ -2,18 +2,17 @@
 #include "model/delta_net.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+
+#include "model/ops.h"
 
 namespace specula {
 
 namespace {
 
 constexpr int kMaxHeadDim = 512;  // model/arch/qwen35.cpp refuses wider heads
-
-inline float silu(float v) {
-    return v / (1.0f + std::exp(-v));
-}
 
 // As ggml_l2_norm: squares summed in double, x / max(|x|, eps).
 void l2_norm(float* x, int n, float eps) {
@@ -41,8 +40,16 @@ void conv_rows(const DeltaNetShape& s, const float* w, const float* st_in, float
                 const float v = r < 0 ? sc[K1 + r] : x[size_t(r) * C + ch];
                 sum += v * wc[j];
             }
-            ct[ch] = silu(sum);
+            ct[ch] = sum;
         }
+        // silu through the kernel table's vectorised silu_mul (times ones: exact).
+        static const std::array<float, 256> ones = [] {
+            std::array<float, 256> a;
+            a.fill(1.0f);
+            return a;
+        }();
+        for (int ch = c0; ch < c1; ch += 256)
+            silu_mul(ct + ch, ones.data(), std::min(256, c1 - ch));
         for (int h = c0 / s.head_dim; h < std::min(c1 / s.head_dim, 2 * s.n_k_heads); ++h)
             l2_norm(ct + h * s.head_dim, s.head_dim, s.eps);
     }
