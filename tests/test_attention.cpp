@@ -180,6 +180,38 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
                              return name;
                          });
 
+// read_k_rows / read_v_rows give what read_k / read_v give row by row, for slices starting
+// inside a block and spanning blocks, on F16 and Q8_0 caches.
+TEST(KVCacheTypes, RowRunsEqualRowByRow) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.f, 2.f);
+    KVCache kv(1, 40, 128, KVType::Q8_0, KVType::F16);
+    std::vector<float> k(128), v(128);
+    for (int j = 0; j < 40; ++j) {
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        kv.write(0, j, k.data(), v.data());
+    }
+    for (const auto [off, n] : {std::pair{0, 128}, {64, 64}, {20, 50}, {96, 32}}) {
+        std::vector<float> run(size_t(37) * n), one(static_cast<size_t>(n));
+        for (const bool is_k : {true, false}) {
+            if (is_k)
+                kv.read_k_rows(0, 2, 39, off, n, run.data());
+            else
+                kv.read_v_rows(0, 2, 39, off, n, run.data());
+            for (int j = 2; j < 39; ++j) {
+                if (is_k)
+                    kv.read_k(0, j, off, n, one.data());
+                else
+                    kv.read_v(0, j, off, n, one.data());
+                for (int i = 0; i < n; ++i)
+                    ASSERT_EQ(run[size_t(j - 2) * n + i], one[size_t(i)])
+                        << (is_k ? "K" : "V") << " row " << j << " off " << off << " i " << i;
+            }
+        }
+    }
+}
+
 // Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);
 // a Q8_0 cache refuses rows that are not whole blocks; bytes() counts what each type stores.
 TEST(KVCacheTypes, RoundsAtWriteAndSizes) {

@@ -109,7 +109,7 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
     float* shifted[kBlockQueries];
     for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
         const int c1 = std::min(j1, c0 + kChunkRows);
-        for (int j = c0; j < c1; ++j) kv.read_k(layer, j, off, hd, buf + size_t(j - c0) * hd);
+        kv.read_k_rows(layer, c0, c1, off, hd, buf);
         for (int i = 0; i < nq; ++i) shifted[i] = s[i] + c0;
         bk.qk(buf, size_t(hd), 0, c1 - c0, q, nq, scale, shifted);
     }
@@ -140,7 +140,7 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
     const float* shifted[kBlockQueries];
     for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
         const int c1 = std::min(j1, c0 + kChunkRows);
-        for (int j = c0; j < c1; ++j) kv.read_v(layer, j, off, hd, buf + size_t(j - c0) * hd);
+        kv.read_v_rows(layer, c0, c1, off, hd, buf);
         for (int i = 0; i < nq; ++i) shifted[i] = p[i] + c0;
         bk.pv(buf, size_t(hd), 0, c1 - c0, shifted, nq, out);
     }

@@ -244,7 +244,45 @@ size_t piece_offset(KVType t, int off) {
                              : size_t(off) * (t == KVType::F16 ? 2 : 4);
 }
 
+// Q8_0 values [off, off + n) of rows row(j), j in [j0, j1), as floats: d * q, the product
+// i8_scale_to_f32 and the scalar reader compute (so the same bits). Built for AVX-512, AVX2 and
+// the baseline (the loops vectorise), one chosen at load.
+template <class RowFn>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
+    const size_t first = size_t(off) / QK8_0, skip = size_t(off) % QK8_0;
+    for (int j = j0; j < j1; ++j, out += n) {
+        prefetch_piece(row(j + kReadAhead) + first * sizeof(block_q8_0),
+                       piece_bytes(KVType::Q8_0, n));
+        const auto* b = reinterpret_cast<const block_q8_0*>(row(j)) + first;
+        for (int i = 0, e = int(skip); i < n; ++b, e = 0) {
+            const float d = fp16_to_fp32(b->d);
+            const int m = std::min(QK8_0 - e, n - i);
+            for (int k = 0; k < m; ++k) out[i + k] = d * static_cast<float>(b->qs[e + k]);
+            i += m;
+        }
+    }
+}
+
 }  // namespace
+
+void KVCache::read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+    if (type_k_ != KVType::Q8_0) {
+        for (int j = j0; j < j1; ++j) read_k(layer, j, off, n, out + size_t(j - j0) * n);
+        return;
+    }
+    q8_rows([&](int j) { return k_ + offset(layer, j, k_row_); }, j0, j1, off, n, out);
+}
+
+void KVCache::read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+    if (type_v_ != KVType::Q8_0) {
+        for (int j = j0; j < j1; ++j) read_v(layer, j, off, n, out + size_t(j - j0) * n);
+        return;
+    }
+    q8_rows([&](int j) { return v_ + offset(layer, j, v_row_); }, j0, j1, off, n, out);
+}
 
 void KVCache::read_k(int layer, int pos, int off, int n, float* out) const {
     prefetch_piece(k_ + offset(layer, pos + kReadAhead, k_row_) + piece_offset(type_k_, off),

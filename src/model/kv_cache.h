@@ -89,6 +89,10 @@ class KVCache {
     // Values [off, off + n) of a row as floats, whatever the type.
     void read_k(int layer, int pos, int off, int n, float* out) const;
     void read_v(int layer, int pos, int off, int n, float* out) const;
+    // Rows [j0, j1) of the same, one after the other (out: (j1 - j0) x n floats), the same values
+    // as read_k / read_v row by row; a Q8_0 cache in one tight loop (no call per block).
+    void read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const;
+    void read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const;
 
     KVType type_k() const { return type_k_; }
     KVType type_v() const { return type_v_; }
