@@ -58,8 +58,8 @@ struct MtpWeights {
     WeightView eh_proj;  // [2 n_embd -> n_embd]
     const float *enorm = nullptr, *hnorm = nullptr;
     const float* shared_head_norm = nullptr;  // absent: the model's output_norm
-    WeightView head;  // shared_head_head, else output_extra (ik_llama.cpp's), else the output
-    WeightView embed;                         // nextn.embed_tokens, else token_embd
+    WeightView head;   // shared_head_head, else output_extra (ik_llama.cpp's), else the output
+    WeightView embed;  // nextn.embed_tokens, else token_embd
 };
 
 struct ModelWeights {
