@@ -86,7 +86,14 @@ TEST(ServerArch, Qwen35MtpBatchedEqualsRun) {
 
 TEST(ServerArch, Qwen35MoeHybridBatchedEqualsRun) {
     expect_served_equals_run(kDir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf",
-                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf", /*mtp=*/false,
+                             kDir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.sidecar.gguf");
+}
+
+// qwen35moe's own MTP head (with its routed and shared experts) as the drafter.
+TEST(ServerArch, Qwen35MoeMtpBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf", /*mtp=*/true);
 }
 
 TEST(ServerArch, Gemma3SlidingWindowBatchedEqualsRun) {
