@@ -3,7 +3,8 @@
 // 300 positions, with any thread count (batch invariance), for head sizes that take the blocked
 // AVX-512 path (multiples of 16) and ones that do not, with 1, 2, 4 and 32 query heads per KV head.
 // ctest also runs it with SPECULA_SIMD=avx2 and =scalar (the level is chosen once per process).
-// The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds),
+// The same for F16 and Q8_0 caches (the reference then uses the rounded values the cache holds,
+// and for Q8_0 keys the query rounded to Q8_0 as llama.cpp rounds it for their dot products),
 // and with sliding windows (a position sees itself and the window - 1 before it) narrower and
 // wider than a block of positions, and with attention sinks (gpt-oss: one logit per head in the
 // softmax's denominator).
@@ -16,7 +17,10 @@
 
 #include "common/error.h"
 #include "common/threadpool.h"
+#include "kernels/attention.h"
 #include "kernels/layout/fp16.h"
+#include "kernels/policy.h"
+#include "kernels/table.h"
 #include "model/attention.h"
 #include "model/kv_cache.h"
 
@@ -78,6 +82,19 @@ struct Shape {
 
 class AttentionInvariance : public ::testing::TestWithParam<Shape> {};
 
+// q rounded as llama.cpp's reference quantizer rounds a row to Q8_0: blocks of 32, d = max |x| /
+// 127 kept as F16, each x * (1 / d) rounded to the nearest integer (halves away from zero).
+std::vector<float> rounded_q8(const float* q, int n) {
+    std::vector<float> out(static_cast<size_t>(n));
+    for (int b = 0; b < n / 32; ++b) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(q[b * 32 + i]));
+        const float d = amax / 127, id = d != 0 ? 1 / d : 0, dh = fp16_to_fp32(fp32_to_fp16(d));
+        for (int i = 0; i < 32; ++i) out[b * 32 + i] = dh * std::round(q[b * 32 + i] * id);
+    }
+    return out;
+}
+
 // Layer 1's K or V rows as the cache holds them, as floats (row j at j * n_embd_kv).
 std::vector<float> rows_held(const KVCache& kv, bool k) {
     const int n = kv.n_embd_kv();
@@ -104,6 +121,11 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     for (int t = 0; t < kPositions; t += 7) {
         for (int h = 0; h < sh.n_head; ++h) {
             const float* qv = st.q.data() + t * st.ldq() + h * sh.hd;
+            std::vector<float> qr;
+            if (sh.type == KVType::Q8_0 && sh.hd % 32 == 0) {
+                qr = rounded_q8(qv, sh.hd);
+                qv = qr.data();
+            }
             const int off = (h / group) * sh.hd;
             double mx = -1e300, sum = 0;
             const int j0 = sh.window > 0 ? std::max(0, t - sh.window + 1) : 0;
@@ -179,6 +201,74 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
                              if (s.sinks) name += "_sinks";
                              return name;
                          });
+
+// The AVX-512 level's integer kernel for Q8_0 keys (BlockAttentionKernels::qk_q8) gives its
+// formula's bits: per block the exact integer dot, then fma(dot, d_k * d_q, acc) block by block,
+// times the scale; over rows with a gap between them, from a row that is not a multiple of 16,
+// for 1-5 queries and every head size it covers. The other levels have none (they widen).
+TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> qi(-127, 127);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const int hd : {64, 128, 192, 256}) {
+        BlockAttentionKernels bk{};
+        const AttentionEntry e = best_attention();
+        if (!e.blocked || !e.blocked(hd, &bk) || !bk.qk_q8) {
+            EXPECT_NE(active_simd_level(), SimdLevel::AVX512) << "no integer kernel for " << hd;
+            continue;
+        }
+        const int nb = hd / 32, rows = 45;
+        const size_t stride = size_t(nb + 1) * 34;  // a block of another head between rows
+        std::vector<uint8_t> k(stride * rows);
+        for (int j = 0; j < rows; ++j) {
+            for (int b = 0; b <= nb; ++b) {
+                uint8_t* blk = k.data() + j * stride + b * 34;
+                const fp16_t d = fp32_to_fp16(0.01f + std::fabs(nd(rng)));
+                std::memcpy(blk, &d, 2);
+                for (int t = 0; t < 32; ++t) blk[2 + t] = static_cast<uint8_t>(qi(rng));
+            }
+        }
+        std::vector<KeyQueryQ8> q(size_t(5) * nb);
+        for (auto& b : q) {
+            b.d = fp16_to_fp32(fp32_to_fp16(0.01f + std::fabs(nd(rng))));
+            b.sum = 0;
+            for (auto& x : b.qs) b.sum += (x = static_cast<int8_t>(qi(rng)));
+        }
+        for (const int nq : {1, 2, 5}) {
+            std::vector<float> out(size_t(nq) * rows, -1.f);
+            std::vector<const KeyQueryQ8*> qp(nq);
+            std::vector<float*> sp(nq);
+            for (int i = 0; i < nq; ++i) {
+                qp[size_t(i)] = q.data() + i * nb;
+                sp[size_t(i)] = out.data() + size_t(i) * rows;
+            }
+            bk.qk_q8(k.data(), stride, 3, 42, qp.data(), nq, 0.125f, sp.data());
+            for (int i = 0; i < nq; ++i) {
+                for (int j = 0; j < rows; ++j) {
+                    float want = -1.f;  // rows outside [3, 42) untouched
+                    if (j >= 3 && j < 42) {
+                        float acc = 0.f;
+                        for (int b = 0; b < nb; ++b) {
+                            const uint8_t* blk = k.data() + j * stride + b * 34;
+                            fp16_t dh;
+                            std::memcpy(&dh, blk, 2);
+                            int32_t dot = 0;
+                            for (int t = 0; t < 32; ++t)
+                                dot += int32_t(int8_t(blk[2 + t])) * q[size_t(i * nb + b)].qs[t];
+                            const float dd = fp16_to_fp32(dh) * q[size_t(i * nb + b)].d;
+                            acc = std::fma(static_cast<float>(dot), dd, acc);
+                        }
+                        want = acc * 0.125f;
+                    }
+                    const float got = out[size_t(i) * rows + j];
+                    ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                        << "hd " << hd << " nq " << nq << " query " << i << " row " << j << ": "
+                        << got << " != " << want;
+                }
+            }
+        }
+    }
+}
 
 // read_k_rows / read_v_rows give what read_k / read_v give row by row, for slices starting
 // inside a block and spanning blocks, on F16 and Q8_0 caches.

@@ -9,6 +9,15 @@
 
 namespace specula {
 
+// One block of 32 query values rounded to Q8_0 for the dot products with a Q8_0 key cache (as
+// llama.cpp rounds Q to the key's dot type): the F16 scale widened, the sum of the int8 values and
+// the values. A query of head_dim values is head_dim / 32 of them.
+struct KeyQueryQ8 {
+    float d;
+    int32_t sum;
+    int8_t qs[32];
+};
+
 // Blocked attention: many queries (positions, and the query heads of one KV head) against the
 // same K / V rows, each row loaded once per block. K and V rows are `stride` floats apart.
 //   qk: s[i][j] = scale * dot(q[i], K row j) for j in [j0, j1), i < nq
@@ -28,6 +37,14 @@ struct BlockAttentionKernels {
                  float scale, float* const* s);
     void (*pv_h)(const uint16_t* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                  float* const* out);
+    // The scores over Q8_0 key rows (`stride` bytes apart; k points at the KV head's first block
+    // of row 0) for queries rounded to Q8_0: s[i][j] = scale * sum over blocks b, in order, of
+    // fma(float(integer dot of q[i] and row j over block b), d_k * d_q, acc) from acc = 0. The
+    // integer dots are exact, so the result depends only on q[i] and the row. Null where the ISA
+    // has none, or for head sizes it does not cover: the caller widens the rows and uses qk on the
+    // rounded query then.
+    void (*qk_q8)(const uint8_t* k, size_t stride, int j0, int j1, const KeyQueryQ8* const* q,
+                  int nq, float scale, float* const* s);
     // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values). Null
     // where the ISA has none (AVX2): the caller's scalar softmax then.
     void (*softmax)(float* x, int n);

@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
 #include "kernels/table.h"
 #include "model/ops.h"
 
@@ -39,10 +41,40 @@ void softmax_row(float* x, int n) {
     softmax(x, n);
 }
 
-// Thread ith's row buffer, after every thread's scores.
+// Thread ith's row buffer, after every thread's scores, and its query buffer (kBlockQueries
+// queries), after every thread's row buffer.
 float* row_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim) {
     return scores + static_cast<size_t>(n_threads) * kBlockQueries * n_ctx +
            static_cast<size_t>(ith) * kChunkRows * head_dim;
+}
+float* query_buffer(float* scores, int ith, int n_threads, int n_ctx, int head_dim) {
+    return row_buffer(scores, n_threads, n_threads, n_ctx, head_dim) +
+           static_cast<size_t>(ith) * kBlockQueries * head_dim;
+}
+
+// A Q8_0 key cache: each query is rounded to Q8_0 first, block by block as the table's quantizer
+// rounds activations, as llama.cpp rounds Q to its keys' dot type. Heads of a multiple of 32 only
+// (a head's keys are whole blocks then; llama.cpp takes no other).
+bool rounds_queries(const KVCache& kv, int head_dim) {
+    return kv.type_k() == KVType::Q8_0 && head_dim % QK8_0 == 0;
+}
+// The rounded query as KeyQueryQ8 blocks (qq: for the table's integer kernel), or else as the
+// floats d * q (qf: for the float kernels).
+void round_query(const float* q, int hd, KeyQueryQ8* qq, float* qf) {
+    static const QuantizeRowFn quantize = best_quantize_row(GGMLType::Q8_0);
+    for (int b = 0; b < hd / QK8_0; ++b) {
+        block_q8_0 blk;
+        quantize(q + b * QK8_0, &blk, QK8_0);
+        const float d = fp16_to_fp32(blk.d);
+        if (qq) {
+            qq[b].d = d;
+            qq[b].sum = 0;
+            for (int t = 0; t < QK8_0; ++t) qq[b].sum += blk.qs[t];
+            std::memcpy(qq[b].qs, blk.qs, sizeof(blk.qs));
+        } else {
+            for (int t = 0; t < QK8_0; ++t) qf[b * QK8_0 + t] = d * static_cast<float>(blk.qs[t]);
+        }
+    }
 }
 
 // One query head of one token: softmax(q . K^T * scale) . V over positions [j0, j1). Rows of a
@@ -81,8 +113,20 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
 // (the kernels see the chunk as rows [0, n) and the score / probability rows shifted to match).
 // Splitting [j0, j1) changes no result (kernels/attention.h), so neither does the cache type's
 // chunking.
+// qq: the queries rounded for the table's Q8_0 key kernel (null: q, whatever the cache).
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
-             int j1, const float* const* q, int nq, float scale, float* const* s, float* buf) {
+             int j1, const float* const* q, const KeyQueryQ8* const* qq, int nq, float scale,
+             float* const* s, float* buf) {
+    if (qq) {  // Q8_0 rows in place, run by run (a ring layer wraps)
+        float* shifted[kBlockQueries];
+        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
+        for (int a = j0, m = 0; a < j1; a += m) {
+            m = kv.run(layer, a, j1 - a);
+            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
+            bk.qk_q8(kv.k_bytes(layer, a) + first, kv.k_row_bytes(), 0, m, qq, nq, scale, shifted);
+        }
+        return;
+    }
     if (kv.rows(layer) < kv.n_ctx() && kv.type_k() != KVType::Q8_0) {
         // A ring layer (row p % rows): each run of consecutive rows from its own first row, the
         // score rows shifted to match (the split changes no result).
@@ -186,13 +230,16 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
     const int group = s.n_head / s.n_head_kv, hd = s.head_dim;
     const int64_t ldq = static_cast<int64_t>(s.n_head) * hd;
     const int n_blocks = (ntok + b.positions - 1) / b.positions;
+    const bool round_q = rounds_queries(kv, hd), int_q = round_q && bk.qk_q8;
     const int64_t per_block = static_cast<int64_t>(s.n_head_kv) * b.head_chunks;
     const int64_t n_items = per_block * n_blocks;
     std::atomic<int64_t> next{0};
     auto work = [&](int ith, int) {
         float* sc = scores + static_cast<int64_t>(ith) * kBlockQueries * kv.n_ctx();
         float* buf = row_buffer(scores, ith, pool.size(), kv.n_ctx(), hd);
+        float* qr = query_buffer(scores, ith, pool.size(), kv.n_ctx(), hd);
         const float* qp[kBlockQueries];
+        const KeyQueryQ8* qq[kBlockQueries];
         float* op[kBlockQueries];
         float* sp[kBlockQueries];
         int lo[kBlockQueries], hi[kBlockQueries], head[kBlockQueries];
@@ -214,20 +261,33 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
                     hi[nq] = pos0 + t + 1;
                 }
             }
+            if (round_q) {
+                for (int i = 0; i < nq; ++i) {
+                    if (int_q) {
+                        auto* blocks = reinterpret_cast<KeyQueryQ8*>(qr) + i * (hd / QK8_0);
+                        round_query(qp[i], hd, blocks, nullptr);
+                        qq[i] = blocks;
+                    } else {
+                        round_query(qp[i], hd, nullptr, qr + i * hd);
+                        qp[i] = qr + i * hd;
+                    }
+                }
+            }
+            const KeyQueryQ8* const* qqs = int_q ? qq : nullptr;
             const int off = g * hd;
             const int c0 = first_visible(pos0 + t1 - 1, s.window);
             const int c1 = std::max(c0, pos0 + t0 + 1);
             // Query i's rows: head [lo, min(c0, hi)), common [c0, c1), tail [max(c1, lo), hi).
             auto head_end = [&](int i) { return std::min(c0, hi[i]); };
             auto tail_begin = [&](int i) { return std::max(c1, lo[i]); };
-            if (c1 > c0) qk_rows(bk, kv, layer, off, hd, c0, c1, qp, nq, s.scale, sp, buf);
+            if (c1 > c0) qk_rows(bk, kv, layer, off, hd, c0, c1, qp, qqs, nq, s.scale, sp, buf);
             for (int i = 0; i < nq; ++i) {
                 if (head_end(i) > lo[i])
-                    qk_rows(bk, kv, layer, off, hd, lo[i], head_end(i), qp + i, 1, s.scale, sp + i,
-                            buf);
+                    qk_rows(bk, kv, layer, off, hd, lo[i], head_end(i), qp + i,
+                            qqs ? qqs + i : nullptr, 1, s.scale, sp + i, buf);
                 if (hi[i] > tail_begin(i))
-                    qk_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], qp + i, 1, s.scale,
-                            sp + i, buf);
+                    qk_rows(bk, kv, layer, off, hd, tail_begin(i), hi[i], qp + i,
+                            qqs ? qqs + i : nullptr, 1, s.scale, sp + i, buf);
                 if (s.softcap > 0) softcap(sp[i] + lo[i], hi[i] - lo[i], s.softcap);
                 if (s.sinks)
                     softmax_sink(sp[i] + lo[i], hi[i] - lo[i], s.sinks[head[i]]);
@@ -255,7 +315,7 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
 
 size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_threads) {
     return static_cast<size_t>(n_threads) *
-           (kBlockQueries * static_cast<size_t>(n_ctx) + kChunkRows * size_t(s.head_dim));
+           (kBlockQueries * static_cast<size_t>(n_ctx) + (kChunkRows + kBlockQueries) * size_t(s.head_dim));
 }
 
 void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,
@@ -275,11 +335,17 @@ void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q,
     auto work = [&](int ith, int nth) {
         float* sc = scores + static_cast<int64_t>(ith) * kv.n_ctx();
         float* buf = row_buffer(scores, ith, pool.size(), kv.n_ctx(), s.head_dim);
+        float* qr = query_buffer(scores, ith, pool.size(), kv.n_ctx(), s.head_dim);
         for (int64_t i = ith; i < n_pairs; i += nth) {
             const int t = static_cast<int>(i / s.n_head), h = static_cast<int>(i % s.n_head);
             const int64_t off = t * ldq + static_cast<int64_t>(h) * s.head_dim;
+            const float* qh = q + off;
+            if (rounds_queries(kv, s.head_dim)) {
+                round_query(qh, s.head_dim, nullptr, qr);
+                qh = qr;
+            }
             attend_head(kern, kv, layer, first_visible(pos0 + t, s.window), pos0 + t + 1,
-                        (h / group) * s.head_dim, h, q + off, out + off, s, sc, buf);
+                        (h / group) * s.head_dim, h, qh, out + off, s, sc, buf);
         }
     };
     if (parallel) {

@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/isa_parts.h"
@@ -120,9 +121,105 @@ void softmax_row(float* x, int n) {
 
 #include "kernels/x86/attention_blocked.inc"
 
+// Q8_0 keys against queries rounded to Q8_0 (BlockAttentionKernels::qk_q8), 16 rows at a time.
+// The rows' int8 values are transposed so that lane r of a vector holds row r's 4 values at one
+// offset: one vpdpbusd then adds a broadcast 4 query values times those 4 of all 16 rows, and a
+// block of 32 takes 8 of them per query with no horizontal sum. vpdpbusd multiplies unsigned by
+// signed bytes, so the rows are stored + 128 and each query block's sum times 128 is taken off
+// (the integer dot stays exact).
+
+// r[i] = dword i of the 16 rows r[0..16) (a 16 x 16 transpose of 32-bit values).
+SPECULA_INLINE void transpose16x16(__m512i (&r)[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // u[4i + c], 128-bit lane L: dword 4L + c of rows 4i .. 4i + 3.
+    for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {  // lane L of u[c], u[4 + c], u[8 + c], u[12 + c] -> r[4L + c]
+        const __m512i a01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+        const __m512i a23 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+        const __m512i b01 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512i b23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+        r[c] = _mm512_shuffle_i32x4(a01, b01, 0x88);
+        r[4 + c] = _mm512_shuffle_i32x4(a01, b01, 0xDD);
+        r[8 + c] = _mm512_shuffle_i32x4(a23, b23, 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(a23, b23, 0xDD);
+    }
+}
+
+constexpr int kQ8Block = 34;  // bytes of a Q8_0 block: the F16 scale, 32 int8
+
+// NB blocks of 32 per head (even).
+template <int NB>
+void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
+                float scale, float* const* s) {
+    static_assert(NB % 2 == 0);
+    __m512i kt[NB * 8];  // kt[8b + g]: values 4g .. 4g + 3 of block b of the 16 rows, + 128
+    alignas(64) float dk[NB][16];
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (int j = j0; j < j1; j += 16) {
+        const int m = j1 - j < 16 ? j1 - j : 16;
+        for (int r = 0; r < m; ++r) prefetch_row(k + (j + kRowsAhead + r) * ks, NB * kQ8Block);
+        for (int p = 0; p < NB / 2; ++p) {  // two blocks (16 dwords) of every row at a time
+            __m512i rows[16];
+            for (int r = 0; r < 16; ++r) {
+                if (r < m) {
+                    const uint8_t* b = k + (j + r) * ks + 2 * p * kQ8Block + 2;
+                    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+                    const __m256i hi =
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + kQ8Block));
+                    rows[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                } else {
+                    rows[r] = _mm512_setzero_si512();
+                }
+            }
+            transpose16x16(rows);
+            for (int d = 0; d < 16; ++d) kt[16 * p + d] = _mm512_xor_si512(rows[d], flip);
+        }
+        for (int b = 0; b < NB; ++b) {
+            alignas(32) uint16_t h[16] = {};
+            for (int r = 0; r < m; ++r) std::memcpy(&h[r], k + (j + r) * ks + b * kQ8Block, 2);
+            _mm512_store_ps(dk[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(h))));
+        }
+        const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFF : (1u << m) - 1);
+        for (int i = 0; i < nq; ++i) {
+            const KeyQueryQ8* qi = q[i];
+            __m512 acc = _mm512_setzero_ps();
+            for (int b = 0; b < NB; ++b) {
+                int32_t qd[8];
+                std::memcpy(qd, qi[b].qs, sizeof(qd));
+                __m512i a0 = _mm512_set1_epi32(-128 * qi[b].sum), a1 = _mm512_setzero_si512();
+                for (int g = 0; g < 8; g += 2) {
+                    a0 = _mm512_dpbusd_epi32(a0, kt[8 * b + g], _mm512_set1_epi32(qd[g]));
+                    a1 = _mm512_dpbusd_epi32(a1, kt[8 * b + g + 1], _mm512_set1_epi32(qd[g + 1]));
+                }
+                const __m512 dkdq = _mm512_mul_ps(_mm512_load_ps(dk[b]), _mm512_set1_ps(qi[b].d));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)), dkdq, acc);
+            }
+            _mm512_mask_storeu_ps(s[i] + j, mask, _mm512_mul_ps(acc, vs));
+        }
+    }
+}
+
 bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 16 != 0) return false;
-    return blocked_kernels<16>(head_dim / 16, k);
+    if (!blocked_kernels<16>(head_dim / 16, k)) return false;
+    switch (head_dim) {  // the Q8_0 key dot for heads of an even number of blocks
+        case 64: k->qk_q8 = &qk_q8_rows<2>; break;
+        case 128: k->qk_q8 = &qk_q8_rows<4>; break;
+        case 192: k->qk_q8 = &qk_q8_rows<6>; break;
+        case 256: k->qk_q8 = &qk_q8_rows<8>; break;
+        default: break;
+    }
+    return true;
 }
 
 }  // namespace
