@@ -174,10 +174,11 @@ std::vector<Shape> shapes_and_types() {
                 out.push_back({s.n_head, s.n_head_kv, s.hd, t});
     // Sliding windows: of one row, shorter than a block's positions, and longer (blocked and
     // not blocked head sizes, grouped and not).
-    for (KVType t : {KVType::F32, KVType::F16})
+    for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
         for (int w : {1, 13, 40})
             for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 1, 256}})
-                if (t == KVType::F32 || w == 13) out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
+                if ((t == KVType::F32 || w == 13) && (t != KVType::Q8_0 || s.hd % 32 == 0))
+                    out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
     // Attention sinks, with and without a window (blocked and not blocked head sizes; the
     // 128-wide heads only windowed, which keeps the scalar run short).
     for (int w : {0, 13})
@@ -267,6 +268,42 @@ TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
                 }
             }
         }
+    }
+}
+
+// A sliding-window layer's ring of rows (position p in row p % rows) gives the bits of a cache of
+// the whole context, written pass by pass, for each cache type and passes up to the ring's
+// max_pass: runs that wrap go through the kernels in pieces (the Q8_0 ones in place).
+TEST(AttentionRing, RingEqualsWholeCache) {
+    const AttentionShape s{8, 2, 64, 0.125f, 13};
+    const int n_ctx = 120, max_pass = 9, n_embd_kv = 2 * 64;
+    const int window[1] = {13};
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> k(size_t(n_ctx) * n_embd_kv), v(k.size()), q(size_t(n_ctx) * 8 * 64);
+    for (auto* x : {&k, &v, &q})
+        for (auto& e : *x) e = nd(rng);
+    ThreadPool pool(2);
+    for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0}) {
+        KVCache whole(1, n_ctx, n_embd_kv, t, t);
+        KVCache ring(1, n_ctx, n_embd_kv, t, t, window, max_pass);
+        ASSERT_LT(ring.rows(0), n_ctx);
+        std::vector<float> scores(attention_scratch_floats(s, n_ctx, pool.size()));
+        std::vector<float> a(q.size()), b(q.size());
+        for (int p0 = 0, i = 0; p0 < n_ctx; ++i) {
+            const int n = std::min(n_ctx - p0, i % 2 ? max_pass : 4);
+            for (int p = p0; p < p0 + n; ++p) {
+                whole.write(0, p, k.data() + size_t(p) * n_embd_kv, v.data() + size_t(p) * n_embd_kv);
+                ring.write(0, p, k.data() + size_t(p) * n_embd_kv, v.data() + size_t(p) * n_embd_kv);
+            }
+            const size_t at = size_t(p0) * 8 * 64;
+            attention(whole, 0, p0, n, q.data() + at, a.data() + at, s, pool, scores.data());
+            attention(ring, 0, p0, n, q.data() + at, b.data() + at, s, pool, scores.data());
+            p0 += n;
+        }
+        for (size_t i = 0; i < a.size(); ++i)
+            ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+                << kv_type_name(t) << ": position " << i / (8 * 64) << " element " << i % (8 * 64);
     }
 }
 

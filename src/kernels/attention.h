@@ -45,6 +45,11 @@ struct BlockAttentionKernels {
     // rounded query then.
     void (*qk_q8)(const uint8_t* k, size_t stride, int j0, int j1, const KeyQueryQ8* const* q,
                   int nq, float scale, float* const* s);
+    // pv over Q8_0 value rows (`stride` bytes apart; v at the KV head's first block of row 0),
+    // each value d * q widened as loaded: the same results as pv on the rows dequantized first.
+    // Null where the ISA has none or for head sizes it does not cover.
+    void (*pv_q8)(const uint8_t* v, size_t stride, int j0, int j1, const float* const* p, int nq,
+                  float* const* out);
     // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values). Null
     // where the ISA has none (AVX2): the caller's scalar softmax then.
     void (*softmax)(float* x, int n);

@@ -161,6 +161,16 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
 
 void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* p, int nq, float* const* out, float* buf) {
+    if (kv.type_v() == KVType::Q8_0 && bk.pv_q8 && off % QK8_0 == 0) {  // in place, run by run
+        const float* shifted[kBlockQueries];
+        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
+        for (int a = j0, m = 0; a < j1; a += m) {
+            m = kv.run(layer, a, j1 - a);
+            for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
+            bk.pv_q8(kv.v_bytes(layer, a) + first, kv.v_row_bytes(), 0, m, shifted, nq, out);
+        }
+        return;
+    }
     if (kv.rows(layer) < kv.n_ctx() && kv.type_v() != KVType::Q8_0) {
         const float* shifted[kBlockQueries];
         for (int a = j0, m = 0; a < j1; a += m) {

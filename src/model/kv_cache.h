@@ -80,10 +80,12 @@ class KVCache {
     const uint16_t* v_f16(int layer, int pos) const {
         return reinterpret_cast<const uint16_t*>(v_ + offset(layer, pos, v_row_));
     }
-    // A row's bytes as stored (any type; a Q8_0 row is n_embd_kv / 32 blocks), k_row_bytes()
-    // apart over a run (below).
+    // A row's bytes as stored (any type; a Q8_0 row is n_embd_kv / 32 blocks), k_row_bytes() /
+    // v_row_bytes() apart over a run (below).
     const uint8_t* k_bytes(int layer, int pos) const { return k_ + offset(layer, pos, k_row_); }
+    const uint8_t* v_bytes(int layer, int pos) const { return v_ + offset(layer, pos, v_row_); }
     size_t k_row_bytes() const { return k_row_; }
+    size_t v_row_bytes() const { return v_row_; }
     // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
     // where a ring layer wraps): the pointers above stay valid over that many.
     int run(int layer, int pos, int n) const {
