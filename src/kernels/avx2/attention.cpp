@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/isa_parts.h"
@@ -53,6 +54,10 @@ struct V {
     static __attribute__((always_inline)) Reg load(const float* p) { return _mm256_loadu_ps(p); }
     static __attribute__((always_inline)) Reg load(const uint16_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static __attribute__((always_inline)) Reg load_i8(const uint8_t* p) {  // 8 int8 as floats
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
     static __attribute__((always_inline)) void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
     static __attribute__((always_inline)) Reg set1(float x) { return _mm256_set1_ps(x); }

@@ -28,6 +28,10 @@ struct V {
     static SPECULA_INLINE Reg load(const uint16_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    static SPECULA_INLINE Reg load_i8(const uint8_t* p) {  // 16 int8 as floats
+        return _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
     static SPECULA_INLINE void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
     static SPECULA_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
     static SPECULA_INLINE Reg zero() { return _mm512_setzero_ps(); }
@@ -154,8 +158,6 @@ SPECULA_INLINE void transpose16x16(__m512i (&r)[16]) {
     }
 }
 
-constexpr int kQ8Block = 34;  // bytes of a Q8_0 block: the F16 scale, 32 int8
-
 // NB blocks of 32 per head (even).
 template <int NB>
 void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
@@ -209,64 +211,14 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
     }
 }
 
-// out[i] += sum over j in [j0, j1) of p[i][j] * (row j of Q8_0 values, d * q), NQ queries in
-// registers: pv_tile's FMA chains over the values q8_rows would dequantize (float(q) * d).
-template <int NB, int NQ>
-__attribute__((noinline)) void pv_q8_tile(const uint8_t* v, size_t vs, int j0, int j1,
-                                          const float* const* p, float* const* out) {
-    constexpr int NC = 2 * NB;
-    __m512 acc[NQ][NC];
-    for (int i = 0; i < NQ; ++i) {
-        for (int c = 0; c < NC; ++c) acc[i][c] = _mm512_loadu_ps(out[i] + 16 * c);
-    }
-    for (int j = j0; j < j1; ++j) {
-        const uint8_t* row = v + static_cast<size_t>(j) * vs;
-        prefetch_row(row + kRowsAhead * vs, NB * kQ8Block);
-        __m512 vv[NC];
-        for (int b = 0; b < NB; ++b) {
-            uint16_t h;
-            std::memcpy(&h, row + b * kQ8Block, 2);
-            const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
-            for (int c = 0; c < 2; ++c) {
-                const __m128i q = _mm_loadu_si128(
-                    reinterpret_cast<const __m128i*>(row + b * kQ8Block + 2 + 16 * c));
-                vv[2 * b + c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
-            }
-        }
-        for (int i = 0; i < NQ; ++i) {
-            const __m512 b = _mm512_set1_ps(p[i][j]);
-            for (int c = 0; c < NC; ++c) acc[i][c] = _mm512_fmadd_ps(b, vv[c], acc[i][c]);
-        }
-    }
-    for (int i = 0; i < NQ; ++i) {
-        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out[i] + 16 * c, acc[i][c]);
-    }
-}
-
-// pv_block's order over Q8_0 rows (NB blocks of 32 per head).
-template <int NB>
-void pv_q8_block(const uint8_t* v, size_t vs, int j0, int j1, const float* const* p, int nq,
-                 float* const* out) {
-    constexpr int NC = 2 * NB, kMaxQ = NC > V::kAccRegs ? 1 : V::kAccRegs / NC;
-    const int step = nq <= kMaxQ ? j1 - j0 : kPvRows;
-    for (int c0 = j0; c0 < j1; c0 += step) {
-        const int c1 = j1 - c0 < step ? j1 : c0 + step;
-        for (int i = 0; i < nq; i += kMaxQ) {
-            with_count<kMaxQ>(nq - i < kMaxQ ? nq - i : kMaxQ, [&](auto n) {
-                pv_q8_tile<NB, n()>(v, vs, c0, c1, p + i, out + i);
-            });
-        }
-    }
-}
-
 bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 16 != 0) return false;
     if (!blocked_kernels<16>(head_dim / 16, k)) return false;
-    switch (head_dim) {  // the Q8_0 kernels for heads of an even number of blocks
-        case 64: k->qk_q8 = &qk_q8_rows<2>, k->pv_q8 = &pv_q8_block<2>; break;
-        case 128: k->qk_q8 = &qk_q8_rows<4>, k->pv_q8 = &pv_q8_block<4>; break;
-        case 192: k->qk_q8 = &qk_q8_rows<6>, k->pv_q8 = &pv_q8_block<6>; break;
-        case 256: k->qk_q8 = &qk_q8_rows<8>, k->pv_q8 = &pv_q8_block<8>; break;
+    switch (head_dim) {  // the Q8_0 key dot for heads of an even number of blocks
+        case 64: k->qk_q8 = &qk_q8_rows<2>; break;
+        case 128: k->qk_q8 = &qk_q8_rows<4>; break;
+        case 192: k->qk_q8 = &qk_q8_rows<6>; break;
+        case 256: k->qk_q8 = &qk_q8_rows<8>; break;
         default: break;
     }
     return true;
