@@ -166,6 +166,7 @@ std::vector<Shape> shapes_and_types() {
                             {8, 4, 8},                               // stories260K: not blocked
                             {4, 4, 48},   {8, 2, 128}, {32, 1, 16},  // 32 query heads per KV head
                             {6, 3, 40},                              // 40: not a multiple of 16
+                            {4, 2, 96},    // Phi-3: whole Q8_0 blocks, not an even number of them
                             {4, 1, 256}};  // Gemma 3 and Qwen3.5's full-attention layers
     std::vector<Shape> out;
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
@@ -293,8 +294,10 @@ TEST(AttentionRing, RingEqualsWholeCache) {
         for (int p0 = 0, i = 0; p0 < n_ctx; ++i) {
             const int n = std::min(n_ctx - p0, i % 2 ? max_pass : 4);
             for (int p = p0; p < p0 + n; ++p) {
-                whole.write(0, p, k.data() + size_t(p) * n_embd_kv, v.data() + size_t(p) * n_embd_kv);
-                ring.write(0, p, k.data() + size_t(p) * n_embd_kv, v.data() + size_t(p) * n_embd_kv);
+                whole.write(0, p, k.data() + size_t(p) * n_embd_kv,
+                            v.data() + size_t(p) * n_embd_kv);
+                ring.write(0, p, k.data() + size_t(p) * n_embd_kv,
+                           v.data() + size_t(p) * n_embd_kv);
             }
             const size_t at = size_t(p0) * 8 * 64;
             attention(whole, 0, p0, n, q.data() + at, a.data() + at, s, pool, scores.data());

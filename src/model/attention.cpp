@@ -127,6 +127,16 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         }
         return;
     }
+    if (kv.type_k() == KVType::Q8_0 && bk.qk_q8w && off % QK8_0 == 0) {  // widened as loaded
+        float* shifted[kBlockQueries];
+        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
+        for (int a = j0, m = 0; a < j1; a += m) {
+            m = kv.run(layer, a, j1 - a);
+            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
+            bk.qk_q8w(kv.k_bytes(layer, a) + first, kv.k_row_bytes(), 0, m, q, nq, scale, shifted);
+        }
+        return;
+    }
     if (kv.rows(layer) < kv.n_ctx() && kv.type_k() != KVType::Q8_0) {
         // A ring layer (row p % rows): each run of consecutive rows from its own first row, the
         // score rows shifted to match (the split changes no result).
@@ -324,8 +334,8 @@ void attention_blocked(const BlockAttentionKernels& bk, const KVCache& kv, int l
 }  // namespace
 
 size_t attention_scratch_floats(const AttentionShape& s, int n_ctx, int n_threads) {
-    return static_cast<size_t>(n_threads) *
-           (kBlockQueries * static_cast<size_t>(n_ctx) + (kChunkRows + kBlockQueries) * size_t(s.head_dim));
+    return static_cast<size_t>(n_threads) * (kBlockQueries * static_cast<size_t>(n_ctx) +
+                                             (kChunkRows + kBlockQueries) * size_t(s.head_dim));
 }
 
 void attention(const KVCache& kv, int layer, int pos0, int ntok, const float* q, float* out,

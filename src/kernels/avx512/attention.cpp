@@ -189,7 +189,8 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
         for (int b = 0; b < NB; ++b) {
             alignas(32) uint16_t h[16] = {};
             for (int r = 0; r < m; ++r) std::memcpy(&h[r], k + (j + r) * ks + b * kQ8Block, 2);
-            _mm512_store_ps(dk[b], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(h))));
+            _mm512_store_ps(dk[b],
+                            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(h))));
         }
         const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFF : (1u << m) - 1);
         for (int i = 0; i < nq; ++i) {
@@ -215,11 +216,20 @@ bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 16 != 0) return false;
     if (!blocked_kernels<16>(head_dim / 16, k)) return false;
     switch (head_dim) {  // the Q8_0 key dot for heads of an even number of blocks
-        case 64: k->qk_q8 = &qk_q8_rows<2>; break;
-        case 128: k->qk_q8 = &qk_q8_rows<4>; break;
-        case 192: k->qk_q8 = &qk_q8_rows<6>; break;
-        case 256: k->qk_q8 = &qk_q8_rows<8>; break;
-        default: break;
+        case 64:
+            k->qk_q8 = &qk_q8_rows<2>;
+            break;
+        case 128:
+            k->qk_q8 = &qk_q8_rows<4>;
+            break;
+        case 192:
+            k->qk_q8 = &qk_q8_rows<6>;
+            break;
+        case 256:
+            k->qk_q8 = &qk_q8_rows<8>;
+            break;
+        default:
+            break;
     }
     return true;
 }
