@@ -117,23 +117,19 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, const KeyQueryQ8* const* qq, int nq, float scale,
              float* const* s, float* buf) {
-    if (qq) {  // Q8_0 rows in place, run by run (a ring layer wraps)
+    // Q8_0 rows in place, run by run (a ring layer wraps): the integer kernel for the rounded
+    // queries, else the rows widened as loaded.
+    if (qq || (kv.type_k() == KVType::Q8_0 && bk.qk_q8w && off % QK8_0 == 0)) {
         float* shifted[kBlockQueries];
         const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            bk.qk_q8(kv.k_bytes(layer, a) + first, kv.k_row_bytes(), 0, m, qq, nq, scale, shifted);
-        }
-        return;
-    }
-    if (kv.type_k() == KVType::Q8_0 && bk.qk_q8w && off % QK8_0 == 0) {  // widened as loaded
-        float* shifted[kBlockQueries];
-        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
-        for (int a = j0, m = 0; a < j1; a += m) {
-            m = kv.run(layer, a, j1 - a);
-            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            bk.qk_q8w(kv.k_bytes(layer, a) + first, kv.k_row_bytes(), 0, m, q, nq, scale, shifted);
+            const uint8_t* k = kv.k_bytes(layer, a) + first;
+            if (qq)
+                bk.qk_q8(k, kv.k_row_bytes(), 0, m, qq, nq, scale, shifted);
+            else
+                bk.qk_q8w(k, kv.k_row_bytes(), 0, m, q, nq, scale, shifted);
         }
         return;
     }
