@@ -111,7 +111,7 @@ test("a replica whose slots are all busy passes requests on", { timeout: 60000 }
 // With `longFile`, the process instead starts a long stream straight to the replica (16 choices
 // of 400 tokens, written to that file) and sends the signal at its first bytes, so that the
 // replica is still busy with it for seconds whatever this machine's load.
-function signalWhenBusy(c, name, signal, health, longFile = null) {
+function signalWhenBusy(c, name, signal, health, longFile = null, atLeast = 2) {
   const url = `http://127.0.0.1:${c.replicas[name].port}`;
   const long = longFile ? `
     curl -sN ${url}/v1/completions -H 'Content-Type: application/json' \
@@ -120,7 +120,7 @@ function signalWhenBusy(c, name, signal, health, longFile = null) {
     until [ -s ${longFile} ]; do sleep 0.01; done` : "";
   const busy = `
     for i in $(seq 3000); do
-      curl -s ${url}/metrics | grep -Eq '^vllm:num_requests_running[{].*[}] ([2-9]|[1-9][0-9])$' && break
+      curl -s ${url}/metrics | grep -Eq '^vllm:num_requests_running[{].*[}] ([${atLeast}-9]|[1-9][0-9])$' && break
     done`;
   const p = spawn("bash", ["-c", `${longFile ? long : busy}
     kill -${signal} ${c.replicas[name].pid}
@@ -184,11 +184,14 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
     // when the kill comes, however busy this machine is.
     let pinned;
     while (!(pinned = l.records.find((r) => r.replica === victim))) await sleep(10);
+    // The kill comes once its text streams (it is then running: one request is enough), not
+    // after a wait for more load, which it could outlast on a fast machine.
+    const longRec = {};
     const long = streamChat(c.base, [{ role: "system", content: system(pinned.client) },
                                      { role: "user", content: "A long one, please." }], 400,
-                          { n: 16, ignore_eos: true });  // no end token: long on any machine
-    await sleep(100);
-    signaller = signalWhenBusy(c, victim, "KILL", false);
+                          { n: 16, ignore_eos: true }, longRec);  // no end token: long anywhere
+    while (!longRec.text && longRec.t_end === null) await sleep(5);
+    signaller = signalWhenBusy(c, victim, "KILL", false, null, 1);
     const { t_signal: t_kill } = await signaller.done;
     const cut = await long;
     assert.equal(cut.replica, victim);

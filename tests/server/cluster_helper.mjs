@@ -104,9 +104,9 @@ export function alive(pid) {
 // head arrived (a stream that started), from which replica, the text, the usage, whether
 // [DONE] came, and what went wrong: `error` (an HTTP status, an error event, or a stream that
 // ended without [DONE]) and `broken` (the connection broke mid-body: the client's read failed).
-export async function streamChat(base, messages, maxTokens, extra = {}) {
-  const rec = { t_sent: performance.now(), t_head: null, t_end: null, replica: null, status: 0,
-                text: "", done: false, usage: null, error: null, broken: false };
+export async function streamChat(base, messages, maxTokens, extra = {}, rec = {}) {
+  Object.assign(rec, { t_sent: performance.now(), t_head: null, t_end: null, replica: null,
+                       status: 0, text: "", done: false, usage: null, error: null, broken: false });
   try {
     const r = await fetch(base + "/v1/chat/completions", {
       method: "POST",
