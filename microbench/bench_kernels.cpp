@@ -455,7 +455,7 @@ void BM_attention(benchmark::State& state, KVType type) {
     const int ntok = static_cast<int>(state.range(0));
     const int pos0 = ntok >= 512 ? 0 : 512;
     const AttentionShape s{32, 16, 64, 0.125f};
-    KVCache kv(1, 1024, 16 * 64, type, type);
+    KVCache kv(1, 1024, 16 * 64, type, type, {}, 0, 64);
     std::vector<float> kr(16 * 64), vr(16 * 64);
     for (int p = 0; p < pos0 + ntok; ++p) {
         for (int i = 0; i < 16 * 64; ++i) {
@@ -491,7 +491,7 @@ void BM_attention_depth(benchmark::State& state, KVType type) {
     const int depth = static_cast<int>(state.range(0)), ntok = static_cast<int>(state.range(1));
     const int n_layer = 4;
     const AttentionShape s{32, 16, 64, 0.125f};
-    KVCache kv(n_layer, depth + ntok, 16 * 64, type, type);
+    KVCache kv(n_layer, depth + ntok, 16 * 64, type, type, {}, 0, 64);
     std::vector<float> kr(16 * 64), vr(16 * 64);
     for (int il = 0; il < n_layer; ++il) {
         for (int p = 0; p < depth + ntok; ++p) {

@@ -37,7 +37,7 @@ struct AttnCase {
     std::vector<float> sink;  // n_head logits, or empty
     AttnCase(int n_head, int n_head_kv, int hd, KVType type, int window, bool sinks = false)
         : s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd)), window},
-          kv(2, kPositions + 5, n_head_kv * hd, type, type) {
+          kv(2, kPositions + 5, n_head_kv * hd, type, type, {}, 0, hd) {
         std::mt19937 rng(n_head * 1000 + n_head_kv * 10 + hd);
         std::normal_distribution<float> nd(0.f, 1.f);
         if (sinks) {
@@ -286,27 +286,41 @@ TEST(AttentionRing, RingEqualsWholeCache) {
         for (auto& e : *x) e = nd(rng);
     ThreadPool pool(2);
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0}) {
+        // Whole rows and head-major (kv_cache.h), each as a ring and whole.
         KVCache whole(1, n_ctx, n_embd_kv, t, t);
         KVCache ring(1, n_ctx, n_embd_kv, t, t, window, max_pass);
+        KVCache whole_hm(1, n_ctx, n_embd_kv, t, t, {}, 0, 64);
+        KVCache ring_hm(1, n_ctx, n_embd_kv, t, t, window, max_pass, 64);
         ASSERT_LT(ring.rows(0), n_ctx);
+        ASSERT_EQ(whole_hm.slice(), 64);
+        ASSERT_EQ(whole.slice(), n_embd_kv);
         std::vector<float> scores(attention_scratch_floats(s, n_ctx, pool.size()));
-        std::vector<float> a(q.size()), b(q.size());
+        std::vector<float> a(q.size()), b[3];
+        for (auto& x : b) x.resize(q.size());
+        KVCache* others[3] = {&ring, &whole_hm, &ring_hm};
         for (int p0 = 0, i = 0; p0 < n_ctx; ++i) {
             const int n = std::min(n_ctx - p0, i % 2 ? max_pass : 4);
             for (int p = p0; p < p0 + n; ++p) {
-                whole.write(0, p, k.data() + size_t(p) * n_embd_kv,
-                            v.data() + size_t(p) * n_embd_kv);
-                ring.write(0, p, k.data() + size_t(p) * n_embd_kv,
-                           v.data() + size_t(p) * n_embd_kv);
+                const float* kr = k.data() + size_t(p) * n_embd_kv;
+                const float* vr = v.data() + size_t(p) * n_embd_kv;
+                whole.write(0, p, kr, vr);
+                for (KVCache* c : others) c->write(0, p, kr, vr);
             }
             const size_t at = size_t(p0) * 8 * 64;
             attention(whole, 0, p0, n, q.data() + at, a.data() + at, s, pool, scores.data());
-            attention(ring, 0, p0, n, q.data() + at, b.data() + at, s, pool, scores.data());
+            for (int c = 0; c < 3; ++c)
+                attention(*others[c], 0, p0, n, q.data() + at, b[c].data() + at, s, pool,
+                          scores.data());
             p0 += n;
         }
-        for (size_t i = 0; i < a.size(); ++i)
-            ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
-                << kv_type_name(t) << ": position " << i / (8 * 64) << " element " << i % (8 * 64);
+        for (int c = 0; c < 3; ++c)
+            for (size_t i = 0; i < a.size(); ++i)
+                ASSERT_EQ(std::memcmp(&a[i], &b[c][i], sizeof(float)), 0)
+                    << kv_type_name(t) << " "
+                    << (c == 0   ? "ring"
+                        : c == 1 ? "head-major"
+                                 : "head-major ring")
+                    << ": position " << i / (8 * 64) << " element " << i % (8 * 64);
     }
 }
 
@@ -340,6 +354,81 @@ TEST(KVCacheTypes, RowRunsEqualRowByRow) {
             }
         }
     }
+}
+
+// A head-major cache (kv_cache.h) holds what a whole-row one holds: the same values for reads of
+// any span (within a head or across heads, a single row or a run), byte-identical snapshots, and
+// a snapshot of either restores into the other. A Q8_0 side with heads of 48 values (not whole
+// blocks) keeps whole rows.
+TEST(KVCacheTypes, HeadMajorHoldsWhatWholeRowsHold) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.f, 2.f);
+    const int n_ctx = 50, n_embd_kv = 4 * 64;
+    for (const auto [tk, tv] : {std::pair{KVType::F32, KVType::F16},
+                                {KVType::Q8_0, KVType::F16},
+                                {KVType::F16, KVType::Q8_0},
+                                {KVType::Q8_0, KVType::Q8_0}}) {
+        KVCache rows(2, n_ctx, n_embd_kv, tk, tv), heads(2, n_ctx, n_embd_kv, tk, tv, {}, 0, 64);
+        ASSERT_EQ(heads.slice(), 64);
+        ASSERT_EQ(heads.stride(), 64);
+        ASSERT_EQ(heads.k_stride_bytes(), kv_row_bytes(tk, 64));
+        std::vector<float> k(n_embd_kv), v(n_embd_kv);
+        std::vector<token_id> toks;
+        for (int il = 0; il < 2; ++il) {
+            for (int j = 0; j < 45; ++j) {
+                for (auto& x : k) x = nd(rng);
+                for (auto& x : v) x = nd(rng);
+                rows.write(il, j, k.data(), v.data());
+                heads.write(il, j, k.data(), v.data());
+            }
+        }
+        for (int j = 0; j < 45; ++j) toks.push_back(j % 7);
+        rows.append(toks);
+        heads.append(toks);
+        auto same_reads = [&](const KVCache& a, const KVCache& b, const char* what) {
+            for (const auto [off, n] :
+                 {std::pair{0, n_embd_kv}, {64, 64}, {20, 50}, {96, 32}, {60, 100}, {128, 128}}) {
+                std::vector<float> ra(size_t(43) * n), rb(ra.size());
+                for (const bool is_k : {true, false}) {
+                    for (int il = 0; il < 2; ++il) {
+                        if (is_k) {
+                            a.read_k_rows(il, 2, 45, off, n, ra.data());
+                            b.read_k_rows(il, 2, 45, off, n, rb.data());
+                        } else {
+                            a.read_v_rows(il, 2, 45, off, n, ra.data());
+                            b.read_v_rows(il, 2, 45, off, n, rb.data());
+                        }
+                        ASSERT_EQ(std::memcmp(ra.data(), rb.data(), ra.size() * sizeof(float)), 0)
+                            << what << " " << kv_type_name(is_k ? tk : tv) << (is_k ? " K" : " V")
+                            << " layer " << il << " off " << off << " n " << n;
+                        std::vector<float> one(static_cast<size_t>(n));
+                        if (is_k)
+                            b.read_k(il, 17, off, n, one.data());
+                        else
+                            b.read_v(il, 17, off, n, one.data());
+                        ASSERT_EQ(std::memcmp(one.data(), rb.data() + size_t(15) * n,
+                                              one.size() * sizeof(float)),
+                                  0)
+                            << what << " row 17 off " << off;
+                    }
+                }
+            }
+        };
+        same_reads(rows, heads, "written");
+        const KVSnapshot sr = rows.save(45), sh = heads.save(45);
+        ASSERT_EQ(sr.k, sh.k);
+        ASSERT_EQ(sr.v, sh.v);
+        KVCache rows2(2, n_ctx, n_embd_kv, tk, tv), heads2(2, n_ctx, n_embd_kv, tk, tv, {}, 0, 64);
+        rows2.restore(sh);
+        heads2.restore(sr);
+        same_reads(rows, heads2, "restored head-major");
+        same_reads(rows2, heads, "restored whole rows");
+        EXPECT_EQ(heads2.n_past(), 45);
+    }
+    KVCache q8_48(1, 8, 4 * 48, KVType::Q8_0, KVType::F16, {}, 0, 48);
+    EXPECT_EQ(q8_48.slice(), 4 * 48);
+    KVCache f16_48(1, 8, 4 * 48, KVType::F16, KVType::F16, {}, 0, 48);
+    EXPECT_EQ(f16_48.slice(), 48);
 }
 
 // Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);

@@ -87,7 +87,7 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
     for (int j = j0; j < j1; ++j) {
         const float* kj = buf;
         if (k32)
-            kj = kv.k(layer, j) + kv_off;
+            kj = kv.k(layer, j, kv_off);
         else
             kv.read_k(layer, j, kv_off, hd, buf);
         scores[j] = kern.dot(q, kj, hd) * s.scale;
@@ -101,7 +101,7 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
     for (int j = j0; j < j1; ++j) {
         const float* vj = buf;
         if (v32)
-            vj = kv.v(layer, j) + kv_off;
+            vj = kv.v(layer, j, kv_off);
         else
             kv.read_v(layer, j, kv_off, hd, buf);
         kern.axpy(scores[j], vj, out, hd);
@@ -121,15 +121,14 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
     // queries, else the rows widened as loaded.
     if (qq || (kv.type_k() == KVType::Q8_0 && bk.qk_q8w && off % QK8_0 == 0)) {
         float* shifted[kBlockQueries];
-        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            const uint8_t* k = kv.k_bytes(layer, a) + first;
+            const uint8_t* k = kv.k_bytes(layer, a, off);
             if (qq)
-                bk.qk_q8(k, kv.k_row_bytes(), 0, m, qq, nq, scale, shifted);
+                bk.qk_q8(k, kv.k_stride_bytes(), 0, m, qq, nq, scale, shifted);
             else
-                bk.qk_q8w(k, kv.k_row_bytes(), 0, m, q, nq, scale, shifted);
+                bk.qk_q8w(k, kv.k_stride_bytes(), 0, m, q, nq, scale, shifted);
         }
         return;
     }
@@ -141,19 +140,18 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
             if (kv.type_k() == KVType::F32)
-                bk.qk(kv.k(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, q, nq, scale, shifted);
+                bk.qk(kv.k(layer, a, off), size_t(kv.stride()), 0, m, q, nq, scale, shifted);
             else
-                bk.qk_h(kv.k_f16(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, q, nq, scale,
-                        shifted);
+                bk.qk_h(kv.k_f16(layer, a, off), size_t(kv.stride()), 0, m, q, nq, scale, shifted);
         }
         return;
     }
     if (kv.type_k() == KVType::F32) {
-        bk.qk(kv.k(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
+        bk.qk(kv.k(layer, 0, off), size_t(kv.stride()), j0, j1, q, nq, scale, s);
         return;
     }
     if (kv.type_k() == KVType::F16) {  // widened as loaded: no row buffer to write and read
-        bk.qk_h(kv.k_f16(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, q, nq, scale, s);
+        bk.qk_h(kv.k_f16(layer, 0, off), size_t(kv.stride()), j0, j1, q, nq, scale, s);
         return;
     }
     float* shifted[kBlockQueries];
@@ -169,11 +167,10 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
              int j1, const float* const* p, int nq, float* const* out, float* buf) {
     if (kv.type_v() == KVType::Q8_0 && bk.pv_q8 && off % QK8_0 == 0) {  // in place, run by run
         const float* shifted[kBlockQueries];
-        const size_t first = size_t(off) / QK8_0 * sizeof(block_q8_0);
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
-            bk.pv_q8(kv.v_bytes(layer, a) + first, kv.v_row_bytes(), 0, m, shifted, nq, out);
+            bk.pv_q8(kv.v_bytes(layer, a, off), kv.v_stride_bytes(), 0, m, shifted, nq, out);
         }
         return;
     }
@@ -183,18 +180,18 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
             if (kv.type_v() == KVType::F32)
-                bk.pv(kv.v(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, shifted, nq, out);
+                bk.pv(kv.v(layer, a, off), size_t(kv.stride()), 0, m, shifted, nq, out);
             else
-                bk.pv_h(kv.v_f16(layer, a) + off, size_t(kv.n_embd_kv()), 0, m, shifted, nq, out);
+                bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride()), 0, m, shifted, nq, out);
         }
         return;
     }
     if (kv.type_v() == KVType::F32) {
-        bk.pv(kv.v(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
+        bk.pv(kv.v(layer, 0, off), size_t(kv.stride()), j0, j1, p, nq, out);
         return;
     }
     if (kv.type_v() == KVType::F16) {
-        bk.pv_h(kv.v_f16(layer, 0) + off, size_t(kv.n_embd_kv()), j0, j1, p, nq, out);
+        bk.pv_h(kv.v_f16(layer, 0, off), size_t(kv.stride()), j0, j1, p, nq, out);
         return;
     }
     const float* shifted[kBlockQueries];

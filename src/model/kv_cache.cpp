@@ -93,18 +93,6 @@ KVType parse_kv_type(std::string_view name, std::string_view flag) {
          "'");
 }
 
-size_t kv_row_bytes(KVType t, int n) {
-    switch (t) {
-        case KVType::F32:
-            return sizeof(float) * size_t(n);
-        case KVType::F16:
-            return sizeof(fp16_t) * size_t(n);
-        case KVType::Q8_0:
-            break;
-    }
-    return sizeof(block_q8_0) * size_t(n / QK8_0);
-}
-
 double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
     return double(n_layer) * n_ctx *
            double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
@@ -125,15 +113,18 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
 }
 
 KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
-                 std::span<const int> windows, int max_pass)
-    : n_layer_(n_layer),
-      n_ctx_(n_ctx),
-      n_embd_kv_(n_embd_kv),
-      type_k_(type_k),
-      type_v_(type_v),
-      k_row_(kv_row_bytes(type_k, n_embd_kv)),
-      v_row_(kv_row_bytes(type_v, n_embd_kv)) {
+                 std::span<const int> windows, int max_pass, int head_dim)
+    : n_layer_(n_layer), n_ctx_(n_ctx), n_embd_kv_(n_embd_kv), type_k_(type_k), type_v_(type_v) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
+    // Head-major where every side can split its rows there (a Q8_0 side: whole blocks per head).
+    const bool q8 = type_k == KVType::Q8_0 || type_v == KVType::Q8_0;
+    const bool split = head_dim > 0 && head_dim < n_embd_kv && n_embd_kv % head_dim == 0 &&
+                       (!q8 || head_dim % QK8_0 == 0);
+    slice_ = split ? head_dim : n_embd_kv;
+    n_slices_ = n_embd_kv / slice_;
+    k_slice_ = kv_row_bytes(type_k, slice_);
+    v_slice_ = kv_row_bytes(type_v, slice_);
+    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
     size_t rows = 0;
     for (int il = 0; il < n_layer; ++il) {
         const int w = size_t(il) < windows.size() ? windows[size_t(il)] : 0;
@@ -152,45 +143,58 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
             fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
                  " values; this model's are ", n_embd_kv, " (use f16)");
-    const double total = double(rows) * double(k_row_ + v_row_);
+    const double total = double(rows) * double(k_row + v_row);
     const double limit = physical_memory_bytes();
     if (limit > 0 && total > limit) {
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row_);
-    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row_);
+    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row);
+    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row);
     k_ = k_buf_->data();
     v_ = v_buf_->data();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
 }
 
+// Snapshots hold whole rows: each row gathered from (save) or scattered to (restore) its heads.
 KVSnapshot KVCache::save(int n) const {
     if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
     if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
+    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
-    s.k.resize(size_t(n_layer_) * size_t(n) * k_row_);
-    s.v.resize(size_t(n_layer_) * size_t(n) * v_row_);
+    s.k.resize(size_t(n_layer_) * size_t(n) * k_row);
+    s.v.resize(size_t(n_layer_) * size_t(n) * v_row);
+    uint8_t* k = s.k.data();
+    uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {
-        std::memcpy(s.k.data() + size_t(il) * size_t(n) * k_row_,
-                    k_ + first_row_[size_t(il)] * k_row_, size_t(n) * k_row_);
-        std::memcpy(s.v.data() + size_t(il) * size_t(n) * v_row_,
-                    v_ + first_row_[size_t(il)] * v_row_, size_t(n) * v_row_);
+        for (int p = 0; p < n; ++p, k += k_row, v += v_row) {
+            for (int h = 0; h < n_slices_; ++h) {
+                std::memcpy(k + size_t(h) * k_slice_, k_bytes(il, p, h * slice_), k_slice_);
+                std::memcpy(v + size_t(h) * v_slice_, v_bytes(il, p, h * slice_), v_slice_);
+            }
+        }
     }
     return s;
 }
 
 void KVCache::restore(const KVSnapshot& s) {
     const size_t n = s.tokens.size();
-    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row_ ||
-        s.v.size() != size_t(n_layer_) * n * v_row_)
+    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
+    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row ||
+        s.v.size() != size_t(n_layer_) * n * v_row)
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
+    const uint8_t* k = s.k.data();
+    const uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {
-        std::memcpy(k_ + first_row_[size_t(il)] * k_row_, s.k.data() + size_t(il) * n * k_row_,
-                    n * k_row_);
-        std::memcpy(v_ + first_row_[size_t(il)] * v_row_, s.v.data() + size_t(il) * n * v_row_,
-                    n * v_row_);
+        for (int p = 0; p < int(n); ++p, k += k_row, v += v_row) {
+            for (int h = 0; h < n_slices_; ++h) {
+                std::memcpy(k_ + offset(il, p, h * slice_, k_slice_, type_k_),
+                            k + size_t(h) * k_slice_, k_slice_);
+                std::memcpy(v_ + offset(il, p, h * slice_, v_slice_, type_v_),
+                            v + size_t(h) * v_slice_, v_slice_);
+            }
+        }
     }
     tokens_.assign(s.tokens.begin(), s.tokens.end());  // within the reserved n_ctx
 }
@@ -219,14 +223,17 @@ bool KVCache::can_keep(int n) const {
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
     if (const int r = rows_[size_t(layer)]; r < n_ctx_)
         ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
-    store_row(type_k_, k, k_ + offset(layer, pos, k_row_), n_embd_kv_);
-    store_row(type_v_, v, v_ + offset(layer, pos, v_row_), n_embd_kv_);
+    for (int h = 0; h < n_slices_; ++h) {
+        const int off = h * slice_;
+        store_row(type_k_, k + off, k_ + offset(layer, pos, off, k_slice_, type_k_), slice_);
+        store_row(type_v_, v + off, v_ + offset(layer, pos, off, v_slice_, type_v_), slice_);
+    }
 }
 
 namespace {
 
-// Readers walk a layer's rows in order, each a small piece of its row (one KV head's): the
-// piece kReadAhead rows on is prefetched (the hardware prefetchers do not follow such strides
+// Readers walk a head's positions in order: the piece kReadAhead positions on is prefetched (in
+// whole-row layouts the pieces are a row apart, a stride the hardware prefetchers do not follow
 // far enough ahead). An address past the cache is only a hint, never read.
 constexpr int kReadAhead = 32;
 
@@ -269,31 +276,44 @@ void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
 }  // namespace
 
 void KVCache::read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const {
-    if (type_k_ != KVType::Q8_0) {
+    const int base = off / slice_ * slice_;
+    if (type_k_ != KVType::Q8_0 || off + n > base + slice_) {
         for (int j = j0; j < j1; ++j) read_k(layer, j, off, n, out + size_t(j - j0) * n);
         return;
     }
-    q8_rows([&](int j) { return k_ + offset(layer, j, k_row_); }, j0, j1, off, n, out);
+    q8_rows([&](int j) { return k_bytes(layer, j, base); }, j0, j1, off - base, n, out);
 }
 
 void KVCache::read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const {
-    if (type_v_ != KVType::Q8_0) {
+    const int base = off / slice_ * slice_;
+    if (type_v_ != KVType::Q8_0 || off + n > base + slice_) {
         for (int j = j0; j < j1; ++j) read_v(layer, j, off, n, out + size_t(j - j0) * n);
         return;
     }
-    q8_rows([&](int j) { return v_ + offset(layer, j, v_row_); }, j0, j1, off, n, out);
+    q8_rows([&](int j) { return v_bytes(layer, j, base); }, j0, j1, off - base, n, out);
 }
 
+// Head by head (a read may span several), each from its head's start (a Q8_0 block's).
 void KVCache::read_k(int layer, int pos, int off, int n, float* out) const {
-    prefetch_piece(k_ + offset(layer, pos + kReadAhead, k_row_) + piece_offset(type_k_, off),
-                   piece_bytes(type_k_, n));
-    load_row(type_k_, k_ + offset(layer, pos, k_row_), off, n, out);
+    for (int i = 0; i < n;) {
+        const int at = off + i, base = at / slice_ * slice_,
+                  m = std::min(n - i, base + slice_ - at);
+        prefetch_piece(k_bytes(layer, pos + kReadAhead, base) + piece_offset(type_k_, at - base),
+                       piece_bytes(type_k_, m));
+        load_row(type_k_, k_bytes(layer, pos, base), at - base, m, out + i);
+        i += m;
+    }
 }
 
 void KVCache::read_v(int layer, int pos, int off, int n, float* out) const {
-    prefetch_piece(v_ + offset(layer, pos + kReadAhead, v_row_) + piece_offset(type_v_, off),
-                   piece_bytes(type_v_, n));
-    load_row(type_v_, v_ + offset(layer, pos, v_row_), off, n, out);
+    for (int i = 0; i < n;) {
+        const int at = off + i, base = at / slice_ * slice_,
+                  m = std::min(n - i, base + slice_ - at);
+        prefetch_piece(v_bytes(layer, pos + kReadAhead, base) + piece_offset(type_v_, at - base),
+                       piece_bytes(type_v_, m));
+        load_row(type_v_, v_bytes(layer, pos, base), at - base, m, out + i);
+        i += m;
+    }
 }
 
 }  // namespace specula

@@ -8,6 +8,14 @@
 // later evals overwrite rows in place. The constructor throws Error when the cache would not fit in
 // memory, or for Q8_0 when n_embd_kv is not a multiple of 32.
 //
+// Head-major: given head_dim, each layer keeps every KV head's values of all its positions
+// together (head h's values of position p at [h][p], head_dim values each), so a pass reading one
+// KV head over a long cache streams one contiguous run instead of a 128-byte piece of every 2 KiB
+// row (which the memory system serves at under half the bandwidth of a whole stream). Without
+// head_dim (or for a Q8_0 side when head_dim is not a multiple of 32) a "head" is the whole row.
+// Readers address values by (layer, position, value offset) and step between the positions of
+// one head by stride(); the layout is never seen outside (snapshots hold whole rows).
+//
 // Sliding-window layers (model/hparams.h HParams::n_swa) keep only what their attention reads: a
 // layer of window w holds window_rows(w, max_pass, n_ctx) = min(n_ctx, w - 1 + max_pass) rows as
 // a ring (position p in row p % rows). That covers a pass of up to max_pass tokens (its first
@@ -36,11 +44,16 @@ enum class KVType { F32, F16, Q8_0 };
 const char* kv_type_name(KVType t);  // "f32", "f16", "q8_0"
 // llama.cpp's names (f32, f16, q8_0); Error naming `flag` and listing them otherwise.
 KVType parse_kv_type(std::string_view name, std::string_view flag);
-// Bytes of one row of n values.
-size_t kv_row_bytes(KVType t, int n);
+// Bytes of one row of n values (a Q8_0 row: n / 32 whole blocks).
+inline size_t kv_row_bytes(KVType t, int n) {
+    return t == KVType::F32   ? sizeof(float) * size_t(n)
+           : t == KVType::F16 ? sizeof(uint16_t) * size_t(n)
+                              : (sizeof(uint16_t) + 32) * size_t(n / 32);
+}
 
 // Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
-// the cache stores them (its types). The server's host-RAM prompt cache keeps these.
+// the cache stores them (its types), each row whole (n_embd_kv values, whatever the layout). The
+// server's host-RAM prompt cache keeps these.
 struct KVSnapshot {
     std::vector<token_id> tokens;
     std::vector<uint8_t> k, v;
@@ -51,8 +64,10 @@ class KVCache {
   public:
     // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
     // model's recurrent layer; empty: every layer whole).
+    // `head_dim`: the values of one KV head (head-major layout, above; 0: whole rows).
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
-            KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0);
+            KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0,
+            int head_dim = 0);
 
     // Bytes the cache takes (K and V, every layer and position).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
@@ -66,37 +81,44 @@ class KVCache {
     // rounded to the cache's types.
     void write(int layer, int pos, const float* k, const float* v);
 
-    // F32 rows, read in place (only when that side's type is F32).
-    const float* k(int layer, int pos) const {
-        return reinterpret_cast<const float*>(k_ + offset(layer, pos, k_row_));
+    // In place, value `off` of position `pos` (off within one head; a Q8_0 side: off a multiple
+    // of 32, the block it starts): the values of the same head at the next positions are stride()
+    // values (F32 / F16) or k_stride_bytes() / v_stride_bytes() bytes (any type) apart.
+    const float* k(int layer, int pos, int off) const {
+        return reinterpret_cast<const float*>(k_bytes(layer, pos, off));
     }
-    const float* v(int layer, int pos) const {
-        return reinterpret_cast<const float*>(v_ + offset(layer, pos, v_row_));
+    const float* v(int layer, int pos, int off) const {
+        return reinterpret_cast<const float*>(v_bytes(layer, pos, off));
     }
-    // F16 rows, read in place (only when that side's type is F16): n_embd_kv halves per position.
-    const uint16_t* k_f16(int layer, int pos) const {
-        return reinterpret_cast<const uint16_t*>(k_ + offset(layer, pos, k_row_));
+    const uint16_t* k_f16(int layer, int pos, int off) const {
+        return reinterpret_cast<const uint16_t*>(k_bytes(layer, pos, off));
     }
-    const uint16_t* v_f16(int layer, int pos) const {
-        return reinterpret_cast<const uint16_t*>(v_ + offset(layer, pos, v_row_));
+    const uint16_t* v_f16(int layer, int pos, int off) const {
+        return reinterpret_cast<const uint16_t*>(v_bytes(layer, pos, off));
     }
-    // A row's bytes as stored (any type; a Q8_0 row is n_embd_kv / 32 blocks), k_row_bytes() /
-    // v_row_bytes() apart over a run (below).
-    const uint8_t* k_bytes(int layer, int pos) const { return k_ + offset(layer, pos, k_row_); }
-    const uint8_t* v_bytes(int layer, int pos) const { return v_ + offset(layer, pos, v_row_); }
-    size_t k_row_bytes() const { return k_row_; }
-    size_t v_row_bytes() const { return v_row_; }
+    const uint8_t* k_bytes(int layer, int pos, int off) const {
+        return k_ + offset(layer, pos, off, k_slice_, type_k_);
+    }
+    const uint8_t* v_bytes(int layer, int pos, int off) const {
+        return v_ + offset(layer, pos, off, v_slice_, type_v_);
+    }
+    int stride() const { return slice_; }  // values; F32 / F16 sides
+    size_t k_stride_bytes() const { return k_slice_; }
+    size_t v_stride_bytes() const { return v_slice_; }
+    // The values of one head (what one stride spans): head_dim, or n_embd_kv for whole rows.
+    int slice() const { return slice_; }
     // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
     // where a ring layer wraps): the pointers above stay valid over that many.
     int run(int layer, int pos, int n) const {
         const int r = rows_[size_t(layer)];
         return r == n_ctx_ ? n : std::min(n, r - pos % r);
     }
-    // Values [off, off + n) of a row as floats, whatever the type.
+    // Values [off, off + n) of a row as floats, whatever the type and the layout.
     void read_k(int layer, int pos, int off, int n, float* out) const;
     void read_v(int layer, int pos, int off, int n, float* out) const;
     // Rows [j0, j1) of the same, one after the other (out: (j1 - j0) x n floats), the same values
-    // as read_k / read_v row by row; a Q8_0 cache in one tight loop (no call per block).
+    // as read_k / read_v row by row; a Q8_0 cache in one tight loop (no call per block) where
+    // [off, off + n) lies in one head.
     void read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const;
     void read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const;
 
@@ -132,9 +154,13 @@ class KVCache {
     void restore(const KVSnapshot& s);
 
   private:
-    size_t offset(int layer, int pos, size_t row) const {
-        const int r = rows_[size_t(layer)];
-        return (first_row_[size_t(layer)] + size_t(pos < r ? pos : pos % r)) * row;
+    // Byte offset of value `off` of position `pos`: the layer's first row, then the head's
+    // run of r slices (slice: its bytes), the position's slice in it, the value in that.
+    size_t offset(int layer, int pos, int off, size_t slice, KVType t) const {
+        const int r = rows_[size_t(layer)], head = off / slice_, in = off % slice_;
+        const size_t row = slice * size_t(n_slices_);
+        return first_row_[size_t(layer)] * row +
+               (size_t(head) * r + size_t(pos < r ? pos : pos % r)) * slice + kv_row_bytes(t, in);
     }
     int n_layer_, n_ctx_, n_embd_kv_;
     int max_pass_ = 0;
@@ -145,12 +171,12 @@ class KVCache {
     std::vector<int> ring_pos_;
     std::vector<size_t> ring_first_;
     KVType type_k_, type_v_;
-    size_t k_row_, v_row_;          // bytes per row
+    int slice_ = 0, n_slices_ = 1;  // values per head slice; slices per row
+    size_t k_slice_, v_slice_;      // bytes per slice
     std::vector<token_id> tokens_;  // reserved n_ctx at construction
-    // K and V rows on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): a
-    // pass over a long cache reads each KV head's slice of every row, one small piece per row
-    // (128 bytes of a 2 KiB row for 64-value heads), so with 4 KiB pages nearly every row read
-    // was a TLB miss.
+    // K and V on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): fewer
+    // TLB misses for passes that read a layer's heads over a long cache (and, in whole-row
+    // layouts, a small piece of every row).
     std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
     uint8_t* k_ = nullptr;
     uint8_t* v_ = nullptr;

@@ -38,7 +38,7 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v, layer_windows(m.hparams()), swa_max_pass(p)),
+         p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim),
       rec(m.hparams(), p.recurrent_rollback) {
     OffloadParams op = m.placement();
     if (p.n_gpu_layers >= 0) {
@@ -50,7 +50,8 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     if (offload) kv.set_device_layers(offload->n_layers());
     if (m.has_mtp()) {
         mtp_kv =
-            std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k, p.type_v);
+            std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k, p.type_v,
+                                      std::span<const int>{}, 0, m.hparams().head_dim);
     }
 }
 
