@@ -162,10 +162,11 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
 
 // Every shape with each cache type (Q8_0 needs K/V rows of a multiple of 32 values).
 std::vector<Shape> shapes_and_types() {
-    const Shape shapes[] = {{32, 16, 64},                            // the ~1B benchmark target
-                            {8, 4, 8},                               // stories260K: not blocked
+    const Shape shapes[] = {{32, 16, 64},  // the ~1B benchmark target
+                            {8, 4, 8},     // stories260K: AVX2's 8-lane kernels, at AVX-512 too
                             {4, 4, 48},   {8, 2, 128}, {32, 1, 16},  // 32 query heads per KV head
-                            {6, 3, 40},                              // 40: not a multiple of 16
+                            {6, 3, 40},    // 40: not a multiple of 16 (AVX2's kernels again)
+                            {4, 2, 12},    // 12: no blocked kernel at any level
                             {4, 2, 96},    // Phi-3: whole Q8_0 blocks, not an even number of them
                             {4, 1, 256}};  // Gemma 3 and Qwen3.5's full-attention layers
     std::vector<Shape> out;
@@ -177,13 +178,13 @@ std::vector<Shape> shapes_and_types() {
     // not blocked head sizes, grouped and not).
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
         for (int w : {1, 13, 40})
-            for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 1, 256}})
+            for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 1, 256}, Shape{4, 2, 12}})
                 if ((t == KVType::F32 || w == 13) && (t != KVType::Q8_0 || s.hd % 32 == 0))
                     out.push_back({s.n_head, s.n_head_kv, s.hd, t, w});
     // Attention sinks, with and without a window (blocked and not blocked head sizes; the
     // 128-wide heads only windowed, which keeps the scalar run short).
     for (int w : {0, 13})
-        for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 2, 64}})
+        for (Shape s : {Shape{8, 2, 128}, Shape{6, 3, 40}, Shape{4, 2, 64}, Shape{4, 2, 12}})
             if (w > 0 || s.hd < 128)
                 out.push_back({s.n_head, s.n_head_kv, s.hd, KVType::F16, w, true});
     return out;
@@ -208,6 +209,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
 // formula's bits: per block the exact integer dot, then fma(dot, d_k * d_q, acc) block by block,
 // times the scale; over rows with a gap between them, from a row that is not a multiple of 16,
 // for 1-5 queries and every head size it covers. The other levels have none (they widen).
+// Heads of a multiple of 8 values have blocked kernels at every vector level (AVX-512 takes AVX2's
+// 8-lane ones for sizes its 16 lanes do not divide: stories260K's heads of 8), others none.
+TEST(BlockedKernels, CoverEveryMultipleOfEight) {
+    const bool vector =
+        active_simd_level() == SimdLevel::AVX512 || active_simd_level() == SimdLevel::AVX2;
+    for (int hd : {8, 24, 40, 64, 256}) {
+        BlockAttentionKernels k{};
+        EXPECT_EQ(best_blocked_attention(hd, &k), vector) << hd;
+        if (vector) EXPECT_TRUE(k.qk && k.pv && k.qk_h && k.pv_h) << hd;
+    }
+    BlockAttentionKernels k{};
+    EXPECT_FALSE(best_blocked_attention(12, &k));
+}
+
 TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
     std::mt19937 rng(5);
     std::uniform_int_distribution<int> qi(-127, 127);

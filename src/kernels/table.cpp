@@ -179,6 +179,15 @@ AttentionEntry best_attention() {
     return e;
 }
 
+bool best_blocked_attention(int head_dim, BlockAttentionKernels* k) {
+    const IsaChain c = base_chain(active_simd_level());
+    for (int i = 0; i < c.n; ++i) {
+        const auto blocked = kernel_table().attention(c.isa[i]).blocked;
+        if (blocked && blocked(head_dim, k)) return true;
+    }
+    return false;
+}
+
 ActivationEntry best_activation() {
     const IsaChain c = base_chain(active_simd_level());
     ActivationEntry e;

@@ -146,6 +146,11 @@ PackedTileFn best_packed_tile(GGMLType t);
 PackedPairFn best_packed_pair(GGMLType t);
 // Attention's loops now: each member from the first ISA of the chain that has it.
 AttentionEntry best_attention();
+// The blocked attention kernels for heads of head_dim values: the first ISA of the chain whose
+// `blocked` covers that size (AVX2's 8-lane kernels for heads of 8, 24, 40 ... on an AVX-512
+// machine); false when none does. One choice per size and process, so results stay batch
+// invariant.
+bool best_blocked_attention(int head_dim, BlockAttentionKernels* k);
 // The activations now: each member from the first ISA of the chain that has it (null: none).
 ActivationEntry best_activation();
 

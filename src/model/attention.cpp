@@ -223,8 +223,7 @@ BlockShape block_shape(const AttentionShape& s, int ntok, int n_threads) {
 
 // Like attention_kernels(), the level is chosen once per process.
 bool block_kernels(int head_dim, BlockAttentionKernels* k) {
-    const auto blocked = attention_kernels().blocked;
-    if (!blocked || !blocked(head_dim, k)) return false;
+    if (!best_blocked_attention(head_dim, k)) return false;
     if (!k->softmax) k->softmax = softmax_row;  // the ISA has none of its own
     return true;
 }
