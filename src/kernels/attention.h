@@ -25,7 +25,7 @@ struct KeyQueryQ8 {
 // A query's results do not depend on nq or on how [0, n) is split into [j0, j1) ranges.
 // AttentionEntry::blocked(head_dim, &k) fills them for head_dim (AVX-512: a multiple of 16 up to
 // 256; AVX2: of 8 up to 256: Gemma 3 and Qwen3.5 have heads of 256) and returns false for other
-// sizes.
+// sizes; kernels/table.h's best_blocked_attention takes the first ISA that covers a size.
 struct BlockAttentionKernels {
     void (*qk)(const float* k, size_t stride, int j0, int j1, const float* const* q, int nq,
                float scale, float* const* s);
