@@ -275,43 +275,27 @@ void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
 
 }  // namespace
 
-void KVCache::read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const {
     const int base = off / slice_ * slice_;
-    if (type_k_ != KVType::Q8_0 || off + n > base + slice_) {
-        for (int j = j0; j < j1; ++j) read_k(layer, j, off, n, out + size_t(j - j0) * n);
+    if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice_) {
+        for (int j = j0; j < j1; ++j) read(is_k, layer, j, off, n, out + size_t(j - j0) * n);
         return;
     }
-    q8_rows([&](int j) { return k_bytes(layer, j, base); }, j0, j1, off - base, n, out);
-}
-
-void KVCache::read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const {
-    const int base = off / slice_ * slice_;
-    if (type_v_ != KVType::Q8_0 || off + n > base + slice_) {
-        for (int j = j0; j < j1; ++j) read_v(layer, j, off, n, out + size_t(j - j0) * n);
-        return;
-    }
-    q8_rows([&](int j) { return v_bytes(layer, j, base); }, j0, j1, off - base, n, out);
+    q8_rows([&](int j) { return is_k ? k_bytes(layer, j, base) : v_bytes(layer, j, base); }, j0, j1,
+            off - base, n, out);
 }
 
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).
-void KVCache::read_k(int layer, int pos, int off, int n, float* out) const {
+void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
+    const KVType t = is_k ? type_k_ : type_v_;
     for (int i = 0; i < n;) {
         const int at = off + i, base = at / slice_ * slice_,
                   m = std::min(n - i, base + slice_ - at);
-        prefetch_piece(k_bytes(layer, pos + kReadAhead, base) + piece_offset(type_k_, at - base),
-                       piece_bytes(type_k_, m));
-        load_row(type_k_, k_bytes(layer, pos, base), at - base, m, out + i);
-        i += m;
-    }
-}
-
-void KVCache::read_v(int layer, int pos, int off, int n, float* out) const {
-    for (int i = 0; i < n;) {
-        const int at = off + i, base = at / slice_ * slice_,
-                  m = std::min(n - i, base + slice_ - at);
-        prefetch_piece(v_bytes(layer, pos + kReadAhead, base) + piece_offset(type_v_, at - base),
-                       piece_bytes(type_v_, m));
-        load_row(type_v_, v_bytes(layer, pos, base), at - base, m, out + i);
+        const uint8_t* ahead =
+            is_k ? k_bytes(layer, pos + kReadAhead, base) : v_bytes(layer, pos + kReadAhead, base);
+        prefetch_piece(ahead + piece_offset(t, at - base), piece_bytes(t, m));
+        load_row(t, is_k ? k_bytes(layer, pos, base) : v_bytes(layer, pos, base), at - base, m,
+                 out + i);
         i += m;
     }
 }

@@ -114,13 +114,21 @@ class KVCache {
         return r == n_ctx_ ? n : std::min(n, r - pos % r);
     }
     // Values [off, off + n) of a row as floats, whatever the type and the layout.
-    void read_k(int layer, int pos, int off, int n, float* out) const;
-    void read_v(int layer, int pos, int off, int n, float* out) const;
+    void read_k(int layer, int pos, int off, int n, float* out) const {
+        read(true, layer, pos, off, n, out);
+    }
+    void read_v(int layer, int pos, int off, int n, float* out) const {
+        read(false, layer, pos, off, n, out);
+    }
     // Rows [j0, j1) of the same, one after the other (out: (j1 - j0) x n floats), the same values
     // as read_k / read_v row by row; a Q8_0 cache in one tight loop (no call per block) where
     // [off, off + n) lies in one head.
-    void read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const;
-    void read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const;
+    void read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+        read_rows(true, layer, j0, j1, off, n, out);
+    }
+    void read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+        read_rows(false, layer, j0, j1, off, n, out);
+    }
 
     KVType type_k() const { return type_k_; }
     KVType type_v() const { return type_v_; }
@@ -154,6 +162,8 @@ class KVCache {
     void restore(const KVSnapshot& s);
 
   private:
+    void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
+    void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
     // Byte offset of value `off` of position `pos`: the layer's first row, then the head's
     // run of r slices (slice: its bytes), the position's slice in it, the value in that.
     size_t offset(int layer, int pos, int off, size_t slice, KVType t) const {
