@@ -307,8 +307,8 @@ TEST(AttentionRing, RingEqualsWholeCache) {
         KVCache whole_hm(1, n_ctx, n_embd_kv, t, t, {}, 0, 64);
         KVCache ring_hm(1, n_ctx, n_embd_kv, t, t, window, max_pass, 64);
         ASSERT_LT(ring.rows(0), n_ctx);
-        ASSERT_EQ(whole_hm.slice(), 64);
-        ASSERT_EQ(whole.slice(), n_embd_kv);
+        ASSERT_EQ(whole_hm.stride(), 64);
+        ASSERT_EQ(whole.stride(), n_embd_kv);
         std::vector<float> scores(attention_scratch_floats(s, n_ctx, pool.size()));
         std::vector<float> a(q.size()), b[3];
         for (auto& x : b) x.resize(q.size());
@@ -384,7 +384,7 @@ TEST(KVCacheTypes, HeadMajorHoldsWhatWholeRowsHold) {
                                 {KVType::F16, KVType::Q8_0},
                                 {KVType::Q8_0, KVType::Q8_0}}) {
         KVCache rows(2, n_ctx, n_embd_kv, tk, tv), heads(2, n_ctx, n_embd_kv, tk, tv, {}, 0, 64);
-        ASSERT_EQ(heads.slice(), 64);
+        ASSERT_EQ(heads.stride(), 64);
         ASSERT_EQ(heads.stride(), 64);
         ASSERT_EQ(heads.k_stride_bytes(), kv_row_bytes(tk, 64));
         std::vector<float> k(n_embd_kv), v(n_embd_kv);
@@ -441,9 +441,9 @@ TEST(KVCacheTypes, HeadMajorHoldsWhatWholeRowsHold) {
         EXPECT_EQ(heads2.n_past(), 45);
     }
     KVCache q8_48(1, 8, 4 * 48, KVType::Q8_0, KVType::F16, {}, 0, 48);
-    EXPECT_EQ(q8_48.slice(), 4 * 48);
+    EXPECT_EQ(q8_48.stride(), 4 * 48);
     KVCache f16_48(1, 8, 4 * 48, KVType::F16, KVType::F16, {}, 0, 48);
-    EXPECT_EQ(f16_48.slice(), 48);
+    EXPECT_EQ(f16_48.stride(), 48);
 }
 
 // Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);

@@ -221,7 +221,7 @@ BlockShape block_shape(const AttentionShape& s, int ntok, int n_threads) {
     return {h, p, chunks};
 }
 
-// Like attention_kernels(), the level is chosen once per process.
+// The first ISA's blocked kernels that cover head_dim (kernels/table.h).
 bool block_kernels(int head_dim, BlockAttentionKernels* k) {
     if (!best_blocked_attention(head_dim, k)) return false;
     if (!k->softmax) k->softmax = softmax_row;  // the ISA has none of its own

@@ -124,7 +124,6 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
     n_slices_ = n_embd_kv / slice_;
     k_slice_ = kv_row_bytes(type_k, slice_);
     v_slice_ = kv_row_bytes(type_v, slice_);
-    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
     size_t rows = 0;
     for (int il = 0; il < n_layer; ++il) {
         const int w = size_t(il) < windows.size() ? windows[size_t(il)] : 0;
@@ -143,14 +142,14 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
             fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
                  " values; this model's are ", n_embd_kv, " (use f16)");
-    const double total = double(rows) * double(k_row + v_row);
+    const double total = double(rows) * double(k_row() + v_row());
     const double limit = physical_memory_bytes();
     if (limit > 0 && total > limit) {
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row);
-    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row);
+    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row());
+    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row());
     k_ = k_buf_->data();
     v_ = v_buf_->data();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
@@ -160,7 +159,7 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
 KVSnapshot KVCache::save(int n) const {
     if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
     if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
-    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
+    const size_t k_row = this->k_row(), v_row = this->v_row();
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
     s.k.resize(size_t(n_layer_) * size_t(n) * k_row);
@@ -180,7 +179,7 @@ KVSnapshot KVCache::save(int n) const {
 
 void KVCache::restore(const KVSnapshot& s) {
     const size_t n = s.tokens.size();
-    const size_t k_row = k_slice_ * size_t(n_slices_), v_row = v_slice_ * size_t(n_slices_);
+    const size_t k_row = this->k_row(), v_row = this->v_row();
     if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row ||
         s.v.size() != size_t(n_layer_) * n * v_row)
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");

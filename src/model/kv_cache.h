@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/layout/blocks.h"
 #include "kernels/repack.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,8 +48,8 @@ KVType parse_kv_type(std::string_view name, std::string_view flag);
 // Bytes of one row of n values (a Q8_0 row: n / 32 whole blocks).
 inline size_t kv_row_bytes(KVType t, int n) {
     return t == KVType::F32   ? sizeof(float) * size_t(n)
-           : t == KVType::F16 ? sizeof(uint16_t) * size_t(n)
-                              : (sizeof(uint16_t) + 32) * size_t(n / 32);
+           : t == KVType::F16 ? sizeof(fp16_t) * size_t(n)
+                              : sizeof(block_q8_0) * size_t(n / QK8_0);
 }
 
 // Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
@@ -102,11 +103,11 @@ class KVCache {
     const uint8_t* v_bytes(int layer, int pos, int off) const {
         return v_ + offset(layer, pos, off, v_slice_, type_v_);
     }
-    int stride() const { return slice_; }  // values; F32 / F16 sides
+    // Values (F32 / F16 sides) from one position of a head to the next: the values of one head,
+    // head_dim, or n_embd_kv for whole rows.
+    int stride() const { return slice_; }
     size_t k_stride_bytes() const { return k_slice_; }
     size_t v_stride_bytes() const { return v_slice_; }
-    // The values of one head (what one stride spans): head_dim, or n_embd_kv for whole rows.
-    int slice() const { return slice_; }
     // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
     // where a ring layer wraps): the pointers above stay valid over that many.
     int run(int layer, int pos, int n) const {
@@ -162,6 +163,8 @@ class KVCache {
     void restore(const KVSnapshot& s);
 
   private:
+    size_t k_row() const { return k_slice_ * size_t(n_slices_); }  // bytes of a whole row
+    size_t v_row() const { return v_slice_ * size_t(n_slices_); }
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
     // Byte offset of value `off` of position `pos`: the layer's first row, then the head's
