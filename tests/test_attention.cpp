@@ -217,7 +217,7 @@ TEST(BlockedKernels, CoverEveryMultipleOfEight) {
     for (int hd : {8, 24, 40, 64, 256}) {
         BlockAttentionKernels k{};
         EXPECT_EQ(best_blocked_attention(hd, &k), vector) << hd;
-        if (vector) EXPECT_TRUE(k.qk && k.pv && k.qk_h && k.pv_h) << hd;
+        if (vector) EXPECT_TRUE(k.qk && k.pv && k.qk_t && k.qk_th && k.pv_h) << hd;
     }
     BlockAttentionKernels k{};
     EXPECT_FALSE(best_blocked_attention(12, &k));
@@ -281,6 +281,67 @@ TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
                     ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
                         << "hd " << hd << " nq " << nq << " query " << i << " row " << j << ": "
                         << got << " != " << want;
+                }
+            }
+        }
+    }
+}
+
+// The transposed key kernels (qk_t over floats, qk_th over F16) give their formula's bits: per
+// row, the FMA chains over the even and the odd values of the head from 0, added, times the
+// scale, the same at every vector level; over rows [3, 42) of blocks of 16 (partial first and
+// last blocks), blocks a head of another size apart, for 1-30 queries (several register groups).
+TEST(KeyDotTransposed, KernelsGiveTheirFormulasBits) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const int hd : {8, 16, 24, 64, 128, 256}) {
+        BlockAttentionKernels bk{};
+        if (!best_blocked_attention(hd, &bk)) {
+            EXPECT_EQ(active_simd_level(), SimdLevel::Scalar) << "no blocked kernels for " << hd;
+            continue;
+        }
+        const int rows = 48, nb = rows / kKeyBlock;
+        const size_t bs = size_t(kKeyBlock) * (hd + 8);  // a block, then 8 lines of another head
+        std::vector<float> kf(bs * nb);
+        std::vector<uint16_t> kh(kf.size());
+        for (size_t i = 0; i < kf.size(); ++i) {
+            kh[i] = fp32_to_fp16(nd(rng));
+            kf[i] = nd(rng);
+        }
+        std::vector<float> q(size_t(30) * hd);
+        for (auto& x : q) x = nd(rng);
+        for (const int nq : {1, 2, 13, 30}) {
+            for (const bool half : {false, true}) {
+                std::vector<float> out(size_t(nq) * rows, -1.f);
+                std::vector<const float*> qp(static_cast<size_t>(nq));
+                std::vector<float*> sp(static_cast<size_t>(nq));
+                for (int i = 0; i < nq; ++i) {
+                    qp[size_t(i)] = q.data() + size_t(i) * hd;
+                    sp[size_t(i)] = out.data() + size_t(i) * rows;
+                }
+                if (half)
+                    bk.qk_th(kh.data(), bs, 3, 42, qp.data(), nq, 0.125f, sp.data());
+                else
+                    bk.qk_t(kf.data(), bs, 3, 42, qp.data(), nq, 0.125f, sp.data());
+                for (int i = 0; i < nq; ++i) {
+                    for (int j = 0; j < rows; ++j) {
+                        float want = -1.f;  // rows outside [3, 42) untouched
+                        if (j >= 3 && j < 42) {
+                            float e = 0.f, o = 0.f;
+                            for (int d = 0; d < hd; ++d) {
+                                const size_t at = size_t(j / kKeyBlock) * bs +
+                                                  size_t(kKeyBlock) * d + j % kKeyBlock;
+                                const float kv = half ? fp16_to_fp32(kh[at]) : kf[at];
+                                float& c = d % 2 ? o : e;
+                                c = std::fma(q[size_t(i) * hd + d], kv, c);
+                            }
+                            want = (e + o) * 0.125f;
+                        }
+                        const float got = out[size_t(i) * rows + j];
+                        ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                            << "hd " << hd << " nq " << nq << (half ? " f16" : " f32") << " query "
+                            << i << " row " << j << ": " << got << " != " << want;
+                    }
                 }
             }
         }
@@ -472,8 +533,10 @@ TEST(KVCacheTypes, RoundsAtWriteAndSizes) {
     std::vector<float> part(5);  // a slice inside a block
     f16.read_v(0, 2, 30, 5, part.data());
     for (int i = 0; i < 5; ++i) EXPECT_EQ(part[i], got[30 + i]);
-    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F32, KVType::F32), 2 * 10 * 64 * 4 * 2);
-    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F16, KVType::Q8_0), 2 * 10 * (128 + 68));
+    // Rows are allocated in whole key blocks of 16: 10 rows take 16, 32 take 32.
+    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F32, KVType::F32), 2 * 16 * 64 * 4 * 2);
+    EXPECT_EQ(KVCache::bytes(2, 10, 64, KVType::F16, KVType::Q8_0), 2 * 16 * (128 + 68));
+    EXPECT_EQ(KVCache::bytes(2, 32, 64, KVType::F16, KVType::Q8_0), 2 * 32 * (128 + 68));
     try {
         KVCache bad(1, 4, 40, KVType::Q8_0, KVType::F16);
         FAIL() << "a q8_0 cache of 40-value rows was accepted";

@@ -12,6 +12,9 @@ namespace specula {
 // One block of 32 query values rounded to Q8_0 for the dot products with a Q8_0 key cache (as
 // llama.cpp rounds Q to the key's dot type): the F16 scale widened, the sum of the int8 values and
 // the values. A query of head_dim values is head_dim / 32 of them.
+// Rows per block of a transposed key side (BlockAttentionKernels::qk_t, model/kv_cache.h).
+constexpr int kKeyBlock = 16;
+
 struct KeyQueryQ8 {
     float d;
     int32_t sum;
@@ -31,10 +34,18 @@ struct BlockAttentionKernels {
                float scale, float* const* s);
     void (*pv)(const float* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                float* const* out);
-    // The same over F16 rows (`stride` halves apart), each value widened exactly as it is loaded:
-    // the same results as qk / pv on the rows converted to floats first.
-    void (*qk_h)(const uint16_t* k, size_t stride, int j0, int j1, const float* const* q, int nq,
+    // The scores over keys in transposed blocks, as the KV cache keeps an F32 / F16 key side
+    // (model/kv_cache.h): row j's value d at k[(j / kKeyBlock) * bs + kKeyBlock * d + j %
+    // kKeyBlock] (bs: values from one block of kKeyBlock rows to the next), F16 values widened as
+    // loaded. s[i][j] = scale * (e + o), e the FMA chain of q[i][d] * value d over even d in order
+    // from 0, o over odd d: a row's score is the work of its own lane, with no sum across lanes, so
+    // it depends only on q[i] and the row, and is the same at every ISA level.
+    void (*qk_t)(const float* k, size_t bs, int j0, int j1, const float* const* q, int nq,
                  float scale, float* const* s);
+    void (*qk_th)(const uint16_t* k, size_t bs, int j0, int j1, const float* const* q, int nq,
+                  float scale, float* const* s);
+    // pv over F16 rows (`stride` halves apart), each value widened exactly as it is loaded: the
+    // same results as pv on the rows converted to floats first.
     void (*pv_h)(const uint16_t* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                  float* const* out);
     // The scores over Q8_0 key rows (`stride` bytes apart; k points at the KV head's first block

@@ -83,14 +83,10 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
                  int kv_off, int head, const float* q, float* out, const AttentionShape& s,
                  float* scores, float* buf) {
     const int hd = s.head_dim;
-    const bool k32 = kv.type_k() == KVType::F32, v32 = kv.type_v() == KVType::F32;
+    const bool v32 = kv.type_v() == KVType::F32;
     for (int j = j0; j < j1; ++j) {
-        const float* kj = buf;
-        if (k32)
-            kj = kv.k(layer, j, kv_off);
-        else
-            kv.read_k(layer, j, kv_off, hd, buf);
-        scores[j] = kern.dot(q, kj, hd) * s.scale;
+        kv.read_k(layer, j, kv_off, hd, buf);
+        scores[j] = kern.dot(q, buf, hd) * s.scale;
     }
     if (s.softcap > 0) softcap(scores + j0, j1 - j0, s.softcap);
     if (s.sinks)
@@ -109,10 +105,10 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
 }
 
 // The blocked kernels over cache rows [j0, j1) of the KV head at value offset `off`: in place
-// for F32 and F16 rows (F16 widened as loaded), else dequantized kChunkRows at a time into `buf`
-// (the kernels see the chunk as rows [0, n) and the score / probability rows shifted to match).
-// Splitting [j0, j1) changes no result (kernels/attention.h), so neither does the cache type's
-// chunking.
+// for F32 and F16 sides (F16 widened as loaded; keys in their transposed blocks) and for Q8_0
+// sides the kernels read, else dequantized kChunkRows at a time into `buf` (the kernels see the
+// chunk as rows [0, n) and the score / probability rows shifted to match). Splitting [j0, j1)
+// changes no result (kernels/attention.h), so neither does the cache type's chunking.
 // qq: the queries rounded for the table's Q8_0 key kernel (null: q, whatever the cache).
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, const KeyQueryQ8* const* qq, int nq, float scale,
@@ -132,26 +128,20 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         }
         return;
     }
-    if (kv.rows(layer) < kv.n_ctx() && kv.type_k() != KVType::Q8_0) {
-        // A ring layer (row p % rows): each run of consecutive rows from its own first row, the
-        // score rows shifted to match (the split changes no result).
+    if (kv.k_transposed()) {
+        // In place, run by run in row space (a ring layer's row p % rows), the score rows shifted
+        // to match (the split changes no result).
         float* shifted[kBlockQueries];
+        const size_t bs = kv.k_block_stride();
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
-            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
+            const int r = a % kv.rows(layer);
+            for (int i = 0; i < nq; ++i) shifted[i] = s[i] + (a - r);
             if (kv.type_k() == KVType::F32)
-                bk.qk(kv.k(layer, a, off), size_t(kv.stride()), 0, m, q, nq, scale, shifted);
+                bk.qk_t(kv.k_t(layer, off), bs, r, r + m, q, nq, scale, shifted);
             else
-                bk.qk_h(kv.k_f16(layer, a, off), size_t(kv.stride()), 0, m, q, nq, scale, shifted);
+                bk.qk_th(kv.k_t_f16(layer, off), bs, r, r + m, q, nq, scale, shifted);
         }
-        return;
-    }
-    if (kv.type_k() == KVType::F32) {
-        bk.qk(kv.k(layer, 0, off), size_t(kv.stride()), j0, j1, q, nq, scale, s);
-        return;
-    }
-    if (kv.type_k() == KVType::F16) {  // widened as loaded: no row buffer to write and read
-        bk.qk_h(kv.k_f16(layer, 0, off), size_t(kv.stride()), j0, j1, q, nq, scale, s);
         return;
     }
     float* shifted[kBlockQueries];

@@ -72,6 +72,16 @@ void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
     }
 }
 
+// n values of es bytes between a transposed key slice (one per line of kKeyBlock) and a row.
+void gather_lines(const uint8_t* lines, uint8_t* row, size_t es, int n) {
+    for (int i = 0; i < n; ++i)
+        std::memcpy(row + size_t(i) * es, lines + size_t(i) * kKeyBlock * es, es);
+}
+void scatter_lines(const uint8_t* row, uint8_t* lines, size_t es, int n) {
+    for (int i = 0; i < n; ++i)
+        std::memcpy(lines + size_t(i) * kKeyBlock * es, row + size_t(i) * es, es);
+}
+
 }  // namespace
 
 const char* kv_type_name(KVType t) {
@@ -93,8 +103,15 @@ KVType parse_kv_type(std::string_view name, std::string_view flag) {
          "'");
 }
 
+namespace {
+// Rows allocated for r: whole key blocks (kv_cache.h).
+int64_t whole_blocks(int64_t r) {
+    return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+}
+}  // namespace
+
 double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
-    return double(n_layer) * n_ctx *
+    return double(n_layer) * double(whole_blocks(n_ctx)) *
            double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
 }
 
@@ -108,7 +125,8 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
                       std::span<const int> windows, int max_pass) {
     double rows = 0;
     for (int il = 0; il < n_layer; ++il)
-        rows += window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx);
+        rows += double(whole_blocks(
+            window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx)));
     return rows * double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
 }
 
@@ -131,7 +149,7 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         windows_.push_back(w);
         rows_.push_back(r);
         first_row_.push_back(rows);
-        rows += size_t(r);
+        rows += span(il);
         ring_first_.push_back(ring_pos_.size());
         if (r > 0 && r < n_ctx) {
             max_pass_ = std::max(max_pass, 1);
@@ -159,7 +177,7 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
 KVSnapshot KVCache::save(int n) const {
     if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
     if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
-    const size_t k_row = this->k_row(), v_row = this->v_row();
+    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
     s.k.resize(size_t(n_layer_) * size_t(n) * k_row);
@@ -169,7 +187,11 @@ KVSnapshot KVCache::save(int n) const {
     for (int il = 0; il < n_layer_; ++il) {
         for (int p = 0; p < n; ++p, k += k_row, v += v_row) {
             for (int h = 0; h < n_slices_; ++h) {
-                std::memcpy(k + size_t(h) * k_slice_, k_bytes(il, p, h * slice_), k_slice_);
+                if (k_transposed())
+                    gather_lines(k_ + k_offset(il, p, h * slice_), k + size_t(h) * k_slice_, es,
+                                 slice_);
+                else
+                    std::memcpy(k + size_t(h) * k_slice_, k_bytes(il, p, h * slice_), k_slice_);
                 std::memcpy(v + size_t(h) * v_slice_, v_bytes(il, p, h * slice_), v_slice_);
             }
         }
@@ -179,7 +201,7 @@ KVSnapshot KVCache::save(int n) const {
 
 void KVCache::restore(const KVSnapshot& s) {
     const size_t n = s.tokens.size();
-    const size_t k_row = this->k_row(), v_row = this->v_row();
+    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
     if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row ||
         s.v.size() != size_t(n_layer_) * n * v_row)
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
@@ -188,8 +210,12 @@ void KVCache::restore(const KVSnapshot& s) {
     for (int il = 0; il < n_layer_; ++il) {
         for (int p = 0; p < int(n); ++p, k += k_row, v += v_row) {
             for (int h = 0; h < n_slices_; ++h) {
-                std::memcpy(k_ + offset(il, p, h * slice_, k_slice_, type_k_),
-                            k + size_t(h) * k_slice_, k_slice_);
+                if (k_transposed())
+                    scatter_lines(k + size_t(h) * k_slice_, k_ + k_offset(il, p, h * slice_), es,
+                                  slice_);
+                else
+                    std::memcpy(k_ + offset(il, p, h * slice_, k_slice_, type_k_),
+                                k + size_t(h) * k_slice_, k_slice_);
                 std::memcpy(v_ + offset(il, p, h * slice_, v_slice_, type_v_),
                             v + size_t(h) * v_slice_, v_slice_);
             }
@@ -224,7 +250,19 @@ void KVCache::write(int layer, int pos, const float* k, const float* v) {
         ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
     for (int h = 0; h < n_slices_; ++h) {
         const int off = h * slice_;
-        store_row(type_k_, k + off, k_ + offset(layer, pos, off, k_slice_, type_k_), slice_);
+        if (k_transposed()) {
+            uint8_t* dst = k_ + k_offset(layer, pos, off);
+            if (type_k_ == KVType::F32) {
+                for (int i = 0; i < slice_; ++i)
+                    reinterpret_cast<float*>(dst)[size_t(i) * kKeyBlock] = k[off + i];
+            } else {
+                for (int i = 0; i < slice_; ++i)
+                    reinterpret_cast<fp16_t*>(dst)[size_t(i) * kKeyBlock] =
+                        fp32_to_fp16(k[off + i]);
+            }
+        } else {
+            store_row(type_k_, k + off, k_ + offset(layer, pos, off, k_slice_, type_k_), slice_);
+        }
         store_row(type_v_, v + off, v_ + offset(layer, pos, off, v_slice_, type_v_), slice_);
     }
 }
@@ -287,6 +325,23 @@ void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, fl
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).
 void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
     const KVType t = is_k ? type_k_ : type_v_;
+    if (is_k && k_transposed()) {  // one value per line of the row's block
+        for (int i = 0; i < n;) {
+            const int at = off + i, m = std::min(n - i, (at / slice_ + 1) * slice_ - at);
+            const uint8_t* e = k_ + k_offset(layer, pos, at);
+            for (int c = 0; c < m; ++c, e += kv_row_bytes(t, kKeyBlock)) {
+                if (t == KVType::F32) {
+                    std::memcpy(out + i + c, e, sizeof(float));
+                } else {
+                    fp16_t h;
+                    std::memcpy(&h, e, sizeof(h));
+                    out[i + c] = fp16_to_fp32(h);
+                }
+            }
+            i += m;
+        }
+        return;
+    }
     for (int i = 0; i < n;) {
         const int at = off + i, base = at / slice_ * slice_,
                   m = std::min(n - i, base + slice_ - at);

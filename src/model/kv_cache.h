@@ -13,8 +13,15 @@
 // KV head over a long cache streams one contiguous run instead of a 128-byte piece of every 2 KiB
 // row (which the memory system serves at under half the bandwidth of a whole stream). Without
 // head_dim (or for a Q8_0 side when head_dim is not a multiple of 32) a "head" is the whole row.
-// Readers address values by (layer, position, value offset) and step between the positions of
-// one head by stride(); the layout is never seen outside (snapshots hold whole rows).
+//
+// An F32 / F16 key side is transposed in blocks of kKeyBlock (16) rows: a block holds value d of
+// its 16 rows together, then value d + 1's, so the q.k dot products of 16 positions are 16 lanes of
+// one register with no sum across lanes (kernels/attention.h, qk_t), for any number of queries.
+// Rows are allocated in whole blocks (a ring's rows too; position p stays in row p % rows).
+//
+// Readers address values by (layer, position, value offset): rows of V and of a Q8_0 K side step
+// by stride() / *_stride_bytes(), a transposed K side by blocks (k_t, k_block_stride); read_k /
+// read_v give any span as floats. The layout is never seen outside (snapshots hold whole rows).
 //
 // Sliding-window layers (model/hparams.h HParams::n_swa) keep only what their attention reads: a
 // layer of window w holds window_rows(w, max_pass, n_ctx) = min(n_ctx, w - 1 + max_pass) rows as
@@ -34,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/layout/blocks.h"
 #include "kernels/repack.h"
 #include "tokenizer/tokenizer.h"
@@ -84,15 +92,10 @@ class KVCache {
 
     // In place, value `off` of position `pos` (off within one head; a Q8_0 side: off a multiple
     // of 32, the block it starts): the values of the same head at the next positions are stride()
-    // values (F32 / F16) or k_stride_bytes() / v_stride_bytes() bytes (any type) apart.
-    const float* k(int layer, int pos, int off) const {
-        return reinterpret_cast<const float*>(k_bytes(layer, pos, off));
-    }
+    // values (F32 / F16) or k_stride_bytes() / v_stride_bytes() bytes (any type) apart. k_bytes:
+    // a Q8_0 key side only (the others are transposed: k_t).
     const float* v(int layer, int pos, int off) const {
         return reinterpret_cast<const float*>(v_bytes(layer, pos, off));
-    }
-    const uint16_t* k_f16(int layer, int pos, int off) const {
-        return reinterpret_cast<const uint16_t*>(k_bytes(layer, pos, off));
     }
     const uint16_t* v_f16(int layer, int pos, int off) const {
         return reinterpret_cast<const uint16_t*>(v_bytes(layer, pos, off));
@@ -103,6 +106,17 @@ class KVCache {
     const uint8_t* v_bytes(int layer, int pos, int off) const {
         return v_ + offset(layer, pos, off, v_slice_, type_v_);
     }
+    // A transposed (F32 / F16) key side: value `off` of row 0 of the layer, row j's at
+    // [(j / kKeyBlock) * k_block_stride() + kKeyBlock * d + j % kKeyBlock] from it for value
+    // off + d of the same head (j: a row, p % rows(layer) for position p).
+    bool k_transposed() const { return type_k_ != KVType::Q8_0; }
+    const float* k_t(int layer, int off) const {
+        return reinterpret_cast<const float*>(k_ + k_offset(layer, 0, off));
+    }
+    const uint16_t* k_t_f16(int layer, int off) const {
+        return reinterpret_cast<const uint16_t*>(k_ + k_offset(layer, 0, off));
+    }
+    size_t k_block_stride() const { return size_t(kKeyBlock) * size_t(slice_); }
     // Values (F32 / F16 sides) from one position of a head to the next: the values of one head,
     // head_dim, or n_embd_kv for whole rows.
     int stride() const { return slice_; }
@@ -167,19 +181,35 @@ class KVCache {
     size_t v_row() const { return v_slice_ * size_t(n_slices_); }
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
-    // Byte offset of value `off` of position `pos`: the layer's first row, then the head's
-    // run of r slices (slice: its bytes), the position's slice in it, the value in that.
+    // Rows of a layer's allocation: its rows rounded up to whole key blocks.
+    size_t span(int layer) const {
+        const size_t r = size_t(rows_[size_t(layer)]);
+        return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    }
+    int row(int layer, int pos) const {
+        const int r = rows_[size_t(layer)];
+        return pos < r ? pos : pos % r;
+    }
+    // Byte offset of value `off` of position `pos` in row-major slices: the layer's first row,
+    // then the head's run of span() slices (slice: its bytes), the position's slice, the value.
     size_t offset(int layer, int pos, int off, size_t slice, KVType t) const {
-        const int r = rows_[size_t(layer)], head = off / slice_, in = off % slice_;
-        const size_t row = slice * size_t(n_slices_);
-        return first_row_[size_t(layer)] * row +
-               (size_t(head) * r + size_t(pos < r ? pos : pos % r)) * slice + kv_row_bytes(t, in);
+        const int head = off / slice_, in = off % slice_;
+        return first_row_[size_t(layer)] * slice * size_t(n_slices_) +
+               (size_t(head) * span(layer) + size_t(row(layer, pos))) * slice + kv_row_bytes(t, in);
+    }
+    // The same in a transposed key side: the head's run of blocks, the row's block, the value's
+    // line of kKeyBlock, the row's lane.
+    size_t k_offset(int layer, int pos, int off) const {
+        const size_t head = size_t(off / slice_), in = size_t(off % slice_);
+        const size_t r = size_t(row(layer, pos)), es = kv_row_bytes(type_k_, 1);
+        return es * (first_row_[size_t(layer)] * size_t(n_embd_kv_) + head * span(layer) * slice_ +
+                     r / kKeyBlock * k_block_stride() + in * kKeyBlock + r % kKeyBlock);
     }
     int n_layer_, n_ctx_, n_embd_kv_;
     int max_pass_ = 0;
     int n_device_ = 0;                 // set_device_layers
     std::vector<int> windows_, rows_;  // per layer
-    std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_
+    std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_ (spans before it)
     // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.
     std::vector<int> ring_pos_;
     std::vector<size_t> ring_first_;

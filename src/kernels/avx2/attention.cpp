@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -60,12 +61,19 @@ struct V {
             _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
     static __attribute__((always_inline)) void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+    static __attribute__((always_inline)) void store_lanes(float* p, Reg v, int lo, int hi) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), lane),
+                                               _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
+        _mm256_maskstore_ps(p, in, v);
+    }
     static __attribute__((always_inline)) Reg set1(float x) { return _mm256_set1_ps(x); }
     static __attribute__((always_inline)) Reg zero() { return _mm256_setzero_ps(); }
     static __attribute__((always_inline)) Reg fma(Reg a, Reg b, Reg c) {
         return _mm256_fmadd_ps(a, b, c);
     }
     static __attribute__((always_inline)) Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+    static __attribute__((always_inline)) Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
     static __attribute__((always_inline)) float hsum(Reg v) { return hsum8(v); }
     static constexpr bool kHsumRows = false;  // no many-row reduction: qk_block reduces each row
     static Reg hsum_rows(const Reg (&)[16]) { return zero(); }

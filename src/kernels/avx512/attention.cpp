@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -33,10 +34,14 @@ struct V {
             _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     }
     static SPECULA_INLINE void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+    static SPECULA_INLINE void store_lanes(float* p, Reg v, int lo, int hi) {
+        _mm512_mask_storeu_ps(p, static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1)), v);
+    }
     static SPECULA_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
     static SPECULA_INLINE Reg zero() { return _mm512_setzero_ps(); }
     static SPECULA_INLINE Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
     static SPECULA_INLINE Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+    static SPECULA_INLINE Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
     static SPECULA_INLINE float hsum(Reg v) { return hsum16(v); }
     // Lane r = hsum(x[r]) bit for bit, for 16 vectors at once: hsum16's tree (lane i + lane i + 8,
     // then + 4, + 2, + 1) run on pairs of vectors brought together by shuffles, 45 operations in
