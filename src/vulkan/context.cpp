@@ -145,6 +145,17 @@ std::shared_ptr<Context> create(int index) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(c->phys, &props);
     c->limits = props.limits;
+    if (props.apiVersion >= VK_API_VERSION_1_1) {
+        VkPhysicalDeviceSubgroupProperties sg{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        p2.pNext = &sg;
+        vkGetPhysicalDeviceProperties2(c->phys, &p2);
+        if ((sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+            (sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) {
+            c->shuffle_lanes = sg.subgroupSize;
+        }
+    }
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, nullptr);

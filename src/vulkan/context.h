@@ -38,6 +38,9 @@ struct Context {
     VkCommandPool pool = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties mem{};
     VkPhysicalDeviceLimits limits{};
+    // The subgroup size when compute shaders have subgroupShuffleXor (Vulkan 1.1's shuffle
+    // operations), else 0: attention_split.comp adds a score's parts across up to 8 lanes.
+    uint32_t shuffle_lanes = 0;
     DeviceInfo info;
     // Guards the command pool and the queue (sessions on several threads share one Context).
     std::recursive_mutex mu;

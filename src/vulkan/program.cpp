@@ -18,6 +18,12 @@ void barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags d
                          dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
+void check_bindings(const Pipeline& p, size_t n) {
+    if (static_cast<int>(n) != p.n_bindings || p.n_bindings > kMaxBindings) {
+        fail("vulkan: dispatch with ", n, " buffers for a ", p.n_bindings, "-binding pipeline");
+    }
+}
+
 }  // namespace
 
 Program::Program(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
@@ -59,13 +65,9 @@ VkDescriptorSet Program::allocate(const Pipeline& p) {
     return set;
 }
 
-void Program::dispatch(const Pipeline& p, std::initializer_list<const Buffer*> buffers,
-                       const void* push, uint32_t gx, uint32_t gy, uint32_t gz) {
-    if (static_cast<int>(buffers.size()) != p.n_bindings || p.n_bindings > kMaxBindings) {
-        fail("vulkan: dispatch with ", buffers.size(), " buffers for a ", p.n_bindings,
-             "-binding pipeline");
-    }
-    if (gx == 0 || gy == 0 || gz == 0) return;
+void Program::bind(const Pipeline& p, std::initializer_list<const Buffer*> buffers,
+                   const void* push) {
+    check_bindings(p, buffers.size());
     const VkDescriptorSet set = allocate(p);
     VkDescriptorBufferInfo info[kMaxBindings];
     VkWriteDescriptorSet wr[kMaxBindings];
@@ -86,6 +88,13 @@ void Program::dispatch(const Pipeline& p, std::initializer_list<const Buffer*> b
     if (p.push_bytes) {
         vkCmdPushConstants(cb_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
     }
+}
+
+void Program::dispatch(const Pipeline& p, std::initializer_list<const Buffer*> buffers,
+                       const void* push, uint32_t gx, uint32_t gy, uint32_t gz) {
+    check_bindings(p, buffers.size());
+    if (gx == 0 || gy == 0 || gz == 0) return;
+    bind(p, buffers, push);
     const uint32_t max_x = ctx_->limits.maxComputeWorkGroupCount[0];
     if (gx > max_x) {
         if (gy != 1) fail("vulkan: a dispatch of ", gx, " x ", gy, " workgroups is too large");
@@ -93,6 +102,14 @@ void Program::dispatch(const Pipeline& p, std::initializer_list<const Buffer*> b
         gx = max_x;
     }
     vkCmdDispatch(cb_, gx, gy, gz);
+    barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+}
+
+void Program::dispatch_indirect(const Pipeline& p, std::initializer_list<const Buffer*> buffers,
+                                const void* push, const Buffer& args, size_t offset) {
+    bind(p, buffers, push);
+    vkCmdDispatchIndirect(cb_, args.handle(), offset);
     barrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT);
 }

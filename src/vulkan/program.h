@@ -24,6 +24,10 @@ class Program {
     // over y, and shaders recover the index as y * gridX + x) followed by a barrier.
     void dispatch(const Pipeline& p, std::initializer_list<const Buffer*> buffers, const void* push,
                   uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    // The same with the workgroup counts read at run time from three uint32_t of `args` at
+    // byte `offset` (what the host wrote there before run()).
+    void dispatch_indirect(const Pipeline& p, std::initializer_list<const Buffer*> buffers,
+                           const void* push, const Buffer& args, size_t offset);
     void copy(const Buffer& src, size_t src_off, const Buffer& dst, size_t dst_off, size_t bytes);
     // Ends recording (a barrier that makes shader and copy writes visible to the host).
     void finish();
@@ -35,6 +39,7 @@ class Program {
     std::vector<VkDescriptorPool> pools_;
     int pool_left_ = 0;
     VkDescriptorSet allocate(const Pipeline& p);
+    void bind(const Pipeline& p, std::initializer_list<const Buffer*> buffers, const void* push);
 };
 
 }  // namespace specula::vk
