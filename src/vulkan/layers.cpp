@@ -36,6 +36,14 @@ struct AttnPC {
     float scale;
     uint32_t window;
 };
+struct SplitPC {
+    uint32_t n_head, n_head_kv, head_dim, layer_off, ld_q, ld_kv;
+    float scale;
+    uint32_t window, t0, ntok, seg, n_seg, ml_off;
+};
+struct CombinePC {
+    uint32_t n_head, head_dim, ld_q, window, t0, seg, n_seg, ml_off;
+};
 struct AddPC {
     uint32_t width, y_off, ld_y, x_off, ld_x;
 };
@@ -45,6 +53,50 @@ struct SiluPC {
 
 constexpr size_t kPassHeader = 16;  // pos0 and padding before the RoPE angles
 constexpr size_t kMaxPrograms = 64;
+
+// Split-K attention (attention_split.comp, then attention_combine.comp): the cache positions
+// go in segments of this many, a constant (never the pass's size: batch invariance).
+constexpr uint32_t kAttnSegment = 256;
+
+// How a model's attention runs: the split shader for its head size, the tokens of one
+// workgroup's query tile (its wg / lanes queries over g = n_head / n_head_kv heads; a pass
+// runs in groups of that many tokens, each K/V row read once per group), the segments of the
+// context and the partials' scratch for one group. Each group's split dispatch is indirect:
+// forward() writes its workgroup counts (n_head_kv x the segments its queries see) into the
+// pass buffer, for the global and the sliding-window layers. No shader (nullptr): attention.comp,
+// one workgroup per (query head, token), where the device lacks the subgroup shuffles of heads over
+// 64 or a KV head has more than a tile of query heads.
+struct AttnShape {
+    const char* shader = nullptr;  // + "_" + the workgroup size (64 .. wg)
+    uint32_t lanes = 0, wg = 0, tokens = 0, n_seg = 0;
+    size_t acc_floats = 0;  // the accumulators; m and l follow (2 per record)
+
+    size_t scratch_floats(uint32_t head_dim) const {
+        return acc_floats / head_dim * (head_dim + 2);
+    }
+};
+
+AttnShape attn_shape(const HParams& hp, int n_ctx, const Context& ctx) {
+    // Per head size (CMakeLists.txt's attention_split variants): the lanes of one query.
+    const int hd = hp.head_dim;
+    const int lanes = hd <= 16 ? 1 : hd <= 32 ? 2 : hd <= 64 ? 4 : 8;
+    const int g = hp.n_head / hp.n_head_kv, wg = hd <= 64 ? 256 : 512;
+    AttnShape a;
+    if ((lanes > 1 && ctx.shuffle_lanes < static_cast<uint32_t>(lanes)) || g > wg / lanes) {
+        return a;
+    }
+    a.shader = hd <= 16    ? "attention_split_16"
+               : hd <= 32  ? "attention_split_32"
+               : hd <= 64  ? "attention_split_64"
+               : hd <= 128 ? "attention_split_128"
+                           : "attention_split_256";
+    a.lanes = static_cast<uint32_t>(lanes);
+    a.wg = static_cast<uint32_t>(wg);
+    a.tokens = static_cast<uint32_t>(wg / lanes / g);
+    a.n_seg = static_cast<uint32_t>((n_ctx + kAttnSegment - 1) / kAttnSegment);
+    a.acc_floats = size_t(a.tokens) * hp.n_head * a.n_seg * hd;
+    return a;
+}
 
 uint32_t groups(uint64_t n, uint32_t per = 64) {
     return static_cast<uint32_t>((n + per - 1) / per);
@@ -68,10 +120,18 @@ struct Pass {
 class VulkanLayers final : public LayerOffload {
   public:
     VulkanLayers(const Model& m, std::shared_ptr<DeviceModel> d, int n_ctx)
-        : hp_(m.hparams()), d_(std::move(d)), ctx_(d_->ctx), n_ctx_(n_ctx) {
+        : hp_(m.hparams()),
+          d_(std::move(d)),
+          ctx_(d_->ctx),
+          n_ctx_(n_ctx),
+          attn_(attn_shape(hp_, n_ctx, *ctx_)) {
         const size_t kv = sizeof(float) * d_->layers.size() * n_ctx_ * hp_.n_embd_kv();
         kc_ = std::make_unique<Buffer>(ctx_, kv, Buffer::Kind::Device);
         vc_ = std::make_unique<Buffer>(ctx_, kv, Buffer::Kind::Device);
+        if (attn_.shader) {
+            part_ = std::make_unique<Buffer>(
+                ctx_, sizeof(float) * attn_.scratch_floats(hp_.head_dim), Buffer::Kind::Device);
+        }
     }
 
     int n_layers() const override { return static_cast<int>(d_->layers.size()); }
@@ -88,6 +148,7 @@ class VulkanLayers final : public LayerOffload {
         if (cs_swa)
             std::memcpy(pass + kPassHeader + cs_swa_off() * sizeof(float), cs_swa, cs_bytes);
         swa_angles_ = cs_swa != nullptr;
+        if (attn_.shader) write_attn_groups(pass + args_off(), ntok, pos0);
         std::memcpy(in_->mapped(), x, sizeof(float) * ntok * hp_.n_embd);
         const int key_out = has_output() ? n_out : 0;
         auto it = programs_.find({ntok, key_out});
@@ -108,8 +169,9 @@ class VulkanLayers final : public LayerOffload {
     std::shared_ptr<DeviceModel> d_;
     std::shared_ptr<Context> ctx_;
     int n_ctx_;
+    AttnShape attn_;
     int cap_ = 0;
-    std::unique_ptr<Buffer> kc_, vc_;
+    std::unique_ptr<Buffer> kc_, vc_, part_;  // part_: the split attention's partials
     std::unique_ptr<Buffer> in_, out_, pass_, x_, h_, q_, k_, v_, att_, tmp_, g_, u_, logits_;
     std::unique_ptr<Buffer> stage_in_, stage_out_;  // for the CPU's matrices (any_cpu only)
     std::map<std::pair<int, int>, std::unique_ptr<Pass>> programs_;
@@ -118,6 +180,29 @@ class VulkanLayers final : public LayerOffload {
 
     // Where the sliding-window layers' angles start in the pass buffer's cs (in floats).
     uint32_t cs_swa_off() const { return static_cast<uint32_t>(cap_ * hp_.n_rot); }
+    // The split attention's workgroup counts in the pass buffer: after the angles, 3 uint32_t
+    // per token group, the global layers' groups, then the sliding-window layers'.
+    size_t args_off() const { return kPassHeader + 2 * sizeof(float) * cap_ * hp_.n_rot; }
+    uint32_t max_groups() const { return (cap_ + attn_.tokens - 1) / attn_.tokens; }
+    size_t args_at(int window, uint32_t group) const {
+        return args_off() + 12 * ((window > 0 ? max_groups() : 0) + group);
+    }
+
+    void write_attn_groups(char* args, int ntok, int pos0) const {
+        const uint32_t n_groups = (ntok + attn_.tokens - 1) / attn_.tokens;
+        for (int swa = 0; swa < 2; ++swa) {
+            const uint32_t w = swa ? hp_.n_swa : 0;
+            for (uint32_t i = 0; i < n_groups; ++i) {
+                const uint32_t t0 = i * attn_.tokens;
+                const uint32_t n = std::min<uint32_t>(attn_.tokens, ntok - t0);
+                const uint32_t first_pos = pos0 + t0, last_pos = first_pos + n - 1;
+                const uint32_t lo = w > 0 && first_pos + 1 > w ? first_pos + 1 - w : 0;
+                const uint32_t xyz[3] = {static_cast<uint32_t>(hp_.n_head_kv),
+                                         last_pos / kAttnSegment - lo / kAttnSegment + 1, 1};
+                std::memcpy(args + 12 * ((swa ? max_groups() : 0) + i), xyz, sizeof xyz);
+            }
+        }
+    }
 
     void run(const Pass& p, ThreadPool& pool) {
         for (size_t i = 0; i < p.programs.size(); ++i) {
@@ -147,7 +232,8 @@ class VulkanLayers final : public LayerOffload {
         const size_t out_floats = has_output() ? n * hp_.n_vocab : n * hp_.n_embd;
         in_ = host(n * hp_.n_embd * f);
         out_ = host(out_floats * f);
-        pass_ = host(kPassHeader + 2 * n * hp_.n_rot * f);  // angles, then the swa layers'
+        // pos0, the angles, the swa layers' angles, the split attention's workgroup counts
+        pass_ = host(args_off() + (attn_.shader ? 24 * size_t(max_groups()) : 0));
         x_ = dev(n * hp_.n_embd);
         h_ = dev(n * hp_.n_embd);
         tmp_ = dev(n * hp_.n_embd);
@@ -229,6 +315,38 @@ class VulkanLayers final : public LayerOffload {
         p.dispatch(pipe("rope", 2, sizeof pc), {&x, pass_.get()}, &pc, n_heads, ntok);
     }
 
+    // att = softmax(q k^T scale) v over the layer's cache rows each query sees: split-K in
+    // groups of attn_.tokens tokens (one split and one combine dispatch each), else attention.comp.
+    void attention(Program& p, uint32_t layer_off, int window, int ntok) {
+        const uint32_t nh = hp_.n_head, nkv = hp_.n_head_kv, hd = hp_.head_dim;
+        const uint32_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), w = window;
+        const float scale =
+            hp_.attn_scale > 0 ? hp_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+        if (!attn_.shader) {
+            const AttnPC at{nh, nkv, hd, layer_off, dq, dkv, scale, w};
+            p.dispatch(pipe("attention", 5, sizeof at),
+                       {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, nh, ntok);
+            return;
+        }
+        const uint32_t ml_off = static_cast<uint32_t>(attn_.acc_floats);
+        for (uint32_t t0 = 0; t0 < static_cast<uint32_t>(ntok); t0 += attn_.tokens) {
+            const uint32_t n = std::min<uint32_t>(attn_.tokens, ntok - t0);
+            // The smallest workgroup that holds the group's queries (a query's arithmetic is the
+            // same in each: what it computes never depends on the workgroup).
+            uint32_t wg = 64;
+            while (wg < n * (nh / nkv) * attn_.lanes) wg *= 2;
+            const std::string shader = std::string(attn_.shader) + "_" + std::to_string(wg);
+            const SplitPC sp{nh, nkv, hd, layer_off,    dq,          dkv,   scale,
+                             w,  t0,  n,  kAttnSegment, attn_.n_seg, ml_off};
+            p.dispatch_indirect(pipe(shader.c_str(), 5, sizeof sp),
+                                {q_.get(), kc_.get(), vc_.get(), part_.get(), pass_.get()}, &sp,
+                                *pass_, args_at(window, t0 / attn_.tokens));
+            const CombinePC cp{nh, hd, dq, w, t0, kAttnSegment, attn_.n_seg, ml_off};
+            p.dispatch(pipe("attention_combine", 3, sizeof cp),
+                       {part_.get(), att_.get(), pass_.get()}, &cp, nh, n);
+        }
+    }
+
     void layer(Pass& ps, const DeviceLayer& l, int il, int ntok) {
         const uint32_t dq = hp_.n_embd_q(), dkv = hp_.n_embd_kv(), ne = hp_.n_embd;
         const uint32_t layer_off = static_cast<uint32_t>(il) * n_ctx_ * dkv;
@@ -249,18 +367,7 @@ class VulkanLayers final : public LayerOffload {
         p().dispatch(pipe("kv_store", 5, sizeof st),
                      {k_.get(), v_.get(), kc_.get(), vc_.get(), pass_.get()}, &st, groups(dkv),
                      ntok);
-        const AttnPC at{static_cast<uint32_t>(hp_.n_head),
-                        static_cast<uint32_t>(hp_.n_head_kv),
-                        static_cast<uint32_t>(hp_.head_dim),
-                        layer_off,
-                        dq,
-                        dkv,
-                        hp_.attn_scale > 0 ? hp_.attn_scale
-                                           : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim)),
-                        static_cast<uint32_t>(hp_.window(il))};
-        p().dispatch(pipe("attention", 5, sizeof at),
-                     {q_.get(), kc_.get(), vc_.get(), att_.get(), pass_.get()}, &at, hp_.n_head,
-                     ntok);
+        attention(p(), layer_off, hp_.window(il), ntok);
         matvec(ps, l.wo, *att_, 0, *tmp_, ntok);
         bias(p(), *tmp_, l.bo.get(), ne, ntok);
         add_post_normed(p(), *x_, *tmp_, l.attn_post_norm.get(), ntok);
@@ -323,6 +430,10 @@ OffloadPlan plan_vulkan(const Model& m, const OffloadParams& p) {
     if (plan.n_layers == 0) return plan;
     plan.weight_bytes = static_cast<double>(plan_bytes(m, plan.n_layers, plan.output));
     plan.kv_bytes = 2.0 * sizeof(float) * plan.n_layers * p.n_ctx * m.hparams().n_embd_kv();
+    // With the split attention's partials (one scratch, whatever the number of layers).
+    const HParams& hp = m.hparams();
+    plan.kv_bytes +=
+        sizeof(float) * double(attn_shape(hp, p.n_ctx, *ctx).scratch_floats(hp.head_dim));
     return plan;
 }
 
