@@ -19,6 +19,7 @@
 #include "test_util.h"
 #include "vulkan/backend.h"
 #include "vulkan/context.h"
+#include "vulkan_depth.h"
 
 using namespace specula;
 using json = nlohmann::json;
@@ -220,6 +221,16 @@ TEST(VulkanBatchInvariance, PromptBatchesLongerThanATile) {
         ASSERT_EQ(0, std::memcmp(one[i].data(), all[i].data(), one[i].size() * sizeof(float)))
             << "position " << i;
     }
+}
+
+// Deep in the cache (tests/vulkan_depth.h): a 1275-position prompt (segments 0-4 of 256), then
+// passes of 1 (position 1275), 5 (1276-1280, across the boundary at 1280) and 9 tokens: within
+// F32's parity tolerance of the CPU's logits and bit-identical one token at a time.
+TEST(VulkanAttention, DeepCacheMatchesTheCpuAndDoesNotDependOnThePass) {
+    const std::string stem = "rand-llama-tok512-d256-l2-F32";  // 2048 positions, GQA 8 / 4
+    auto m = Model::load(test::shared_path("models/synthetic/" + stem + ".gguf"));
+    const double worst = test::check_attention_at_depth(*m, 1275, 1536, 1e-4, stem);
+    std::printf("[vulkan] %s at depth 1275: max|device - cpu| %.3g\n", stem.c_str(), worst);
 }
 
 TEST(VulkanSession, RollbackOverwritesTheDeviceCache) {

@@ -17,6 +17,7 @@
 #include "model/session.h"
 #include "test_util.h"
 #include "vulkan/backend.h"
+#include "vulkan_depth.h"
 
 using namespace specula;
 using json = nlohmann::json;
@@ -112,6 +113,18 @@ TEST(VulkanArchBatchInvariance, LogitsDoNotDependOnThePassSize) {
             }
         }
     }
+}
+
+// Deep in the cache with sliding windows (tests/vulkan_depth.h): gemma3's window of 16 on six of
+// its seven layers, a 1275-position prompt, then passes of 1, 5 (across the segment boundary at
+// 1280) and 9 tokens: within F16's parity tolerance of the CPU's logits, bit-identical one token
+// at a time.
+TEST(VulkanArchAttention, DeepCacheWithSlidingWindows) {
+    const std::string stem = "rand-gemma3-tok512-d128-l7-F16";  // 2048 positions, window 16
+    auto m = Model::load(arch_file(stem));
+    ASSERT_EQ(m->hparams().n_swa, 16);
+    const double worst = test::check_attention_at_depth(*m, 1275, 1536, 0.03, stem);
+    std::printf("[vulkan] %s at depth 1275: max|device - cpu| %.3g\n", stem.c_str(), worst);
 }
 
 // A rollback across the window edge: the device cache's rows are overwritten by the new tokens,
