@@ -167,16 +167,7 @@ std::vector<token_id> prompt_of(const std::string& stem, size_t n) {
 std::vector<std::vector<float>> logits_by_chunks(const Model& m, int ngl,
                                                  const std::vector<token_id>& ids, size_t chunk) {
     Session s(m, on_device(ngl));
-    std::vector<std::vector<float>> out;
-    for (size_t i = 0; i < ids.size(); i += chunk) {
-        const size_t n = std::min(chunk, ids.size() - i);
-        s.eval(std::span<const token_id>(ids.data() + i, n));
-        for (size_t j = 0; j < n; ++j) {
-            const float* l = s.logits(static_cast<int>(j));
-            out.emplace_back(l, l + m.hparams().n_vocab);
-        }
-    }
-    return out;
+    return test::eval_in_passes(s, ids, chunk, m.hparams().n_vocab);
 }
 
 // Every type with a shader (Q4_K_M and Q5_K_M files bring Q6_K and Q5_K/Q4_K tensors too): a

@@ -83,16 +83,7 @@ std::vector<std::vector<float>> logits_by_chunks(const Model& m, const std::vect
                                                  size_t chunk) {
     Session s(m, on_device(99));
     EXPECT_EQ(s.n_gpu_layers(), m.hparams().n_layer);
-    std::vector<std::vector<float>> out;
-    for (size_t i = 0; i < ids.size(); i += chunk) {
-        const size_t n = std::min(chunk, ids.size() - i);
-        s.eval(std::span<const token_id>(ids.data() + i, n));
-        for (size_t j = 0; j < n; ++j) {
-            const float* l = s.logits(static_cast<int>(j));
-            out.emplace_back(l, l + m.hparams().n_vocab);
-        }
-    }
-    return out;
+    return test::eval_in_passes(s, ids, chunk, m.hparams().n_vocab);
 }
 
 // 40 positions (gemma3: across its window of 16, on the global and the sliding layers alike)
