@@ -103,15 +103,8 @@ KVType parse_kv_type(std::string_view name, std::string_view flag) {
          "'");
 }
 
-namespace {
-// Rows allocated for r: whole key blocks (kv_cache.h).
-int64_t whole_blocks(int64_t r) {
-    return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
-}
-}  // namespace
-
 double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
-    return double(n_layer) * double(whole_blocks(n_ctx)) *
+    return double(n_layer) * double(whole_blocks(size_t(n_ctx))) *
            double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
 }
 
@@ -125,8 +118,8 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
                       std::span<const int> windows, int max_pass) {
     double rows = 0;
     for (int il = 0; il < n_layer; ++il)
-        rows += double(whole_blocks(
-            window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx)));
+        rows += double(whole_blocks(size_t(
+            window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx))));
     return rows * double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
 }
 

@@ -181,11 +181,10 @@ class KVCache {
     size_t v_row() const { return v_slice_ * size_t(n_slices_); }
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
-    // Rows of a layer's allocation: its rows rounded up to whole key blocks.
-    size_t span(int layer) const {
-        const size_t r = size_t(rows_[size_t(layer)]);
-        return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
-    }
+    // Rows allocated for r rows: whole key blocks.
+    static size_t whole_blocks(size_t r) { return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
+    // Rows of a layer's allocation.
+    size_t span(int layer) const { return whole_blocks(size_t(rows_[size_t(layer)])); }
     int row(int layer, int pos) const {
         const int r = rows_[size_t(layer)];
         return pos < r ? pos : pos % r;
