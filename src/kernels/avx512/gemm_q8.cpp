@@ -25,7 +25,12 @@ namespace {
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
 constexpr int kMaxTokens = 9;   // 2 x 9 accumulators, the scales and a weight line (12 spills)
-constexpr int kAheadPairs = 8;  // block pairs (1088 bytes each) to prefetch ahead (measured: 3..16)
+// Block pairs (1088 bytes each) to prefetch ahead (measured: 3..16), for passes over 2 tokens or
+// more. A 1-token pass streams each tile's contiguous bytes at the memory's pace with the hardware
+// prefetchers alone, and the prefetch instructions only slowed it (measured on Zen 5, 2 threads,
+// the ~1B Q8_0 target's 1-token pass, medians of 8-10 runs in ABBA order: none 6-8% faster than 8
+// pairs ahead, 15% than 4, 22% than 16). From 5 tokens on they pay (none: 13% slower).
+constexpr int kAheadPairs = 8;
 
 // Rows lo..hi-1 of a tile against NT tokens. Per block the 8 weight lines are loaded once and
 // each meets every token (line-major order, so the tokens' int32 chains interleave); one or two
@@ -39,7 +44,7 @@ void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float
     const uint8_t* q0 = a.q + 2;  // the quants of token 0's block 0 (after its fp16 scale)
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* pair = tile + (b >> 1) * 1088;
-        if ((b & 1) == 0) {
+        if (NT > 1 && (b & 1) == 0) {  // one token: see kAheadPairs
             const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
             for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
         }
