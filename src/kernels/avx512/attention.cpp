@@ -172,6 +172,9 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
     alignas(64) float dk[NB][16];
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     const __m512 vs = _mm512_set1_ps(scale);
+    const __m512i rows_at = _mm512_mullo_epi32(  // byte offsets of rows 0..15
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(static_cast<int32_t>(ks)));
     for (int j = j0; j < j1; j += 16) {
         const int m = j1 - j < 16 ? j1 - j : 16;
         for (int r = 0; r < m; ++r) prefetch_row(k + (j + kRowsAhead + r) * ks, NB * kQ8Block);
@@ -191,13 +194,15 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
             transpose16x16(rows);
             for (int d = 0; d < 16; ++d) kt[16 * p + d] = _mm512_xor_si512(rows[d], flip);
         }
-        for (int b = 0; b < NB; ++b) {
-            alignas(32) uint16_t h[16] = {};
-            for (int r = 0; r < m; ++r) std::memcpy(&h[r], k + (j + r) * ks + b * kQ8Block, 2);
-            _mm512_store_ps(dk[b],
-                            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(h))));
-        }
+        // The 16 rows' scales of each block by one gather (a dword from each block's start, its
+        // low half the F16 scale): writing them to a buffer one by one and loading it as a vector
+        // stalled store forwarding on every block (30% of this kernel's time in a 1-token pass).
         const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFF : (1u << m) - 1);
+        for (int b = 0; b < NB; ++b) {
+            const __m512i dw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, rows_at,
+                                                           k + j * ks + b * kQ8Block, 1);
+            _mm512_store_ps(dk[b], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dw)));
+        }
         for (int i = 0; i < nq; ++i) {
             const KeyQueryQ8* qi = q[i];
             __m512 acc = _mm512_setzero_ps();

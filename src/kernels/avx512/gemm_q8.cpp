@@ -24,7 +24,7 @@ namespace {
 
 #define SPECULA_INLINE __attribute__((always_inline)) inline
 
-constexpr int kMaxTokens = 9;   // 2 x 9 accumulators, the scales and a weight line (12 spills)
+constexpr int kMaxTokens = 9;  // 2 x 9 accumulators, the scales and a weight line (12 spills)
 // Block pairs (1088 bytes each) to prefetch ahead (measured: 3..16), for passes over 2 tokens or
 // more. A 1-token pass streams each tile's contiguous bytes at the memory's pace with the hardware
 // prefetchers alone, and the prefetch instructions only slowed it (measured on Zen 5, 2 threads,
