@@ -21,7 +21,6 @@ its tree (../shared/peers/build.sh builds the others).
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -33,26 +32,6 @@ def run(cmd):
     if r.returncode != 0:
         sys.exit(f"bench_depth.py: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
     return r.stdout + r.stderr
-
-
-def kv_bytes_per_position(spec, model, ctk):
-    """Bytes of K and V one position holds over all layers (what a 1-token pass reads per
-    position), from `specula info`'s hyperparameters."""
-    info = run([spec, "info", "-m", model])
-
-    def key(name, default=None):
-        m = re.search(rf"^\s+{re.escape(name)}:\s+(\d+)", info, re.M)
-        if not m and default is None:
-            sys.exit(f"bench_depth.py: `specula info` shows no {name} for {model}")
-        return int(m.group(1)) if m else default
-
-    n_layer, n_embd = key("block_count"), key("embedding_length")
-    n_head = key("attention.head_count")
-    n_kv = key("attention.head_count_kv", n_head)
-    dk = key("attention.key_length", n_embd // n_head)
-    dv = key("attention.value_length", dk)
-    per_elem = {"f32": 4.0, "f16": 2.0, "q8_0": 34.0 / 32.0}[ctk]
-    return n_layer * n_kv * (dk + dv) * per_elem
 
 
 def ik_once(sweep, model, depth, t, n, ctk):
@@ -79,7 +58,8 @@ def specula_once(spec, model, depth, t, n, ctk, draft, k):
     th = res["throughput"]
     passes = {p["batch"]: p["ms"] for p in th["passes"]}
     out = {"tg": th["tg_tokens_per_s"], "pp": th["pp_tokens_per_s"], "p1": passes[1],
-           "p9": passes[9], "read_gbs": th["read_gb_per_s"], "wbytes": th["bytes_per_token"]}
+           "p9": passes[9], "read_gbs": th["read_gb_per_s"], "wbytes": th["bytes_per_token"],
+           "kvbytes": th["kv_bytes_per_pass"]}
     if draft:
         spec_row = next(r for r in res["rows"] if r["n"] == str(k))
         out["spec"] = spec_row["median_tokens_per_s"]
@@ -122,7 +102,7 @@ def main():
         def med(name, key):
             return statistics.median(r[key] for r in runs[name])
 
-        kv = kv_bytes_per_position(spec, args.model, ctk) * args.depth
+        kv = med("specula", "kvbytes")  # the KV rows a 1-token pass reads at the depth
         per_token = med("specula", "wbytes") + kv
         bound = med("specula", "read_gbs") * 1e9 / per_token
         s_tg, k_tg = med("specula", "tg"), med("ik", "tg")

@@ -9,6 +9,7 @@
 #include "bench/plot.h"
 #include "bench/sweep.h"
 #include "common/error.h"
+#include "model/model.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -162,6 +163,8 @@ TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
 TEST(SpecBench, DepthRunsEverythingOnTopOfACachedFiller) {
     BenchParams p = small(-1);
     p.depth = 2500;
+    p.type_k = KVType::Q8_0;
+    p.type_v = KVType::F16;
     p.draft_list = {3};
     p.with_auto = false;
     p.pass_sizes = {1, 5};
@@ -173,7 +176,12 @@ TEST(SpecBench, DepthRunsEverythingOnTopOfACachedFiller) {
     EXPECT_GT(r.tp.passes[1].ms, 0.0);
     EXPECT_GT(r.tp.pp_tps, 0.0);
     const std::string table = table_of(r, true);
-    EXPECT_NE(table.find("throughput at depth 2500:"), std::string::npos) << table;
+    // The read figures count the KV rows a pass reads at that depth: every layer's 2500 rows of
+    // K (Q8_0: 34 bytes per 32 values) and V (F16: 2 bytes a value).
+    const HParams hp = Model::load(p.target_path)->hparams();
+    EXPECT_EQ(r.tp.kv_bytes,
+              int64_t(hp.n_layer) * 2500 * (hp.n_embd_kv() / 32 * 34 + hp.n_embd_kv() * 2));
+    EXPECT_NE(table.find(" of KV at depth 2500 per pass"), std::string::npos) << table;
     p.depth = -1;
     EXPECT_THROW(run_bench(p), Error);
 }

@@ -14,6 +14,12 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+std::string fmt_gb(int64_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%.3f GB", double(bytes) / 1e9);
+    return b;
+}
+
 // Brings s to exactly the tokens ctx: keeps the common prefix it caches, evaluates the rest.
 void load_context(Session& s, const std::vector<token_id>& ctx) {
     const int keep = s.common_prefix(ctx);
@@ -77,6 +83,19 @@ std::vector<RollbackRow> time_rollbacks(const Model& m, Session& s,
     return rows;
 }
 
+// The KV bytes a 1-token pass at `depth` reads: each layer's rows its query sees (all `depth`, or
+// a sliding window's; none in a recurrent layer), K and V rows in the cache's types.
+int64_t kv_read_bytes(const Model& m, int depth, KVType k, KVType v) {
+    const HParams& hp = m.hparams();
+    const int64_t row = int64_t(kv_row_bytes(k, hp.n_embd_kv()) + kv_row_bytes(v, hp.n_embd_kv()));
+    int64_t rows = 0;
+    for (int il = 0; il < hp.n_layer && depth > 0; ++il) {
+        if (hp.is_recurrent(il)) continue;
+        rows += hp.window(il) > 0 ? std::min(depth, hp.window(il)) : depth;
+    }
+    return rows * row;
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -106,6 +125,7 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
                               const std::vector<token_id>& ctx, double t1, int tg, double tg_tps) {
     Throughput tp;
     tp.bytes_per_token = target.bytes_per_token();
+    tp.kv_bytes = kv_read_bytes(target, p.depth, p.type_k, p.type_v);
     tp.tg = tg;
     tp.tg_tps = tg_tps;
     for (int b : p.pass_sizes) {
@@ -129,15 +149,17 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
 }
 
 void print_throughput_table(const Throughput& tp, std::FILE* out) {
-    const double gb = tp.bytes_per_token / 1e9;
+    const double gb = double(tp.bytes_per_token + tp.kv_bytes) / 1e9;
     auto frac = [&](double gbs) { return tp.read_gbs > 0 ? 100 * gbs / tp.read_gbs : 0; };
+    const std::string kv =
+        tp.depth > 0 ? " + " + fmt_gb(tp.kv_bytes) + " of KV at depth " + std::to_string(tp.depth)
+                     : "";
     std::fprintf(out,
-                 "throughput%s: %.3f GB of weights per pass; machine streams %.1f GB/s (%d "
+                 "throughput: %.3f GB of weights%s per pass; machine streams %.1f GB/s (%d "
                  "threads)\n",
-                 tp.depth > 0 ? (" at depth " + std::to_string(tp.depth)).c_str() : "", gb,
-                 tp.read_gbs, tp.n_threads);
+                 tp.bytes_per_token / 1e9, kv.c_str(), tp.read_gbs, tp.n_threads);
     std::fprintf(out, "| %-12s | %9s | %9s | %6s | %11s | %7s |\n", "test", "tok/s", "ms/pass",
-                 "tau", "weight GB/s", "of read");
+                 "tau", "read GB/s", "of read");
     std::fprintf(out,
                  "|--------------|-----------|-----------|--------|-------------|---------|\n");
     if (tp.pp_tps > 0) {

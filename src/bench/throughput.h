@@ -1,8 +1,9 @@
 // What a user compares engines by, measured on the target alone: prompt processing (pp, one pass
 // over `pp` prompt tokens), plain decoding (tg, taken from the sweep's plain row) and the cost of
 // one target pass over b tokens (b = 1, 2, 5, 9 by default: the verify batches), each with the
-// weight bandwidth it achieves (Model::bytes_per_token() per pass / time) as a fraction of the
-// machine's measured streaming-read bandwidth (bench/membw.h).
+// read bandwidth it achieves (the bytes one pass reads / time: Model::bytes_per_token() of weights,
+// plus at depth the KV rows its attention reads) as a fraction of the machine's measured
+// streaming-read bandwidth (bench/membw.h).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,7 @@ struct Throughput {
     double read_gbs = 0;          // machine streaming-read bandwidth, GB/s
     int n_threads = 0;            // threads of the target session and of the read test
     int64_t bytes_per_token = 0;  // weight bytes one pass streams
+    int64_t kv_bytes = 0;         // KV bytes one pass reads at `depth` (every row, once per pass)
     int pp = 0;                   // prompt-processing test length
     int depth = 0;                // cached positions under every figure
     double pp_tps = 0;            // prompt tokens/s over pp tokens (0: skipped)

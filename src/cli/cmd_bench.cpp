@@ -68,14 +68,12 @@ nlohmann::json to_json(const BenchResult& r) {
                              {"ms", rr.ms},
                              {"base_ms", rr.base_ms},
                              {"ratio", rr.ratio}});
-    const nlohmann::json throughput{{"read_gb_per_s", r.tp.read_gbs},
-                                    {"bytes_per_token", r.tp.bytes_per_token},
-                                    {"pp_tokens", r.params.pp},
-                                    {"pp_tokens_per_s", r.tp.pp_tps},
-                                    {"depth", r.params.depth},
-                                    {"tg_tokens_per_s", r.tp.tg_tps},
-                                    {"passes", passes},
-                                    {"recurrent_rollbacks", rollbacks}};
+    const nlohmann::json throughput{
+        {"read_gb_per_s", r.tp.read_gbs},     {"bytes_per_token", r.tp.bytes_per_token},
+        {"kv_bytes_per_pass", r.tp.kv_bytes}, {"pp_tokens", r.params.pp},
+        {"pp_tokens_per_s", r.tp.pp_tps},     {"depth", r.params.depth},
+        {"tg_tokens_per_s", r.tp.tg_tps},     {"passes", passes},
+        {"recurrent_rollbacks", rollbacks}};
     return {{"synthetic_acceptance", r.params.synthetic_accept},
             {"throughput", throughput},
             {"a", r.a},
