@@ -10,6 +10,7 @@
 // softmax's denominator).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -343,6 +344,58 @@ TEST(KeyDotTransposed, KernelsGiveTheirFormulasBits) {
                             << i << " row " << j << ": " << got << " != " << want;
                     }
                 }
+            }
+        }
+    }
+}
+
+// The blocked kernels' softmax gives its formula's bits (kernels/attention.h), so the same at
+// AVX-512 and at AVX2: rows of 1 to 8195 scores, with spreads that make some e^x subnormal or zero
+// (x - max down to -130, below the clamp at -104) and ties at the maximum.
+float softmax_exp(float x) {  // e^x for x <= 0, the kernels' steps one lane at a time
+    x = std::max(x, -104.f);
+    const float n = std::nearbyint(x * 1.44269504088896341f);
+    float r = std::fma(-n, 0.693145751953125f, x);
+    r = std::fma(-n, 1.428606765330187045e-06f, r);
+    float p = 1.f / 5040.f;
+    for (const float c : {1.f / 720.f, 1.f / 120.f, 1.f / 24.f, 1.f / 6.f, 0.5f, 1.f, 1.f})
+        p = std::fma(p, r, c);
+    return std::ldexp(p, static_cast<int>(n));  // one rounding, subnormal results too
+}
+
+TEST(BlockedSoftmax, KernelGivesItsFormulasBits) {
+    BlockAttentionKernels bk{};
+    if (!best_blocked_attention(64, &bk)) {
+        EXPECT_EQ(active_simd_level(), SimdLevel::Scalar) << "no blocked kernels for 64";
+        return;
+    }
+    ASSERT_NE(bk.softmax, nullptr) << "the vector levels have a softmax of their own";
+    std::mt19937 rng(5);
+    for (const int n : {1, 7, 8, 15, 16, 17, 31, 100, 1000, 8195}) {
+        for (const float spread : {1.f, 30.f, 130.f}) {
+            std::uniform_real_distribution<float> ud(-spread, 3.f);
+            std::vector<float> x(static_cast<size_t>(n));
+            for (float& v : x) v = ud(rng);
+            if (n > 2) x[size_t(n) / 2] = x[0] = *std::max_element(x.begin(), x.end());
+            float m = -INFINITY;
+            for (const float v : x) m = std::max(m, v);
+            std::vector<float> e(x.size());
+            double s0[8] = {}, s1[8] = {};
+            for (int i = 0; i < n; ++i) {
+                e[size_t(i)] = softmax_exp(x[size_t(i)] - m);
+                double* acc = i % 16 < 8 ? s0 : s1;
+                acc[i % 8] += e[size_t(i)];
+            }
+            double l[8];
+            for (int k = 0; k < 8; ++k) l[k] = s0[k] + s1[k];
+            const double sum = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+            const float inv = static_cast<float>(1.0 / sum);
+            bk.softmax(x.data(), n);
+            for (int i = 0; i < n; ++i) {
+                const float want = e[size_t(i)] * inv;
+                ASSERT_EQ(std::memcmp(&x[size_t(i)], &want, sizeof(float)), 0)
+                    << "n " << n << " spread " << spread << " column " << i << ": " << x[size_t(i)]
+                    << " != " << want;
             }
         }
     }

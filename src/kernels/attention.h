@@ -65,8 +65,12 @@ struct BlockAttentionKernels {
     // Null where the ISA has none or for head sizes it does not cover.
     void (*pv_q8)(const uint8_t* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                   float* const* out);
-    // x[0..n) = softmax(x) (vectorised exp; the result depends only on the row's values). Null
-    // where the ISA has none (AVX2): the caller's scalar softmax then.
+    // x[0..n) = softmax(x), the same bits at AVX-512 and AVX2 (the result depends only on the
+    // row's values): m = max, e = e^(max(x - m, -104)) as x - m = n ln2 + r (n rounded to
+    // nearest even), the degree-7 Taylor polynomial of e^r in Horner FMAs, times 2^n rounded
+    // once; the e summed in double precision, column c of each group of 16 into lane c % 8 of
+    // accumulator c / 8, the 8 lanes of their sum added ((0+4)+(1+5))+((2+6)+(3+7)); each e
+    // times float(1 / sum).
     void (*softmax)(float* x, int n);
 };
 

@@ -1,6 +1,6 @@
 // AVX2/FMA versions of the two inner loops of attention and of the KV cache's row conversions,
-// and the AVX2 build of the blocked kernels (kernels/x86/attention_blocked.inc; no softmax of its
-// own: the caller's scalar one) for head sizes that are a multiple of 8 up to 256. Fixed summation
+// and the AVX2 build of the blocked kernels (kernels/x86/attention_blocked.inc, with AVX-512's
+// softmax in 8 lanes) for head sizes that are a multiple of 8 up to 256. Fixed summation
 // order, so results are the same for any batch.
 #include "kernels/attention.h"
 
@@ -79,8 +79,83 @@ struct V {
     static Reg hsum_rows(const Reg (&)[16]) { return zero(); }
 };
 
-// No softmax kernel at this level: BlockAttentionKernels::softmax stays null (the caller's).
-constexpr std::nullptr_t softmax_row = nullptr;
+// e^x for x <= 0, 8 lanes: the steps of AVX-512's exp_nonpositive (kernels/avx512/attention.cpp),
+// so the same bits: x = n ln2 + r, e^r by the same degree-7 polynomial, times 2^n. AVX2 has no
+// vscalefps: 2^n (n in [-150, 0]) is applied as two exact powers of two, 2^floor(n / 2) first (the
+// product stays a normal float, so it is exact), then the rest, which rounds once, as vscalefps
+// does, also where the result is subnormal.
+__attribute__((always_inline)) inline __m256 exp_nonpositive(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-104.f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+    __m256 p = _mm256_set1_ps(1.f / 5040.f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    auto pow2 = [](__m256i e) {
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
+    };
+    return _mm256_mul_ps(_mm256_mul_ps(p, pow2(n1)), pow2(n2));
+}
+
+// x[0..n) = softmax(x), AVX-512's softmax_row in 8 lanes with its bits: the maximum, e^(x - max),
+// their sum in double precision 16 columns at a time (columns 0-7 of each 16 into one set of 8
+// double lanes, 8-15 into another, here four 4-lane registers), the same final tree, and the
+// products with 1 / sum.
+void softmax_row(float* x, int n) {
+    __m256 mx = _mm256_set1_ps(-__builtin_inff());
+    int i = 0;
+    for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    float m = std::max(_mm_cvtss_f32(m4), _mm_cvtss_f32(_mm_movehdup_ps(m4)));
+    for (; i < n; ++i) m = std::max(m, x[i]);
+    const __m256 vmax = _mm256_set1_ps(m);
+    __m256d s[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
+    auto add = [&](__m256 e0, __m256 e1) {  // columns 0-7 and 8-15 of a group of 16
+        s[0] = _mm256_add_pd(s[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));
+        s[1] = _mm256_add_pd(s[1], _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));
+        s[2] = _mm256_add_pd(s[2], _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));
+        s[3] = _mm256_add_pd(s[3], _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));
+    };
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m256 e0 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+        const __m256 e1 = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vmax));
+        _mm256_storeu_ps(x + i, e0);
+        _mm256_storeu_ps(x + i + 8, e1);
+        add(e0, e1);
+    }
+    if (i < n) {  // the last 1-15 columns, the group's other lanes adding zeros
+        alignas(32) float t[16] = {};
+        std::memcpy(t, x + i, sizeof(float) * size_t(n - i));
+        for (int h = 0; h < 16; h += 8) {
+            const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(t + h), vmax));
+            _mm256_store_ps(t + h, e);
+        }
+        for (int c = n - i; c < 16; ++c) t[c] = 0.f;
+        std::memcpy(x + i, t, sizeof(float) * size_t(n - i));
+        add(_mm256_load_ps(t), _mm256_load_ps(t + 8));
+    }
+    alignas(32) double lanes[8];
+    _mm256_store_pd(lanes, _mm256_add_pd(s[0], s[2]));
+    _mm256_store_pd(lanes + 4, _mm256_add_pd(s[1], s[3]));
+    const double sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                       ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (; i < n; ++i) x[i] *= _mm256_cvtss_f32(inv);
+}
 
 #include "kernels/x86/attention_blocked.inc"
 
