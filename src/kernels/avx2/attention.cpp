@@ -52,6 +52,7 @@ struct V {
     using Reg = __m256;
     static constexpr int kLanes = 8;
     static constexpr int kAccRegs = 12;  // of the 16 ymm registers
+    static constexpr int kRegs = 16;
     static __attribute__((always_inline)) Reg load(const float* p) { return _mm256_loadu_ps(p); }
     static __attribute__((always_inline)) Reg load(const uint16_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

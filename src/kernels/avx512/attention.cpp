@@ -26,6 +26,7 @@ struct V {
     using Reg = __m512;
     static constexpr int kLanes = 16;
     static constexpr int kAccRegs = 24;  // of the 32 zmm registers
+    static constexpr int kRegs = 32;
     static SPECULA_INLINE Reg load(const float* p) { return _mm512_loadu_ps(p); }
     static SPECULA_INLINE Reg load(const uint16_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
