@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/isa_parts.h"
+#include "kernels/x86/exp_poly.h"
 #include "kernels/x86/hsum.h"
 #include "kernels/x86/token_groups.h"
 
@@ -73,6 +74,12 @@ struct V {
     static __attribute__((always_inline)) Reg fma(Reg a, Reg b, Reg c) {
         return _mm256_fmadd_ps(a, b, c);
     }
+    static __attribute__((always_inline)) Reg fnma(Reg a, Reg b, Reg c) {
+        return _mm256_fnmadd_ps(a, b, c);
+    }
+    static __attribute__((always_inline)) Reg round(Reg a) {  // to nearest, ties to even
+        return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
     static __attribute__((always_inline)) Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
     static __attribute__((always_inline)) Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
     static __attribute__((always_inline)) float hsum(Reg v) { return hsum8(v); }
@@ -80,25 +87,14 @@ struct V {
     static Reg hsum_rows(const Reg (&)[16]) { return zero(); }
 };
 
-// e^x for x <= 0, 8 lanes: the steps of AVX-512's exp_nonpositive (kernels/avx512/attention.cpp),
-// so the same bits: x = n ln2 + r, e^r by the same degree-7 polynomial, times 2^n. AVX2 has no
-// vscalefps: 2^n (n in [-150, 0]) is applied as two exact powers of two, 2^floor(n / 2) first (the
-// product stays a normal float, so it is exact), then the rest, which rounds once, as vscalefps
-// does, also where the result is subnormal.
+// e^x for x <= 0, 8 lanes (kernels/x86/exp_poly.h), with AVX-512's bits. AVX2 has no vscalefps:
+// 2^n (n in [-150, 0]) is applied as two exact powers of two, 2^floor(n / 2) first (the product
+// stays a normal float, so it is exact), then the rest, which rounds once, as vscalefps does, also
+// where the result is subnormal.
 __attribute__((always_inline)) inline __m256 exp_nonpositive(__m256 x) {
     x = _mm256_max_ps(x, _mm256_set1_ps(-104.f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
-    __m256 p = _mm256_set1_ps(1.f / 5040.f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+    const __m256 n = exp_exponent<V>(x);
+    const __m256 p = exp_taylor7<V>(exp_reduce<V>(x, n));
     const __m256i ni = _mm256_cvtps_epi32(n);
     const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     auto pow2 = [](__m256i e) {

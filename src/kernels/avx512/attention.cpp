@@ -13,6 +13,7 @@
 
 #include "kernels/avx512/tile512.h"
 #include "kernels/isa_parts.h"
+#include "kernels/x86/exp_poly.h"
 #include "kernels/x86/hsum.h"
 #include "kernels/x86/token_groups.h"
 
@@ -42,6 +43,10 @@ struct V {
     static SPECULA_INLINE Reg set1(float x) { return _mm512_set1_ps(x); }
     static SPECULA_INLINE Reg zero() { return _mm512_setzero_ps(); }
     static SPECULA_INLINE Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+    static SPECULA_INLINE Reg fnma(Reg a, Reg b, Reg c) { return _mm512_fnmadd_ps(a, b, c); }
+    static SPECULA_INLINE Reg round(Reg a) {  // to the nearest integer, ties to even
+        return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
     static SPECULA_INLINE Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
     static SPECULA_INLINE Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
     static SPECULA_INLINE float hsum(Reg v) { return hsum16(v); }
@@ -74,24 +79,12 @@ struct V {
     }
 };
 
-// e^x for x <= 0, 16 lanes: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact
-// product), e^r by its Taylor polynomial to degree 7 (relative error < 2e-8 before rounding),
-// times 2^n by vscalefps (which also flushes e^x below the float range to 0).
+// e^x for x <= 0, 16 lanes (kernels/x86/exp_poly.h), times 2^n by vscalefps (which also flushes
+// e^x below the float range to 0).
 SPECULA_INLINE __m512 exp_nonpositive(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-104.f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-    __m512 p = _mm512_set1_ps(1.f / 5040.f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-    return _mm512_scalef_ps(p, n);
+    const __m512 n = exp_exponent<V>(x);
+    return _mm512_scalef_ps(exp_taylor7<V>(exp_reduce<V>(x, n)), n);
 }
 
 // x[0..n) = softmax(x): the maximum, e^(x - max) (above), their sum in double precision in a
