@@ -113,8 +113,12 @@ test("a replica whose slots are all busy passes requests on", { timeout: 60000 }
 // replica is still busy with it for seconds whatever this machine's load.
 function signalWhenBusy(c, name, signal, health, longFile = null, atLeast = 2) {
   const url = `http://127.0.0.1:${c.replicas[name].port}`;
+  // The long stream is read at 256 KB/s: its 16 x 400 tokens (about 1.3 MB of events) take a fast
+  // build under a second to generate, less than a loaded machine may take to run the signal and
+  // the /health poll below; a slow reader keeps it in flight (the server's writes wait) for
+  // seconds, well within the drain timeout.
   const long = longFile ? `
-    curl -sN ${url}/v1/completions -H 'Content-Type: application/json' \
+    curl -sN --limit-rate 256k ${url}/v1/completions -H 'Content-Type: application/json' \
       -d '{"prompt": "Once", "max_tokens": 400, "n": 16, "ignore_eos": true, "stream": true}' \
       > ${longFile} &
     until [ -s ${longFile} ]; do sleep 0.01; done` : "";
@@ -191,8 +195,14 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
                                      { role: "user", content: "A long one, please." }], 400,
                           { n: 16, ignore_eos: true }, longRec);  // no end token: long anywhere
     while (!longRec.text && longRec.t_end === null) await sleep(5);
-    signaller = signalWhenBusy(c, victim, "KILL", false, null, 1);
-    const { t_signal: t_kill } = await signaller.done;
+    // The kill comes from this process as soon as the long stream's text flows (it is running on
+    // the victim then): a shell that polled /metrics first could take longer on a loaded machine
+    // than a fast build takes to generate the whole stream. A response head the victim sent
+    // before it died may still be on its way to this process: t_kill is taken once those events
+    // have had 50 ms to arrive (a dead replica sends no new heads).
+    process.kill(c.replicas[victim].pid, "SIGKILL");
+    await sleep(50);
+    const t_kill = performance.now();
     const cut = await long;
     assert.equal(cut.replica, victim);
     assert.ok(cut.broken, `the long stream on the killed replica: ${cut.error}`);
