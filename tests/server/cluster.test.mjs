@@ -9,13 +9,12 @@
 //   * SIGTERM of a replica under load: it drains (/health 503 "draining", its streams finish,
 //     exit status 0) and no request fails;
 //   * SIGTERM to cluster.sh: the streams in flight finish, then everything exits 0.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { TARGET } from "./server_helper.mjs";
-import { alive, freePorts, sleep, startCluster, streamChat } from "./cluster_helper.mjs";
+import { alive, freePorts, heldStream, sleep, startCluster, streamChat } from "./cluster_helper.mjs";
 
 const CLIENTS = 16;
 const TURNS = 4;
@@ -24,6 +23,19 @@ async function cluster(extra = []) {
   const port = await freePorts(4);
   return startCluster(["-n", "3", "--port", String(port), ...extra, "--",
                        "-m", TARGET(), "-np", "12", "-t", "1", "--max-model-len", "512"]);
+}
+
+// A stream that the server cannot hand to the kernel whole: 16 choices of 400 tokens with 20 top
+// logprobs and timings each, about 11 MB of events. Linux grows a loopback socket's send buffer up
+// to tcp_wmem's max (4 MB by default), so a slowly read stream of a few MB could still be all
+// written, its request done, within a second; held (heldStream), this one keeps the server's
+// writes waiting, also through HAProxy's two hops (the SIGTERM test checks its size against
+// tcp_wmem).
+function longChat(systemPrompt) {
+  return { model: "m", stream: true, max_tokens: 400, n: 16, ignore_eos: true, temperature: 0,
+           logprobs: true, top_logprobs: 20, timings_per_token: true,
+           messages: [{ role: "system", content: systemPrompt },
+                      { role: "user", content: "A long one, please." }] };
 }
 
 function system(i) {
@@ -103,46 +115,14 @@ test("a replica whose slots are all busy passes requests on", { timeout: 60000 }
   }
 });
 
-// Once replica `name` runs >= 2 streams, sends it `signal`; then, with `health`, polls its /health
-// until that is not 200. Done by bash and curl in a process of their own: this one's event loop is
-// busy with 16 streams, so what it read of /metrics would be stale by the time it acted.
-// Resolves { t_signal (when this process heard of it: later than the signal), health: the first
-// non-200 /health as "BODY STATUS" }.
-// With `longFile`, the process instead starts a long stream straight to the replica (16 choices
-// of 400 tokens, written to that file) and sends the signal at its first bytes, so that the
-// replica is still busy with it for seconds whatever this machine's load.
-function signalWhenBusy(c, name, signal, health, longFile = null, atLeast = 2) {
-  const url = `http://127.0.0.1:${c.replicas[name].port}`;
-  // The long stream is read at 256 KB/s: its 16 x 400 tokens (about 1.3 MB of events) take a fast
-  // build under a second to generate, less than a loaded machine may take to run the signal and
-  // the /health poll below; a slow reader keeps it in flight (the server's writes wait) for
-  // seconds, well within the drain timeout.
-  const long = longFile ? `
-    curl -sN --limit-rate 256k ${url}/v1/completions -H 'Content-Type: application/json' \
-      -d '{"prompt": "Once", "max_tokens": 400, "n": 16, "ignore_eos": true, "stream": true}' \
-      > ${longFile} &
-    until [ -s ${longFile} ]; do sleep 0.01; done` : "";
-  const busy = `
-    for i in $(seq 3000); do
-      curl -s ${url}/metrics | grep -Eq '^vllm:num_requests_running[{].*[}] ([${atLeast}-9]|[1-9][0-9])$' && break
-    done`;
-  const p = spawn("bash", ["-c", `${longFile ? long : busy}
-    kill -${signal} ${c.replicas[name].pid}
-    echo SENT
-    ${health ? `while :; do
-      r=$(curl -s -w ' %{http_code}' ${url}/health)
-      case "$r" in *' 200') ;; *) echo "$r"; break;; esac
-    done` : ""}
-    wait`]);
-  let out = "";
-  let t_signal = null;
-  p.stdout.on("data", (d) => {
-    out += d;
-    if (t_signal === null && out.startsWith("SENT")) t_signal = performance.now();
-  });
-  const done = new Promise((resolve) => p.on("exit", () =>
-    resolve({ t_signal, health: out.replace(/^SENT\n/, "").trim() })));
-  return { done, kill: () => { if (p.exitCode === null) p.kill("SIGKILL"); } };
+// The first /health of `url` that is not 200, as "BODY STATUS" (it polls every 10 ms).
+async function firstNotOk(url) {
+  for (;;) {
+    const r = await fetch(url + "/health");
+    const body = await r.text();
+    if (r.status !== 200) return `${body} ${r.status}`;
+    await sleep(10);
+  }
 }
 
 // Waits until `n` requests sent after time `t` have finished (at most 40 s: under a sanitizer on a
@@ -180,45 +160,38 @@ function load(base, maxTokens) {
 
 test("kill -9 of a replica under load: only its started streams fail, as broken streams", { timeout: 60000 }, async () => {
   const c = await cluster();
-  let l, signaller;
+  let l, held;
   try {
     l = load(c.base, 400);
     const victim = "r2";
-    // Also a long stream (16 choices) of a client the victim serves, through HAProxy: under way
-    // when the kill comes, however busy this machine is.
+    // Also a long stream of a client the victim serves, through HAProxy, held after its first
+    // bytes (longChat): the victim is still writing it when the kill comes, however fast the build.
     let pinned;
     while (!(pinned = l.records.find((r) => r.replica === victim))) await sleep(10);
-    // The kill comes once its text streams (it is then running: one request is enough), not
-    // after a wait for more load, which it could outlast on a fast machine.
-    const longRec = {};
-    const long = streamChat(c.base, [{ role: "system", content: system(pinned.client) },
-                                     { role: "user", content: "A long one, please." }], 400,
-                          { n: 16, ignore_eos: true }, longRec);  // no end token: long anywhere
-    while (!longRec.text && longRec.t_end === null) await sleep(5);
-    // The kill comes from this process as soon as the long stream's text flows (it is running on
-    // the victim then): a shell that polled /metrics first could take longer on a loaded machine
-    // than a fast build takes to generate the whole stream. A response head the victim sent
-    // before it died may still be on its way to this process: t_kill is taken once those events
-    // have had 50 ms to arrive (a dead replica sends no new heads).
+    held = heldStream(c.base + "/v1/chat/completions", longChat(system(pinned.client)));
+    await held.started;
     process.kill(c.replicas[victim].pid, "SIGKILL");
-    await sleep(50);
     const t_kill = performance.now();
-    const cut = await long;
+    held.resume();
+    const cut = await held.result;
     assert.equal(cut.replica, victim);
-    assert.ok(cut.broken, `the long stream on the killed replica: ${cut.error}`);
+    assert.ok(cut.error, "the long stream on the killed replica ended cleanly");
+    assert.doesNotMatch(cut.text, /data: \[DONE\]/);
     await finishedAfter(l, t_kill, 4);
     await l.stop();
     const recs = l.records;
     const failed = recs.filter((r) => r.error);
-    const lost = failed.filter((r) => r.replica === victim && r.t_head < t_kill);
+    const lost = failed.filter((r) => r.replica === victim);
     const after = recs.filter((r) => r.t_sent > t_kill);
     console.log(`kill -9 ${victim}: ${recs.length} requests, ${failed.length} failed (all streams ` +
-                `started on ${victim} before the kill: ${lost.length}), ${after.length} sent after it; ` +
-                `the lost streams saw: ${[...new Set(lost.map((r) => r.error))].join("; ")}`);
-    // Every failure is a stream that had started on the killed replica...
+                `started on ${victim}: ${lost.length}), ${after.length} sent after it; ` +
+                `the lost streams saw: ${[...new Set(lost.map((r) => r.error))].join("; ")}; the held stream ` +
+                `broke after ${cut.text.length} bytes: ${cut.error}`);
+    // Every failure is a stream that had started on the killed replica (a response head from it
+    // was sent before it died: it is not restarted)...
     for (const r of failed) {
       assert.equal(r.replica, victim, `a request failed elsewhere: ${r.error}`);
-      assert.ok(r.t_head !== null && r.t_head < t_kill, `a request not started before the kill failed: ${r.error}`);
+      assert.ok(r.t_head !== null, `a request failed before its response head: ${r.error}`);
       // ... and the client sees the connection break, not a clean end that looks complete.
       assert.ok(r.broken, `a lost stream ended without a broken connection: ${r.error}`);
       assert.equal(r.done, false);
@@ -232,7 +205,7 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
     await sleep(200);
     assert.match(c.log(), new RegExp(`replica ${victim} \\(pid \\d+\\) exited with status 137`));
   } finally {
-    if (signaller) signaller.kill();
+    held?.resume();
     if (l) await l.stop();
     const e = await c.stop();
     assert.equal(e.code, 0);
@@ -242,14 +215,20 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
 
 test("SIGTERM of a replica under load: it drains and no request fails", { timeout: 60000 }, async () => {
   const c = await cluster();
-  let l, signaller;
+  let l, held;
   try {
     l = load(c.base, 400);
     const victim = "r1";
     while (l.records.filter((r) => r.replica === victim && r.done).length < 2) await sleep(20);
-    const longFile = path.join(c.logDir, "long-stream.txt");
-    signaller = signalWhenBusy(c, victim, "TERM", true, longFile);
-    const { t_signal: t_term, health } = await signaller.done;
+    // A long stream straight to the victim, held after its first bytes (longChat): the victim
+    // is still writing it, in flight, until it is resumed, however fast the build.
+    const url = `http://127.0.0.1:${c.replicas[victim].port}`;
+    held = heldStream(url + "/v1/chat/completions", longChat(system(0)));
+    await held.started;
+    process.kill(c.replicas[victim].pid, "SIGTERM");
+    const t_term = performance.now();
+    const health = await firstNotOk(url);
+    held.resume();
     // It drains: /health says so (503, "draining") while its streams go on.
     const m = health.match(/^(.*) (\d{3})$/s);
     assert.ok(m, `GET /health of the draining replica: ${health}`);
@@ -266,7 +245,12 @@ test("SIGTERM of a replica under load: it drains and no request fails", { timeou
     console.log(`SIGTERM ${victim}: ${recs.length} requests, ${failed.length} failed; ` +
                 `${drained.length} streams started on ${victim} before the SIGTERM, all complete; ${after.length} sent after`);
     assert.deepEqual(failed.map((r) => r.error), []);
-    assert.match(readFileSync(longFile, "utf8"), /data: \[DONE\]\n\n$/);
+    const long = await held.result;
+    assert.equal(long.error, null);
+    assert.match(long.text, /data: \[DONE\]\n\n$/);
+    const wmem = Number(readFileSync("/proc/sys/net/ipv4/tcp_wmem", "utf8").trim().split(/\s+/)[2]);
+    assert.ok(long.text.length > 2 * wmem, `the held stream (${long.text.length} bytes) must be ` +
+              `larger than two socket send buffers can grow (tcp_wmem ${wmem}): the test needs a longer one`);
     assert.ok(drained.length >= 2);
     for (const r of drained) assert.equal(r.done, true);
     assert.ok(after.length >= 4, `requests sent after the SIGTERM: ${after.length}`);
@@ -274,7 +258,7 @@ test("SIGTERM of a replica under load: it drains and no request fails", { timeou
     for (let i = 0; i < 50 && !/exited with status/.test(c.log()); ++i) await sleep(100);
     assert.match(c.log(), new RegExp(`replica ${victim} \\(pid \\d+\\) exited with status 0`));
   } finally {
-    if (signaller) signaller.kill();
+    held?.resume();
     if (l) await l.stop();
     assert.equal((await c.stop()).code, 0);
   }

@@ -3,6 +3,7 @@
 // the client saw of each. Paths come from CTest's environment (tests/server/CMakeLists.txt).
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -146,6 +147,43 @@ export async function streamChat(base, messages, maxTokens, extra = {}, rec = {}
     rec.t_end = performance.now();
   }
   return rec;
+}
+
+// A streamed POST of `body` (JSON) to `url` whose reading stops after the first bytes until
+// resume() is called. Once the kernel's socket buffers are full, the server's writes wait: the
+// request stays in flight for as long as the caller needs. Never throws; `result` resolves
+// { status, replica (x-specula-replica), text (the body as read), error (null, or what broke:
+// an error, or a connection that closed before the body's end) }.
+export function heldStream(url, body) {
+  let resume, started;
+  const go = new Promise((r) => (resume = r));
+  const first = new Promise((r) => (started = r));
+  const result = new Promise((resolve) => {
+    const req = http.request(url, { method: "POST", headers: { "Content-Type": "application/json" } },
+                             (res) => {
+      let text = "";
+      const end = (error) => resolve({ status: res.statusCode,
+                                       replica: res.headers["x-specula-replica"] ?? null, text, error });
+      res.setEncoding("utf8");
+      res.on("data", (d) => {
+        if (text === "") {
+          res.pause();
+          started();
+          go.then(() => res.resume());
+        }
+        text += d;
+      });
+      res.on("end", () => end(null));
+      res.on("error", (e) => end(e.message));
+      res.on("close", () => end(res.complete ? null : "the connection closed before the body's end"));
+    });
+    req.on("error", (e) => {
+      started();
+      resolve({ status: 0, replica: null, text: "", error: e.message });
+    });
+    req.end(JSON.stringify(body));
+  });
+  return { started: first, resume, result };
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
