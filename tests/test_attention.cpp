@@ -206,10 +206,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
                              return name;
                          });
 
-// The AVX-512 level's integer kernel for Q8_0 keys (BlockAttentionKernels::qk_q8) gives its
-// formula's bits: per block the exact integer dot, then fma(dot, d_k * d_q, acc) block by block,
-// times the scale; over rows with a gap between them, from a row that is not a multiple of 16,
-// for 1-5 queries and every head size it covers. The other levels have none (they widen).
 // Heads of a multiple of 8 values have blocked kernels at every vector level (AVX-512 takes AVX2's
 // 8-lane ones for sizes its 16 lanes do not divide: stories260K's heads of 8), others none.
 TEST(BlockedKernels, CoverEveryMultipleOfEight) {
@@ -224,15 +220,23 @@ TEST(BlockedKernels, CoverEveryMultipleOfEight) {
     EXPECT_FALSE(best_blocked_attention(12, &k));
 }
 
+// The integer kernels for Q8_0 keys (BlockAttentionKernels::qk_q8) give their formula's bits:
+// per block the exact integer dot, then fma(dot, d_k * d_q, acc) block by block, times the scale;
+// over rows with a gap between them, from a row that is not a multiple of 16 (nor of 8), keys
+// over the whole int8 range, for 1-5 queries and every head size the level covers: AVX-512 heads
+// of an even number of blocks (VNNI, 16 rows at a time), AVX2 every multiple of 32 up to 256 (byte
+// products, 8 rows at a time). The scalar level has none (it widens).
 TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
     std::mt19937 rng(5);
-    std::uniform_int_distribution<int> qi(-127, 127);
+    std::uniform_int_distribution<int> qi(-127, 127), ki(-128, 127);
     std::normal_distribution<float> nd(0.f, 1.f);
-    for (const int hd : {64, 128, 192, 256}) {
+    const SimdLevel level = active_simd_level();
+    for (const int hd : {32, 64, 96, 128, 160, 192, 224, 256}) {
         BlockAttentionKernels bk{};
         const AttentionEntry e = best_attention();
         if (!e.blocked || !e.blocked(hd, &bk) || !bk.qk_q8) {
-            EXPECT_NE(active_simd_level(), SimdLevel::AVX512) << "no integer kernel for " << hd;
+            EXPECT_FALSE(level == SimdLevel::AVX2 || (level == SimdLevel::AVX512 && hd % 64 == 0))
+                << "no integer kernel for " << hd;
             continue;
         }
         const int nb = hd / 32, rows = 45;
@@ -243,7 +247,7 @@ TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
                 uint8_t* blk = k.data() + j * stride + b * 34;
                 const fp16_t d = fp32_to_fp16(0.01f + std::fabs(nd(rng)));
                 std::memcpy(blk, &d, 2);
-                for (int t = 0; t < 32; ++t) blk[2 + t] = static_cast<uint8_t>(qi(rng));
+                for (int t = 0; t < 32; ++t) blk[2 + t] = static_cast<uint8_t>(ki(rng));
             }
         }
         std::vector<KeyQueryQ8> q(size_t(5) * nb);

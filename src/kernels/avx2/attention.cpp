@@ -1,7 +1,7 @@
 // AVX2/FMA versions of the two inner loops of attention and of the KV cache's row conversions,
 // and the AVX2 build of the blocked kernels (kernels/x86/attention_blocked.inc, with AVX-512's
-// softmax in 8 lanes) for head sizes that are a multiple of 8 up to 256. Fixed summation
-// order, so results are the same for any batch.
+// softmax in 8 lanes) for head sizes that are a multiple of 8 up to 256, with an integer Q8_0 key
+// dot of AVX-512's bits. Fixed summation order, so results are the same for any batch.
 #include "kernels/attention.h"
 
 #include <immintrin.h>
@@ -156,9 +156,111 @@ void softmax_row(float* x, int n) {
 
 #include "kernels/x86/attention_blocked.inc"
 
+// Q8_0 keys against queries rounded to Q8_0 (BlockAttentionKernels::qk_q8), 8 rows at a time,
+// with AVX2's byte products (no VNNI). The rows' blocks are transposed so that lane r of a vector
+// holds row r's 4 values at one offset; per query, each group of 4 query values is broadcast,
+// vpsignb gives it the sign of each row's values and vpmaddubsw multiplies it by their magnitudes,
+// vpmaddwd adds the pairs: lane r gets row r's exact dot over those 4 values, and a block of 32
+// takes 8 of them with no horizontal sum. Exact for keys in [-128, 127] and query values in
+// [-127, 127] (Q8_0's rounding gives no -128): a magnitude is at most 128, a pair's sum at most
+// 32512, within int16.
+
+// r[d] = dword d of the 8 rows r[0..8) (an 8 x 8 transpose of 32-bit values).
+SPECULA_INLINE void transpose8x8(__m256i (&r)[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // u[4h + c], 128-bit lane L: dword 4L + c of rows 4h .. 4h + 3.
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+        u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+        u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+        u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+    }
+}
+
+// NB blocks of 32 per head.
+template <int NB>
+void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
+                float scale, float* const* s) {
+    // kt[8b + g]: values 4g .. 4g + 3 of block b of the 8 rows; ka: their magnitudes.
+    __m256i kt[NB * 8], ka[NB * 8];
+    __m256 dk[NB];
+    const __m256i ones = _mm256_set1_epi16(1), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i rows_at = _mm256_mullo_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(ks)));
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int j = j0; j < j1; j += 8) {
+        const int m = j1 - j < 8 ? j1 - j : 8;
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), lanes);
+        for (int r = 0; r < m; ++r) prefetch_row(k + (j + kRowsAhead + r) * ks, NB * kQ8Block);
+        for (int b = 0; b < NB; ++b) {
+            __m256i rows[8];
+            for (int r = 0; r < 8; ++r) {
+                rows[r] = r < m ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                      k + (j + r) * ks + b * kQ8Block + 2))
+                                : _mm256_setzero_si256();
+            }
+            transpose8x8(rows);
+            for (int g = 0; g < 8; ++g) {
+                kt[8 * b + g] = rows[g];
+                ka[8 * b + g] = _mm256_abs_epi8(rows[g]);
+            }
+            // The 8 rows' F16 scales by one masked gather (a dword from the block's start, its
+            // low half the scale), their low halves packed into 8 halves and widened.
+            const __m256i dw = _mm256_mask_i32gather_epi32(
+                _mm256_setzero_si256(), reinterpret_cast<const int*>(k + j * ks + b * kQ8Block),
+                rows_at, mask, 1);
+            const __m256i lo = _mm256_packus_epi32(_mm256_and_si256(dw, _mm256_set1_epi32(0xFFFF)),
+                                                   _mm256_setzero_si256());
+            dk[b] = _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(lo, 0x08)));
+        }
+        for (int i = 0; i < nq; ++i) {
+            const KeyQueryQ8* qi = q[i];
+            __m256 acc = _mm256_setzero_ps();
+            for (int b = 0; b < NB; ++b) {
+                const int8_t* qd = qi[b].qs;
+                __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+                for (int g = 0; g < 8; g += 2) {
+                    int32_t w0, w1;
+                    std::memcpy(&w0, qd + 4 * g, 4);
+                    std::memcpy(&w1, qd + 4 * g + 4, 4);
+                    const __m256i p0 = _mm256_maddubs_epi16(
+                        ka[8 * b + g], _mm256_sign_epi8(_mm256_set1_epi32(w0), kt[8 * b + g]));
+                    const __m256i p1 = _mm256_maddubs_epi16(
+                        ka[8 * b + g + 1],
+                        _mm256_sign_epi8(_mm256_set1_epi32(w1), kt[8 * b + g + 1]));
+                    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(p0, ones));
+                    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(p1, ones));
+                }
+                const __m256 dkdq = _mm256_mul_ps(dk[b], _mm256_set1_ps(qi[b].d));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)), dkdq, acc);
+            }
+            _mm256_maskstore_ps(s[i] + j, mask, _mm256_mul_ps(acc, vs));
+        }
+    }
+}
+
+template <int NB>
+bool set_qk_q8(int head_dim, BlockAttentionKernels* k) {
+    if (head_dim == NB * 32) {
+        k->qk_q8 = &qk_q8_rows<NB>;
+        return true;
+    }
+    if constexpr (NB > 1) return set_qk_q8<NB - 1>(head_dim, k);
+    return false;
+}
+
 bool block_attention_avx2(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 8 != 0) return false;
-    return blocked_kernels<32>(head_dim / 8, k);
+    if (!blocked_kernels<32>(head_dim / 8, k)) return false;
+    set_qk_q8<8>(head_dim, k);  // the Q8_0 key dot for heads of 32 to 256 values
+    return true;
 }
 
 void fp16_to_f32_avx2(const uint16_t* x, float* out, int n) {
