@@ -625,16 +625,22 @@ TEST(Cli, SlowSpeculationIsReported) {
 // bench says plainly when no draft length beats plain decoding. Medians of 5 repetitions: a
 // single sub-millisecond repetition is too noisy on a shared machine. Without --draft auto: it
 // may fall back to plain steps, and then ties plain decoding within that noise (CI once had it
-// at 1.09x).
+// at 1.09x). The plain runs last well under a millisecond, so a loaded machine (ctest -j) can
+// still slow them more than the draft's: up to three runs, as SlowSpeculationIsReported.
 TEST(Cli, BenchSaysWhenPlainIsFaster) {
-    const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
-                                shared_path("models/tinystories/llama2xs.gguf"), "-n", "32", "-r",
-                                "5", "--pp", "8", "--batches", "1,2", "--no-auto"});
-    ASSERT_EQ(r.status, 0) << describe(r);
-    const std::string all = r.out + r.err;
+    std::string all, err;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
+                                    shared_path("models/tinystories/llama2xs.gguf"), "-n", "32",
+                                    "-r", "5", "--pp", "8", "--batches", "1,2", "--no-auto"});
+        ASSERT_EQ(r.status, 0) << describe(r);
+        all = r.out + r.err;
+        err = r.err;
+        if (all.find("no draft length beats plain decoding") != std::string::npos) break;
+    }
     EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
     // bench plans memory as run does, before any cache.
-    EXPECT_NE(r.err.find("bench: memory: weights 1.12 MiB + KV "), std::string::npos) << r.err;
+    EXPECT_NE(err.find("bench: memory: weights 1.12 MiB + KV "), std::string::npos) << err;
 }
 
 // tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
