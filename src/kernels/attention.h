@@ -56,10 +56,6 @@ struct BlockAttentionKernels {
     // rounded query then.
     void (*qk_q8)(const uint8_t* k, size_t stride, int j0, int j1, const KeyQueryQ8* const* q,
                   int nq, float scale, float* const* s);
-    // qk over Q8_0 key rows (as qk_q8's) for float queries, each value d * q widened as loaded:
-    // the same results as qk on the rows dequantized first. Null as pv_q8.
-    void (*qk_q8w)(const uint8_t* k, size_t stride, int j0, int j1, const float* const* q, int nq,
-                   float scale, float* const* s);
     // pv over Q8_0 value rows (`stride` bytes apart; v at the KV head's first block of row 0),
     // each value d * q widened as loaded: the same results as pv on the rows dequantized first.
     // Null where the ISA has none or for head sizes it does not cover.

@@ -113,18 +113,14 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
 void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* q, const KeyQueryQ8* const* qq, int nq, float scale,
              float* const* s, float* buf) {
-    // Q8_0 rows in place, run by run (a ring layer wraps): the integer kernel for the rounded
-    // queries, else the rows widened as loaded.
-    if (qq || (kv.type_k() == KVType::Q8_0 && bk.qk_q8w && off % QK8_0 == 0)) {
+    // Q8_0 rows in place, run by run (a ring layer wraps), by the integer kernel for the rounded
+    // queries.
+    if (qq) {
         float* shifted[kBlockQueries];
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            const uint8_t* k = kv.k_bytes(layer, a, off);
-            if (qq)
-                bk.qk_q8(k, kv.k_stride_bytes(), 0, m, qq, nq, scale, shifted);
-            else
-                bk.qk_q8w(k, kv.k_stride_bytes(), 0, m, q, nq, scale, shifted);
+            bk.qk_q8(kv.k_bytes(layer, a, off), kv.k_stride_bytes(), 0, m, qq, nq, scale, shifted);
         }
         return;
     }

@@ -246,16 +246,6 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
     }
 }
 
-template <int NB>
-bool set_qk_q8(int head_dim, BlockAttentionKernels* k) {
-    if (head_dim == NB * 32) {
-        k->qk_q8 = &qk_q8_rows<NB>;
-        return true;
-    }
-    if constexpr (NB > 1) return set_qk_q8<NB - 1>(head_dim, k);
-    return false;
-}
-
 bool block_attention_avx2(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 8 != 0) return false;
     if (!blocked_kernels<32>(head_dim / 8, k)) return false;

@@ -158,12 +158,12 @@ SPECULA_INLINE void transpose16x16(__m512i (&r)[16]) {
     }
 }
 
-// NB blocks of 32 per head (even).
+// NB blocks of 32 per head (an odd count's last block is transposed beside zeros).
 template <int NB>
 void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
                 float scale, float* const* s) {
-    static_assert(NB % 2 == 0);
-    __m512i kt[NB * 8];  // kt[8b + g]: values 4g .. 4g + 3 of block b of the 16 rows, + 128
+    constexpr int kPairs = (NB + 1) / 2;
+    __m512i kt[kPairs * 16];  // kt[8b + g]: values 4g .. 4g + 3 of block b of the 16 rows, + 128
     alignas(64) float dk[NB][16];
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     const __m512 vs = _mm512_set1_ps(scale);
@@ -173,14 +173,16 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
     for (int j = j0; j < j1; j += 16) {
         const int m = j1 - j < 16 ? j1 - j : 16;
         for (int r = 0; r < m; ++r) prefetch_row(k + (j + kRowsAhead + r) * ks, NB * kQ8Block);
-        for (int p = 0; p < NB / 2; ++p) {  // two blocks (16 dwords) of every row at a time
+        for (int p = 0; p < kPairs; ++p) {  // two blocks (16 dwords) of every row at a time
             __m512i rows[16];
             for (int r = 0; r < 16; ++r) {
                 if (r < m) {
                     const uint8_t* b = k + (j + r) * ks + 2 * p * kQ8Block + 2;
                     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
                     const __m256i hi =
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + kQ8Block));
+                        2 * p + 1 < NB
+                            ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + kQ8Block))
+                            : _mm256_setzero_si256();
                     rows[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
                 } else {
                     rows[r] = _mm512_setzero_si512();
@@ -221,22 +223,7 @@ void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* c
 bool block_attention_avx512(int head_dim, BlockAttentionKernels* k) {
     if (head_dim <= 0 || head_dim % 16 != 0) return false;
     if (!blocked_kernels<16>(head_dim / 16, k)) return false;
-    switch (head_dim) {  // the Q8_0 key dot for heads of an even number of blocks
-        case 64:
-            k->qk_q8 = &qk_q8_rows<2>;
-            break;
-        case 128:
-            k->qk_q8 = &qk_q8_rows<4>;
-            break;
-        case 192:
-            k->qk_q8 = &qk_q8_rows<6>;
-            break;
-        case 256:
-            k->qk_q8 = &qk_q8_rows<8>;
-            break;
-        default:
-            break;
-    }
+    set_qk_q8<8>(head_dim, k);  // the Q8_0 key dot for heads of 32 to 256 values
     return true;
 }
 
