@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,7 +23,8 @@ inline std::string specula_binary() {
 
 struct ProcResult {
     std::string out, err;
-    int status = -1;  // exit code, or 128 + signal
+    int status = -1;       // exit code, or 128 + signal
+    long max_rss_kib = 0;  // the child's peak resident set (getrusage's ru_maxrss)
 };
 
 // Runs bin/specula with `args` and stdin from `stdin_path`, reading stdout and stderr
@@ -72,7 +74,9 @@ inline ProcResult run_specula(const std::vector<std::string>& args,
         }
     }
     int wstatus = 0;
-    waitpid(pid, &wstatus, 0);
+    rusage ru{};
+    wait4(pid, &wstatus, 0, &ru);
+    r.max_rss_kib = ru.ru_maxrss;
     r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     return r;
 }

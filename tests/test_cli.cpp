@@ -640,7 +640,8 @@ TEST(Cli, BenchSaysWhenPlainIsFaster) {
     }
     EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
     // bench plans memory as run does, before any cache.
-    EXPECT_NE(err.find("bench: memory: weights 1.12 MiB + KV "), std::string::npos) << err;
+    EXPECT_NE(err.find("bench: memory: runtime "), std::string::npos) << err;
+    EXPECT_NE(err.find(" + weights 1.12 MiB + KV "), std::string::npos) << err;
 }
 
 // tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
@@ -763,6 +764,18 @@ TEST(Cli, CacheTypes) {
 
 namespace {
 
+// "19.32 MiB ..." (common/format.h's format_bytes) as bytes; 0 when it is not one.
+double parse_bytes(const std::string& s) {
+    std::istringstream in(s);
+    double v = 0;
+    std::string unit;
+    if (!(in >> v >> unit)) return 0;
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    for (int u = 0; u < 5; ++u, v *= 1024)
+        if (unit == units[u]) return v;
+    return 0;
+}
+
 double mem_available() {
     std::ifstream f("/proc/meminfo");
     std::string key, unit;
@@ -784,8 +797,11 @@ TEST(Cli, MemoryPlan) {
     // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each, plus
     // one thread's attention scratch: (64 x 256 scores + 64 x 8 rows + 64 x 8 queries) floats =
     // 68 KiB.
-    EXPECT_NE(r.err.find("memory: weights 1.12 MiB + KV 228.00 KiB + draft weights 1.19 MiB + "
-                         "draft KV 228.00 KiB = "),
+    // Then each model's pass buffers and kept logits, and before them what the process holds
+    // besides the weights (code, metadata, tokenizers).
+    EXPECT_NE(r.err.find("memory: runtime "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" + weights 1.12 MiB + KV 228.00 KiB + draft weights 1.19 MiB + "
+                         "draft KV 228.00 KiB + passes "),
               std::string::npos)
         << r.err;
     EXPECT_NE(r.err.find(" available"), std::string::npos) << r.err;
@@ -799,9 +815,9 @@ TEST(Cli, MemoryPlan) {
         {"run", "-m", model, "-md", draft, "-n", "4", "-t", "1", "-c", std::to_string(n_ctx)});
     EXPECT_EQ(big.status, 1) << describe(big);
     EXPECT_EQ(big.out, "");
-    EXPECT_NE(big.err.find("error: not enough memory for this run (weights 1.12 MiB + KV "),
-              std::string::npos)
+    EXPECT_NE(big.err.find("error: not enough memory for this run (runtime "), std::string::npos)
         << big.err;
+    EXPECT_NE(big.err.find(" + weights 1.12 MiB + KV "), std::string::npos) << big.err;
     EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
     EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
 
@@ -811,12 +827,54 @@ TEST(Cli, MemoryPlan) {
     const auto two = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
                                   "--port", "0", "--max-model-len", std::to_string(n_serve)});
     EXPECT_EQ(two.status, 1) << describe(two);
-    EXPECT_NE(two.err.find("serve: memory: weights 1.12 MiB + KV 2 x "), std::string::npos)
-        << two.err;
-    EXPECT_NE(two.err.find("error: not enough memory for this run (weights 1.12 MiB + KV 2 x "),
-              std::string::npos)
+    EXPECT_NE(two.err.find("serve: memory: runtime "), std::string::npos) << two.err;
+    EXPECT_NE(two.err.find(" + weights 1.12 MiB + KV 2 x "), std::string::npos) << two.err;
+    EXPECT_NE(two.err.find("error: not enough memory for this run (runtime "), std::string::npos)
         << two.err;
     EXPECT_NE(two.err.find("fewer --parallel slots"), std::string::npos) << two.err;
+}
+
+// A long prompt on a 128k vocabulary (Llama 3's) peaks within 10% of the memory plan `run`
+// prints: the prompt keeps one logits row, its passes are n_ubatch rows, and the plan counts
+// what the process holds besides the weights. The same with the model as its own draft: the
+// draft's prefill keeps one row too. (Before, a 6k-token prompt kept 6k rows of 128k logits:
+// 3 GB against a plan of 18 MiB.)
+TEST(Cli, LongPromptPeaksWithinThePlan) {
+    const std::string model =
+        shared_path("models/synthetic/rand-llama-llama3vocab-d64-l1-tied-Q8_0.gguf");
+    // ~6k tokens of varied words.
+    std::string text;
+    const char* words[] = {"system", "tool",   "file",   "path",    "read",
+                           "write",  "search", "agent",  "request", "context",
+                           "cache",  "prefix", "output", "value",   "string"};
+    for (int i = 0; text.size() < 30000; ++i) {
+        text += words[(i * 7 + i / 5) % 15];
+        text += i % 11 == 10 ? ". " : " ";
+    }
+    const std::string prompt = testing::TempDir() + "long_prompt.txt";
+    {
+        std::ofstream f(prompt);
+        f << text;
+    }
+    for (const bool with_draft : {false, true}) {
+        std::vector<std::string> args = {"run", "-m",   model,    "-f", prompt, "-n", "4",
+                                         "-c",  "8192", "--temp", "0",  "-t",   "2"};
+        if (with_draft) args.insert(args.end(), {"-md", model, "--draft", "4"});
+        const auto r = run_specula(args);
+        ASSERT_EQ(r.status, 0) << describe(r);
+        const size_t at = r.err.find("memory: ");
+        ASSERT_NE(at, std::string::npos) << r.err;
+        const size_t eq = r.err.find(" = ", at);
+        ASSERT_NE(eq, std::string::npos) << r.err;
+        const double plan = parse_bytes(r.err.substr(eq + 3));
+        ASSERT_GT(plan, 0) << r.err;
+        const size_t np = r.err.find("prompt: ");
+        ASSERT_NE(np, std::string::npos) << r.err;
+        EXPECT_GT(std::atoi(r.err.c_str() + np + 8), 4000) << r.err;
+        EXPECT_LE(double(r.max_rss_kib) * 1024, 1.10 * plan)
+            << (with_draft ? "with -md: " : "") << "peak RSS " << r.max_rss_kib
+            << " KiB against the plan: " << r.err;
+    }
 }
 
 }  // namespace

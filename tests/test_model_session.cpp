@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/quants.h"
+#include "model/batch_eval.h"
+#include "model/memory_plan.h"
 #include "model/session.h"
 #include "test_util.h"
 
@@ -193,6 +195,74 @@ TEST(Session, LastLogitsOnlyMatchesFullRow) {
         a.eval(std::span<const token_id>(&next, 1));
         b.eval(std::span<const token_id>(&next, 1));
         EXPECT_EQ(std::memcmp(a.logits(0), b.logits(0), sizeof(float) * n_vocab), 0) << stem;
+    }
+}
+
+// A long prompt on a 128k vocabulary keeps one logits row, not one per prompt token, and runs
+// in passes of n_ubatch tokens: what the session holds stays within the memory plan's pass
+// figure, and the last row is bit-identical to one pass over the whole prompt. A verify pass
+// afterwards keeps its rows, also within the plan.
+TEST(Session, LongPromptKeepsOneLogitsRowWithinThePlan) {
+    const auto model = specula::Model::load(model_path("rand-llama-llama3vocab-d64-l1-tied-Q8_0"));
+    const int n_vocab = model->hparams().n_vocab;
+    ASSERT_GT(n_vocab, 100000);
+    constexpr int kPrompt = 1500, kUbatch = 256, kVerify = 9, kCtx = 2048;
+    std::vector<token_id> ids(kPrompt + kVerify);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = token_id((i * 7919 + 13) % 120000);
+    const std::span<const token_id> prompt(ids.data(), kPrompt);
+
+    specula::SessionParams sp;
+    sp.n_ctx = kCtx;
+    sp.n_threads = 2;
+    sp.type_k = sp.type_v = specula::KVType::F16;
+    sp.n_ubatch = kUbatch;
+    specula::Session s(*model, sp);
+    s.eval(prompt, false);
+    ASSERT_EQ(s.n_logits(), 1);
+    specula::CachePlan cp;
+    cp.n_ctx = kCtx;
+    cp.n_threads = 2;
+    cp.n_ubatch = kUbatch;
+    const double plan_prompt = specula::plan_memory(*model, nullptr, cp, 0).target_pass;
+    EXPECT_LE(s.buffer_bytes(), plan_prompt);
+    // One logits row per prompt token would be 1500 x 128k x 4 bytes = 770 MB.
+    EXPECT_LT(s.buffer_bytes(), 0.02 * double(kPrompt) * n_vocab * sizeof(float));
+
+    sp.n_ubatch = 4096;  // the whole prompt in one pass
+    specula::Session whole(*model, sp);
+    whole.eval(prompt, false);
+    EXPECT_EQ(std::memcmp(s.logits(0), whole.logits(0), sizeof(float) * n_vocab), 0);
+
+    s.eval(std::span<const token_id>(ids.data() + kPrompt, kVerify));
+    ASSERT_EQ(s.n_logits(), kVerify);
+    cp.logit_rows = kVerify;
+    EXPECT_LE(s.buffer_bytes(), specula::plan_memory(*model, nullptr, cp, 0).target_pass);
+
+    // Several sessions in one BatchEvaluator: a prompt longer than a pass goes in pieces there
+    // too, and its last row is the same.
+    specula::ThreadPool pool(2);
+    sp.n_ubatch = kUbatch;
+    sp.pool = &pool;
+    specula::Session a(*model, sp), b(*model, sp);
+    specula::BatchEvaluator ev(*model, pool);
+    const specula::BatchItem items[] = {{&a, prompt, false},
+                                        {&b, std::span<const token_id>(ids.data(), 10), false}};
+    ev.eval(items);
+    EXPECT_EQ(std::memcmp(a.logits(0), whole.logits(0), sizeof(float) * n_vocab), 0);
+    EXPECT_EQ(a.n_past(), kPrompt);
+    EXPECT_LE(a.buffer_bytes(), plan_prompt);
+}
+
+TEST(Session, BadUbatchIsRefused) {
+    const auto model = specula::Model::load(model_path("rand-llama-tok512-d256-l2-Q8_0"));
+    specula::SessionParams sp;
+    sp.n_ctx = 64;
+    sp.n_ubatch = 0;
+    try {
+        specula::Session s(*model, sp);
+        FAIL() << "n_ubatch 0 accepted";
+    } catch (const specula::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("n_ubatch"), std::string::npos) << e.what();
     }
 }
 

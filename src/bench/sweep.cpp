@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "model/memory_plan.h"
 #include "model/session.h"
+#include "speculative/draft_length.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
 #include "tokenizer/prompt.h"
@@ -42,6 +43,15 @@ std::vector<token_id> depth_filler(const std::vector<token_id>& first, int depth
     for (size_t i = from; int(out.size()) < depth; i = i + 1 < first.size() ? i + 1 : from)
         out.push_back(first[i]);
     return out;
+}
+
+// The most logits rows one bench pass keeps: a verify of the longest draft (the adaptive
+// length's bound too) or a timed pass over the most tokens.
+int bench_logit_rows(const BenchParams& p) {
+    int rows = DraftLengthParams{}.n_max + 1;
+    for (int n : p.draft_list) rows = std::max(rows, n + 1);
+    for (int n : p.pass_sizes) rows = std::max(rows, n);
+    return rows;
 }
 
 }  // namespace
@@ -108,7 +118,9 @@ BenchResult run_bench(const BenchParams& p) {
     // As `run` does: the plan is printed, and refused when it does not fit, before any cache.
     const MemoryPlan plan =
         plan_memory(*target, setup.draft_model.get(),
-                    CachePlan{n_ctx, p.n_threads, p.type_k, p.type_v}, available);
+                    CachePlan{n_ctx, p.n_threads, p.type_k, p.type_v, 1,
+                              SessionParams::kDefaultUbatch, bench_logit_rows(p)},
+                    available);
     std::fprintf(stderr, "bench: %s\n", describe(plan).c_str());
     check_memory(plan);
     const auto drafter =

@@ -1,8 +1,9 @@
 // `specula run`: llama-cli style generation. The prompt is tokenized with BOS as the vocabulary
-// says and special tokens parsed, evaluated in one batch, and the sampled tokens' pieces stream to
-// stdout byte for byte (nothing else goes there). Options are checked and the context budget is
-// enforced before any token is generated; logs and the closing statistics line go to stderr.
-// With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
+// says and special tokens parsed, evaluated in passes of
+// SessionParams::n_ubatch tokens keeping only the last row's logits, and the sampled tokens' pieces
+// stream to stdout byte for byte (nothing else goes there). Options are checked and the context
+// budget is enforced before any token is generated; logs and the closing statistics line go to
+// stderr. With a drafter (-md DRAFT or --spec-type ngram) the same loop decodes speculatively
 // (speculative/generator.h); the text is the same, only faster, and the acceptance statistics
 // follow. With -cnv it is a conversation instead (cli/cmd_chat.cpp).
 #include <unistd.h>

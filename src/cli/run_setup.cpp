@@ -107,7 +107,9 @@ std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget
     e->setup = load_speculative(e->spec, model);
     const MemoryPlan plan =
         plan_memory(model, e->setup.draft_model.get(),
-                    CachePlan{t.n_ctx, e->n_threads, type_k, type_v}, t.mem_available);
+                    CachePlan{t.n_ctx, e->n_threads, type_k, type_v, 1,
+                              SessionParams::kDefaultUbatch, max_verify_rows(e->spec)},
+                    t.mem_available);
     log("%s", describe(plan).c_str());
     check_memory(plan);
     e->session = make_session(model, SessionParams{t.n_ctx, e->n_threads, type_k, type_v});

@@ -49,14 +49,15 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
             fail("eval_batch: item ", i, ": ", e.what());
         }
     }
-    std::vector<const BatchItem*> alone;  // longer than a ring cache's pass: Session::eval
+    // Longer than one of its session's passes (SessionParams::n_ubatch, a ring cache's
+    // max_pass): Session::eval, in pieces.
+    std::vector<const BatchItem*> alone;
     for (const BatchItem& it : items) {
         if (it.tokens.empty()) {
             it.session->impl_->n_logits = 0;
             continue;
         }
-        const KVCache& kv = it.session->impl_->kv;
-        if (kv.has_ring() && it.tokens.size() > size_t(kv.max_pass())) {
+        if (it.tokens.size() > size_t(it.session->impl_->max_pass())) {
             alone.push_back(&it);
             continue;
         }

@@ -109,42 +109,62 @@ const float* ForwardPass::rope_factors(int n_ctx) const {
     return f.empty() ? nullptr : f.data();
 }
 
-void ForwardPass::reserve(int ntok, int max_ctx, int n_threads) {
+template <class F>
+void ForwardPass::each_buffer(int ntok, int logit_rows, F&& f) {
     const size_t n = static_cast<size_t>(ntok);
-    grow(x_, n * hp_.n_embd);
-    grow(h_, n * hp_.n_embd);
-    grow(tmp_, n * hp_.n_embd);
-    grow(q_, n * hp_.n_embd_q());
-    grow(k_new_, n * hp_.n_embd_kv());
-    grow(v_new_, n * hp_.n_embd_kv());
-    grow(att_, n * hp_.n_embd_q());
-    grow(ff_g_, n * ff_width_);
-    if (qkv_width_ > 0) grow(qkv_, n * qkv_width_);
-    grow(ff_u_, n * hp_.n_ff);
-    grow(rope_cs_, n * hp_.n_rot);
-    if (swa_rope_) grow(rope_cs_swa_, n * hp_.n_rot);
-    grow(logits_, n * hp_.n_vocab);
-    grow(scores_, attention_scratch_floats(att_shape_, max_ctx, n_threads));
-    if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
+    f(x_, n * hp_.n_embd);
+    f(h_, n * hp_.n_embd);
+    f(tmp_, n * hp_.n_embd);
+    f(q_, n * hp_.n_embd_q());
+    f(k_new_, n * hp_.n_embd_kv());
+    f(v_new_, n * hp_.n_embd_kv());
+    f(att_, n * hp_.n_embd_q());
+    f(ff_g_, n * ff_width_);
+    if (qkv_width_ > 0) f(qkv_, n * qkv_width_);
+    f(ff_u_, n * hp_.n_ff);
+    f(rope_cs_, n * hp_.n_rot);
+    if (swa_rope_) f(rope_cs_swa_, n * hp_.n_rot);
+    f(logits_, size_t(logit_rows) * hp_.n_vocab);
     if (hp_.attn_gated) {
-        grow(qg_, 2 * n * hp_.n_embd_q());
-        grow(gate_, n * hp_.n_embd_q());
+        f(qg_, 2 * n * hp_.n_embd_q());
+        f(gate_, n * hp_.n_embd_q());
     }
     if (hp_.n_recurrent() > 0) {
         const size_t nv = size_t(hp_.ssm_dt_rank);
-        grow(dn_x_, n * hp_.ssm_conv_dim());
-        grow(dn_scratch_, n * hp_.ssm_conv_dim());
-        grow(dn_z_, n * hp_.ssm_value_dim());
-        grow(dn_o_, n * hp_.ssm_value_dim());
-        grow(dn_b_, n * nv);
-        grow(dn_a_, n * nv);
-        grow(dn_g_, n * nv);
+        f(dn_x_, n * hp_.ssm_conv_dim());
+        f(dn_scratch_, n * hp_.ssm_conv_dim());
+        f(dn_z_, n * hp_.ssm_value_dim());
+        f(dn_o_, n * hp_.ssm_value_dim());
+        f(dn_b_, n * nv);
+        f(dn_a_, n * nv);
+        f(dn_g_, n * nv);
     }
     if (hp_.n_ff_shexp > 0) {
-        grow(sh_g_, n * hp_.n_ff_shexp);
-        grow(sh_u_, n * hp_.n_ff_shexp);
-        grow(sh_d_, n * hp_.n_embd);
+        f(sh_g_, n * hp_.n_ff_shexp);
+        f(sh_u_, n * hp_.n_ff_shexp);
+        f(sh_d_, n * hp_.n_embd);
     }
+}
+
+void ForwardPass::reserve(int ntok, int logit_rows, int max_ctx, int n_threads) {
+    each_buffer(ntok, logit_rows, [](std::vector<float>& v, size_t n) { grow(v, n); });
+    grow(scores_, attention_scratch_floats(att_shape_, max_ctx, n_threads));
+    if (hp_.n_expert > 0) moe_.reserve(hp_, ntok);
+}
+
+double ForwardPass::buffer_bytes(int ntok, int logit_rows) {
+    double b = 0;
+    each_buffer(ntok, logit_rows, [&](std::vector<float>&, size_t n) { b += sizeof(float) * n; });
+    if (hp_.n_expert > 0) b += MoeFFN::bytes(hp_, ntok);
+    if (model_.has_mtp()) b += sizeof(float) * 2.0 * hp_.n_embd * ntok;  // mtp_cat_
+    return b;
+}
+
+double ForwardPass::allocated_bytes() const {
+    double b = 0;
+    const_cast<ForwardPass*>(this)->each_buffer(
+        0, 0, [&](std::vector<float>& v, size_t) { b += sizeof(float) * v.capacity(); });
+    return b + moe_.allocated_bytes() + sizeof(float) * double(mtp_cat_.capacity());
 }
 
 void ForwardPass::norm_rows(const float* in, const float* w, int ntok, float* out) {
@@ -368,7 +388,9 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
         segs[s].seq->n_logits = 0;
     }
     if (n_rows_ == 0) return;
-    reserve(n_rows_, max_ctx, pool.size());
+    // One segment's logits go straight to its session: the pass's own buffer holds only the
+    // output rows of a pass over several.
+    reserve(n_rows_, ns > 1 ? n_out_rows_ : 0, max_ctx, pool.size());
     const WeightView& e = model_.tok_embd;
     for (size_t s = 0; s < ns; ++s) {
         const int pos0 = segs[s].seq->kv.n_past();

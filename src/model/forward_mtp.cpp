@@ -35,7 +35,7 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
         max_ctx = std::max(max_ctx, sg.seq->mtp_kv->n_ctx());
     }
     if (n == 0) return;
-    reserve(n, max_ctx, pool.size());
+    reserve(n, ns > 1 ? n : 0, max_ctx, pool.size());
     // The input rows: [enorm(embed(t)) | hnorm(h)] -> eh_proj, each at its session's position.
     grow_to(mtp_cat_, 2 * d * n);
     const WeightView& e = m.embed.data ? m.embed : model_.tok_embd;

@@ -39,6 +39,9 @@ struct Session::Impl {
     std::unique_ptr<KVCache> mtp_kv;
     std::vector<float> hidden, mtp_logits, mtp_hidden;
     int n_mtp = 0;
+    int n_ubatch;  // SessionParams::n_ubatch
+    // The most tokens one pass of this session takes (n_ubatch, a ring cache's max_pass).
+    int max_pass() const;
 
     // Throws Error (context overflow, token id out of range) before anything changes.
     void check(std::span<const token_id> tokens) const;
@@ -75,6 +78,12 @@ class ForwardPass {
     void run(std::span<const PassSegment> segs, ThreadPool& pool);
 
     const HParams& hparams() const { return hp_; }
+
+    // What the buffers of a pass of ntok rows (logit_rows of them through the pass's own logits
+    // buffer: a pass over several sequences) take, in bytes (the memory plan's figure), and what
+    // this pass holds now (they grow to the largest pass seen; tests hold the two together).
+    double buffer_bytes(int ntok, int logit_rows);
+    double allocated_bytes() const;
 
     // The MTP head (ModelWeights::mtp) over every segment in ONE pass (each row attends over its
     // own session's head cache): see Session::eval_mtp. Checked already; distinct sessions. Every
@@ -120,7 +129,12 @@ class ForwardPass {
     void ffn_fused(const LayerWeights& l);
 
   private:
-    void reserve(int ntok, int max_ctx, int n_threads);
+    // Sizes the buffers for a pass of ntok rows, logit_rows of them copied through logits_.
+    void reserve(int ntok, int logit_rows, int max_ctx, int n_threads);
+    // f(buffer, floats) for each buffer reserve sizes by the pass's rows (not scores_, which the
+    // memory plan counts with the KV cache): the one list reserve and buffer_bytes read.
+    template <class F>
+    void each_buffer(int ntok, int logit_rows, F&& f);
     // The cache segment s's attention reads and writes: its MTP cache in run_mtp.
     KVCache& kv_of(size_t s) const { return mtp_ ? *segs_[s].seq->mtp_kv : segs_[s].seq->kv; }
     int kv_layer() const { return mtp_ ? 0 : il_; }

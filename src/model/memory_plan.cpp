@@ -1,6 +1,11 @@
 // mem_available_bytes / plan_memory / describe / check_memory: see memory_plan.h.
 #include "model/memory_plan.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +13,7 @@
 #include "common/format.h"
 #include "common/threadpool.h"
 #include "model/attention.h"
+#include "model/forward_pass.h"
 #include "model/recurrent_state.h"
 #include "model/session.h"
 
@@ -15,11 +21,18 @@ namespace specula {
 
 namespace {
 
+// The files' tensors, and the repacked copies whose originals stay in use: a matrix packed from
+// the token embedding (a tied output matrix) keeps the embedding's rows mapped for get_rows
+// (model/pack.cpp releases every other original).
 double weight_bytes(const Model& m) {
     double b = 0;
     for (const GGUFTensor& t : m.file().tensors()) b += double(t.nbytes);
     if (m.mtp_file())
         for (const GGUFTensor& t : m.mtp_file()->tensors()) b += double(t.nbytes);
+    if (m.output.packed && m.output.data == m.tok_embd.data)
+        for (const PackedBuffer& p : m.packed)
+            if (m.output.packed >= p.data() && m.output.packed < p.data() + p.size())
+                b += double(p.size());
     return b;
 }
 
@@ -37,6 +50,62 @@ double kv_bytes(const Model& m, int n_ctx, int n_threads, KVType k, KVType v) {
            sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads)) +
            RecurrentState::bytes(hp) +
            (m.has_mtp() ? KVCache::bytes(1, n_ctx, hp.n_embd_kv(), k, v) : 0.0);
+}
+
+// A session's pass buffers (a pass of at most n_ubatch rows, never more than its context) and
+// the logits rows it keeps (with an MTP head, the hidden row of each too).
+double pass_bytes(const Model& m, int n_ctx, const CachePlan& c) {
+    const HParams& hp = m.hparams();
+    const int rows = std::max(1, std::min(c.n_ubatch, n_ctx));
+    ForwardPass pass(m);
+    const double per_row = double(hp.n_vocab) + (m.has_mtp() ? 2.0 * hp.n_embd : 0.0);
+    return pass.buffer_bytes(rows, 0) + sizeof(float) * per_row * std::max(c.logit_rows, 1);
+}
+
+// The shared pass of several sequences: n_ubatch rows, each sequence's kept logits copied
+// through it.
+double batch_pass_bytes(const Model& m, int n_ctx, const CachePlan& c) {
+    const int rows = std::max(1, std::min(c.n_ubatch, n_ctx));
+    ForwardPass pass(m);
+    return pass.buffer_bytes(rows, std::min(rows, c.n_seqs * std::max(c.logit_rows, 1)));
+}
+
+// Resident bytes of the pages over [p, p + n) (mincore); 0 when it cannot be asked.
+double resident_bytes(const void* p, size_t n) {
+    if (!p || n == 0) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(p) / page * page;
+    const uintptr_t hi = reinterpret_cast<uintptr_t>(p) + n;
+    std::vector<unsigned char> in((hi - lo + page - 1) / page);
+    if (mincore(reinterpret_cast<void*>(lo), hi - lo, in.data()) != 0) return 0;
+    double r = 0;
+    for (unsigned char c : in) r += (c & 1) ? double(page) : 0.0;
+    return r;
+}
+
+// The resident pages of a model's weights: its files' tensor data and its repacked copies.
+double weights_resident(const Model& m) {
+    double r = 0;
+    for (const GGUFFile* f : {&m.file(), m.mtp_file()}) {
+        if (!f || f->tensors().empty()) continue;
+        const uint8_t *lo = nullptr, *hi = nullptr;
+        for (const GGUFTensor& t : f->tensors()) {
+            if (!lo || t.data < lo) lo = t.data;
+            if (!hi || t.data + t.nbytes > hi) hi = t.data + t.nbytes;
+        }
+        r += resident_bytes(lo, size_t(hi - lo));
+    }
+    for (const PackedBuffer& b : m.packed) r += resident_bytes(b.data(), b.size());
+    return r;
+}
+
+// VmRSS from /proc/self/status, in bytes; 0 when it cannot be read.
+double resident_set_bytes() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) * 1024;
+    return 0;
 }
 
 std::string fmt(double bytes) {
@@ -96,12 +165,22 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan&
     const int n_threads = default_threads(c.n_threads);
     p.target_weights = weight_bytes(target);
     p.target_kv = kv_bytes(target, n_ctx, n_threads, c.type_k, c.type_v);
+    p.target_pass = pass_bytes(target, n_ctx, c);
+    if (c.n_seqs > 1) p.batch_pass = batch_pass_bytes(target, n_ctx, c);
     if (draft) {
         const int n_ctx_draft = resolve_ctx(draft->hparams(), c.n_ctx);
         p.draft_weights = weight_bytes(*draft);
         p.draft_kv = kv_bytes(*draft, n_ctx_draft, n_threads, c.type_k, c.type_v);
+        // A draft session keeps one logits row (it proposes from the last one).
+        CachePlan one = c;
+        one.logit_rows = 1;
+        p.draft_pass = pass_bytes(*draft, n_ctx_draft, one);
+        if (c.n_seqs > 1) p.batch_pass += batch_pass_bytes(*draft, n_ctx_draft, one);
     }
     p.available = available;
+    const double rss = resident_set_bytes();
+    const double held = weights_resident(target) + (draft ? weights_resident(*draft) : 0.0);
+    p.runtime = std::max(0.0, rss - held);
     add_device_share(p, target, n_ctx, c.n_seqs, false);
     if (draft) add_device_share(p, *draft, resolve_ctx(draft->hparams(), c.n_ctx), c.n_seqs, true);
     return p;
@@ -111,10 +190,14 @@ std::string describe(const MemoryPlan& p) {
     std::ostringstream s;
     // One cache per sequence: "KV 4 x 1.00 MiB".
     const std::string times = p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "";
-    s << "memory: weights " << fmt(p.target_weights) << " + KV " << times << fmt(p.target_kv);
+    s << "memory: ";
+    if (p.runtime > 0) s << "runtime " << fmt(p.runtime) << " + ";
+    s << "weights " << fmt(p.target_weights) << " + KV " << times << fmt(p.target_kv);
     if (p.draft_weights > 0)
         s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
           << fmt(p.draft_kv);
+    s << " + passes " << times << fmt(p.target_pass + p.draft_pass);
+    if (p.batch_pass > 0) s << " + batch pass " << fmt(p.batch_pass);
     if (p.prompt_cache > 0) s << " + prompt cache " << fmt(p.prompt_cache);
     s << " = " << fmt(p.total());
     if (p.available > 0)

@@ -14,6 +14,7 @@
 
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/session.h"
 
 namespace specula {
 
@@ -27,11 +28,20 @@ struct DeviceShare {
 
 struct MemoryPlan {
     double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;  // kv: per sequence
+    // Per sequence, each model's pass buffers (a pass of n_ubatch rows, model/forward_pass.h)
+    // and the logits rows its session keeps (CachePlan::logit_rows); with several sequences
+    // also the one shared pass that evaluates them together (model/batch_eval.h).
+    double target_pass = 0, draft_pass = 0, batch_pass = 0;
+    // What the process holds besides the weights when the plan is made (its code, the parsed
+    // metadata and tokenizers: VmRSS less the weights' resident pages; 0 where /proc is absent).
+    double runtime = 0;
     int n_seqs = 1;           // caches of each model (serve: its slots)
     double available = 0;     // 0: unknown (no /proc/meminfo), never refused
     double prompt_cache = 0;  // serve --cache-ram: the host-RAM prompt cache's bound
     double total() const {
-        return target_weights + draft_weights + n_seqs * (target_kv + draft_kv) + prompt_cache;
+        return runtime + target_weights + draft_weights +
+               n_seqs * (target_kv + draft_kv + target_pass + draft_pass) + batch_pass +
+               prompt_cache;
     }
     std::vector<DeviceShare> devices;  // one per Vulkan device in use
 };
@@ -46,11 +56,16 @@ struct CachePlan {
     int n_threads = 0;  // 0: default_threads (common/threadpool.h)
     KVType type_k = KVType::F16, type_v = KVType::F16;
     int n_seqs = 1;
+    int n_ubatch = SessionParams::kDefaultUbatch;  // the most tokens of one pass (-ub)
+    // The logits rows a session keeps at most: 1 for plain decoding, 1 + the longest draft for
+    // a verify pass (a prompt keeps only its last row, whatever its length).
+    int logit_rows = 1;
 };
 
 // The plan for a target and an optional draft model; each "KV" counts its session's attention
 // scratch (n_threads x 16 score rows of n_ctx floats) and, for a hybrid model, its recurrent
-// state (RecurrentState::bytes) too.
+// state (RecurrentState::bytes) too; each "pass" the buffers of a pass of n_ubatch rows and the
+// logits a session keeps.
 MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan& caches,
                        double available);
 

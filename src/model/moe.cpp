@@ -28,17 +28,36 @@ void grow(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-void MoeFFN::reserve(const HParams& hp, int ntok) {
+// f(buffer, elements) for each buffer, sized for ntok tokens (4-byte elements all).
+template <class M, class F>
+void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f) {
     const size_t n = static_cast<size_t>(ntok), k = hp.n_expert_used;
-    grow(logits_, n * hp.n_expert);
-    grow(sel_, n * k);
-    grow(w_, n * k);
-    grow(slots_, n * k);
-    grow(xg_, n * hp.n_embd);
-    grow(g_, n * hp.n_ff_expert);
-    grow(u_, n * hp.n_ff_expert);
-    grow(d_, n * hp.n_embd);
-    grow(eo_, n * k * hp.n_embd);
+    f(m.logits_, n * hp.n_expert);
+    f(m.sel_, n * k);
+    f(m.w_, n * k);
+    f(m.slots_, n * k);
+    f(m.xg_, n * hp.n_embd);
+    f(m.g_, n * hp.n_ff_expert);
+    f(m.u_, n * hp.n_ff_expert);
+    f(m.d_, n * hp.n_embd);
+    f(m.eo_, n * k * hp.n_embd);
+}
+
+void MoeFFN::reserve(const HParams& hp, int ntok) {
+    each_moe_buffer(*this, hp, ntok, [](auto& v, size_t n) { grow(v, n); });
+}
+
+double MoeFFN::bytes(const HParams& hp, int ntok) {
+    MoeFFN none;
+    double b = 0;
+    each_moe_buffer(none, hp, ntok, [&](auto&, size_t n) { b += 4.0 * double(n); });
+    return b;
+}
+
+double MoeFFN::allocated_bytes() const {
+    double b = 0;
+    each_moe_buffer(*this, HParams{}, 0, [&](auto& v, size_t) { b += 4.0 * double(v.capacity()); });
+    return b;
 }
 
 void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int ntok,

@@ -24,6 +24,9 @@ class MoeFFN {
   public:
     // Sizes the buffers for up to `ntok` tokens (allocates only when growing).
     void reserve(const HParams& hp, int ntok);
+    // What reserve(hp, ntok) allocates, and what this holds now, in bytes.
+    static double bytes(const HParams& hp, int ntok);
+    double allocated_bytes() const;
 
     // out[t * n_embd ...] = MoE(x[t * n_embd ...]) for t < ntok.
     void forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
@@ -33,6 +36,8 @@ class MoeFFN {
     int experts_run() const { return experts_run_; }
 
   private:
+    template <class M, class F>
+    friend void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f);
     void route(const LayerWeights& l, const HParams& hp, const float* x, int ntok, ThreadPool& pool,
                MatmulScratch& scratch);
     // Runs expert e over the tokens that chose it; false (nothing read) when none did.

@@ -26,6 +26,11 @@ std::vector<int> layer_windows(const HParams& hp) {
     return w;
 }
 
+int ubatch(const SessionParams& p) {
+    if (p.n_ubatch < 1) fail("n_ubatch (-ub) must be >= 1, got ", p.n_ubatch);
+    return p.n_ubatch;
+}
+
 int swa_max_pass(const SessionParams& p) {
     if (p.swa_max_pass < 1) fail("swa_max_pass must be >= 1, got ", p.swa_max_pass);
     return p.swa_max_pass;
@@ -39,7 +44,8 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
          p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim),
-      rec(m.hparams(), p.recurrent_rollback) {
+      rec(m.hparams(), p.recurrent_rollback),
+      n_ubatch(ubatch(p)) {
     OffloadParams op = m.placement();
     if (p.n_gpu_layers >= 0) {
         op.n_gpu_layers = p.n_gpu_layers;
@@ -56,6 +62,10 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
 }
 
 Session::Impl::~Impl() = default;
+
+int Session::Impl::max_pass() const {
+    return kv.has_ring() ? std::min(n_ubatch, kv.max_pass()) : n_ubatch;
+}
 
 void Session::Impl::check(std::span<const token_id> tokens) const {
     const int64_t end = static_cast<int64_t>(kv.n_past()) + tokens.size();
@@ -82,10 +92,10 @@ void Session::eval(std::span<const token_id> tokens, bool all_logits) {
     Impl& s = *impl_;
     s.check(tokens);
     if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
-    // Ring caches take at most max_pass tokens a pass: longer runs go in pieces, each piece's
-    // logits rows after the previous ones' (without all_logits each piece leaves its last row in
-    // row 0: the last piece's is the one asked for).
-    const size_t step = s.kv.has_ring() ? size_t(s.kv.max_pass()) : tokens.size();
+    // A pass takes at most n_ubatch tokens (ring caches: at most max_pass): longer runs go in
+    // pieces, each piece's logits rows after the previous ones' (without all_logits each piece
+    // leaves its last row in row 0: the last piece's is the one asked for).
+    const size_t step = size_t(s.max_pass());
     for (size_t at = 0; at < tokens.size() || at == 0; at += step) {
         const size_t n = std::min(step, tokens.size() - at);
         PassSegment seg{&s, tokens.subspan(at, n), all_logits};
@@ -93,6 +103,12 @@ void Session::eval(std::span<const token_id> tokens, bool all_logits) {
         s.pass->run(std::span(&seg, 1), *s.pool);
         if (n == 0) break;
     }
+}
+
+double Session::buffer_bytes() const {
+    const Impl& s = *impl_;
+    const double floats = double(s.logits.capacity()) + double(s.hidden.capacity());
+    return (s.pass ? s.pass->allocated_bytes() : 0.0) + sizeof(float) * floats;
 }
 
 const float* Session::logits(int i) const {

@@ -45,6 +45,12 @@ struct SessionParams {
     // inside the last pass needs (a snapshot and the pass's inputs). false: the state is updated
     // in place and rollback reaches only n_past and 0 (the cost baseline). Ignored by others.
     bool recurrent_rollback = true;
+    // The most tokens one pass takes (llama.cpp's -ub, n_ubatch): eval splits longer token runs
+    // into passes of this many, so a pass's buffers (model/forward_pass.h) stay bounded whatever
+    // the prompt's length. The logits are the same (batch invariance); a pass of n tokens streams
+    // the weights once, so passes of 512 already run at the kernels' multi-token pace.
+    int n_ubatch = kDefaultUbatch;
+    static constexpr int kDefaultUbatch = 512;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -69,9 +75,11 @@ class Session {
     // logits after token i. A position's logits do not depend on how many tokens shared the pass.
     // Throws Error if the context would overflow (naming n_ctx) or a token id is out of range;
     // the session is unchanged then.
-    // With all_logits = false only the last token's logits are computed (n_logits() == 1,
-    // logits(0) is the last token's): a prompt then skips the n_vocab-wide output matmul for
-    // every other position. That row is bit-identical to the all_logits one.
+    // With all_logits = false only the last token's logits are computed and kept (n_logits() ==
+    // 1, logits(0) is the last token's): a prompt then skips the n_vocab-wide output matmul for
+    // every other position, and no buffer of n_vocab floats per prompt row exists. That row is
+    // bit-identical to the all_logits one. More than SessionParams::n_ubatch tokens are evaluated
+    // in several passes (the same logits).
     void eval(std::span<const token_id> tokens, bool all_logits = true);
 
     const float* logits(int i) const;
@@ -108,6 +116,10 @@ class Session {
     void restore(const KVSnapshot& s);
 
     const Model& model() const;
+    // What this session's pass buffers and kept logits (and MTP hidden rows) take now, in bytes:
+    // they grow to the largest pass seen; the memory plan's per-sequence "passes" figure bounds
+    // them (model/memory_plan.h).
+    double buffer_bytes() const;
 
     // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
     // The final hidden state of logits row i of the last eval, after the output norm (the output

@@ -299,7 +299,7 @@ void Scheduler::use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const t
 // thread before the job's first step (the other slots wait for it) and leaves the target holding
 // prompt[0, n-1), which is what the generation starts from.
 void Scheduler::echo_logprobs(Job& job, Session& target) {
-    constexpr size_t kChunk = 64;
+    constexpr size_t kChunk = kEchoChunk;
     const std::span<const token_id> prompt(job.prompt);
     const int nv = target_.hparams().n_vocab;
     std::vector<TokenLogprob> out;

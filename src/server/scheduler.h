@@ -109,6 +109,10 @@ class Scheduler {
     Scheduler(const Model& target, const SpeculativeSetup& spec, const SchedulerConfig& config);
     ~Scheduler();  // stops the thread; jobs still running are finished as cancelled
 
+    // Prompt rows an echo with logprobs evaluates per pass with all their logits: what a slot's
+    // target session keeps at most besides a verify pass's rows (the memory plan counts it).
+    static constexpr int kEchoChunk = 16;
+
     void submit(std::shared_ptr<Job> job);
     // Runs the action between two steps and returns when it is done (any thread).
     void slot_action(const std::shared_ptr<SlotAction>& action);

@@ -136,9 +136,12 @@ void Service::load() {
                      total, cfg.n_parallel, n_ctx_);
     }
     // As `run` does, before any cache: one target cache (and draft cache) per slot.
-    MemoryPlan plan = plan_memory(
-        *target_, spec_.draft_model.get(),
-        CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel}, available);
+    MemoryPlan plan =
+        plan_memory(*target_, spec_.draft_model.get(),
+                    CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel,
+                              SessionParams::kDefaultUbatch,
+                              std::max(max_verify_rows(cfg.speculative), Scheduler::kEchoChunk)},
+                    available);
     plan.prompt_cache = prompt_cache_bytes(cfg, plan);
     std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
     if (cfg.memory_check) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "speculative/draft_length.h"
 
 namespace specula {
 
@@ -96,6 +97,12 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
 }
 
 }  // namespace
+
+int max_verify_rows(const SpeculativeConfig& c) {
+    int draft = 0;
+    if (c.method != SpecMethod::none) draft = c.draft_auto ? DraftLengthParams{}.n_max : c.n_draft;
+    return 1 + std::max(draft, c.n_forced);
+}
 
 const char* method_name(SpecMethod method) {
     switch (method) {

@@ -57,6 +57,11 @@ inline std::string mtp_sidecar(const SpeculativeConfig& c) {
     return c.method == SpecMethod::mtp ? c.draft_model : std::string();
 }
 
+// The most rows one verify pass of a sequence takes (its last token, the longest draft: --draft
+// or the adaptive length's bound, and the tokens a grammar may force): the logits rows its
+// target session keeps at most (model/memory_plan.h's CachePlan::logit_rows).
+int max_verify_rows(const SpeculativeConfig& config);
+
 // "none", "draft_model", "ngram" or "mtp".
 const char* method_name(SpecMethod method);
 

@@ -139,7 +139,7 @@ class VulkanLayers final : public LayerOffload {
 
     void forward(float* x, const float* cs, const float* cs_swa, int ntok, int pos0, int n_out,
                  float* logits, ThreadPool& pool) override {
-        reserve(ntok);
+        reserve(ntok, n_out);
         auto* pass = static_cast<char*>(pass_->mapped());
         const int32_t p0 = pos0;
         std::memcpy(pass, &p0, sizeof p0);
@@ -170,7 +170,7 @@ class VulkanLayers final : public LayerOffload {
     std::shared_ptr<Context> ctx_;
     int n_ctx_;
     AttnShape attn_;
-    int cap_ = 0;
+    int cap_ = 0, cap_out_ = 0;               // the rows the buffers hold, the logits rows
     std::unique_ptr<Buffer> kc_, vc_, part_;  // part_: the split attention's partials
     std::unique_ptr<Buffer> in_, out_, pass_, x_, h_, q_, k_, v_, att_, tmp_, g_, u_, logits_;
     std::unique_ptr<Buffer> stage_in_, stage_out_;  // for the CPU's matrices (any_cpu only)
@@ -215,13 +215,17 @@ class VulkanLayers final : public LayerOffload {
         }
     }
 
-    // Activation buffers for `ntok` tokens; growing drops the programs that point at the old ones.
-    void reserve(int ntok) {
-        if (ntok <= cap_) return;
+    // Activation buffers for `ntok` tokens, logits for `n_out` of them (a prompt's pass keeps
+    // one row, not one per token); growing drops the programs that point at the old ones.
+    void reserve(int ntok, int n_out) {
+        if (ntok <= cap_ && n_out <= cap_out_) return;
         programs_.clear();
-        int cap = 16;
+        int cap = std::max(cap_, 16);
         while (cap < ntok) cap *= 2;
         cap_ = cap;
+        int cap_out = std::max(cap_out_, 16);
+        while (cap_out < n_out) cap_out *= 2;
+        cap_out_ = std::min(cap_out, cap);
         const size_t n = cap, f = sizeof(float);
         auto dev = [&](size_t floats) {
             return std::make_unique<Buffer>(ctx_, floats * f, Buffer::Kind::Device);
@@ -229,7 +233,7 @@ class VulkanLayers final : public LayerOffload {
         auto host = [&](size_t bytes) {
             return std::make_unique<Buffer>(ctx_, bytes, Buffer::Kind::Host);
         };
-        const size_t out_floats = has_output() ? n * hp_.n_vocab : n * hp_.n_embd;
+        const size_t out_floats = has_output() ? size_t(cap_out_) * hp_.n_vocab : n * hp_.n_embd;
         in_ = host(n * hp_.n_embd * f);
         out_ = host(out_floats * f);
         // pos0, the angles, the swa layers' angles, the split attention's workgroup counts
@@ -243,7 +247,7 @@ class VulkanLayers final : public LayerOffload {
         v_ = dev(n * hp_.n_embd_kv());
         g_ = dev(n * hp_.n_ff);
         u_ = dev(n * hp_.n_ff);
-        logits_ = has_output() ? dev(n * hp_.n_vocab) : nullptr;
+        logits_ = has_output() ? dev(size_t(cap_out_) * hp_.n_vocab) : nullptr;
         if (d_->any_cpu) {
             const size_t w = std::max({size_t(hp_.n_embd), size_t(hp_.n_ff), size_t(hp_.n_embd_q()),
                                        size_t(hp_.n_embd_kv())});
