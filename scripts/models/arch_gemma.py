@@ -86,13 +86,15 @@ def rows(h):
         if "qk_norm" in h:
             out += [(p + n + ".weight", Draw(s + n, (hd,), *h["qk_norm"]), False)
                     for n in ("attn_q_norm", "attn_k_norm")]
-        out += [(p + "post_attention_norm.weight", post._replace(seed=s + "post_attention_norm"), False),
+        out += [(p + "post_attention_norm.weight", post._replace(seed=s + "post_attention_norm"),
+                 False),
                 (p + "ffn_norm.weight", norm(s + "ffn_norm.weight", d), False),
                 (p + "ffn_gate.weight", Draw(s + "ffn_gate", (ff, d), fan_in(d)), True),
                 (p + "ffn_up.weight", Draw(s + "ffn_up", (ff, d), fan_in(d)), True),
                 (p + "ffn_down.weight", Draw(s + "ffn_down", (d, ff), fan_in(ff)), True),
                 (p + "post_ffw_norm.weight", post._replace(seed=s + "post_ffw_norm"), False)]
-    out.append(("output_norm.weight", Draw(pre + "output_norm.weight", (d,), h["out_norm_std"]), False))
+    out_norm = Draw(pre + "output_norm.weight", (d,), h["out_norm_std"])
+    out.append(("output_norm.weight", out_norm, False))
     return out
 
 

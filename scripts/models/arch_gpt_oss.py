@@ -17,7 +17,7 @@ F32 weights matched ik_llama.cpp to 3e-4.
 """
 import gguf_writer as g
 import model_file
-from weights import Draw, fan_in, norm, row_scaled
+from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
 KEYS = [("context_length", U32, "ctx"),
@@ -48,36 +48,35 @@ TEST_FILES = {"rand-gpt-oss-e8x4-tok512-d256-l2-MXFP4.gguf": dict(
 
 def rows(h):
     """The tensor rows of h, in file order: matrices F16, the experts MXFP4, the rest F32."""
+    row = table(seed_names())
     d, V, e, fe = h["d"], h["vocab_size"], h["n_expert"], h["ff_exp"]
     dq, dkv = h["n_head"] * h["head_dim"], h["n_kv"] * h["head_dim"]
-    mx = g.GGML_MXFP4
-    out = [("token_embd.weight", Draw("token_embd.weight", (V, d), 1.0), True)]
+    mx, vec = g.GGML_MXFP4, dict(kind=False)
+    out = [row("token_embd.weight", (V, d), 1.0)]
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else h["res"]
-        table = [("attn_q.weight", (dq, d), fan_in(d, 1.5), 0.0, True),
-                 ("attn_q.bias", (dq,), 0.1, 0.0, False),
-                 ("attn_k.weight", (dkv, d), fan_in(d, 1.5), 0.0, True),
-                 ("attn_k.bias", (dkv,), 0.1, 0.0, False),
-                 ("attn_v.weight", (dkv, d), fan_in(d), 0.0, True),
-                 ("attn_v.bias", (dkv,), 0.1, 0.0, False),
-                 ("attn_output.weight", (d, dq), fan_in(dq, 1, r), 0.0, True),
-                 ("attn_output.bias", (d,), 0.02, 0.0, False),
-                 ("attn_sinks.weight", (h["n_head"],), 1.0, 1.0, False),
-                 ("post_attention_norm.weight", None, None, None, False),
-                 ("ffn_gate_inp.weight", (e, d), fan_in(d, 6), 0.0, False),
-                 ("ffn_gate_inp.bias", (e,), 0.3, 0.0, False),
-                 ("ffn_gate_exps.weight", (e, fe, d), fan_in(d), 0.0, mx),
-                 ("ffn_gate_exps.bias", (e, fe), 0.1, 0.0, False),
-                 ("ffn_up_exps.weight", (e, fe, d), fan_in(d), 0.0, mx),
-                 ("ffn_up_exps.bias", (e, fe), 0.1, 0.0, False),
-                 ("ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r), 0.0, mx),
-                 ("ffn_down_exps.bias", (e, d), 0.02, 0.0, False)]
-        out.append((p + "attn_norm.weight", norm(p + "attn_norm.weight", d), False))
-        out += [(p + n, Draw(p + n, shape, std, mean) if shape else norm(p + n, d), kind)
-                for n, shape, std, mean, kind in table]
+        out += [row(p + "attn_norm.weight", (d,), *NORM, **vec),
+                row(p + "attn_q.weight", (dq, d), fan_in(d, 1.5)),
+                row(p + "attn_q.bias", (dq,), 0.1, **vec),
+                row(p + "attn_k.weight", (dkv, d), fan_in(d, 1.5)),
+                row(p + "attn_k.bias", (dkv,), 0.1, **vec),
+                row(p + "attn_v.weight", (dkv, d), fan_in(d)),
+                row(p + "attn_v.bias", (dkv,), 0.1, **vec),
+                row(p + "attn_output.weight", (d, dq), fan_in(dq, 1, r)),
+                row(p + "attn_output.bias", (d,), 0.02, **vec),
+                row(p + "attn_sinks.weight", (h["n_head"],), 1.0, 1.0, **vec),
+                row(p + "post_attention_norm.weight", (d,), *NORM, **vec),
+                row(p + "ffn_gate_inp.weight", (e, d), fan_in(d, 6), **vec),
+                row(p + "ffn_gate_inp.bias", (e,), 0.3, **vec),
+                row(p + "ffn_gate_exps.weight", (e, fe, d), fan_in(d), kind=mx),
+                row(p + "ffn_gate_exps.bias", (e, fe), 0.1, **vec),
+                row(p + "ffn_up_exps.weight", (e, fe, d), fan_in(d), kind=mx),
+                row(p + "ffn_up_exps.bias", (e, fe), 0.1, **vec),
+                row(p + "ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r), kind=mx),
+                row(p + "ffn_down_exps.bias", (e, d), 0.02, **vec)]
     head = Draw("output.weight", (V, d), fan_in(d))
-    out += [("output_norm.weight", norm("output_norm.weight", d, 4.0), False),
+    out += [row("output_norm.weight", (d,), *NORM, 4.0, **vec),
             ("output.weight", row_scaled(head, "output.rownorm", 0.25), True)]
     return out
 

@@ -20,7 +20,7 @@ import numpy as np
 
 import gguf_writer as g
 import model_file
-from weights import Draw, fan_in, norm, row_scaled
+from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
 KEYS = [("context_length", U32, "ctx"),
@@ -44,7 +44,8 @@ KEYS = [("context_length", U32, "ctx"),
         ("vocab_size", U32, "vocab_size")]
 
 # Per architecture: the matrices each tensor is made of (fused ones: their rows stacked).
-LAYOUT = {"phi3": [("attn_qkv", ("attn_q", "attn_k", "attn_v")), ("ffn_up", ("ffn_gate", "ffn_up"))],
+LAYOUT = {"phi3": [("attn_qkv", ("attn_q", "attn_k", "attn_v")),
+                   ("ffn_up", ("ffn_gate", "ffn_up"))],
           "mistral3": [("attn_q", ("attn_q",)), ("attn_k", ("attn_k",)), ("attn_v", ("attn_v",)),
                        ("ffn_gate", ("ffn_gate",)), ("ffn_up", ("ffn_up",))]}
 
@@ -78,30 +79,31 @@ def _longrope(pre, n):
 def rows(h):
     """The tensor rows of h, in file order; seed names: the arch, "|", the tensor name."""
     pre = h["arch"] + "|"
+    row = table(seed_names(pre))
     d, ff, V = h["d"], h["ff"], h["vocab_size"]
     dq, dkv = h["n_head"] * h["head_dim"], h["n_kv"] * h["head_dim"]
-    out = [("token_embd.weight", Draw(pre + "token_embd.weight", (V, d), 1.0), True)]
+    out = [row("token_embd.weight", (V, d), 1.0)]
     if h.get("longrope"):
         out += _longrope(pre, h["head_dim"] // 2)
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
-        s = pre + p
         r = 1.0 if il == 0 else h["res"]
         # Q scaled x1.5: attention peaked enough to depend on position.
-        mats = {"attn_q": Draw(s + "attn_q.weight", (dq, d), fan_in(d, 1.5)),
-                "attn_k": Draw(s + "attn_k.weight", (dkv, d), fan_in(d)),
-                "attn_v": Draw(s + "attn_v.weight", (dkv, d), fan_in(d)),
-                "ffn_gate": Draw(s + "ffn_gate.weight", (ff, d), fan_in(d)),
-                "ffn_up": Draw(s + "ffn_up.weight", (ff, d), fan_in(d))}
-        fused = [(p + n + ".weight", [mats[m] for m in parts], True) for n, parts in LAYOUT[h["arch"]]]
-        out += [(p + "attn_norm.weight", norm(s + "attn_norm.weight", d), False)]
+        mats = {"attn_q": Draw(pre + p + "attn_q.weight", (dq, d), fan_in(d, 1.5)),
+                "attn_k": Draw(pre + p + "attn_k.weight", (dkv, d), fan_in(d)),
+                "attn_v": Draw(pre + p + "attn_v.weight", (dkv, d), fan_in(d)),
+                "ffn_gate": Draw(pre + p + "ffn_gate.weight", (ff, d), fan_in(d)),
+                "ffn_up": Draw(pre + p + "ffn_up.weight", (ff, d), fan_in(d))}
+        fused = [(p + n + ".weight", [mats[m] for m in parts], True)
+                 for n, parts in LAYOUT[h["arch"]]]
+        out += [row(p + "attn_norm.weight", (d,), *NORM, kind=False)]
         out += [t for t in fused if "attn_" in t[0]]
-        out += [(p + "attn_output.weight", Draw(s + "attn_output.weight", (d, dq), fan_in(dq, 1, r)), True),
-                (p + "ffn_norm.weight", norm(s + "ffn_norm.weight", d), False)]
+        out += [row(p + "attn_output.weight", (d, dq), fan_in(dq, 1, r)),
+                row(p + "ffn_norm.weight", (d,), *NORM, kind=False)]
         out += [t for t in fused if "ffn_" in t[0]]
-        out += [(p + "ffn_down.weight", Draw(s + "ffn_down.weight", (d, ff), fan_in(ff, 1, r)), True)]
+        out += [row(p + "ffn_down.weight", (d, ff), fan_in(ff, 1, r))]
     head = Draw(pre + "output.weight", (V, d), fan_in(d))
-    out += [("output_norm.weight", norm(pre + "output_norm.weight", d, 4.0), False),
+    out += [row("output_norm.weight", (d,), *NORM, 4.0, kind=False),
             ("output.weight", row_scaled(head, pre + "output.rownorm", 0.25), True)]
     return out
 

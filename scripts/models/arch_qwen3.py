@@ -24,7 +24,7 @@
 """
 import gguf_writer as g
 import model_file
-from weights import Draw, fan_in, norm, row_scaled, seed_names
+from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, BOOL = g.T_U32, g.T_F32, g.T_BOOL
 KEYS = [("context_length", U32, "ctx"),
@@ -70,45 +70,42 @@ BENCH = {"qwen3moe": dict(
     name="qwen3moe-e64x8-d1536-l12-Q8_0", stream=23)}
 
 
-def _ffn(h, p, sd, r):
+def _ffn(h, p, row, r):
     """The FFN rows of one block: dense, or experts when h has n_expert."""
     d = h["d"]
     if "n_expert" not in h:
         ff = h["ff"]
-        return [(p + "ffn_gate.weight", Draw(sd(p + "ffn_gate.weight"), (ff, d), fan_in(d)), True),
-                (p + "ffn_up.weight", Draw(sd(p + "ffn_up.weight"), (ff, d), fan_in(d)), True),
-                (p + "ffn_down.weight", Draw(sd(p + "ffn_down.weight"), (d, ff), fan_in(ff, 1, r)), True)]
+        return [row(p + "ffn_gate.weight", (ff, d), fan_in(d)),
+                row(p + "ffn_up.weight", (ff, d), fan_in(d)),
+                row(p + "ffn_down.weight", (d, ff), fan_in(ff, 1, r))]
     e, fe = h["n_expert"], h["ff_exp"]
-    return [(p + "ffn_gate_inp.weight",
-             Draw(sd(p + "ffn_gate_inp.weight"), (e, d), fan_in(d, h["router_gain"])), False),
-            (p + "ffn_gate_exps.weight", Draw(sd(p + "ffn_gate_exps.weight"), (e, fe, d), fan_in(d)), True),
-            (p + "ffn_up_exps.weight", Draw(sd(p + "ffn_up_exps.weight"), (e, fe, d), fan_in(d)), True),
-            (p + "ffn_down_exps.weight",
-             Draw(sd(p + "ffn_down_exps.weight"), (e, d, fe), fan_in(fe, 1, r)), True)]
+    return [row(p + "ffn_gate_inp.weight", (e, d), fan_in(d, h["router_gain"]), kind=False),
+            row(p + "ffn_gate_exps.weight", (e, fe, d), fan_in(d)),
+            row(p + "ffn_up_exps.weight", (e, fe, d), fan_in(d)),
+            row(p + "ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r))]
 
 
 def rows(h):
     """The tensor rows of h, in file order."""
     sd = seed_names(short=h["seeds"] == "short")
+    row = table(sd)
     d, hd, V = h["d"], h["head_dim"], h["n_vocab"]
     dq, dkv = h["n_head"] * hd, h["n_kv"] * hd
-    out = [("token_embd.weight", Draw(sd("token_embd.weight"), (V, d), 1.0), True)]
+    qk_norm = h["qk_norm"]
+    out = [row("token_embd.weight", (V, d), 1.0)]
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else h["res"]
-        qk_std, qk_mean = h["qk_norm"]
-        out += [(p + "attn_norm.weight", norm(sd(p + "attn_norm.weight"), d), False),
-                (p + "attn_q.weight", Draw(sd(p + "attn_q.weight"), (dq, d), fan_in(d)), True),
-                (p + "attn_k.weight", Draw(sd(p + "attn_k.weight"), (dkv, d), fan_in(d)), True),
-                (p + "attn_v.weight", Draw(sd(p + "attn_v.weight"), (dkv, d), fan_in(d)), True),
-                (p + "attn_output.weight",
-                 Draw(sd(p + "attn_output.weight"), (d, dq), fan_in(dq, 1, r)), True),
-                (p + "attn_q_norm.weight", Draw(sd(p + "attn_q_norm.weight"), (hd,), qk_std, qk_mean), False),
-                (p + "attn_k_norm.weight", Draw(sd(p + "attn_k_norm.weight"), (hd,), qk_std, qk_mean), False),
-                (p + "ffn_norm.weight", norm(sd(p + "ffn_norm.weight"), d), False)]
-        out += _ffn(h, p, sd, r)
-    std, mean, scale = h["out_norm"]
-    out.append(("output_norm.weight", Draw(sd("output_norm.weight"), (d,), std, mean, scale), False))
+        out += [row(p + "attn_norm.weight", (d,), *NORM, kind=False),
+                row(p + "attn_q.weight", (dq, d), fan_in(d)),
+                row(p + "attn_k.weight", (dkv, d), fan_in(d)),
+                row(p + "attn_v.weight", (dkv, d), fan_in(d)),
+                row(p + "attn_output.weight", (d, dq), fan_in(dq, 1, r)),
+                row(p + "attn_q_norm.weight", (hd,), *qk_norm, kind=False),
+                row(p + "attn_k_norm.weight", (hd,), *qk_norm, kind=False),
+                row(p + "ffn_norm.weight", (d,), *NORM, kind=False)]
+        out += _ffn(h, p, row, r)
+    out.append(row("output_norm.weight", (d,), *h["out_norm"], kind=False))
     head = Draw(sd("output.weight"), (V, d), fan_in(d))
     output = {"row_scaled": row_scaled(head, sd("output.rownorm"), 0.25), "plain": head}
     if h["output"] in output:  # else tied to token_embd

@@ -37,7 +37,7 @@ MTP heads): its keys and tensors as tables, and the files made of them.
 """
 import gguf_writer as g
 import model_file
-from weights import Draw, fan_in, neg_exp, row_scaled
+from weights import NORM, Draw, fan_in, neg_exp, row_scaled, seed_names, table
 
 U32, F32, ARR, I32 = g.T_U32, g.T_F32, g.T_ARR, g.T_I32
 KEYS = [("context_length", U32, "ctx"),
@@ -91,72 +91,68 @@ BENCH = {"qwen35": dict(
     wtype=g.GGML_Q8_0, name="qwen35-mtp1-d2048-l16-Q8_0", stream=23)}
 
 
-def _layer(h, il, row, norm):
+def _layer(h, il, row):
     """The rows of block il: DeltaNet or attention, the MTP head's, the FFN (none in a dense
     model's MTP layer unless h["mtp_ffn"])."""
+    p = f"blk.{il}."
     d, hd, r = h["d"], h["head_dim"], 1.0 if il == 0 else h["res"]
     mtp = il >= h["n_layer"] - h.get("n_nextn", 0)
     key_dim, value_dim, dt = h["d_state"] * h["n_group"], h["d_state"] * h["dt_rank"], h["dt_rank"]
     conv_dim = 2 * key_dim + value_dim
     dq, dkv = h["n_head"] * hd, h["n_kv"] * hd
-    delta = [row("attn_qkv", (conv_dim, d), fan_in(d)),
-             row("attn_gate", (value_dim, d), fan_in(d)),
-             row("ssm_conv1d", (conv_dim, h["d_conv"]), 0.6, kind=False),
-             row("ssm_dt", (dt,), 0.3, -1.0, kind=False, suffix=".bias"),
-             row("ssm_a", (dt,), 0.5, kind=False, suffix="", make=neg_exp),
-             row("ssm_beta", (dt, d), fan_in(d)),
-             row("ssm_alpha", (dt, d), fan_in(d)),
-             norm("ssm_norm", h["d_state"]),
-             row("ssm_out", (d, value_dim), fan_in(value_dim, 1, r))]
-    attention = [row("attn_q", (2 * dq, d), fan_in(d, 1.5)),
-                 row("attn_k", (dkv, d), fan_in(d)),
-                 row("attn_v", (dkv, d), fan_in(d)),
-                 row("attn_output", (d, dq), fan_in(dq, 1, r)),
-                 row("attn_q_norm", (hd,), 0.3, 1.5, kind=False),
-                 row("attn_k_norm", (hd,), 0.3, 1.5, kind=False)]
-    head = [row("nextn.eh_proj", (d, 2 * d), fan_in(2 * d)),
-            norm("nextn.enorm", d), norm("nextn.hnorm", d),
-            norm("nextn.shared_head_norm", d, h["out_scale"])]
+    ssm_a = row(p + "ssm_a", (dt,), 0.5, kind=False)
+    delta = [row(p + "attn_qkv.weight", (conv_dim, d), fan_in(d)),
+             row(p + "attn_gate.weight", (value_dim, d), fan_in(d)),
+             row(p + "ssm_conv1d.weight", (conv_dim, h["d_conv"]), 0.6, kind=False),
+             row(p + "ssm_dt.bias", (dt,), 0.3, -1.0, kind=False),
+             (ssm_a[0], neg_exp(ssm_a[1]), False),
+             row(p + "ssm_beta.weight", (dt, d), fan_in(d)),
+             row(p + "ssm_alpha.weight", (dt, d), fan_in(d)),
+             row(p + "ssm_norm.weight", (h["d_state"],), *NORM, kind=False),
+             row(p + "ssm_out.weight", (d, value_dim), fan_in(value_dim, 1, r))]
+    attention = [row(p + "attn_q.weight", (2 * dq, d), fan_in(d, 1.5)),
+                 row(p + "attn_k.weight", (dkv, d), fan_in(d)),
+                 row(p + "attn_v.weight", (dkv, d), fan_in(d)),
+                 row(p + "attn_output.weight", (d, dq), fan_in(dq, 1, r)),
+                 row(p + "attn_q_norm.weight", (hd,), 0.3, 1.5, kind=False),
+                 row(p + "attn_k_norm.weight", (hd,), 0.3, 1.5, kind=False)]
+    head = [row(p + "nextn.eh_proj.weight", (d, 2 * d), fan_in(2 * d)),
+            row(p + "nextn.enorm.weight", (d,), *NORM, kind=False),
+            row(p + "nextn.hnorm.weight", (d,), *NORM, kind=False),
+            row(p + "nextn.shared_head_norm.weight", (d,), *NORM, h["out_scale"], kind=False)]
     if "n_expert" in h:
         e, fe, fs = h["n_expert"], h["ff_exp"], h["ff_shexp"]
-        ffn = [row("ffn_gate_inp", (e, d), fan_in(d, h["router_gain"]), kind=False),
-               row("ffn_gate_exps", (e, fe, d), fan_in(d)),
-               row("ffn_up_exps", (e, fe, d), fan_in(d)),
-               row("ffn_down_exps", (e, d, fe), fan_in(fe, 1, r)),
-               row("ffn_gate_inp_shexp", (d,), fan_in(d, 2), kind=False),
-               row("ffn_gate_shexp", (fs, d), fan_in(d)),
-               row("ffn_up_shexp", (fs, d), fan_in(d)),
-               row("ffn_down_shexp", (d, fs), fan_in(fs, 1, r))]
+        ffn = [row(p + "ffn_gate_inp.weight", (e, d), fan_in(d, h["router_gain"]), kind=False),
+               row(p + "ffn_gate_exps.weight", (e, fe, d), fan_in(d)),
+               row(p + "ffn_up_exps.weight", (e, fe, d), fan_in(d)),
+               row(p + "ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r)),
+               row(p + "ffn_gate_inp_shexp.weight", (d,), fan_in(d, 2), kind=False),
+               row(p + "ffn_gate_shexp.weight", (fs, d), fan_in(d)),
+               row(p + "ffn_up_shexp.weight", (fs, d), fan_in(d)),
+               row(p + "ffn_down_shexp.weight", (d, fs), fan_in(fs, 1, r))]
     else:
         ff = h["ff"]
-        ffn = [row("ffn_gate", (ff, d), fan_in(d)), row("ffn_up", (ff, d), fan_in(d)),
-               row("ffn_down", (d, ff), fan_in(ff, 1, r))]
+        ffn = [row(p + "ffn_gate.weight", (ff, d), fan_in(d)),
+               row(p + "ffn_up.weight", (ff, d), fan_in(d)),
+               row(p + "ffn_down.weight", (d, ff), fan_in(ff, 1, r))]
     full = (il + 1) % h["interval"] == 0 or mtp
-    out = [norm("attn_norm", d)] + (attention if full else delta)
-    out += [norm("post_attention_norm", d)] + (head if mtp else [])
+    out = [row(p + "attn_norm.weight", (d,), *NORM, kind=False)] + (attention if full else delta)
+    out += [row(p + "post_attention_norm.weight", (d,), *NORM, kind=False)] + (head if mtp else [])
     return out + (ffn if not mtp or h.get("mtp_ffn") else [])
 
 
 def rows(h):
     """The tensor rows of h, in file order; seed names: the arch, "|", the tensor name without
-    ".weight" (but token_embd.weight and output.weight)."""
-    pre = h["arch"] + "|"
+    ".weight" or ".bias" (but token_embd.weight and output.weight)."""
+    sd = seed_names(h["arch"] + "|", short=True)
+    row = table(sd)
     d, V = h["d"], h["vocab_size"]
-    out = [("token_embd.weight", Draw(pre + "token_embd.weight", (V, d), 1.0), True)]
+    out = [row("token_embd.weight", (V, d), 1.0)]
     for il in range(h["n_layer"]):
-        p = f"blk.{il}."
-
-        def row(base, shape, std, mean=0.0, kind=True, suffix=".weight", make=None):
-            draw = Draw(pre + p + base, shape, std, mean)
-            return p + base + suffix, make(draw) if make else draw, kind
-
-        def norm(base, n, scale=1.0):
-            return p + base + ".weight", Draw(pre + p + base, (n,), 0.1, 1.0, scale), False
-
-        out += _layer(h, il, row, norm)
-    head = Draw(pre + "output.weight", (V, d), fan_in(d))
-    out += [("output_norm.weight", Draw(pre + "output_norm", (d,), 0.1, 1.0, h["out_scale"]), False),
-            ("output.weight", row_scaled(head, pre + "output.rownorm", 0.25), True)]
+        out += _layer(h, il, row)
+    head = Draw(sd("output.weight"), (V, d), fan_in(d))
+    out += [row("output_norm.weight", (d,), *NORM, h["out_scale"], kind=False),
+            ("output.weight", row_scaled(head, sd("output.rownorm"), 0.25), True)]
     return out
 
 

@@ -1,4 +1,5 @@
-"""The one GGUF (version 3) reader and writer of scripts/ (models, sidecars, tokenizer vocabularies).
+"""The one GGUF (version 3) reader and writer of scripts/ (models, sidecars, tokenizer
+vocabularies).
 
 Promises: read_metadata gives every key as (type, value); read_file also gives every tensor's raw
 bytes; Writer writes keys in the order they were added and tensors aligned (32 bytes unless told

@@ -17,19 +17,30 @@ import numpy as np
 Draw = namedtuple("Draw", "seed shape std mean scale", defaults=(0.0, 1.0))
 
 
+NORM = (0.1, 1.0)  # an RMSNorm weight's (std, mean)
+
+
 def norm(seed, n, scale=1.0):
     """An RMSNorm weight: around 1 (std 0.1), times scale."""
-    return Draw(seed, (n,), 0.1, 1.0, scale)
+    return Draw(seed, (n,), *NORM, scale)
 
 
 def seed_names(prefix="", short=False):
-    """name -> the name its generator is seeded with: prefix + name, less ".weight" when short
-    (but token_embd.weight and output.weight keep it)."""
+    """name -> the name its generator is seeded with: prefix + name, less ".weight" or ".bias"
+    when short (but token_embd.weight and output.weight keep it)."""
     def seed(name):
         if short and name not in ("token_embd.weight", "output.weight"):
-            name = name.removesuffix(".weight")
+            name = name.removesuffix(".weight").removesuffix(".bias")
         return prefix + name
     return seed
+
+
+def table(seed):
+    """row(name, shape, std, mean=0, scale=1, kind=True): a table row drawn with the seed name
+    seed(name); kind: True for a matrix, False for a vector, or a ggml type."""
+    def row(name, shape, std, mean=0.0, scale=1.0, kind=True):
+        return name, Draw(seed(name), shape, std, mean, scale), kind
+    return row
 
 
 def fan_in(n, gain=1.0, residual=1.0):
