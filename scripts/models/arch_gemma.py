@@ -27,22 +27,12 @@ import model_file
 from weights import Draw, fan_in, norm
 
 U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
-KEYS = [("context_length", U32, "ctx"),
-        ("embedding_length", U32, "d"),
-        ("block_count", U32, "n_layer"),
-        ("feed_forward_length", U32, "ff"),
-        ("attention.head_count", U32, "n_head"),
-        ("attention.head_count_kv", U32, "n_kv"),
-        ("attention.key_length", U32, "head_dim"),
-        ("attention.value_length", U32, "head_dim"),
-        ("attention.layer_norm_rms_epsilon", F32, "eps"),
-        ("attention.sliding_window", U32, "window"),
-        ("rope.freq_base", F32, "rope_base"),
-        ("rope.scaling.type", STR, "rope_scaling"),
-        ("rope.scaling.factor", F32, "rope_factor"),
-        ("attn_logit_softcapping", F32, "attn_softcap"),
-        ("final_logit_softcapping", F32, "final_softcap"),
-        ("vocab_size", U32, "vocab_size")]
+KEYS = model_file.keys(("attention.sliding_window", U32, "window"),
+                       ("rope.freq_base", F32, "rope_base"),
+                       ("rope.scaling.type", STR, "rope_scaling"),
+                       ("rope.scaling.factor", F32, "rope_factor"),
+                       ("attn_logit_softcapping", F32, "attn_softcap"),
+                       ("final_logit_softcapping", F32, "final_softcap"))
 
 TEST = dict(ctx=2048, eps=1e-6, window=16, vocab_size=512, seed=2026, post_norm=(0.1, 1.0),
             out_norm_std=5.0)

@@ -20,29 +20,19 @@ import model_file
 from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
-KEYS = [("context_length", U32, "ctx"),
-        ("embedding_length", U32, "d"),
-        ("block_count", U32, "n_layer"),
-        ("feed_forward_length", U32, "ff_exp"),
-        ("attention.head_count", U32, "n_head"),
-        ("attention.head_count_kv", U32, "n_kv"),
-        ("attention.key_length", U32, "head_dim"),
-        ("attention.value_length", U32, "head_dim"),
-        ("attention.layer_norm_rms_epsilon", F32, "eps"),
-        ("attention.sliding_window", U32, "window"),
-        ("rope.freq_base", F32, "rope_base"),
-        ("rope.scaling.type", STR, "rope_scaling"),
-        ("rope.scaling.factor", F32, "rope_factor"),
-        ("rope.scaling.original_context_length", U32, "rope_orig_ctx"),
-        ("expert_count", U32, "n_expert"),
-        ("expert_used_count", U32, "n_used"),
-        ("expert_feed_forward_length", U32, "ff_exp"),
-        ("vocab_size", U32, "vocab_size")]
+KEYS = model_file.keys(("attention.sliding_window", U32, "window"),
+                       ("rope.freq_base", F32, "rope_base"),
+                       ("rope.scaling.type", STR, "rope_scaling"),
+                       ("rope.scaling.factor", F32, "rope_factor"),
+                       ("rope.scaling.original_context_length", U32, "rope_orig_ctx"),
+                       ("expert_count", U32, "n_expert"),
+                       ("expert_used_count", U32, "n_used"),
+                       ("expert_feed_forward_length", U32, "ff_exp"))
 
 TEST_FILES = {"rand-gpt-oss-e8x4-tok512-d256-l2-MXFP4.gguf": dict(
     arch="gpt-oss", name="rand-gpt-oss-e8x4-tok512-d256-l2", ctx=4096, d=256, n_layer=2,
     n_head=4, n_kv=2, head_dim=64, eps=1e-5, window=8, rope_base=150000.0, rope_scaling="yarn",
-    rope_factor=32.0, rope_orig_ctx=4096, n_expert=8, n_used=4, ff_exp=64, vocab_size=512,
+    rope_factor=32.0, rope_orig_ctx=4096, n_expert=8, n_used=4, ff=64, ff_exp=64, vocab_size=512,
     res=0.5, seed=2027, wtype=g.GGML_F16, file_type=g.FILE_TYPE[g.GGML_MXFP4])}
 
 

@@ -23,25 +23,18 @@ import model_file
 from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
-KEYS = [("context_length", U32, "ctx"),
-        ("embedding_length", U32, "d"),
-        ("block_count", U32, "n_layer"),
-        ("feed_forward_length", U32, "ff"),
-        ("attention.head_count", U32, "n_head"),
-        ("attention.head_count_kv", U32, "n_kv"),
-        ("attention.layer_norm_rms_epsilon", F32, "eps"),
-        ("rope.dimension_count", U32, "head_dim"),
-        ("rope.freq_base", F32, "rope_base"),
-        ("rope.scaling.type", STR, "rope_scaling"),
-        ("rope.scaling.factor", F32, "rope_factor"),
-        ("rope.scaling.attn_factor", F32, "rope_attn_factor"),
-        ("rope.scaling.original_context_length", U32, "rope_orig_ctx"),
-        ("rope.scaling.yarn_beta_fast", F32, "yarn_beta_fast"),
-        ("rope.scaling.yarn_beta_slow", F32, "yarn_beta_slow"),
-        ("rope.scaling.yarn_log_multiplier", F32, "yarn_log_multiplier"),
-        ("attention.sliding_window", U32, "window"),
-        ("attention.temperature_scale", F32, "temperature_scale"),
-        ("vocab_size", U32, "vocab_size")]
+# No key_length / value_length: these files' hparams have no head_dim (head_size instead).
+KEYS = model_file.keys(("rope.dimension_count", U32, "head_size"),
+                       ("rope.freq_base", F32, "rope_base"),
+                       ("rope.scaling.type", STR, "rope_scaling"),
+                       ("rope.scaling.factor", F32, "rope_factor"),
+                       ("rope.scaling.attn_factor", F32, "rope_attn_factor"),
+                       ("rope.scaling.original_context_length", U32, "rope_orig_ctx"),
+                       ("rope.scaling.yarn_beta_fast", F32, "yarn_beta_fast"),
+                       ("rope.scaling.yarn_beta_slow", F32, "yarn_beta_slow"),
+                       ("rope.scaling.yarn_log_multiplier", F32, "yarn_log_multiplier"),
+                       ("attention.sliding_window", U32, "window"),
+                       ("attention.temperature_scale", F32, "temperature_scale"))
 
 # Per architecture: the matrices each tensor is made of (fused ones: their rows stacked).
 LAYOUT = {"phi3": [("attn_qkv", ("attn_q", "attn_k", "attn_v")),
@@ -49,7 +42,7 @@ LAYOUT = {"phi3": [("attn_qkv", ("attn_q", "attn_k", "attn_v")),
           "mistral3": [("attn_q", ("attn_q",)), ("attn_k", ("attn_k",)), ("attn_v", ("attn_v",)),
                        ("ffn_gate", ("ffn_gate",)), ("ffn_up", ("ffn_up",))]}
 
-BASE = dict(ctx=4096, d=192, n_head=3, n_kv=1, head_dim=64, ff=256, eps=1e-5, vocab_size=512,
+BASE = dict(ctx=4096, d=192, n_head=3, n_kv=1, head_size=64, ff=256, eps=1e-5, vocab_size=512,
             seed=2026, res=0.15)
 PHI4 = dict(BASE, arch="phi3", rope_base=250000.0, window=0)
 F16, Q8 = g.GGML_F16, g.GGML_Q8_0
@@ -81,10 +74,10 @@ def rows(h):
     pre = h["arch"] + "|"
     row = table(seed_names(pre))
     d, ff, V = h["d"], h["ff"], h["vocab_size"]
-    dq, dkv = h["n_head"] * h["head_dim"], h["n_kv"] * h["head_dim"]
+    dq, dkv = h["n_head"] * h["head_size"], h["n_kv"] * h["head_size"]
     out = [row("token_embd.weight", (V, d), 1.0)]
     if h.get("longrope"):
-        out += _longrope(pre, h["head_dim"] // 2)
+        out += _longrope(pre, h["head_size"] // 2)
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else h["res"]

@@ -27,21 +27,11 @@ import model_file
 from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
 U32, F32, BOOL = g.T_U32, g.T_F32, g.T_BOOL
-KEYS = [("context_length", U32, "ctx"),
-        ("embedding_length", U32, "d"),
-        ("block_count", U32, "n_layer"),
-        ("feed_forward_length", U32, "ff"),
-        ("attention.head_count", U32, "n_head"),
-        ("attention.head_count_kv", U32, "n_kv"),
-        ("attention.key_length", U32, "head_dim"),
-        ("attention.value_length", U32, "head_dim"),
-        ("attention.layer_norm_rms_epsilon", F32, "eps"),
-        ("rope.freq_base", F32, "rope_base"),
-        ("expert_count", U32, "n_expert"),
-        ("expert_used_count", U32, "n_used"),
-        ("expert_feed_forward_length", U32, "ff_exp"),
-        ("expert_weights_norm", BOOL, "weights_norm"),
-        ("vocab_size", U32, "vocab_size")]
+KEYS = model_file.keys(("rope.freq_base", F32, "rope_base"),
+                       ("expert_count", U32, "n_expert"),
+                       ("expert_used_count", U32, "n_used"),
+                       ("expert_feed_forward_length", U32, "ff_exp"),
+                       ("expert_weights_norm", BOOL, "weights_norm"))
 
 # The test files' shape and weight scales; the files below override what differs.
 TEST = dict(arch="qwen3", ctx=2048, d=256, n_head=4, n_kv=2, head_dim=96, ff=256, eps=1e-6,

@@ -40,29 +40,19 @@ import model_file
 from weights import NORM, Draw, fan_in, neg_exp, row_scaled, seed_names, table
 
 U32, F32, ARR, I32 = g.T_U32, g.T_F32, g.T_ARR, g.T_I32
-KEYS = [("context_length", U32, "ctx"),
-        ("embedding_length", U32, "d"),
-        ("block_count", U32, "n_layer"),
-        ("feed_forward_length", U32, "ff"),
-        ("attention.head_count", U32, "n_head"),
-        ("attention.head_count_kv", U32, "n_kv"),
-        ("attention.key_length", U32, "head_dim"),
-        ("attention.value_length", U32, "head_dim"),
-        ("attention.layer_norm_rms_epsilon", F32, "eps"),
-        ("rope.freq_base", F32, "rope_base"),
-        ("rope.dimension_count", U32, "n_rot"),
-        ("rope.dimension_sections", ARR, "sections"),
-        ("ssm.conv_kernel", U32, "d_conv"),
-        ("ssm.inner_size", U32, "inner_size"),
-        ("ssm.state_size", U32, "d_state"),
-        ("ssm.time_step_rank", U32, "dt_rank"),
-        ("ssm.group_count", U32, "n_group"),
-        ("full_attention_interval", U32, "interval"),
-        ("expert_count", U32, "n_expert"),
-        ("expert_used_count", U32, "n_used"),
-        ("expert_feed_forward_length", U32, "ff_exp"),
-        ("expert_shared_feed_forward_length", U32, "ff_shexp"),
-        ("vocab_size", U32, "vocab_size")]
+KEYS = model_file.keys(("rope.freq_base", F32, "rope_base"),
+                       ("rope.dimension_count", U32, "n_rot"),
+                       ("rope.dimension_sections", ARR, "sections"),
+                       ("ssm.conv_kernel", U32, "d_conv"),
+                       ("ssm.inner_size", U32, "inner_size"),
+                       ("ssm.state_size", U32, "d_state"),
+                       ("ssm.time_step_rank", U32, "dt_rank"),
+                       ("ssm.group_count", U32, "n_group"),
+                       ("full_attention_interval", U32, "interval"),
+                       ("expert_count", U32, "n_expert"),
+                       ("expert_used_count", U32, "n_used"),
+                       ("expert_feed_forward_length", U32, "ff_exp"),
+                       ("expert_shared_feed_forward_length", U32, "ff_shexp"))
 TAIL = [("nextn_predict_layers", U32, "n_nextn")]  # after general.file_type
 
 TEST = dict(ctx=4096, d=128, n_head=4, n_kv=2, head_dim=32, n_rot=8, d_conv=4, d_state=64, ff=128,

@@ -16,6 +16,22 @@ import weights
 TOK512 = "models/synthetic/rand-qwen2-tok512-d256-l2-F16.gguf"
 
 
+def keys(*middle):
+    """A KEYS table: the keys every architecture here has, then middle, then vocab_size."""
+    U32 = g.T_U32
+    return [("context_length", U32, "ctx"),
+            ("embedding_length", U32, "d"),
+            ("block_count", U32, "n_layer"),
+            ("feed_forward_length", U32, "ff"),
+            ("attention.head_count", U32, "n_head"),
+            ("attention.head_count_kv", U32, "n_kv"),
+            ("attention.key_length", U32, "head_dim"),
+            ("attention.value_length", U32, "head_dim"),
+            ("attention.layer_norm_rms_epsilon", g.T_F32, "eps"),
+            *middle,
+            ("vocab_size", U32, "vocab_size")]
+
+
 def tokenizer_keys(path):
     """The tokenizer.* keys of a GGUF file, as read_metadata gives them."""
     return {k: v for k, v in g.read_metadata(path).items() if k.startswith("tokenizer.")}
