@@ -77,7 +77,7 @@ def _ffn(h, p, row, r):
 
 def rows(h):
     """The tensor rows of h, in file order."""
-    sd = seed_names(short=h["seeds"] == "short")
+    sd = seed_names(short=h.get("seeds") == "short")
     row = table(sd)
     d, hd, V = h["d"], h["head_dim"], h["n_vocab"]
     dq, dkv = h["n_head"] * hd, h["n_kv"] * hd
