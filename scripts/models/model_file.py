@@ -45,14 +45,14 @@ def arch_keys(table, h):
     return [(h["arch"] + "." + key, t, h[field]) for key, t, field in table if field in h]
 
 
-def write(path, h, keys, tail, vocab_kv, rows, quiet=False):
+def write(path, h, key_table, tail, vocab_kv, rows, quiet=False):
     """Writes the model h (a dict of hparams: arch, name, wtype, file_type (default from wtype),
-    vtype (the type of vectors; default F32), seed or stream (weights.generator) and those the
-    key table names) with its tensor rows; atomically (a .part file renamed)."""
+    vtype (the type of vectors; default F32), seed or stream (weights.generator) and those
+    key_table and tail name) with its tensor rows; atomically (a .part file renamed)."""
     w = g.Writer()
     w.add("general.architecture", g.T_STR, h["arch"])
     w.add("general.name", g.T_STR, h["name"])
-    for k, t, v in arch_keys(keys, h):
+    for k, t, v in arch_keys(key_table, h):
         w.add(k, t, v)
     for k, (t, v) in vocab_kv.items():
         w.add(k, t, v)

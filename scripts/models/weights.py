@@ -16,7 +16,6 @@ import numpy as np
 # seed: the name the generator is seeded with; the value is scale * (mean + std * N(0, 1)).
 Draw = namedtuple("Draw", "seed shape std mean scale", defaults=(0.0, 1.0))
 
-
 NORM = (0.1, 1.0)  # an RMSNorm weight's (std, mean)
 
 
