@@ -1,5 +1,5 @@
 // MTP head microbenchmarks on a model file with an MTP (nextn) layer, given by
-// SPECULA_BENCH_MODEL (e.g. scripts/models/make_bench_models.py --arch qwen35): one head step
+// SPECULA_BENCH_MODEL (e.g. scripts/models/make_models.py bench --arch qwen35): one head step
 // (Session::eval_mtp over one row, on top of a 64-position head cache, rolled back after each
 // step so the cache stays that long), the same step right after a target pass, and one target
 // pass over one token at the same depth.

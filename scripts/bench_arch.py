@@ -2,7 +2,7 @@
 """Side by side on this machine: Specula and ik_llama.cpp's llama-bench on the same GGUF files, the
 same threads, alternating engine by engine and repetition by repetition so that a drifting machine
 hits both alike. For the architectures of 2026 (issue 23), whose files ../shared/peers/compare.py
-does not make: give it the files (e.g. scripts/models/make_bench_models.py's).
+does not make: give it the files (e.g. scripts/models/make_models.py bench's).
 
   tg128       plain decoding, tokens/s       (llama-bench -n 128 | specula bench --no-spec)
   pp512       prompt processing, tokens/s    (llama-bench -p 512)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """MTP self-speculation side by side on this machine: Specula and ik_llama.cpp on the same GGUF
-file with an MTP (nextn) layer (e.g. scripts/models/make_bench_models.py --arch qwen35), the same
+file with an MTP (nextn) layer (e.g. scripts/models/make_models.py bench --arch qwen35), the same
 threads and prompt, greedy, alternating engine by engine and round by round.
 
 For each draft length k, per engine:

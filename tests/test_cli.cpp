@@ -241,7 +241,7 @@ TEST(Cli, MtpSelfSpeculation) {
     const auto bad = run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp"});
     expect_clean_error(bad, "nextn_predict_layers");
     EXPECT_NE(bad.err.find(no_head), std::string::npos) << bad.err;
-    // The same head from a sidecar (the MTP layer split off, scripts/models/split_mtp.py) on the
+    // The same head from a sidecar (the MTP layer split off, make_models.py sidecar) on the
     // file without it: the plain greedy text again.
     const std::string sidecar = dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.sidecar.gguf";
     std::vector<std::string> args = base;

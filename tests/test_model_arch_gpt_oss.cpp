@@ -4,7 +4,7 @@
 // greedy speculative decoding equals plain decoding (drafts rejected and rolled back across the
 // window edge, and accepted), and files whose metadata contradicts their tensors fail to load with
 // an Error naming the key or tensor and the file. Uses the small file of tests/data/arch
-// (scripts/models/make_gpt_oss_models.py) and modified copies of it.
+// (scripts/models/arch_gpt_oss.py) and modified copies of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,9 +1,9 @@
 // Parity with ik_llama.cpp for the architectures whose small random-weight files live in the
-// repository (tests/data/arch, written by scripts/models/make_arch_models.py; their JSONs by
+// repository (tests/data/arch, written by `scripts/models/make_models.py arch`; their JSONs by
 // scripts/models/make_arch_refs.sh): qwen3 (F16, Q8_0 and its 1-layer draft), qwen3moe
 // (Q8_0), gemma3 (F16 and its 6-layer Q8_0 draft; window 16, so the prompts of 53-142 tokens
 // cross it), gemma2 (F16, 26 layers, soft-capped), gpt-oss (MXFP4 experts, F16 otherwise;
-// scripts/models/make_gpt_oss_models.py), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as
+// scripts/models/arch_gpt_oss.py), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as
 // Phi-4 and its 1-layer draft), mistral3 (Q8_0, YaRN and the attention temperature) and qwen35 /
 // qwen35moe (F16: Gated DeltaNet layers with their recurrent state, gated attention, IMROPE; the
 // MoE with a shared expert; scripts/models/arch_qwen35.py). Each

@@ -1,6 +1,6 @@
 // The MTP head from a sidecar file (model.h's LoadOptions::mtp_sidecar; `-md` with --spec-type
 // mtp): the sidecars of tests/data/arch are the MTP layers of the mtp1 files split off by
-// scripts/models/split_mtp.py, and the files without the head are those files' trunks (the same
+// `scripts/models/make_models.py sidecar`, and the files without the head are those files' trunks (the same
 // tensors). A trunk with the sidecar computes exactly what the mtp1 file computes (main logits
 // and head logits, bit for bit), so its greedy speculative output equals plain greedy and the
 // built-in head's run, draft for draft. A sidecar that does not fit is refused naming the key and

@@ -50,7 +50,7 @@ std::string converted_gguf(const std::string& name, const nlohmann::json& ref) {
     const auto newest =
         std::max({fs::last_write_time(npm / "tokenizer.json"),
                   fs::last_write_time(npm / "tokenizer_config.json"), fs::last_write_time(script),
-                  fs::last_write_time(src / "scripts/models/gguf_min.py")});
+                  fs::last_write_time(src / "scripts/models/gguf_writer.py")});
     if (fs::exists(out) && fs::last_write_time(out) > newest) return out.string();
     fs::create_directories(out_dir);
     const fs::path tmp = out_dir / (name + ".gguf.tmp");

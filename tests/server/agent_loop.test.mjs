@@ -1,6 +1,6 @@
 // An agent loop with the official OpenAI SDK on a model with Qwen3's real vocabulary (151,936
 // tokens, byte-level BPE), special tokens and chat template: a tiny random-weight qwen3 target
-// and its one-block draft, written by scripts/models/make_vocab_model.py from
+// and its one-block draft, written by scripts/models/make_models.py vocab from
 // ../shared/vocab/ggml-vocab-qwen3.gguf. The loop is what agents do: a forced tool call (its
 // arguments under the grammar built from the tool's JSON schema), the tool's result fed back as
 // a `tool` message through the template, then an answer with tool_choice "auto"; streamed and
@@ -17,7 +17,7 @@ import OpenAI from "openai";
 import { startServer, sharedPath } from "./server_helper.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const MAKE = path.join(HERE, "..", "..", "scripts", "models", "make_vocab_model.py");
+const MAKE = path.join(HERE, "..", "..", "scripts", "models", "make_models.py");
 const PYTHON = "/usr/bin/python3";
 
 const WEATHER = {
@@ -50,8 +50,8 @@ before(async () => {
   const vocab = sharedPath("vocab/ggml-vocab-qwen3.gguf");
   target = path.join(dir, "qwen3-vocab-l2.gguf");
   const draft = path.join(dir, "qwen3-vocab-l1.gguf");
-  execFileSync(PYTHON, [MAKE, vocab, target, "--layers", "2"], { stdio: "ignore" });
-  execFileSync(PYTHON, [MAKE, vocab, draft, "--layers", "1"], { stdio: "ignore" });
+  execFileSync(PYTHON, [MAKE, "vocab", vocab, target, "--layers", "2"], { stdio: "ignore" });
+  execFileSync(PYTHON, [MAKE, "vocab", vocab, draft, "--layers", "1"], { stdio: "ignore" });
   const common = ["-m", target, "-t", "1", "-c", "4096", "--parallel", "2"];
   plain = await startServer(common);
   spec = await startServer([...common, "-md", draft, "--draft-max", "4"]);
