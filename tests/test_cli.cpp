@@ -794,16 +794,16 @@ TEST(Cli, MemoryPlan) {
     const auto r =
         run_specula({"run", "-m", model, "-md", draft, "-n", "4", "-c", "256", "-t", "1"});
     ASSERT_EQ(r.status, 0) << describe(r);
-    // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each, plus
-    // one thread's attention scratch: (64 x 256 scores + 64 x 8 rows + 64 x 8 queries) floats =
-    // 68 KiB.
-    // Then each model's pass buffers and kept logits, and before them what the process holds
-    // besides the weights (code, metadata, tokenizers).
+    // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each.
+    // Then each model's pass buffers (with one thread's attention scratch: (64 x 256 scores +
+    // 64 x 8 rows + 64 x 8 queries) floats = 68 KiB) and the kept logits, and before them what
+    // the process holds besides the weights (code, metadata, tokenizers).
     EXPECT_NE(r.err.find("memory: runtime "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(" + weights 1.12 MiB + KV 228.00 KiB + draft weights 1.19 MiB + "
-                         "draft KV 228.00 KiB + passes "),
+    EXPECT_NE(r.err.find(" + weights 1.12 MiB + KV 160.00 KiB + draft weights 1.19 MiB + "
+                         "draft KV 160.00 KiB + passes "),
               std::string::npos)
         << r.err;
+    EXPECT_NE(r.err.find(" + logits "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" available"), std::string::npos) << r.err;
 
     const double avail = mem_available();
@@ -821,17 +821,27 @@ TEST(Cli, MemoryPlan) {
     EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
     EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
 
-    // serve plans one target and one draft cache per slot: caches that fit `run` (0.3 of the
-    // memory each) do not fit two slots, and the refusal comes before the server listens.
-    const long n_serve = long(0.3 * avail / 704);
+    // serve's slots share one KV pool: with -c the pool is the context (llama-server's unified
+    // cache), so a context that does not fit `run` does not fit two slots either, and the
+    // refusal, naming the pool, comes before the server listens.
     const auto two = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
-                                  "--port", "0", "--max-model-len", std::to_string(n_serve)});
+                                  "--port", "0", "-c", std::to_string(n_ctx)});
     EXPECT_EQ(two.status, 1) << describe(two);
     EXPECT_NE(two.err.find("serve: memory: runtime "), std::string::npos) << two.err;
-    EXPECT_NE(two.err.find(" + weights 1.12 MiB + KV 2 x "), std::string::npos) << two.err;
+    EXPECT_NE(
+        two.err.find(" + weights 1.12 MiB + KV pool " + std::to_string(n_ctx) + " positions "),
+        std::string::npos)
+        << two.err;
     EXPECT_NE(two.err.find("error: not enough memory for this run (runtime "), std::string::npos)
         << two.err;
-    EXPECT_NE(two.err.find("fewer --parallel slots"), std::string::npos) << two.err;
+    EXPECT_NE(two.err.find("a smaller --kv-pool"), std::string::npos) << two.err;
+    // vLLM's --max-model-len: the pool takes --gpu-memory-utilization of the memory, which
+    // cannot hold one such sequence: refused naming the flags.
+    const auto vllm = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
+                                   "--port", "0", "--max-model-len", std::to_string(n_ctx)});
+    EXPECT_EQ(vllm.status, 1) << describe(vllm);
+    EXPECT_NE(vllm.err.find("--gpu-memory-utilization 0.9"), std::string::npos) << vllm.err;
+    EXPECT_NE(vllm.err.find("cannot hold one sequence"), std::string::npos) << vllm.err;
 }
 
 // A long prompt on a 128k vocabulary (Llama 3's) peaks within 10% of the memory plan `run`

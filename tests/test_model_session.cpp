@@ -223,7 +223,8 @@ TEST(Session, LongPromptKeepsOneLogitsRowWithinThePlan) {
     cp.n_ctx = kCtx;
     cp.n_threads = 2;
     cp.n_ubatch = kUbatch;
-    const double plan_prompt = specula::plan_memory(*model, nullptr, cp, 0).target_pass;
+    const specula::MemoryPlan plan = specula::plan_memory(*model, nullptr, cp, 0);
+    const double plan_prompt = plan.target_pass + plan.logits;
     EXPECT_LE(s.buffer_bytes(), plan_prompt);
     // One logits row per prompt token would be 1500 x 128k x 4 bytes = 770 MB.
     EXPECT_LT(s.buffer_bytes(), 0.02 * double(kPrompt) * n_vocab * sizeof(float));
@@ -236,7 +237,8 @@ TEST(Session, LongPromptKeepsOneLogitsRowWithinThePlan) {
     s.eval(std::span<const token_id>(ids.data() + kPrompt, kVerify));
     ASSERT_EQ(s.n_logits(), kVerify);
     cp.logit_rows = kVerify;
-    EXPECT_LE(s.buffer_bytes(), specula::plan_memory(*model, nullptr, cp, 0).target_pass);
+    const specula::MemoryPlan verify = specula::plan_memory(*model, nullptr, cp, 0);
+    EXPECT_LE(s.buffer_bytes(), verify.target_pass + verify.logits);
 
     // Several sessions in one BatchEvaluator: a prompt longer than a pass goes in pieces there
     // too, and its last row is the same.

@@ -1,8 +1,8 @@
 // `specula serve`: the OpenAI-compatible HTTP server (src/server/). Options follow llama-server
 // (-m, -md, --draft, -c, --parallel, --host, --port, --api-key, -t) with vLLM's spellings as
 // aliases (--model, --speculative-model, --num-speculative-tokens, --speculative-config,
-// --served-model-name, `serve MODEL` positional, --max-model-len; --tensor-parallel-size and
-// --gpu-memory-utilization are accepted with a warning that the run is on the CPU;
+// --served-model-name, `serve MODEL` positional, --max-model-len, --gpu-memory-utilization (the
+// KV pool's share of the memory); --tensor-parallel-size is accepted with a warning);
 // llama-server's -np / -ngl / -ngld / -cd come through cli/llama_flags.h). The port is bound
 // first (a busy one fails before anything loads) and answers 503 "Loading model" while the models
 // load; "listening on" is logged once it serves. While the models load SIGINT / SIGTERM end the
@@ -46,6 +46,7 @@ struct ServeOptions {
     std::string reasoning_format = "auto";
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
     std::string dtype = "auto";
+    bool kv_unified = false;  // -kvu: what the pool always is
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
     double drain_timeout = 30;  // --drain-timeout
     std::string tool_call_format = "auto";
@@ -73,15 +74,16 @@ void resolve(ServeOptions& o) {
                      "(the CPU, or one GPU with -ngl N)\n",
                      o.tensor_parallel);
     if (o.gpu_memory_utilization >= 0) {
-        if (!(o.gpu_memory_utilization <= 1))
-            fail("--gpu-memory-utilization must be in [0, 1], got ", o.gpu_memory_utilization);
-        std::fprintf(stderr,
-                     "warning: --gpu-memory-utilization ignored: the KV caches are sized by -c "
-                     "and checked against the memory\n");
+        if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
+            fail("--gpu-memory-utilization must be in (0, 1], got ", o.gpu_memory_utilization);
+        o.service.memory_fraction = o.gpu_memory_utilization;
     }
+    if (o.service.kv_pool < 0) fail("--kv-pool must be >= 0 positions, got ", o.service.kv_pool);
+    if (!(o.service.kv_wait_s > 0 && o.service.kv_wait_s <= 86400))
+        fail("--kv-wait-timeout must be in (0, 86400] seconds, got ", o.service.kv_wait_s);
     if (o.ctx_total >= 0 && o.max_model_len >= 0)
         fail(
-            "give -c (--ctx-size, the total over the slots) or --max-model-len (each slot's), "
+            "give -c (--ctx-size) or --max-model-len (vLLM's name for it), "
             "not both");
     if (o.max_model_len >= 0) {
         if (o.max_model_len == 0) fail("--max-model-len must be >= 1, got 0");
@@ -149,10 +151,20 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
     add_speculative_options(*cmd, o.spec);
     cmd->add_option("-c,--ctx-size", o.ctx_total,
-                    "context of all slots together, split evenly over --parallel slots as in "
-                    "llama-server (0: the model's training context, at most 4096)");
+                    "context of one request (0: the model's training context, at most 4096); "
+                    "with --parallel N the slots share it as one KV pool, as llama-server's "
+                    "unified cache (-kvu), unless --kv-pool");
     cmd->add_option("--max-model-len", o.max_model_len,
-                    "context of each slot (vLLM's: per sequence)");
+                    "context of one request (vLLM's); the slots' KV pool then takes "
+                    "--gpu-memory-utilization of the available memory");
+    cmd->add_option("--kv-pool", o.service.kv_pool,
+                    "KV positions all --parallel slots share (at least one context); a request "
+                    "starts when its prompt + max_tokens fit");
+    cmd->add_option("--kv-wait-timeout", o.service.kv_wait_s,
+                    "seconds a request waits for room in the KV pool before it ends with an "
+                    "error (default 600)");
+    cmd->add_flag("--kv-unified", o.kv_unified,
+                  "llama-server's; always: the slots share one KV pool");
     cmd->add_option("--parallel,--max-num-seqs", o.service.n_parallel,
                     "generation slots (default 1: a lone request gets every thread; "
                     "vLLM's --max-num-seqs)")
@@ -177,7 +189,8 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--tensor-parallel-size", o.tensor_parallel,
                     "accepted for vLLM compatibility (warns: the run is on the CPU)");
     cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
-                    "accepted for vLLM compatibility (warns: the run is on the CPU)");
+                    "vLLM's: the share of the available memory the plan may fill, the KV pool "
+                    "taking what the rest leaves (default 0.9; with --max-model-len)");
     cmd->add_option("--cache-ram", o.cache_ram,
                     "host-RAM prompt cache in MiB, counted in the memory plan: finished "
                     "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "

@@ -24,6 +24,7 @@ const std::map<std::string, std::string>& long_forms() {
         {"-ngl", "--n-gpu-layers"},
         {"-ngld", "--n-gpu-layers-draft"},
         {"-np", "--parallel"},
+        {"-kvu", "--kv-unified"},
         {"-fa", "--flash-attn"},
         {"-ctk", "--cache-type-k"},
         {"-ctv", "--cache-type-v"},

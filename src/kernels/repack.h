@@ -58,7 +58,10 @@ void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 // memory is added.
 class PackedBuffer {
   public:
-    explicit PackedBuffer(size_t bytes);
+    // Pages::small: 4 KiB pages whatever the policy, so the memory committed follows the bytes
+    // written (a KV cache of a server's pool, model/kv_cache.h).
+    enum class Pages { policy, small };
+    explicit PackedBuffer(size_t bytes, Pages pages = Pages::policy);
     ~PackedBuffer();
     PackedBuffer(PackedBuffer&& o) noexcept
         : p_(o.p_), n_(o.n_), map_(o.map_), map_bytes_(o.map_bytes_) {
@@ -68,6 +71,9 @@ class PackedBuffer {
     PackedBuffer(const PackedBuffer&) = delete;
     uint8_t* data() const { return p_; }
     size_t size() const { return n_; }
+    // Gives the pages lying wholly inside bytes [from, to) back to the system (they read as
+    // zeros afterwards and cost no memory until written again).
+    void release(size_t from, size_t to);
 
   private:
     static constexpr size_t kHugePage = size_t{2} << 20;

@@ -31,6 +31,15 @@ void check_sessions(std::span<const Item> items, const Model& model) {
     }
 }
 
+// The pass the segments' sessions share (SessionParams::shared_pass), else the evaluator's own.
+template <class Seg>
+ForwardPass& shared_or(std::span<const Seg> segs, ForwardPass& own) {
+    ForwardPass* p = segs.empty() ? nullptr : segs[0].seq->pass.get();
+    for (const Seg& sg : segs)
+        if (sg.seq->pass.get() != p) return own;
+    return p ? *p : own;
+}
+
 }  // namespace
 
 BatchEvaluator::BatchEvaluator(const Model& model, ThreadPool& pool)
@@ -70,11 +79,11 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
     bool any_offload = false;
     for (const PassSegment& sg : segs) any_offload = any_offload || sg.seq->offload;
     if (!any_offload) {
-        state_->pass.run(segs, pool_);
+        shared_or(std::span<const PassSegment>(segs), state_->pass).run(segs, pool_);
         return;
     }
     for (const PassSegment& sg : segs) {
-        if (!sg.seq->pass) sg.seq->pass = std::make_unique<ForwardPass>(model_);
+        if (!sg.seq->pass) sg.seq->pass = std::make_shared<ForwardPass>(model_);
         sg.seq->pass->run(std::span(&sg, 1), pool_);
     }
 }
@@ -94,7 +103,8 @@ void BatchEvaluator::eval_mtp(std::span<const MtpItem> items) {
         it.session->impl_->n_mtp = 0;
         if (!it.next.empty()) segs.push_back({it.session->impl_.get(), it.next, it.hidden});
     }
-    if (!segs.empty()) state_->pass.run_mtp(segs, pool_);
+    if (!segs.empty())
+        shared_or(std::span<const MtpSegment>(segs), state_->pass).run_mtp(segs, pool_);
 }
 
 }  // namespace specula

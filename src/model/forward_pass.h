@@ -29,10 +29,11 @@ struct Session::Impl {
     std::unique_ptr<ThreadPool> own_pool;  // null when built over SessionParams::pool
     ThreadPool* pool;
     KVCache kv;
-    RecurrentState rec;                       // hybrid models' recurrent layers (empty otherwise)
-    std::unique_ptr<class ForwardPass> pass;  // made on the first Session::eval
-    std::unique_ptr<LayerOffload> offload;    // layers [0, offload->n_layers()) on a device
-    std::vector<float> logits;                // n_logits rows of n_vocab
+    RecurrentState rec;  // hybrid models' recurrent layers (empty otherwise)
+    // Made on the first Session::eval, or SessionParams::shared_pass.
+    std::shared_ptr<ForwardPass> pass;
+    std::unique_ptr<LayerOffload> offload;  // layers [0, offload->n_layers()) on a device
+    std::vector<float> logits;              // n_logits rows of n_vocab
     int n_logits = 0;
     // The MTP head (Model::has_mtp): its KV cache (one layer), the main pass's final hidden rows
     // (one per logits row), the head's last pass: logits and output hidden rows.
@@ -78,6 +79,7 @@ class ForwardPass {
     void run(std::span<const PassSegment> segs, ThreadPool& pool);
 
     const HParams& hparams() const { return hp_; }
+    const Model& model() const { return model_; }
 
     // What the buffers of a pass of ntok rows (logit_rows of them through the pass's own logits
     // buffer: a pass over several sequences) take, in bytes (the memory plan's figure), and what

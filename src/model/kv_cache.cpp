@@ -124,7 +124,7 @@ double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVTy
 }
 
 KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
-                 std::span<const int> windows, int max_pass, int head_dim)
+                 std::span<const int> windows, int max_pass, int head_dim, bool small_pages)
     : n_layer_(n_layer), n_ctx_(n_ctx), n_embd_kv_(n_embd_kv), type_k_(type_k), type_v_(type_v) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
     // Head-major where every side can split its rows there (a Q8_0 side: whole blocks per head).
@@ -159,8 +159,9 @@ KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType ty
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row());
-    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row());
+    const auto pages = small_pages ? PackedBuffer::Pages::small : PackedBuffer::Pages::policy;
+    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row(), pages);
+    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row(), pages);
     k_ = k_buf_->data();
     v_ = v_buf_->data();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
@@ -215,6 +216,7 @@ void KVCache::restore(const KVSnapshot& s) {
         }
     }
     tokens_.assign(s.tokens.begin(), s.tokens.end());  // within the reserved n_ctx
+    touched_ = std::max(touched_, n_past());
 }
 
 int KVCache::common_prefix(std::span<const token_id> t) const {
@@ -236,6 +238,23 @@ bool KVCache::can_keep(int n) const {
             if (held[p % r] != p) return false;
     }
     return true;
+}
+
+// Every layer without a ring keeps each head's rows in one run (row-major, or blocks of
+// kKeyBlock rows for a transposed key side), so the rows from a key block's start on are the
+// run's tail.
+void KVCache::release_unused() {
+    const size_t from = whole_blocks(size_t(n_past()));
+    for (int il = 0; il < n_layer_; ++il) {
+        if (rows_[size_t(il)] < n_ctx_ || from >= span(il)) continue;
+        for (int h = 0; h < n_slices_; ++h) {
+            const size_t k0 = first_row_[size_t(il)] * k_row() + size_t(h) * span(il) * k_slice_;
+            const size_t v0 = first_row_[size_t(il)] * v_row() + size_t(h) * span(il) * v_slice_;
+            k_buf_->release(k0 + from * k_slice_, k0 + span(il) * k_slice_);
+            v_buf_->release(v0 + from * v_slice_, v0 + span(il) * v_slice_);
+        }
+    }
+    touched_ = n_past();
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {

@@ -74,9 +74,10 @@ class KVCache {
     // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
     // model's recurrent layer; empty: every layer whole).
     // `head_dim`: the values of one KV head (head-major layout, above; 0: whole rows).
+    // `small_pages`: 4 KiB pages, so the memory committed follows the positions written.
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
             KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0,
-            int head_dim = 0);
+            int head_dim = 0, bool small_pages = false);
 
     // Bytes the cache takes (K and V, every layer and position).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
@@ -157,7 +158,17 @@ class KVCache {
     // The token at each valid position [0, n_past).
     std::span<const token_id> tokens() const { return tokens_; }
     // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
-    void append(std::span<const token_id> t) { tokens_.insert(tokens_.end(), t.begin(), t.end()); }
+    void append(std::span<const token_id> t) {
+        tokens_.insert(tokens_.end(), t.begin(), t.end());
+        touched_ = std::max(touched_, n_past());
+    }
+    // Positions [0, touched()) have been written since the cache was made or last released: the
+    // rows whose memory is committed (rows past n_past() that a rollback dropped included).
+    int touched() const { return touched_; }
+    // Gives the memory of the rows at positions >= n_past() back to the system (whole pages;
+    // ring layers keep theirs): what a rollback or a reset left written but unused. touched()
+    // becomes n_past().
+    void release_unused();
     // Whether the ring layers still hold every row a pass at position n reads (always for a
     // cache without them, and for n = 0).
     bool can_keep(int n) const;
@@ -216,9 +227,11 @@ class KVCache {
     int slice_ = 0, n_slices_ = 1;  // values per head slice; slices per row
     size_t k_slice_, v_slice_;      // bytes per slice
     std::vector<token_id> tokens_;  // reserved n_ctx at construction
+    int touched_ = 0;               // touched()
     // K and V on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): fewer
     // TLB misses for passes that read a layer's heads over a long cache (and, in whole-row
-    // layouts, a small piece of every row).
+    // layouts, a small piece of every row); on 4 KiB pages for a cache whose committed memory
+    // must follow its positions (small_pages: a server's KV pool).
     std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
     uint8_t* k_ = nullptr;
     uint8_t* v_ = nullptr;

@@ -36,38 +36,38 @@ double weight_bytes(const Model& m) {
     return b;
 }
 
-// The cache, the attention scores scratch that grows with it, a hybrid model's recurrent state
-// (model/recurrent_state.h: two copies and the inputs an exact rollback replays), and the
-// one-layer cache of an MTP head (a Session of a model with the head always has it).
-double kv_bytes(const Model& m, int n_ctx, int n_threads, KVType k, KVType v) {
+// The cache, a hybrid model's recurrent state (model/recurrent_state.h: two copies and the
+// inputs an exact rollback replays), and the one-layer cache of an MTP head (a Session of a model
+// with the head always has it).
+double kv_bytes(const Model& m, int n_ctx, KVType k, KVType v) {
     const HParams& hp = m.hparams();
-    const AttentionShape s{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
     std::vector<int> windows(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il)
         windows[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);  // -1: no cache
     return KVCache::bytes(hp.n_layer, n_ctx, hp.n_embd_kv(), k, v, windows,
                           SessionParams::kDefaultSwaMaxPass) +
-           sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads)) +
            RecurrentState::bytes(hp) +
            (m.has_mtp() ? KVCache::bytes(1, n_ctx, hp.n_embd_kv(), k, v) : 0.0);
 }
 
-// A session's pass buffers (a pass of at most n_ubatch rows, never more than its context) and
-// the logits rows it keeps (with an MTP head, the hidden row of each too).
-double pass_bytes(const Model& m, int n_ctx, const CachePlan& c) {
+// A model's pass buffers: a pass of at most n_ubatch rows (never more than the context), with
+// several sequences the output rows of them all copied through the pass, and the attention
+// scores scratch that grows with the context.
+double pass_bytes(const Model& m, int n_ctx, int n_threads, int logit_rows, const CachePlan& c) {
     const HParams& hp = m.hparams();
     const int rows = std::max(1, std::min(c.n_ubatch, n_ctx));
     ForwardPass pass(m);
-    const double per_row = double(hp.n_vocab) + (m.has_mtp() ? 2.0 * hp.n_embd : 0.0);
-    return pass.buffer_bytes(rows, 0) + sizeof(float) * per_row * std::max(c.logit_rows, 1);
+    const int copied = c.n_seqs > 1 ? std::min(rows, c.n_seqs * logit_rows) : 0;
+    const AttentionShape s{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
+    return pass.buffer_bytes(rows, copied) +
+           sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads));
 }
 
-// The shared pass of several sequences: n_ubatch rows, each sequence's kept logits copied
-// through it.
-double batch_pass_bytes(const Model& m, int n_ctx, const CachePlan& c) {
-    const int rows = std::max(1, std::min(c.n_ubatch, n_ctx));
-    ForwardPass pass(m);
-    return pass.buffer_bytes(rows, std::min(rows, c.n_seqs * std::max(c.logit_rows, 1)));
+// The logits rows a session keeps (with an MTP head, the hidden row of each too).
+double logits_bytes(const Model& m, int rows) {
+    const HParams& hp = m.hparams();
+    const double per_row = double(hp.n_vocab) + (m.has_mtp() ? 2.0 * hp.n_embd : 0.0);
+    return sizeof(float) * per_row * rows;
 }
 
 // Resident bytes of the pages over [p, p + n) (mincore); 0 when it cannot be asked.
@@ -164,19 +164,21 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan&
     const int n_ctx = resolve_ctx(target.hparams(), c.n_ctx);
     const int n_threads = default_threads(c.n_threads);
     p.target_weights = weight_bytes(target);
-    p.target_kv = kv_bytes(target, n_ctx, n_threads, c.type_k, c.type_v);
-    p.target_pass = pass_bytes(target, n_ctx, c);
-    if (c.n_seqs > 1) p.batch_pass = batch_pass_bytes(target, n_ctx, c);
+    const int rows = std::max(c.logit_rows, 1);
+    p.target_kv = kv_bytes(target, n_ctx, c.type_k, c.type_v);
+    p.target_pass = pass_bytes(target, n_ctx, n_threads, rows, c);
+    p.logits = logits_bytes(target, rows);
     if (draft) {
         const int n_ctx_draft = resolve_ctx(draft->hparams(), c.n_ctx);
         p.draft_weights = weight_bytes(*draft);
-        p.draft_kv = kv_bytes(*draft, n_ctx_draft, n_threads, c.type_k, c.type_v);
+        p.draft_kv = kv_bytes(*draft, n_ctx_draft, c.type_k, c.type_v);
         // A draft session keeps one logits row (it proposes from the last one).
-        CachePlan one = c;
-        one.logit_rows = 1;
-        p.draft_pass = pass_bytes(*draft, n_ctx_draft, one);
-        if (c.n_seqs > 1) p.batch_pass += batch_pass_bytes(*draft, n_ctx_draft, one);
+        p.draft_pass = pass_bytes(*draft, n_ctx_draft, n_threads, 1, c);
+        p.logits += logits_bytes(*draft, 1);
     }
+    if (c.kv_pool < 0) fail("plan_memory: kv_pool must be >= 0, got ", c.kv_pool);
+    p.kv_pool = c.kv_pool;
+    p.kv_seqs = c.kv_pool > 0 ? double(c.kv_pool) / n_ctx : double(c.n_seqs);
     p.available = available;
     const double rss = resident_set_bytes();
     const double held = weights_resident(target) + (draft ? weights_resident(*draft) : 0.0);
@@ -188,16 +190,20 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan&
 
 std::string describe(const MemoryPlan& p) {
     std::ostringstream s;
-    // One cache per sequence: "KV 4 x 1.00 MiB".
-    const std::string times = p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "";
+    // One cache per sequence: "KV 4 x 1.00 MiB"; a pool: "KV pool 2048 positions 1.00 MiB".
+    const bool pool = p.kv_pool > 0;
+    const std::string times = !pool && p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "";
+    const double kv_mult = pool ? p.kv_seqs : 1.0;
     s << "memory: ";
     if (p.runtime > 0) s << "runtime " << fmt(p.runtime) << " + ";
-    s << "weights " << fmt(p.target_weights) << " + KV " << times << fmt(p.target_kv);
+    s << "weights " << fmt(p.target_weights) << " + KV ";
+    if (pool) s << "pool " << p.kv_pool << " positions ";
+    s << times << fmt(kv_mult * p.target_kv);
     if (p.draft_weights > 0)
         s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
-          << fmt(p.draft_kv);
-    s << " + passes " << times << fmt(p.target_pass + p.draft_pass);
-    if (p.batch_pass > 0) s << " + batch pass " << fmt(p.batch_pass);
+          << fmt(kv_mult * p.draft_kv);
+    s << " + passes " << fmt(p.target_pass + p.draft_pass);
+    s << " + logits " << (p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "") << fmt(p.logits);
     if (p.prompt_cache > 0) s << " + prompt cache " << fmt(p.prompt_cache);
     s << " = " << fmt(p.total());
     if (p.available > 0)
@@ -220,7 +226,9 @@ void check_memory(const MemoryPlan& p) {
     if (p.available <= 0 || p.total() <= p.available) return;
     fail("not enough memory for this run (", describe(p).substr(8), ")",
          "; use a smaller -c, -ctk q8_0 -ctv q8_0, ",
-         p.n_seqs > 1 ? "fewer --parallel slots, " : "",
+         p.kv_pool > 0  ? "a smaller --kv-pool, "
+         : p.n_seqs > 1 ? "fewer --parallel slots, "
+                        : "",
          p.prompt_cache > 0 ? "a smaller --cache-ram, " : "", "or a smaller model");
 }
 

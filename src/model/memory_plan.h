@@ -27,21 +27,26 @@ struct DeviceShare {
 };
 
 struct MemoryPlan {
-    double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;  // kv: per sequence
-    // Per sequence, each model's pass buffers (a pass of n_ubatch rows, model/forward_pass.h)
-    // and the logits rows its session keeps (CachePlan::logit_rows); with several sequences
-    // also the one shared pass that evaluates them together (model/batch_eval.h).
-    double target_pass = 0, draft_pass = 0, batch_pass = 0;
     // What the process holds besides the weights when the plan is made (its code, the parsed
     // metadata and tokenizers: VmRSS less the weights' resident pages; 0 where /proc is absent).
     double runtime = 0;
-    int n_seqs = 1;           // caches of each model (serve: its slots)
+    double target_weights = 0, draft_weights = 0;
+    // One sequence's KV cache of each model over the whole context (with a hybrid model's
+    // recurrent state and an MTP head's cache).
+    double target_kv = 0, draft_kv = 0;
+    // Each model's pass buffers: a pass of n_ubatch rows and the attention scratch over the
+    // context (model/forward_pass.h); the sessions of one model share them when they share a
+    // thread pool (serve's slots: SessionParams::shared_pass), so they count once.
+    double target_pass = 0, draft_pass = 0;
+    double logits = 0;        // the logits rows one sequence keeps, target and draft
+    int n_seqs = 1;           // sequences (serve: its slots)
+    double kv_seqs = 1;       // sequences' worth of KV: n_seqs, or serve's pool / the context
+    int64_t kv_pool = 0;      // serve's KV pool in positions (0: each sequence its whole cache)
     double available = 0;     // 0: unknown (no /proc/meminfo), never refused
     double prompt_cache = 0;  // serve --cache-ram: the host-RAM prompt cache's bound
     double total() const {
-        return runtime + target_weights + draft_weights +
-               n_seqs * (target_kv + draft_kv + target_pass + draft_pass) + batch_pass +
-               prompt_cache;
+        return runtime + target_weights + draft_weights + kv_seqs * (target_kv + draft_kv) +
+               target_pass + draft_pass + n_seqs * logits + prompt_cache;
     }
     std::vector<DeviceShare> devices;  // one per Vulkan device in use
 };
@@ -60,17 +65,20 @@ struct CachePlan {
     // The logits rows a session keeps at most: 1 for plain decoding, 1 + the longest draft for
     // a verify pass (a prompt keeps only its last row, whatever its length).
     int logit_rows = 1;
+    // serve's KV pool: the positions of every slot's caches together (server/kv_pool.h); 0:
+    // each sequence its whole context.
+    int64_t kv_pool = 0;
 };
 
-// The plan for a target and an optional draft model; each "KV" counts its session's attention
-// scratch (n_threads x 16 score rows of n_ctx floats) and, for a hybrid model, its recurrent
-// state (RecurrentState::bytes) too; each "pass" the buffers of a pass of n_ubatch rows and the
-// logits a session keeps.
+// The plan for a target and an optional draft model; each "KV" counts, for a hybrid model, its
+// recurrent state (RecurrentState::bytes) too; each "pass" the buffers of a pass of n_ubatch rows
+// with the attention scratch (n_threads x 16 score rows of n_ctx floats).
 MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan& caches,
                        double available);
 
-// "memory: weights 1.2 MiB + KV 5.0 MiB + ... = 8.1 MiB of 20.3 GiB available"; with several
-// sequences "KV 4 x 5.0 MiB".
+// "memory: runtime 9 MiB + weights 1.2 MiB + KV 5.0 MiB + ... = 18.1 MiB of 20.3 GiB
+// available"; with several sequences "KV 4 x 5.0 MiB", with a pool "KV pool 2048 positions
+// 5.0 MiB".
 std::string describe(const MemoryPlan& p);
 
 // Error when the plan exceeds the available memory or a device's share exceeds the device.

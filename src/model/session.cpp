@@ -43,9 +43,15 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
       kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim),
+         p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim,
+         p.kv_small_pages),
       rec(m.hparams(), p.recurrent_rollback),
       n_ubatch(ubatch(p)) {
+    if (p.shared_pass) {
+        if (&p.shared_pass->model() != &m)
+            fail("SessionParams::shared_pass was made for another model");
+        pass = p.shared_pass;
+    }
     OffloadParams op = m.placement();
     if (p.n_gpu_layers >= 0) {
         op.n_gpu_layers = p.n_gpu_layers;
@@ -55,9 +61,9 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     offload = make_offload(m, op);
     if (offload) kv.set_device_layers(offload->n_layers());
     if (m.has_mtp()) {
-        mtp_kv =
-            std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k, p.type_v,
-                                      std::span<const int>{}, 0, m.hparams().head_dim);
+        mtp_kv = std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k,
+                                           p.type_v, std::span<const int>{}, 0,
+                                           m.hparams().head_dim, p.kv_small_pages);
     }
 }
 
@@ -91,7 +97,7 @@ Session& Session::operator=(Session&&) noexcept = default;
 void Session::eval(std::span<const token_id> tokens, bool all_logits) {
     Impl& s = *impl_;
     s.check(tokens);
-    if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
+    if (!s.pass) s.pass = std::make_shared<ForwardPass>(s.model);
     // A pass takes at most n_ubatch tokens (ring caches: at most max_pass): longer runs go in
     // pieces, each piece's logits rows after the previous ones' (without all_logits each piece
     // leaves its last row in row 0: the last piece's is the one asked for).
@@ -103,6 +109,20 @@ void Session::eval(std::span<const token_id> tokens, bool all_logits) {
         s.pass->run(std::span(&seg, 1), *s.pool);
         if (n == 0) break;
     }
+}
+
+std::shared_ptr<ForwardPass> make_shared_pass(const Model& model) {
+    return std::make_shared<ForwardPass>(model);
+}
+
+int Session::kv_touched() const {
+    const Impl& s = *impl_;
+    return std::max(s.kv.touched(), s.mtp_kv ? s.mtp_kv->touched() : 0);
+}
+
+void Session::release_kv() {
+    impl_->kv.release_unused();
+    if (impl_->mtp_kv) impl_->mtp_kv->release_unused();
 }
 
 double Session::buffer_bytes() const {
@@ -203,7 +223,7 @@ void Session::Impl::check_mtp(std::span<const token_id> next) const {
 void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
     Impl& s = *impl_;
     s.check_mtp(next);
-    if (!s.pass) s.pass = std::make_unique<ForwardPass>(s.model);
+    if (!s.pass) s.pass = std::make_shared<ForwardPass>(s.model);
     const MtpSegment seg{&s, next, hidden};
     s.pass->run_mtp(std::span(&seg, 1), *s.pool);
 }

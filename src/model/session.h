@@ -19,6 +19,8 @@
 
 namespace specula {
 
+class ForwardPass;  // model/forward_pass.h: a pass's buffers and the pass itself
+
 struct SessionParams {
     int n_ctx = 0;      // 0: the model's training context, capped at kDefaultMaxCtx
     int n_threads = 0;  // 0: hardware concurrency (unused with `pool`)
@@ -51,6 +53,14 @@ struct SessionParams {
     // the weights once, so passes of 512 already run at the kernels' multi-token pace.
     int n_ubatch = kDefaultUbatch;
     static constexpr int kDefaultUbatch = 512;
+    // The pass buffers, shared with the other sessions of this model that share `pool` (they
+    // never eval at once): from make_shared_pass(model). Null: the session makes its own on its
+    // first eval. A BatchEvaluator over sessions that share one runs its passes in it.
+    std::shared_ptr<ForwardPass> shared_pass;
+    // The KV cache on 4 KiB pages, so its committed memory follows the positions written
+    // (Session::kv_touched, release_kv): a server's KV pool. false: 2 MiB pages where the system
+    // has them (fewer TLB misses over a long cache).
+    bool kv_small_pages = false;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -60,6 +70,9 @@ struct SessionParams {
 // The context a session of this model gets for SessionParams::n_ctx (0: the default above).
 // Error for n_ctx < 0.
 int resolve_ctx(const HParams& hp, int n_ctx);
+
+// Pass buffers for SessionParams::shared_pass: one per model and thread pool.
+std::shared_ptr<ForwardPass> make_shared_pass(const Model& model);
 
 // One sequence's state: KV cache and the logits of the last eval. Not thread-safe; many sessions
 // may share one Model.
@@ -120,6 +133,12 @@ class Session {
     // they grow to the largest pass seen; the memory plan's per-sequence "passes" figure bounds
     // them (model/memory_plan.h).
     double buffer_bytes() const;
+    // The positions of the KV cache written since it was made or last released: those whose
+    // memory is committed (model/kv_cache.h's touched(); with an MTP head, the more of its two
+    // caches). release_kv gives back the memory of the positions >= n_past() (rows a rollback or
+    // reset left), on 4 KiB pages exactly (SessionParams::kv_small_pages).
+    int kv_touched() const;
+    void release_kv();
 
     // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
     // The final hidden state of logits row i of the last eval, after the output norm (the output

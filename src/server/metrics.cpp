@@ -86,9 +86,10 @@ void Metrics::add_running(int d) {
     running_ += d;
 }
 
-void Metrics::record_cached(long n) {
+void Metrics::record_cached(long n, long n_prompt) {
     std::lock_guard lock(mu_);
     cached_tokens_ += n;
+    queried_tokens_ += n_prompt;
 }
 
 void Metrics::record_draft_passes(int passes, int seqs, double ms) {
@@ -180,6 +181,12 @@ void Metrics::render_set(std::string& out, bool vllm) const {
     }
     scalar(P + "prompt_tokens_total", "counter", "Prompt tokens processed.", prompt_tokens_);
     scalar(P + "generation_tokens_total", "counter", "Tokens generated.", generation_tokens_);
+    if (vllm) {
+        scalar(P + "prefix_cache_queries_total", "counter",
+               "Prompt tokens looked up in the prefix cache (the slots' caches).", queried_tokens_);
+        scalar(P + "prefix_cache_hits_total", "counter",
+               "Prompt tokens found in the prefix cache, not evaluated again.", cached_tokens_);
+    }
     if (!vllm) {
         scalar(P + "prompt_tokens_cached_total", "counter",
                "Prompt tokens found in a slot's cache (prefix reuse), not evaluated again.",
@@ -232,9 +239,14 @@ void Metrics::render_set(std::string& out, bool vllm) const {
            num_draft_tokens_ > 0 ? double(num_accepted_) / double(num_draft_tokens_) : 0.0);
     long used = 0;
     for (long n : kv_tokens_) used += n;
+    double usage = kv_capacity_ > 0 ? double(used) / double(kv_capacity_) : 0.0;
+    if (kv_pool_) {
+        const KvPoolGauges g = kv_pool_();
+        usage = g.capacity > 0 ? double(g.used) / double(g.capacity) : 0.0;
+    }
     scalar(P + "kv_cache_usage_perc", "gauge",
-           "Fraction of the slots' KV cache positions in use (1 = full).",
-           kv_capacity_ > 0 ? double(used) / double(kv_capacity_) : 0.0);
+           "Fraction of the KV cache positions in use (1 = full): the slots', or the KV pool's.",
+           usage);
     scalar(P + "num_preemptions_total", "counter", "Preempted requests (never: slots are fixed).",
            0);
     req_prompt_.render(out, P + "request_prompt_tokens", "Prompt tokens per request.", model);
@@ -250,6 +262,27 @@ std::string Metrics::render() const {
     for (const auto& [status, n] : failure_) {
         out += "specula:request_failure_total{status=\"" + std::to_string(status) + "\"} " +
                std::to_string(n) + "\n";
+    }
+    if (kv_pool_) {
+        const KvPoolGauges g = kv_pool_();
+        const auto line = [&](const char* name, const char* type, const char* help, double v) {
+            header(out, name, type, help);
+            out += std::string(name) + " " + num(v) + "\n";
+        };
+        line("specula:kv_pool_positions", "gauge", "KV positions of the pool all slots share.",
+             double(g.capacity));
+        line("specula:kv_pool_used_positions", "gauge",
+             "KV pool positions reserved by running requests or held by idle slots' prefixes.",
+             double(g.used));
+        line("specula:kv_pool_waiting_requests", "gauge",
+             "Requests a free slot could take that wait for room in the KV pool.",
+             double(g.waiting));
+        line("specula:kv_pool_timeouts_total", "counter",
+             "Requests that ended because the KV pool stayed full for --kv-wait-timeout.",
+             double(g.timeouts));
+        line("specula:kv_pool_evictions_total", "counter",
+             "Idle slots whose cached prefix was dropped to make room in the KV pool.",
+             double(g.evictions));
     }
     if (prompt_cache_) {
         const PromptCacheStats c = prompt_cache_->stats();

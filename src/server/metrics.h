@@ -6,9 +6,11 @@
 //   vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0".."k"} (counters, summed over
 //   finished requests' SpecStats), vllm:spec_decode_draft_acceptance_rate (gauge: accepted /
 //   drafted so far); vllm:request_success_total{finished_reason}, vllm:prompt_tokens_total,
-//   vllm:generation_tokens_total, vllm:num_preemptions_total (always 0) (counters);
+//   vllm:generation_tokens_total, vllm:num_preemptions_total (always 0),
+//   vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total (prompt tokens looked up in
+//   the slots' caches and found there) (counters);
 //   vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc (gauges; the
-//   last is the fraction, 0..1, of all slots' KV positions in use);
+//   last is the fraction, 0..1, of all slots' KV positions in use, or of the KV pool's);
 //   vllm:e2e_request_latency_seconds, vllm:time_to_first_token_seconds,
 //   vllm:time_per_output_token_seconds, vllm:request_queue_time_seconds (arrival to a slot),
 //   vllm:request_prompt_tokens, vllm:request_generation_tokens (histograms).
@@ -28,6 +30,8 @@
 // Thread-safe: every request thread records into one Metrics.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -52,6 +56,14 @@ class Histogram {
     long count_ = 0;
 };
 
+// The server's KV pool (server/kv_pool.h) as the scheduler reports it: its positions, those
+// counted now, the requests waiting for room, the waits that timed out, the idle slots emptied.
+struct KvPoolGauges {
+    int64_t capacity = 0, used = 0;
+    int waiting = 0;
+    long timeouts = 0, evictions = 0;
+};
+
 class Metrics {
   public:
     Metrics();
@@ -64,8 +76,9 @@ class Metrics {
     void record_failure(int status);
     // A request got a slot `wait_s` seconds after it arrived (the time it was queued).
     void record_queue_time(double wait_s);
-    // Prompt tokens a request found in its slot's cache (prefix reuse: not evaluated again).
-    void record_cached(long n_tokens);
+    // Prompt tokens a request found in its slot's cache (prefix reuse: not evaluated again) of
+    // its n_prompt: vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total.
+    void record_cached(long n_tokens, long n_prompt);
     // One batched target pass of the scheduler: sequences, rows, its time, and the draft length
     // chosen by load for it (-1: no slot adapts).
     void record_pass(int n_seqs, int n_rows, double ms, int draft_by_load);
@@ -79,16 +92,22 @@ class Metrics {
     // --cache-ram's pool, rendered as specula:prompt_cache_* (hits, misses, evictions, bytes,
     // entries, the bound); null: none.
     void set_prompt_cache(const class PromptCache* cache) { prompt_cache_ = cache; }
+    // The KV pool's gauges, read at every render: specula:kv_pool_positions,
+    // specula:kv_pool_used_positions, specula:kv_pool_waiting_requests (waiting for pool room,
+    // not for a slot), specula:kv_pool_timeouts_total, specula:kv_pool_evictions_total; and
+    // vllm:kv_cache_usage_perc becomes used / positions. Empty: no pool.
+    void set_kv_pool(std::function<KvPoolGauges()> source) { kv_pool_ = std::move(source); }
 
     std::string render() const;
 
   private:
     const class PromptCache* prompt_cache_ = nullptr;
+    std::function<KvPoolGauges()> kv_pool_;
     void render_set(std::string& out, bool vllm) const;
 
     mutable std::mutex mu_;
     long running_ = 0, waiting_ = 0;
-    long prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0;
+    long prompt_tokens_ = 0, generation_tokens_ = 0, cached_tokens_ = 0, queried_tokens_ = 0;
     long passes_ = 0, pass_rows_ = 0;
     int last_seqs_ = 0, last_rows_ = 0, last_draft_ = -1;
     double pass_ms_ = 0;

@@ -6,10 +6,24 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "server/kv_pool.h"
 #include "server/slot_files.h"
+#include "speculative/draft_length.h"
 #include "tokenizer/prompt.h"
 
 namespace specula {
+
+namespace {
+
+SessionParams slot_params(const SchedulerConfig& c, ThreadPool& pool,
+                          std::shared_ptr<ForwardPass> pass) {
+    SessionParams sp{c.n_ctx, 0, c.type_k, c.type_v, &pool};
+    sp.shared_pass = std::move(pass);
+    sp.kv_small_pages = c.kv_pool > 0;
+    return sp;
+}
+
+}  // namespace
 
 // A job holding a slot: its Sequence, stepped by the engine.
 struct Scheduler::Active {
@@ -30,10 +44,16 @@ Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
       spec_(spec),
       cfg_(config),
       pool_(default_threads(config.n_threads)),
+      target_pass_(make_shared_pass(target)),
+      draft_pass_(spec.draft_model ? make_shared_pass(*spec.draft_model) : nullptr),
       engine_(target, &pool_),
-      slots_(
-          make_slots(target, config.n_slots, config.n_ctx, pool_, config.type_k, config.type_v)) {
+      slots_(make_slots(target, config.n_slots, slot_params(config, pool_, target_pass_))) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
+    if (cfg_.kv_pool < 0) fail("the KV pool must be >= 0 positions, got ", cfg_.kv_pool);
+    if (cfg_.kv_pool > 0 && cfg_.kv_pool < slots_[0]->target->n_ctx())
+        fail("a KV pool of ", cfg_.kv_pool, " positions cannot hold one sequence of ",
+             slots_[0]->target->n_ctx());
+    pool_state_.capacity = cfg_.kv_pool;
     for (auto& s : slots_) free_.push_back(s.get());
     thread_ = std::thread([this] { loop(); });
 }
@@ -184,30 +204,105 @@ void Scheduler::run_slot_actions() {
     }
 }
 
-// Between steps: drops waiters whose clients left, and gives free slots to the oldest waiters.
+// Between steps: drops waiters whose clients left, and gives free slots to the oldest waiters
+// whose KV pool reservation fits (first come, first served: one that does not fit holds the
+// ones behind it back; after kv_wait_s it ends with an error naming the pool).
 void Scheduler::admit() {
     std::vector<std::pair<std::shared_ptr<Job>, SlotMatch>> starting;
+    int waiting = 0;
     {
         std::lock_guard lock(mu_);
+        bool blocked = false;
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if ((*it)->cancel) {
-                std::lock_guard lk((*it)->mu);
-                (*it)->done = true;
-                (*it)->cv.notify_all();
+            Job& j = **it;
+            if (j.cancel) {
+                std::lock_guard lk(j.mu);
+                j.done = true;
+                j.cv.notify_all();
                 it = queue_.erase(it);
-            } else if (!free_.empty()) {
-                const SlotMatch m = best_slot(free_, (*it)->prompt);
-                free_.erase(std::find(free_.begin(), free_.end(), m.slot));
-                m.slot->busy = true;
-                m.slot->last_used = ++slot_uses_;
-                starting.emplace_back(std::move(*it), m);
-                it = queue_.erase(it);
-            } else {
-                ++it;
+                continue;
             }
+            if (free_.empty()) {
+                ++it;
+                continue;
+            }
+            const SlotMatch m = best_slot(free_, j.prompt);
+            if (blocked || (cfg_.kv_pool > 0 && !fits_pool(j, *m.slot))) {
+                blocked = true;
+                if (ms_since(j.t_arrival) > 1000 * cfg_.kv_wait_s) {
+                    pool_timeout(j);
+                    it = queue_.erase(it);
+                    continue;
+                }
+                ++waiting;
+                ++it;
+                continue;
+            }
+            free_.erase(std::find(free_.begin(), free_.end(), m.slot));
+            m.slot->busy = true;
+            m.slot->last_used = ++slot_uses_;
+            starting.emplace_back(std::move(*it), m);
+            it = queue_.erase(it);
         }
     }
     for (auto& [job, m] : starting) start(std::move(job), m.slot);
+    update_pool_state(waiting);
+}
+
+int64_t Scheduler::need(const Job& j) const {
+    const int draft =
+        std::max({j.gen.n_draft, j.gen.n_forced, j.draft_auto ? DraftLengthParams{}.n_max : 0});
+    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, draft + 1,
+                       slots_[0]->target->n_ctx());
+}
+
+bool Scheduler::fits_pool(const Job& job, Slot& slot) {
+    std::vector<PoolSlot> ps(slots_.size());
+    int target = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = *slots_[i];
+        ps[i] = {s.busy.load(), s.reserved, s.busy ? 0 : slot_held(s), s.last_used};
+        if (&s == &slot) target = int(i);
+    }
+    const int64_t n = need(job);
+    const Admission a = plan_admission(ps, target, n, cfg_.kv_pool);
+    if (!a.fits) return false;
+    for (int i : a.evict) evict_slot(*slots_[size_t(i)]);
+    slot.reserved = n;
+    std::lock_guard lk(pool_mu_);
+    pool_state_.evictions += long(a.evict.size());
+    return true;
+}
+
+void Scheduler::pool_timeout(Job& j) {
+    int64_t used = 0;
+    for (const auto& s : slots_) used += s->busy ? s->reserved : slot_held(*s);
+    {
+        std::lock_guard lk(j.mu);
+        j.error = "the KV pool stayed full for " + std::to_string(int(cfg_.kv_wait_s)) +
+                  " s: this request needs " + std::to_string(need(j)) + " of its " +
+                  std::to_string(cfg_.kv_pool) + " positions and " + std::to_string(used) +
+                  " are held by running requests; retry later, or start the server with a "
+                  "larger --kv-pool (or a smaller max_tokens)";
+        j.error_code = "kv_pool_full";
+        j.done = true;
+        j.cv.notify_all();
+    }
+    std::lock_guard lk(pool_mu_);
+    ++pool_state_.timeouts;
+}
+
+void Scheduler::update_pool_state(int waiting) {
+    int64_t used = 0;
+    for (const auto& s : slots_) used += s->busy ? s->reserved : slot_held(*s);
+    std::lock_guard lk(pool_mu_);
+    pool_state_.used = used;
+    if (waiting >= 0) pool_state_.waiting = waiting;
+}
+
+KvPoolGauges Scheduler::pool_state() const {
+    std::lock_guard lk(pool_mu_);
+    return pool_state_;
 }
 
 // Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
@@ -218,6 +313,8 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
     const SpecMethod method = spec_.config.method;
     if (method == SpecMethod::none) return nullptr;
     DrafterParams dp{cfg_.n_ctx, 0, sp, cfg_.type_k, cfg_.type_v, &pool_};
+    dp.shared_pass = draft_pass_;
+    dp.kv_small_pages = cfg_.kv_pool > 0;
     if (sp.temp <= 0.f || method == SpecMethod::ngram) {
         if (!slot.drafter) {
             dp.sampling = SamplingParams{0.f, 0, 1.f, 0.f, 0};
@@ -400,7 +497,15 @@ void Scheduler::finish(Active& a, const char* why) {
     // Before the job is marked done: a client that scrapes /metrics right after its answer must
     // see the slot's KV released (a cached prefix is reusable, not in use, as in vLLM).
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
+    // The pool counts what the slot keeps committed from now on: its cached prefix (the rows a
+    // rollback left past it go back to the system).
+    if (cfg_.kv_pool > 0) {
+        s.target->release_kv();
+        if (Session* d = s.drafter ? s.drafter->session() : nullptr) d->release_kv();
+    }
+    s.reserved = 0;
     s.busy = false;  // likewise for GET /slots
+    if (cfg_.kv_pool > 0) update_pool_state();
     Job& j = *a.job;
     {
         std::lock_guard lk(j.mu);

@@ -49,6 +49,12 @@ struct SchedulerConfig {
     // less with it than it holds keeps what it held there first; a request that shares more with
     // a pooled entry than with its slot gets the entry copied into the slot (target and draft).
     PromptCache* prompt_cache = nullptr;
+    // The KV pool every slot draws from, in positions (server/kv_pool.h): a request starts when
+    // its reservation fits, evicting idle slots' cached prefixes if need be, and waits
+    // otherwise, at most kv_wait_s seconds (then it ends with an error naming the pool). 0: no
+    // pool, each slot may fill its whole context at any time.
+    int64_t kv_pool = 0;
+    double kv_wait_s = 600;
 };
 
 // One generation: the service fills the inputs, submits it, and reads the outputs under `mu`.
@@ -77,7 +83,8 @@ struct Job {
     std::vector<TokenPiece> pieces;  // text ready to send, taken by the service
     // Pushed before the text of their tokens; prompt_logprobs is complete once started is set.
     std::vector<TokenLogprob> logprobs, prompt_logprobs;
-    std::string error;  // set when the scheduler failed (done is set too)
+    std::string error;       // set when the scheduler failed (done is set too)
+    std::string error_code;  // its OpenAI error code: "kv_pool_full" when the pool wait timed out
     int slot_id = -1, n_cached = 0;
     SpecStats stats;            // final once done; with running_stats, the generation so far before
     bool text_stopped = false;  // a stop string (or a stop token id) ended it
@@ -120,6 +127,10 @@ class Scheduler {
     int n_slots() const { return int(slots_.size()); }
     // Whether slot i holds a request now (GET /slots; any thread).
     bool slot_busy(int i) const;
+    // The KV pool (server/kv_pool.h), any thread: its positions (0: no pool), those counted now
+    // (busy reservations and idle slots' cached prefixes), the requests waiting for room in it
+    // (a slot is free but the pool is not), the waits that timed out, the idle slots emptied.
+    KvPoolGauges pool_state() const;
     // Batched drafting so far (scheduler thread writes, any thread reads): draft-model passes and
     // the sequences they drafted for, summed over the passes.
     long draft_passes() const { return draft_passes_; }
@@ -133,6 +144,13 @@ class Scheduler {
     struct Active;
     void loop();
     void admit();
+    // Whether the job may start on the slot now (kv_pool): evicts the idle slots it needs; false
+    // (it waits) when its reservation does not fit.
+    bool fits_pool(const Job& job, Slot& slot);
+    int64_t need(const Job& job) const;
+    void pool_timeout(Job& job);
+    // Recounts pool_state_.used; waiting >= 0 sets the waiting count too.
+    void update_pool_state(int waiting = -1);
     void run_slot_actions();
     void start(std::shared_ptr<Job> job, Slot* slot);
     void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt);
@@ -146,6 +164,9 @@ class Scheduler {
     const SpeculativeSetup& spec_;
     SchedulerConfig cfg_;
     ThreadPool pool_;
+    // The pass buffers every slot's target session shares, and every draft session
+    // (SessionParams::shared_pass): the sessions of one model never eval at once.
+    std::shared_ptr<ForwardPass> target_pass_, draft_pass_;
     Engine engine_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;
@@ -157,7 +178,9 @@ class Scheduler {
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;
     std::deque<std::shared_ptr<SlotAction>> actions_;
-    long slot_uses_ = 0;  // stamps Slot::last_used
+    long slot_uses_ = 0;          // stamps Slot::last_used
+    mutable std::mutex pool_mu_;  // guards pool_state_
+    KvPoolGauges pool_state_;
     bool stop_ = false;
     std::thread thread_;
 };

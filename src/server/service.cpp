@@ -94,6 +94,32 @@ double Service::prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& p
     return std::min(want, left / 2);
 }
 
+int64_t Service::kv_pool_positions(const ServiceConfig& cfg, const MemoryPlan& plan) const {
+    const double per_pos = (plan.target_kv + plan.draft_kv) / n_ctx_;
+    int64_t pool = 0;
+    std::string why;
+    if (cfg.kv_pool > 0) {
+        pool = cfg.kv_pool;
+        why = "--kv-pool " + std::to_string(cfg.kv_pool);
+    } else if (cfg.ctx_is_total) {
+        pool = n_ctx_;
+    } else {
+        const double f = cfg.memory_fraction >= 0 ? cfg.memory_fraction : 0.9;
+        const int64_t most = int64_t(cfg.n_parallel) * n_ctx_;
+        if (plan.available <= 0 || per_pos <= 0) return most;
+        const double rest = plan.total() - (plan.target_kv + plan.draft_kv);
+        pool = std::min<int64_t>(most, int64_t(std::max(0.0, f * plan.available - rest) / per_pos));
+        why = "--gpu-memory-utilization " + std::to_string(f) + " of " +
+              std::to_string(int64_t(plan.available / (1 << 20))) + " MiB available, less " +
+              std::to_string(int64_t(rest / (1 << 20))) + " MiB for the rest of the plan";
+    }
+    if (pool < n_ctx_)
+        fail("the KV pool of ", pool, " positions (", why,
+             ") cannot hold one sequence of the context, ", n_ctx_,
+             " positions (-c / --max-model-len): give a smaller context or a larger pool");
+    return pool;
+}
+
 Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
     if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
     if (cfg.speculative.n_draft < 0)
@@ -123,25 +149,27 @@ void Service::load() {
     }
 
     n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
-    if (cfg.ctx_is_total && cfg.n_parallel > 1) {  // llama-server's -c with -np
-        const int total = n_ctx_;
-        n_ctx_ = total / cfg.n_parallel;
-        if (n_ctx_ < 8)
-            fail("-c ", total, " over ", cfg.n_parallel, " slots leaves ", n_ctx_,
-                 " positions per slot: give a larger -c, fewer --parallel slots, or each slot's "
-                 "context with --max-model-len");
+    // As `run` does, before any cache: the caches of one sequence, then the pool over the slots.
+    CachePlan cp{n_ctx_,
+                 cfg.n_threads,
+                 cfg.type_k,
+                 cfg.type_v,
+                 cfg.n_parallel,
+                 SessionParams::kDefaultUbatch,
+                 std::max(max_verify_rows(cfg.speculative), Scheduler::kEchoChunk)};
+    MemoryPlan plan = plan_memory(*target_, spec_.draft_model.get(), cp, available);
+    if (cfg.n_parallel > 1) {
+        kv_pool_ = kv_pool_positions(cfg, plan);
+        cp.kv_pool = kv_pool_;
+        plan = plan_memory(*target_, spec_.draft_model.get(), cp, available);
         std::fprintf(stderr,
-                     "serve: context %d split over %d slots: %d positions each (-c is the total, "
-                     "as in llama-server; --max-model-len N sets each slot's)\n",
-                     total, cfg.n_parallel, n_ctx_);
+                     "serve: %d slots share a KV pool of %lld positions; one request may use "
+                     "up to %d (%s)\n",
+                     cfg.n_parallel, static_cast<long long>(kv_pool_), n_ctx_,
+                     cfg.kv_pool > 0    ? "--kv-pool"
+                     : cfg.ctx_is_total ? "-c: the cache all slots share, as llama-server's -kvu"
+                                        : "--gpu-memory-utilization of the available memory");
     }
-    // As `run` does, before any cache: one target cache (and draft cache) per slot.
-    MemoryPlan plan =
-        plan_memory(*target_, spec_.draft_model.get(),
-                    CachePlan{n_ctx_, cfg.n_threads, cfg.type_k, cfg.type_v, cfg.n_parallel,
-                              SessionParams::kDefaultUbatch,
-                              std::max(max_verify_rows(cfg.speculative), Scheduler::kEchoChunk)},
-                    available);
     plan.prompt_cache = prompt_cache_bytes(cfg, plan);
     std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
     if (cfg.memory_check) {
@@ -167,13 +195,18 @@ void Service::load() {
     metrics_.set_prompt_cache(prompt_cache_.get());
     sc.type_k = cfg.type_k;
     sc.type_v = cfg.type_v;
+    sc.kv_pool = kv_pool_;
+    sc.kv_wait_s = cfg.kv_wait_s;
     scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
     sampling_ = std::make_unique<RequestSampling>(*target_);
     metrics_.set_kv_capacity(cfg.n_parallel, n_ctx_);
+    if (kv_pool_ > 0) metrics_.set_kv_pool([s = scheduler_.get()] { return s->pool_state(); });
     metrics_.set_model_name(served_name_);
 }
 
-Service::~Service() = default;
+Service::~Service() {
+    metrics_.set_kv_pool({});  // the scheduler it reads goes first
+}
 
 std::string Service::describe() const {
     std::string s = served_name_ + " (" + target_->describe() + ") | ctx " +
@@ -401,7 +434,11 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
         lock.lock();
         if (done && job->pieces.empty()) break;
     }
-    if (!job->error.empty()) throw Error(job->error);
+    if (!job->error.empty()) {
+        if (job->error_code == "kv_pool_full")
+            throw ApiError(503, job->error, "", "server_error", "kv_pool_full");
+        throw Error(job->error);
+    }
     gauges.leave();
     if (!started) return abandoned_in_queue(p);
     c.stats = job->stats;
@@ -423,7 +460,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     }
     c.e2e_s = seconds_since(p.t_arrival);
     metrics_.record_request(c.stats, c.finish_reason, c.e2e_s, c.ttft_s);
-    metrics_.record_cached(c.n_cached);
+    metrics_.record_cached(c.n_cached, c.stats.n_prompt);
     std::fprintf(stderr,
                  "serve: slot %d | prompt %d (%d cached) | generated %d (%s) | %.1f tok/s | "
                  "drafted %ld, accepted %ld | %.0f ms\n",

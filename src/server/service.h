@@ -38,10 +38,19 @@ struct ServiceConfig {
     // speculative.num_speculative_tokens).
     SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
     OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
-    int n_ctx = 0;  // 0: the model's training context (capped like SessionParams)
-    // llama-server's -c: n_ctx is the total, split evenly over the slots (said on stderr);
-    // false: n_ctx is each slot's (vLLM's --max-model-len, per sequence).
+    // One sequence's context: any request may use all of it (-c / --max-model-len); 0: the
+    // model's training context (capped like SessionParams). The context is never split over
+    // the slots: with several, they draw from one KV pool (server/kv_pool.h).
+    int n_ctx = 0;
+    // The KV pool's size in positions with several slots: --kv-pool N when given (>= n_ctx);
+    // else llama-server's -c (ctx_is_total: the one unified cache every slot shares, -kvu) is
+    // the pool; else (vLLM's --max-model-len) the pool takes memory_fraction (vLLM's
+    // --gpu-memory-utilization, default 0.9) of the available memory less the rest of the plan,
+    // at most n_parallel x n_ctx. One slot: no pool, its cache is the context.
     bool ctx_is_total = false;
+    int64_t kv_pool = 0;
+    double memory_fraction = -1;  // -1: 0.9
+    double kv_wait_s = 600;       // --kv-wait-timeout: how long a request waits for pool room
     int n_parallel = 1;
     int n_threads = 0;                                  // 0: hardware threads
     std::string served_name;                            // "" : the model file's name without .gguf
@@ -128,6 +137,7 @@ class Service {
     const Model& target() const { return *target_; }
     const ChatPrompter& chat_prompter() const { return *prompter_; }
     int n_ctx() const { return n_ctx_; }
+    int64_t kv_pool() const { return kv_pool_; }  // 0: no pool (one slot)
     int n_slots() const { return scheduler_->n_slots(); }
     bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
     // POST /slots/{id}?action=...: runs between scheduler steps; returns when done.
@@ -153,6 +163,9 @@ class Service {
 
   private:
     double prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& plan) const;
+    // The KV pool's positions for this plan (ServiceConfig::kv_pool); Error naming the flags
+    // when it cannot hold one sequence.
+    int64_t kv_pool_positions(const ServiceConfig& cfg, const MemoryPlan& plan) const;
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;
@@ -164,6 +177,7 @@ class Service {
     std::string served_name_;
     std::unique_ptr<ChatPrompter> prompter_;
     int n_ctx_ = 0;
+    int64_t kv_pool_ = 0;
     Metrics metrics_;
     std::unique_ptr<RequestSampling> sampling_;
     std::atomic<bool> cancel_all_{false};

@@ -8,20 +8,32 @@
 
 namespace specula {
 
-std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
-                                              ThreadPool& pool, KVType type_k, KVType type_v) {
+int64_t slot_held(const Slot& s) {
+    int64_t n = s.target->kv_touched();
+    if (s.drafter && s.drafter->session())
+        n = std::max<int64_t>(n, s.drafter->session()->kv_touched());
+    return n;
+}
+
+void evict_slot(Slot& s) {
+    s.target->reset();
+    s.target->release_kv();
+    if (Session* d = s.drafter ? s.drafter->session() : nullptr) {
+        d->reset();
+        d->release_kv();
+    }
+}
+
+std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots,
+                                              const SessionParams& params) {
     std::vector<std::unique_ptr<Slot>> slots;
     for (int i = 0; i < n_slots; ++i) {
         auto slot = std::make_unique<Slot>();
         slot->id = i;
         try {
-            SessionParams sp{n_ctx, 0};
-            sp.pool = &pool;
-            sp.type_k = type_k;
-            sp.type_v = type_v;
-            slot->target = std::make_unique<Session>(target, sp);
+            slot->target = std::make_unique<Session>(target, params);
         } catch (const std::bad_alloc&) {
-            fail("out of memory allocating the KV cache of slot ", i, " (context ", n_ctx,
+            fail("out of memory allocating the KV cache of slot ", i, " (context ", params.n_ctx,
                  " tokens); try a smaller -c or --parallel");
         }
         slots.push_back(std::move(slot));

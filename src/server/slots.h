@@ -24,13 +24,19 @@ struct Slot {
     std::unique_ptr<Drafter> drafter;
     std::atomic<bool> busy{false};  // holds a request (set and cleared by the scheduler)
     long last_used = 0;             // when a request last took it (the scheduler's counter)
+    int64_t reserved = 0;           // busy: its request's KV pool reservation (server/kv_pool.h)
 };
 
+// The KV positions an idle slot keeps committed (its target's and its drafter's caches), and
+// emptying it: both caches reset and their memory given back (server/kv_pool.h).
+int64_t slot_held(const Slot& s);
+void evict_slot(Slot& s);
+
 // Slots are created up front so that a KV cache that does not fit fails at startup (an Error
-// naming the slot and the context).
-std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots, int n_ctx,
-                                              ThreadPool& pool, KVType type_k = KVType::F32,
-                                              KVType type_v = KVType::F32);
+// naming the slot and the context). Each target Session gets `params` (the context, the pool,
+// the shared pass buffers and page size).
+std::vector<std::unique_ptr<Slot>> make_slots(const Model& target, int n_slots,
+                                              const SessionParams& params);
 
 // The slot for a prompt among `free` (not empty), and the prefix of prompt[0, n-1) (the part a
 // prompt evaluates before the first step) its cache (Session::tokens) holds: the slot sharing the

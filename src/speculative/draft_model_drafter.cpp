@@ -28,14 +28,19 @@ float top_prob(const float* logits, int n) {
     return float(1.0 / sum);
 }
 
+SessionParams session_params(const DraftModelParams& p) {
+    SessionParams sp{p.n_ctx, p.n_threads, p.type_k, p.type_v, p.pool};
+    sp.shared_pass = p.shared_pass;
+    sp.kv_small_pages = p.kv_small_pages;
+    return sp;
+}
+
 }  // namespace
 
 DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams& params)
     : model_(draft),
       params_(params),
-      session_(std::make_unique<Session>(
-          draft, SessionParams{params.n_ctx, params.n_threads, params.type_k, params.type_v,
-                               params.pool})),
+      session_(std::make_unique<Session>(draft, session_params(params))),
       sampler_(draft_sampling(params.sampling)) {
     batch_.reserve(64);
 }

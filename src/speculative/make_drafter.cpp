@@ -41,6 +41,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             dp.n_ctx = params.n_ctx;
             dp.n_threads = params.n_threads;
             dp.pool = params.pool;
+            dp.shared_pass = params.shared_pass;
+            dp.kv_small_pages = params.kv_small_pages;
             dp.p_min = setup.config.p_min;
             dp.sampling = params.sampling;
             dp.type_k = params.type_k;

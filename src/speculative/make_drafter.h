@@ -30,6 +30,10 @@ struct DrafterParams {
     KVType type_k = KVType::F32;  // the draft model's KV cache types
     KVType type_v = KVType::F32;
     ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
+    // The draft model's pass buffers shared with the other drafters' sessions on `pool`, and its
+    // cache on 4 KiB pages (SessionParams::shared_pass, kv_small_pages: a server's KV pool).
+    std::shared_ptr<ForwardPass> shared_pass;
+    bool kv_small_pages = false;
 };
 
 // target_name labels the vocabulary error (e.g. the target's path). Method mtp on a target

@@ -98,12 +98,12 @@ void dequantize_packed_row(const WeightView& W, int64_t r, float* out) {
     }
 }
 
-PackedBuffer::PackedBuffer(size_t bytes) : n_(bytes) {
+PackedBuffer::PackedBuffer(size_t bytes, Pages pages) : n_(bytes) {
     if (bytes == 0) return;
-    const bool huge = kernel_policy().hugepages;
+    const bool huge = pages == Pages::policy && kernel_policy().hugepages;
     const size_t pad = huge ? kHugePage : 0;
-    void* p =
-        mmap(nullptr, bytes + pad, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, bytes + pad, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) fail("cannot allocate ", bytes, " bytes for packed weights");
     map_ = p;
     map_bytes_ = bytes + pad;
@@ -117,6 +117,15 @@ PackedBuffer::PackedBuffer(size_t bytes) : n_(bytes) {
 
 PackedBuffer::~PackedBuffer() {
     if (map_) munmap(map_, map_bytes_);
+}
+
+void PackedBuffer::release(size_t from, size_t to) {
+    to = std::min(to, n_);
+    if (!p_ || from >= to) return;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto a = reinterpret_cast<uintptr_t>(p_);
+    const uintptr_t lo = (a + from + page - 1) / page * page, hi = (a + to) / page * page;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
 void release_mapped_pages(const void* p, size_t n) {
