@@ -102,14 +102,14 @@ TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
                            "512"),
               std::string::npos)
         << s.log();
-    Reply big = post(s, {{"prompt", words(140)}, {"max_tokens", 150}, {"temperature", 0}});
+    Reply big = post(s, {{"prompt", words(90)}, {"max_tokens", 150}, {"temperature", 0}});
     ASSERT_EQ(big.status, 200) << big.text;
     EXPECT_GT(big.body["usage"]["prompt_tokens"].get<int>(), 250) << big.text;
     EXPECT_EQ(big.body["usage"]["completion_tokens"], 150) << big.text;
 
     // The same long prompt again finds its prefix in the slot: vLLM's prefix cache counters.
     const auto m0 = pool_metrics(s);
-    Reply again = post(s, {{"prompt", words(140)}, {"max_tokens", 4}, {"temperature", 0}});
+    Reply again = post(s, {{"prompt", words(90)}, {"max_tokens", 4}, {"temperature", 0}});
     ASSERT_EQ(again.status, 200) << again.text;
     const int n_prompt = again.body["usage"]["prompt_tokens"].get<int>();
     const auto m1 = pool_metrics(s);
@@ -157,24 +157,32 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
     std::thread hog([&] {
         httplib::Client c("127.0.0.1", s.port());
         c.set_read_timeout(60, 0);
-        const json body = {{"prompt", "Once"},
-                           {"max_tokens", 8000},
-                           {"ignore_eos", true},
-                           {"stream", true},
-                           {"temperature", 0}};
-        c.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json",
-               [&](const char*, size_t) {
-                   started = true;
-                   return !stop.load();  // false: the client leaves, cancelling the request
-               });
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = json{
+            {"prompt", "Once"},
+            {"max_tokens", 8000},
+            {"ignore_eos", true},
+            {"stream", true},
+            {"temperature",
+             0}}.dump();
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            started = true;
+            return !stop.load();  // false: the client leaves, cancelling the request
+        };
+        c.send(req);
     });
     for (int i = 0; i < 2000 && !started; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_TRUE(started);
-    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 100}});
+    // 8011 positions are reserved: 500 more do not fit the 8192.
+    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}});
     stop = true;
     hog.join();
-    EXPECT_NE(r.text.find("KV pool"), std::string::npos) << r.text;
+    EXPECT_EQ(r.body["error"]["code"], "kv_pool_full") << r.text;
+    EXPECT_NE(r.text.find("KV pool stayed full for 0.2 s"), std::string::npos) << r.text;
     EXPECT_NE(r.text.find("--kv-pool"), std::string::npos) << r.text;
     EXPECT_EQ(pool_metrics(s).at("specula:kv_pool_timeouts_total"), 1);
     Reply after = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});

@@ -279,9 +279,12 @@ void Scheduler::pool_timeout(Job& j) {
     for (const auto& s : slots_) used += s->busy ? s->reserved : slot_held(*s);
     {
         std::lock_guard lk(j.mu);
-        j.error = "the KV pool stayed full for " + std::to_string(int(cfg_.kv_wait_s)) +
-                  " s: this request needs " + std::to_string(need(j)) + " of its " +
-                  std::to_string(cfg_.kv_pool) + " positions and " + std::to_string(used) +
+        char waited[32];
+        std::snprintf(waited, sizeof waited, "%g", cfg_.kv_wait_s);
+        j.error = std::string("the KV pool stayed full for ") + waited +
+                  " s (--kv-wait-timeout): this request needs " + std::to_string(need(j)) +
+                  " of its " + std::to_string(cfg_.kv_pool) + " positions and " +
+                  std::to_string(used) +
                   " are held by running requests; retry later, or start the server with a "
                   "larger --kv-pool (or a smaller max_tokens)";
         j.error_code = "kv_pool_full";

@@ -618,6 +618,10 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                         return write_sse(sink, chunk);
                     },
                     [&] { return sink.write(waiting.data(), waiting.size()); }, i);
+            } catch (const ApiError& e) {  // a refusal after the status line (kv_pool_full)
+                write_sse(sink, e.body());
+                sink.done();
+                return true;
             } catch (const std::exception& e) {  // the status line is gone: report in-band
                 write_sse(sink, internal_error(e));
                 return false;
@@ -675,6 +679,11 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
                                    probe();
                         },
                         probe, i);
+                } catch (const ApiError& e) {  // a refusal after the status line: whole
+                    const std::string body = dump(e.body());
+                    sink.write(body.data(), body.size());
+                    sink.done();
+                    return true;
                 } catch (const std::exception& e) {  // the status line is gone: report in-band
                     const std::string body = dump(internal_error(e));
                     sink.write(body.data(), body.size());
