@@ -186,4 +186,24 @@ TEST(CliLlamaFlags, CosmeticOptionsWarnAndChangeNothing) {
         EXPECT_NE(s.err.find("warning: " + w), std::string::npos) << w << ": " << s.err;
 }
 
+// Options no command takes are named once each, in the order typed, with the stray values apart
+// (CLI11 saw them reversed and listed values among them).
+TEST(CliLlamaFlags, UnknownOptionsAreNamedInTheOrderTyped) {
+    const ProcResult r = run_specula({"run", "-m", stories(), "--frobnicate", "3", "--quux",
+                                      "--frobnicate", "-p", "Once", "stray"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("`specula run`: unknown options --frobnicate, --quux; unexpected values "
+                         "3, stray (run `specula run --help` for the options)"),
+              std::string::npos)
+        << r.err;
+    // serve: the model card's line starts; an unknown flag after it is named alone.
+    const ProcResult s =
+        run_specula({"serve", "-m", stories(), "--temp", "0.6", "--top-k", "20", "--top-p", "0.95",
+                     "--min-p", "0", "--nonesuch", "--port", "-1"});
+    EXPECT_EQ(s.status, 1) << describe(s);
+    EXPECT_NE(s.err.find("unknown option --nonesuch (run `specula serve --help`"),
+              std::string::npos)
+        << s.err;
+}
+
 }  // namespace

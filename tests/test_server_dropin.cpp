@@ -444,6 +444,61 @@ TEST(DropInFlags, VllmServeFlagsMap) {
         std::runtime_error);
 }
 
+// The launch lines model cards print start, and their sampling flags become every request's
+// defaults: Qwen3's llama-server line (greedy here, so the defaults can be seen) and vLLM's tool
+// and reasoning line; a request's own field wins.
+TEST(DropInFlags, ModelCardLaunchLinesSetTheDefaults) {
+    ServerProcess s({"-m",
+                     server_target_path(),
+                     "--jinja",
+                     "-c",
+                     "512",
+                     "-n",
+                     "24",
+                     "--no-context-shift",
+                     "--temp",
+                     "0",
+                     "--top-k",
+                     "20",
+                     "--top-p",
+                     "0.95",
+                     "--min-p",
+                     "0",
+                     "--enable-auto-tool-choice",
+                     "--tool-call-parser",
+                     "hermes",
+                     "--reasoning-parser",
+                     "qwen3",
+                     "--seed",
+                     "5",
+                     "--enforce-eager",
+                     "--kv-cache-dtype",
+                     "fp8"},
+                    "cardline");
+    EXPECT_NE(s.log().find("--kv-cache-dtype fp8: the KV cache is q8_0"), std::string::npos)
+        << s.log();
+    // -n 24: a request without max_tokens generates 24 (ignore_eos keeps it going).
+    Reply a = post(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"ignore_eos", true}});
+    ASSERT_EQ(a.status, 200) << a.text;
+    EXPECT_EQ(a.body["usage"]["completion_tokens"], 24) << a.text;
+    // --temp 0: greedy by default, the same text as an explicit temperature 0.
+    Reply b = post(s, "/v1/completions",
+                   {{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}});
+    ASSERT_EQ(b.status, 200) << b.text;
+    EXPECT_EQ(a.body["choices"][0]["text"], b.body["choices"][0]["text"]);
+    // The request's own fields win: max_tokens, and a temperature that samples.
+    Reply c = post(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
+    EXPECT_EQ(c.body["usage"]["completion_tokens"].get<int>(), 5) << c.text;
+    s.stop();
+    // Names vLLM does not have, or fp16 caches: refused naming the flag.
+    EXPECT_THROW(ServerProcess({server_target_path(), "--tool-call-parser", "nonesuch"}, "tcp"),
+                 std::runtime_error);
+    EXPECT_THROW(ServerProcess({server_target_path(), "--reasoning-parser", "nonesuch"}, "rp"),
+                 std::runtime_error);
+    EXPECT_THROW(ServerProcess({server_target_path(), "--kv-cache-dtype", "int4"}, "kvd"),
+                 std::runtime_error);
+}
+
 // llama-server's --chat-template: a built-in name or a Jinja template's text; a bad name fails
 // before the model loads.
 TEST(DropInFlags, ServeChatTemplate) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
@@ -47,6 +48,10 @@ struct ServeOptions {
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
     std::string dtype = "auto";
     bool kv_unified = false;  // -kvu: what the pool always is
+    // llama-server's sampling defaults and vLLM's launch-line flags (resolve_launch_flags).
+    std::string seed = "-1";
+    std::string tool_call_parser, reasoning_parser, kv_cache_dtype;
+    bool no_context_shift = false, auto_tool_choice = false, enforce_eager = false;
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
     double drain_timeout = 30;  // --drain-timeout
     std::string tool_call_format = "auto";
@@ -57,6 +62,69 @@ struct ServeOptions {
 ServeOptions& serve_options() {
     static ServeOptions o;
     return o;
+}
+
+// vLLM's --tool-call-parser names and the formats they select (server/tool_calls).
+std::string tool_format_for_parser(const std::string& parser) {
+    static const std::pair<const char*, const char*> kParsers[] = {
+        {"hermes", "hermes"},      {"qwen", "hermes"},     {"llama3_json", "llama3"},
+        {"llama4_json", "llama3"}, {"mistral", "mistral"}, {"qwen3_coder", "qwen3-coder"},
+        {"openai", "harmony"},
+    };
+    std::string names;
+    for (const auto& [name, format] : kParsers) {
+        if (parser == name) return format;
+        names += std::string(names.empty() ? "" : ", ") + name;
+    }
+    fail("--tool-call-parser ", parser, ": not supported; the parsers specula has are ", names,
+         " (or --tool-call-format)");
+}
+
+// vLLM's --reasoning-parser names: the <think> split (deepseek) or the model's own (auto).
+std::string reasoning_format_for_parser(const std::string& parser) {
+    for (const char* name : {"deepseek_r1", "deepseek_v3", "qwen3", "glm45", "hunyuan_a13b",
+                             "granite", "mistral", "ernie45"})
+        if (parser == name) return "deepseek";
+    if (parser == "openai_gptoss" || parser == "gpt_oss") return "auto";
+    fail("--reasoning-parser ", parser,
+         ": not supported; give one of deepseek_r1, deepseek_v3, qwen3, glm45, hunyuan_a13b, "
+         "granite, mistral, ernie45 (a <think> block) or openai_gptoss");
+}
+
+// The launch lines model cards print: llama-server's sampling defaults, vLLM's tool, reasoning,
+// seed and cache flags.
+void resolve_launch_flags(ServeOptions& o) {
+    RequestDefaults& d = o.service.request_defaults;
+    if (!(d.temperature >= 0 && d.temperature <= 2))
+        fail("--temp must be in [0, 2], got ", d.temperature);
+    if (!(d.top_p >= 0 && d.top_p <= 1)) fail("--top-p must be in [0, 1], got ", d.top_p);
+    if (!(d.min_p >= 0 && d.min_p <= 1)) fail("--min-p must be in [0, 1], got ", d.min_p);
+    if (d.top_k < -1) fail("--top-k must be >= -1, got ", d.top_k);
+    if (d.max_tokens < -1) fail("-n (--n-predict) must be >= -1, got ", d.max_tokens);
+    if (!(d.repeat_penalty > 0)) fail("--repeat-penalty must be > 0, got ", d.repeat_penalty);
+    if (d.repeat_last_n < -1 && d.repeat_last_n != RequestDefaults::kRepeatLastNUnset)
+        fail("--repeat-last-n must be >= -1, got ", d.repeat_last_n);
+    d.seed = parse_seed(o.seed, /*allow_random=*/true);
+    if (o.seed == "-1") d.seed = 0xFFFFFFFFu;  // each request draws its own
+    if (!o.tool_call_parser.empty()) {
+        if (o.tool_call_format != "auto")
+            fail("give --tool-call-parser or --tool-call-format, not both");
+        o.tool_call_format = tool_format_for_parser(o.tool_call_parser);
+    }
+    if (!o.reasoning_parser.empty()) {
+        if (o.reasoning_format != "auto")
+            fail("give --reasoning-parser or --reasoning-format, not both");
+        o.reasoning_format = reasoning_format_for_parser(o.reasoning_parser);
+    }
+    if (!o.kv_cache_dtype.empty() && o.kv_cache_dtype != "auto") {
+        if (o.kv_cache_dtype.rfind("fp8", 0) != 0)
+            fail("--kv-cache-dtype ", o.kv_cache_dtype, ": give auto or fp8 (fp8_e4m3, fp8_e5m2)");
+        o.cache_type_k = o.cache_type_v = "q8_0";
+        std::fprintf(stderr,
+                     "serve: --kv-cache-dtype %s: the KV cache is q8_0, the 8-bit type specula "
+                     "has (-ctk q8_0 -ctv q8_0)\n",
+                     o.kv_cache_dtype.c_str());
+    }
 }
 
 void resolve(ServeOptions& o) {
@@ -108,6 +176,7 @@ void resolve(ServeOptions& o) {
                 "got ",
                 o.cache_ram);
     }
+    resolve_launch_flags(o);
     o.service.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
@@ -165,6 +234,34 @@ CLI::App* add_serve_command(CLI::App& app) {
                     "error (default 600)");
     cmd->add_flag("--kv-unified", o.kv_unified,
                   "llama-server's; always: the slots share one KV pool");
+    RequestDefaults& d = o.service.request_defaults;
+    const char* dflt = "every request's default (a request's own field wins)";
+    cmd->add_option("--temp", d.temperature, dflt)->capture_default_str()->group("Sampling");
+    cmd->add_option("--top-k", d.top_k, dflt)->capture_default_str()->group("Sampling");
+    cmd->add_option("--top-p", d.top_p, dflt)->capture_default_str()->group("Sampling");
+    cmd->add_option("--min-p", d.min_p, dflt)->capture_default_str()->group("Sampling");
+    cmd->add_option("--presence-penalty", d.presence_penalty, dflt)->group("Sampling");
+    cmd->add_option("--frequency-penalty", d.frequency_penalty, dflt)->group("Sampling");
+    cmd->add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");
+    cmd->add_option("--repeat-last-n", d.repeat_last_n, dflt)->group("Sampling");
+    cmd->add_option("-s,--seed", o.seed, "every request's default seed (-1: each its own)")
+        ->group("Sampling");
+    cmd->add_option("-n,--n-predict", d.max_tokens,
+                    "every request's default max_tokens (-1: until the end or a full context)")
+        ->group("Sampling");
+    cmd->add_flag("--no-context-shift", o.no_context_shift,
+                  "llama-server's; always: a full context ends the request (finish_reason "
+                  "length), nothing is shifted out");
+    cmd->add_flag("--enable-auto-tool-choice", o.auto_tool_choice,
+                  "vLLM's; always: tool calls are parsed whenever a request has tools");
+    cmd->add_option("--tool-call-parser", o.tool_call_parser,
+                    "vLLM's parser name: hermes, qwen, llama3_json, llama4_json, mistral, "
+                    "qwen3_coder, openai (= --tool-call-format)");
+    cmd->add_option("--reasoning-parser", o.reasoning_parser,
+                    "vLLM's parser name: qwen3, deepseek_r1, ... (= --reasoning-format)");
+    cmd->add_flag("--enforce-eager", o.enforce_eager, "vLLM's; accepted (no CUDA graphs here)");
+    cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                    "vLLM's: auto (f16), or fp8 -> q8_0, the 8-bit cache specula has");
     cmd->add_option("--parallel,--max-num-seqs", o.service.n_parallel,
                     "generation slots (default 1: a lone request gets every thread; "
                     "vLLM's --max-num-seqs)")

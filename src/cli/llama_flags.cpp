@@ -159,11 +159,9 @@ const Compat kCompat[] = {
     {"--cont-batching", "requests are always batched together (server/scheduler)"},
     {"--no-cont-batching", "requests are always batched together (server/scheduler)"},
     {"--metrics", "/metrics is always served"},
-    {"--slots", "/slots is not served; /metrics has the slots' state"},
-    {"--no-slots", "/slots is not served; /metrics has the slots' state"},
-    {"--jinja",
-     "chat templates are applied by specula's own formats (the GGUF's template is "
-     "recognised, not run as Jinja)"},
+    {"--slots", "GET /slots is always served"},
+    {"--no-slots", "GET /slots is always served"},
+    {"--jinja", "always on: the model's chat template runs in specula's own Jinja engine"},
     {"--no-webui", "the web UI is served at /"},
 };
 

@@ -4,6 +4,7 @@
 // stdout is left to the command's own output.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -60,6 +61,30 @@ std::string version_text() {
          (specula::amx_active() ? " + amx" : "") + " (this CPU supports " +
          specula::simd_level_name(cpu) + (specula::cpu_has_amx() ? " + amx" : "") + ")";
     return s;
+}
+
+// The arguments no option of `cmd` took, in the order typed (CLI11 saw them reversed): the
+// unknown options once each, then the stray values. Error naming them.
+void check_extras(const CLI::App& cmd) {
+    std::vector<std::string> rest = cmd.remaining();
+    if (rest.empty()) return;
+    std::reverse(rest.begin(), rest.end());
+    std::string options, values;
+    for (const std::string& a : rest) {
+        std::string& list =
+            a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])) ? options
+                                                                                           : values;
+        if ((" " + list + ",").find(" " + a + ",") != std::string::npos) continue;
+        list += (list.empty() ? "" : ", ") + a;
+    }
+    std::string msg = "`specula " + cmd.get_name() + "`: ";
+    if (!options.empty())
+        msg += "unknown option" + std::string(options.find(',') != std::string::npos ? "s " : " ") +
+               options;
+    if (!values.empty())
+        msg += (options.empty() ? "" : "; ") + std::string("unexpected value") +
+               (values.find(',') != std::string::npos ? "s " : " ") + values;
+    specula::fail(msg, " (run `specula ", cmd.get_name(), " --help` for the options)");
 }
 
 void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
@@ -189,6 +214,9 @@ int run_cli(int argc, char** argv) {
     }
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
     std::reverse(args.begin(), args.end());
+    // Arguments no option takes are collected, not thrown: the error names them as typed.
+    for (CLI::App* c : commands) c->allow_extras();
+    bench_serve->allow_extras();
     try {
         app.parse(args);               // CLI11 takes the arguments in reverse order
     } catch (const CLI::Success& e) {  // --help, --version
@@ -197,6 +225,8 @@ int run_cli(int argc, char** argv) {
         print_error(e.what());
         return 1;
     }
+    for (CLI::App* c : {run, chat, info, tokenize, bench, serve, bench_serve})
+        if (c->parsed()) check_extras(*c);
 
     for (size_t i = 0; i < compat.size(); ++i)
         if (commands[i]->parsed()) report_compat(compat[i]);

@@ -212,15 +212,20 @@ int get_logprobs(const json& body, bool chat) {
     return on ? top : -1;
 }
 
-PenaltyParams get_penalties(const json& body) {
+PenaltyParams get_penalties(const json& body, const RequestDefaults& d) {
     PenaltyParams p;
-    p.presence_penalty = float(get_number(body, "presence_penalty", 0.0, -2.0, 2.0));
-    p.frequency_penalty = float(get_number(body, "frequency_penalty", 0.0, -2.0, 2.0));
+    p.presence_penalty = float(get_number(body, "presence_penalty", d.presence_penalty, -2.0, 2.0));
+    p.frequency_penalty =
+        float(get_number(body, "frequency_penalty", d.frequency_penalty, -2.0, 2.0));
     const char* rep = field(body, "repeat_penalty") ? "repeat_penalty" : "repetition_penalty";
-    p.repeat_penalty = float(get_number(body, rep, 1.0, 1e-3, 100.0));
-    // OpenAI's penalties count the whole output; llama.cpp's window is the last 64 tokens.
-    const bool openai_only = !field(body, rep);
-    p.repeat_last_n = int(get_int(body, "repeat_last_n", openai_only ? -1 : 64, -1, INT32_MAX));
+    p.repeat_penalty = float(get_number(body, rep, d.repeat_penalty, 1e-3, 100.0));
+    // OpenAI's penalties count the whole output; llama.cpp's window is the last 64 tokens (or
+    // the server's --repeat-last-n).
+    const bool openai_only = !field(body, rep) && d.repeat_penalty == 1.0f;
+    const int window = d.repeat_last_n != RequestDefaults::kRepeatLastNUnset ? d.repeat_last_n
+                       : openai_only                                         ? -1
+                                                                             : 64;
+    p.repeat_last_n = int(get_int(body, "repeat_last_n", window, -1, INT32_MAX));
     return p;
 }
 
@@ -262,9 +267,9 @@ std::shared_ptr<const JsonGrammar> get_grammar(const json& body) {
 }
 
 // `seed`: a negative integer picks a random seed; 0 .. 2^64 - 1 is used as is (not clamped).
-uint64_t get_seed(const json& body) {
+uint64_t get_seed(const json& body, uint64_t def) {
     const json* v = field(body, "seed");
-    if (!v) return 0xFFFFFFFFu;
+    if (!v) return def;
     if (!v->is_number_integer()) wrong_type("seed", "an integer");
     if (v->is_number_unsigned()) return v->get<uint64_t>();
     const int64_t x = v->get<int64_t>();
@@ -274,7 +279,8 @@ uint64_t get_seed(const json& body) {
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, bool chat,
-                                           const nlohmann::ordered_json* raw) {
+                                           const nlohmann::ordered_json* raw,
+                                           const RequestDefaults& d) {
     if (!body.is_object()) bad_request("the request body must be a JSON object");
     CompletionRequest r;
     r.chat = chat;
@@ -295,12 +301,12 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     const char* max_name = field(body, "max_completion_tokens") ? "max_completion_tokens"
                            : field(body, "max_tokens")          ? "max_tokens"
                                                                 : "n_predict";
-    r.max_tokens = get_int(body, max_name, -1, -1, INT32_MAX);
-    r.temperature = float(get_number(body, "temperature", r.temperature, 0.0, 2.0));
-    r.top_p = float(get_number(body, "top_p", r.top_p, 0.0, 1.0));
-    r.min_p = float(get_number(body, "min_p", r.min_p, 0.0, 1.0));
-    r.top_k = int(get_int(body, "top_k", r.top_k, -1, INT32_MAX));
-    r.seed = get_seed(body);
+    r.max_tokens = get_int(body, max_name, d.max_tokens, -1, INT32_MAX);
+    r.temperature = float(get_number(body, "temperature", d.temperature, 0.0, 2.0));
+    r.top_p = float(get_number(body, "top_p", d.top_p, 0.0, 1.0));
+    r.min_p = float(get_number(body, "min_p", d.min_p, 0.0, 1.0));
+    r.top_k = int(get_int(body, "top_k", d.top_k, -1, INT32_MAX));
+    r.seed = get_seed(body, d.seed);
     r.stop = get_stop(body);
     r.include_stop_str = get_bool(body, "include_stop_str_in_output", false);
     if (const json* ids = field(body, "stop_token_ids")) {
@@ -319,7 +325,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.n_draft = get_draft_override(body);
     r.echo = !chat && get_bool(body, "echo", false);
     r.logprobs = get_logprobs(body, chat);
-    r.penalties = get_penalties(body);
+    r.penalties = get_penalties(body, d);
     if (const json* b = field(body, "logit_bias")) {
         if (!b->is_object() && !b->is_array())
             wrong_type("logit_bias", "an object of token id -> bias (or [[id, bias], ...])");

@@ -65,9 +65,24 @@ struct CompletionRequest {
     std::shared_ptr<const JsonGrammar> grammar;
 };
 
+// The server-wide defaults of a request's sampling fields (llama-server's --temp, --top-k,
+// --top-p, --min-p, --seed, -n, the penalties): a field the request sends wins.
+struct RequestDefaults {
+    int64_t max_tokens = -1;  // -n
+    float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f;
+    int top_k = 40;
+    uint64_t seed = 0xFFFFFFFFu;  // random
+    float presence_penalty = 0.0f, frequency_penalty = 0.0f, repeat_penalty = 1.0f;
+    // -1: the penalties count the whole output unless the request gives llama.cpp's
+    // repeat_penalty (then 64, its window); given (--repeat-last-n): every request's window.
+    int repeat_last_n = kRepeatLastNUnset;
+    static constexpr int kRepeatLastNUnset = -2;
+};
+
 // Throws ApiError (400) for anything malformed. `raw`: the same body parsed keeping its key
 // order (for the chat template); without it the order is lost.
 CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat,
-                                           const nlohmann::ordered_json* raw = nullptr);
+                                           const nlohmann::ordered_json* raw = nullptr,
+                                           const RequestDefaults& defaults = {});
 
 }  // namespace specula

@@ -557,7 +557,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         if (chat ? ordered.is_discarded() : body.is_discarded())
             bad_request("the request body is not valid JSON");
         std::string().swap(text);  // the body is parsed: its bytes are not needed again
-        p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr));
+        p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr,
+                                                      service_.request_defaults()));
         if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());

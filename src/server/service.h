@@ -76,6 +76,9 @@ struct ServiceConfig {
     // --reasoning-budget, as llama-server: -1 unlimited, 0 no thinking (the template gets
     // enable_thinking: false unless the request's chat_template_kwargs say otherwise).
     int reasoning_budget = -1;
+    // llama-server's --temp, --top-k, --top-p, --min-p, --seed, -n and penalties (vLLM's --seed):
+    // every request's defaults (server/request.h).
+    RequestDefaults request_defaults;
     // --tool-call-format (nullopt: auto, the template's; chat/tool_calls.h).
     std::optional<ToolCallFormat> tool_call_format;
 };
@@ -137,6 +140,7 @@ class Service {
     const Model& target() const { return *target_; }
     const ChatPrompter& chat_prompter() const { return *prompter_; }
     int n_ctx() const { return n_ctx_; }
+    const RequestDefaults& request_defaults() const { return cfg_.request_defaults; }
     int64_t kv_pool() const { return kv_pool_; }  // 0: no pool (one slot)
     int n_slots() const { return scheduler_->n_slots(); }
     bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
