@@ -108,8 +108,10 @@ TEST(ChatToolGrammar, RequiredOverSeveralTools) {
     EXPECT_FALSE(admits(g,
                         "<tool_call>\n{\"arguments\": {\"city\": \"P\"}, \"name\": "
                         "\"get_weather\"}\n</tool_call>"));
-    EXPECT_TRUE(
+    // `now` names no properties: its arguments are closed (llama.cpp, vLLM), {} only.
+    EXPECT_FALSE(
         admits(g, "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"x\": [1]}}\n</tool_call>"));
+    EXPECT_TRUE(admits(g, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
     // While the name is open, the shortest completion is the shorter tool's call.
     GrammarState s(g);
     ASSERT_TRUE(s.advance("<tool_call>\n{\"name\": \""));

@@ -81,21 +81,48 @@ TEST(JsonGrammar, ObjectRefusesAtTheRightByte) {
     EXPECT_EQ(run(g, "{\"a\":1"), 1006);
 }
 
+// Gaps as llama.cpp's grammars allow them: nothing, one space, or a newline and at most max_ws
+// (default 20) spaces or tabs; numbers of at most 16 integer digits.
 TEST(JsonGrammar, Limits) {
     JsonGrammarOptions opt;
     opt.max_ws = 3;
     opt.max_depth = 3;
     const auto g = json_object_grammar(opt);
-    expect_complete(g, "{   \"a\"   :   1   }");
-    EXPECT_EQ(run(g, "{    \"a\":1}"), 4);
+    expect_complete(g, "{ \"a\" : 1 }");
+    expect_complete(g, "{\n   \"a\":\n\t\t1\n}");
+    EXPECT_EQ(run(g, "{\n    \"a\":1}"), 5);  // a fourth indent byte
+    EXPECT_EQ(run(g, "{  \"a\":1}"), 2);      // a second space
+    EXPECT_EQ(run(g, "{\n\n\"a\":1}"), 2);    // a second newline
+    EXPECT_EQ(run(g, "{\t\"a\":1}"), 1);      // a gap starts with a space or a newline
+    EXPECT_EQ(run(g, "{\r\n\"a\":1}"), 1);
     expect_complete(g, "{\"a\":[[1]]}");
     EXPECT_EQ(run(g, "{\"a\":[[[1]]]}"), 7);  // a fourth container
     expect_complete(g, "{\"a\":[[\"deep\"]]}");
     const auto dflt = json_object_grammar();
-    expect_complete(dflt, "{\"a\":123456789012345678}");
-    EXPECT_EQ(run(dflt, "{\"a\":1234567890123456789}"), 23);  // 19 integer digits
+    expect_complete(dflt, "{\n" + std::string(20, ' ') + "\"a\": 1\n}");
+    EXPECT_EQ(run(dflt, "{\n" + std::string(21, ' ') + "\"a\": 1\n}"), 22);
+    expect_complete(dflt, "{\"a\":1234567890123456}");
+    EXPECT_EQ(run(dflt, "{\"a\":12345678901234567}"), 21);  // 17 integer digits
     expect_complete(dflt, "{\"a\":1e99}");
     EXPECT_EQ(run(dflt, "{\"a\":1e999}"), 9);
+}
+
+// An object whose schema names its properties is closed unless additionalProperties says
+// otherwise (llama.cpp, vLLM): opencode's tool schemas omit it. One that names none takes any key.
+TEST(JsonGrammar, NamedPropertiesCloseTheObject) {
+    const auto closed = schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}})");
+    expect_complete(closed, "{\"a\":1}");
+    expect_complete(closed, "{}");
+    EXPECT_EQ(run(closed, "{\"a\":1,\"b\":2}"), 6);  // no key can follow
+    EXPECT_EQ(run(closed, "{\"b\":2}"), 2);
+    const auto open = schema(
+        R"({"type": "object", "properties": {"a": {"type": "integer"}},
+            "additionalProperties": true})");
+    expect_complete(open, "{\"a\":1,\"b\":[2]}");
+    expect_complete(schema(R"({"type": "object"})"), "{\"b\":2}");
+    const auto none = schema(R"({"type": "object", "properties": {}})");
+    expect_complete(none, "{}");
+    EXPECT_EQ(run(none, "{\"b\":2}"), 1);
 }
 
 TEST(JsonGrammar, SchemaObjectsWithRequiredAndClosedProperties) {
@@ -144,7 +171,7 @@ TEST(JsonGrammar, RefsIntoDefs) {
 
 TEST(JsonGrammar, SchemaAdditionalPropertiesAndNesting) {
     const auto open = schema(R"({"type": "object", "properties": {"id": {"type": "integer"}},
-        "required": ["id"]})");
+        "required": ["id"], "additionalProperties": true})");
     expect_complete(open, R"({"id": 1, "idx": "free", "i": [true]})");
     EXPECT_EQ(run(open, R"({"id": 1, "id": 2})"), 13);  // a named key twice
     const auto typed = schema(R"({"type": "object", "additionalProperties": {"type": "number"}})");

@@ -73,7 +73,7 @@ TEST(GrammarForced, SchemasForceWhatTheyFix) {
     const auto one = schema(kAnswer);
     EXPECT_EQ(forced(one, ""), "{\"answer_to_the_question\":\"");
     EXPECT_EQ(forced(one, "{"), "\"answer_to_the_question\":\"");
-    EXPECT_EQ(forced(one, "{ \n"), "\"answer_to_the_question\":\"");
+    EXPECT_EQ(forced(one, "{\n  "), "\"answer_to_the_question\":\"");
     EXPECT_EQ(forced(one, "{\"answer_to"), "_the_question\":\"");
     EXPECT_EQ(forced(one, "{\"answer_to_the_question\" :"), "\"");
     EXPECT_EQ(forced(one, "{\"answer_to_the_question\":\"x"), "") << "free text";
@@ -116,8 +116,13 @@ TEST(GrammarForced, SchemasForceWhatTheyFix) {
     EXPECT_EQ(forced(schema(R"({"type":"string"})"), ""), "\"");
     EXPECT_EQ(forced(schema(R"({"type":"string"})"), "\"ab"), "");
     // An additional key may start like a named one: nothing forced.
-    EXPECT_EQ(forced(schema(R"({"type":"object","properties":{"k":{}},"required":["k"]})"), "{"),
+    EXPECT_EQ(forced(schema(R"({"type":"object","properties":{"k":{}},"required":["k"],)"
+                            R"("additionalProperties":true})"),
+                     "{"),
               "\"");
+    // Without additionalProperties an object naming its properties is closed: the key is forced.
+    EXPECT_EQ(forced(schema(R"({"type":"object","properties":{"k":{}},"required":["k"]})"), "{"),
+              "\"k\":");
 }
 
 // Each forced byte is the only non-whitespace byte step() accepts, and the output cannot end.

@@ -139,10 +139,12 @@ TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
     EXPECT_EQ(m.at("specula:kv_pool_positions"), 512);
     EXPECT_EQ(m.at("specula:kv_pool_timeouts_total"), 0);
     EXPECT_EQ(m.at("specula:kv_pool_waiting_requests"), 0);
-    // Idle slots keep their prefixes: within the pool, and counted.
-    EXPECT_LE(m.at("specula:kv_pool_used_positions"), 512);
-    EXPECT_GT(m.at("specula:kv_pool_used_positions"), 0);
-    EXPECT_LE(m.at("vllm:kv_cache_usage_perc"), 1.0);
+    // Idle slots keep their prefixes: within the pool, counted apart (evictable), and not in
+    // vLLM's usage gauge.
+    EXPECT_EQ(m.at("specula:kv_pool_used_positions"), 0);
+    EXPECT_LE(m.at("specula:kv_pool_cached_positions"), 512);
+    EXPECT_GT(m.at("specula:kv_pool_cached_positions"), 0);
+    EXPECT_EQ(m.at("vllm:kv_cache_usage_perc"), 0);
 }
 
 // A request that cannot get room within --kv-wait-timeout ends with an error naming the pool

@@ -63,27 +63,28 @@ std::string version_text() {
     return s;
 }
 
-// The arguments no option of `cmd` took, in the order typed (CLI11 saw them reversed): the
-// unknown options once each, then the stray values. Error naming them.
-void check_extras(const CLI::App& cmd) {
+// The arguments no option of `cmd` took (`typed`: the command line as normalized, in order): the
+// unknown options once each, then the stray values, each in the order typed. Error naming them.
+void check_extras(const CLI::App& cmd, const std::vector<std::string>& typed) {
     std::vector<std::string> rest = cmd.remaining();
     if (rest.empty()) return;
-    std::reverse(rest.begin(), rest.end());
     std::string options, values;
-    for (const std::string& a : rest) {
-        std::string& list =
-            a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])) ? options
-                                                                                           : values;
-        if ((" " + list + ",").find(" " + a + ",") != std::string::npos) continue;
+    for (const std::string& a : typed) {
+        const auto it = std::find(rest.begin(), rest.end(), a);
+        if (it == rest.end()) continue;
+        rest.erase(it);
+        const bool option = a.size() > 1 && a[0] == '-' && !std::isdigit(uint8_t(a[1]));
+        std::string& list = option ? options : values;
+        if ((", " + list + ", ").find(", " + a + ", ") != std::string::npos) continue;
         list += (list.empty() ? "" : ", ") + a;
     }
+    const auto plural = [](const std::string& list) { return list.find(", ") != list.npos; };
     std::string msg = "`specula " + cmd.get_name() + "`: ";
     if (!options.empty())
-        msg += "unknown option" + std::string(options.find(',') != std::string::npos ? "s " : " ") +
-               options;
+        msg += (plural(options) ? "unknown options " : "unknown option ") + options;
     if (!values.empty())
-        msg += (options.empty() ? "" : "; ") + std::string("unexpected value") +
-               (values.find(',') != std::string::npos ? "s " : " ") + values;
+        msg += (options.empty() ? "" : "; ") +
+               std::string(plural(values) ? "unexpected values " : "unexpected value ") + values;
     specula::fail(msg, " (run `specula ", cmd.get_name(), " --help` for the options)");
 }
 
@@ -213,6 +214,7 @@ int run_cli(int argc, char** argv) {
                       argv[1], " ...` (as llama-cli) or `specula serve ...` (as llama-server)");
     }
     std::vector<std::string> args = normalize_args(std::vector<std::string>(argv, argv + argc));
+    const std::vector<std::string> typed = args;
     std::reverse(args.begin(), args.end());
     // Arguments no option takes are collected, not thrown: the error names them as typed.
     for (CLI::App* c : commands) c->allow_extras();
@@ -226,7 +228,7 @@ int run_cli(int argc, char** argv) {
         return 1;
     }
     for (CLI::App* c : {run, chat, info, tokenize, bench, serve, bench_serve})
-        if (c->parsed()) check_extras(*c);
+        if (c->parsed()) check_extras(*c, typed);
 
     for (size_t i = 0; i < compat.size(); ++i)
         if (commands[i]->parsed()) report_compat(compat[i]);

@@ -31,7 +31,10 @@ using namespace grammar_detail;
 
 namespace {
 
-constexpr int kMaxIntDigits = 18, kMaxFracDigits = 16, kMaxExpDigits = 2;
+// As llama.cpp's JSON grammars bound numbers: 16 integer and 16 fraction digits; the exponent
+// at 2 (nlohmann refuses a number that overflows a double).
+constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 2;
+constexpr uint8_t kWsSpace = 255;  // Frame::ws after a gap's one space
 
 bool is_ws(uint8_t c) {
     return c == ' ' || c == '\n' || c == '\t' || c == '\r';
@@ -102,8 +105,16 @@ void GrammarState::pop() {
     --depth_;
 }
 
-bool GrammarState::ws(Frame& f, uint8_t) {
-    if (f.ws >= g_->options.max_ws) return false;
+// A gap between JSON tokens is what llama.cpp's grammars allow: nothing, one space, or a
+// newline and at most max_ws spaces or tabs of indent. f.ws: 0 before the gap's first byte,
+// kWsSpace after its one space, 1 + k after the newline and k indent bytes.
+bool GrammarState::ws(Frame& f, uint8_t c) {
+    if (f.ws == 0) {
+        if (c != ' ' && c != '\n') return false;
+        f.ws = c == ' ' ? kWsSpace : 1;
+        return true;
+    }
+    if (f.ws == kWsSpace || (c != ' ' && c != '\t') || f.ws - 1 >= g_->options.max_ws) return false;
     ++f.ws;
     return true;
 }

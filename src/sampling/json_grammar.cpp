@@ -270,6 +270,9 @@ class Compiler {
                 n.required |= uint64_t(1) << (it - n.prop_names.begin());
             }
         }
+        // As llama.cpp's and vLLM's grammars: an object that names its properties is closed
+        // unless additionalProperties says otherwise; one that names none takes any key.
+        n.additional = s.contains("properties") ? -1 : kAnyNode;
         if (s.contains("additionalProperties")) {
             const json& a = s["additionalProperties"];
             if (a.is_boolean())
@@ -300,8 +303,8 @@ class Compiler {
 };
 
 void check_options(const JsonGrammarOptions& opt) {
-    if (opt.max_ws < 0 || opt.max_ws > 255)
-        fail("json grammar: max_ws ", opt.max_ws, " not in [0, 255]");
+    if (opt.max_ws < 0 || opt.max_ws > 64)
+        fail("json grammar: max_ws ", opt.max_ws, " not in [0, 64]");
     if (opt.max_depth < 1 || opt.max_depth > 48)
         fail("json grammar: max_depth ", opt.max_depth, " not in [1, 48]");
 }

@@ -5,8 +5,10 @@
 //  - json_schema_grammar(schema): `{"type": "json_schema", "json_schema": {"schema": S}}`. The
 //    supported subset of JSON Schema: `type` (a name or an array of names: object, array, string,
 //    number, integer, boolean, null), `properties`, `required`, `additionalProperties` (false,
-//    true or a schema; default true), `items`, `minItems`, `maxItems`, `enum`, `const`, `anyOf` /
-//    `oneOf` whose branches have different JSON types (e.g. {"anyOf": [{"type": "string"},
+//    true or a schema; by default false where `properties` names any, as llama.cpp's and vLLM's
+//    grammars close such objects, else true), `items`, `minItems`, `maxItems`, `enum`, `const`,
+//    `anyOf` / `oneOf` whose branches have different JSON types (e.g. {"anyOf": [{"type":
+//    "string"},
 //    {"type": "null"}]}, pydantic's Optional; number and integer count as one type), and the
 //    annotations `title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`
 //    (which constrain nothing); `$ref` to a schema inside the same one (`#/$defs/Name`,
@@ -22,11 +24,12 @@
 //
 // The output the grammar admits is JSON text that nlohmann::json::parse accepts and that matches
 // the schema, with these limits (so that a model cannot loop forever on filler):
-//  - at most `max_ws` whitespace bytes (space, \t, \n, \r) in a row between tokens of the JSON;
-//    none after the top-level value (only an end-of-generation token may follow it);
+//  - between tokens of the JSON, llama.cpp's gap: nothing, one space, or a newline and at most
+//    `max_ws` spaces or tabs of indent; none after the top-level value (only an end-of-generation
+//    token may follow it);
 //  - values of unconstrained type nest at most `max_depth` containers deep;
-//  - integer parts of at most 18 digits (so "integer" values stay int64), at most 16 fraction
-//    digits and 2 exponent digits (nlohmann refuses numbers that overflow a double);
+//  - integer parts of at most 16 digits and at most 16 fraction digits (llama.cpp's bounds), 2
+//    exponent digits (nlohmann refuses numbers that overflow a double);
 //  - strings are valid UTF-8 without control bytes; \u escapes of surrogates are not produced
 //    (non-BMP characters come as raw UTF-8);
 //  - a pattern has at most 63 positions (characters and classes once counted repetitions are
@@ -48,7 +51,7 @@
 namespace specula {
 
 struct JsonGrammarOptions {
-    int max_ws = 16;     // whitespace bytes in a row
+    int max_ws = 20;     // indent bytes after a gap's newline (llama.cpp's 20), at most 64
     int max_depth = 16;  // container nesting of unconstrained values; also the schema's limit
 };
 

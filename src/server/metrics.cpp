@@ -272,8 +272,10 @@ std::string Metrics::render() const {
         line("specula:kv_pool_positions", "gauge", "KV positions of the pool all slots share.",
              double(g.capacity));
         line("specula:kv_pool_used_positions", "gauge",
-             "KV pool positions reserved by running requests or held by idle slots' prefixes.",
-             double(g.used));
+             "KV pool positions reserved by running requests.", double(g.used));
+        line("specula:kv_pool_cached_positions", "gauge",
+             "KV pool positions idle slots keep for their cached prefixes (evictable).",
+             double(g.cached));
         line("specula:kv_pool_waiting_requests", "gauge",
              "Requests a free slot could take that wait for room in the KV pool.",
              double(g.waiting));

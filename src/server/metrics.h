@@ -59,7 +59,9 @@ class Histogram {
 // The server's KV pool (server/kv_pool.h) as the scheduler reports it: its positions, those
 // counted now, the requests waiting for room, the waits that timed out, the idle slots emptied.
 struct KvPoolGauges {
-    int64_t capacity = 0, used = 0;
+    int64_t capacity = 0;
+    int64_t used = 0;    // reserved by running requests
+    int64_t cached = 0;  // held by idle slots' prefixes (evictable)
     int waiting = 0;
     long timeouts = 0, evictions = 0;
 };
@@ -93,9 +95,12 @@ class Metrics {
     // entries, the bound); null: none.
     void set_prompt_cache(const class PromptCache* cache) { prompt_cache_ = cache; }
     // The KV pool's gauges, read at every render: specula:kv_pool_positions,
-    // specula:kv_pool_used_positions, specula:kv_pool_waiting_requests (waiting for pool room,
-    // not for a slot), specula:kv_pool_timeouts_total, specula:kv_pool_evictions_total; and
-    // vllm:kv_cache_usage_perc becomes used / positions. Empty: no pool.
+    // specula:kv_pool_used_positions (running requests' reservations),
+    // specula:kv_pool_cached_positions (idle slots' prefixes, evictable),
+    // specula:kv_pool_waiting_requests (waiting for pool room, not for a slot),
+    // specula:kv_pool_timeouts_total, specula:kv_pool_evictions_total; and
+    // vllm:kv_cache_usage_perc becomes used / positions (as vLLM, cached free blocks do not
+    // count). Empty: no pool.
     void set_kv_pool(std::function<KvPoolGauges()> source) { kv_pool_ = std::move(source); }
 
     std::string render() const;

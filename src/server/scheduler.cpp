@@ -296,10 +296,11 @@ void Scheduler::pool_timeout(Job& j) {
 }
 
 void Scheduler::update_pool_state(int waiting) {
-    int64_t used = 0;
-    for (const auto& s : slots_) used += s->busy ? s->reserved : slot_held(*s);
+    int64_t used = 0, cached = 0;
+    for (const auto& s : slots_) (s->busy ? used : cached) += s->busy ? s->reserved : slot_held(*s);
     std::lock_guard lk(pool_mu_);
     pool_state_.used = used;
+    pool_state_.cached = cached;
     if (waiting >= 0) pool_state_.waiting = waiting;
 }
 
