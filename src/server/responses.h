@@ -33,6 +33,7 @@ struct ResponseHead {
     nlohmann::json settings;
     ToolCallFormat tool_format = ToolCallFormat::hermes;
     nlohmann::ordered_json tools = nullptr;  // the request's (qwen3-coder types arguments by them)
+    bool anthropic = false;  // Anthropic's Messages shapes (server/anthropic.h) over chat's
     nlohmann::json make() const;
 };
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "server/anthropic.h"
 #include "server/api_error.h"
 #include "server/json_depth.h"
 #include "server/native_responses.h"
@@ -321,7 +322,8 @@ void HttpServer::routes() {
         }
         if (cfg_.api_key.empty() || !needs_key(req.path))
             return httplib::Server::HandlerResponse::Unhandled;
-        if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key)
+        if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key ||
+            req.get_header_value("x-api-key") == cfg_.api_key)  // Anthropic's header
             return httplib::Server::HandlerResponse::Unhandled;
         return refuse(ApiError(401,
                                req.has_header("Authorization")
@@ -511,11 +513,30 @@ void HttpServer::routes() {
                                      "", "not_implemented_error", "not_implemented"));
         });
     }
-    const std::pair<const char*, Api> completion_routes[] = {{"/v1/completions", Api::completions},
-                                                             {"/completions", Api::completions},
-                                                             {"/v1/chat/completions", Api::chat},
-                                                             {"/chat/completions", Api::chat},
-                                                             {"/completion", Api::native}};
+    // Anthropic's token count: the prompt the chat template renders for a Messages request.
+    s.Post("/v1/messages/count_tokens",
+           [this](const httplib::Request& req, httplib::Response& res) {
+               try {
+                   const auto body = nlohmann::ordered_json::parse(req.body, nullptr, false);
+                   if (body.is_discarded()) bad_request("the request body is not valid JSON");
+                   nlohmann::ordered_json with = body;
+                   if (with.is_object() && !with.contains("max_tokens")) with["max_tokens"] = 1;
+                   const nlohmann::ordered_json chat = messages_to_chat(with);
+                   const PreparedRequest p =
+                       service_.prepare(parse_completion_request(json(chat), true, &chat));
+                   send_json(res, 200, {{"input_tokens", p.prompt.size()}});
+               } catch (const ApiError& e) {
+                   service_.metrics().record_failure(e.status());
+                   send_json(res, e.status(), anthropic_error(e));
+               } catch (const Error& e) {
+                   service_.metrics().record_failure(400);
+                   send_json(res, 400, anthropic_error(ApiError(400, e.what())));
+               }
+           });
+    const std::pair<const char*, Api> completion_routes[] = {
+        {"/v1/messages", Api::messages},    {"/v1/completions", Api::completions},
+        {"/completions", Api::completions}, {"/v1/chat/completions", Api::chat},
+        {"/chat/completions", Api::chat},   {"/completion", Api::native}};
     for (const auto& [path, api] : completion_routes) {
         s.Post(path, [this, api](const httplib::Request& req, httplib::Response& res,
                                  const httplib::ContentReader& reader) {
@@ -526,7 +547,8 @@ void HttpServer::routes() {
 
 void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& reader, Api api) {
-    const bool chat = api == Api::chat, native = api == Api::native;
+    const bool anthropic = api == Api::messages;
+    const bool chat = api == Api::chat || anthropic, native = api == Api::native;
     struct Busy {
         std::atomic<int>& n;
         ~Busy() { --n; }
@@ -556,17 +578,22 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         }
         if (chat ? ordered.is_discarded() : body.is_discarded())
             bad_request("the request body is not valid JSON");
+        if (anthropic) {
+            ordered = messages_to_chat(ordered);
+            body = json(ordered);
+        }
         std::string().swap(text);  // the body is parsed: its bytes are not needed again
         p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr,
                                                       service_.request_defaults()));
         if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
-        send_error(res, e);
+        anthropic ? send_json(res, e.status(), anthropic_error(e)) : send_error(res, e);
         return;
     } catch (const Error& e) {
         service_.metrics().record_failure(400);
-        send_error(res, ApiError(400, e.what()));
+        const ApiError bad(400, e.what());
+        anthropic ? send_json(res, 400, anthropic_error(bad)) : send_error(res, bad);
         return;
     }
     const long n = ++g_request_id;
@@ -578,6 +605,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     if (native) head->settings = generation_settings(p.req, service_.n_ctx());
     head->tool_format = p.tool_format;
     head->tools = p.req.tools;
+    head->anthropic = anthropic;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared, std::move(busy));
@@ -598,12 +626,22 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
         static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
         const Tokenizer& tok = service_.target().tokenizer();
         std::vector<Completion> done;
+        std::unique_ptr<MessageStream> message;  // Anthropic's events instead of chunks
+        const auto write_raw = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+        const auto emit = [&](const json& chunk) {
+            return message ? write_raw(message->chunk(chunk)) : write_sse(sink, chunk);
+        };
         for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
             StreamCursor cursor = stream_cursor(*head);
             bool started = false;
             const auto start = [&](const Completion& so_far) {
                 started = true;
+                if (head->anthropic) {
+                    message = std::make_unique<MessageStream>(head->id, head->model, head->n_prompt,
+                                                              so_far.n_cached);
+                    return write_raw(message->start());
+                }
                 return head->native || write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
             };
             try {
@@ -616,11 +654,13 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                                          : stream_chunk(*head, i, pieces, so_far, tok, cursor);
                         if (prepared->req.timings_per_token)
                             chunk["timings"] = timings_json({so_far});
-                        return write_sse(sink, chunk);
+                        return emit(chunk);
                     },
                     [&] { return sink.write(waiting.data(), waiting.size()); }, i);
             } catch (const ApiError& e) {  // a refusal after the status line (kv_pool_full)
-                write_sse(sink, e.body());
+                head->anthropic
+                    ? write_raw("event: error\ndata: " + dump(anthropic_error(e)) + "\n\n")
+                    : write_sse(sink, e.body());
                 sink.done();
                 return true;
             } catch (const std::exception& e) {  // the status line is gone: report in-band
@@ -640,7 +680,12 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 return true;
             }
             for (const json& rest : stream_flush_chunks(*head, i, cursor))
-                if (!write_sse(sink, rest)) return false;
+                if (!emit(rest)) return false;
+            if (message) {  // Anthropic: one message, no usage chunk, no [DONE]
+                write_raw(message->finish(c, cursor.called_tools));
+                sink.done();
+                return true;
+            }
             if (cursor.called_tools && c.finish_reason == "stop") c.finish_reason = "tool_calls";
             if (!write_sse(sink, finish_chunk(*head, i, c))) return false;
             done.push_back(std::move(c));
@@ -681,7 +726,7 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
                         },
                         probe, i);
                 } catch (const ApiError& e) {  // a refusal after the status line: whole
-                    const std::string body = dump(e.body());
+                    const std::string body = dump(head->anthropic ? anthropic_error(e) : e.body());
                     sink.write(body.data(), body.size());
                     sink.done();
                     return true;
@@ -700,8 +745,10 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
                 choices.push_back(std::move(c));
             }
             const Tokenizer& tok = service_.target().tokenizer();
-            const std::string body = dump(head->native ? native_final(*head, choices[0], tok, false)
-                                                       : full_response(*head, choices, tok));
+            const json reply = head->native ? native_final(*head, choices[0], tok, false)
+                                            : full_response(*head, choices, tok);
+            const std::string body =
+                dump(head->anthropic ? chat_to_message(reply, choices[0]) : reply);
             sink.write(body.data(), body.size());
             sink.done();
             return true;

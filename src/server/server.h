@@ -111,7 +111,9 @@ class HttpServer {
 
   private:
     void routes();
-    enum class Api { completions, chat, native };  // native: llama-server's /completion
+    // native: llama-server's /completion; messages: Anthropic's /v1/messages over the chat path
+    // (server/anthropic.h).
+    enum class Api { completions, chat, native, messages };
     void handle_completion(const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader, Api api);
     // `busy` (held by the response until it is written) counts the request in in_flight_.
