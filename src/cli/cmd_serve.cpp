@@ -260,6 +260,9 @@ CLI::App* add_serve_command(CLI::App& app) {
     cmd->add_option("--reasoning-parser", o.reasoning_parser,
                     "vLLM's parser name: qwen3, deepseek_r1, ... (= --reasoning-format)");
     cmd->add_flag("--enforce-eager", o.enforce_eager, "vLLM's; accepted (no CUDA graphs here)");
+    cmd->add_flag("--drop-unsupported-tools", o.http.drop_unsupported_tools,
+                  "/v1/responses drops the tool types it cannot run (web_search, ...) instead of "
+                  "refusing the request (Codex sends some)");
     cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
                     "vLLM's: auto (f16), or fp8 -> q8_0, the 8-bit cache specula has");
     cmd->add_option("--parallel,--max-num-seqs", o.service.n_parallel,

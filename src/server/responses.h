@@ -3,6 +3,7 @@
 // block, and each chunk's `specula` object (its tokens and whether each was an accepted draft).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct ResponseHead {
     ToolCallFormat tool_format = ToolCallFormat::hermes;
     nlohmann::ordered_json tools = nullptr;  // the request's (qwen3-coder types arguments by them)
     bool anthropic = false;  // Anthropic's Messages shapes (server/anthropic.h) over chat's
+    // OpenAI's Responses shapes (server/openai_responses.h) over chat's: the request it echoes.
+    std::shared_ptr<const struct ResponsesRequest> responses;
     nlohmann::json make() const;
 };
 

@@ -20,6 +20,7 @@
 #include "server/api_error.h"
 #include "server/json_depth.h"
 #include "server/native_responses.h"
+#include "server/openai_responses.h"
 #include "server/responses.h"
 #include "server/slot_files.h"
 #include "server/token_routes.h"
@@ -59,7 +60,8 @@ std::string status_message(int status, size_t max_body, const httplib::Request& 
     switch (status) {
         case 404:
             return "not found: " + req.method + " " + req.path + " (this server answers " +
-                   "/v1/completions, /v1/chat/completions, /v1/models, /completion, /props, " +
+                   "/v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, "
+                   "/v1/messages/count_tokens, /v1/models, /completion, /props, " +
                    "/slots, /slots/{id}, /health, /metrics, /tokenize, /detokenize, "
                    "/apply-template)";
         case 405:
@@ -534,9 +536,10 @@ void HttpServer::routes() {
                }
            });
     const std::pair<const char*, Api> completion_routes[] = {
-        {"/v1/messages", Api::messages},    {"/v1/completions", Api::completions},
-        {"/completions", Api::completions}, {"/v1/chat/completions", Api::chat},
-        {"/chat/completions", Api::chat},   {"/completion", Api::native}};
+        {"/v1/messages", Api::messages},       {"/v1/responses", Api::responses},
+        {"/v1/completions", Api::completions}, {"/completions", Api::completions},
+        {"/v1/chat/completions", Api::chat},   {"/chat/completions", Api::chat},
+        {"/completion", Api::native}};
     for (const auto& [path, api] : completion_routes) {
         s.Post(path, [this, api](const httplib::Request& req, httplib::Response& res,
                                  const httplib::ContentReader& reader) {
@@ -547,8 +550,10 @@ void HttpServer::routes() {
 
 void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& reader, Api api) {
-    const bool anthropic = api == Api::messages;
-    const bool chat = api == Api::chat || anthropic, native = api == Api::native;
+    const bool anthropic = api == Api::messages, openai_responses = api == Api::responses;
+    const bool chat = api == Api::chat || anthropic || openai_responses;
+    const bool native = api == Api::native;
+    std::shared_ptr<const ResponsesRequest> responses_request;
     struct Busy {
         std::atomic<int>& n;
         ~Busy() { --n; }
@@ -581,6 +586,11 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         if (anthropic) {
             ordered = messages_to_chat(ordered);
             body = json(ordered);
+        } else if (openai_responses) {
+            responses_request = std::make_shared<const ResponsesRequest>(
+                responses_to_chat(ordered, cfg_.drop_unsupported_tools));
+            ordered = responses_request->chat;
+            body = json(ordered);
         }
         std::string().swap(text);  // the body is parsed: its bytes are not needed again
         p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr,
@@ -606,6 +616,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->tool_format = p.tool_format;
     head->tools = p.req.tools;
     head->anthropic = anthropic;
+    head->responses = responses_request;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared, std::move(busy));
@@ -626,10 +637,14 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
         static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
         const Tokenizer& tok = service_.target().tokenizer();
         std::vector<Completion> done;
-        std::unique_ptr<MessageStream> message;  // Anthropic's events instead of chunks
+        // Anthropic's or the Responses API's events instead of chat chunks.
+        std::unique_ptr<MessageStream> message;
+        std::unique_ptr<ResponseEventStream> events;
         const auto write_raw = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
         const auto emit = [&](const json& chunk) {
-            return message ? write_raw(message->chunk(chunk)) : write_sse(sink, chunk);
+            return message  ? write_raw(message->chunk(chunk))
+                   : events ? write_raw(events->chunk(chunk))
+                            : write_sse(sink, chunk);
         };
         for (int i = 0; i < prepared->req.n; ++i) {
             Completion c;
@@ -641,6 +656,11 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                     message = std::make_unique<MessageStream>(head->id, head->model, head->n_prompt,
                                                               so_far.n_cached);
                     return write_raw(message->start());
+                }
+                if (head->responses) {
+                    events = std::make_unique<ResponseEventStream>(head->id, head->model,
+                                                                   head->created, *head->responses);
+                    return write_raw(events->start());
                 }
                 return head->native || write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
             };
@@ -681,8 +701,9 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
             }
             for (const json& rest : stream_flush_chunks(*head, i, cursor))
                 if (!emit(rest)) return false;
-            if (message) {  // Anthropic: one message, no usage chunk, no [DONE]
-                write_raw(message->finish(c, cursor.called_tools));
+            if (message || events) {  // one message or response, no usage chunk, no [DONE]
+                write_raw(message ? message->finish(c, cursor.called_tools)
+                                  : events->finish(c, head->n_prompt));
                 sink.done();
                 return true;
             }
@@ -748,7 +769,9 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             const json reply = head->native ? native_final(*head, choices[0], tok, false)
                                             : full_response(*head, choices, tok);
             const std::string body =
-                dump(head->anthropic ? chat_to_message(reply, choices[0]) : reply);
+                dump(head->anthropic   ? chat_to_message(reply, choices[0])
+                     : head->responses ? chat_to_response(reply, choices[0], *head->responses)
+                                       : reply);
             sink.write(body.data(), body.size());
             sink.done();
             return true;

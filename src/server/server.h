@@ -75,6 +75,9 @@ struct HttpConfig {
     std::string cors_origin;
     size_t max_body_bytes = 1 << 20;
     ConnectionLimits limits;
+    // --drop-unsupported-tools: /v1/responses drops tool types it cannot run (web_search, ...)
+    // instead of refusing the request (server/openai_responses.h).
+    bool drop_unsupported_tools = false;
 };
 
 // Throws Error naming the flag when a limit is out of range (--max-body-bytes,
@@ -113,7 +116,8 @@ class HttpServer {
     void routes();
     // native: llama-server's /completion; messages: Anthropic's /v1/messages over the chat path
     // (server/anthropic.h).
-    enum class Api { completions, chat, native, messages };
+    // responses: OpenAI's /v1/responses over the chat path (server/openai_responses.h).
+    enum class Api { completions, chat, native, messages, responses };
     void handle_completion(const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader, Api api);
     // `busy` (held by the response until it is written) counts the request in in_flight_.

@@ -1,0 +1,120 @@
+// OpenAI's Responses API (POST /v1/responses) through the official openai SDK's
+// client.responses, as Codex speaks it: on a tiny random-weight qwen3 model with Qwen3's real
+// vocabulary and chat template (scripts/models/make_models.py vocab). create and stream (the
+// SDK's accumulator rebuilds the same response from the events), a forced function call whose
+// arguments follow its schema, the call and its output fed back as input items, a json_schema
+// text format, and the stateless refusals naming their field; --drop-unsupported-tools.
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
+import { startServer, sharedPath } from "./server_helper.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const MAKE = path.join(HERE, "..", "..", "scripts", "models", "make_models.py");
+
+const WEATHER = {
+  type: "function",
+  name: "get_weather",
+  description: "The weather in a city now.",
+  parameters: {
+    type: "object",
+    properties: {
+      city: { type: "string", enum: ["Paris", "London", "Tokyo"] },
+      unit: { type: "string", enum: ["celsius", "fahrenheit"] },
+    },
+    required: ["city", "unit"],
+  },
+};
+
+let server, client;
+
+before(async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "specula-responses-"));
+  const target = path.join(dir, "qwen3-vocab-l2.gguf");
+  execFileSync("/usr/bin/python3", [MAKE, "vocab", sharedPath("vocab/ggml-vocab-qwen3.gguf"),
+                                    target, "--layers", "2"], { stdio: "ignore" });
+  server = await startServer(["-m", target, "-t", "1", "-c", "4096", "--drop-unsupported-tools"]);
+  client = new OpenAI({ baseURL: server.base + "/v1", apiKey: "none", maxRetries: 0 });
+});
+after(async () => { if (server) await server.stop(); });
+
+test("responses.create and responses.stream give the same response", async () => {
+  const body = { model: "m", instructions: "You are brief.", input: "Say hello.",
+                 max_output_tokens: 12, temperature: 0, reasoning: { effort: "minimal" } };
+  const r = await client.responses.create(body);
+  assert.equal(r.object, "response");
+  assert.match(r.id, /^resp_/);
+  assert.ok(["completed", "incomplete"].includes(r.status));
+  if (r.status === "incomplete") assert.equal(r.incomplete_details.reason, "max_output_tokens");
+  assert.ok(r.usage.input_tokens > 5);
+  assert.ok(r.usage.output_tokens > 0 && r.usage.output_tokens <= 12);
+  assert.equal(r.instructions, "You are brief.");
+  const events = [];
+  const stream = client.responses.stream(body);
+  stream.on("event", (e) => events.push(e.type));
+  const s = await stream.finalResponse();
+  assert.equal(s.output_text, r.output_text);
+  assert.equal(s.status, r.status);
+  assert.equal(events[0], "response.created");
+  assert.ok(["response.completed", "response.incomplete"].includes(events.at(-1)));
+  const seq = events.length;
+  assert.ok(seq >= 4, events.join(","));
+});
+
+test("a forced function call, fed back with its output", async () => {
+  const ask = [{ role: "user", content: "What is the weather in Paris?" }];
+  const r = await client.responses.create({
+    model: "m", input: ask, tools: [WEATHER], tool_choice: { type: "function", name: "get_weather" },
+    max_output_tokens: 64, temperature: 0,
+  });
+  const call = r.output.find((o) => o.type === "function_call");
+  assert.ok(call, JSON.stringify(r.output));
+  assert.equal(call.name, "get_weather");
+  const args = JSON.parse(call.arguments);
+  assert.deepEqual(Object.keys(args).sort(), ["city", "unit"]);
+  // Streamed, the arguments arrive as function_call_arguments deltas.
+  const streamed = await client.responses.stream({
+    model: "m", input: ask, tools: [WEATHER], tool_choice: { type: "function", name: "get_weather" },
+    max_output_tokens: 64, temperature: 0,
+  }).finalResponse();
+  assert.equal(streamed.output.find((o) => o.type === "function_call").arguments, call.arguments);
+  const answer = await client.responses.create({
+    model: "m", tools: [WEATHER], max_output_tokens: 8, temperature: 0,
+    input: [...ask, { type: "function_call", call_id: call.call_id, name: call.name,
+                      arguments: call.arguments },
+            { type: "function_call_output", call_id: call.call_id, output: "18 degrees" }],
+  });
+  assert.ok(answer.usage.input_tokens > r.usage.input_tokens);
+});
+
+test("text.format json_schema, dropped tools, and the stateless refusals", async () => {
+  const r = await client.responses.create({
+    model: "m", input: "A city.", max_output_tokens: 60, temperature: 0,
+    text: { format: { type: "json_schema", name: "c", strict: true, schema: {
+      type: "object", properties: { city: { enum: ["Paris", "Rome"] } }, required: ["city"] } } },
+    tools: [{ type: "web_search" }],
+  });
+  assert.deepEqual(Object.keys(JSON.parse(r.output_text)), ["city"]);
+  assert.deepEqual(r.specula.dropped_tools, ["web_search"]);
+  const post = async (body) => {
+    const res = await fetch(server.base + "/v1/responses", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  for (const [field, body] of [
+    ["previous_response_id", { input: "x", previous_response_id: "resp_1" }],
+    ["store", { input: "x", store: true }],
+    ["background", { input: "x", background: true }],
+    ["input[0].call_id", { input: [{ type: "function_call_output", call_id: "c9", output: "?" }] }],
+  ]) {
+    const e = await post(body);
+    assert.equal(e.status, 400, field);
+    assert.equal(e.body.error.param, field, JSON.stringify(e.body));
+  }
+});
