@@ -135,7 +135,12 @@ TEST(CliChat, AFullContextForgetsTheOldestExchanges) {
     const auto t = turn_stats(r.err);
     ASSERT_EQ(t.size(), 5u) << r.err;
     EXPECT_NE(r.err.find("forgot its 1 oldest exchange to go on"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("error: this message does not fit: the prompt is"), std::string::npos)
+    const size_t refused = r.err.find("error: this message does not fit: the prompt is");
+    EXPECT_NE(refused, std::string::npos) << r.err;
+    // It was refused before anything was forgotten for it: no "forgot" since the turn before.
+    const size_t last_turn = r.err.rfind("[prompt: ", refused);
+    ASSERT_NE(last_turn, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.substr(last_turn, refused - last_turn).find("forgot"), std::string::npos)
         << r.err;
     for (const auto& s : t) {
         EXPECT_EQ(s.n_reply, 30);

@@ -20,6 +20,8 @@ ChatPrompter ChatPrompter::jinja(const std::string& source, const std::string& o
     p.origin_ = origin;
     p.tokens_ = std::move(tokens);
     p.thinks_ = source.find("<think>") != std::string::npos;
+    p.thinking_switch_ = source.find("enable_thinking") != std::string::npos;
+    p.effort_variable_ = source.find("reasoning_effort") != std::string::npos;
     p.tool_format_ = detect_tool_call_format(source);
     return p;
 }

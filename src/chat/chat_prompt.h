@@ -43,6 +43,10 @@ class ChatPrompter {
     std::string describe() const;
     // Whether the template writes <think> (a reasoning model's template).
     bool mentions_think() const { return thinks_; }
+    // The template's reasoning controls: an enable_thinking switch (Qwen3, GLM, ...) and a
+    // reasoning_effort variable (gpt-oss); what reasoning_effort maps to.
+    bool has_thinking_switch() const { return thinking_switch_; }
+    bool has_effort_variable() const { return effort_variable_; }
     // The tool-call format the template teaches (chat/tool_calls.h); nullopt when it shows none.
     std::optional<ToolCallFormat> tool_format() const { return tool_format_; }
 
@@ -59,6 +63,7 @@ class ChatPrompter {
     std::string origin_;
     ChatTokens tokens_;
     bool thinks_ = false;
+    bool thinking_switch_ = false, effort_variable_ = false;
     std::optional<ToolCallFormat> tool_format_;
 };
 

@@ -161,6 +161,16 @@ class Conversation {
         return tokenize_prompt(tok_, prompt_text_);
     }
 
+    // The prompt of the system message(s) and the latest user message alone: the least any
+    // forgetting can leave.
+    std::vector<token_id> render_least() const {
+        nlohmann::ordered_json least = nlohmann::ordered_json::array();
+        for (const auto& m : messages_)
+            if (m["role"] == "system") least.push_back(m);
+        if (!messages_.empty()) least.push_back(messages_.back());
+        return tokenize_prompt(tok_, prompter_.render(least, /*add_generation_prompt=*/true));
+    }
+
     // Takes back the latest user message (it did not fit); the next prompt is rendered whole.
     void drop_last_user() {
         if (!messages_.empty() && messages_.back()["role"] == "user")
@@ -228,6 +238,18 @@ int cmd_chat(const RunOptions& opt) {
         // half the context; else a quarter), as llama-cli shifts its context instead of ending.
         const int room =
             opt.n_predict >= 0 ? std::min(opt.n_predict, target.n_ctx / 2) : target.n_ctx / 4;
+        // A message that does not fit is refused, and taken back: true when `size` is too long.
+        const auto refused = [&](size_t size) {
+            const ContextFit fit = check_context(int(size) + 1, -1, target.n_ctx, " (-c)", "-n");
+            if (fit.what != ContextFit::prompt_too_long) return false;
+            log("error: this message does not fit: %s; send a shorter one, or start again with a "
+                "larger -c",
+                fit.message.c_str());
+            conv.drop_last_user();
+            return true;
+        };
+        // One that cannot fit even alone is refused before any history is forgotten.
+        if (int(prompt.size()) + 1 > target.n_ctx && refused(conv.render_least().size())) continue;
         int dropped = 0;
         while (int(prompt.size()) + room > target.n_ctx && conv.drop_oldest_exchange()) {
             prompt = conv.render_whole();
@@ -237,15 +259,7 @@ int cmd_chat(const RunOptions& opt) {
             log("context: the conversation reached the context (-c %d); forgot its %d oldest "
                 "exchange%s to go on",
                 target.n_ctx, dropped, dropped == 1 ? "" : "s");
-        const ContextFit fit =
-            check_context(int(prompt.size()) + 1, -1, target.n_ctx, " (-c)", "-n");
-        if (fit.what == ContextFit::prompt_too_long) {
-            log("error: this message does not fit: %s; send a shorter one, or start again with a "
-                "larger -c",
-                fit.message.c_str());
-            conv.drop_last_user();
-            continue;
-        }
+        if (refused(prompt.size())) continue;
 
         PieceWriter writer(tok, /*strip_first_space=*/false, opt);
         g_interrupted = 0;

@@ -10,22 +10,19 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& message, const std::string& param) {
-    throw ApiError(400, message, param, "invalid_request_error");
-}
-
 // A system prompt or a tool result: a string, or text blocks (their texts joined).
 std::string text_of(const ojson& content, const std::string& where) {
     if (content.is_string()) return content.get<std::string>();
     if (!content.is_array())
-        bad("'" + where + "' must be a string or an array of text blocks", where);
+        bad_request("'" + where + "' must be a string or an array of text blocks", where);
     std::string out;
     for (size_t i = 0; i < content.size(); ++i) {
         const ojson& b = content[i];
         const std::string at = where + "[" + std::to_string(i) + "]";
         if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") ||
             !b["text"].is_string())
-            bad("'" + at + "' must be a text block ({\"type\": \"text\", \"text\": ...})", at);
+            bad_request("'" + at + "' must be a text block ({\"type\": \"text\", \"text\": ...})",
+                        at);
         out += (out.empty() ? "" : "\n") + b["text"].get<std::string>();
     }
     return out;
@@ -49,16 +46,16 @@ void user_turn(const ojson& content, const std::string& at, const std::set<std::
         } else if (type == "tool_result") {
             const std::string id = b.value("tool_use_id", "");
             if (!tool_ids.count(id))
-                bad("'" + where + "': tool_result for an unknown tool_use_id '" + id + "'",
-                    where + ".tool_use_id");
+                bad_request("'" + where + "': tool_result for an unknown tool_use_id '" + id + "'",
+                            where + ".tool_use_id");
             std::string result =
                 b.contains("content") ? text_of(b["content"], where + ".content") : std::string();
             if (b.value("is_error", false)) result = "Error: " + result;
             out.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", result}});
         } else {
-            bad("'" + where + "': block type '" + type +
-                    "' is not supported in a user turn (text and tool_result are)",
-                where + ".type");
+            bad_request("'" + where + "': block type '" + type +
+                            "' is not supported in a user turn (text and tool_result are)",
+                        where + ".type");
         }
     }
     if (!text.empty()) out.push_back({{"role", "user"}, {"content", text}});
@@ -89,13 +86,14 @@ void assistant_turn(const ojson& content, const std::string& at, std::set<std::s
                    b.contains("name") && b["name"].is_string()) {
             const ojson input = b.contains("input") ? b["input"] : ojson::object();
             if (!input.is_object())
-                bad("'" + where + ".input' must be an object", where + ".input");
+                bad_request("'" + where + ".input' must be an object", where + ".input");
             tool_ids.insert(b["id"].get<std::string>());
             calls.push_back({{"id", b["id"]},
                              {"type", "function"},
                              {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
         } else {
-            bad("'" + where + "': block type '" + type +
+            bad_request(
+                "'" + where + "': block type '" + type +
                     "' is not supported in an assistant turn (text, thinking, tool_use are)",
                 where + ".type");
         }
@@ -107,21 +105,24 @@ void assistant_turn(const ojson& content, const std::string& at, std::set<std::s
 }
 
 ojson tools_of(const ojson& tools) {
-    if (!tools.is_array()) bad("'tools' must be an array", "tools");
+    if (!tools.is_array()) bad_request("'tools' must be an array", "tools");
     ojson out = ojson::array();
     for (size_t i = 0; i < tools.size(); ++i) {
         const ojson& t = tools[i];
         const std::string at = "tools[" + std::to_string(i) + "]";
-        if (!t.is_object()) bad("'" + at + "' must be an object", at);
+        if (!t.is_object()) bad_request("'" + at + "' must be an object", at);
         const std::string type = t.value("type", "custom");
         if (type != "custom")
-            bad("'" + at + "': tool type '" + type +
+            bad_request(
+                "'" + at + "': tool type '" + type +
                     "' runs on Anthropic's servers and is not available here (custom tools with "
                     "an input_schema are)",
                 at + ".type");
-        if (!t.contains("name") || !t["name"].is_string()) bad("'" + at + ".name' is required", at);
+        if (!t.contains("name") || !t["name"].is_string())
+            bad_request("'" + at + ".name' is required", at);
         if (!t.contains("input_schema") || !t["input_schema"].is_object())
-            bad("'" + at + ".input_schema' must be a JSON schema object", at + ".input_schema");
+            bad_request("'" + at + ".input_schema' must be a JSON schema object",
+                        at + ".input_schema");
         ojson fn = {{"name", t["name"]}, {"parameters", t["input_schema"]}};
         if (t.contains("description")) fn["description"] = t["description"];
         out.push_back({{"type", "function"}, {"function", fn}});
@@ -140,7 +141,8 @@ void tool_choice_of(const ojson& c, ojson& out) {
     } else if (type == "tool" && c.contains("name") && c["name"].is_string()) {
         out["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
     } else {
-        bad("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": "
+        bad_request(
+            "'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": "
             "\"tool\", \"name\": ...}",
             "tool_choice");
     }
@@ -155,13 +157,13 @@ void thinking_of(const ojson& t, int64_t max_tokens, ojson& out) {
         return;
     }
     if (type != "enabled")
-        bad("'thinking.type' must be \"enabled\" or \"disabled\"", "thinking.type");
+        bad_request("'thinking.type' must be \"enabled\" or \"disabled\"", "thinking.type");
     if (!t.contains("budget_tokens") || !t["budget_tokens"].is_number_integer())
-        bad("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
+        bad_request("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
     const int64_t budget = t["budget_tokens"].get<int64_t>();
     if (budget < 1 || budget >= max_tokens)
-        bad("'thinking.budget_tokens' must be at least 1 and less than max_tokens",
-            "thinking.budget_tokens");
+        bad_request("'thinking.budget_tokens' must be at least 1 and less than max_tokens",
+                    "thinking.budget_tokens");
     out["chat_template_kwargs"] = {{"enable_thinking", true}};
 }
 
@@ -186,18 +188,18 @@ json usage_of(const Completion& c, int n_prompt) {
 }  // namespace
 
 ojson messages_to_chat(const ojson& body) {
-    if (!body.is_object()) bad("the request body must be a JSON object", "");
+    if (!body.is_object()) bad_request("the request body must be a JSON object", "");
     static const std::set<std::string> known = {
         "model",       "max_tokens",     "system",      "messages", "tools",
         "tool_choice", "stop_sequences", "temperature", "top_p",    "top_k",
         "stream",      "thinking",       "metadata"};
     for (const auto& [k, v] : body.items())
-        if (!known.count(k)) bad("'" + k + "' is not supported by this server", k);
+        if (!known.count(k)) bad_request("'" + k + "' is not supported by this server", k);
     if (!body.contains("max_tokens") || !body["max_tokens"].is_number_integer() ||
         body["max_tokens"].get<int64_t>() < 1)
-        bad("'max_tokens' is required: an integer >= 1", "max_tokens");
+        bad_request("'max_tokens' is required: an integer >= 1", "max_tokens");
     if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
-        bad("'messages' must be a non-empty array", "messages");
+        bad_request("'messages' must be a non-empty array", "messages");
     ojson out;
     if (body.contains("model")) out["model"] = body["model"];
     ojson msgs = ojson::array();
@@ -211,13 +213,13 @@ ojson messages_to_chat(const ojson& body) {
         const std::string role = m.is_object() ? m.value("role", "") : "";
         if (!m.is_object() || !m.contains("content") ||
             !(m["content"].is_string() || m["content"].is_array()))
-            bad("'" + at + "' must have a content string or array of blocks", at);
+            bad_request("'" + at + "' must have a content string or array of blocks", at);
         if (role == "user") {
             user_turn(m["content"], at, tool_ids, msgs);
         } else if (role == "assistant") {
             assistant_turn(m["content"], at, tool_ids, msgs);
         } else {
-            bad("'" + at + ".role' must be \"user\" or \"assistant\"", at + ".role");
+            bad_request("'" + at + ".role' must be \"user\" or \"assistant\"", at + ".role");
         }
     }
     out["messages"] = msgs;
@@ -231,9 +233,10 @@ ojson messages_to_chat(const ojson& body) {
         thinking_of(body["thinking"], body["max_tokens"].get<int64_t>(), out);
     if (body.contains("metadata")) {
         const ojson& md = body["metadata"];
-        if (!md.is_object()) bad("'metadata' must be an object", "metadata");
+        if (!md.is_object()) bad_request("'metadata' must be an object", "metadata");
         for (const auto& [k, v] : md.items())
-            if (k != "user_id") bad("'metadata." + k + "' is not supported", "metadata." + k);
+            if (k != "user_id")
+                bad_request("'metadata." + k + "' is not supported", "metadata." + k);
     }
     return out;
 }

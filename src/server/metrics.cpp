@@ -263,12 +263,13 @@ std::string Metrics::render() const {
         out += "specula:request_failure_total{status=\"" + std::to_string(status) + "\"} " +
                std::to_string(n) + "\n";
     }
+    // One unlabelled sample with its header.
+    const auto line = [&](const char* name, const char* type, const char* help, double v) {
+        header(out, name, type, help);
+        out += std::string(name) + " " + num(v) + "\n";
+    };
     if (kv_pool_) {
         const KvPoolGauges g = kv_pool_();
-        const auto line = [&](const char* name, const char* type, const char* help, double v) {
-            header(out, name, type, help);
-            out += std::string(name) + " " + num(v) + "\n";
-        };
         line("specula:kv_pool_positions", "gauge", "KV positions of the pool all slots share.",
              double(g.capacity));
         line("specula:kv_pool_used_positions", "gauge",
@@ -288,10 +289,6 @@ std::string Metrics::render() const {
     }
     if (prompt_cache_) {
         const PromptCacheStats c = prompt_cache_->stats();
-        const auto line = [&](const char* name, const char* type, const char* help, double v) {
-            header(out, name, type, help);
-            out += std::string(name) + " " + num(v) + "\n";
-        };
         line("specula:prompt_cache_hits_total", "counter",
              "Requests whose prompt prefix was restored from the --cache-ram pool.",
              double(c.hits));

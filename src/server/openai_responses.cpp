@@ -10,14 +10,11 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& message, const std::string& param) {
-    throw ApiError(400, message, param, "invalid_request_error");
-}
-
 // A message item's content: a string, or parts whose texts are joined.
 std::string text_of(const ojson& content, const std::string& where) {
     if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array()) bad("'" + where + "' must be a string or an array of parts", where);
+    if (!content.is_array())
+        bad_request("'" + where + "' must be a string or an array of parts", where);
     std::string out;
     for (size_t i = 0; i < content.size(); ++i) {
         const ojson& p = content[i];
@@ -28,8 +25,8 @@ std::string text_of(const ojson& content, const std::string& where) {
             p.contains("text") && p["text"].is_string()) {
             out += p["text"].get<std::string>();
         } else {
-            bad("'" + at + "': part type '" + type + "' is not supported (text parts are)",
-                at + ".type");
+            bad_request("'" + at + "': part type '" + type + "' is not supported (text parts are)",
+                        at + ".type");
         }
     }
     return out;
@@ -51,14 +48,16 @@ void input_items(const ojson& input, ojson& msgs) {
     for (size_t i = 0; i < input.size(); ++i) {
         const ojson& it = input[i];
         const std::string at = "input[" + std::to_string(i) + "]";
-        if (!it.is_object()) bad("'" + at + "' must be an object", at);
+        if (!it.is_object()) bad_request("'" + at + "' must be an object", at);
         const std::string type = it.value("type", it.contains("role") ? "message" : "");
         if (type == "message") {
             std::string role = it.value("role", "");
             if (role == "developer") role = "system";
             if (role != "user" && role != "assistant" && role != "system")
-                bad("'" + at + ".role' must be user, assistant, system or developer", at + ".role");
-            if (!it.contains("content")) bad("'" + at + ".content' is required", at + ".content");
+                bad_request("'" + at + ".role' must be user, assistant, system or developer",
+                            at + ".role");
+            if (!it.contains("content"))
+                bad_request("'" + at + ".content' is required", at + ".content");
             const std::string text = text_of(it["content"], at + ".content");
             if (role == "assistant") {
                 ojson& m = assistant();
@@ -70,7 +69,7 @@ void input_items(const ojson& input, ojson& msgs) {
         } else if (type == "function_call") {
             for (const char* k : {"call_id", "name", "arguments"})
                 if (!it.contains(k) || !it[k].is_string())
-                    bad("'" + at + "." + k + "' must be a string", at + "." + k);
+                    bad_request("'" + at + "." + k + "' must be a string", at + "." + k);
             call_ids.insert(it["call_id"].get<std::string>());
             ojson& m = assistant();
             if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
@@ -81,9 +80,11 @@ void input_items(const ojson& input, ojson& msgs) {
         } else if (type == "function_call_output") {
             const std::string id = it.value("call_id", "");
             if (!call_ids.count(id))
-                bad("'" + at + "': function_call_output for an unknown call_id '" + id + "'",
+                bad_request(
+                    "'" + at + "': function_call_output for an unknown call_id '" + id + "'",
                     at + ".call_id");
-            if (!it.contains("output")) bad("'" + at + ".output' is required", at + ".output");
+            if (!it.contains("output"))
+                bad_request("'" + at + ".output' is required", at + ".output");
             msgs.push_back({{"role", "tool"},
                             {"tool_call_id", id},
                             {"content", text_of(it["output"], at + ".output")}});
@@ -93,19 +94,19 @@ void input_items(const ojson& input, ojson& msgs) {
             else if (it.contains("summary") && it["summary"].is_array())
                 reasoning += text_of(it["summary"], at + ".summary");
         } else {
-            bad("'" + at + "': item type '" + type +
-                    "' is not supported (message, function_call, function_call_output and "
-                    "reasoning are; this server is stateless)",
-                at + ".type");
+            bad_request("'" + at + "': item type '" + type +
+                            "' is not supported (message, function_call, function_call_output and "
+                            "reasoning are; this server is stateless)",
+                        at + ".type");
         }
     }
 }
 
 void text_format(const ojson& text, ojson& chat) {
-    if (!text.is_object()) bad("'text' must be an object", "text");
+    if (!text.is_object()) bad_request("'text' must be an object", "text");
     for (const auto& [k, v] : text.items()) {
         if (k == "verbosity" && v == "medium") continue;  // the neutral value
-        if (k != "format") bad("'text." + k + "' is not supported", "text." + k);
+        if (k != "format") bad_request("'text." + k + "' is not supported", "text." + k);
     }
     if (!text.contains("format")) return;
     const ojson& f = text["format"];
@@ -118,7 +119,8 @@ void text_format(const ojson& text, ojson& chat) {
         if (f.contains("strict")) js["strict"] = f["strict"];
         chat["response_format"] = {{"type", "json_schema"}, {"json_schema", js}};
     } else {
-        bad("'text.format' must be text, json_object or json_schema with a schema", "text.format");
+        bad_request("'text.format' must be text, json_object or json_schema with a schema",
+                    "text.format");
     }
 }
 
@@ -144,7 +146,7 @@ json base_response(const std::string& id, const std::string& model, long created
 }  // namespace
 
 ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
-    if (!body.is_object()) bad("the request body must be a JSON object", "");
+    if (!body.is_object()) bad_request("the request body must be a JSON object", "");
     static const std::set<std::string> known = {"model",
                                                 "input",
                                                 "instructions",
@@ -165,46 +167,48 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
                                                 "parallel_tool_calls"};
     for (const auto& [k, v] : body.items()) {
         if ((k == "previous_response_id" || k == "conversation") && !v.is_null())
-            bad("'" + k +
-                    "': this server is stateless and keeps no responses; send the whole "
-                    "conversation in 'input'",
-                k);
-        if (!known.count(k) && !v.is_null()) bad("'" + k + "' is not supported by this server", k);
+            bad_request("'" + k +
+                            "': this server is stateless and keeps no responses; send the whole "
+                            "conversation in 'input'",
+                        k);
+        if (!known.count(k) && !v.is_null())
+            bad_request("'" + k + "' is not supported by this server", k);
     }
     if (body.contains("store") && body["store"] == true)
-        bad("'store': responses are never stored here (stateless); send store false or leave it "
+        bad_request(
+            "'store': responses are never stored here (stateless); send store false or leave it "
             "out",
             "store");
     if (body.contains("truncation") && body["truncation"] != "disabled")
-        bad("'truncation': only \"disabled\" (a request past the context is refused)",
-            "truncation");
+        bad_request("'truncation': only \"disabled\" (a request past the context is refused)",
+                    "truncation");
     if (body.contains("include"))
         for (const ojson& v : body["include"])
             if (v != "reasoning.encrypted_content")
-                bad("'include': " + v.dump() + " is not supported", "include");
+                bad_request("'include': " + v.dump() + " is not supported", "include");
     ResponsesRequest rr;
     ojson& chat = rr.chat;
     if (body.contains("model")) chat["model"] = body["model"];
     ojson msgs = ojson::array();
     if (body.contains("instructions") && !body["instructions"].is_null()) {
         if (!body["instructions"].is_string())
-            bad("'instructions' must be a string", "instructions");
+            bad_request("'instructions' must be a string", "instructions");
         msgs.push_back({{"role", "system"}, {"content", body["instructions"]}});
         rr.echo["instructions"] = body["instructions"];
     }
-    if (!body.contains("input")) bad("'input' is required", "input");
+    if (!body.contains("input")) bad_request("'input' is required", "input");
     const ojson& input = body["input"];
     if (input.is_string()) {
         msgs.push_back({{"role", "user"}, {"content", input}});
     } else if (input.is_array() && !input.empty()) {
         input_items(input, msgs);
     } else {
-        bad("'input' must be a string or a non-empty array of items", "input");
+        bad_request("'input' must be a string or a non-empty array of items", "input");
     }
     chat["messages"] = msgs;
     ojson tools = ojson::array(), echo_tools = ojson::array();
     if (body.contains("tools")) {
-        if (!body["tools"].is_array()) bad("'tools' must be an array", "tools");
+        if (!body["tools"].is_array()) bad_request("'tools' must be an array", "tools");
         for (size_t i = 0; i < body["tools"].size(); ++i) {
             const ojson& t = body["tools"][i];
             const std::string type = t.is_object() ? t.value("type", "") : "";
@@ -213,13 +217,14 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
                     rr.dropped_tools.push_back(type);
                     continue;
                 }
-                bad("'tools[" + std::to_string(i) + "]': tool type '" + type +
+                bad_request(
+                    "'tools[" + std::to_string(i) + "]': tool type '" + type +
                         "' is not available here (function tools are; --drop-unsupported-tools "
                         "drops the others)",
                     "tools");
             }
             if (!t.contains("name") || !t["name"].is_string())
-                bad("'tools[" + std::to_string(i) + "].name' is required", "tools");
+                bad_request("'tools[" + std::to_string(i) + "].name' is required", "tools");
             ojson fn = {{"name", t["name"]}};
             for (const char* k : {"description", "parameters", "strict"})
                 if (t.contains(k) && !t[k].is_null()) fn[k] = t[k];
@@ -237,7 +242,8 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
         } else if (c.is_object() && c.value("type", "") == "function" && c.contains("name")) {
             chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
         } else {
-            bad("'tool_choice' must be auto, none, required or {\"type\": \"function\", "
+            bad_request(
+                "'tool_choice' must be auto, none, required or {\"type\": \"function\", "
                 "\"name\": ...}",
                 "tool_choice");
         }
@@ -259,13 +265,13 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
         const ojson& r = body["reasoning"];
         for (const auto& [k, v] : r.items())
             if (k != "effort" && k != "summary" && k != "generate_summary")
-                bad("'reasoning." + k + "' is not supported", "reasoning." + k);
+                bad_request("'reasoning." + k + "' is not supported", "reasoning." + k);
         if (r.contains("effort") && !r["effort"].is_null()) {
             const std::string e = r["effort"].get<std::string>();
             if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" &&
                 e != "xhigh")
-                bad("'reasoning.effort' must be none, minimal, low, medium, high or xhigh",
-                    "reasoning.effort");
+                bad_request("'reasoning.effort' must be none, minimal, low, medium, high or xhigh",
+                            "reasoning.effort");
             chat["chat_template_kwargs"] = {{"enable_thinking", e != "none" && e != "minimal"}};
         }
         rr.echo["reasoning"] = r;

@@ -1,6 +1,8 @@
 // Request parsing: see request.h.
 #include "server/request.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -346,6 +348,16 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
         r.tool_forced = tf.forced;
         r.tool_forced_name = tf.forced_name;
         r.chat_template_kwargs = get_template_kwargs(body);
+        if (const json* e = field(body, "reasoning_effort"); e && !e->is_null()) {
+            static const char* kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+            const bool known =
+                e->is_string() && std::find(std::begin(kEfforts), std::end(kEfforts),
+                                            e->get<std::string>()) != std::end(kEfforts);
+            if (!known)
+                bad_request("'reasoning_effort' must be none, minimal, low, medium, high or xhigh",
+                            "reasoning_effort");
+            r.reasoning_effort = e->get<std::string>();
+        }
         r.reasoning_format = get_reasoning_format(body);
         r.continue_final_message = get_bool(body, "continue_final_message", false);
         r.add_generation_prompt =

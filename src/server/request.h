@@ -34,6 +34,8 @@ struct CompletionRequest {
     bool tool_forced = false;
     std::string tool_forced_name;
     std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
+    // chat: OpenAI's reasoning_effort (none, minimal, low, medium, high, xhigh); "": not given.
+    std::string reasoning_effort;
     // chat (vLLM): add_generation_prompt false renders without the assistant's opening;
     // continue_final_message renders the last (assistant) message open, so the reply continues it.
     bool add_generation_prompt = true, continue_final_message = false;

@@ -57,6 +57,7 @@ const Implemented kImplemented[] = {
     {"timings_per_token", Endpoint::both},
     {"reasoning_format", Endpoint::chat},
     {"chat_template_kwargs", Endpoint::chat},
+    {"reasoning_effort", Endpoint::chat},  // the template's thinking switch (Service::prepare)
     // vLLM
     {"repetition_penalty", Endpoint::both},
     {"guided_json", Endpoint::both},  // = response_format json_schema
@@ -203,7 +204,6 @@ const Neutral kNeutral[] = {
      "there is one service tier (only \"auto\" or \"default\" is accepted)"},
     {"audio", nullptr, "audio output is not supported"},
     {"prediction", nullptr, "predicted outputs are not supported"},
-    {"reasoning_effort", nullptr, "this server runs no reasoning model"},
     {"verbosity", nullptr, "verbosity control is not supported"},
     {"web_search_options", nullptr, "web search is not supported"},
     {"metadata", nullptr, "completions are not stored, so they carry no metadata"},

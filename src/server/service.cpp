@@ -306,18 +306,33 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     return p;
 }
 
+// reasoning_effort as the template takes it: its reasoning_effort variable (gpt-oss: low,
+// medium, high; none and minimal as low) and its enable_thinking switch (off for none and
+// minimal); a kwarg the request set itself wins. A template with neither: 400.
+void Service::apply_reasoning_effort(const CompletionRequest& req,
+                                     nlohmann::ordered_json& kwargs) const {
+    const std::string& e = req.reasoning_effort;
+    if (e.empty()) return;
+    if (!prompter_->has_thinking_switch() && !prompter_->has_effort_variable())
+        bad_request("'reasoning_effort': the model's chat template (" + prompter_->describe() +
+                        ") has no thinking mode to set",
+                    "reasoning_effort");
+    const bool off = e == "none" || e == "minimal";
+    if (!kwargs.is_object()) kwargs = nlohmann::ordered_json::object();
+    if (prompter_->has_effort_variable() && !kwargs.contains("reasoning_effort"))
+        kwargs["reasoning_effort"] = off ? "low" : e == "xhigh" ? "high" : e;
+    if (prompter_->has_thinking_switch() && !kwargs.contains("enable_thinking"))
+        kwargs["enable_thinking"] = !off;
+}
+
 std::string Service::chat_prompt(const CompletionRequest& req) const {
     std::string text;
+    nlohmann::ordered_json kwargs = req.chat_template_kwargs;
+    apply_reasoning_effort(req, kwargs);
+    if (cfg_.reasoning_budget == 0 && !(kwargs.is_object() && kwargs.contains("enable_thinking")))
+        kwargs["enable_thinking"] = false;
     try {
-        if (cfg_.reasoning_budget == 0 && !req.chat_template_kwargs.contains("enable_thinking")) {
-            nlohmann::ordered_json kwargs = req.chat_template_kwargs;
-            kwargs["enable_thinking"] = false;
-            text =
-                prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools, kwargs);
-        } else {
-            text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools,
-                                     req.chat_template_kwargs);
-        }
+        text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools, kwargs);
     } catch (const Error& e) {
         bad_request(e.what(), "messages");
     }

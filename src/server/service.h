@@ -170,6 +170,9 @@ class Service {
     // The KV pool's positions for this plan (ServiceConfig::kv_pool); Error naming the flags
     // when it cannot hold one sequence.
     int64_t kv_pool_positions(const ServiceConfig& cfg, const MemoryPlan& plan) const;
+    // reasoning_effort as the template's kwargs (its enable_thinking switch, its
+    // reasoning_effort variable); ApiError 400 for a template with neither.
+    void apply_reasoning_effort(const CompletionRequest& req, nlohmann::ordered_json& kwargs) const;
     std::vector<token_id> tokenize(const std::string& text) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;

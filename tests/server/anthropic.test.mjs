@@ -6,16 +6,9 @@
 // the usage, the x-api-key header, and errors in Anthropic's shape naming the field.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import Anthropic from "@anthropic-ai/sdk";
-import { startServer, sharedPath } from "./server_helper.mjs";
+import { startServer, qwen3VocabModel } from "./server_helper.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const MAKE = path.join(HERE, "..", "..", "scripts", "models", "make_models.py");
 const KEY = "sk-ant-test";
 
 const WEATHER = {
@@ -34,14 +27,7 @@ const WEATHER = {
 let server, client;
 
 before(async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "specula-anthropic-"));
-  const vocab = sharedPath("vocab/ggml-vocab-qwen3.gguf");
-  const target = path.join(dir, "qwen3-vocab-l2.gguf");
-  const draft = path.join(dir, "qwen3-vocab-l1.gguf");
-  execFileSync("/usr/bin/python3", [MAKE, "vocab", vocab, target, "--layers", "2"],
-               { stdio: "ignore" });
-  execFileSync("/usr/bin/python3", [MAKE, "vocab", vocab, draft, "--layers", "1"],
-               { stdio: "ignore" });
+  const target = qwen3VocabModel(2), draft = qwen3VocabModel(1);
   server = await startServer(["-m", target, "-md", draft, "-t", "1", "-c", "4096", "--api-key",
                               KEY]);
   client = new Anthropic({ baseURL: server.base, apiKey: KEY, maxRetries: 0 });

@@ -6,16 +6,9 @@
 // text format, and the stateless refusals naming their field; --drop-unsupported-tools.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
-import { startServer, sharedPath } from "./server_helper.mjs";
+import { startServer, qwen3VocabModel } from "./server_helper.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const MAKE = path.join(HERE, "..", "..", "scripts", "models", "make_models.py");
 
 const WEATHER = {
   type: "function",
@@ -34,10 +27,7 @@ const WEATHER = {
 let server, client;
 
 before(async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "specula-responses-"));
-  const target = path.join(dir, "qwen3-vocab-l2.gguf");
-  execFileSync("/usr/bin/python3", [MAKE, "vocab", sharedPath("vocab/ggml-vocab-qwen3.gguf"),
-                                    target, "--layers", "2"], { stdio: "ignore" });
+  const target = qwen3VocabModel(2);
   server = await startServer(["-m", target, "-t", "1", "-c", "4096", "--drop-unsupported-tools"]);
   client = new OpenAI({ baseURL: server.base + "/v1", apiKey: "none", maxRetries: 0 });
 });
@@ -117,4 +107,28 @@ test("text.format json_schema, dropped tools, and the stateless refusals", async
     assert.equal(e.status, 400, field);
     assert.equal(e.body.error.param, field, JSON.stringify(e.body));
   }
+});
+
+test("chat's reasoning_effort sets the template's thinking switch (Qwen3's enable_thinking)", async () => {
+  const render = async (effort) => {
+    const r = await fetch(server.base + "/apply-template", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }],
+                             reasoning_effort: effort }),
+    });
+    assert.equal(r.status, 200);
+    return (await r.json()).prompt;
+  };
+  const off = await render("none"), on = await render("high");
+  assert.notEqual(off, on);
+  assert.match(off, /<think>\s*<\/think>/, "enable_thinking false closes an empty think block");
+  const c = await client.chat.completions.create({
+    model: "m", messages: [{ role: "user", content: "Hi" }], max_tokens: 2,
+    reasoning_effort: "low",
+  });
+  assert.equal(c.object, "chat.completion");
+  await assert.rejects(client.chat.completions.create({
+    model: "m", messages: [{ role: "user", content: "Hi" }], max_tokens: 2,
+    reasoning_effort: "extreme",
+  }), (e) => e.status === 400 && e.param === "reasoning_effort");
 });

@@ -3,7 +3,8 @@
 // Paths come from CTest's environment (tests/server/CMakeLists.txt); SPECULA_SHARED_DIR, when set,
 // overrides the default shared/ folder as it does for the C++ tests.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 
 export const BIN = process.env.SPECULA_BIN;
@@ -18,6 +19,19 @@ export function sharedPath(rel) {
 }
 
 export const TARGET = () => sharedPath("models/tinystories/stories260K.gguf");
+
+// A tiny random-weight qwen3 model with Qwen3's real vocabulary, special tokens and chat
+// template (scripts/models/make_models.py vocab from ../shared's ggml-vocab-qwen3.gguf), with
+// `layers` blocks, in a fresh temporary folder; a file with fewer layers is a usable draft.
+export function qwen3VocabModel(layers) {
+  const make = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "..", "scripts",
+                         "models", "make_models.py");
+  const dir = mkdtempSync(path.join(tmpdir(), "specula-qwen3-"));
+  const out = path.join(dir, `qwen3-vocab-l${layers}.gguf`);
+  execFileSync("/usr/bin/python3", [make, "vocab", sharedPath("vocab/ggml-vocab-qwen3.gguf"), out,
+                                    "--layers", String(layers)], { stdio: "ignore" });
+  return out;
+}
 export const DRAFT = () => sharedPath("models/tinystories/llama2xs.gguf");
 
 // `specula run --temp 0` output: the reference for greedy server output.
