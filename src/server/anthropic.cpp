@@ -152,12 +152,19 @@ void tool_choice_of(const ojson& c, ojson& out) {
 
 void thinking_of(const ojson& t, int64_t max_tokens, ojson& out) {
     const std::string type = t.is_object() ? t.value("type", "") : "";
+    for (const auto& [k, v] : t.items())
+        if (k != "type" && k != "budget_tokens" && k != "display")
+            bad_request("'thinking." + k + "' is not supported", "thinking." + k);
+    if (t.contains("display") && t["display"] != "summarized" && t["display"] != "omitted")
+        bad_request("'thinking.display' must be \"summarized\" or \"omitted\"", "thinking.display");
     if (type == "disabled") {
         out["chat_template_kwargs"] = {{"enable_thinking", false}};
         return;
     }
+    if (type == "adaptive") return;  // the model decides: the template's own default
     if (type != "enabled")
-        bad_request("'thinking.type' must be \"enabled\" or \"disabled\"", "thinking.type");
+        bad_request("'thinking.type' must be \"enabled\", \"adaptive\" or \"disabled\"",
+                    "thinking.type");
     if (!t.contains("budget_tokens") || !t["budget_tokens"].is_number_integer())
         bad_request("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
     const int64_t budget = t["budget_tokens"].get<int64_t>();
@@ -173,7 +180,10 @@ std::string event(const char* name, const json& data) {
 
 std::string stop_reason(const std::string& finish, const Completion& c, bool called_tools) {
     if (called_tools || finish == "tool_calls") return "tool_use";
-    if (finish == "length") return "max_tokens";
+    // A max_tokens past the context was cut to it (CompletionRequest::lenient_limits): a full
+    // context is Anthropic's own stop reason for that.
+    if (finish == "length")
+        return c.stats.stop_reason == "context" ? "model_context_window_exceeded" : "max_tokens";
     if (c.text_stopped && !c.stop_word.empty()) return "stop_sequence";
     return "end_turn";
 }
@@ -190,9 +200,9 @@ json usage_of(const Completion& c, int n_prompt) {
 ojson messages_to_chat(const ojson& body) {
     if (!body.is_object()) bad_request("the request body must be a JSON object", "");
     static const std::set<std::string> known = {
-        "model",       "max_tokens",     "system",      "messages", "tools",
-        "tool_choice", "stop_sequences", "temperature", "top_p",    "top_k",
-        "stream",      "thinking",       "metadata"};
+        "model",       "max_tokens",     "system",      "messages",      "tools",
+        "tool_choice", "stop_sequences", "temperature", "top_p",         "top_k",
+        "stream",      "thinking",       "metadata",    "output_config", "context_management"};
     for (const auto& [k, v] : body.items())
         if (!known.count(k)) bad_request("'" + k + "' is not supported by this server", k);
     if (!body.contains("max_tokens") || !body["max_tokens"].is_number_integer() ||
@@ -218,8 +228,12 @@ ojson messages_to_chat(const ojson& body) {
             user_turn(m["content"], at, tool_ids, msgs);
         } else if (role == "assistant") {
             assistant_turn(m["content"], at, tool_ids, msgs);
+        } else if (role == "system") {  // Claude Code's turn-level instructions
+            msgs.push_back(
+                {{"role", "system"}, {"content", text_of(m["content"], at + ".content")}});
         } else {
-            bad_request("'" + at + ".role' must be \"user\" or \"assistant\"", at + ".role");
+            bad_request("'" + at + ".role' must be \"user\", \"assistant\" or \"system\"",
+                        at + ".role");
         }
     }
     out["messages"] = msgs;
@@ -231,6 +245,36 @@ ojson messages_to_chat(const ojson& body) {
         if (body.contains(k)) out[k] = body[k];
     if (body.contains("thinking"))
         thinking_of(body["thinking"], body["max_tokens"].get<int64_t>(), out);
+    // Claude Code's: the effort (the template's thinking switch where it has one: advisory, as
+    // Claude's effort also tunes length), and context edits that keep everything (the neutral
+    // value; the conversation is never edited here).
+    if (body.contains("output_config")) {
+        const ojson& oc = body["output_config"];
+        if (!oc.is_object()) bad_request("'output_config' must be an object", "output_config");
+        for (const auto& [k, v] : oc.items()) {
+            if (k != "effort")
+                bad_request("'output_config." + k + "' is not supported", "output_config." + k);
+            const std::string e = v.is_string() ? v.get<std::string>() : "";
+            if (e != "low" && e != "medium" && e != "high" && e != "max" && e != "xhigh")
+                bad_request("'output_config.effort' must be low, medium, high, xhigh or max",
+                            "output_config.effort");
+            if (!out.contains("chat_template_kwargs"))
+                out["reasoning_effort"] = e == "max" ? "xhigh" : e;
+        }
+    }
+    if (body.contains("context_management")) {
+        const ojson& cm = body["context_management"];
+        const ojson edits = cm.is_object() && cm.contains("edits") ? cm["edits"] : ojson();
+        bool neutral = cm.is_object() && cm.size() == 1 && edits.is_array();
+        for (const ojson& e : edits.is_array() ? edits : ojson::array())
+            neutral = neutral && e.is_object() && e.value("keep", "") == "all" &&
+                      e.value("type", "").rfind("clear_thinking", 0) == 0;
+        if (!neutral)
+            bad_request(
+                "'context_management': only edits that keep everything (clear_thinking "
+                "with keep \"all\") are supported; the conversation is never edited here",
+                "context_management");
+    }
     if (body.contains("metadata")) {
         const ojson& md = body["metadata"];
         if (!md.is_object()) bad_request("'metadata' must be an object", "metadata");
@@ -253,11 +297,11 @@ json anthropic_error(const ApiError& e) {
     return {{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}};
 }
 
-json chat_to_message(const json& r, const Completion& c) {
+json chat_to_message(const json& r, const Completion& c, bool hide_thinking) {
     const json& choice = r["choices"][0];
     const json& m = choice["message"];
     json content = json::array();
-    if (m.contains("reasoning_content") && m["reasoning_content"].is_string() &&
+    if (!hide_thinking && m.contains("reasoning_content") && m["reasoning_content"].is_string() &&
         !m["reasoning_content"].get<std::string>().empty())
         content.push_back(
             {{"type", "thinking"}, {"thinking", m["reasoning_content"]}, {"signature", ""}});
@@ -288,11 +332,13 @@ json chat_to_message(const json& r, const Completion& c) {
     return out;
 }
 
-MessageStream::MessageStream(std::string id, std::string model, int n_prompt, int n_cached)
+MessageStream::MessageStream(std::string id, std::string model, int n_prompt, int n_cached,
+                             bool hide_thinking)
     : id_("msg_" + std::move(id)),
       model_(std::move(model)),
       n_prompt_(n_prompt),
-      n_cached_(n_cached) {}
+      n_cached_(n_cached),
+      hide_thinking_(hide_thinking) {}
 
 std::string MessageStream::start() const {
     const json message = {{"id", id_},
@@ -336,7 +382,7 @@ std::string MessageStream::chunk(const json& chunk) {
         out += event("content_block_delta",
                      {{"type", "content_block_delta"}, {"index", index_}, {"delta", body}});
     };
-    if (d.contains("reasoning_content") && d["reasoning_content"].is_string() &&
+    if (!hide_thinking_ && d.contains("reasoning_content") && d["reasoning_content"].is_string() &&
         !d["reasoning_content"].get<std::string>().empty()) {
         if (kind_ != "thinking")
             out += open("thinking", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});

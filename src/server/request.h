@@ -36,6 +36,10 @@ struct CompletionRequest {
     std::string reasoning_format;  // chat: "none", "deepseek" or "auto"; "": the server's default
     // chat: OpenAI's reasoning_effort (none, minimal, low, medium, high, xhigh); "": not given.
     std::string reasoning_effort;
+    // Set by the agents' API adapters (not a request field): a max_tokens past the context is
+    // cut to what the prompt leaves, and reasoning_effort on a template without a thinking
+    // switch changes nothing instead of being refused.
+    bool lenient_limits = false;
     // chat (vLLM): add_generation_prompt false renders without the assistant's opening;
     // continue_final_message renders the last (assistant) message open, so the reply continues it.
     bool add_generation_prompt = true, continue_final_message = false;

@@ -34,7 +34,8 @@ struct ResponseHead {
     nlohmann::json settings;
     ToolCallFormat tool_format = ToolCallFormat::hermes;
     nlohmann::ordered_json tools = nullptr;  // the request's (qwen3-coder types arguments by them)
-    bool anthropic = false;  // Anthropic's Messages shapes (server/anthropic.h) over chat's
+    bool anthropic = false;      // Anthropic's Messages shapes (server/anthropic.h) over chat's
+    bool hide_thinking = false;  // Anthropic's thinking.display "omitted": no thinking blocks
     // OpenAI's Responses shapes (server/openai_responses.h) over chat's: the request it echoes.
     std::shared_ptr<const struct ResponsesRequest> responses;
     nlohmann::json make() const;

@@ -554,6 +554,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     const bool chat = api == Api::chat || anthropic || openai_responses;
     const bool native = api == Api::native;
     std::shared_ptr<const ResponsesRequest> responses_request;
+    bool hide_thinking = false;  // Anthropic's thinking.display "omitted"
     struct Busy {
         std::atomic<int>& n;
         ~Busy() { --n; }
@@ -584,6 +585,9 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         if (chat ? ordered.is_discarded() : body.is_discarded())
             bad_request("the request body is not valid JSON");
         if (anthropic) {
+            hide_thinking = ordered.is_object() && ordered.contains("thinking") &&
+                            ordered["thinking"].is_object() &&
+                            ordered["thinking"].value("display", "") == "omitted";
             ordered = messages_to_chat(ordered);
             body = json(ordered);
         } else if (openai_responses) {
@@ -593,8 +597,13 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
             body = json(ordered);
         }
         std::string().swap(text);  // the body is parsed: its bytes are not needed again
-        p = service_.prepare(parse_completion_request(body, chat, chat ? &ordered : nullptr,
-                                                      service_.request_defaults()));
+        CompletionRequest r = parse_completion_request(body, chat, chat ? &ordered : nullptr,
+                                                       service_.request_defaults());
+        // Agents' APIs send a max_tokens far past a local context (Claude Code: 128000) and an
+        // effort whatever the model: the reply stops at a full context, and the effort sets a
+        // thinking switch only where the template has one.
+        r.lenient_limits = anthropic || openai_responses;
+        p = service_.prepare(std::move(r));
         if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());
@@ -616,6 +625,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->tool_format = p.tool_format;
     head->tools = p.req.tools;
     head->anthropic = anthropic;
+    head->hide_thinking = hide_thinking;
     head->responses = responses_request;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
@@ -654,7 +664,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 started = true;
                 if (head->anthropic) {
                     message = std::make_unique<MessageStream>(head->id, head->model, head->n_prompt,
-                                                              so_far.n_cached);
+                                                              so_far.n_cached, head->hide_thinking);
                     return write_raw(message->start());
                 }
                 if (head->responses) {
@@ -769,7 +779,7 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             const json reply = head->native ? native_final(*head, choices[0], tok, false)
                                             : full_response(*head, choices, tok);
             const std::string body =
-                dump(head->anthropic   ? chat_to_message(reply, choices[0])
+                dump(head->anthropic   ? chat_to_message(reply, choices[0], head->hide_thinking)
                      : head->responses ? chat_to_response(reply, choices[0], *head->responses)
                                        : reply);
             sink.write(body.data(), body.size());

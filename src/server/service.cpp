@@ -290,6 +290,10 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     } else {
         p.prompt = tokenize(refuse_by_bytes(req.prompt));
     }
+    // Past the context: until the context is full (stop reason "context").
+    if (req.lenient_limits && req.max_tokens > 0 &&
+        int64_t(p.prompt.size()) + req.max_tokens > n_ctx_)
+        req.max_tokens = -1;
     const ContextFit fit =
         check_context(int(p.prompt.size()), req.max_tokens, n_ctx_, "", "max_tokens");
     if (fit.what != ContextFit::fits)
@@ -313,10 +317,12 @@ void Service::apply_reasoning_effort(const CompletionRequest& req,
                                      nlohmann::ordered_json& kwargs) const {
     const std::string& e = req.reasoning_effort;
     if (e.empty()) return;
-    if (!prompter_->has_thinking_switch() && !prompter_->has_effort_variable())
+    if (!prompter_->has_thinking_switch() && !prompter_->has_effort_variable()) {
+        if (req.lenient_limits) return;
         bad_request("'reasoning_effort': the model's chat template (" + prompter_->describe() +
                         ") has no thinking mode to set",
                     "reasoning_effort");
+    }
     const bool off = e == "none" || e == "minimal";
     if (!kwargs.is_object()) kwargs = nlohmann::ordered_json::object();
     if (prompter_->has_effort_variable() && !kwargs.contains("reasoning_effort"))
