@@ -164,7 +164,8 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
                                                 "metadata",
                                                 "truncation",
                                                 "prompt_cache_key",
-                                                "parallel_tool_calls"};
+                                                "parallel_tool_calls",
+                                                "client_metadata"};
     for (const auto& [k, v] : body.items()) {
         if ((k == "previous_response_id" || k == "conversation") && !v.is_null())
             bad_request("'" + k +

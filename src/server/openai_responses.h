@@ -12,6 +12,7 @@
 // (text, json_object, json_schema: the chat path's grammar), `stream`, `store` (false: nothing
 // is ever stored, so true is a 400), `include` (reasoning.encrypted_content accepted: reasoning
 // comes back as plain text, never encrypted), `prompt_cache_key`, `user`, `metadata`,
+// Codex's `client_metadata` (the client's own bookkeeping),
 // `truncation` "disabled". Stateless: `previous_response_id` and `conversation` are 400s (send
 // the whole conversation in `input`). Tool types the server cannot run (web_search, file_search,
 // image_generation, custom, ...) are 400s naming them, unless the server runs with

@@ -33,7 +33,8 @@ test("claude -p: every request answered 200, every reply parsed", async () => {
                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
   const out = await new Promise((resolve) => {
     execFile(CLAUDE, ["-p", "Say hi", "--max-turns", "1"], { env, cwd: home, timeout: 240000 },
-             (err, stdout, stderr) => resolve({ code: err?.code ?? 0, text: stdout + stderr }));
+             (err, stdout, stderr) => resolve({ code: err?.code ?? 0, text: stdout + stderr }))
+      .stdin.end();  // no prompt on stdin: the one argument is the whole task
   });
   const requests = [...server.log().matchAll(/request: POST (\/v1\/messages\S*) (\d+)/g)];
   assert.ok(requests.length >= 1, "Claude Code reached the server:\n" + out.text);
