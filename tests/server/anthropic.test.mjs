@@ -24,15 +24,20 @@ const WEATHER = {
   },
 };
 
-let server, client;
+let server, client, plain, plainClient;
 
 before(async () => {
   const target = qwen3VocabModel(2), draft = qwen3VocabModel(1);
   server = await startServer(["-m", target, "-md", draft, "-t", "1", "-c", "4096", "--api-key",
                               KEY]);
   client = new Anthropic({ baseURL: server.base, apiKey: KEY, maxRetries: 0 });
+  plain = await startServer(["-m", target, "-t", "1", "-c", "4096", "--api-key", KEY]);
+  plainClient = new Anthropic({ baseURL: plain.base, apiKey: KEY, maxRetries: 0 });
 });
-after(async () => { if (server) await server.stop(); });
+after(async () => {
+  if (server) await server.stop();
+  if (plain) await plain.stop();
+});
 
 const ASK = [{ role: "user", content: "What is the weather in Paris?" }];
 
@@ -123,4 +128,21 @@ test("errors in Anthropic's shape, naming the field; x-api-key is required", asy
   assert.match((await r.json()).error.message, /unknown tool_use_id 'toolu_x'/);
   r = await post({ model: "m", max_tokens: 4, messages: ASK }, {});
   assert.equal(r.status, 401);
+});
+
+test("speculative == plain: the same text and tool input with and without the draft model", async () => {
+  for (const body of [
+    { model: "m", max_tokens: 24, messages: ASK, temperature: 0, thinking: { type: "disabled" } },
+    { model: "m", max_tokens: 64, messages: ASK, tools: [WEATHER], temperature: 0,
+      tool_choice: { type: "tool", name: "get_weather" } },
+  ]) {
+    const blocks = (m) => m.content.map(({ id, ...rest }) => rest);  // tool_use ids differ
+    const spec = await client.messages.create(body);
+    const ref = await plainClient.messages.create(body);
+    assert.deepEqual(blocks(spec), blocks(ref));
+    assert.equal(spec.stop_reason, ref.stop_reason);
+    const streamed = await client.messages.stream(body).finalMessage();
+    assert.deepEqual(blocks(streamed), blocks(ref));
+  }
+  assert.match(server.log(), /drafted [1-9]/, "the draft model drafted");
 });

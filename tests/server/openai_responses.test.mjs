@@ -24,14 +24,19 @@ const WEATHER = {
   },
 };
 
-let server, client;
+let server, client, spec, specClient;
 
 before(async () => {
   const target = qwen3VocabModel(2);
   server = await startServer(["-m", target, "-t", "1", "-c", "4096", "--drop-unsupported-tools"]);
   client = new OpenAI({ baseURL: server.base + "/v1", apiKey: "none", maxRetries: 0 });
+  spec = await startServer(["-m", target, "-md", qwen3VocabModel(1), "-t", "1", "-c", "4096"]);
+  specClient = new OpenAI({ baseURL: spec.base + "/v1", apiKey: "none", maxRetries: 0 });
 });
-after(async () => { if (server) await server.stop(); });
+after(async () => {
+  if (server) await server.stop();
+  if (spec) await spec.stop();
+});
 
 test("responses.create and responses.stream give the same response", async () => {
   const body = { model: "m", instructions: "You are brief.", input: "Say hello.",
@@ -131,4 +136,24 @@ test("chat's reasoning_effort sets the template's thinking switch (Qwen3's enabl
     model: "m", messages: [{ role: "user", content: "Hi" }], max_tokens: 2,
     reasoning_effort: "extreme",
   }), (e) => e.status === 400 && e.param === "reasoning_effort");
+});
+
+test("speculative == plain: the same output items with and without the draft model", async () => {
+  const ask = [{ role: "user", content: "What is the weather in Paris?" }];
+  for (const body of [
+    { model: "m", input: "Say hello.", max_output_tokens: 24, temperature: 0,
+      reasoning: { effort: "minimal" } },
+    { model: "m", input: ask, tools: [WEATHER], max_output_tokens: 64, temperature: 0,
+      tool_choice: { type: "function", name: "get_weather" } },
+  ]) {
+    // Item and call ids differ by request; the SDK's stream helper adds `parsed`s.
+    const strip = (r) => JSON.parse(JSON.stringify(
+      r.output, (k, v) => (["id", "call_id", "parsed", "parsed_arguments"].includes(k) ? undefined : v)));
+    const ref = await client.responses.create(body);
+    const got = await specClient.responses.create(body);
+    assert.deepEqual(strip(got), strip(ref));
+    const streamed = await specClient.responses.stream(body).finalResponse();
+    assert.deepEqual(strip(streamed), strip(ref));
+  }
+  assert.match(spec.log(), /drafted [1-9]/, "the draft model drafted");
 });
