@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "server/content_text.h"
+
 namespace specula {
 
 using json = nlohmann::json;
@@ -12,20 +14,7 @@ namespace {
 
 // A system prompt or a tool result: a string, or text blocks (their texts joined).
 std::string text_of(const ojson& content, const std::string& where) {
-    if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array())
-        bad_request("'" + where + "' must be a string or an array of text blocks", where);
-    std::string out;
-    for (size_t i = 0; i < content.size(); ++i) {
-        const ojson& b = content[i];
-        const std::string at = where + "[" + std::to_string(i) + "]";
-        if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") ||
-            !b["text"].is_string())
-            bad_request("'" + at + "' must be a text block ({\"type\": \"text\", \"text\": ...})",
-                        at);
-        out += (out.empty() ? "" : "\n") + b["text"].get<std::string>();
-    }
-    return out;
+    return content_text(content, where, {"text"}, "\n");
 }
 
 // One user turn: its tool results become tool messages (first, as Anthropic orders them), its

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "server/content_text.h"
+
 namespace specula {
 
 using json = nlohmann::json;
@@ -10,26 +12,11 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// A message item's content: a string, or parts whose texts are joined.
+// A message item's content: a string, or text parts whose texts are joined.
 std::string text_of(const ojson& content, const std::string& where) {
-    if (content.is_string()) return content.get<std::string>();
-    if (!content.is_array())
-        bad_request("'" + where + "' must be a string or an array of parts", where);
-    std::string out;
-    for (size_t i = 0; i < content.size(); ++i) {
-        const ojson& p = content[i];
-        const std::string at = where + "[" + std::to_string(i) + "]";
-        const std::string type = p.is_object() ? p.value("type", "") : "";
-        if ((type == "input_text" || type == "output_text" || type == "text" ||
-             type == "summary_text" || type == "reasoning_text") &&
-            p.contains("text") && p["text"].is_string()) {
-            out += p["text"].get<std::string>();
-        } else {
-            bad_request("'" + at + "': part type '" + type + "' is not supported (text parts are)",
-                        at + ".type");
-        }
-    }
-    return out;
+    return content_text(content, where,
+                        {"input_text", "output_text", "text", "summary_text", "reasoning_text"},
+                        "");
 }
 
 // The input items as chat messages: function calls join the assistant message before them,
