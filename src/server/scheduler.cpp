@@ -15,11 +15,18 @@ namespace specula {
 
 namespace {
 
+bool small_pages(const SchedulerConfig& c) {
+    return c.kv_pool > 0 && c.kv_pool < int64_t(c.n_slots) * c.n_ctx;
+}
+
 SessionParams slot_params(const SchedulerConfig& c, ThreadPool& pool,
                           std::shared_ptr<ForwardPass> pass) {
     SessionParams sp{c.n_ctx, 0, c.type_k, c.type_v, &pool};
     sp.shared_pass = std::move(pass);
-    sp.kv_small_pages = c.kv_pool > 0;
+    // 4 KiB pages only where the pool is smaller than every slot's whole cache, so that the
+    // memory committed must follow the positions in use; else 2 MiB pages (F16 attention at depth
+    // 8192 runs ~20% faster on them, measured on Zen 5).
+    sp.kv_small_pages = small_pages(c);
     return sp;
 }
 
@@ -318,7 +325,7 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
     if (method == SpecMethod::none) return nullptr;
     DrafterParams dp{cfg_.n_ctx, 0, sp, cfg_.type_k, cfg_.type_v, &pool_};
     dp.shared_pass = draft_pass_;
-    dp.kv_small_pages = cfg_.kv_pool > 0;
+    dp.kv_small_pages = small_pages(cfg_);
     if (sp.temp <= 0.f || method == SpecMethod::ngram) {
         if (!slot.drafter) {
             dp.sampling = SamplingParams{0.f, 0, 1.f, 0.f, 0};
@@ -503,7 +510,7 @@ void Scheduler::finish(Active& a, const char* why) {
     if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
     // The pool counts what the slot keeps committed from now on: its cached prefix (the rows a
     // rollback left past it go back to the system).
-    if (cfg_.kv_pool > 0) {
+    if (small_pages(cfg_)) {  // a pool that holds every whole cache needs nothing back
         s.target->release_kv();
         if (Session* d = s.drafter ? s.drafter->session() : nullptr) d->release_kv();
     }
