@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -83,6 +84,27 @@ double resident_bytes(const void* p, size_t n) {
     return r;
 }
 
+// The bytes of this process's resident set in mappings overlapping [lo, hi) (/proc/self/smaps:
+// a file mapping's pages in the page cache are not all in the process's resident set, which is
+// what mincore would report; repacked weights' originals are released from the set).
+double mapped_rss(const uint8_t* lo, const uint8_t* hi) {
+    std::ifstream f("/proc/self/smaps");
+    std::string line;
+    bool in = false;
+    double r = 0;
+    const auto a = reinterpret_cast<uintptr_t>(lo), b = reinterpret_cast<uintptr_t>(hi);
+    while (std::getline(f, line)) {
+        unsigned long start = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2 &&
+            line.find('-') < line.find(' ')) {
+            in = start < b && end > a;
+        } else if (in && line.rfind("Rss:", 0) == 0) {
+            r += std::atof(line.c_str() + 4) * 1024;
+        }
+    }
+    return r;
+}
+
 // The resident pages of a model's weights: its files' tensor data and its repacked copies.
 double weights_resident(const Model& m) {
     double r = 0;
@@ -93,7 +115,7 @@ double weights_resident(const Model& m) {
             if (!lo || t.data < lo) lo = t.data;
             if (!hi || t.data + t.nbytes > hi) hi = t.data + t.nbytes;
         }
-        r += resident_bytes(lo, size_t(hi - lo));
+        r += mapped_rss(lo, hi);
     }
     for (const PackedBuffer& b : m.packed) r += resident_bytes(b.data(), b.size());
     return r;
