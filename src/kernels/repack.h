@@ -85,7 +85,8 @@ class PackedBuffer {
 
 // Gives back to the kernel the pages lying wholly inside [p, p + n) of a read-only file mapping
 // (the original of a tensor that was repacked), so resident memory does not count it twice. The
-// bytes stay readable: touching them again reads them back from the file.
+// bytes stay readable: touching them again reads them back from the file (or, in anonymous
+// memory such as a PackedBuffer's, as zeros).
 void release_mapped_pages(const void* p, size_t n);
 
 // What a packed kernel of weight type wt reads for ntok rows of its activations (quantize_acts:

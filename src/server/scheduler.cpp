@@ -263,14 +263,17 @@ int64_t Scheduler::need(const Job& j) const {
                        slots_[0]->target->n_ctx());
 }
 
+std::vector<PoolSlot> Scheduler::pool_slots() const {
+    std::vector<PoolSlot> ps;
+    for (const auto& s : slots_)
+        ps.push_back({s->busy.load(), s->reserved, s->busy ? 0 : slot_held(*s), s->last_used});
+    return ps;
+}
+
 bool Scheduler::fits_pool(const Job& job, Slot& slot) {
-    std::vector<PoolSlot> ps(slots_.size());
+    const std::vector<PoolSlot> ps = pool_slots();
     int target = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-        const Slot& s = *slots_[i];
-        ps[i] = {s.busy.load(), s.reserved, s.busy ? 0 : slot_held(s), s.last_used};
-        if (&s == &slot) target = int(i);
-    }
+    while (slots_[size_t(target)].get() != &slot) ++target;
     const int64_t n = need(job);
     const Admission a = plan_admission(ps, target, n, cfg_.kv_pool);
     if (!a.fits) return false;
@@ -282,8 +285,7 @@ bool Scheduler::fits_pool(const Job& job, Slot& slot) {
 }
 
 void Scheduler::pool_timeout(Job& j) {
-    int64_t used = 0;
-    for (const auto& s : slots_) used += s->busy ? s->reserved : slot_held(*s);
+    const int64_t used = pool_used(pool_slots());
     {
         std::lock_guard lk(j.mu);
         char waited[32];
@@ -304,7 +306,7 @@ void Scheduler::pool_timeout(Job& j) {
 
 void Scheduler::update_pool_state(int waiting) {
     int64_t used = 0, cached = 0;
-    for (const auto& s : slots_) (s->busy ? used : cached) += s->busy ? s->reserved : slot_held(*s);
+    for (const PoolSlot& s : pool_slots()) (s.busy ? used : cached) += s.busy ? s.reserved : s.held;
     std::lock_guard lk(pool_mu_);
     pool_state_.used = used;
     pool_state_.cached = cached;

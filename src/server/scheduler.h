@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/kv_pool.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/prompt_cache.h"
@@ -148,6 +149,7 @@ class Scheduler {
     // (it waits) when its reservation does not fit.
     bool fits_pool(const Job& job, Slot& slot);
     int64_t need(const Job& job) const;
+    std::vector<PoolSlot> pool_slots() const;  // the slots as the pool counts them
     void pool_timeout(Job& job);
     // Recounts pool_state_.used; waiting >= 0 sets the waiting count too.
     void update_pool_state(int waiting = -1);

@@ -121,11 +121,7 @@ PackedBuffer::~PackedBuffer() {
 
 void PackedBuffer::release(size_t from, size_t to) {
     to = std::min(to, n_);
-    if (!p_ || from >= to) return;
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto a = reinterpret_cast<uintptr_t>(p_);
-    const uintptr_t lo = (a + from + page - 1) / page * page, hi = (a + to) / page * page;
-    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    if (p_ && from < to) release_mapped_pages(p_ + from, to - from);
 }
 
 void release_mapped_pages(const void* p, size_t n) {
