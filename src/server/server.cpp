@@ -82,14 +82,30 @@ std::string lower(std::string s) {
 
 // The methods each path answers (a known path with another method gets 405), "" if unknown.
 const char* allowed_methods(const std::string& path) {
-    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/completion" ||
-        path == "/completions" || path == "/chat/completions" || path == "/tokenize" ||
-        path == "/detokenize" || path == "/v1/embeddings" || path == "/embeddings" ||
-        path == "/apply-template" || path.starts_with("/slots/"))
-        return "POST";
-    if (path == "/" || path == "/health" || path == "/metrics" || path == "/v1/models" ||
-        path == "/models" || path == "/props" || path == "/slots")
-        return "GET, HEAD";
+    struct PathMethods {
+        const char* path;
+        const char* methods;
+    };
+    static constexpr PathMethods kPaths[] = {{"/v1/completions", "POST"},
+                                             {"/v1/chat/completions", "POST"},
+                                             {"/completion", "POST"},
+                                             {"/completions", "POST"},
+                                             {"/chat/completions", "POST"},
+                                             {"/tokenize", "POST"},
+                                             {"/detokenize", "POST"},
+                                             {"/v1/embeddings", "POST"},
+                                             {"/embeddings", "POST"},
+                                             {"/apply-template", "POST"},
+                                             {"/", "GET, HEAD"},
+                                             {"/health", "GET, HEAD"},
+                                             {"/metrics", "GET, HEAD"},
+                                             {"/v1/models", "GET, HEAD"},
+                                             {"/models", "GET, HEAD"},
+                                             {"/props", "GET, HEAD"},
+                                             {"/slots", "GET, HEAD"}};
+    if (path.starts_with("/slots/")) return "POST";
+    for (const PathMethods& p : kPaths)
+        if (path == p.path) return p.methods;
     return "";
 }
 
@@ -239,10 +255,11 @@ HttpServer::HttpServer(Service& service, const HttpConfig& cfg)
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::routes() {
-    httplib::Server& s = *svr_;
-    Metrics& metrics = service_.metrics();
+namespace {
 
+// The hooks every request passes through (server.h's "Every request" and "Framing"): the log line,
+// the checks before routing, httplib's own errors and a handler's exception.
+void install_logger(httplib::Server& s) {
     // One line per request, refused ones included (method, path, status, milliseconds), as
     // llama-server logs them; a streamed one is logged when its stream ends.
     s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
@@ -255,86 +272,95 @@ void HttpServer::routes() {
         std::fprintf(stderr, "serve: request: %s %s %d %.0f ms\n", req.method.c_str(),
                      req.path.c_str(), res.status, ms);
     });
-    s.set_pre_routing_handler([this, &metrics](const httplib::Request& req,
-                                               httplib::Response& res) {
-        t_request_start = clock_type::now();
-        const auto refuse = [&](const ApiError& e) {
-            metrics.record_failure(e.status());
-            send_error(res, e);
-            res.set_header("Connection", "close");  // its body, if any, is left unread
-            LimitedServer::close_after_response();
-            return httplib::Server::HandlerResponse::Handled;
-        };
-        // Framing first: a request that could be read two ways is refused and its connection
-        // closed, so that nothing after it on the wire is taken for a next request.
-        if (const std::string bad = framing_error(req); !bad.empty())
-            return refuse(ApiError(400, bad));
-        // A declared body over the limit: 413 now, without waiting for (or skipping) the body.
-        if (req.has_header("Content-Length") &&
-            std::stoull(req.get_header_value("Content-Length")) > cfg_.max_body_bytes)
-            return refuse(ApiError(413, too_big_message(cfg_.max_body_bytes)));
-        const ServerState state = state_.load(std::memory_order_acquire);
-        if (state == ServerState::loading) {  // llama-server's answer, on every path
-            send_json(res, 503, loading_body());
+}
+
+// A CORS preflight answered (true) or the Origin's headers added when --cors-origin allows it.
+bool cors(const HttpConfig& cfg, const httplib::Request& req, httplib::Response& res) {
+    if (cfg.cors_origin.empty() || !req.has_header("Origin")) return false;
+    const std::string origin = req.get_header_value("Origin");
+    if (cfg.cors_origin != "*" && origin != cfg.cors_origin) return false;
+    res.set_header("Access-Control-Allow-Origin", cfg.cors_origin == "*" ? "*" : origin);
+    res.set_header("Vary", "Origin");
+    if (req.method != "OPTIONS" || !*allowed_methods(req.path)) return false;
+    res.status = 204;  // preflight
+    res.set_header("Access-Control-Allow-Methods",
+                   std::string(allowed_methods(req.path)) + ", OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Max-Age", "600");
+    return true;
+}
+
+// Before routing: framing, the body limit, the server's state, CORS, the Host header, the
+// Content-Type and the API key, in that order.
+httplib::Server::HandlerResponse pre_route(const HttpServer& server, const HttpConfig& cfg,
+                                           Metrics& metrics, const httplib::Request& req,
+                                           httplib::Response& res) {
+    t_request_start = clock_type::now();
+    const auto refuse = [&](const ApiError& e) {
+        metrics.record_failure(e.status());
+        send_error(res, e);
+        res.set_header("Connection", "close");  // its body, if any, is left unread
+        LimitedServer::close_after_response();
+        return httplib::Server::HandlerResponse::Handled;
+    };
+    // Framing first: a request that could be read two ways is refused and its connection
+    // closed, so that nothing after it on the wire is taken for a next request.
+    if (const std::string bad = framing_error(req); !bad.empty()) return refuse(ApiError(400, bad));
+    // A declared body over the limit: 413 now, without waiting for (or skipping) the body.
+    if (req.has_header("Content-Length") &&
+        std::stoull(req.get_header_value("Content-Length")) > cfg.max_body_bytes)
+        return refuse(ApiError(413, too_big_message(cfg.max_body_bytes)));
+    const ServerState state = server.state();
+    if (state == ServerState::loading) {  // llama-server's answer, on every path
+        send_json(res, 503, loading_body());
+        res.set_header("Retry-After", "1");
+        return httplib::Server::HandlerResponse::Handled;
+    }
+    if (state == ServerState::draining) {
+        res.set_header("Connection", "close");
+        LimitedServer::close_after_response();
+        if (req.method == "POST" && is_generation_path(req.path)) {
+            metrics.record_failure(503);
+            send_json(res, 503,
+                      {{"error", draining_error("the server is shutting down (draining) and "
+                                                "takes no new requests; retry on another "
+                                                "replica")}});
             res.set_header("Retry-After", "1");
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (state == ServerState::draining) {
-            res.set_header("Connection", "close");
-            LimitedServer::close_after_response();
-            if (req.method == "POST" && is_generation_path(req.path)) {
-                metrics.record_failure(503);
-                send_json(res, 503,
-                          {{"error", draining_error("the server is shutting down (draining) and "
-                                                    "takes no new requests; retry on another "
-                                                    "replica")}});
-                res.set_header("Retry-After", "1");
-                return httplib::Server::HandlerResponse::Handled;
-            }
-        }
-        if (!cfg_.cors_origin.empty() && req.has_header("Origin")) {
-            const std::string origin = req.get_header_value("Origin");
-            if (cfg_.cors_origin == "*" || origin == cfg_.cors_origin) {
-                res.set_header("Access-Control-Allow-Origin",
-                               cfg_.cors_origin == "*" ? "*" : origin);
-                res.set_header("Vary", "Origin");
-                if (req.method == "OPTIONS" && *allowed_methods(req.path)) {  // preflight
-                    res.status = 204;
-                    res.set_header("Access-Control-Allow-Methods",
-                                   std::string(allowed_methods(req.path)) + ", OPTIONS");
-                    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-                    res.set_header("Access-Control-Max-Age", "600");
-                    return httplib::Server::HandlerResponse::Handled;
-                }
-            }
-        }
-        if (cfg_.api_key.empty() && !host_header_allowed(req.get_header_value("Host"), cfg_.host)) {
-            return refuse(ApiError(403,
-                                   "the Host header '" + req.get_header_value("Host") +
-                                       "' is not this server (without --api-key only IP "
-                                       "addresses, localhost and the --host name are served)",
-                                   "", "invalid_request_error", "host_not_allowed"));
-        }
-        if (req.method == "POST" && allowed_methods(req.path)[0] == 'P' &&
-            !is_json_content_type(req.get_header_value("Content-Type"))) {
-            return refuse(ApiError(415,
-                                   "the request body must be sent as Content-Type: "
-                                   "application/json, got '" +
-                                       req.get_header_value("Content-Type") + "'"));
-        }
-        if (cfg_.api_key.empty() || !needs_key(req.path))
-            return httplib::Server::HandlerResponse::Unhandled;
-        if (req.get_header_value("Authorization") == "Bearer " + cfg_.api_key ||
-            req.get_header_value("x-api-key") == cfg_.api_key)  // Anthropic's header
-            return httplib::Server::HandlerResponse::Unhandled;
-        return refuse(ApiError(401,
-                               req.has_header("Authorization")
-                                   ? "invalid API key"
-                                   : "missing API key (Authorization: Bearer KEY)",
-                               "", "invalid_request_error", "invalid_api_key"));
-    });
+    }
+    if (cors(cfg, req, res)) return httplib::Server::HandlerResponse::Handled;
+    if (cfg.api_key.empty() && !host_header_allowed(req.get_header_value("Host"), cfg.host)) {
+        return refuse(ApiError(403,
+                               "the Host header '" + req.get_header_value("Host") +
+                                   "' is not this server (without --api-key only IP "
+                                   "addresses, localhost and the --host name are served)",
+                               "", "invalid_request_error", "host_not_allowed"));
+    }
+    if (req.method == "POST" && allowed_methods(req.path)[0] == 'P' &&
+        !is_json_content_type(req.get_header_value("Content-Type"))) {
+        return refuse(ApiError(415,
+                               "the request body must be sent as Content-Type: "
+                               "application/json, got '" +
+                                   req.get_header_value("Content-Type") + "'"));
+    }
+    if (cfg.api_key.empty() || !needs_key(req.path))
+        return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + cfg.api_key ||
+        req.get_header_value("x-api-key") == cfg.api_key)  // Anthropic's header
+        return httplib::Server::HandlerResponse::Unhandled;
+    return refuse(ApiError(401,
+                           req.has_header("Authorization")
+                               ? "invalid API key"
+                               : "missing API key (Authorization: Bearer KEY)",
+                           "", "invalid_request_error", "invalid_api_key"));
+}
+
+// httplib's own errors (404, 405 for a known path, 400/413/414/431) and a handler's exception,
+// in OpenAI's error shape.
+void install_error_handlers(httplib::Server& s, const HttpConfig& cfg, Metrics& metrics) {
     s.set_error_handler(httplib::Server::HandlerWithResponse(
-        [this, &metrics](const httplib::Request& req, httplib::Response& res) {
+        [&cfg, &metrics](const httplib::Request& req, httplib::Response& res) {
             if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
             // httplib's own 400/413/414/431 (a request it could not read): what follows on the
             // wire cannot be trusted to start a request, so the connection closes.
@@ -349,7 +375,7 @@ void HttpServer::routes() {
             metrics.record_failure(res.status);
             const char* type = res.status >= 500 ? "server_error" : "invalid_request_error";
             send_json(res, res.status,
-                      api_error_body(status_message(res.status, cfg_.max_body_bytes, req), type));
+                      api_error_body(status_message(res.status, cfg.max_body_bytes, req), type));
             return httplib::Server::HandlerResponse::Handled;
         }));
     s.set_exception_handler(
@@ -364,147 +390,157 @@ void HttpServer::routes() {
             metrics.record_failure(500);
             send_json(res, 500, api_error_body(msg, "server_error"));
         });
+}
 
-    s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        if (state() != ServerState::draining) return send_json(res, 200, {{"status", "ok"}});
+// Route group: health, metrics, the web UI, the model list and llama-server's /props.
+void add_info_routes(httplib::Server& s, const HttpServer& server, Service& service) {
+    s.Get("/health", [&server](const httplib::Request&, httplib::Response& res) {
+        if (server.state() != ServerState::draining) return send_json(res, 200, {{"status", "ok"}});
         send_json(res, 503,
                   {{"status", "draining"},
-                   {"in_flight", in_flight()},
+                   {"in_flight", server.in_flight()},
                    {"error", draining_error("the server is shutting down (draining)")}});
     });
-    s.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics.render(), "text/plain; version=0.0.4");
+    s.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
+        res.set_content(service.metrics().render(), "text/plain; version=0.0.4");
     });
     s.Get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(web_ui_html(), "text/html; charset=utf-8");
     });
     for (const char* path : {"/v1/models", "/models"}) {
-        s.Get(path, [this](const httplib::Request&, httplib::Response& res) {
-            json model = {{"id", service_.served_name()},
+        s.Get(path, [&service](const httplib::Request&, httplib::Response& res) {
+            json model = {{"id", service.served_name()},
                           {"object", "model"},
                           {"created", long(std::time(nullptr))},
                           {"owned_by", "specula"},
-                          {"max_model_len", service_.n_ctx()}};
+                          {"max_model_len", service.n_ctx()}};
             send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
         });
     }
-    // llama-server's /props and /slots (what its web UI and dashboards read).
-    s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    // llama-server's /props (what its web UI and dashboards read).
+    s.Get("/props", [&service](const httplib::Request&, httplib::Response& res) {
         CompletionRequest defaults;
-        const Tokenizer& tok = service_.target().tokenizer();
+        const Tokenizer& tok = service.target().tokenizer();
         send_json(res, 200,
                   {{"default_generation_settings",
-                    {{"n_ctx", service_.n_ctx()},
-                     {"params", generation_settings(defaults, service_.n_ctx())}}},
-                   {"total_slots", service_.n_slots()},
-                   {"model_path", service_.served_name()},  // the name, never the path
-                   {"model_alias", service_.served_name()},
-                   {"chat_template", service_.chat_prompter().describe()},
+                    {{"n_ctx", service.n_ctx()},
+                     {"params", generation_settings(defaults, service.n_ctx())}}},
+                   {"total_slots", service.n_slots()},
+                   {"model_path", service.served_name()},  // the name, never the path
+                   {"model_alias", service.served_name()},
+                   {"chat_template", service.chat_prompter().describe()},
                    {"bos_token", tok.bos() >= 0 ? tok.token_text(tok.bos()) : ""},
                    {"eos_token", tok.eos() >= 0 ? tok.token_text(tok.eos()) : ""},
                    {"modalities", {{"vision", false}, {"audio", false}}},
                    {"build_info", "specula"}});
     });
-    s.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+}
+
+// POST /slots/{id}?action=save|restore|erase: the answer to one slot action (throws ApiError or
+// Error for a bad request; std::out_of_range for a slot that does not exist).
+json slot_action(Service& service, const httplib::Request& req) {
+    check_json_depth(req.body);
+    const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+        bad_request("the request body must be a JSON object");
+    auto act = std::make_shared<SlotAction>();
+    act->slot = std::stoi(req.matches[1].str());
+    const std::string action = req.get_param_value("action");
+    if (action == "erase") {
+        act->kind = SlotAction::erase;
+    } else if (action == "save" || action == "restore") {
+        act->kind = action == "save" ? SlotAction::save : SlotAction::restore;
+        if (service.slot_save_path().empty())
+            throw ApiError(501, "slot " + action + " needs --slot-save-path DIR", "action",
+                           "not_supported_error");
+        if (!body.contains("filename") || !body["filename"].is_string())
+            bad_request("'filename' (a string) is required for action=" + action, "filename");
+        act->path = slot_file_path(service.slot_save_path(), body["filename"].get<std::string>());
+    } else {
+        bad_request("'action' must be save, restore or erase, got '" + action + "'", "action");
+    }
+    service.slot_action(act);
+    if (!act->error.empty()) throw ApiError(act->status, act->error);
+    json out = {{"id_slot", act->slot}};
+    if (act->kind == SlotAction::erase) {
+        out["n_erased"] = act->n_tokens;
+        return out;
+    }
+    const bool save = act->kind == SlotAction::save;
+    out.update({{"filename", body["filename"].get<std::string>()},
+                {save ? "n_saved" : "n_restored", act->n_tokens},
+                {save ? "n_written" : "n_read", act->n_bytes},
+                {"timings", {{save ? "save_ms" : "restore_ms", act->ms}}}});
+    return out;
+}
+
+// Route group: llama-server's slots, GET /slots and POST /slots/{id} (a file named by "filename"
+// in --slot-save-path, or erase; on a slot that holds no request).
+void add_slot_routes(httplib::Server& s, Service& service) {
+    s.Get("/slots", [&service](const httplib::Request&, httplib::Response& res) {
         json slots = json::array();
-        for (int i = 0; i < service_.n_slots(); ++i)
+        for (int i = 0; i < service.n_slots(); ++i)
             slots.push_back({{"id", i},
                              {"id_task", -1},
-                             {"n_ctx", service_.n_ctx()},
-                             {"speculative", service_.speculative()},
-                             {"is_processing", service_.slot_busy(i)}});
+                             {"n_ctx", service.n_ctx()},
+                             {"speculative", service.speculative()},
+                             {"is_processing", service.slot_busy(i)}});
         send_json(res, 200, slots);
     });
-    // llama-server's slot actions: POST /slots/{id}?action=save|restore (a file named by
-    // "filename" in --slot-save-path) or erase; on a slot that holds no request.
-    s.Post(R"(/slots/(\d+))",
-           [this, &metrics](const httplib::Request& req, httplib::Response& res) {
-               try {
-                   check_json_depth(req.body);
-                   const json body =
-                       req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
-                   if (body.is_discarded() || !body.is_object())
-                       bad_request("the request body must be a JSON object");
-                   auto act = std::make_shared<SlotAction>();
-                   act->slot = std::stoi(req.matches[1].str());
-                   const std::string action = req.get_param_value("action");
-                   if (action == "erase") {
-                       act->kind = SlotAction::erase;
-                   } else if (action == "save" || action == "restore") {
-                       act->kind = action == "save" ? SlotAction::save : SlotAction::restore;
-                       if (service_.slot_save_path().empty())
-                           throw ApiError(501, "slot " + action + " needs --slot-save-path DIR",
-                                          "action", "not_supported_error");
-                       if (!body.contains("filename") || !body["filename"].is_string())
-                           bad_request("'filename' (a string) is required for action=" + action,
-                                       "filename");
-                       act->path = slot_file_path(service_.slot_save_path(),
-                                                  body["filename"].get<std::string>());
-                   } else {
-                       bad_request("'action' must be save, restore or erase, got '" + action + "'",
-                                   "action");
-                   }
-                   service_.slot_action(act);
-                   if (!act->error.empty()) throw ApiError(act->status, act->error);
-                   const std::string file =
-                       act->kind == SlotAction::erase ? "" : body["filename"].get<std::string>();
-                   json out = {{"id_slot", act->slot}};
-                   if (act->kind == SlotAction::erase) {
-                       out["n_erased"] = act->n_tokens;
-                   } else if (act->kind == SlotAction::save) {
-                       out.update({{"filename", file},
-                                   {"n_saved", act->n_tokens},
-                                   {"n_written", act->n_bytes},
-                                   {"timings", {{"save_ms", act->ms}}}});
-                   } else {
-                       out.update({{"filename", file},
-                                   {"n_restored", act->n_tokens},
-                                   {"n_read", act->n_bytes},
-                                   {"timings", {{"restore_ms", act->ms}}}});
-                   }
-                   send_json(res, 200, out);
-               } catch (const ApiError& e) {
-                   metrics.record_failure(e.status());
-                   send_error(res, e);
-               } catch (const Error& e) {
-                   metrics.record_failure(400);
-                   send_error(res, ApiError(400, e.what()));
-               } catch (const std::out_of_range&) {
-                   metrics.record_failure(404);
-                   send_error(res, ApiError(404, "no such slot: " + req.matches[1].str()));
-               }
-           });
-    // A JSON-in, JSON-out route: respond(req, body) gives the answer; a body that is not JSON,
-    // an ApiError or an Error is a 4xx JSON error (and counted).
-    const auto json_route = [&metrics](auto respond) {
-        return [&metrics, respond](const httplib::Request& req, httplib::Response& res) {
-            try {
-                check_json_depth(req.body);
-                json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-                if (body.is_discarded()) bad_request("the request body is not valid JSON");
-                send_json(res, 200, respond(req, body));
-            } catch (const ApiError& e) {
-                metrics.record_failure(e.status());
-                send_error(res, e);
-            } catch (const Error& e) {
-                metrics.record_failure(400);
-                send_error(res, ApiError(400, e.what()));
-            }
-        };
+    s.Post(R"(/slots/(\d+))", [&service](const httplib::Request& req, httplib::Response& res) {
+        Metrics& metrics = service.metrics();
+        try {
+            send_json(res, 200, slot_action(service, req));
+        } catch (const ApiError& e) {
+            metrics.record_failure(e.status());
+            send_error(res, e);
+        } catch (const Error& e) {
+            metrics.record_failure(400);
+            send_error(res, ApiError(400, e.what()));
+        } catch (const std::out_of_range&) {
+            metrics.record_failure(404);
+            send_error(res, ApiError(404, "no such slot: " + req.matches[1].str()));
+        }
+    });
+}
+
+// A JSON-in, JSON-out route: respond(req, body) gives the answer; a body that is not JSON,
+// an ApiError or an Error is a 4xx JSON error (and counted).
+template <class Respond>
+httplib::Server::Handler json_route(Metrics& metrics, Respond respond) {
+    return [&metrics, respond](const httplib::Request& req, httplib::Response& res) {
+        try {
+            check_json_depth(req.body);
+            json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+            if (body.is_discarded()) bad_request("the request body is not valid JSON");
+            send_json(res, 200, respond(req, body));
+        } catch (const ApiError& e) {
+            metrics.record_failure(e.status());
+            send_error(res, e);
+        } catch (const Error& e) {
+            metrics.record_failure(400);
+            send_error(res, ApiError(400, e.what()));
+        }
     };
-    // (The model is loaded by the time a request gets here: see the pre-routing handler.)
-    s.Post("/tokenize", json_route([this](const httplib::Request&, const json& body) {
-               return tokenize_response(service_.target().tokenizer(), body);
+}
+
+// Route group: llama-server's token and template endpoints, and the embeddings we refuse.
+// (The model is loaded by the time a request gets here: see the pre-routing handler.)
+void add_token_routes(httplib::Server& s, Service& service) {
+    Metrics& metrics = service.metrics();
+    s.Post("/tokenize", json_route(metrics, [&service](const httplib::Request&, const json& body) {
+               return tokenize_response(service.target().tokenizer(), body);
            }));
     // llama-server's /apply-template: a chat request's prompt as the template renders it.
     s.Post("/apply-template",
-           json_route([this](const httplib::Request& req, const json& body) -> json {
+           json_route(metrics, [&service](const httplib::Request& req, const json& body) -> json {
                const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed
                const CompletionRequest r = parse_completion_request(body, true, &ordered);
-               return {{"prompt", service_.chat_prompt(r)}};
+               return {{"prompt", service.chat_prompt(r)}};
            }));
-    s.Post("/detokenize", json_route([this](const httplib::Request&, const json& body) {
-               return detokenize_response(service_.target().tokenizer(), body);
+    s.Post("/detokenize",
+           json_route(metrics, [&service](const httplib::Request&, const json& body) {
+               return detokenize_response(service.target().tokenizer(), body);
            }));
     for (const char* path : {"/v1/embeddings", "/embeddings"}) {
         s.Post(path, [&metrics](const httplib::Request&, httplib::Response& res) {
@@ -515,9 +551,13 @@ void HttpServer::routes() {
                                      "", "not_implemented_error", "not_implemented"));
         });
     }
-    // Anthropic's token count: the prompt the chat template renders for a Messages request.
+}
+
+// Route group: Anthropic's token count, the prompt the chat template renders for a Messages
+// request (the Messages endpoint itself is a completion route).
+void add_anthropic_routes(httplib::Server& s, Service& service) {
     s.Post("/v1/messages/count_tokens",
-           [this](const httplib::Request& req, httplib::Response& res) {
+           [&service](const httplib::Request& req, httplib::Response& res) {
                try {
                    const auto body = nlohmann::ordered_json::parse(req.body, nullptr, false);
                    if (body.is_discarded()) bad_request("the request body is not valid JSON");
@@ -525,16 +565,36 @@ void HttpServer::routes() {
                    if (with.is_object() && !with.contains("max_tokens")) with["max_tokens"] = 1;
                    const nlohmann::ordered_json chat = messages_to_chat(with);
                    const PreparedRequest p =
-                       service_.prepare(parse_completion_request(json(chat), true, &chat));
+                       service.prepare(parse_completion_request(json(chat), true, &chat));
                    send_json(res, 200, {{"input_tokens", p.prompt.size()}});
                } catch (const ApiError& e) {
-                   service_.metrics().record_failure(e.status());
+                   service.metrics().record_failure(e.status());
                    send_json(res, e.status(), anthropic_error(e));
                } catch (const Error& e) {
-                   service_.metrics().record_failure(400);
+                   service.metrics().record_failure(400);
                    send_json(res, 400, anthropic_error(ApiError(400, e.what())));
                }
            });
+}
+
+}  // namespace
+
+void HttpServer::routes() {
+    httplib::Server& s = *svr_;
+    Metrics& metrics = service_.metrics();
+    install_logger(s);
+    s.set_pre_routing_handler(
+        [this, &metrics](const httplib::Request& req, httplib::Response& res) {
+            return pre_route(*this, cfg_, metrics, req, res);
+        });
+    install_error_handlers(s, cfg_, metrics);
+
+    add_info_routes(s, *this, service_);
+    add_slot_routes(s, service_);
+    add_token_routes(s, service_);
+    add_anthropic_routes(s, service_);
+    // Route group: the generations, one API each (OpenAI's completions and chat, Anthropic's
+    // Messages, OpenAI's Responses, llama-server's /completion).
     const std::pair<const char*, Api> completion_routes[] = {
         {"/v1/messages", Api::messages},       {"/v1/responses", Api::responses},
         {"/v1/completions", Api::completions}, {"/completions", Api::completions},
