@@ -8,8 +8,12 @@
 
 namespace {
 
-using specula::parse_hermes_tool_calls;
 using specula::ParsedToolCalls;
+
+// Hermes replies (chat/tool_format_hermes.cpp).
+ParsedToolCalls parse_hermes_tool_calls(std::string_view text) {
+    return specula::parse_tool_calls(*specula::parse_tool_call_format("hermes", "test"), text);
+}
 
 TEST(ChatToolCalls, ParsesQwenStyleBlocks) {
     const ParsedToolCalls p = parse_hermes_tool_calls(
@@ -76,8 +80,10 @@ TEST(ChatToolCalls, GateHoldsTheCallEvenWhenTheTagIsCut) {
     EXPECT_EQ(g.push("a <tool"), "a");        // a possible tag start is held...
     EXPECT_EQ(g.push("box>"), " <toolbox>");  // ...and released once it is not one
     EXPECT_FALSE(g.holding_call());
-    EXPECT_TRUE(specula::template_uses_hermes_tools("{{- '<tool_call>\\n' }}"));
-    EXPECT_FALSE(specula::template_uses_hermes_tools("[TOOL_CALLS]"));
+    EXPECT_TRUE(specula::detect_tool_call_format("{{- '<tool_call>\\n' }}") ==
+                specula::parse_tool_call_format("hermes", "test"));
+    EXPECT_FALSE(specula::detect_tool_call_format("[TOOL_CALLS]") ==
+                 specula::parse_tool_call_format("hermes", "test"));
 }
 
 }  // namespace

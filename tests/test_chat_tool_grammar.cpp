@@ -17,6 +17,11 @@ namespace {
 using namespace specula;
 using ojson = nlohmann::ordered_json;
 
+// A format by its name (chat/tool_format_<name>.cpp's row).
+ToolCallFormat fmt(const char* name) {
+    return *specula::parse_tool_call_format(name, "test");
+}
+
 const ojson kTools = ojson::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
     "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
@@ -63,12 +68,12 @@ void expect_call(ToolCallFormat f, const std::string& text, const std::string& n
 }
 
 TEST(ChatToolGrammar, HermesNamedFunction) {
-    const auto g = tool_call_grammar(ToolCallFormat::hermes, kTools, "get_weather");
+    const auto g = tool_call_grammar(fmt("hermes"), kTools, "get_weather");
     const std::string good =
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
         "\"c\"}}\n</tool_call>";
     EXPECT_TRUE(admits(g, good));
-    expect_call(ToolCallFormat::hermes, good, "get_weather", R"({"city":"Paris","unit":"c"})");
+    expect_call(fmt("hermes"), good, "get_weather", R"({"city":"Paris","unit":"c"})");
     for (const std::string bad :
          {"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",  // no markup
           "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",  // not named
@@ -81,14 +86,14 @@ TEST(ChatToolGrammar, HermesNamedFunction) {
         EXPECT_FALSE(admits(g, bad)) << bad;
     const std::string s = shortest(g);
     EXPECT_TRUE(s.starts_with("<tool_call>\n{")) << s;
-    const ParsedToolCalls p = parse_tool_calls(ToolCallFormat::hermes, s, kTools);
+    const ParsedToolCalls p = parse_tool_calls(fmt("hermes"), s, kTools);
     ASSERT_EQ(p.calls.size(), 1u) << s;
     EXPECT_EQ(p.calls[0].name, "get_weather");
     EXPECT_NE(p.calls[0].arguments.find("\"city\""), std::string::npos);
 }
 
 TEST(ChatToolGrammar, RequiredOverSeveralTools) {
-    const auto g = tool_call_grammar(ToolCallFormat::hermes, kTools, "");
+    const auto g = tool_call_grammar(fmt("hermes"), kTools, "");
     EXPECT_TRUE(admits(g, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
     EXPECT_TRUE(admits(g,
                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
@@ -96,7 +101,7 @@ TEST(ChatToolGrammar, RequiredOverSeveralTools) {
     EXPECT_FALSE(admits(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
     EXPECT_FALSE(
         admits(g, "Sure.<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
-    EXPECT_EQ(parse_tool_calls(ToolCallFormat::hermes, shortest(g), kTools).calls.size(), 1u);
+    EXPECT_EQ(parse_tool_calls(fmt("hermes"), shortest(g), kTools).calls.size(), 1u);
     // The name comes first, and the arguments are held to that tool's own schema.
     EXPECT_FALSE(admits(g,
                         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": "
@@ -121,27 +126,27 @@ TEST(ChatToolGrammar, RequiredOverSeveralTools) {
     EXPECT_EQ(s.min_remaining(),
               std::string("_weather\", \"arguments\": {\"city\":\"\"}}\n</tool_call>").size());
     // llama3's form.
-    const auto l = tool_call_grammar(ToolCallFormat::llama3, kTools, "");
+    const auto l = tool_call_grammar(fmt("llama3"), kTools, "");
     EXPECT_TRUE(admits(l, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"));
     EXPECT_FALSE(admits(l, "{\"name\": \"get_weather\", \"parameters\": {\"unit\": \"c\"}}"));
-    EXPECT_EQ(parse_tool_calls(ToolCallFormat::llama3, shortest(l), kTools).calls.size(), 1u);
+    EXPECT_EQ(parse_tool_calls(fmt("llama3"), shortest(l), kTools).calls.size(), 1u);
     // harmony: the header names the function.
-    const auto h = tool_call_grammar(ToolCallFormat::harmony, kTools, "");
+    const auto h = tool_call_grammar(fmt("harmony"), kTools, "");
     const std::string hcall =
         "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
         "{\"city\": \"Oslo\"}";
     EXPECT_TRUE(admits(h, hcall));
-    expect_call(ToolCallFormat::harmony, hcall, "get_weather", R"({"city":"Oslo"})");
+    expect_call(fmt("harmony"), hcall, "get_weather", R"({"city":"Oslo"})");
     EXPECT_FALSE(admits(h,
                         "<|channel|>commentary to=functions.get_weather "
                         "<|constrain|>json<|message|>{\"when\": 1}"));
-    EXPECT_EQ(parse_tool_calls(ToolCallFormat::harmony, shortest(h), kTools).calls.size(), 1u);
+    EXPECT_EQ(parse_tool_calls(fmt("harmony"), shortest(h), kTools).calls.size(), 1u);
     // Mistral's array form.
-    const auto m = tool_call_grammar(ToolCallFormat::mistral, kTools, "");
+    const auto m = tool_call_grammar(fmt("mistral"), kTools, "");
     const std::string call = "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}}]";
     EXPECT_TRUE(admits(m, call));
-    expect_call(ToolCallFormat::mistral, call, "now", "{}");
-    EXPECT_EQ(parse_tool_calls(ToolCallFormat::mistral, shortest(m), kTools).calls.size(), 1u);
+    expect_call(fmt("mistral"), call, "now", "{}");
+    EXPECT_EQ(parse_tool_calls(fmt("mistral"), shortest(m), kTools).calls.size(), 1u);
 }
 
 TEST(ChatToolGrammar, EveryJsonFormatNamed) {
@@ -150,10 +155,10 @@ TEST(ChatToolGrammar, EveryJsonFormatNamed) {
         std::string good;
     };
     for (const Case& c : {
-             Case{ToolCallFormat::llama3,
+             Case{fmt("llama3"),
                   "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"},
-             Case{ToolCallFormat::mistral, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}"},
-             Case{ToolCallFormat::harmony,
+             Case{fmt("mistral"), "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}"},
+             Case{fmt("harmony"),
                   "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
                   "{\"city\": \"Oslo\"}"},
          }) {
@@ -177,18 +182,17 @@ TEST(ChatToolGrammar, RefusedWithAClearError) {
         }
         return std::string("no error");
     };
-    EXPECT_NE(message(ToolCallFormat::hermes, "nope", kTools).find("'nope'"), std::string::npos);
-    EXPECT_NE(message(ToolCallFormat::qwen3_coder, "now", kTools).find("qwen3-coder"),
-              std::string::npos);
+    EXPECT_NE(message(fmt("hermes"), "nope", kTools).find("'nope'"), std::string::npos);
+    EXPECT_NE(message(fmt("qwen3-coder"), "now", kTools).find("qwen3-coder"), std::string::npos);
     ojson twice = kTools;
     twice.push_back(kTools[1]);
-    EXPECT_NE(message(ToolCallFormat::hermes, "", twice).find("two functions are named 'now'"),
+    EXPECT_NE(message(fmt("hermes"), "", twice).find("two functions are named 'now'"),
               std::string::npos);
     const ojson pattern = ojson::parse(R"js([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"id": {"type": "string",
         "pattern": "^(?=a)"}}}}}])js");
-    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("'pattern'"), std::string::npos);
-    EXPECT_NE(message(ToolCallFormat::hermes, "f", pattern).find("lookaround"), std::string::npos);
+    EXPECT_NE(message(fmt("hermes"), "f", pattern).find("'pattern'"), std::string::npos);
+    EXPECT_NE(message(fmt("hermes"), "f", pattern).find("lookaround"), std::string::npos);
 }
 
 // Alternatives framed by prefixes that are prefixes of each other cannot be told apart.

@@ -130,7 +130,7 @@ TEST(ServerToolResponses, HarmonyFormat) {
         "<|call|>";
     ResponseHead h = head(false);
     h.split_reasoning = false;  // the <think> splitter is off: harmony's parser splits
-    h.tool_format = ToolCallFormat::harmony;
+    h.tool_format = *parse_tool_call_format("harmony", "test");
     const json r = full_response(h, {completion(text)}, tokenizer());
     const json& m = r["choices"][0]["message"];
     EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");

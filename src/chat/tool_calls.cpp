@@ -9,83 +9,51 @@ namespace specula {
 using namespace tool_format;
 
 const char* tool_call_format_name(ToolCallFormat f) {
-    switch (f) {
-        case ToolCallFormat::hermes:
-            return "hermes";
-        case ToolCallFormat::llama3:
-            return "llama3";
-        case ToolCallFormat::mistral:
-            return "mistral";
-        case ToolCallFormat::qwen3_coder:
-            return "qwen3-coder";
-        case ToolCallFormat::harmony:
-            return "harmony";
-    }
-    return "?";
+    return f.spec->name;
 }
 
 std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name, const char* what) {
     if (name == "auto") return std::nullopt;
-    for (ToolCallFormat f :
-         {ToolCallFormat::hermes, ToolCallFormat::llama3, ToolCallFormat::mistral,
-          ToolCallFormat::qwen3_coder, ToolCallFormat::harmony})
-        if (name == tool_call_format_name(f)) return f;
-    fail(std::string(what) + ": unknown tool-call format '" + std::string(name) +
-         "' (hermes, llama3, mistral, qwen3-coder, harmony or auto)");
+    std::string names;
+    for (const ToolFormatSpec* spec : tool_formats()) {
+        if (name == spec->name) return ToolCallFormat{spec};
+        names += std::string(spec->name) + ", ";
+    }
+    fail(std::string(what) + ": unknown tool-call format '" + std::string(name) + "' (" + names +
+         "or auto)");
 }
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view src) {
-    const auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
-    // Most specific first: Qwen3-Coder's templates also write <tool_call>.
-    if (has("<|channel|>") || has("<|start|>assistant")) return ToolCallFormat::harmony;
-    if (has("<function=") && has("<parameter=")) return ToolCallFormat::qwen3_coder;
-    if (has("<tool_call>")) return ToolCallFormat::hermes;
-    if (has("[TOOL_CALLS]")) return ToolCallFormat::mistral;
-    if (has("<|python_tag|>") || has("<|start_header_id|>")) return ToolCallFormat::llama3;
+    for (const ToolFormatSpec* spec : tool_formats())
+        if (spec->detect(src)) return ToolCallFormat{spec};
     return std::nullopt;
 }
 
-bool template_uses_hermes_tools(std::string_view source) {
-    return detect_tool_call_format(source) == ToolCallFormat::hermes;
-}
-
-ParsedToolCalls parse_hermes_tool_calls(std::string_view text) {
-    return parse_hermes(text);
+bool parses_without_tools(ToolCallFormat f) {
+    return f.spec->parses_without_tools;
 }
 
 ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
                                  const nlohmann::ordered_json& tools) {
-    switch (f) {
-        case ToolCallFormat::hermes:
-            return parse_hermes(text);
-        case ToolCallFormat::llama3:
-            return parse_llama3(text);
-        case ToolCallFormat::mistral:
-            return parse_mistral(text);
-        case ToolCallFormat::qwen3_coder:
-            return parse_qwen3_coder(text, tools);
-        case ToolCallFormat::harmony:
-            return parse_harmony(text);
-    }
-    return as_content(text);
+    return f.spec->parse(text, tools);
 }
 
 ToolCallMarkers tool_call_markers(ToolCallFormat f) {
-    switch (f) {
-        case ToolCallFormat::hermes:
-        case ToolCallFormat::qwen3_coder:
-            return {{"<tool_call>"}, {}};
-        case ToolCallFormat::llama3:
-            return {{"<|python_tag|>"}, {"{"}};
-        case ToolCallFormat::mistral:
-            return {{"[TOOL_CALLS]"}, {}};
-        case ToolCallFormat::harmony:
-            return {{"<|channel|>", "<|start|>"}, {}};
-    }
-    return {};
+    ToolCallMarkers m;
+    for (std::string_view s : f.spec->markers_anywhere) m.anywhere.emplace_back(s);
+    for (std::string_view s : f.spec->markers_at_start) m.at_start.emplace_back(s);
+    return m;
 }
 
 namespace tool_format {
+
+nlohmann::json call_object_schema(const char* args_key, nlohmann::json name_schema,
+                                  nlohmann::json args) {
+    return {{"type", "object"},
+            {"properties", {{"name", std::move(name_schema)}, {args_key, std::move(args)}}},
+            {"required", {"name", args_key}},
+            {"additionalProperties", false}};
+}
 
 std::string trim_right(std::string_view s) {
     const size_t last = s.find_last_not_of(kSpace);

@@ -1,19 +1,10 @@
 // Tool calls as models write them, parsed into OpenAI's shape (a name and arguments as JSON text).
-// One format per file (chat/tool_format_*.cpp), all behind parse_tool_calls():
-//
-//   hermes       Qwen2.5/Qwen3 and Hermes templates:
-//                  <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
-//   llama3       Llama 3.x: the whole reply is {"name": "f", "parameters": {...}} (several may
-//                follow one another, separated by ';' or whitespace), or such JSON after
-//                <|python_tag|> (text before it is content)
-//   mistral      [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] (older templates) or
-//                [TOOL_CALLS]f[ARGS]{...} repeated (newer, optionally [CALL_ID]id before [ARGS])
-//   qwen3_coder  <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>
-//                \n</tool_call>; each value typed by the tool's JSON schema (a "string"
-//                parameter stays text, others are read as JSON when they parse)
-//   harmony      gpt-oss: messages <|channel|>analysis<|message|>...<|end|> (reasoning),
-//                <|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json
-//                <|message|>{...}<|call|> (a call), <|channel|>final<|message|>... (content)
+// The formats are rows of one table (chat/tool_format.h's ToolFormatSpec, listed in
+// chat/tool_formats.cpp), each written in its own chat/tool_format_<name>.cpp, whose comment shows
+// what the model writes: hermes (Qwen2.5/Qwen3, Hermes), llama3, mistral, qwen3-coder, harmony
+// (gpt-oss). A format's row names it, recognises its chat templates, parses a reply, says where
+// its calls start (the stream gate) and frames a forced call (chat/tool_call_grammar.h); nothing
+// outside its file and the table's line dispatches on it.
 //
 // The parsers never guess: when any call is malformed (bad JSON, no name, a cut-off block that
 // is not complete), the whole text stays content and there are no calls. Text before the first
@@ -32,15 +23,28 @@
 
 namespace specula {
 
-enum class ToolCallFormat { hermes, llama3, mistral, qwen3_coder, harmony };
+struct ToolFormatSpec;  // one row of the formats' table (chat/tool_format.h)
 
-// "hermes", "llama3", "mistral", "qwen3-coder", "harmony".
+// A tool-call format: a handle on its row, compared by identity.
+struct ToolCallFormat {
+    const ToolFormatSpec* spec = nullptr;
+    bool operator==(const ToolCallFormat&) const = default;
+
+    // The format used when neither the template nor --tool-call-format names one.
+    static const ToolCallFormat hermes;
+    // (Kept for server/service.cpp, which should ask parses_without_tools() instead.)
+    static const ToolCallFormat harmony;
+};
+
+// Its name: the value --tool-call-format takes ("qwen3-coder").
 const char* tool_call_format_name(ToolCallFormat f);
-// One of the names above, or "auto" (nullopt: chosen from the template); Error naming `what`
-// and listing the values otherwise.
+// A format's name, or "auto" (nullopt: chosen from the template); Error naming `what` and
+// listing the names otherwise.
 std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name, const char* what);
 // The format a chat template teaches its model; nullopt when it shows none.
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
+// Whether replies are parsed even without tools (harmony: its analysis channel is reasoning).
+bool parses_without_tools(ToolCallFormat f);
 
 struct ToolCall {
     std::string name;
@@ -54,13 +58,9 @@ struct ParsedToolCalls {
 };
 
 // `tools`: the request's tools ([{"type": "function", "function": {...}}] or null), which
-// qwen3_coder reads for the parameters' types.
+// qwen3-coder reads for the parameters' types.
 ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
                                  const nlohmann::ordered_json& tools = nullptr);
-
-// Whether a chat template writes the Hermes <tool_call> format.
-bool template_uses_hermes_tools(std::string_view source);
-ParsedToolCalls parse_hermes_tool_calls(std::string_view text);
 
 // Where a format's calls start: `anywhere` in the text, or only `at_start` (the first bytes
 // that are not whitespace).

@@ -1,8 +1,14 @@
-// The tool-call formats' parsers (one per chat/tool_format_*.cpp) and the pieces they share;
-// chat/tool_calls.h is the interface the rest of the project uses.
+// The tool-call formats' table row (one per chat/tool_format_<name>.cpp, listed once in
+// chat/tool_formats.cpp) and the pieces their parsers share; chat/tool_calls.h is the interface
+// the rest of the project uses.
+//
+// A new format: write chat/tool_format_<name>.cpp defining `extern const ToolFormatSpec
+// kFooToolFormat = {...}` (inside namespace specula::tool_format) and add it to the table's line in
+// tool_formats.cpp.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -12,11 +18,55 @@ namespace specula::tool_format {
 
 inline constexpr const char* kSpace = " \t\r\n";
 
-ParsedToolCalls parse_hermes(std::string_view text);
-ParsedToolCalls parse_llama3(std::string_view text);
-ParsedToolCalls parse_mistral(std::string_view text);
-ParsedToolCalls parse_qwen3_coder(std::string_view text, const nlohmann::ordered_json& tools);
-ParsedToolCalls parse_harmony(std::string_view text);
+// A forced call to one function (tool_call_grammar.h): the schema the generated JSON follows,
+// between fixed text.
+struct ForcedCall {
+    nlohmann::json schema;
+    std::string prefix, suffix;
+};
+// One alternative of "required" over several functions: the text before the function's
+// `parameters` schema and after it.
+struct CallFrame {
+    std::string prefix, suffix;
+};
+
+}  // namespace specula::tool_format
+
+namespace specula {
+
+// One tool-call format: its row of the table, written in its chat/tool_format_<name>.cpp.
+struct ToolFormatSpec {
+    const char* name;  // --tool-call-format's value
+    // Whether a chat template's source writes this format. The table is tried in its order, the
+    // most specific format first (Qwen3-Coder's templates also write <tool_call>).
+    bool (*detect)(std::string_view template_source);
+    // A reply's calls, content and reasoning (`tools` as for parse_tool_calls).
+    ParsedToolCalls (*parse)(std::string_view text, const nlohmann::ordered_json& tools);
+    // Where its calls start (ToolCallGate): markers anywhere, or only at the start.
+    std::span<const std::string_view> markers_anywhere, markers_at_start;
+    // The grammar of a forced call: to the function `name` with `params` its parameters' schema;
+    // and one alternative (function `name`) when any of several may be called. Null: forcing a
+    // call is refused with an Error that gives `no_forced_call` as the reason.
+    tool_format::ForcedCall (*forced_call)(const std::string& name, const nlohmann::json& params);
+    tool_format::CallFrame (*forced_any)(const std::string& name);
+    const char* no_forced_call = "";
+    bool parses_without_tools = false;  // see tool_calls.h's parses_without_tools()
+};
+
+}  // namespace specula
+
+namespace specula::tool_format {
+
+// The table, in detection order.
+std::span<const ToolFormatSpec* const> tool_formats();
+
+// Whether `source` contains `s`.
+inline bool has(std::string_view source, std::string_view s) {
+    return source.find(s) != std::string_view::npos;
+}
+// {"name": <name_schema>, <args_key>: <args>} and nothing else.
+nlohmann::json call_object_schema(const char* args_key, nlohmann::json name_schema,
+                                  nlohmann::json args);
 
 // The text unchanged as content, no calls.
 inline ParsedToolCalls as_content(std::string_view text) {

@@ -40,9 +40,7 @@ std::string channel(std::string_view header) {
     return std::string(header.substr(from, end - from));
 }
 
-}  // namespace
-
-ParsedToolCalls parse_harmony(std::string_view text) {
+ParsedToolCalls parse_harmony(std::string_view text, const nlohmann::ordered_json& /*tools*/) {
     const size_t first = std::min(text.find(kStart), text.find(kChannel));
     if (first == std::string_view::npos) return as_content(text);
     ParsedToolCalls out;
@@ -79,5 +77,36 @@ ParsedToolCalls parse_harmony(std::string_view text) {
     }
     return out;
 }
+
+bool detect(std::string_view src) {
+    return has(src, "<|channel|>") || has(src, "<|start|>assistant");
+}
+
+constexpr std::string_view kAnywhere[] = {"<|channel|>", "<|start|>"};
+
+// The commentary header names the function; the end token closes the arguments.
+std::string call_header(const std::string& name) {
+    return "<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>";
+}
+
+ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
+    return {params, call_header(name), ""};
+}
+
+CallFrame forced_any(const std::string& name) {
+    return {call_header(name), ""};
+}
+
+}  // namespace
+
+extern const ToolFormatSpec kHarmonyToolFormat = {
+    .name = "harmony",
+    .detect = detect,
+    .parse = parse_harmony,
+    .markers_anywhere = kAnywhere,
+    .forced_call = forced_call,
+    .forced_any = forced_any,
+    .parses_without_tools = true,  // the analysis channel is reasoning
+};
 
 }  // namespace specula::tool_format

@@ -12,9 +12,7 @@ bool parse_call(std::string_view body, ToolCall& out) {
     return !j.is_discarded() && call_from_json(j, out);
 }
 
-}  // namespace
-
-ParsedToolCalls parse_hermes(std::string_view text) {
+ParsedToolCalls parse_hermes(std::string_view text, const nlohmann::ordered_json& /*tools*/) {
     size_t at = text.find(kOpen);
     if (at == std::string_view::npos) return as_content(text);
     ParsedToolCalls out;
@@ -40,5 +38,32 @@ ParsedToolCalls parse_hermes(std::string_view text) {
     }
     return out;
 }
+
+bool detect(std::string_view src) {
+    return has(src, "<tool_call>");
+}
+
+constexpr std::string_view kAnywhere[] = {"<tool_call>"};
+
+ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
+    return {call_object_schema("arguments", {{"const", name}}, params), "<tool_call>\n",
+            "\n</tool_call>"};
+}
+
+CallFrame forced_any(const std::string& name) {
+    return {"<tool_call>\n{\"name\": " + nlohmann::json(name).dump() + ", \"arguments\": ",
+            "}\n</tool_call>"};
+}
+
+}  // namespace
+
+extern const ToolFormatSpec kHermesToolFormat = {
+    .name = "hermes",
+    .detect = detect,
+    .parse = parse_hermes,
+    .markers_anywhere = kAnywhere,
+    .forced_call = forced_call,
+    .forced_any = forced_any,
+};
 
 }  // namespace specula::tool_format

@@ -10,9 +10,7 @@ constexpr std::string_view kTag = "<|python_tag|>";
 // End-of-turn tokens a reply may still carry after its calls.
 constexpr std::string_view kEnds[] = {"<|eom_id|>", "<|eot_id|>"};
 
-}  // namespace
-
-ParsedToolCalls parse_llama3(std::string_view text) {
+ParsedToolCalls parse_llama3(std::string_view text, const nlohmann::ordered_json& /*tools*/) {
     ParsedToolCalls out;
     size_t at = text.find(kTag);
     if (at != std::string_view::npos) {
@@ -45,5 +43,33 @@ ParsedToolCalls parse_llama3(std::string_view text) {
     if (out.calls.empty()) return as_content(text);
     return out;
 }
+
+bool detect(std::string_view src) {
+    return has(src, "<|python_tag|>") || has(src, "<|start_header_id|>");
+}
+
+constexpr std::string_view kAnywhere[] = {"<|python_tag|>"};
+
+constexpr std::string_view kAtStart[] = {"{"};
+
+ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
+    return {call_object_schema("parameters", {{"const", name}}, params), "", ""};
+}
+
+CallFrame forced_any(const std::string& name) {
+    return {"{\"name\": " + nlohmann::json(name).dump() + ", \"parameters\": ", "}"};
+}
+
+}  // namespace
+
+extern const ToolFormatSpec kLlama3ToolFormat = {
+    .name = "llama3",
+    .detect = detect,
+    .parse = parse_llama3,
+    .markers_anywhere = kAnywhere,
+    .markers_at_start = kAtStart,
+    .forced_call = forced_call,
+    .forced_any = forced_any,
+};
 
 }  // namespace specula::tool_format

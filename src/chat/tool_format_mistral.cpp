@@ -42,9 +42,7 @@ size_t parse_named(std::string_view text, size_t at, ParsedToolCalls& out) {
     return end;
 }
 
-}  // namespace
-
-ParsedToolCalls parse_mistral(std::string_view text) {
+ParsedToolCalls parse_mistral(std::string_view text, const nlohmann::ordered_json& /*tools*/) {
     size_t at = text.find(kMarker);
     if (at == std::string_view::npos) return as_content(text);
     ParsedToolCalls out;
@@ -68,5 +66,31 @@ ParsedToolCalls parse_mistral(std::string_view text) {
     }
     return out;
 }
+
+bool detect(std::string_view src) {
+    return has(src, "[TOOL_CALLS]");
+}
+
+constexpr std::string_view kAnywhere[] = {"[TOOL_CALLS]"};
+
+// One function: [TOOL_CALLS]N[ARGS]A; "required" over several: the older array form.
+ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
+    return {params, "[TOOL_CALLS]" + name + "[ARGS]", ""};
+}
+
+CallFrame forced_any(const std::string& name) {
+    return {"[TOOL_CALLS][{\"name\": " + nlohmann::json(name).dump() + ", \"arguments\": ", "}]"};
+}
+
+}  // namespace
+
+extern const ToolFormatSpec kMistralToolFormat = {
+    .name = "mistral",
+    .detect = detect,
+    .parse = parse_mistral,
+    .markers_anywhere = kAnywhere,
+    .forced_call = forced_call,
+    .forced_any = forced_any,
+};
 
 }  // namespace specula::tool_format

@@ -79,8 +79,6 @@ size_t parse_function(std::string_view text, size_t at, const ojson& tools, Tool
     return at + kFunctionEnd.size();
 }
 
-}  // namespace
-
 ParsedToolCalls parse_qwen3_coder(std::string_view text, const ojson& tools) {
     size_t at = text.find(kOpen);
     if (at == std::string_view::npos) return as_content(text);
@@ -101,5 +99,23 @@ ParsedToolCalls parse_qwen3_coder(std::string_view text, const ojson& tools) {
     }
     return out;
 }
+
+bool detect(std::string_view src) {
+    return has(src, "<function=") && has(src, "<parameter=");
+}
+
+constexpr std::string_view kAnywhere[] = {"<tool_call>"};
+
+}  // namespace
+
+extern const ToolFormatSpec kQwen3CoderToolFormat = {
+    .name = "qwen3-coder",
+    .detect = detect,
+    .parse = parse_qwen3_coder,
+    .markers_anywhere = kAnywhere,
+    .forced_call = nullptr,
+    .forced_any = nullptr,
+    .no_forced_call = "its calls are XML, not JSON",
+};
 
 }  // namespace specula::tool_format
