@@ -3,16 +3,20 @@
 //   - read:  the `{arch}.*` hyperparameters it reads (model/hparams.h readers) and the choices
 //            they imply (rope style, whether experts are allowed);
 //   - bind:  its tensors, names, shapes and which are optional (model/weights.h);
-//   - block: one layer of its forward pass, a few calls to the blocks of model/forward_pass.h
-//            (attention input, rope + cache, attention output, FFN or MoE).
+//   - block: one layer of its forward pass over the pass's state (model/pass_state.h): calls to
+//            the shared blocks (model/blocks.h: attention input, rope + cache, attention, FFN or
+//            MoE, DeltaNet) and steps of its own, written in its file over the same state, with
+//            buffers of its own (`scratch`) when the shared ones do not fit.
+// and, where it has them, what drafters take from its passes (the hooks below).
 // To add one: write model/arch/<name>.cpp defining an `extern const ArchSpec k<Name>Arch`, declare
-// it below and list it in kArchs (arch.cpp). A block step the shared ones lack (a per-head Q/K
-// norm, a sliding window) goes into ForwardPass as a new step the other blocks do not call.
+// it below and list it in kArchs (arch.cpp). Only a block other architectures will share (a new
+// kind of attention or FFN) goes into model/blocks.h.
 #pragma once
 
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "model/hparams.h"
@@ -20,7 +24,7 @@
 
 namespace specula {
 
-class ForwardPass;
+struct PassState;
 
 struct ArchSpec {
     const char* name;  // general.architecture
@@ -28,8 +32,8 @@ struct ArchSpec {
     void (*read)(const GGUFFile& f, HParams& hp);
     // Binds every tensor the block reads into w (TensorBinder checks shape and type).
     void (*bind)(TensorBinder& b, const HParams& hp, ModelWeights& w);
-    // Runs layer `l` of the pass (the pass knows the layer index and which rows it finishes).
-    void (*block)(ForwardPass& pass, const LayerWeights& l);
+    // Runs layer `l` of the pass (the state knows the layer index and which rows it finishes).
+    void (*block)(PassState& st, const LayerWeights& l);
     // The device backend runs this architecture's layers: its block is the llama block with any
     // of the pieces the device has (vulkan/layers.cpp: per-head Q/K norm, post-norms, GeGLU,
     // sliding windows with their own rope base); hparams the device lacks (MoE, YaRN,
@@ -39,7 +43,33 @@ struct ArchSpec {
     // architecture has none. Model::load calls it for the file's own head (inside bind) and for
     // a sidecar's (model/model.h's LoadOptions::mtp_sidecar).
     void (*bind_mtp)(TensorBinder& b, const HParams& hp, ModelWeights& w) = nullptr;
+
+    // --- What drafters take from a pass ---
+    // The MTP head's layer over its input rows (x = eh_proj [enorm(embed) | hnorm(hidden)], the
+    // pass in MTP mode: PassState::mtp, attention over each session's head cache). The driver
+    // (model/forward_mtp.cpp) makes the input rows and the head's output around it. Null: the
+    // architecture has no MTP head (bind_mtp is null too).
+    void (*mtp_block)(PassState& st, const LayerWeights& l) = nullptr;
+    // The layers whose outputs a hidden-state drafter (EAGLE-3, DFlash) reads when its file
+    // does not name them (SessionParams::capture_layers). Null: default_capture_layers.
+    std::vector<int> (*capture_layers)(const HParams& hp) = nullptr;
+    // The layer of the target's KV cache a drafter layer reads (Gemma 4's assistant attends over
+    // the target's cache, Session::kv()): the target's last sliding-window layer for a drafter
+    // layer with a window (swa), its last full-attention layer otherwise. Null:
+    // default_kv_source_layer.
+    int (*kv_source_layer)(const HParams& hp, bool swa) = nullptr;
+
+    // The per-row widths (in floats) of the architecture's own pass buffers, PassState::arch
+    // (a fused QKV's output, a gated query's gate). Null: none.
+    std::vector<int64_t> (*scratch)(const HParams& hp) = nullptr;
 };
+
+// EAGLE-3's choice: the outputs of layers 2, n_layer / 2 and n_layer - 3 (clamped to the layers
+// there are, ascending, without repeats).
+std::vector<int> default_capture_layers(const HParams& hp);
+// The last layer of the kind asked (sliding-window or not, never a recurrent one); -1 when the
+// model has none.
+int default_kv_source_layer(const HParams& hp, bool swa);
 
 extern const ArchSpec kLlamaArch;      // model/arch/llama.cpp (Llama 1-3, Mistral, Mixtral)
 extern const ArchSpec kQwen2Arch;      // model/arch/qwen2.cpp
@@ -70,6 +100,6 @@ void bind_llama_tensors(TensorBinder& b, const HParams& hp, Need qkv_bias, Model
 //   x += Wo attention(rope(Wq h), rope(Wk h), Wv h)   with h = rms_norm(x) * attn_norm
 //   x += FFN(rms_norm(x) * ffn_norm)                   (dense SwiGLU, or MoE when bound)
 // Biases the architecture bound are added where they belong.
-void llama_block(ForwardPass& pass, const LayerWeights& l);
+void llama_block(PassState& st, const LayerWeights& l);
 
 }  // namespace specula

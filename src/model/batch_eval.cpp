@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
+#include "model/session_impl.h"
 
 namespace specula {
 
@@ -64,6 +65,7 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
     for (const BatchItem& it : items) {
         if (it.tokens.empty()) {
             it.session->impl_->n_logits = 0;
+            it.session->impl_->n_captured = 0;
             continue;
         }
         if (it.tokens.size() > size_t(it.session->impl_->max_pass())) {

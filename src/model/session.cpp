@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
+#include "model/session_impl.h"
 
 namespace specula {
 
@@ -31,6 +32,21 @@ int ubatch(const SessionParams& p) {
     return p.n_ubatch;
 }
 
+// SessionParams::capture_layers, checked and sorted.
+std::vector<int> capture_layers(const Model& m, const SessionParams& p) {
+    std::vector<int> l = p.capture_layers;
+    std::sort(l.begin(), l.end());
+    const int n = m.hparams().n_layer;
+    for (size_t i = 0; i < l.size(); ++i) {
+        if (l[i] < 0 || l[i] >= n - 1) {
+            fail("capture layer ", l[i], " is out of range [0, ", n - 1, ") for ", m.file().path(),
+                 " (", n, " layers; the last keeps only its output rows)");
+        }
+        if (i > 0 && l[i] == l[i - 1]) fail("capture layer ", l[i], " is listed twice");
+    }
+    return l;
+}
+
 int swa_max_pass(const SessionParams& p) {
     if (p.swa_max_pass < 1) fail("swa_max_pass must be >= 1, got ", p.swa_max_pass);
     return p.swa_max_pass;
@@ -46,6 +62,7 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
          p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim,
          p.kv_small_pages),
       rec(m.hparams(), p.recurrent_rollback),
+      capture_layers(specula::capture_layers(m, p)),
       n_ubatch(ubatch(p)) {
     if (p.shared_pass) {
         if (&p.shared_pass->model() != &m)
@@ -60,6 +77,8 @@ Session::Impl::Impl(const Model& m, const SessionParams& p)
     op.n_ctx = kv.n_ctx();
     offload = make_offload(m, op);
     if (offload) kv.set_device_layers(offload->n_layers());
+    if (offload && !capture_layers.empty())
+        fail("capture_layers: the captured layers must run on the CPU (n_gpu_layers = 0)");
     if (m.has_mtp()) {
         mtp_kv = std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k,
                                            p.type_v, std::span<const int>{}, 0,
@@ -127,7 +146,8 @@ void Session::release_kv() {
 
 double Session::buffer_bytes() const {
     const Impl& s = *impl_;
-    const double floats = double(s.logits.capacity()) + double(s.hidden.capacity());
+    const double floats =
+        double(s.logits.capacity()) + double(s.hidden.capacity()) + double(s.captured.capacity());
     return (s.pass ? s.pass->allocated_bytes() : 0.0) + sizeof(float) * floats;
 }
 
@@ -259,6 +279,27 @@ void Session::mtp_rollback(int n) {
 bool Session::can_rollback(int n_past) const {
     return n_past >= 0 && n_past <= impl_->kv.n_past() && impl_->kv.can_keep(n_past) &&
            impl_->rec.restorable_floor(n_past, impl_->kv.n_past()) == n_past;
+}
+
+const float* Session::captured(int t) const {
+    const Impl& s = *impl_;
+    if (s.capture_layers.empty()) fail("captured(", t, "): the session captures no layer");
+    if (t < 0 || t >= s.n_captured) {
+        fail("captured(", t, "): the last eval captured ", s.n_captured, " rows");
+    }
+    return s.captured.data() + size_t(t) * size_t(capture_width());
+}
+
+int Session::n_captured() const {
+    return impl_->n_captured;
+}
+
+int Session::capture_width() const {
+    return int(impl_->capture_layers.size()) * impl_->model.hparams().n_embd;
+}
+
+const KVCache& Session::kv() const {
+    return impl_->kv;
 }
 
 const Model& Session::model() const {

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "common/threadpool.h"
 #include "model/kv_cache.h"
@@ -61,6 +62,11 @@ struct SessionParams {
     // (Session::kv_touched, release_kv): a server's KV pool. false: 2 MiB pages where the system
     // has them (fewer TLB misses over a long cache).
     bool kv_small_pages = false;
+    // The layers whose outputs (the residual stream after the layer's block, every token's row)
+    // each eval keeps for a hidden-state drafter (EAGLE-3, DFlash): Session::captured. Distinct,
+    // each in [0, n_layer - 1) (the last layer keeps only its output rows) and on the CPU (not
+    // with device layers); Error otherwise. Empty: nothing is kept.
+    std::vector<int> capture_layers;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
@@ -157,7 +163,21 @@ class Session {
     // its user (speculative/mtp_drafter.h) decides which positions stay.
     void mtp_rollback(int n);
 
-    struct Impl;  // model/forward_pass.h
+    // --- What a drafter reads of the target (speculative/) ---
+    // Row t of the last pass's captured hidden states (SessionParams::capture_layers): the
+    // outputs of those layers at the pass's token t, side by side in ascending layer order,
+    // n_embd values each. n_captured() rows: every token of the last pass (an eval of more than
+    // n_ubatch tokens runs several: a caller that needs every row evaluates at most n_ubatch
+    // tokens at a time, so the memory stays one pass's). Error when the session captures
+    // nothing or t is out of range.
+    const float* captured(int t) const;
+    int n_captured() const;
+    int capture_width() const;  // floats per captured row: capture_layers.size() x n_embd
+    // The KV cache, read-only: a drafter that attends over the target's keys and values (Gemma
+    // 4's assistant) reads rows [0, n_past()) of the layer ArchSpec::kv_source_layer names.
+    const KVCache& kv() const;
+
+    struct Impl;  // model/session_impl.h
 
   private:
     friend class BatchEvaluator;  // model/batch_eval.h: one pass over several sessions

@@ -28,7 +28,7 @@
 
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 
@@ -111,12 +111,12 @@ void bind_gemma3(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_common(b, hp, w, /*qk_norm=*/true);
 }
 
-void block(ForwardPass& pass, const LayerWeights& l) {
-    pass.attention_input(l);
-    if (l.q_norm) pass.qk_norm(l);
-    pass.rope_and_cache();
-    pass.attention_output(l);
-    pass.ffn(l);
+void block(PassState& st, const LayerWeights& l) {
+    attention_input(st, l);
+    if (l.q_norm) qk_norm(st, l);
+    rope_and_cache(st);
+    attention_output(st, l);
+    ffn(st, l);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 //            expert's clamped SwiGLU (model/ops.h swiglu_oai) with biases.
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 

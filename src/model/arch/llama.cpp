@@ -10,7 +10,7 @@
 //   block:   pre-norm attention with normal (GPT-J style) rope on adjacent pairs, then a SwiGLU
 //            FFN or the MoE (llama_block below).
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 
@@ -39,11 +39,11 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
 
 }  // namespace
 
-void llama_block(ForwardPass& pass, const LayerWeights& l) {
-    pass.attention_input(l);
-    pass.rope_and_cache();
-    pass.attention_output(l);
-    pass.ffn(l);
+void llama_block(PassState& st, const LayerWeights& l) {
+    attention_input(st, l);
+    rope_and_cache(st);
+    attention_output(st, l);
+    ffn(st, l);
 }
 
 const ArchSpec kLlamaArch = {"llama", read_llama_hparams, bind_tensors, llama_block,

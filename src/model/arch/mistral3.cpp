@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 
@@ -59,12 +59,30 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_llama_tensors(b, hp, Need::Optional, w);
 }
 
-void block(ForwardPass& pass, const LayerWeights& l) {
-    pass.attention_input(l);
-    pass.rope_and_cache();
-    if (pass.hparams().attn_temp_scale != 0.0f) pass.temper_q();
-    pass.attention_output(l);
-    pass.ffn(l);
+// The attention temperature: q of a row at position p *= 1 + attn_temp_scale *
+// log(floor((p + 1) / attn_temp_floor) + 1), after the rope (ik_llama.cpp computes each row's
+// factor in float, as here).
+void temper_q(PassState& st) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q();
+    const float floor_scale = static_cast<float>(hp.attn_temp_floor);
+    for (size_t s = 0; s < st.segs.size(); ++s) {
+        for (int t = 0; t < st.n[s]; ++t) {
+            const float pos = static_cast<float>(st.pos(s, t));
+            const float f =
+                std::log(std::floor((pos + 1.0f) / floor_scale) + 1.0f) * hp.attn_temp_scale + 1.0f;
+            float* q = st.q.data() + (st.off[s] + t) * dq;
+            for (int64_t i = 0; i < dq; ++i) q[i] *= f;
+        }
+    }
+}
+
+void block(PassState& st, const LayerWeights& l) {
+    attention_input(st, l);
+    rope_and_cache(st);
+    if (st.hp.attn_temp_scale != 0.0f) temper_q(st);
+    attention_output(st, l);
+    ffn(st, l);
 }
 
 }  // namespace

@@ -20,10 +20,12 @@
 // The fused matrices are bound as they are stored (one matmul each, its output split); nothing is
 // copied at load.
 #include <cmath>
+#include <cstring>
 
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
+#include "model/ops.h"
 
 namespace specula {
 
@@ -94,17 +96,66 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     }
 }
 
-void block(ForwardPass& pass, const LayerWeights& l) {
-    pass.attention_input_fused(l);
-    pass.rope_and_cache();
-    pass.scale_q(1.0f / std::sqrt(static_cast<float>(pass.hparams().head_dim)));
-    pass.attention_output(l);
-    pass.ffn_fused(l);
+// phi3's own pass buffers: the fused QKV output and the fused gate | up output, per row.
+enum Scratch { kQkv, kGateUp };
+std::vector<int64_t> scratch(const HParams& hp) {
+    return {hp.n_embd_q() + 2 * hp.n_embd_kv(), 2 * int64_t{hp.n_ff}};
+}
+
+// h = rms_norm(x) * attn_norm; one matmul by Wqkv, its rows split into q, k, v.
+void attention_input_fused(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv(), w = dq + 2 * dkv;
+    const int ntok = st.n_rows;
+    float* qkv = st.arch[kQkv].data();
+    norm_rows(st, st.x.data(), l.attn_norm, ntok, st.h.data());
+    matmul(l.wqkv, st.h.data(), hp.n_embd, ntok, qkv, w, *st.pool, st.mm);
+    for (int t = 0; t < ntok; ++t) {
+        const float* r = qkv + t * w;
+        std::memcpy(st.q.data() + t * dq, r, sizeof(float) * dq);
+        std::memcpy(st.k.data() + t * dkv, r + dq, sizeof(float) * dkv);
+        std::memcpy(st.v.data() + t * dkv, r + dq + dkv, sizeof(float) * dkv);
+    }
+}
+
+// q *= s: phi3 scales q by 1/sqrt(head_dim) after the rope, and its softmax by 1.
+void scale_q(PassState& st, float s) {
+    const int64_t n = static_cast<int64_t>(st.n_rows) * st.hp.n_embd_q();
+    float* q = st.q.data();
+    for (int64_t i = 0; i < n; ++i) q[i] *= s;
+}
+
+// x += down(silu(g) * u) with [g | u] = Wup (rms_norm(x) * ffn_norm): one matmul for both.
+void ffn_fused(PassState& st, const LayerWeights& l) {
+    ThreadPool& pool = *st.pool;
+    const int nrows = st.rows;
+    const int64_t nff = st.hp.n_ff, w = 2 * nff, d = st.hp.n_embd;
+    float* gu = st.arch[kGateUp].data();
+    norm_rows(st, st.x.data(), l.ffn_norm, nrows, st.h.data());
+    matmul(l.ffn_gate_up, st.h.data(), d, nrows, gu, w, pool, st.mm);
+    over_items(pool, nrows, w, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) silu_mul(gu + t * w, gu + t * w + nff, nff);
+    });
+    matmul(l.ffn_down, gu, w, nrows, st.tmp.data(), d, pool, st.mm);
+    add_into_all(pool, st.x.data(), st.tmp.data(), static_cast<int64_t>(nrows) * d);
+}
+
+void block(PassState& st, const LayerWeights& l) {
+    attention_input_fused(st, l);
+    rope_and_cache(st);
+    scale_q(st, 1.0f / std::sqrt(static_cast<float>(st.hp.head_dim)));
+    attention_output(st, l);
+    ffn_fused(st, l);
 }
 
 }  // namespace
 
 // The Vulkan backend has no fused-matrix or sliding-window layer: phi3 layers run on the CPU.
-const ArchSpec kPhi3Arch = {"phi3", read_keys, bind_tensors, block, /*device_block=*/false};
+const ArchSpec kPhi3Arch = {.name = "phi3",
+                            .read = read_keys,
+                            .bind = bind_tensors,
+                            .block = block,
+                            .device_block = false,
+                            .scratch = scratch};
 
 }  // namespace specula

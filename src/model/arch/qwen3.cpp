@@ -16,7 +16,7 @@
 //            weights renormalised, as ik_llama.cpp's qwen3moe graph always does) for qwen3moe.
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 
@@ -52,12 +52,12 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     for (int il = 0; il < hp.n_layer; ++il) bind_qk_norm(b, hp, layer_prefix(il), w.layers[il]);
 }
 
-void block(ForwardPass& pass, const LayerWeights& l) {
-    pass.attention_input(l);
-    pass.qk_norm(l);
-    pass.rope_and_cache();
-    pass.attention_output(l);
-    pass.ffn(l);
+void block(PassState& st, const LayerWeights& l) {
+    attention_input(st, l);
+    qk_norm(st, l);
+    rope_and_cache(st);
+    attention_output(st, l);
+    ffn(st, l);
 }
 
 }  // namespace

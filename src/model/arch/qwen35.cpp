@@ -28,19 +28,21 @@
 //            (qwen35moe) the router, ffn_{gate,up,down}_exps and the shared expert
 //            ffn_{gate,up,down}_shexp with ffn_gate_inp_shexp. A vision tower (v.* / mm.*
 //            tensors) is skipped with a note on stderr.
-//   block:   DeltaNet: x += ForwardPass::delta_net (model/delta_net.h); attention:
+//   block:   DeltaNet: x += delta_net (model/blocks.h, model/delta_net.h); attention:
 //            h = rms_norm(x) * attn_norm; [q | gate] = Wq h, k, v; q, k = per-head rms_norm;
 //            rope (NEOX pairs over rope.dimension_count, the vision section unrotated);
 //            x += Wo (attention * sigmoid(gate)); then x += FFN(rms_norm(x) *
 //            post_attention_norm): SwiGLU, or the MoE (softmax, top k renormalised) plus the
 //            shared expert scaled by sigmoid(ffn_gate_inp_shexp . h).
 // Every bad or inconsistent state dimension is an Error naming the key or the tensor.
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "common/error.h"
 #include "model/arch.h"
-#include "model/forward_pass.h"
+#include "model/blocks.h"
 
 namespace specula {
 
@@ -239,28 +241,86 @@ void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
 }
 
-void block(ForwardPass& pass, const LayerWeights& l) {
-    if (l.ssm_qkv.data) {
-        pass.delta_net(l);
-    } else {
-        pass.gated_attention_input(l);
-        pass.qk_norm(l);
-        pass.rope_and_cache();
-        pass.attention_output(l);
+// qwen35's own pass buffers: the gated Q rows (each head's q then its gate) and the gate.
+enum Scratch { kQGate, kGate };
+std::vector<int64_t> scratch(const HParams& hp) {
+    return {2 * hp.n_embd_q(), hp.n_embd_q()};
+}
+
+// The gated attention input: Wq's rows hold each head's q then its output gate; q and the gate
+// are split apart (the gate applies after the attention: apply_gate).
+void gated_attention_input(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv(), hd = hp.head_dim;
+    const int ntok = st.n_rows;
+    float* qg = st.arch[kQGate].data();
+    float* gate = st.arch[kGate].data();
+    norm_rows(st, st.x.data(), l.attn_norm, ntok, st.h.data());
+    const MatmulJob qkv[] = {
+        {l.wq, qg, 2 * dq}, {l.wk, st.k.data(), dkv}, {l.wv, st.v.data(), dkv}};
+    matmul_multi(qkv, st.h.data(), hp.n_embd, ntok, *st.pool, st.mm);
+    for (int t = 0; t < ntok; ++t) {
+        for (int h = 0; h < hp.n_head; ++h) {
+            const float* r = qg + t * 2 * dq + h * 2 * hd;
+            std::memcpy(st.q.data() + t * dq + h * hd, r, sizeof(float) * hd);
+            std::memcpy(gate + t * dq + h * hd, r + hd, sizeof(float) * hd);
+        }
     }
-    pass.ffn(l);
+}
+
+// out *= sigmoid(gate), each attended row by the gate of its own position.
+void apply_gate(PassState& st) {
+    const int64_t dq = st.hp.n_embd_q();
+    for (size_t s = 0; s < st.segs.size(); ++s) {
+        const AttendedRows r = attended_rows(st, s);
+        const float* g = st.arch[kGate].data() + r.src * dq;
+        float* a = st.att.data() + r.dst * dq;
+        for (int64_t i = 0; i < r.n * dq; ++i) a[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+    }
+}
+
+// The gated full-attention layer: the main pass's attention layers, and the MTP head's.
+void gated_attention(PassState& st, const LayerWeights& l) {
+    gated_attention_input(st, l);
+    qk_norm(st, l);
+    rope_and_cache(st);
+    attend(st, l);
+    apply_gate(st);
+    attention_project(st, l);
+}
+
+void block(PassState& st, const LayerWeights& l) {
+    if (l.ssm_qkv.data)
+        delta_net(st, l);
+    else
+        gated_attention(st, l);
+    ffn(st, l);
+}
+
+// The MTP head's layer: gated attention over the head's own cache, then its FFN when it has one.
+void mtp_block(PassState& st, const LayerWeights& l) {
+    gated_attention(st, l);
+    if (l.ffn_gate.data || l.ffn_gate_exps.data) ffn(st, l);
 }
 
 }  // namespace
 
 // The Vulkan backend has no DeltaNet shader: qwen35 layers run on the CPU.
-const ArchSpec kQwen35Arch = {"qwen35", read_dense, bind_tensors, block, /*device_block=*/false,
-                              bind_mtp};
-const ArchSpec kQwen35MoeArch = {"qwen35moe",
-                                 read_moe,
-                                 bind_tensors,
-                                 block,
-                                 /*device_block=*/false,
-                                 bind_mtp};
+const ArchSpec kQwen35Arch = {.name = "qwen35",
+                              .read = read_dense,
+                              .bind = bind_tensors,
+                              .block = block,
+                              .device_block = false,
+                              .bind_mtp = bind_mtp,
+                              .mtp_block = mtp_block,
+                              .scratch = scratch};
+const ArchSpec kQwen35MoeArch = {.name = "qwen35moe",
+                                 .read = read_moe,
+                                 .bind = bind_tensors,
+                                 .block = block,
+                                 .device_block = false,
+                                 .bind_mtp = bind_mtp,
+                                 .mtp_block = mtp_block,
+                                 .scratch = scratch};
 
 }  // namespace specula
