@@ -18,15 +18,15 @@ namespace {
 
 BenchParams small(double synthetic) {
     BenchParams p;
-    p.target_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-F16.gguf");
-    p.speculative.method = SpecMethod::draft_model;
-    p.speculative.draft_model =
+    p.runtime.model_path = test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-F16.gguf");
+    p.runtime.speculative.method = SpecMethod::draft_model;
+    p.runtime.speculative.draft_model =
         test::shared_path("models/synthetic/rand-llama-tok512-d256-l1-draft-F16.gguf");
     p.prompts = {"The quick brown fox jumps over the lazy dog."};
     p.n_predict = 24;
     p.reps = 1;
     p.draft_list = {1, 2, 4};
-    p.n_threads = 1;
+    p.runtime.n_threads = 1;
     p.synthetic_accept = synthetic;
     p.verbose = false;
     p.pp = 40;
@@ -96,7 +96,7 @@ TEST(SpecBench, SyntheticAcceptanceIsAppliedAndMarked) {
 TEST(SpecBench, ThroughputWithoutDraft) {
     BenchParams p = small(-1);
     p.with_spec = false;
-    p.speculative = {};  // no drafter
+    p.runtime.speculative = {};  // no drafter
     p.pass_sizes = {1, 3, 5};
     const BenchResult r = run_bench(p);
     ASSERT_EQ(r.rows.size(), 1u);
@@ -127,10 +127,10 @@ TEST(SpecBench, ThroughputWithoutDraft) {
 // without recurrent layers gets none (above: the llama file's table has no such line).
 TEST(SpecBench, HybridModelGetsRecurrentRollbackRows) {
     BenchParams p = small(-1);
-    p.target_path =
+    p.runtime.model_path =
         std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/rand-qwen35-tok512-d128-l4-F16.gguf";
     p.with_spec = false;
-    p.speculative = {};
+    p.runtime.speculative = {};
     p.pass_sizes = {1, 5};
     p.pp = 0;
     const BenchResult r = run_bench(p);
@@ -150,7 +150,7 @@ TEST(SpecBench, HybridModelGetsRecurrentRollbackRows) {
 
 TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
     BenchParams p = small(-1);
-    p.speculative = {};  // no drafter
+    p.runtime.speculative = {};  // no drafter
     EXPECT_THROW(run_bench(p), Error);
     p.pass_sizes = {0};
     p.with_spec = false;
@@ -163,8 +163,8 @@ TEST(SpecBench, NeedsADraftOnlyForSpeculativeRows) {
 TEST(SpecBench, DepthRunsEverythingOnTopOfACachedFiller) {
     BenchParams p = small(-1);
     p.depth = 2500;
-    p.type_k = KVType::Q8_0;
-    p.type_v = KVType::F16;
+    p.runtime.type_k = KVType::Q8_0;
+    p.runtime.type_v = KVType::F16;
     p.draft_list = {3};
     p.with_auto = false;
     p.pass_sizes = {1, 5};
@@ -178,10 +178,53 @@ TEST(SpecBench, DepthRunsEverythingOnTopOfACachedFiller) {
     const std::string table = table_of(r, true);
     // The read figures count the KV rows a pass reads at that depth: every layer's 2500 rows of
     // K (Q8_0: 34 bytes per 32 values) and V (F16: 2 bytes a value).
-    const HParams hp = Model::load(p.target_path)->hparams();
+    const HParams hp = Model::load(p.runtime.model_path)->hparams();
     EXPECT_EQ(r.tp.kv_bytes,
               int64_t(hp.n_layer) * 2500 * (hp.n_embd_kv() / 32 * 34 + hp.n_embd_kv() * 2));
     EXPECT_NE(table.find(" of KV at depth 2500 per pass"), std::string::npos) << table;
     p.depth = -1;
     EXPECT_THROW(run_bench(p), Error);
+}
+
+// --draft-min reaches bench as it reaches run and serve (runtime/runtime.h's gen_params): with
+// every draft length below it no proposal is verified, so nothing is drafted even where every
+// drafted token would be accepted (synthetic acceptance 1); without it everything drafted is.
+TEST(SpecBench, HonoursDraftMin) {
+    BenchParams p = small(1.0);
+    p.with_auto = false;
+    p.pp = 0;
+    p.read_test_bytes = 0;
+    const BenchResult with_drafts = run_bench(p);
+    p.runtime.speculative.draft_min = 5;  // above every length of draft_list {1, 2, 4}
+    const BenchResult none = run_bench(p);
+    ASSERT_EQ(with_drafts.rows.size(), 4u);
+    ASSERT_EQ(none.rows.size(), 4u);
+    for (size_t i = 1; i < none.rows.size(); ++i) {
+        EXPECT_GT(with_drafts.rows[i].mean_len, 1.5) << with_drafts.rows[i].label;
+        EXPECT_DOUBLE_EQ(none.rows[i].accept, 0.0) << none.rows[i].label;
+        EXPECT_DOUBLE_EQ(none.rows[i].mean_len, 1.0) << none.rows[i].label;
+    }
+}
+
+// -c: 0 is the model's training context, as in run and serve; not given, the default (the
+// training context, at most 4096); a -c smaller than --depth needs is an Error naming both.
+TEST(SpecBench, ContextFollowsTheRuntimeRule) {
+    BenchParams p = small(-1);
+    p.with_spec = false;
+    p.runtime.speculative = {};
+    p.pass_sizes = {1};
+    p.pp = 0;
+    p.read_test_bytes = 0;
+    p.runtime.n_ctx = 0;
+    EXPECT_NO_THROW(run_bench(p));
+    p.depth = 100;
+    p.runtime.n_ctx = 64;
+    try {
+        run_bench(p);
+        ADD_FAILURE() << "a -c below what --depth needs ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-c 64 is smaller than --depth 100"),
+                  std::string::npos)
+            << e.what();
+    }
 }

@@ -22,10 +22,10 @@ using json = nlohmann::json;
 
 ServiceConfig service_config() {
     ServiceConfig c;
-    c.model_path = test::shared_path("models/tinystories/stories260K.gguf");
-    c.n_parallel = 1;
-    c.n_threads = 1;
-    c.n_ctx = 512;
+    c.runtime.model_path = test::shared_path("models/tinystories/stories260K.gguf");
+    c.runtime.n_seqs = 1;
+    c.runtime.n_threads = 1;
+    c.runtime.n_ctx = 512;
     return c;
 }
 

@@ -6,11 +6,9 @@
 #include <memory>
 
 #include "common/error.h"
-#include "model/memory_plan.h"
 #include "model/session.h"
 #include "speculative/draft_length.h"
 #include "speculative/generator.h"
-#include "speculative/make_drafter.h"
 #include "tokenizer/prompt.h"
 
 namespace specula {
@@ -54,7 +52,153 @@ int bench_logit_rows(const BenchParams& p) {
     return rows;
 }
 
+void check_bench_params(const BenchParams& p) {
+    if (p.prompts.empty()) fail("bench: no prompts");
+    if (p.reps < 1) fail("bench: repetitions must be >= 1, got ", p.reps);
+    if (p.with_spec && p.runtime.speculative.method == SpecMethod::none)
+        fail("bench: need a draft model (-md), --lookup, or --no-spec");
+    if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
+    if (p.depth < 0) fail("bench: --depth must be >= 0, got ", p.depth);
+    for (int b : p.pass_sizes)
+        if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
+}
+
+// The prompts' tokens; at --depth every prompt follows the same filler (its BOS dropped), so the
+// caches keep the filler across generations and only the prompt itself is evaluated each time.
+struct BenchPrompts {
+    std::vector<std::vector<token_id>> tokens;
+    std::vector<token_id> filler;
+};
+
+BenchPrompts bench_prompts(const BenchParams& p, const Tokenizer& tok) {
+    BenchPrompts b;
+    for (const std::string& text : p.prompts) b.tokens.push_back(tokenize_prompt(tok, text));
+    b.filler = depth_filler(b.tokens[0], p.depth);
+    if (!b.filler.empty()) {
+        for (auto& pr : b.tokens) {
+            std::vector<token_id> t = b.filler;
+            t.insert(t.end(), pr.begin() + (pr.size() > 1 ? 1 : 0), pr.end());
+            pr = std::move(t);
+        }
+    }
+    return b;
+}
+
+// At --depth: room for the longest prompt, the generation, the largest pass and the pp test on
+// top of the filler (-c, when given, must hold it).
+int depth_context(const BenchParams& p, const BenchPrompts& b, int given) {
+    size_t longest = 0;
+    for (const auto& pr : b.tokens) longest = std::max(longest, pr.size());
+    const int most_pass = std::max(*std::max_element(p.pass_sizes.begin(), p.pass_sizes.end()),
+                                   *std::max_element(p.draft_list.begin(), p.draft_list.end()));
+    const int need = int(longest) + std::max(p.n_predict + most_pass + 1, p.pp) + 16;
+    if (given == RuntimeOptions::kCtxDefault) return need;
+    if (given > 0 && given < need)
+        fail("bench: -c ", given, " is smaller than --depth ", p.depth, " needs (", need, ")");
+    return 0;  // keep the context the -c rule gave
+}
+
+// The sweep's configurations: plain, each fixed draft length, auto.
+std::vector<Config> bench_configs(const BenchParams& p) {
+    std::vector<Config> configs{{"plain", 0}};
+    if (p.with_spec) {
+        for (int n : p.draft_list) configs.push_back({std::to_string(n), n});
+        if (p.with_auto) configs.push_back({"auto", -1});
+    }
+    return configs;
+}
+
+// Every repetition of every configuration over every prompt (configurations interleaved, the
+// order rotated each repetition so that no configuration always runs last): tok/s per
+// repetition into the rows, the statistics into acc.
+void run_sweep(const BenchParams& p, Runtime& rt, const BenchPrompts& prompts,
+               const std::vector<Config>& configs, BenchResult& res, std::vector<Accum>& acc) {
+    // Auto keeps what it learnt (acceptance, costs) across prompts and repetitions, as a
+    // long-running process would.
+    DraftLengthController learnt;
+    for (int rep = 0; rep < p.reps; ++rep) {
+        for (size_t k = 0; k < configs.size(); ++k) {
+            const size_t ci = (k + size_t(rep)) % configs.size();
+            // Equal work for every configuration (ignore_eos); --draft-min and the forced
+            // drafts as every command has them.
+            GenParams gp =
+                gen_params(rt, p.n_predict, /*ignore_eos=*/true, std::max(configs[ci].n, 0));
+            gp.synthetic_accept = p.synthetic_accept;
+            long n_gen = 0;
+            double ms = 0;
+            for (size_t pi = 0; pi < prompts.tokens.size(); ++pi) {
+                SamplingParams sp = p.sampling;
+                sp.seed = p.sampling.seed + uint64_t(rep * 1000 + pi);
+                Sampler sampler(sp);
+                Generator gen(*rt.session, sampler, configs[ci].n == 0 ? nullptr : rt.drafter.get(),
+                              gp, configs[ci].n < 0 ? &learnt : nullptr);
+                const SpecStats st = prompts.filler.empty() ? gen.generate(prompts.tokens[pi])
+                                                            : gen.resume(prompts.tokens[pi]);
+                n_gen += st.n_generated;
+                ms += st.t_gen_ms;
+                acc[ci].add(st);
+            }
+            const double tps = ms > 0 ? n_gen * 1e3 / ms : 0;
+            res.rows[ci].tps.push_back(tps);
+            if (p.verbose)
+                std::fprintf(stderr, "bench: rep %d/%d  %-5s  %.1f tok/s\n", rep + 1, p.reps,
+                             configs[ci].label.c_str(), tps);
+        }
+    }
+}
+
+// The rows' figures from the accumulated statistics; the fitted acceptance.
+void summarize(BenchResult& res, const std::vector<Accum>& acc) {
+    long reached = 0, accepted = 0;
+    for (size_t i = 0; i < res.rows.size(); ++i) {
+        BenchRow& r = res.rows[i];
+        const Accum& a = acc[i];
+        r.median_tps = median(r.tps);
+        r.accept = a.drafted ? double(a.accepted) / a.drafted : 0;
+        r.mean_len = a.passes ? double(a.accepted + a.passes) / a.passes : 0;
+        r.cond_accept = a.reached ? double(a.accepted) / a.reached : 0;
+        r.draft_step_ms = a.steps ? a.draft_ms / a.steps : 0;
+        r.target_pass_ms = a.passes ? a.verify_ms / a.passes : 0;
+        r.mean_auto_n = a.drafts ? double(a.drafted) / a.drafts : 0;
+        if (r.n_draft > 0) reached += a.reached, accepted += a.accepted;
+    }
+    for (BenchRow& r : res.rows)
+        r.speedup = res.rows[0].median_tps > 0 ? r.median_tps / res.rows[0].median_tps : 0;
+    res.a = reached ? double(accepted) / reached : 0;
+}
+
+// Cost model: target pass time against batch size, and one draft step, measured directly on
+// top of `ctx`; returns the one-token pass's time.
+double fit_costs(const BenchParams& p, Runtime& rt, const std::vector<token_id>& ctx,
+                 const std::vector<Accum>& acc, BenchResult& res) {
+    const int reps = 9;
+    const double t1 = time_eval(*rt.session, ctx, 1, reps);
+    const int bmax = 1 + *std::max_element(p.draft_list.begin(), p.draft_list.end());
+    const double tb = time_eval(*rt.session, ctx, bmax, reps);
+    res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
+    if (const Model* draft = rt.speculative.draft_model.get()) {
+        Session ds(*draft, SessionParams{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v});
+        res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
+    } else if (t1 > 0) {  // a drafter without a model of its own (MTP head, n-gram): its steps
+        double ms = 0;
+        long steps = 0;
+        for (size_t i = 1; i < acc.size(); ++i) {
+            ms += acc[i].draft_ms;
+            steps += acc[i].steps;
+        }
+        res.c = steps ? ms / steps / t1 : 0;
+    }
+    return t1;
+}
+
 }  // namespace
+
+RuntimeOptions bench_runtime_options() {
+    RuntimeOptions o;
+    o.n_ctx = RuntimeOptions::kCtxDefault;
+    o.log_prefix = "bench: ";
+    return o;
+}
 
 double BenchResult::model_speedup(int n) const {
     const double e = std::abs(1.0 - a) < 1e-9 ? n + 1.0 : (1.0 - std::pow(a, n + 1)) / (1.0 - a);
@@ -75,154 +219,44 @@ const BenchRow* BenchResult::row(const std::string& label) const {
 }
 
 BenchResult run_bench(const BenchParams& p) {
-    if (p.prompts.empty()) fail("bench: no prompts");
-    if (p.reps < 1) fail("bench: repetitions must be >= 1, got ", p.reps);
-    if (p.with_spec && p.speculative.method == SpecMethod::none)
-        fail("bench: need a draft model (-md), --lookup, or --no-spec");
-    if (p.pp < 0) fail("bench: --pp must be >= 0, got ", p.pp);
-    if (p.depth < 0) fail("bench: --depth must be >= 0, got ", p.depth);
-    for (int b : p.pass_sizes)
-        if (b < 1) fail("bench: pass sizes must be >= 1, got ", b);
-    const double available = mem_available_bytes();  // before the models take their share
-    auto target = Model::load(
-        p.target_path,
-        LoadOptions{.n_threads = p.n_threads,
-                    .gpu = p.gpu,
-                    .mtp_sidecar = p.with_spec ? mtp_sidecar(p.speculative) : std::string()});
-    SpeculativeSetup setup;  // method none without spec: plain decoding and throughput only
-    if (p.with_spec) setup = load_speculative(p.speculative, *target, p.target_path);
+    check_bench_params(p);
+    RuntimeOptions ro = p.runtime;
+    if (!p.with_spec) ro.speculative.method = SpecMethod::none;  // plain and throughput only
+    ro.sampling = p.sampling;
+    ro.logit_rows = bench_logit_rows(p);
+    BenchPrompts prompts;
+    ro.before_caches = [&](Runtime& rt) {
+        prompts = bench_prompts(p, rt.target->tokenizer());
+        if (p.depth > 0)
+            if (const int n = depth_context(p, prompts, p.runtime.n_ctx)) rt.n_ctx = n;
+    };
+    Runtime rt = open_runtime(ro);  // the plan is printed, and refused when it does not fit
 
-    std::vector<std::vector<token_id>> prompts;
-    for (const std::string& text : p.prompts)
-        prompts.push_back(tokenize_prompt(target->tokenizer(), text));
-    // At --depth every prompt follows the same filler (its BOS dropped), so the caches keep the
-    // filler across generations and only the prompt itself is evaluated each time.
-    const std::vector<token_id> filler = depth_filler(prompts[0], p.depth);
-    if (!filler.empty()) {
-        for (auto& pr : prompts) {
-            std::vector<token_id> t = filler;
-            t.insert(t.end(), pr.begin() + (pr.size() > 1 ? 1 : 0), pr.end());
-            pr = std::move(t);
-        }
-    }
-    // 0: the model's default context; at depth: room for the longest prompt, the generation,
-    // the largest pass and the pp test on top of the filler.
-    int n_ctx = 0;
-    if (p.depth > 0) {
-        size_t longest = 0;
-        for (const auto& pr : prompts) longest = std::max(longest, pr.size());
-        const int most_pass = std::max(*std::max_element(p.pass_sizes.begin(), p.pass_sizes.end()),
-                                       *std::max_element(p.draft_list.begin(), p.draft_list.end()));
-        n_ctx = int(longest) + std::max(p.n_predict + most_pass + 1, p.pp) + 16;
-    }
-    // As `run` does: the plan is printed, and refused when it does not fit, before any cache.
-    const MemoryPlan plan =
-        plan_memory(*target, setup.draft_model.get(),
-                    CachePlan{n_ctx, p.n_threads, p.type_k, p.type_v, 1,
-                              SessionParams::kDefaultUbatch, bench_logit_rows(p)},
-                    available);
-    std::fprintf(stderr, "bench: %s\n", describe(plan).c_str());
-    check_memory(plan);
-    const auto drafter =
-        make_drafter(setup, DrafterParams{n_ctx, p.n_threads, p.sampling, p.type_k, p.type_v});
-    Session session(*target, SessionParams{n_ctx, p.n_threads, p.type_k, p.type_v});
-
-    std::vector<Config> configs{{"plain", 0}};
-    if (p.with_spec) {
-        for (int n : p.draft_list) configs.push_back({std::to_string(n), n});
-        if (p.with_auto) configs.push_back({"auto", -1});
-    }
-
+    const std::vector<Config> configs = bench_configs(p);
     BenchResult res;
     res.params = p;
     res.rows.resize(configs.size());
-    std::vector<Accum> acc(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) {
         res.rows[i].label = configs[i].label;
         res.rows[i].n_draft = configs[i].n;
     }
-
-    // Auto keeps what it learnt (acceptance, costs) across prompts and repetitions, as a
-    // long-running process would.
-    DraftLengthController learnt;
-    for (int rep = 0; rep < p.reps; ++rep) {
-        // Rotate the order each repetition so that no configuration always runs last.
-        for (size_t k = 0; k < configs.size(); ++k) {
-            const size_t ci = (k + size_t(rep)) % configs.size();
-            GenParams gp;
-            gp.n_predict = p.n_predict;
-            gp.ignore_eos = true;  // equal work for every configuration
-            gp.n_draft = std::max(configs[ci].n, 0);
-            gp.synthetic_accept = p.synthetic_accept;
-            long n_gen = 0;
-            double ms = 0;
-            for (size_t pi = 0; pi < prompts.size(); ++pi) {
-                SamplingParams sp = p.sampling;
-                sp.seed = p.sampling.seed + uint64_t(rep * 1000 + pi);
-                Sampler sampler(sp);
-                Generator gen(session, sampler, configs[ci].n == 0 ? nullptr : drafter.get(), gp,
-                              configs[ci].n < 0 ? &learnt : nullptr);
-                const SpecStats st =
-                    filler.empty() ? gen.generate(prompts[pi]) : gen.resume(prompts[pi]);
-                n_gen += st.n_generated;
-                ms += st.t_gen_ms;
-                acc[ci].add(st);
-            }
-            const double tps = ms > 0 ? n_gen * 1e3 / ms : 0;
-            res.rows[ci].tps.push_back(tps);
-            if (p.verbose)
-                std::fprintf(stderr, "bench: rep %d/%d  %-5s  %.1f tok/s\n", rep + 1, p.reps,
-                             configs[ci].label.c_str(), tps);
-        }
-    }
-
-    long reached = 0, accepted = 0;
-    for (size_t i = 0; i < configs.size(); ++i) {
-        BenchRow& r = res.rows[i];
-        const Accum& a = acc[i];
-        r.median_tps = median(r.tps);
-        r.accept = a.drafted ? double(a.accepted) / a.drafted : 0;
-        r.mean_len = a.passes ? double(a.accepted + a.passes) / a.passes : 0;
-        r.cond_accept = a.reached ? double(a.accepted) / a.reached : 0;
-        r.draft_step_ms = a.steps ? a.draft_ms / a.steps : 0;
-        r.target_pass_ms = a.passes ? a.verify_ms / a.passes : 0;
-        r.mean_auto_n = a.drafts ? double(a.drafted) / a.drafts : 0;
-        if (r.n_draft > 0) reached += a.reached, accepted += a.accepted;
-    }
-    for (BenchRow& r : res.rows)
-        r.speedup = res.rows[0].median_tps > 0 ? r.median_tps / res.rows[0].median_tps : 0;
-
-    // Cost model: target pass time against batch size, and one draft step, measured directly.
-    res.a = reached ? double(accepted) / reached : 0;
+    std::vector<Accum> acc(configs.size());
+    run_sweep(p, rt, prompts, configs, res, acc);
+    summarize(res, acc);
     // The passes are timed on top of the first prompt (at depth: filler + prompt, cached).
-    const std::vector<token_id>& ctx = prompts[0];
-    const int reps = 9;
-    const double t1 = time_eval(session, ctx, 1, reps);
-    const int bmax = 1 + *std::max_element(p.draft_list.begin(), p.draft_list.end());
-    const double tb = time_eval(session, ctx, bmax, reps);
-    res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
-    if (setup.draft_model) {
-        Session ds(*setup.draft_model, SessionParams{n_ctx, p.n_threads, p.type_k, p.type_v});
-        res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
-    } else if (t1 > 0) {  // a drafter without a model of its own (MTP head, n-gram): its steps
-        double ms = 0;
-        long steps = 0;
-        for (size_t i = 1; i < configs.size(); ++i) {
-            ms += acc[i].draft_ms;
-            steps += acc[i].steps;
-        }
-        res.c = steps ? ms / steps / t1 : 0;
-    }
+    const std::vector<token_id>& ctx = prompts.tokens[0];
+    const double t1 = fit_costs(p, rt, ctx, acc, res);
     ThroughputParams tq;
     tq.pp = p.pp;
     tq.depth = p.depth;
     tq.pp_reps = std::min(p.reps, 3);
     tq.pass_sizes = p.pass_sizes;
     tq.read_test_bytes = p.read_test_bytes;
-    tq.n_threads = p.n_threads;
-    tq.type_k = p.type_k;
-    tq.type_v = p.type_v;
-    res.tp = measure_throughput(tq, *target, session, ctx, t1, p.n_predict, res.rows[0].median_tps);
+    tq.n_threads = p.runtime.n_threads;
+    tq.type_k = rt.type_k;
+    tq.type_v = rt.type_v;
+    res.tp = measure_throughput(tq, *rt.target, *rt.session, ctx, t1, p.n_predict,
+                                res.rows[0].median_tps);
     return res;
 }
 
@@ -235,19 +269,19 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
             "is NOT the target's; timing study only ***\n",
             p.synthetic_accept);
     std::fprintf(out, "target %s | draft %s | %zu prompt(s), n=%d, %d rep(s), temp %.2f\n",
-                 p.target_path.c_str(),
-                 p.speculative.method == SpecMethod::ngram ? "n-gram lookup"
-                 : p.speculative.method == SpecMethod::mtp
-                     ? (p.speculative.draft_model.empty()
+                 p.runtime.model_path.c_str(),
+                 p.runtime.speculative.method == SpecMethod::ngram ? "n-gram lookup"
+                 : p.runtime.speculative.method == SpecMethod::mtp
+                     ? (p.runtime.speculative.draft_model.empty()
                             ? "the model's MTP head"
-                            : ("MTP head of " + p.speculative.draft_model).c_str())
-                     : p.speculative.draft_model.c_str(),
+                            : ("MTP head of " + p.runtime.speculative.draft_model).c_str())
+                     : p.runtime.speculative.draft_model.c_str(),
                  p.prompts.size(), p.n_predict, p.reps, p.sampling.temp);
     std::fprintf(out, "| %-6s | %8s | %8s | %10s | %12s | %7s | %7s |\n", "N", "accept", "len",
                  "cond acc", "tok/s (med)", "speedup", "model");
     std::fprintf(
         out, "|--------|----------|----------|------------|--------------|---------|---------|\n");
-    const int marked = p.speculative.draft_auto ? -1 : p.speculative.n_draft;
+    const int marked = p.runtime.speculative.draft_auto ? -1 : p.runtime.speculative.n_draft;
     for (const BenchRow& row : r.rows) {
         std::string label = row.label;
         if (row.n_draft == marked) label += "*";

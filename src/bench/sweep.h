@@ -17,17 +17,21 @@
 #include <vector>
 
 #include "bench/throughput.h"
+#include "runtime/runtime.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 
 namespace specula {
 
+// bench's runtime: -c not given (RuntimeOptions::kCtxDefault), "bench: " lines.
+RuntimeOptions bench_runtime_options();
+
 struct BenchParams {
-    std::string target_path;
-    OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
-    // The drafter (method, draft model, p-min, n-gram sizes); its draft length, or auto, is the
-    // configuration marked `*` in the table (what `run` would use).
-    SpeculativeConfig speculative;
+    // The target (-m, -ngl), the drafter (method, draft model, --draft-min, p-min, forced
+    // drafts, n-gram sizes; its draft length, or auto, is the configuration marked `*` in the
+    // table: what `run` would use), the context (-c; not given: the default, or at --depth what
+    // the filler needs), threads and KV types (runtime/runtime.h). Its sampling is `sampling`.
+    RuntimeOptions runtime = bench_runtime_options();
     std::vector<std::string> prompts;
     int n_predict = 128;
     int reps = 3;
@@ -35,9 +39,7 @@ struct BenchParams {
     bool with_auto = true;
     SamplingParams sampling{.temp = 0.f, .seed = 42};
     double synthetic_accept = -1.0;  // >= 0: SYNTHETIC acceptance (timing study only)
-    int n_threads = 0;
-    KVType type_k = KVType::F32, type_v = KVType::F32;  // every session's KV cache (-ctk / -ctv)
-    bool verbose = true;                                // progress lines on stderr
+    bool verbose = true;             // progress lines on stderr
     bool with_spec = true;  // false: plain decoding and the throughput figures only (no draft)
     int pp = 512;           // prompt-processing test length (0: skip)
     // > 0: every figure is taken after this many cached positions (llama-bench's -d): each

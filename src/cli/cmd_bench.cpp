@@ -122,6 +122,9 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
     cmd.add_option("--json", o.json, "write the results as JSON");
     cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+    cmd.add_option("-c,--ctx-size", o.n_ctx,
+                   "context of every session (0: the model's training context; default: that, "
+                   "at most 4096, or what --depth needs)");
     cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
         ->capture_default_str();
     cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
@@ -146,11 +149,17 @@ int cmd_bench(const BenchOptions& o) {
     const uint64_t seed = parse_seed(o.seed, /*allow_random=*/false);
     if (o.pp < 0 || o.pp > 65536) fail("--pp must be in [0, 65536], got ", o.pp);
     if (o.depth < 0 || o.depth > 1 << 20) fail("--depth must be in [0, 1048576], got ", o.depth);
+    if (o.n_ctx < RuntimeOptions::kCtxDefault) fail("-c (--ctx-size) must be >= 0, got ", o.n_ctx);
     BenchParams p;
-    p.target_path = o.model;
-    p.speculative = parse_speculative_flags(o.spec);
-    p.gpu = o.placement.target;
-    p.speculative.draft_gpu = o.placement.draft;
+    RuntimeOptions& rt = p.runtime;
+    rt.model_path = o.model;
+    rt.gpu = o.placement.target;
+    rt.speculative = parse_speculative_cli(o.spec, "bench");  // parsed once: every flag honoured
+    rt.speculative.draft_gpu = o.placement.draft;
+    rt.n_ctx = o.n_ctx;  // 0: the training context; not given: the default (or --depth's need)
+    rt.n_threads = o.n_threads;
+    rt.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    rt.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     p.prompts = read_prompts(o);
     p.n_predict = o.n_predict;
     p.reps = o.reps;
@@ -158,9 +167,6 @@ int cmd_bench(const BenchOptions& o) {
     p.with_auto = !o.no_auto;
     p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, seed};
     p.synthetic_accept = o.synthetic_acceptance;
-    p.n_threads = o.n_threads;
-    p.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
-    p.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     p.with_spec = !o.no_spec;
     p.pp = o.pp;
     p.depth = o.depth;

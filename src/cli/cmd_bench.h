@@ -1,12 +1,14 @@
 // `specula bench`: plain vs speculative decoding for a range of draft lengths and `auto`, then
 // the throughput figures (src/bench/ does the work). main.cpp declares the options with
 // add_bench_options() on its `bench` subcommand and calls cmd_bench() when it was parsed. The
-// speculative options are run's (cli/speculative_options.h); --draft marks its row with `*`.
+// speculative options are run's (cli/speculative_options.h), all honoured (--draft-min, the
+// forced drafts); --draft marks its row with `*`; -c follows the runtime's rule (0: training).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "runtime/runtime.h"
 #include "speculative/config.h"
 
 namespace CLI {
@@ -34,6 +36,7 @@ struct BenchOptions {
     std::string plot;  // --plot FILE.svg
     std::string json;  // --json FILE
     int n_threads = 0;
+    int n_ctx = RuntimeOptions::kCtxDefault;                 // -c (runtime/runtime.h)
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
     bool no_spec = false;                                    // --no-spec: throughput figures only
     int pp = 512;                                            // --pp

@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -202,15 +203,17 @@ int cmd_chat(const RunOptions& opt) {
     const std::string first =
         opt.prompt.empty() && opt.prompt_file.empty() ? std::string() : prompt_text(opt);
     reverse_prompts(opt);  // an empty -r fails before the model loads
-    parse_speculative_cli(opt.spec, "chat");
+    const SpeculativeConfig spec = parse_speculative_cli(opt.spec, "chat");  // parsed once
     if (!opt.chat_template.empty() && !opt.chat_template_file.empty())
         fail("give --chat-template or --chat-template-file, not both");
     if (!opt.chat_template_file.empty())  // a bad file fails before the model loads
         (void)load_chat_template_file(opt.chat_template_file, {});
-    const LoadedTarget target = load_target(opt);
-    const Tokenizer& tok = target.model->tokenizer();
-    Conversation conv(tok, choose_prompter(opt, *target.model), opt.system_prompt);
-    const auto setup = make_run_setup(opt, target);
+    std::optional<ChatPrompter> prompter;  // chosen (and logged) before any cache
+    const auto setup = open_run(
+        opt, spec, [&](const Runtime& rt) { prompter.emplace(choose_prompter(opt, *rt.target)); });
+    const Tokenizer& tok = setup->rt.target->tokenizer();
+    const int n_ctx = setup->rt.n_ctx;
+    Conversation conv(tok, std::move(*prompter), opt.system_prompt);
     Generator gen = setup->make_generator();
     log("conversation mode: type a message and Enter; a line ending in \\ continues; /exit or "
         "Ctrl-D ends; Ctrl-C stops a reply");
@@ -236,11 +239,10 @@ int cmd_chat(const RunOptions& opt) {
         std::vector<token_id> prompt = conv.next_prompt(user, gen.history());
         // A full context forgets the oldest exchanges, keeping room for a reply (-n, at most
         // half the context; else a quarter), as llama-cli shifts its context instead of ending.
-        const int room =
-            opt.n_predict >= 0 ? std::min(opt.n_predict, target.n_ctx / 2) : target.n_ctx / 4;
+        const int room = opt.n_predict >= 0 ? std::min(opt.n_predict, n_ctx / 2) : n_ctx / 4;
         // A message that does not fit is refused, and taken back: true when `size` is too long.
         const auto refused = [&](size_t size) {
-            const ContextFit fit = check_context(int(size) + 1, -1, target.n_ctx, " (-c)", "-n");
+            const ContextFit fit = check_context(int(size) + 1, -1, n_ctx, " (-c)", "-n");
             if (fit.what != ContextFit::prompt_too_long) return false;
             log("error: this message does not fit: %s; send a shorter one, or start again with a "
                 "larger -c",
@@ -249,16 +251,16 @@ int cmd_chat(const RunOptions& opt) {
             return true;
         };
         // One that cannot fit even alone is refused before any history is forgotten.
-        if (int(prompt.size()) + 1 > target.n_ctx && refused(conv.render_least().size())) continue;
+        if (int(prompt.size()) + 1 > n_ctx && refused(conv.render_least().size())) continue;
         int dropped = 0;
-        while (int(prompt.size()) + room > target.n_ctx && conv.drop_oldest_exchange()) {
+        while (int(prompt.size()) + room > n_ctx && conv.drop_oldest_exchange()) {
             prompt = conv.render_whole();
             ++dropped;
         }
         if (dropped > 0)
             log("context: the conversation reached the context (-c %d); forgot its %d oldest "
                 "exchange%s to go on",
-                target.n_ctx, dropped, dropped == 1 ? "" : "s");
+                n_ctx, dropped, dropped == 1 ? "" : "s");
         if (refused(prompt.size())) continue;
 
         PieceWriter writer(tok, /*strip_first_space=*/false, opt);
@@ -276,7 +278,7 @@ int cmd_chat(const RunOptions& opt) {
         if (st.stop_reason == "context")
             log("warning: the context (-c %d) is full: the reply stops here; the next message "
                 "forgets the oldest exchanges",
-                target.n_ctx);
+                n_ctx);
     }
     std::fflush(stdout);
     return 0;

@@ -129,12 +129,13 @@ void resolve_launch_flags(ServeOptions& o) {
 
 void resolve(ServeOptions& o) {
     if (!o.model_positional.empty()) {
-        if (!o.service.model_path.empty() && o.service.model_path != o.model_positional)
+        if (!o.service.runtime.model_path.empty() &&
+            o.service.runtime.model_path != o.model_positional)
             fail("two models given: '", o.model_positional, "' and -m/--model '",
-                 o.service.model_path, "'");
-        o.service.model_path = o.model_positional;
+                 o.service.runtime.model_path, "'");
+        o.service.runtime.model_path = o.model_positional;
     }
-    if (o.service.model_path.empty()) fail("no model: give MODEL or -m/--model");
+    if (o.service.runtime.model_path.empty()) fail("no model: give MODEL or -m/--model");
     if (o.tensor_parallel < 1) fail("--tensor-parallel-size must be >= 1, got ", o.tensor_parallel);
     if (o.tensor_parallel != 1)
         std::fprintf(stderr,
@@ -144,32 +145,35 @@ void resolve(ServeOptions& o) {
     if (o.gpu_memory_utilization >= 0) {
         if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
             fail("--gpu-memory-utilization must be in (0, 1], got ", o.gpu_memory_utilization);
-        o.service.memory_fraction = o.gpu_memory_utilization;
+        o.service.runtime.memory_fraction = o.gpu_memory_utilization;
     }
-    if (o.service.kv_pool < 0) fail("--kv-pool must be >= 0 positions, got ", o.service.kv_pool);
+    if (o.service.runtime.kv_pool < 0)
+        fail("--kv-pool must be >= 0 positions, got ", o.service.runtime.kv_pool);
     if (!(o.service.kv_wait_s > 0 && o.service.kv_wait_s <= 86400))
         fail("--kv-wait-timeout must be in (0, 86400] seconds, got ", o.service.kv_wait_s);
     if (o.ctx_total >= 0 && o.max_model_len >= 0)
         fail(
             "give -c (--ctx-size) or --max-model-len (vLLM's name for it), "
             "not both");
+    // -c 0: the model's training context (runtime/runtime.h); not given: at most 4096.
+    RuntimeOptions& rt = o.service.runtime;
     if (o.max_model_len >= 0) {
         if (o.max_model_len == 0) fail("--max-model-len must be >= 1, got 0");
-        o.service.n_ctx = o.max_model_len;
-        o.service.ctx_is_total = false;
+        rt.n_ctx = o.max_model_len;
+        rt.ctx_is_total = false;
     } else {
-        o.service.n_ctx = std::max(o.ctx_total, 0);
-        o.service.ctx_is_total = true;
         if (o.ctx_total < -1) fail("-c (--ctx-size) must be >= 0, got ", o.ctx_total);
+        rt.n_ctx = o.ctx_total == -1 ? RuntimeOptions::kCtxDefault : o.ctx_total;
+        rt.ctx_is_total = true;
     }
     // vLLM's serve flags that change nothing here.
     if (o.dtype != "auto")
         fail("--dtype ", o.dtype,
              ": not supported (the weights run in the GGUF file's own types; only --dtype auto)");
-    o.service.speculative = parse_speculative_cli(o.spec, "serve");
+    o.service.runtime.speculative = parse_speculative_cli(o.spec, "serve");
     if (o.cache_ram != ServeOptions::kCacheRamNotGiven) {
-        o.service.cache_ram_mib = o.cache_ram;
-        o.service.cache_ram_given = true;
+        o.service.runtime.cache_ram_mib = o.cache_ram;
+        o.service.runtime.cache_ram_given = true;
         if (o.cache_ram < -1)
             fail(
                 "--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a size in MiB, "
@@ -177,8 +181,8 @@ void resolve(ServeOptions& o) {
                 o.cache_ram);
     }
     resolve_launch_flags(o);
-    o.service.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
-    o.service.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
+    o.service.runtime.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    o.service.runtime.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     if (o.http.port < 0 || o.http.port > 65535)
         fail("--port must be in [0, 65535], got ", o.http.port);
     if (!o.service.slot_save_path.empty() &&
@@ -186,9 +190,10 @@ void resolve(ServeOptions& o) {
         fail("--slot-save-path '", o.service.slot_save_path, "' is not a directory");
     if (!(o.drain_timeout >= 0 && o.drain_timeout <= 86400))
         fail("--drain-timeout must be in [0, 86400] seconds, got ", o.drain_timeout);
-    if (o.service.n_parallel < 1 || o.service.n_parallel > 256)
-        fail("--parallel must be in [1, 256], got ", o.service.n_parallel);
-    if (o.service.n_threads < 0) fail("-t (--threads) must be >= 1, got ", o.service.n_threads);
+    if (o.service.runtime.n_seqs < 1 || o.service.runtime.n_seqs > 256)
+        fail("--parallel must be in [1, 256], got ", o.service.runtime.n_seqs);
+    if (o.service.runtime.n_threads < 0)
+        fail("-t (--threads) must be >= 1, got ", o.service.runtime.n_threads);
     check_http_config(o.http);  // before any model loads
     o.service.reasoning_format = parse_reasoning_format(o.reasoning_format, "--reasoning-format");
     if (o.service.reasoning_budget != -1 && o.service.reasoning_budget != 0)
@@ -205,9 +210,137 @@ void resolve(ServeOptions& o) {
     const std::string& ct = o.service.chat_template;
     if (!ct.empty() && ct.find("{%") == std::string::npos && ct.find("{{") == std::string::npos)
         (void)parse_chat_format(ct);  // an unknown name fails before the model loads
-    if (o.service.n_threads > max_pool_threads())
+    if (o.service.runtime.n_threads > max_pool_threads())
         fail("-t (--threads) must be at most ", max_pool_threads(),
-             " (4x the hardware threads), got ", o.service.n_threads);
+             " (4x the hardware threads), got ", o.service.runtime.n_threads);
+}
+
+// The model, drafter, context and KV pool options.
+void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
+    cmd.add_option("-m,--model", o.service.runtime.model_path, "target GGUF model");
+    cmd.add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
+    add_speculative_options(cmd, o.spec);
+    cmd.add_option(
+        "-c,--ctx-size", o.ctx_total,
+        "context of one request (0: the model's training context; default: that, at "
+        "most 4096); with --parallel N the slots share it as one KV pool, as llama-server's "
+        "unified cache (-kvu), unless --kv-pool");
+    cmd.add_option("--max-model-len", o.max_model_len,
+                   "context of one request (vLLM's); the slots' KV pool then takes "
+                   "--gpu-memory-utilization of the available memory");
+    cmd.add_option("--kv-pool", o.service.runtime.kv_pool,
+                   "KV positions all --parallel slots share (at least one context); a request "
+                   "starts when its prompt + max_tokens fit");
+    cmd.add_option("--kv-wait-timeout", o.service.kv_wait_s,
+                   "seconds a request waits for room in the KV pool before it ends with an "
+                   "error (default 600)");
+    cmd.add_flag("--kv-unified", o.kv_unified,
+                 "llama-server's; always: the slots share one KV pool");
+}
+
+// Every request's sampling defaults and vLLM's launch-line flags.
+void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
+    RequestDefaults& d = o.service.request_defaults;
+    const char* dflt = "every request's default (a request's own field wins)";
+    cmd.add_option("--temp", d.temperature, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--top-k", d.top_k, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--top-p", d.top_p, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--min-p", d.min_p, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--presence-penalty", d.presence_penalty, dflt)->group("Sampling");
+    cmd.add_option("--frequency-penalty", d.frequency_penalty, dflt)->group("Sampling");
+    cmd.add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");
+    cmd.add_option("--repeat-last-n", d.repeat_last_n, dflt)->group("Sampling");
+    cmd.add_option("-s,--seed", o.seed, "every request's default seed (-1: each its own)")
+        ->group("Sampling");
+    cmd.add_option("-n,--n-predict", d.max_tokens,
+                   "every request's default max_tokens (-1: until the end or a full context)")
+        ->group("Sampling");
+    cmd.add_flag("--no-context-shift", o.no_context_shift,
+                 "llama-server's; always: a full context ends the request (finish_reason "
+                 "length), nothing is shifted out");
+    cmd.add_flag("--enable-auto-tool-choice", o.auto_tool_choice,
+                 "vLLM's; always: tool calls are parsed whenever a request has tools");
+    cmd.add_option("--tool-call-parser", o.tool_call_parser,
+                   "vLLM's parser name: hermes, qwen, llama3_json, llama4_json, mistral, "
+                   "qwen3_coder, openai (= --tool-call-format)");
+    cmd.add_option("--reasoning-parser", o.reasoning_parser,
+                   "vLLM's parser name: qwen3, deepseek_r1, ... (= --reasoning-format)");
+    cmd.add_flag("--enforce-eager", o.enforce_eager, "vLLM's; accepted (no CUDA graphs here)");
+    cmd.add_flag("--drop-unsupported-tools", o.http.drop_unsupported_tools,
+                 "/v1/responses drops the tool types it cannot run (web_search, ...) instead of "
+                 "refusing the request (Codex sends some)");
+    cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                   "vLLM's: auto (f16), or fp8 -> q8_0, the 8-bit cache specula has");
+    cmd.add_option("--parallel,--max-num-seqs", o.service.runtime.n_seqs,
+                   "generation slots (default 1: a lone request gets every thread; "
+                   "vLLM's --max-num-seqs)")
+        ->capture_default_str();
+    cmd.add_option("--dtype", o.dtype, "vLLM's; only auto (the GGUF file's own types)")
+        ->capture_default_str();
+    cmd.add_flag("--enable-prefix-caching", o.prefix_caching,
+                 "vLLM's; always on (a slot reuses the longest cached prefix)");
+    cmd.add_flag("--trust-remote-code", o.trust_remote_code, "vLLM's; accepted (no remote code)");
+    cmd.add_flag("--disable-log-requests", o.disable_log_requests,
+                 "vLLM's; accepted (one log line per request is kept)");
+}
+
+// The HTTP side, the memory and threads, the chat template and the connection limits.
+void add_serve_http_options(CLI::App& cmd, ServeOptions& o) {
+    cmd.add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
+    cmd.add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
+    cmd.add_option("--slot-save-path", o.service.slot_save_path,
+                   "directory where POST /slots/{id}?action=save|restore keep slot files");
+    cmd.add_option("--drain-timeout", o.drain_timeout,
+                   "seconds requests in flight may take to finish after SIGTERM / SIGINT "
+                   "(default 30; then they are cancelled with an error event)");
+    cmd.add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
+    cmd.add_option("--cors-origin", o.http.cors_origin,
+                   "let browser pages from this origin (or *) call the API (default: none)");
+    cmd.add_option("--tensor-parallel-size", o.tensor_parallel,
+                   "accepted for vLLM compatibility (warns: the run is on the CPU)");
+    cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                   "vLLM's: the share of the available memory the plan may fill, the KV pool "
+                   "taking what the rest leaves (default 0.9; with --max-model-len)");
+    cmd.add_option("--cache-ram", o.cache_ram,
+                   "host-RAM prompt cache in MiB, counted in the memory plan: finished "
+                   "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
+                   "what the plan leaves; default 8192 as llama-server, at most half of the "
+                   "memory left)");
+    cmd.add_flag("--no-memory-check{false}", o.service.runtime.memory_check,
+                 "start even when the memory plan exceeds the available memory (a warning)");
+    cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
+        ->capture_default_str();
+    cmd.add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
+        ->capture_default_str();
+    cmd.add_option("-t,--threads", o.service.runtime.n_threads,
+                   "threads of the one batched pass (default: hardware threads)");
+    cmd.add_option("--served-model-name,--alias", o.service.served_name,
+                   "model id in the API (default: the file name without .gguf)");
+    cmd.add_option("--chat-template", o.service.chat_template,
+                   "chatml, llama2, llama3, mistral, gemma, phi3 or plain, or a Jinja template's "
+                   "text, instead of the model's tokenizer.chat_template (as llama-server)");
+    cmd.add_option("--chat-template-file", o.service.chat_template_file,
+                   "Jinja chat template to use instead of the model's tokenizer.chat_template");
+    cmd.add_option("--reasoning-budget", o.service.reasoning_budget,
+                   "-1: unlimited thinking (default); 0: no thinking (the chat template gets "
+                   "enable_thinking: false), as llama-server");
+    cmd.add_option("--reasoning-format", o.reasoning_format,
+                   "chat: none (thinking stays in content), deepseek (<think> text goes to "
+                   "reasoning_content) or auto (deepseek for templates that think)")
+        ->capture_default_str();
+    cmd.add_option("--tool-call-format", o.tool_call_format,
+                   "chat tools: hermes, llama3, mistral, qwen3-coder, harmony, or auto (the "
+                   "format the chat template writes)")
+        ->capture_default_str();
+    cmd.add_option("--max-body-bytes", o.http.max_body_bytes,
+                   "largest accepted request body (default 1 MiB)");
+    cmd.add_option("--max-connections", o.http.limits.max_connections,
+                   "open connections at most; one more is answered 503 (default 256)");
+    cmd.add_option("--max-connections-per-client", o.http.limits.max_per_client,
+                   "open connections one client address may hold (default half of "
+                   "--max-connections; behind a load balancer give it all of them)");
+    cmd.add_option("--read-deadline", o.http.limits.read_deadline_s,
+                   "seconds a request's line, headers and body may take to arrive (default 10)");
 }
 
 }  // namespace
@@ -216,129 +349,17 @@ CLI::App* add_serve_command(CLI::App& app) {
     ServeOptions& o = serve_options();
     CLI::App* cmd =
         app.add_subcommand("serve", "OpenAI-compatible HTTP server (speculative decoding)");
-    cmd->add_option("-m,--model", o.service.model_path, "target GGUF model");
-    cmd->add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
-    add_speculative_options(*cmd, o.spec);
-    cmd->add_option("-c,--ctx-size", o.ctx_total,
-                    "context of one request (0: the model's training context, at most 4096); "
-                    "with --parallel N the slots share it as one KV pool, as llama-server's "
-                    "unified cache (-kvu), unless --kv-pool");
-    cmd->add_option("--max-model-len", o.max_model_len,
-                    "context of one request (vLLM's); the slots' KV pool then takes "
-                    "--gpu-memory-utilization of the available memory");
-    cmd->add_option("--kv-pool", o.service.kv_pool,
-                    "KV positions all --parallel slots share (at least one context); a request "
-                    "starts when its prompt + max_tokens fit");
-    cmd->add_option("--kv-wait-timeout", o.service.kv_wait_s,
-                    "seconds a request waits for room in the KV pool before it ends with an "
-                    "error (default 600)");
-    cmd->add_flag("--kv-unified", o.kv_unified,
-                  "llama-server's; always: the slots share one KV pool");
-    RequestDefaults& d = o.service.request_defaults;
-    const char* dflt = "every request's default (a request's own field wins)";
-    cmd->add_option("--temp", d.temperature, dflt)->capture_default_str()->group("Sampling");
-    cmd->add_option("--top-k", d.top_k, dflt)->capture_default_str()->group("Sampling");
-    cmd->add_option("--top-p", d.top_p, dflt)->capture_default_str()->group("Sampling");
-    cmd->add_option("--min-p", d.min_p, dflt)->capture_default_str()->group("Sampling");
-    cmd->add_option("--presence-penalty", d.presence_penalty, dflt)->group("Sampling");
-    cmd->add_option("--frequency-penalty", d.frequency_penalty, dflt)->group("Sampling");
-    cmd->add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");
-    cmd->add_option("--repeat-last-n", d.repeat_last_n, dflt)->group("Sampling");
-    cmd->add_option("-s,--seed", o.seed, "every request's default seed (-1: each its own)")
-        ->group("Sampling");
-    cmd->add_option("-n,--n-predict", d.max_tokens,
-                    "every request's default max_tokens (-1: until the end or a full context)")
-        ->group("Sampling");
-    cmd->add_flag("--no-context-shift", o.no_context_shift,
-                  "llama-server's; always: a full context ends the request (finish_reason "
-                  "length), nothing is shifted out");
-    cmd->add_flag("--enable-auto-tool-choice", o.auto_tool_choice,
-                  "vLLM's; always: tool calls are parsed whenever a request has tools");
-    cmd->add_option("--tool-call-parser", o.tool_call_parser,
-                    "vLLM's parser name: hermes, qwen, llama3_json, llama4_json, mistral, "
-                    "qwen3_coder, openai (= --tool-call-format)");
-    cmd->add_option("--reasoning-parser", o.reasoning_parser,
-                    "vLLM's parser name: qwen3, deepseek_r1, ... (= --reasoning-format)");
-    cmd->add_flag("--enforce-eager", o.enforce_eager, "vLLM's; accepted (no CUDA graphs here)");
-    cmd->add_flag("--drop-unsupported-tools", o.http.drop_unsupported_tools,
-                  "/v1/responses drops the tool types it cannot run (web_search, ...) instead of "
-                  "refusing the request (Codex sends some)");
-    cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                    "vLLM's: auto (f16), or fp8 -> q8_0, the 8-bit cache specula has");
-    cmd->add_option("--parallel,--max-num-seqs", o.service.n_parallel,
-                    "generation slots (default 1: a lone request gets every thread; "
-                    "vLLM's --max-num-seqs)")
-        ->capture_default_str();
-    cmd->add_option("--dtype", o.dtype, "vLLM's; only auto (the GGUF file's own types)")
-        ->capture_default_str();
-    cmd->add_flag("--enable-prefix-caching", o.prefix_caching,
-                  "vLLM's; always on (a slot reuses the longest cached prefix)");
-    cmd->add_flag("--trust-remote-code", o.trust_remote_code, "vLLM's; accepted (no remote code)");
-    cmd->add_flag("--disable-log-requests", o.disable_log_requests,
-                  "vLLM's; accepted (one log line per request is kept)");
-    cmd->add_option("--host", o.http.host, "address to bind (default 127.0.0.1)");
-    cmd->add_option("--port", o.http.port, "port (default 8080; 0: any free port)");
-    cmd->add_option("--slot-save-path", o.service.slot_save_path,
-                    "directory where POST /slots/{id}?action=save|restore keep slot files");
-    cmd->add_option("--drain-timeout", o.drain_timeout,
-                    "seconds requests in flight may take to finish after SIGTERM / SIGINT "
-                    "(default 30; then they are cancelled with an error event)");
-    cmd->add_option("--api-key", o.http.api_key, "require Authorization: Bearer KEY on /v1/*");
-    cmd->add_option("--cors-origin", o.http.cors_origin,
-                    "let browser pages from this origin (or *) call the API (default: none)");
-    cmd->add_option("--tensor-parallel-size", o.tensor_parallel,
-                    "accepted for vLLM compatibility (warns: the run is on the CPU)");
-    cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
-                    "vLLM's: the share of the available memory the plan may fill, the KV pool "
-                    "taking what the rest leaves (default 0.9; with --max-model-len)");
-    cmd->add_option("--cache-ram", o.cache_ram,
-                    "host-RAM prompt cache in MiB, counted in the memory plan: finished "
-                    "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
-                    "what the plan leaves; default 8192 as llama-server, at most half of the "
-                    "memory left)");
-    cmd->add_flag("--no-memory-check{false}", o.service.memory_check,
-                  "start even when the memory plan exceeds the available memory (a warning)");
-    cmd->add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", o.cache_type_v, "KV cache type of V: f32, f16 or q8_0 (-ctv)")
-        ->capture_default_str();
-    cmd->add_option("-t,--threads", o.service.n_threads,
-                    "threads of the one batched pass (default: hardware threads)");
-    cmd->add_option("--served-model-name,--alias", o.service.served_name,
-                    "model id in the API (default: the file name without .gguf)");
-    cmd->add_option("--chat-template", o.service.chat_template,
-                    "chatml, llama2, llama3, mistral, gemma, phi3 or plain, or a Jinja template's "
-                    "text, instead of the model's tokenizer.chat_template (as llama-server)");
-    cmd->add_option("--chat-template-file", o.service.chat_template_file,
-                    "Jinja chat template to use instead of the model's tokenizer.chat_template");
-    cmd->add_option("--reasoning-budget", o.service.reasoning_budget,
-                    "-1: unlimited thinking (default); 0: no thinking (the chat template gets "
-                    "enable_thinking: false), as llama-server");
-    cmd->add_option("--reasoning-format", o.reasoning_format,
-                    "chat: none (thinking stays in content), deepseek (<think> text goes to "
-                    "reasoning_content) or auto (deepseek for templates that think)")
-        ->capture_default_str();
-    cmd->add_option("--tool-call-format", o.tool_call_format,
-                    "chat tools: hermes, llama3, mistral, qwen3-coder, harmony, or auto (the "
-                    "format the chat template writes)")
-        ->capture_default_str();
-    cmd->add_option("--max-body-bytes", o.http.max_body_bytes,
-                    "largest accepted request body (default 1 MiB)");
-    cmd->add_option("--max-connections", o.http.limits.max_connections,
-                    "open connections at most; one more is answered 503 (default 256)");
-    cmd->add_option("--max-connections-per-client", o.http.limits.max_per_client,
-                    "open connections one client address may hold (default half of "
-                    "--max-connections; behind a load balancer give it all of them)");
-    cmd->add_option("--read-deadline", o.http.limits.read_deadline_s,
-                    "seconds a request's line, headers and body may take to arrive (default 10)");
+    add_serve_model_options(*cmd, o);
+    add_serve_request_options(*cmd, o);
+    add_serve_http_options(*cmd, o);
     return cmd;
 }
 
 int cmd_serve(const Placement& placement) {
     ServeOptions& o = serve_options();
     resolve(o);
-    o.service.gpu = placement.target;
-    o.service.speculative.draft_gpu = placement.draft;
+    o.service.runtime.gpu = placement.target;
+    o.service.runtime.speculative.draft_gpu = placement.draft;
     std::signal(SIGPIPE, SIG_IGN);
     exit_on_stop_signals("serve", "while loading the model");
 

@@ -1,30 +1,17 @@
-// check_run_options / load_target / make_run_setup / PieceWriter: see run_setup.h.
+// check_run_options / open_run / PieceWriter: see run_setup.h.
 #include "cli/run_setup.h"
 
 #include <cmath>
 #include <cstdio>
-#include <new>
 
 #include "cli/cli_util.h"
 #include "common/error.h"
 #include "common/threadpool.h"
-#include "model/memory_plan.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {
 
 namespace {
-
-// The KV cache is allocated up front; a context too large for memory is a user error.
-std::unique_ptr<Session> make_session(const Model& model, const SessionParams& sp) {
-    const int n_ctx = sp.n_ctx;
-    try {
-        return std::make_unique<Session>(model, sp);
-    } catch (const std::bad_alloc&) {
-        fail("out of memory allocating the KV cache for a context of ", n_ctx,
-             " tokens (-c); try a smaller -c");
-    }
-}
 
 // The penalties and logit bias of --repeat-penalty ... --logit-bias.
 PenaltyParams penalty_params(const RunOptions& o) {
@@ -75,68 +62,43 @@ std::vector<std::string> reverse_prompts(const RunOptions& o) {
     return out;
 }
 
-LoadedTarget load_target(const RunOptions& o) {
-    LoadedTarget t;
-    t.mem_available = mem_available_bytes();  // before the models take their share
-    Timer load_timer;
-    // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
-    const std::string sidecar = mtp_sidecar(parse_speculative_flags(o.spec));
-    t.model = Model::load(o.model, LoadOptions{.n_threads = default_threads(o.n_threads),
-                                               .gpu = o.placement.target,
-                                               .mtp_sidecar = sidecar});
-    t.load_ms = load_timer.ms();
-    const int n_ctx_train = t.model->hparams().n_ctx_train;
-    t.n_ctx = o.n_ctx > 0 ? o.n_ctx : n_ctx_train;
-    if (o.n_ctx > n_ctx_train && n_ctx_train > 0)
-        log("warning: -c %d is larger than the model's training context (%d)", o.n_ctx,
-            n_ctx_train);
-    return t;
-}
-
-std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget& t) {
+std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig& spec,
+                                   const std::function<void(const Runtime&)>& before_caches) {
     auto e = std::make_unique<RunSetup>();
-    const Model& model = *t.model;
-    e->spec = parse_speculative_flags(o.spec);
-    e->spec.draft_gpu = o.placement.draft;
     const PenaltyParams penalties = penalty_params(o);
-    e->constraints = make_constraints(penalties, model.hparams().n_vocab);
-    e->n_threads = default_threads(o.n_threads);
-    const KVType type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
-    const KVType type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
-    // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
-    e->setup = load_speculative(e->spec, model);
-    const MemoryPlan plan =
-        plan_memory(model, e->setup.draft_model.get(),
-                    CachePlan{t.n_ctx, e->n_threads, type_k, type_v, 1,
-                              SessionParams::kDefaultUbatch, max_verify_rows(e->spec)},
-                    t.mem_available);
-    log("%s", describe(plan).c_str());
-    check_memory(plan);
-    e->session = make_session(model, SessionParams{t.n_ctx, e->n_threads, type_k, type_v});
     e->sampler =
         std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed});
+    RuntimeOptions ro;
+    ro.model_path = o.model;
+    ro.gpu = o.placement.target;
+    ro.speculative = spec;
+    ro.speculative.draft_gpu = o.placement.draft;
+    ro.n_ctx = o.n_ctx;  // 0: the training context
+    ro.n_threads = o.n_threads;
+    ro.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
+    ro.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
+    ro.sampling = e->sampler->params();  // the seed drawn: the drafter follows it
+    ro.quiet = !log_enabled();
+    ro.before_caches = [&](const Runtime& rt) {
+        if (before_caches) before_caches(rt);
+        e->constraints = make_constraints(penalties, rt.target->hparams().n_vocab);
+    };
+    e->rt = open_runtime(ro);
+    const Runtime& rt = e->rt;
     log("model: %s | n_ctx: %d | kv cache: k %s, v %s | threads: %d | seed: %llu",
-        model.describe().c_str(), t.n_ctx, kv_type_name(type_k), kv_type_name(type_v), e->n_threads,
-        static_cast<unsigned long long>(e->sampler->seed()));
-
-    // The draft follows the target through the whole context.
-    e->drafter = make_drafter(
-        e->setup, DrafterParams{t.n_ctx, e->n_threads, e->sampler->params(), type_k, type_v});
-    e->gen.n_predict = o.n_predict;
-    e->gen.ignore_eos = o.ignore_eos;
-    e->gen.n_draft = e->spec.n_draft;
-    e->gen.draft_min = e->spec.draft_min;
-    e->gen.n_forced = e->spec.n_forced;
-    if (e->drafter)
-        log("speculative: %s%s, draft %s", e->drafter->name(),
-            model.mtp_file() ? (" (head from " + model.mtp_path() + ")").c_str() : "",
-            draft_length_name(e->spec).c_str());
+        rt.target->describe().c_str(), rt.n_ctx, kv_type_name(rt.type_k), kv_type_name(rt.type_v),
+        rt.n_threads, static_cast<unsigned long long>(e->sampler->seed()));
+    e->gen = gen_params(rt, o.n_predict, o.ignore_eos);
+    if (rt.drafter)
+        log("speculative: %s%s, draft %s", rt.drafter->name(),
+            rt.target->mtp_file() ? (" (head from " + rt.target->mtp_path() + ")").c_str() : "",
+            draft_length_name(rt.speculative.config).c_str());
     return e;
 }
 
 Generator RunSetup::make_generator() {
-    return Generator(*session, *sampler, drafter.get(), gen,
-                     spec.draft_auto ? &auto_length : nullptr, constraints.get());
+    return Generator(*rt.session, *sampler, rt.drafter.get(), gen,
+                     rt.speculative.config.draft_auto ? &auto_length : nullptr, constraints.get());
 }
 
 bool PieceWriter::operator()(token_id id) {

@@ -1,20 +1,21 @@
-// What `run` and its conversation mode (`run -cnv`, `chat`) build alike from RunOptions: the
-// model, the context size, the target session, the sampler, the constraints (penalties, logit
-// bias) and the drafter, all checked before any token is generated, plus the piece writer that
-// streams generated text to stdout.
+// What `run` and its conversation mode (`run -cnv`, `chat`) build alike from RunOptions over the
+// one runtime (runtime/runtime.h): the sampler and the constraints (penalties, logit bias) on
+// top of its model, session and drafter, all checked before any token is generated, plus the
+// piece writer that streams generated text to stdout.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "model/session.h"
+#include "runtime/runtime.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
 #include "speculative/draft_length.h"
 #include "speculative/generator.h"
-#include "speculative/make_drafter.h"
 
 namespace specula::cli {
 
@@ -26,34 +27,26 @@ void check_run_options(const RunOptions& o);
 std::string prompt_text(const RunOptions& o);
 std::vector<std::string> reverse_prompts(const RunOptions& o);
 
-// The target model and the context it runs with (-c, or the training context).
-struct LoadedTarget {
-    std::unique_ptr<Model> model;
-    double load_ms = 0;
-    int n_ctx = 0;
-    double mem_available = 0;  // MemAvailable before loading (model/memory_plan.h)
-};
-LoadedTarget load_target(const RunOptions& o);
-
-// Everything the generation loop runs with; built once, kept across a conversation's turns.
+// Everything the generation loop runs with: the runtime (runtime/runtime.h: the target, its
+// session, the drafter, the context), the sampler and constraints; built once, kept across a
+// conversation's turns.
 struct RunSetup {
-    SpeculativeConfig spec;
-    std::unique_ptr<Session> session;
+    Runtime rt;
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<Constraints> constraints;
-    SpeculativeSetup setup;
-    std::unique_ptr<Drafter> drafter;
     DraftLengthController auto_length;  // --draft auto
     GenParams gen;
-    int n_threads = 0;
 
     // A Generator over this setup (it must not outlive it).
     Generator make_generator();
 };
-// Loads the draft model, logs and checks the memory plan (model/memory_plan.h), allocates the KV
+// Opens the runtime of run / chat from the options and the speculative flags parsed once
+// (`spec`): loads the models, calls before_caches (run refuses a prompt that cannot fit, chat
+// picks its template), makes the constraints, logs and checks the memory plan, allocates the
 // caches (an Error suggesting a smaller -c when memory runs out) and logs the model / context /
-// cache types / threads / seed line.
-std::unique_ptr<RunSetup> make_run_setup(const RunOptions& o, const LoadedTarget& target);
+// cache types / threads / seed line and the drafter's.
+std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig& spec,
+                                   const std::function<void(const Runtime&)>& before_caches);
 
 // Writes token pieces to stdout as they come and keeps the text. llama2.c drops the space that
 // SentencePiece puts in front of the first word when generation starts from BOS alone; so do

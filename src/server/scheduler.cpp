@@ -45,16 +45,17 @@ struct Scheduler::Active {
     int n_emitted = 0;           // tokens handed to the text stream (their index)
 };
 
-Scheduler::Scheduler(const Model& target, const SpeculativeSetup& spec,
-                     const SchedulerConfig& config)
-    : target_(target),
-      spec_(spec),
+Scheduler::Scheduler(const Runtime& rt, const SchedulerConfig& config)
+    : rt_(rt),
+      target_(*rt.target),
+      spec_(rt.speculative),
       cfg_(config),
       pool_(default_threads(config.n_threads)),
-      target_pass_(make_shared_pass(target)),
-      draft_pass_(spec.draft_model ? make_shared_pass(*spec.draft_model) : nullptr),
-      engine_(target, &pool_),
-      slots_(make_slots(target, config.n_slots, slot_params(config, pool_, target_pass_))) {
+      target_pass_(make_shared_pass(*rt.target)),
+      draft_pass_(rt.speculative.draft_model ? make_shared_pass(*rt.speculative.draft_model)
+                                             : nullptr),
+      engine_(*rt.target, &pool_),
+      slots_(make_slots(*rt.target, config.n_slots, slot_params(config, pool_, target_pass_))) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     if (cfg_.kv_pool < 0) fail("the KV pool must be >= 0 positions, got ", cfg_.kv_pool);
     if (cfg_.kv_pool > 0 && cfg_.kv_pool < slots_[0]->target->n_ctx())
@@ -331,11 +332,11 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
     if (sp.temp <= 0.f || method == SpecMethod::ngram) {
         if (!slot.drafter) {
             dp.sampling = SamplingParams{0.f, 0, 1.f, 0.f, 0};
-            slot.drafter = make_drafter(spec_, dp);
+            slot.drafter = new_drafter(rt_, dp);
         }
         return slot.drafter.get();
     }
-    own = make_drafter(spec_, dp);
+    own = new_drafter(rt_, dp);
     return own.get();
 }
 

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/runtime.h"
 #include "server/kv_pool.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
@@ -34,7 +35,6 @@
 #include "server/slots.h"
 #include "server/text_stream.h"
 #include "speculative/engine.h"
-#include "speculative/make_drafter.h"
 #include "speculative/stats.h"
 
 namespace specula {
@@ -114,7 +114,9 @@ struct SlotAction {
 class Scheduler {
   public:
     // Builds the pool, the slots (KV caches; an Error when they do not fit) and starts the thread.
-    Scheduler(const Model& target, const SpeculativeSetup& spec, const SchedulerConfig& config);
+    // The runtime (its target, its draft setup: runtime/runtime.h) outlives the scheduler; the
+    // slots' drafters come from its new_drafter.
+    Scheduler(const Runtime& runtime, const SchedulerConfig& config);
     ~Scheduler();  // stops the thread; jobs still running are finished as cancelled
 
     // Prompt rows an echo with logprobs evaluates per pass with all their logits: what a slot's
@@ -162,6 +164,7 @@ class Scheduler {
     bool on_token(Active& a, token_id id, bool drafted);
     Drafter* drafter_for(Slot& slot, const SamplingParams& sp, std::unique_ptr<Drafter>& own);
 
+    const Runtime& rt_;
     const Model& target_;
     const SpeculativeSetup& spec_;
     SchedulerConfig cfg_;

@@ -68,139 +68,65 @@ ChatPrompter choose_chat_prompter(const std::string& model_template,
     return ChatPrompter::builtin(ChatFormat::Plain, "the model has no template");
 }
 
-// --cache-ram's bound in bytes for this plan (see ServiceConfig::cache_ram_mib); 0: off.
-double Service::prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& plan) const {
-    if (cfg.cache_ram_mib < -1)
-        fail("--cache-ram must be -1 (what the memory plan leaves), 0 (off) or a size in MiB, got ",
-             cfg.cache_ram_mib);
-    if (cfg.cache_ram_mib == 0) return 0;
-    const auto plain_rows = [](const Model& m) {
-        return m.hparams().n_swa == 0 && m.hparams().n_recurrent() == 0 &&
-               m.placement().n_gpu_layers == 0;
-    };
-    if (!plain_rows(*target_) || (spec_.draft_model && !plain_rows(*spec_.draft_model))) {
-        if (cfg.cache_ram_given)
-            std::fprintf(stderr,
-                         "serve: --cache-ram ignored: this model's KV caches are not plain host "
-                         "rows (sliding-window layers, a recurrent state or -ngl)\n");
-        return 0;
-    }
-    const double left = plan.available > 0 ? std::max(0.0, plan.available - plan.total()) : 0;
-    const double mib = 1024.0 * 1024.0;
-    if (cfg.cache_ram_mib == -1)
-        return plan.available > 0 ? left : double(ServiceConfig::kDefaultCacheRamMib) * mib;
-    const double want = double(cfg.cache_ram_mib) * mib;
-    if (cfg.cache_ram_given || plan.available <= 0) return want;
-    return std::min(want, left / 2);
-}
-
-int64_t Service::kv_pool_positions(const ServiceConfig& cfg, const MemoryPlan& plan) const {
-    const double per_pos = (plan.target_kv + plan.draft_kv) / n_ctx_;
-    int64_t pool = 0;
-    std::string why;
-    if (cfg.kv_pool > 0) {
-        pool = cfg.kv_pool;
-        why = "--kv-pool " + std::to_string(cfg.kv_pool);
-    } else if (cfg.ctx_is_total) {
-        pool = n_ctx_;
-    } else {
-        const double f = cfg.memory_fraction >= 0 ? cfg.memory_fraction : 0.9;
-        const int64_t most = int64_t(cfg.n_parallel) * n_ctx_;
-        if (plan.available <= 0 || per_pos <= 0) return most;
-        const double rest = plan.total() - (plan.target_kv + plan.draft_kv);
-        pool = std::min<int64_t>(most, int64_t(std::max(0.0, f * plan.available - rest) / per_pos));
-        why = "--gpu-memory-utilization " + std::to_string(f) + " of " +
-              std::to_string(int64_t(plan.available / (1 << 20))) + " MiB available, less " +
-              std::to_string(int64_t(rest / (1 << 20))) + " MiB for the rest of the plan";
-    }
-    if (pool < n_ctx_)
-        fail("the KV pool of ", pool, " positions (", why,
-             ") cannot hold one sequence of the context, ", n_ctx_,
-             " positions (-c / --max-model-len): give a smaller context or a larger pool");
-    return pool;
+RuntimeOptions serve_runtime_options() {
+    RuntimeOptions o;
+    o.n_ctx = RuntimeOptions::kCtxDefault;
+    o.open_session = false;
+    o.cache_ram_mib = ServiceConfig::kDefaultCacheRamMib;
+    o.logit_rows = Scheduler::kEchoChunk;
+    o.log_prefix = "serve: ";
+    return o;
 }
 
 Service::Service(const ServiceConfig& cfg) : cfg_(cfg) {
-    if (cfg.n_parallel < 1) fail("--parallel must be >= 1, got ", cfg.n_parallel);
-    if (cfg.speculative.n_draft < 0)
-        fail("--draft must be >= 0 or auto, got ", cfg.speculative.n_draft);
+    if (cfg.runtime.n_seqs < 1) fail("--parallel must be >= 1, got ", cfg.runtime.n_seqs);
+    if (cfg.runtime.speculative.n_draft < 0)
+        fail("--draft must be >= 0 or auto, got ", cfg.runtime.speculative.n_draft);
 }
 
 void Service::load() {
     const ServiceConfig& cfg = cfg_;
-    const double available = mem_available_bytes();  // before the models take their share
-    target_ = Model::load(cfg.model_path, LoadOptions{.n_threads = cfg.n_threads,
-                                                      .gpu = cfg.gpu,
-                                                      .mtp_sidecar = mtp_sidecar(cfg.speculative)});
-    spec_ = load_speculative(cfg.speculative, *target_, cfg.model_path);
-    served_name_ = cfg.served_name.empty() ? default_name(cfg.model_path) : cfg.served_name;
-
+    RuntimeOptions ro = cfg.runtime;
+    ro.open_session = false;  // the scheduler opens one per slot
+    ro.logit_rows = std::max(ro.logit_rows, Scheduler::kEchoChunk);
+    rt_ = open_runtime(ro);
+    const Model& target = *rt_.target;
+    served_name_ = cfg.served_name.empty() ? default_name(cfg.runtime.model_path) : cfg.served_name;
     if (!cfg.chat_template.empty()) {
         const bool jinja = cfg.chat_template.find("{%") != std::string::npos ||
                            cfg.chat_template.find("{{") != std::string::npos;
         prompter_ = std::make_unique<ChatPrompter>(
             jinja ? ChatPrompter::jinja(cfg.chat_template, "--chat-template",
-                                        chat_tokens(target_->tokenizer()))
+                                        chat_tokens(target.tokenizer()))
                   : ChatPrompter::builtin(parse_chat_format(cfg.chat_template), "--chat-template"));
     } else {
         prompter_ = std::make_unique<ChatPrompter>(
-            choose_chat_prompter(target_->file().get_string_or("tokenizer.chat_template", ""),
-                                 cfg.chat_template_file, target_->tokenizer()));
+            choose_chat_prompter(target.file().get_string_or("tokenizer.chat_template", ""),
+                                 cfg.chat_template_file, target.tokenizer()));
     }
-
-    n_ctx_ = resolve_ctx(target_->hparams(), cfg.n_ctx);
-    // As `run` does, before any cache: the caches of one sequence, then the pool over the slots.
-    CachePlan cp{n_ctx_,
-                 cfg.n_threads,
-                 cfg.type_k,
-                 cfg.type_v,
-                 cfg.n_parallel,
-                 SessionParams::kDefaultUbatch,
-                 std::max(max_verify_rows(cfg.speculative), Scheduler::kEchoChunk)};
-    MemoryPlan plan = plan_memory(*target_, spec_.draft_model.get(), cp, available);
-    if (cfg.n_parallel > 1) {
-        kv_pool_ = kv_pool_positions(cfg, plan);
-        cp.kv_pool = kv_pool_;
-        plan = plan_memory(*target_, spec_.draft_model.get(), cp, available);
-        std::fprintf(stderr,
-                     "serve: %d slots share a KV pool of %lld positions; one request may use "
-                     "up to %d (%s)\n",
-                     cfg.n_parallel, static_cast<long long>(kv_pool_), n_ctx_,
-                     cfg.kv_pool > 0    ? "--kv-pool"
-                     : cfg.ctx_is_total ? "-c: the cache all slots share, as llama-server's -kvu"
-                                        : "--gpu-memory-utilization of the available memory");
-    }
-    plan.prompt_cache = prompt_cache_bytes(cfg, plan);
-    std::fprintf(stderr, "serve: %s\n", specula::describe(plan).c_str());
-    if (cfg.memory_check) {
-        check_memory(plan);
-    } else if (plan.available > 0 && plan.total() > plan.available) {
-        std::fprintf(stderr,
-                     "serve: warning: the memory plan exceeds the available memory; starting "
-                     "anyway (--no-memory-check)\n");
-    }
-    if (plan.prompt_cache > 0) {
+    if (rt_.plan.prompt_cache > 0) {
         // Pool entries come and go in sizes of tens of KB to GBs: a fixed mmap threshold (glibc
         // raises it after every large free otherwise) returns an evicted entry's memory to the
         // system at once instead of leaving it to fragment the heap (RSS would creep).
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-        prompt_cache_ = std::make_unique<PromptCache>(size_t(plan.prompt_cache));
+        prompt_cache_ = std::make_unique<PromptCache>(size_t(rt_.plan.prompt_cache));
     }
     SchedulerConfig sc;
-    sc.n_slots = cfg.n_parallel;
-    sc.n_ctx = n_ctx_;
-    sc.n_threads = cfg.n_threads;
+    sc.n_slots = cfg.runtime.n_seqs;
+    sc.n_ctx = rt_.n_ctx;
+    sc.n_threads = cfg.runtime.n_threads;
     sc.metrics = &metrics_;
     sc.prompt_cache = prompt_cache_.get();
     metrics_.set_prompt_cache(prompt_cache_.get());
-    sc.type_k = cfg.type_k;
-    sc.type_v = cfg.type_v;
-    sc.kv_pool = kv_pool_;
+    sc.type_k = rt_.type_k;
+    sc.type_v = rt_.type_v;
+    sc.kv_pool = rt_.plan.kv_pool;
     sc.kv_wait_s = cfg.kv_wait_s;
-    scheduler_ = std::make_unique<Scheduler>(*target_, spec_, sc);
-    sampling_ = std::make_unique<RequestSampling>(*target_);
-    metrics_.set_kv_capacity(cfg.n_parallel, n_ctx_);
-    if (kv_pool_ > 0) metrics_.set_kv_pool([s = scheduler_.get()] { return s->pool_state(); });
+    scheduler_ = std::make_unique<Scheduler>(rt_, sc);
+    sampling_ = std::make_unique<RequestSampling>(target);
+    metrics_.set_kv_capacity(cfg.runtime.n_seqs, rt_.n_ctx);
+    if (rt_.plan.kv_pool > 0)
+        metrics_.set_kv_pool([s = scheduler_.get()] { return s->pool_state(); });
     metrics_.set_model_name(served_name_);
 }
 
@@ -209,21 +135,22 @@ Service::~Service() {
 }
 
 std::string Service::describe() const {
-    std::string s = served_name_ + " (" + target_->describe() + ") | ctx " +
-                    std::to_string(n_ctx_) + " | slots " + std::to_string(scheduler_->n_slots()) +
-                    " in one batched pass x " + std::to_string(scheduler_->n_threads()) +
-                    " threads | chat " + prompter_->describe();
-    const SpeculativeConfig& sc = cfg_.speculative;
+    const Model& target = *rt_.target;
+    std::string s =
+        served_name_ + " (" + target.describe() + ") | ctx " + std::to_string(rt_.n_ctx) +
+        " | slots " + std::to_string(scheduler_->n_slots()) + " in one batched pass x " +
+        std::to_string(scheduler_->n_threads()) + " threads | chat " + prompter_->describe();
+    const SpeculativeConfig& sc = rt_.speculative.config;
     if (sc.method == SpecMethod::none) return s + " | speculative: off";
     s += std::string(" | speculative: ") + method_name(sc.method);
-    if (spec_.draft_model) s += " (" + default_name(sc.draft_model) + ")";
-    if (target_->mtp_file()) s += " (head from " + default_name(target_->mtp_path()) + ")";
+    if (rt_.speculative.draft_model) s += " (" + default_name(sc.draft_model) + ")";
+    if (target.mtp_file()) s += " (head from " + default_name(target.mtp_path()) + ")";
     return s + ", draft " + draft_length_name(sc);
 }
 
 std::vector<token_id> Service::tokenize(const std::string& text) const {
     try {
-        return tokenize_prompt(target_->tokenizer(), text);
+        return tokenize_prompt(rt_.target->tokenizer(), text);
     } catch (const Error& e) {
         bad_request(e.what(), "prompt");
     }
@@ -239,7 +166,8 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     const char* prompt_param = req.chat ? "messages" : "prompt";
     // A prompt too long by its bytes alone is refused before it is tokenized.
     const auto refuse_by_bytes = [&](const std::string& text) -> const std::string& {
-        const ContextFit fit = check_prompt_bytes(target_->tokenizer(), text.size(), n_ctx_, "");
+        const ContextFit fit =
+            check_prompt_bytes(rt_.target->tokenizer(), text.size(), rt_.n_ctx, "");
         if (fit.what != ContextFit::fits) context_exceeded(fit.message, prompt_param);
         return text;
     };
@@ -280,7 +208,7 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         if (!p.split_reasoning) p.reasoning_open = false;
         p.prompt = tokenize(refuse_by_bytes(text));
     } else if (!req.prompt_ids.empty()) {
-        const int nv = target_->hparams().n_vocab;
+        const int nv = rt_.target->hparams().n_vocab;
         for (token_id t : req.prompt_ids)
             if (t < 0 || t >= nv)
                 bad_request("prompt token id " + std::to_string(t) +
@@ -292,18 +220,18 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
     }
     // Past the context: until the context is full (stop reason "context").
     if (req.lenient_limits && req.max_tokens > 0 &&
-        int64_t(p.prompt.size()) + req.max_tokens > n_ctx_)
+        int64_t(p.prompt.size()) + req.max_tokens > rt_.n_ctx)
         req.max_tokens = -1;
     const ContextFit fit =
-        check_context(int(p.prompt.size()), req.max_tokens, n_ctx_, "", "max_tokens");
+        check_context(int(p.prompt.size()), req.max_tokens, rt_.n_ctx, "", "max_tokens");
     if (fit.what != ContextFit::fits)
         context_exceeded(fit.message,
                          fit.what == ContextFit::prompt_too_long ? prompt_param : "max_tokens");
     sampling_->check(req);
     for (const int32_t t : req.stop_token_ids)
-        if (t >= target_->hparams().n_vocab)
+        if (t >= rt_.target->hparams().n_vocab)
             bad_request("stop token id " + std::to_string(t) + " is outside the vocabulary (" +
-                            std::to_string(target_->hparams().n_vocab) + " tokens)",
+                            std::to_string(rt_.target->hparams().n_vocab) + " tokens)",
                         "stop_token_ids");
     p.n_predict = req.max_tokens;
     p.req = std::move(req);
@@ -373,7 +301,7 @@ Completion Service::abandoned_in_queue(const PreparedRequest& p) {
 std::string Service::echo_text(const PreparedRequest& p) const {
     if (p.req.prompt_ids.empty()) return p.req.prompt;  // the text as sent
     // Token ids: their text, as llama.cpp detokenizes it.
-    const Tokenizer& tok = target_->tokenizer();
+    const Tokenizer& tok = rt_.target->tokenizer();
     std::vector<token_id> ids = p.prompt;
     if (!ids.empty() && ids[0] == tok.bos()) ids.erase(ids.begin());
     return tok.decode(ids, /*remove_special=*/false, /*unparse_special=*/true);
@@ -384,13 +312,9 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     const CompletionRequest& r = p.req;
     auto job = std::make_shared<Job>();
     job->prompt = p.prompt;
-    job->gen.n_predict = p.n_predict;
-    job->gen.ignore_eos = r.ignore_eos;
-    job->gen.n_draft = r.n_draft.value_or(cfg_.speculative.n_draft);
-    job->gen.draft_min = cfg_.speculative.draft_min;
-    job->gen.n_forced = cfg_.speculative.n_forced;
+    job->gen = gen_params(rt_, p.n_predict, r.ignore_eos, r.n_draft);
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
-    job->draft_auto = cfg_.speculative.draft_auto && !r.n_draft;
+    job->draft_auto = rt_.speculative.config.draft_auto && !r.n_draft;
     job->sampling = sampling_->sampling(r, choice);
     job->constraints = sampling_->constraints(r);
     job->n_logprobs = r.logprobs;

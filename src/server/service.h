@@ -18,6 +18,7 @@
 #include "chat/reasoning.h"
 #include "model/memory_plan.h"
 #include "model/session.h"
+#include "runtime/runtime.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/prompt_cache.h"
@@ -26,45 +27,26 @@
 #include "server/scheduler.h"
 #include "server/text_stream.h"
 #include "speculative/config.h"
-#include "speculative/make_drafter.h"
 #include "speculative/stats.h"
 
 namespace specula {
 
+// serve's runtime: no session of its own (the scheduler opens the slots), the default context
+// when -c is not given (RuntimeOptions::kCtxDefault), the prompt cache on, "serve: " lines.
+RuntimeOptions serve_runtime_options();
+
 struct ServiceConfig {
-    std::string model_path;
+    // The model, drafter, context, threads, KV types, slots (n_seqs: --parallel), their KV pool,
+    // the prompt cache and the memory check (runtime/runtime.h). One sequence's context: any
+    // request may use all of it (-c / --max-model-len); with several slots they draw from one KV
+    // pool (server/kv_pool.h), never a split context. open_session is false: the scheduler
+    // opens its slots.
+    RuntimeOptions runtime = serve_runtime_options();
     std::string slot_save_path;  // --slot-save-path: where /slots/{id}?action=save writes ("": off)
-    // Method, draft model and the default draft length (per request:
-    // speculative.num_speculative_tokens).
-    SpeculativeConfig speculative;               // with the draft's placement (draft_gpu)
-    OffloadParams gpu = env_placement().target;  // where the target runs (-ngl)
-    // One sequence's context: any request may use all of it (-c / --max-model-len); 0: the
-    // model's training context (capped like SessionParams). The context is never split over
-    // the slots: with several, they draw from one KV pool (server/kv_pool.h).
-    int n_ctx = 0;
-    // The KV pool's size in positions with several slots: --kv-pool N when given (>= n_ctx);
-    // else llama-server's -c (ctx_is_total: the one unified cache every slot shares, -kvu) is
-    // the pool; else (vLLM's --max-model-len) the pool takes memory_fraction (vLLM's
-    // --gpu-memory-utilization, default 0.9) of the available memory less the rest of the plan,
-    // at most n_parallel x n_ctx. One slot: no pool, its cache is the context.
-    bool ctx_is_total = false;
-    int64_t kv_pool = 0;
-    double memory_fraction = -1;  // -1: 0.9
-    double kv_wait_s = 600;       // --kv-wait-timeout: how long a request waits for pool room
-    int n_parallel = 1;
-    int n_threads = 0;                                  // 0: hardware threads
-    std::string served_name;                            // "" : the model file's name without .gguf
-    KVType type_k = KVType::F32, type_v = KVType::F32;  // every slot's and drafter's KV cache
-    // --cache-ram N (MiB; llama-server's flag): the host-RAM prompt cache's bound
-    // (server/prompt_cache.h), counted in the memory plan; 0 disables it, -1 gives it what the
-    // plan leaves. Not given (cache_ram_given false): llama-server's 8192 MiB, but at most half
-    // of the memory the plan leaves, so the default never stops a start. Off for models whose
-    // caches are not plain host rows (sliding-window layers, -ngl).
-    // false (--no-memory-check): a plan over the available memory only warns (llama.cpp never
-    // checks; the caches may then fail to allocate, or the system may swap).
-    bool memory_check = true;
-    long cache_ram_mib = kDefaultCacheRamMib;
-    bool cache_ram_given = false;
+    double kv_wait_s = 600;      // --kv-wait-timeout: how long a request waits for pool room
+    std::string served_name;     // "" : the model file's name without .gguf
+    // --cache-ram's default (runtime.cache_ram_mib): llama-server's 8192 MiB, but at most half
+    // of the memory the plan leaves unless given, so the default never stops a start.
     static constexpr long kDefaultCacheRamMib = 8192;
     // --chat-template-file: a Jinja template used instead of the model's ("": the model's
     // tokenizer.chat_template, or a built-in format when it has none).
@@ -137,17 +119,17 @@ class Service {
     void load();
 
     const std::string& served_name() const { return served_name_; }
-    const Model& target() const { return *target_; }
+    const Model& target() const { return *rt_.target; }
     const ChatPrompter& chat_prompter() const { return *prompter_; }
-    int n_ctx() const { return n_ctx_; }
+    int n_ctx() const { return rt_.n_ctx; }
     const RequestDefaults& request_defaults() const { return cfg_.request_defaults; }
-    int64_t kv_pool() const { return kv_pool_; }  // 0: no pool (one slot)
+    int64_t kv_pool() const { return rt_.plan.kv_pool; }  // 0: no pool (one slot)
     int n_slots() const { return scheduler_->n_slots(); }
     bool slot_busy(int i) const { return scheduler_->slot_busy(i); }
     // POST /slots/{id}?action=...: runs between scheduler steps; returns when done.
     void slot_action(const std::shared_ptr<SlotAction>& a) { scheduler_->slot_action(a); }
     const std::string& slot_save_path() const { return cfg_.slot_save_path; }
-    bool speculative() const { return cfg_.speculative.method != SpecMethod::none; }
+    bool speculative() const { return cfg_.runtime.speculative.method != SpecMethod::none; }
     Metrics& metrics() { return metrics_; }
     std::string describe() const;  // one line for the startup log
 
@@ -166,10 +148,6 @@ class Service {
     bool cancelling_all() const { return cancel_all_.load(); }
 
   private:
-    double prompt_cache_bytes(const ServiceConfig& cfg, const MemoryPlan& plan) const;
-    // The KV pool's positions for this plan (ServiceConfig::kv_pool); Error naming the flags
-    // when it cannot hold one sequence.
-    int64_t kv_pool_positions(const ServiceConfig& cfg, const MemoryPlan& plan) const;
     // reasoning_effort as the template's kwargs (its enable_thinking switch, its
     // reasoning_effort variable); ApiError 400 for a template with neither.
     void apply_reasoning_effort(const CompletionRequest& req, nlohmann::ordered_json& kwargs) const;
@@ -178,13 +156,10 @@ class Service {
     std::string echo_text(const PreparedRequest& p) const;
 
     ServiceConfig cfg_;
-    std::unique_ptr<Model> target_;
-    SpeculativeSetup spec_;                      // the draft model, loaded once for every slot
+    Runtime rt_;  // the target, the draft model loaded once for every slot, the plan
     std::unique_ptr<PromptCache> prompt_cache_;  // --cache-ram (null: off)
     std::string served_name_;
     std::unique_ptr<ChatPrompter> prompter_;
-    int n_ctx_ = 0;
-    int64_t kv_pool_ = 0;
     Metrics metrics_;
     std::unique_ptr<RequestSampling> sampling_;
     std::atomic<bool> cancel_all_{false};

@@ -7,7 +7,7 @@ import re
 import sys
 
 ORDER = ["common", "gguf", "kernels", "tokenizer", "model", "vulkan", "sampling", "chat",
-         "speculative", "server", "bench", "cli"]
+         "speculative", "runtime", "server", "bench", "cli"]
 
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"/]+)/')
 
