@@ -2,31 +2,12 @@
 #include "speculative/draft_model_drafter.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "sampling/constraints.h"
-#include "speculative/categorical.h"
 
 namespace specula {
 
 namespace {
-
-// The draft samples with its own generator: same parameters, a different (derived) seed, so that
-// its draws are independent of the target's acceptance draws.
-SamplingParams draft_sampling(SamplingParams p) {
-    const uint64_t random_seed = 0xFFFFFFFFu;
-    if (p.seed != random_seed) p.seed = (p.seed * 0x9E3779B97F4A7C15ull) ^ 0xD1B54A32D192ED03ull;
-    if (p.seed == random_seed) p.seed ^= 1;
-    return p;
-}
-
-// Largest softmax probability of raw logits.
-float top_prob(const float* logits, int n) {
-    const float mx = *std::max_element(logits, logits + n);
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - mx);
-    return float(1.0 / sum);
-}
 
 SessionParams session_params(const DraftModelParams& p) {
     SessionParams sp{p.n_ctx, p.n_threads, p.type_k, p.type_v, p.pool};
@@ -41,7 +22,7 @@ DraftModelDrafter::DraftModelDrafter(const Model& draft, const DraftModelParams&
     : model_(draft),
       params_(params),
       session_(std::make_unique<Session>(draft, session_params(params))),
-      sampler_(draft_sampling(params.sampling)) {
+      chooser_(params.sampling, 0x9E3779B97F4A7C15ull, 0xD1B54A32D192ED03ull) {
     batch_.reserve(64);
 }
 
@@ -68,17 +49,10 @@ int DraftModelDrafter::sync(std::span<const token_id> history) {
     return k;
 }
 
-bool DraftModelDrafter::confident(const float* logits, int n_vocab,
-                                  const std::vector<TokenProb>* q) const {
-    if (params_.p_min <= 0.f) return true;
-    const float top = q ? (q->empty() ? 0.f : (*q)[0].p) : top_prob(logits, n_vocab);
-    return top >= params_.p_min;
-}
-
 std::span<const token_id> DraftModelDrafter::start(std::span<const token_id> history, int n_max,
                                                    Draft& out) {
     out.clear();
-    out.has_q = !sampler_.greedy();
+    out.has_q = !chooser_.greedy();
     n_history_ = history.size();
     steps_ = steps_left_ = 0;
     guide_now_ = nullptr;
@@ -111,19 +85,8 @@ std::span<const token_id> DraftModelDrafter::next(Draft& out) {
     ++steps_;
     const int n_vocab = n_vocab_now_;
     const float* logits = session_->logits(session_->n_logits() - 1);
-    if (guide_now_) logits = guide_now_->apply(logits, guided_);
-    token_id tok;
-    if (out.has_q) {
-        std::vector<TokenProb>& q = out.next_q();
-        sampler_.distribution(logits, n_vocab, q);
-        if (q.empty() || !confident(logits, n_vocab, &q)) return end_proposal();
-        tok = sample_categorical(q, sampler_.uniform());
-    } else {
-        if (!confident(logits, n_vocab, nullptr)) return end_proposal();
-        tok = argmax(logits, n_vocab);
-    }
-    // Everything banned (-inf row): nothing to draft.
-    if (guide_now_ && !guide_now_->accept(tok)) return end_proposal();
+    const token_id tok = chooser_.choose(logits, n_vocab, out, guide_now_, params_.p_min);
+    if (tok < 0) return end_proposal();
     out.tokens.push_back(tok);
     if (--steps_left_ == 0) return end_proposal();
     batch_.assign(1, tok);

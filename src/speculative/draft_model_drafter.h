@@ -18,6 +18,7 @@
 
 #include "model/session.h"
 #include "sampling/constraints.h"
+#include "speculative/draft_chooser.h"
 #include "speculative/drafter.h"
 
 namespace specula {
@@ -58,19 +59,17 @@ class DraftModelDrafter final : public Drafter {
   private:
     int sync(std::span<const token_id> history);
     void eval(std::span<const token_id> tokens);
-    bool confident(const float* logits, int n_vocab, const std::vector<TokenProb>* q) const;
 
     const Model& model_;
     DraftModelParams params_;
     std::unique_ptr<Session> session_;
-    Sampler sampler_;
+    DraftChooser chooser_;
     std::vector<token_id> batch_;
     // The longest pass the draft session has run: a catch-up longer than this (after steps that
     // drafted nothing, --draft auto decoding plainly) goes in passes of this size, so the
     // session's buffers do not grow during a generation.
     int max_pass_ = 8;
-    std::vector<float> guided_;  // a row after guide_'s constraints
-    size_t n_history_ = 0;       // history length at the last propose()
+    size_t n_history_ = 0;  // history length at the last propose()
     // The proposal in progress (start .. the empty span).
     Constraints* guide_now_ = nullptr;
     Constraints::Mark mark_;

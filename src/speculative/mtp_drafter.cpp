@@ -7,25 +7,11 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "sampling/constraints.h"
-#include "speculative/categorical.h"
 
 namespace specula {
 
-namespace {
-
-// The drafts sample with their own generator (a seed derived from the target's), so that their
-// draws are independent of the target's acceptance draws.
-SamplingParams mtp_sampling(SamplingParams p) {
-    const uint64_t random_seed = 0xFFFFFFFFu;
-    if (p.seed != random_seed) p.seed = (p.seed * 0xBF58476D1CE4E5B9ull) ^ 0x94D049BB133111EBull;
-    if (p.seed == random_seed) p.seed ^= 1;
-    return p;
-}
-
-}  // namespace
-
 MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
-    : model_(model), sampler_(mtp_sampling(sampling)) {
+    : model_(model), chooser_(sampling, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull) {
     if (!model.has_mtp()) {
         fail(model.file().path(), ": --spec-type mtp needs an MTP head, and the model has none ",
              "(key '", model.hparams().arch, ".nextn_predict_layers' is 0 or missing, no ",
@@ -33,27 +19,10 @@ MtpDrafter::MtpDrafter(const Model& model, const SamplingParams& sampling)
     }
 }
 
-token_id MtpDrafter::choose(const float* logits, Draft& out) {
-    const int nv = model_.hparams().n_vocab;
-    if (guide_now_) logits = guide_now_->apply(logits, guided_);
-    token_id tok;
-    if (!out.has_q) {
-        tok = argmax(logits, nv);
-    } else {
-        std::vector<TokenProb>& q = out.next_q();
-        sampler_.distribution(logits, nv, q);
-        if (q.empty()) return -1;
-        tok = sample_categorical(q, sampler_.uniform());
-    }
-    // Everything banned (a -inf row): nothing more to draft.
-    if (guide_now_ && !guide_now_->accept(tok)) return -1;
-    return tok;
-}
-
 std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, int n_max,
                                             Draft& out) {
     out.clear();
-    out.has_q = !sampler_.greedy();
+    out.has_q = !chooser_.greedy();
     steps_ = 0;
     Session& t = *target_;
     const int L = int(history.size()) - 1;
@@ -99,7 +68,8 @@ std::span<const token_id> MtpDrafter::start(std::span<const token_id> history, i
 
 std::span<const token_id> MtpDrafter::next(Draft& out) {
     Session& t = *target_;
-    const token_id tok = choose(t.mtp_logits(row_), out);
+    const token_id tok =
+        chooser_.choose(t.mtp_logits(row_), model_.hparams().n_vocab, out, guide_now_);
     if (tok < 0) return finish();
     out.tokens.push_back(tok);
     if (out.size() >= n_max_ || t.mtp_n_past() >= t.n_ctx()) return finish();

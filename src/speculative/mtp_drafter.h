@@ -29,6 +29,7 @@
 
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
+#include "speculative/draft_chooser.h"
 #include "speculative/drafter.h"
 
 namespace specula {
@@ -57,12 +58,11 @@ class MtpDrafter final : public Drafter {
     int steps() const override { return steps_; }
 
   private:
-    token_id choose(const float* logits, Draft& out);
     std::span<const token_id> finish();  // ends a proposal that ran head passes
 
     const Model& model_;
     Session* target_ = nullptr;
-    Sampler sampler_;
+    DraftChooser chooser_;
     bool fresh_ = true;  // a new generation: the head's cache starts anew
     int base_ = 0;       // the absolute position of the head's cache position 0
     int last_row_ = -1;  // the target's hidden row of position L - 1 (-1: its last row)
@@ -74,7 +74,6 @@ class MtpDrafter final : public Drafter {
     std::vector<float> hidden_;         // and their hidden rows
     Constraints* guide_now_ = nullptr;  // guide_ during a proposal
     Constraints::Mark mark_;            // guide_now_'s state before it
-    std::vector<float> guided_;         // a row after its constraints
 };
 
 }  // namespace specula
