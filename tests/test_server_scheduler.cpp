@@ -20,20 +20,16 @@ using namespace specula;
 
 constexpr int kCtx = 512;
 
-struct Models {
-    std::unique_ptr<Model> target;
-    SpeculativeSetup spec;
-};
-
-const Models& models() {
-    static const Models m = [] {
-        Models r;
+// The runtime the scheduler runs over (runtime/runtime.h), filled by hand: no plan, no session.
+const Runtime& models() {
+    static const Runtime m = [] {
+        Runtime r;
         r.target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
         SpeculativeConfig c;
         c.method = SpecMethod::draft_model;
         c.draft_model = test::shared_path("models/tinystories/llama2xs.gguf");
         c.n_draft = 4;
-        r.spec = load_speculative(c, *r.target);
+        r.speculative = load_speculative(c, *r.target);
         return r;
     }();
     return m;
@@ -61,7 +57,7 @@ std::vector<token_id> alone(const std::vector<token_id>& prompt, int n_predict) 
     Session s(*models().target, SessionParams{kCtx, 2});
     const SamplingParams greedy{0.f, 0, 1.f, 0.f, 0};
     Sampler sampler(greedy);
-    auto drafter = make_drafter(models().spec, DrafterParams{kCtx, 2, greedy});
+    auto drafter = make_drafter(models().speculative, DrafterParams{kCtx, 2, greedy});
     return generate_tokens(s, sampler, drafter.get(), prompt, gen_params(n_predict));
 }
 
@@ -106,7 +102,7 @@ SchedulerConfig config(int n_slots, int prefill_chunk) {
 }
 
 void expect_each_as_alone(int n_slots, int n_requests, int prefill_chunk) {
-    Scheduler sched(*models().target, models().spec, config(n_slots, prefill_chunk));
+    Scheduler sched(models(), config(n_slots, prefill_chunk));
     std::vector<std::shared_ptr<Job>> jobs;
     for (int i = 0; i < n_requests; ++i)
         jobs.push_back(submit(sched, tokens(kPrompts[size_t(i) % kPrompts.size()]), 24 + i));
@@ -137,7 +133,7 @@ TEST(Scheduler, LongPromptIsPrefilledInChunksWhileOthersStream) {
     for (int i = 0; i < 12; ++i) long_text += " The cat sat on the mat and looked at the big tree.";
     const auto long_prompt = tokens(long_text);
     ASSERT_GT(long_prompt.size(), 120u);
-    Scheduler sched(*models().target, models().spec, config(2, 8));
+    Scheduler sched(models(), config(2, 8));
     auto a = submit(sched, long_prompt, 8);
     auto b = submit(sched, tokens("The little dog"), 40);
     const std::string ta = wait_text(*a), tb = wait_text(*b);
@@ -150,7 +146,7 @@ TEST(Scheduler, LongPromptIsPrefilledInChunksWhileOthersStream) {
 }
 
 TEST(Scheduler, PromptStartingWithASlotsTokensReusesThem) {
-    Scheduler sched(*models().target, models().spec, config(1, 64));
+    Scheduler sched(models(), config(1, 64));
     const auto p1 = tokens("Lily saw a big red");
     auto a = submit(sched, p1, 12);
     wait_text(*a);
@@ -178,7 +174,7 @@ TEST(Scheduler, PromptStartingWithASlotsTokensReusesThem) {
 // cache, so it takes the empty slot instead of overwriting that cache, and the first
 // conversation's next turn still finds all of it.
 TEST(Scheduler, ANewConversationTakesAnEmptySlotNotAnotherConversationsCache) {
-    Scheduler sched(*models().target, models().spec, config(2, 64));
+    Scheduler sched(models(), config(2, 64));
     const auto p1 = tokens("Lily saw a big red");
     auto a = submit(sched, p1, 12);
     wait_text(*a);
@@ -202,7 +198,7 @@ TEST(Scheduler, ANewConversationTakesAnEmptySlotNotAnotherConversationsCache) {
 }
 
 TEST(Scheduler, ACancelledRequestLeavesItsSlotAndTheQueue) {
-    Scheduler sched(*models().target, models().spec, config(1, 64));
+    Scheduler sched(models(), config(1, 64));
     auto a = submit(sched, tokens("Lily saw a big red"), 400);
     auto b = submit(sched, tokens("Mom said"), 400);  // waits: one slot
     {
