@@ -79,150 +79,204 @@ double index_arg(const std::vector<Value>& args, size_t i, double dflt) {
     return i < args.size() && args[i].is_number() ? args[i].num : dflt;
 }
 
+// One call of a string's method: the string, the method's name as written and its arguments.
+struct StringCall {
+    const std::string& s;
+    const std::string& name;
+    std::vector<Value>& args;
+    Kwargs& kwargs;
+    Interpreter& in;
+};
+
+Value sm_upper(const StringCall& c) {
+    return Value::string(to_upper(c.s));
+}
+Value sm_lower(const StringCall& c) {
+    return Value::string(to_lower(c.s));
+}
+Value sm_strip(const StringCall& c) {
+    return Value::string(trim(c.s));
+}
+Value sm_lstrip(const StringCall& c) {
+    return Value::string(trim_start(c.s));
+}
+Value sm_rstrip(const StringCall& c) {
+    return Value::string(trim_end(c.s));
+}
+Value sm_title(const StringCall& c) {
+    return Value::string(title_case(c.s));
+}
+Value sm_capitalize(const StringCall& c) {
+    return Value::string(capitalize(c.s));
+}
+
+// startswith and endswith: a string or a tuple of strings.
+Value sm_startswith(const StringCall& c) {
+    const std::string& s = c.s;
+    const bool start = c.name == "startswith";
+    if (c.args.empty()) c.in.error(c.name + "() requires at least one argument");
+    auto test = [&](const std::string& p) {
+        return p.size() <= s.size() && (start ? s.compare(0, p.size(), p) == 0
+                                              : s.compare(s.size() - p.size(), p.size(), p) == 0);
+    };
+    const Value& a = c.args[0];
+    if (a.kind == Kind::String) return Value::from_bool(test(a.str));
+    if (a.kind == Kind::Array) {
+        for (const Value& v : *a.arr) {
+            if (v.kind != Kind::String) c.in.error(c.name + "() tuple elements must be strings");
+            if (test(v.str)) return Value::from_bool(true);
+        }
+        return Value::from_bool(false);
+    }
+    c.in.error(c.name + "() argument must be a string or tuple of strings");
+}
+
+Value sm_split(const StringCall& c) {
+    Value sep = c.args.size() > 0 ? c.args[0] : Value::null();
+    Value maxsplit = c.args.size() > 1 ? c.args[1] : Value::integer(-1);
+    for (const auto& kv : c.kwargs) {
+        if (kv.first == "sep") sep = kv.second;
+        if (kv.first == "maxsplit") maxsplit = kv.second;
+    }
+    if (sep.kind != Kind::String && !sep.is_null())
+        c.in.error("sep argument must be a string or null");
+    if (maxsplit.kind != Kind::Int) c.in.error("maxsplit argument must be a number");
+    if (sep.is_null()) return strings(split_whitespace(c.s, maxsplit.num));
+    if (sep.str.empty()) c.in.error("empty separator");
+    return strings(split_on(c.s, sep.str, maxsplit.num));
+}
+
+// The replace filter's.
+Value sm_replace(const StringCall& c) {
+    std::vector<Value> a = c.args;
+    Value fn = Value::string(c.s);
+    return c.in.apply_filter(fn, "replace", a, c.kwargs, true, nullptr);
+}
+
+Value sm_splitlines(const StringCall& c) {
+    const std::string& s = c.s;
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\n' || s[i] == '\r') {
+            lines.push_back(s.substr(start, i - start));
+            if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+            start = i + 1;
+        }
+    }
+    if (start < s.size()) lines.push_back(s.substr(start));
+    return strings(lines);
+}
+
+// find, rfind, index and count: positions in code points.
+Value sm_find(const StringCall& c) {
+    const std::string& s = c.s;
+    if (c.args.empty() || c.args[0].kind != Kind::String)
+        c.in.error(c.name + "() needs a string argument");
+    const std::string& sub = c.args[0].str;
+    if (c.name == "count") {
+        if (sub.empty()) return Value::integer(double(code_points(s).size() + 1));
+        double n = 0;
+        for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+        return Value::integer(n);
+    }
+    const size_t p = c.name == "rfind" ? s.rfind(sub) : s.find(sub);
+    if (p == std::string::npos) {
+        if (c.name == "index") c.in.error("substring not found");
+        return Value::integer(-1);
+    }
+    return Value::integer(double(code_points(s.substr(0, p)).size()));
+}
+
+Value sm_join(const StringCall& c) {
+    if (c.args.empty() || c.args[0].kind != Kind::Array) c.in.error("join() needs a list");
+    const Array& items = *c.args[0].arr;
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+        out += (i ? c.s : "") + items[i].js_string();
+        c.in.check_size(out.size());
+    }
+    return Value::string(out);
+}
+
+Value sm_format(const StringCall& c) {
+    return Value::string(py_format(c.s, c.args, c.kwargs, c.in));
+}
+
+// removeprefix and removesuffix.
+Value sm_remove(const StringCall& c) {
+    const std::string& s = c.s;
+    if (c.args.empty() || c.args[0].kind != Kind::String)
+        c.in.error("removeprefix/removesuffix need a string");
+    const std::string& p = c.args[0].str;
+    if (p.size() > s.size()) return Value::string(s);
+    if (c.name == "removeprefix")
+        return Value::string(s.compare(0, p.size(), p) == 0 ? s.substr(p.size()) : s);
+    return Value::string(
+        s.compare(s.size() - p.size(), p.size(), p) == 0 ? s.substr(0, s.size() - p.size()) : s);
+}
+
+// isdigit, isalpha, isalnum, isspace: every byte of a non-empty string.
+template <int (*pred)(int)>
+Value sm_all(const StringCall& c) {
+    return Value::from_bool(all_chars(c.s, pred));
+}
+
+// islower and isupper: some cased letter, none of the other case.
+Value sm_iscase(const StringCall& c) {
+    const bool lower = c.name == "islower";
+    bool cased = false;
+    for (unsigned char ch : c.s) {
+        if (std::isalpha(ch)) cased = true;
+        if (lower ? std::isupper(ch) : std::islower(ch)) return Value::from_bool(false);
+    }
+    return Value::from_bool(cased);
+}
+
+struct StringMethod {
+    const char* name;
+    Value (*fn)(const StringCall&);
+};
+
+constexpr StringMethod kStringMethods[] = {
+    {"upper", sm_upper},
+    {"lower", sm_lower},
+    {"strip", sm_strip},
+    {"lstrip", sm_lstrip},
+    {"rstrip", sm_rstrip},
+    {"title", sm_title},
+    {"capitalize", sm_capitalize},
+    {"startswith", sm_startswith},
+    {"endswith", sm_startswith},
+    {"split", sm_split},
+    {"replace", sm_replace},
+    {"splitlines", sm_splitlines},
+    {"find", sm_find},
+    {"rfind", sm_find},
+    {"index", sm_find},
+    {"count", sm_find},
+    {"join", sm_join},
+    {"format", sm_format},
+    {"removeprefix", sm_remove},
+    {"removesuffix", sm_remove},
+    {"isdigit", sm_all<::isdigit>},
+    {"isalpha", sm_all<::isalpha>},
+    {"isalnum", sm_all<::isalnum>},
+    {"isspace", sm_all<::isspace>},
+    {"islower", sm_iscase},
+    {"isupper", sm_iscase},
+};
+
+// The property `length`, or a method of kStringMethods bound to the string; undefined otherwise.
 Value string_member(const Value& self, const std::string& name) {
     const std::string s = self.str;
     if (name == "length") return Value::integer(double(utf16_length(s)));
-    if (name == "upper")
-        return method([s](auto&, auto&, auto&) { return Value::string(to_upper(s)); });
-    if (name == "lower")
-        return method([s](auto&, auto&, auto&) { return Value::string(to_lower(s)); });
-    if (name == "strip") return method([s](auto&, auto&, auto&) { return Value::string(trim(s)); });
-    if (name == "lstrip")
-        return method([s](auto&, auto&, auto&) { return Value::string(trim_start(s)); });
-    if (name == "rstrip")
-        return method([s](auto&, auto&, auto&) { return Value::string(trim_end(s)); });
-    if (name == "title")
-        return method([s](auto&, auto&, auto&) { return Value::string(title_case(s)); });
-    if (name == "capitalize")
-        return method([s](auto&, auto&, auto&) { return Value::string(capitalize(s)); });
-    if (name == "startswith" || name == "endswith") {
-        const bool start = name == "startswith";
-        return method([s, start, name](std::vector<Value>& args, Kwargs&, Interpreter& in) {
-            if (args.empty()) in.error(name + "() requires at least one argument");
-            auto test = [&](const std::string& p) {
-                return p.size() <= s.size() &&
-                       (start ? s.compare(0, p.size(), p) == 0
-                              : s.compare(s.size() - p.size(), p.size(), p) == 0);
-            };
-            if (args[0].kind == Kind::String) return Value::from_bool(test(args[0].str));
-            if (args[0].kind == Kind::Array) {
-                for (const Value& v : *args[0].arr) {
-                    if (v.kind != Kind::String)
-                        in.error(name + "() tuple elements must be strings");
-                    if (test(v.str)) return Value::from_bool(true);
-                }
-                return Value::from_bool(false);
-            }
-            in.error(name + "() argument must be a string or tuple of strings");
-        });
-    }
-    if (name == "split") {
-        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
-            Value sep = args.size() > 0 ? args[0] : Value::null();
-            Value maxsplit = args.size() > 1 ? args[1] : Value::integer(-1);
-            for (const auto& kv : kwargs) {
-                if (kv.first == "sep") sep = kv.second;
-                if (kv.first == "maxsplit") maxsplit = kv.second;
-            }
-            if (sep.kind != Kind::String && !sep.is_null())
-                in.error("sep argument must be a string or null");
-            if (maxsplit.kind != Kind::Int) in.error("maxsplit argument must be a number");
-            if (sep.is_null()) return strings(split_whitespace(s, maxsplit.num));
-            if (sep.str.empty()) in.error("empty separator");
-            return strings(split_on(s, sep.str, maxsplit.num));
-        });
-    }
-    if (name == "replace") {
-        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
-            std::vector<Value> a = args;
-            Value fn = Value::string(s);
-            return in.apply_filter(fn, "replace", a, kwargs, true, nullptr);
-        });
-    }
-    if (name == "splitlines") {
-        return method([s](auto&, auto&, auto&) {
-            std::vector<std::string> lines;
-            size_t start = 0;
-            for (size_t i = 0; i < s.size(); ++i) {
-                if (s[i] == '\n' || s[i] == '\r') {
-                    lines.push_back(s.substr(start, i - start));
-                    if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-                    start = i + 1;
-                }
-            }
-            if (start < s.size()) lines.push_back(s.substr(start));
-            return strings(lines);
-        });
-    }
-    if (name == "find" || name == "rfind" || name == "index" || name == "count") {
-        return method([s, name](std::vector<Value>& args, Kwargs&, Interpreter& in) {
-            if (args.empty() || args[0].kind != Kind::String)
-                in.error(name + "() needs a string argument");
-            const std::string& sub = args[0].str;
-            if (name == "count") {
-                if (sub.empty()) return Value::integer(double(code_points(s).size() + 1));
-                double n = 0;
-                for (size_t p = s.find(sub); p != std::string::npos;
-                     p = s.find(sub, p + sub.size()))
-                    ++n;
-                return Value::integer(n);
-            }
-            const size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
-            if (p == std::string::npos) {
-                if (name == "index") in.error("substring not found");
-                return Value::integer(-1);
-            }
-            return Value::integer(double(code_points(s.substr(0, p)).size()));
-        });
-    }
-    if (name == "join") {
-        return method([s](std::vector<Value>& args, Kwargs&, Interpreter& in) {
-            if (args.empty() || args[0].kind != Kind::Array) in.error("join() needs a list");
-            std::string out;
-            for (size_t i = 0; i < args[0].arr->size(); ++i) {
-                out += (i ? s : "") + (*args[0].arr)[i].js_string();
-                in.check_size(out.size());
-            }
-            return Value::string(out);
-        });
-    }
-    if (name == "format")
-        return method([s](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
-            return Value::string(py_format(s, args, kwargs, in));
-        });
-    if (name == "removeprefix" || name == "removesuffix") {
-        const bool prefix = name == "removeprefix";
-        return method([s, prefix](std::vector<Value>& args, Kwargs&, Interpreter& in) {
-            if (args.empty() || args[0].kind != Kind::String)
-                in.error("removeprefix/removesuffix need a string");
-            const std::string& p = args[0].str;
-            if (p.size() > s.size()) return Value::string(s);
-            if (prefix)
-                return Value::string(s.compare(0, p.size(), p) == 0 ? s.substr(p.size()) : s);
-            return Value::string(s.compare(s.size() - p.size(), p.size(), p) == 0
-                                     ? s.substr(0, s.size() - p.size())
-                                     : s);
-        });
-    }
-    static const std::pair<const char*, int (*)(int)> kClasses[] = {{"isdigit", ::isdigit},
-                                                                    {"isalpha", ::isalpha},
-                                                                    {"isalnum", ::isalnum},
-                                                                    {"isspace", ::isspace}};
-    for (const auto& [n, pred] : kClasses)
-        if (name == n)
+    for (const StringMethod& m : kStringMethods)
+        if (name == m.name)
             return method(
-                [s, p = pred](auto&, auto&, auto&) { return Value::from_bool(all_chars(s, p)); });
-    if (name == "islower" || name == "isupper") {
-        const bool lower = name == "islower";
-        return method([s, lower](auto&, auto&, auto&) {
-            bool cased = false;
-            for (unsigned char c : s) {
-                if (std::isalpha(c)) cased = true;
-                if (lower ? std::isupper(c) : std::islower(c)) return Value::from_bool(false);
-            }
-            return Value::from_bool(cased);
-        });
-    }
+                [s, name, fn = m.fn](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
+                    return fn(StringCall{s, name, args, kwargs, in});
+                });
     return Value::undefined();
 }
 
