@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
-#include "model/session_impl.h"
+#include "model/sequence_state.h"
 
 namespace specula {
 

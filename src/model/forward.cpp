@@ -149,7 +149,7 @@ void ForwardPass::embed(std::span<const PassSegment> segs) {
 void ForwardPass::capture(int il) {
     const size_t d = static_cast<size_t>(st_.hp.n_embd);
     for (size_t s = 0; s < st_.segs.size(); ++s) {
-        Session::Impl& seq = *st_.segs[s].seq;
+        SequenceState& seq = *st_.segs[s].seq;
         const auto& layers = seq.capture_layers;
         const auto it = std::find(layers.begin(), layers.end(), il);
         if (it == layers.end()) continue;
@@ -177,7 +177,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     // one): the device runs the first layers (and maybe the head) on x.
     int il0 = 0;
     if (LayerOffload* off = ns == 1 ? segs[0].seq->offload.get() : nullptr) {
-        Session::Impl& seq = *segs[0].seq;
+        SequenceState& seq = *segs[0].seq;
         il0 = off->n_layers();
         const float* cs_swa = st_.swa_rope ? st_.rope_cs_swa.data() : nullptr;
         const int n_out = st_.n_out[0];
@@ -194,7 +194,7 @@ void ForwardPass::run(std::span<const PassSegment> segs, ThreadPool& pool) {
     }
     bool capturing = false;
     for (const PassSegment& sg : segs) {
-        Session::Impl& seq = *sg.seq;
+        SequenceState& seq = *sg.seq;
         if (!seq.rec.empty()) seq.rec.begin_pass(seq.kv.n_past(), int(sg.tokens.size()));
         capturing = capturing || !seq.capture_layers.empty();
     }
@@ -224,7 +224,7 @@ void ForwardPass::output(std::span<const PassSegment> segs, ThreadPool& pool) {
     if (model.has_mtp()) {
         const size_t d = static_cast<size_t>(hp.n_embd);
         for (size_t s = 0; s < ns; ++s) {
-            Session::Impl& seq = *segs[s].seq;
+            SequenceState& seq = *segs[s].seq;
             const size_t row0 = static_cast<size_t>(segs[s].logits_row);
             grow(seq.hidden, (row0 + st_.n_out[s]) * d);
             std::memcpy(seq.hidden.data() + row0 * d, st_.h.data() + st_.out_off[s] * d,
@@ -237,7 +237,7 @@ void ForwardPass::output(std::span<const PassSegment> segs, ThreadPool& pool) {
     // pass's buffer, then each segment's rows to its session.
     float* out = st_.logits.data();
     if (ns == 1) {
-        Session::Impl& seq = *segs[0].seq;
+        SequenceState& seq = *segs[0].seq;
         const size_t row0 = static_cast<size_t>(segs[0].logits_row);
         grow(seq.logits, (row0 + st_.n_out[0]) * nv);
         out = seq.logits.data() + row0 * nv;
@@ -249,7 +249,7 @@ void ForwardPass::output(std::span<const PassSegment> segs, ThreadPool& pool) {
         });
     }
     for (size_t s = 0; s < ns; ++s) {
-        Session::Impl& seq = *segs[s].seq;
+        SequenceState& seq = *segs[s].seq;
         const size_t row0 = static_cast<size_t>(segs[s].logits_row);
         if (ns > 1) {
             grow(seq.logits, (row0 + st_.n_out[s]) * nv);

@@ -2,7 +2,7 @@
 // (model/weights.h's MtpWeights; each row reads only its own session's head cache, so a row's
 // result does not depend on what shares the pass): x = eh_proj [enorm(embed(t_{p+1})) |
 // hnorm(h_p)], the architecture's head layer (ArchSpec::mtp_block) over its own KV cache
-// (Session::Impl::mtp_kv, one layer) at MTP position p, then logits = head(rms_norm(x) *
+// (SequenceState::mtp_kv, one layer) at MTP position p, then logits = head(rms_norm(x) *
 // shared_head_norm). The head layer runs the shared blocks: only the cache they read and write
 // differs (PassState::mtp, kv_of).
 #include <algorithm>
@@ -85,12 +85,12 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
     const size_t nv = static_cast<size_t>(hp.n_vocab);
     const WeightView& head = m.head.data ? m.head : model.output;
     // One session writes its logits in place; several go through the pass's buffer.
-    Session::Impl& one = *segs[0].seq;
+    SequenceState& one = *segs[0].seq;
     if (ns == 1) grow_to(one.mtp_logits, nv * n);
     float* logits = ns == 1 ? one.mtp_logits.data() : st_.logits.data();
     matmul(head, st_.h.data(), hp.n_embd, n, logits, hp.n_vocab, pool, st_.mm);
     for (size_t s = 0; s < ns; ++s) {
-        Session::Impl& seq = *segs[s].seq;
+        SequenceState& seq = *segs[s].seq;
         const size_t r0 = static_cast<size_t>(st_.off[s]), rows = static_cast<size_t>(st_.n[s]);
         grow_to(seq.mtp_hidden, d * rows);
         std::memcpy(seq.mtp_hidden.data(), st_.h.data() + d * r0, sizeof(float) * d * rows);

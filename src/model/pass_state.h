@@ -20,9 +20,25 @@
 #include "model/delta_net.h"
 #include "model/moe.h"
 #include "model/rope.h"
-#include "model/session_impl.h"
+#include "model/sequence_state.h"
 
 namespace specula {
+
+// One sequence's share of a pass: its tokens go to positions n_past() .. of its own cache.
+struct PassSegment {
+    SequenceState* seq = nullptr;
+    std::span<const token_id> tokens;
+    bool all_logits = true;  // false: only the last token's logits
+    int logits_row = 0;      // the first row of the session's logits this pass writes
+};
+
+// One session's share of an MTP head pass (ForwardPass::run_mtp): MTP positions mtp_n_past() ..
+// of its head cache take [next[i], hidden row i].
+struct MtpSegment {
+    SequenceState* seq = nullptr;
+    std::span<const token_id> next;
+    const float* hidden = nullptr;  // next.size() rows of n_embd
+};
 
 struct PassState {
     explicit PassState(const Model& model);

@@ -7,114 +7,19 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
-#include "model/session_impl.h"
+#include "model/sequence_state.h"
 
 namespace specula {
 
-int resolve_ctx(const HParams& hp, int n_ctx) {
-    if (n_ctx < 0) fail("n_ctx must be >= 0, got ", n_ctx);
-    if (n_ctx > 0) return n_ctx;
-    return hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, SessionParams::kDefaultMaxCtx)
-                              : SessionParams::kDefaultMaxCtx;
-}
-
-namespace {
-
-std::vector<int> layer_windows(const HParams& hp) {
-    std::vector<int> w(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il)
-        w[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);
-    return w;
-}
-
-int ubatch(const SessionParams& p) {
-    if (p.n_ubatch < 1) fail("n_ubatch (-ub) must be >= 1, got ", p.n_ubatch);
-    return p.n_ubatch;
-}
-
-// SessionParams::capture_layers, checked and sorted.
-std::vector<int> capture_layers(const Model& m, const SessionParams& p) {
-    std::vector<int> l = p.capture_layers;
-    std::sort(l.begin(), l.end());
-    const int n = m.hparams().n_layer;
-    for (size_t i = 0; i < l.size(); ++i) {
-        if (l[i] < 0 || l[i] >= n - 1) {
-            fail("capture layer ", l[i], " is out of range [0, ", n - 1, ") for ", m.file().path(),
-                 " (", n, " layers; the last keeps only its output rows)");
-        }
-        if (i > 0 && l[i] == l[i - 1]) fail("capture layer ", l[i], " is listed twice");
-    }
-    return l;
-}
-
-int swa_max_pass(const SessionParams& p) {
-    if (p.swa_max_pass < 1) fail("swa_max_pass must be >= 1, got ", p.swa_max_pass);
-    return p.swa_max_pass;
-}
-
-}  // namespace
-
-Session::Impl::Impl(const Model& m, const SessionParams& p)
-    : model(m),
-      own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
-      pool(p.pool ? p.pool : own_pool.get()),
-      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim,
-         p.kv_small_pages),
-      rec(m.hparams(), p.recurrent_rollback),
-      capture_layers(specula::capture_layers(m, p)),
-      n_ubatch(ubatch(p)) {
-    if (p.shared_pass) {
-        if (&p.shared_pass->model() != &m)
-            fail("SessionParams::shared_pass was made for another model");
-        pass = p.shared_pass;
-    }
-    OffloadParams op = m.placement();
-    if (p.n_gpu_layers >= 0) {
-        op.n_gpu_layers = p.n_gpu_layers;
-        op.device = p.gpu_device;
-    }
-    op.n_ctx = kv.n_ctx();
-    offload = make_offload(m, op);
-    if (offload) kv.set_device_layers(offload->n_layers());
-    if (offload && !capture_layers.empty())
-        fail("capture_layers: the captured layers must run on the CPU (n_gpu_layers = 0)");
-    if (m.has_mtp()) {
-        mtp_kv = std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k,
-                                           p.type_v, std::span<const int>{}, 0,
-                                           m.hparams().head_dim, p.kv_small_pages);
-    }
-}
-
-Session::Impl::~Impl() = default;
-
-int Session::Impl::max_pass() const {
-    return kv.has_ring() ? std::min(n_ubatch, kv.max_pass()) : n_ubatch;
-}
-
-void Session::Impl::check(std::span<const token_id> tokens) const {
-    const int64_t end = static_cast<int64_t>(kv.n_past()) + tokens.size();
-    if (end > kv.n_ctx()) {
-        fail("context overflow: ", kv.n_past(), " cached + ", tokens.size(),
-             " new tokens exceed n_ctx = ", kv.n_ctx());
-    }
-    const int n_vocab = model.hparams().n_vocab;
-    for (token_id id : tokens) {
-        if (id < 0 || id >= n_vocab) {
-            fail("token id ", id, " is out of range (n_vocab = ", n_vocab, ")");
-        }
-    }
-}
-
 Session::Session(const Model& model, const SessionParams& params)
-    : impl_(std::make_unique<Impl>(model, params)) {}
+    : impl_(std::make_unique<SequenceState>(model, params)) {}
 
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 void Session::eval(std::span<const token_id> tokens, bool all_logits) {
-    Impl& s = *impl_;
+    SequenceState& s = *impl_;
     s.check(tokens);
     if (!s.pass) s.pass = std::make_shared<ForwardPass>(s.model);
     // A pass takes at most n_ubatch tokens (ring caches: at most max_pass): longer runs go in
@@ -135,7 +40,7 @@ std::shared_ptr<ForwardPass> make_shared_pass(const Model& model) {
 }
 
 int Session::kv_touched() const {
-    const Impl& s = *impl_;
+    const SequenceState& s = *impl_;
     return std::max(s.kv.touched(), s.mtp_kv ? s.mtp_kv->touched() : 0);
 }
 
@@ -145,7 +50,7 @@ void Session::release_kv() {
 }
 
 double Session::buffer_bytes() const {
-    const Impl& s = *impl_;
+    const SequenceState& s = *impl_;
     const double floats =
         double(s.logits.capacity()) + double(s.hidden.capacity()) + double(s.captured.capacity());
     return (s.pass ? s.pass->allocated_bytes() : 0.0) + sizeof(float) * floats;
@@ -206,42 +111,16 @@ void Session::rollback(int n_past) {
     impl_->kv.truncate(n_past);
 }
 
-namespace {
-
-const Session::Impl& need_mtp(const Session::Impl& s) {
-    if (!s.mtp_kv) {
-        fail(s.model.file().path(), ": the model has no MTP head (key '", s.model.hparams().arch,
-             ".nextn_predict_layers' is 0 or missing, no blk.N.nextn.* tensors)");
-    }
-    return s;
-}
-
-}  // namespace
-
 const float* Session::hidden(int i) const {
-    need_mtp(*impl_);
+    impl_->require_mtp();
     if (i < 0 || i >= impl_->n_logits) {
         fail("hidden(", i, "): the last eval produced ", impl_->n_logits, " rows");
     }
     return impl_->hidden.data() + static_cast<size_t>(i) * impl_->model.hparams().n_embd;
 }
 
-void Session::Impl::check_mtp(std::span<const token_id> next) const {
-    need_mtp(*this);
-    const int64_t end = static_cast<int64_t>(mtp_kv->n_past()) + next.size();
-    if (end > mtp_kv->n_ctx()) {
-        fail("context overflow: ", mtp_kv->n_past(), " MTP positions + ", next.size(),
-             " new exceed n_ctx = ", mtp_kv->n_ctx());
-    }
-    for (token_id id : next) {
-        if (id < 0 || id >= model.hparams().n_vocab) {
-            fail("token id ", id, " out of range [0, ", model.hparams().n_vocab, ")");
-        }
-    }
-}
-
 void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
-    Impl& s = *impl_;
+    SequenceState& s = *impl_;
     s.check_mtp(next);
     if (!s.pass) s.pass = std::make_shared<ForwardPass>(s.model);
     const MtpSegment seg{&s, next, hidden};
@@ -249,7 +128,7 @@ void Session::eval_mtp(std::span<const token_id> next, const float* hidden) {
 }
 
 const float* Session::mtp_logits(int t) const {
-    need_mtp(*impl_);
+    impl_->require_mtp();
     if (t < 0 || t >= impl_->n_mtp) {
         fail("mtp_logits(", t, "): the last eval_mtp produced ", impl_->n_mtp, " rows");
     }
@@ -257,7 +136,7 @@ const float* Session::mtp_logits(int t) const {
 }
 
 const float* Session::mtp_hidden(int t) const {
-    need_mtp(*impl_);
+    impl_->require_mtp();
     if (t < 0 || t >= impl_->n_mtp) {
         fail("mtp_hidden(", t, "): the last eval_mtp produced ", impl_->n_mtp, " rows");
     }
@@ -265,11 +144,12 @@ const float* Session::mtp_hidden(int t) const {
 }
 
 int Session::mtp_n_past() const {
-    return need_mtp(*impl_).mtp_kv->n_past();
+    impl_->require_mtp();
+    return impl_->mtp_kv->n_past();
 }
 
 void Session::mtp_rollback(int n) {
-    need_mtp(*impl_);
+    impl_->require_mtp();
     if (n < 0 || n > impl_->mtp_kv->n_past()) {
         fail("mtp_rollback(", n, "): must be in [0, mtp_n_past = ", impl_->mtp_kv->n_past(), "]");
     }
@@ -282,7 +162,7 @@ bool Session::can_rollback(int n_past) const {
 }
 
 const float* Session::captured(int t) const {
-    const Impl& s = *impl_;
+    const SequenceState& s = *impl_;
     if (s.capture_layers.empty()) fail("captured(", t, "): the session captures no layer");
     if (t < 0 || t >= s.n_captured) {
         fail("captured(", t, "): the last eval captured ", s.n_captured, " rows");
