@@ -117,10 +117,13 @@ bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
 
+// Operators and punctuation, the longer of two that share a start first.
 struct Rule {
     const char* seq;
     Tok type;
 };
+
+constexpr char kFloorDivide[] = "//";  // named: line-based tools take it for a comment
 
 const Rule kRules[] = {
     {"{%", Tok::OpenStatement},  {"%}", Tok::CloseStatement},
@@ -135,7 +138,7 @@ const Rule kRules[] = {
     {"<", Tok::Comparison},      {">", Tok::Comparison},
     {"+", Tok::Additive},        {"-", Tok::Additive},
     {"~", Tok::Additive},        {"**", Tok::Power},
-    {"*", Tok::Multiplicative},  {"//", Tok::Multiplicative},
+    {"*", Tok::Multiplicative},  {kFloorDivide, Tok::Multiplicative},
     {"/", Tok::Multiplicative},  {"%", Tok::Multiplicative},
     {"=", Tok::Equals},
 };
@@ -308,90 +311,75 @@ class Lexer {
         error("missing {% endraw %}", at);
     }
 
-    void step() {
-        const Tok last = tokens_.empty() ? Tok::Text : tokens_.back().type;
-        const bool after_tag = tokens_.empty() || last == Tok::CloseStatement ||
-                               last == Tok::CloseExpression || last == Tok::Comment;
-        if (after_tag) {
-            size_t end = pos_;
-            while (true) {
-                end = s_.find('{', end);
-                if (end == std::string::npos) {
-                    end = s_.size();
-                    break;
-                }
-                const char next = end + 1 < s_.size() ? s_[end + 1] : 0;
-                if (next == '%' || next == '{' || next == '#') break;
-                ++end;
+    // Text up to the next tag, right after a tag (or at the start); false when there is none.
+    bool text() {
+        size_t end = pos_;
+        while (true) {
+            end = s_.find('{', end);
+            if (end == std::string::npos) {
+                end = s_.size();
+                break;
             }
-            if (end > pos_) {
-                push(Tok::Text, s_.substr(pos_, end - pos_), pos_);
-                pos_ = end;
-                return;
-            }
+            const char next = end + 1 < s_.size() ? s_[end + 1] : 0;
+            if (next == '%' || next == '{' || next == '#') break;
+            ++end;
         }
-        if (s_[pos_] == '{') {
-            const char next = pos_ + 1 < s_.size() ? s_[pos_ + 1] : 0;
-            if (next == '#') {
-                const size_t open = pos_;
-                pos_ += 2;
-                const bool strip_before = pos_ < s_.size() && s_[pos_] == '-';
-                if (strip_before) ++pos_;
-                const size_t end = s_.find("#}", pos_);
-                if (end == std::string::npos) error("missing end of comment tag", open);
-                std::string comment = s_.substr(pos_, end - pos_);
-                const bool strip_after = !comment.empty() && comment.back() == '-';
-                if (strip_before) strip_trailing_whitespace();
-                push(Tok::Comment, std::move(comment), open);
-                pos_ = end + 2;
-                if (strip_after) skip_whitespace();
-                return;
-            }
-            if (next == '%' && (after_tag || last == Tok::Text) && raw_block(pos_)) return;
-            if (pos_ + 2 < s_.size() && s_[pos_ + 2] == '-') {
-                if (next == '%') {
-                    strip_trailing_whitespace();
-                    push(Tok::OpenStatement, "{%", pos_);
-                    pos_ += 3;
-                    return;
-                }
-                if (next == '{') {
-                    strip_trailing_whitespace();
-                    push(Tok::OpenExpression, "{{", pos_);
-                    brace_depth_ = 0;
-                    pos_ += 3;
-                    return;
-                }
-            }
+        if (end == pos_) return false;
+        push(Tok::Text, s_.substr(pos_, end - pos_), pos_);
+        pos_ = end;
+        return true;
+    }
+
+    // At a '{': a comment, a raw block, or an opening tag that strips the whitespace before it
+    // ("{%-", "{{-"); false when it is none of them.
+    bool open_tag(bool after_text_or_tag) {
+        const char next = pos_ + 1 < s_.size() ? s_[pos_ + 1] : 0;
+        if (next == '#') {
+            const size_t open = pos_;
+            pos_ += 2;
+            const bool strip_before = pos_ < s_.size() && s_[pos_] == '-';
+            if (strip_before) ++pos_;
+            const size_t end = s_.find("#}", pos_);
+            if (end == std::string::npos) error("missing end of comment tag", open);
+            std::string comment = s_.substr(pos_, end - pos_);
+            const bool strip_after = !comment.empty() && comment.back() == '-';
+            if (strip_before) strip_trailing_whitespace();
+            push(Tok::Comment, std::move(comment), open);
+            pos_ = end + 2;
+            if (strip_after) skip_whitespace();
+            return true;
         }
-        skip_whitespace_strict();
-        const char c = s_[pos_];
-        if (c == '-' && pos_ + 2 < s_.size() && s_[pos_ + 2] == '}') {
-            const char next = s_[pos_ + 1];
-            if (next == '%' || next == '}') {
-                push(next == '%' ? Tok::CloseStatement : Tok::CloseExpression,
-                     next == '%' ? "%}" : "}}", pos_);
-                pos_ += 3;
-                skip_whitespace();
-                return;
-            }
+        if (next == '%' && after_text_or_tag && raw_block(pos_)) return true;
+        if (pos_ + 2 >= s_.size() || s_[pos_ + 2] != '-' || (next != '%' && next != '{'))
+            return false;
+        strip_trailing_whitespace();
+        push(next == '%' ? Tok::OpenStatement : Tok::OpenExpression, next == '%' ? "{%" : "{{",
+             pos_);
+        if (next == '{') brace_depth_ = 0;
+        pos_ += 3;
+        return true;
+    }
+
+    // A sign: a signed number, or a unary operator, where an operand is expected (not after an
+    // identifier, a literal or a closing bracket); false elsewhere.
+    bool signed_number(char c, Tok last) {
+        if (tokens_.empty() || last == Tok::Text)
+            error(std::string("unexpected character: ") + c, pos_);
+        if (last == Tok::Ident || last == Tok::Number || last == Tok::String ||
+            last == Tok::CloseParen || last == Tok::CloseBracket)
+            return false;
+        const size_t at = pos_++;
+        std::string num = digits();
+        if (!num.empty() && pos_ + 1 < s_.size() && s_[pos_] == '.' && is_digit(s_[pos_ + 1])) {
+            ++pos_;
+            num += "." + digits();
         }
-        if (c == '-' || c == '+') {
-            if (tokens_.empty() || last == Tok::Text)
-                error(std::string("unexpected character: ") + c, pos_);
-            if (last != Tok::Ident && last != Tok::Number && last != Tok::String &&
-                last != Tok::CloseParen && last != Tok::CloseBracket) {
-                const size_t at = pos_++;
-                std::string num = digits();
-                if (!num.empty() && pos_ + 1 < s_.size() && s_[pos_] == '.' &&
-                    is_digit(s_[pos_ + 1])) {
-                    ++pos_;
-                    num += "." + digits();
-                }
-                push(num.empty() ? Tok::Unary : Tok::Number, std::string(1, c) + num, at);
-                return;
-            }
-        }
+        push(num.empty() ? Tok::Unary : Tok::Number, std::string(1, c) + num, at);
+        return true;
+    }
+
+    // An operator or punctuation of kRules; false when none starts here.
+    bool rule(char c) {
         for (const Rule& r : kRules) {
             if (r.seq[0] != c) continue;
             if (r.type == Tok::CloseExpression && brace_depth_ > 0) continue;
@@ -404,8 +392,32 @@ class Lexer {
             else if (r.type == Tok::CloseBrace)
                 --brace_depth_;
             pos_ += std::char_traits<char>::length(r.seq);
-            return;
+            return true;
         }
+        return false;
+    }
+
+    // One token (or text run) from pos_.
+    void step() {
+        const Tok last = tokens_.empty() ? Tok::Text : tokens_.back().type;
+        const bool after_tag = tokens_.empty() || last == Tok::CloseStatement ||
+                               last == Tok::CloseExpression || last == Tok::Comment;
+        if (after_tag && text()) return;
+        if (s_[pos_] == '{' && open_tag(after_tag || last == Tok::Text)) return;
+        skip_whitespace_strict();
+        const char c = s_[pos_];
+        if (c == '-' && pos_ + 2 < s_.size() && s_[pos_ + 2] == '}') {
+            const char next = s_[pos_ + 1];
+            if (next == '%' || next == '}') {
+                push(next == '%' ? Tok::CloseStatement : Tok::CloseExpression,
+                     next == '%' ? "%}" : "}}", pos_);
+                pos_ += 3;
+                skip_whitespace();
+                return;
+            }
+        }
+        if ((c == '-' || c == '+') && signed_number(c, last)) return;
+        if (rule(c)) return;
         if (c == '\'' || c == '"') {
             const size_t at = pos_++;
             push(Tok::String, string_literal(c), at);
