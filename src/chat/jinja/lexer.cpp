@@ -372,9 +372,12 @@ class Lexer {
         std::string num = digits();
         if (!num.empty() && pos_ + 1 < s_.size() && s_[pos_] == '.' && is_digit(s_[pos_ + 1])) {
             ++pos_;
-            num += "." + digits();
+            num += '.';
+            num += digits();
         }
-        push(num.empty() ? Tok::Unary : Tok::Number, std::string(1, c) + num, at);
+        const Tok type = num.empty() ? Tok::Unary : Tok::Number;
+        num.insert(num.begin(), c);
+        push(type, std::move(num), at);
         return true;
     }
 
@@ -429,7 +432,8 @@ class Lexer {
             if (last != Tok::Dot && pos_ + 1 < s_.size() && s_[pos_] == '.' &&
                 is_digit(s_[pos_ + 1])) {
                 ++pos_;
-                num += "." + digits();
+                num += '.';
+                num += digits();
             }
             push(Tok::Number, num, at);
             return;
