@@ -130,9 +130,8 @@ json base_response(const std::string& id, const std::string& model, long created
     return r;
 }
 
-}  // namespace
-
-ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
+// The fields this server refuses (unknown ones, and those that need a stored state).
+void check_fields(const ojson& body) {
     if (!body.is_object()) bad_request("the request body must be a JSON object", "");
     static const std::set<std::string> known = {"model",
                                                 "input",
@@ -174,26 +173,12 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
         for (const ojson& v : body["include"])
             if (v != "reasoning.encrypted_content")
                 bad_request("'include': " + v.dump() + " is not supported", "include");
-    ResponsesRequest rr;
+}
+
+// `tools` (function tools; others dropped or refused) and `tool_choice`, into the chat request
+// and the echo.
+void tools_to_chat(const ojson& body, bool drop_unsupported, ResponsesRequest& rr) {
     ojson& chat = rr.chat;
-    if (body.contains("model")) chat["model"] = body["model"];
-    ojson msgs = ojson::array();
-    if (body.contains("instructions") && !body["instructions"].is_null()) {
-        if (!body["instructions"].is_string())
-            bad_request("'instructions' must be a string", "instructions");
-        msgs.push_back({{"role", "system"}, {"content", body["instructions"]}});
-        rr.echo["instructions"] = body["instructions"];
-    }
-    if (!body.contains("input")) bad_request("'input' is required", "input");
-    const ojson& input = body["input"];
-    if (input.is_string()) {
-        msgs.push_back({{"role", "user"}, {"content", input}});
-    } else if (input.is_array() && !input.empty()) {
-        input_items(input, msgs);
-    } else {
-        bad_request("'input' must be a string or a non-empty array of items", "input");
-    }
-    chat["messages"] = msgs;
     ojson tools = ojson::array(), echo_tools = ojson::array();
     if (body.contains("tools")) {
         if (!body["tools"].is_array()) bad_request("'tools' must be an array", "tools");
@@ -237,6 +222,51 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
         }
         rr.echo["tool_choice"] = c;
     }
+}
+
+// `reasoning`: its effort as the template's enable_thinking.
+void reasoning_to_chat(const ojson& body, ResponsesRequest& rr) {
+    ojson& chat = rr.chat;
+    const ojson& r = body["reasoning"];
+    for (const auto& [k, v] : r.items())
+        if (k != "effort" && k != "summary" && k != "generate_summary")
+            bad_request("'reasoning." + k + "' is not supported", "reasoning." + k);
+    if (r.contains("effort") && !r["effort"].is_null()) {
+        const std::string e = r["effort"].get<std::string>();
+        if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" &&
+            e != "xhigh")
+            bad_request("'reasoning.effort' must be none, minimal, low, medium, high or xhigh",
+                        "reasoning.effort");
+        chat["chat_template_kwargs"] = {{"enable_thinking", e != "none" && e != "minimal"}};
+    }
+    rr.echo["reasoning"] = r;
+}
+
+}  // namespace
+
+ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
+    check_fields(body);
+    ResponsesRequest rr;
+    ojson& chat = rr.chat;
+    if (body.contains("model")) chat["model"] = body["model"];
+    ojson msgs = ojson::array();
+    if (body.contains("instructions") && !body["instructions"].is_null()) {
+        if (!body["instructions"].is_string())
+            bad_request("'instructions' must be a string", "instructions");
+        msgs.push_back({{"role", "system"}, {"content", body["instructions"]}});
+        rr.echo["instructions"] = body["instructions"];
+    }
+    if (!body.contains("input")) bad_request("'input' is required", "input");
+    const ojson& input = body["input"];
+    if (input.is_string()) {
+        msgs.push_back({{"role", "user"}, {"content", input}});
+    } else if (input.is_array() && !input.empty()) {
+        input_items(input, msgs);
+    } else {
+        bad_request("'input' must be a string or a non-empty array of items", "input");
+    }
+    chat["messages"] = msgs;
+    tools_to_chat(body, drop_unsupported, rr);
     rr.echo["parallel_tool_calls"] = body.value("parallel_tool_calls", true);
     if (body.contains("parallel_tool_calls"))
         chat["parallel_tool_calls"] = body["parallel_tool_calls"];
@@ -249,21 +279,7 @@ ResponsesRequest responses_to_chat(const ojson& body, bool drop_unsupported) {
             chat[k] = body[k];
             rr.echo[k] = body[k];
         }
-    if (body.contains("reasoning") && body["reasoning"].is_object()) {
-        const ojson& r = body["reasoning"];
-        for (const auto& [k, v] : r.items())
-            if (k != "effort" && k != "summary" && k != "generate_summary")
-                bad_request("'reasoning." + k + "' is not supported", "reasoning." + k);
-        if (r.contains("effort") && !r["effort"].is_null()) {
-            const std::string e = r["effort"].get<std::string>();
-            if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" &&
-                e != "xhigh")
-                bad_request("'reasoning.effort' must be none, minimal, low, medium, high or xhigh",
-                            "reasoning.effort");
-            chat["chat_template_kwargs"] = {{"enable_thinking", e != "none" && e != "minimal"}};
-        }
-        rr.echo["reasoning"] = r;
-    }
+    if (body.contains("reasoning") && body["reasoning"].is_object()) reasoning_to_chat(body, rr);
     if (body.contains("text")) {
         text_format(body["text"], chat);
         rr.echo["text"] = body["text"];
