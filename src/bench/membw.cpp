@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/clock.h"
 #include "kernels/cpu.h"
 
 namespace specula {
@@ -66,15 +67,14 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
     std::vector<double> gbs;
     std::vector<uint64_t> sink(static_cast<size_t>(pool.size()));
     for (int r = 0; r < std::max(reps, 1); ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = clock_type::now();
         pool.run([&](int ith, int nth) {
             const size_t per = bytes / static_cast<size_t>(nth) / 128 * 128;
             const size_t b = per * static_cast<size_t>(ith);
             const size_t e = ith == nth - 1 ? bytes : b + per;
             sink[static_cast<size_t>(ith)] += read_sum(buf.get() + b, e - b);
         });
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s = ms_since(t0) / 1000.0;
         gbs.push_back(s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0);
     }
     volatile uint64_t keep = 0;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 namespace specula {
@@ -19,7 +20,6 @@ namespace specula {
 namespace {
 
 using json = nlohmann::json;
-using clock_type = std::chrono::steady_clock;
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();

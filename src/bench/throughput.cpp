@@ -6,13 +6,12 @@
 #include <string>
 
 #include "bench/membw.h"
+#include "common/clock.h"
 #include "common/threadpool.h"
 
 namespace specula {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 std::string fmt_gb(int64_t bytes) {
     char b[32];

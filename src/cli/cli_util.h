@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/clock.h"
 #include "common/format.h"
 
 namespace specula::cli {
@@ -38,14 +39,11 @@ std::string process_escapes(const std::string& text);
 
 class Timer {
   public:
-    Timer() : t0_(std::chrono::steady_clock::now()) {}
-    double ms() const {
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_)
-            .count();
-    }
+    Timer() : t0_(clock_type::now()) {}
+    double ms() const { return ms_since(t0_); }
 
   private:
-    std::chrono::steady_clock::time_point t0_;
+    clock_type::time_point t0_;
 };
 
 }  // namespace specula::cli

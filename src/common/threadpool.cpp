@@ -11,6 +11,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -136,12 +137,12 @@ void ThreadPool::worker(int) {
     uint64_t seen = 0;
     for (;;) {
         // Spin for a new run first; fall back to sleeping.
-        const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+        const auto spin_until = clock_type::now() + kSpinTime;
         uint64_t gen = generation_.load(std::memory_order_acquire);
         for (int i = 0; gen == seen && !stop_.load(std::memory_order_relaxed); ++i) {
             SPECULA_CPU_RELAX();
             if ((i & 1023) == 1023) std::this_thread::yield();  // let an oversubscribed core go
-            if ((i & 63) == 63 && std::chrono::steady_clock::now() > spin_until) {
+            if ((i & 63) == 63 && clock_type::now() > spin_until) {
                 std::unique_lock<std::mutex> lk(mu_);
                 cv_.wait(lk, [&] {
                     return generation_.load(std::memory_order_acquire) != seen ||

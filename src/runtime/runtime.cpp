@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <new>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/threadpool.h"
 
@@ -145,13 +146,12 @@ Runtime open_runtime(const RuntimeOptions& o) {
     rt.type_k = o.type_k;
     rt.type_v = o.type_v;
     const double available = mem_available_bytes();  // before the models take their share
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock_type::now();
     // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
     rt.target = Model::load(o.model_path, LoadOptions{.n_threads = rt.n_threads,
                                                       .gpu = o.gpu,
                                                       .mtp_sidecar = mtp_sidecar(o.speculative)});
-    rt.load_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rt.load_ms = ms_since(t0);
     // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
     rt.speculative = load_speculative(o.speculative, *rt.target, o.model_path);
     rt.n_ctx = resolve_context(o, rt.target->hparams());

@@ -19,13 +19,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 namespace specula {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 thread_local bool t_refuse = false;       // the connection handed over now is over the cap
 thread_local bool t_close_after = false;  // close the current connection after its response

@@ -31,6 +31,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/clock.h"
+
 namespace specula {
 
 struct ConnectionLimits {
@@ -78,7 +80,7 @@ class LimitedServer : public httplib::Server {
         std::string peer;
         bool idle = true;  // waiting for a request (none started)
         bool evicted = false;
-        std::chrono::steady_clock::time_point idle_since;
+        clock_type::time_point idle_since;
     };
     using ConnIt = std::list<Conn>::iterator;
 

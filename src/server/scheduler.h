@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "runtime/runtime.h"
 #include "server/kv_pool.h"
 #include "server/logprobs.h"
@@ -68,7 +69,7 @@ struct Job {
     std::vector<std::string> stops;
     bool include_stop_str = false;        // the text keeps the stop string that ended it
     std::vector<int32_t> stop_token_ids;  // generating one of these ends the request (kept)
-    std::chrono::steady_clock::time_point t_arrival;
+    clock_type::time_point t_arrival;
     std::unique_ptr<Constraints> constraints;  // the request's (server/sampling_setup.h), or null
     int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
     bool echo_logprobs = false;  // also one per prompt token (echo with logprobs)

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "chat/tool_call_grammar.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "model/memory_plan.h"
 #include "server/api_error.h"
@@ -17,8 +18,6 @@
 namespace specula {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();

@@ -16,6 +16,7 @@
 
 #include "chat/chat_prompt.h"
 #include "chat/reasoning.h"
+#include "common/clock.h"
 #include "model/memory_plan.h"
 #include "model/session.h"
 #include "runtime/runtime.h"
@@ -85,7 +86,7 @@ struct PreparedRequest {
     // chat with tools (or a harmony template): calls become tool_calls, in this format.
     bool parse_tools = false;
     ToolCallFormat tool_format = ToolCallFormat::hermes;
-    std::chrono::steady_clock::time_point t_arrival;  // latency metrics count queueing
+    clock_type::time_point t_arrival;  // latency metrics count queueing
 };
 
 struct Completion {
