@@ -1,13 +1,17 @@
 // Entry points of the scalar reference (kernels/quants.h): checks the type and row length, then
-// dispatches to the per-format routines of quants_legacy.cpp, quants_k.cpp and quants_iq.cpp.
-// The plain float types (F32, F16, BF16) are handled here.
+// calls the type's row of kRefTypes, one table indexed by GGML type whose rows name the
+// per-format routines of quants_legacy.cpp, quants_k.cpp, quants_iq.cpp and quants_mxfp4.cpp.
+// The plain float types (F32, F16, BF16) are written here. A type without a row (or a routine
+// missing from its row) is unsupported by that entry point.
 //
 // Float dot products (F32, F16, BF16) multiply in float and accumulate in double, in element
 // order, like ggml's generic ggml_vec_dot_f32/f16/bf16.
 #include "kernels/quants.h"
 
+#include <array>
 #include <cstring>
 #include <ostream>
+#include <tuple>
 
 #include "common/error.h"
 #include "kernels/layout/blocks.h"
@@ -78,172 +82,127 @@ float vec_dot_bf16(int64_t n, const bf16_t* x, const bf16_t* y) {
     return static_cast<float>(sum);
 }
 
+void copy_f32(const float* x, float* y, int64_t n) {
+    std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+}
+
+// Typed routines as the rows' untyped pointers: the block types come from F's own parameters.
+template <class F>
+struct Params;
+template <class R, class... A>
+struct Params<R (*)(A...)> {
+    using type = std::tuple<A...>;
+};
+template <auto F, size_t I>
+using param_t = std::tuple_element_t<I, typename Params<decltype(F)>::type>;
+
+template <auto F>
+void dequantize(const void* src, float* dst, int64_t n) {
+    F(static_cast<param_t<F, 0>>(src), dst, n);
+}
+template <auto F>
+void quantize(const float* src, void* dst, int64_t n) {
+    F(src, static_cast<param_t<F, 1>>(dst), n);
+}
+template <auto F>
+float dot(int64_t n, const void* w, const void* a) {
+    return F(n, static_cast<param_t<F, 1>>(w), static_cast<param_t<F, 2>>(a));
+}
+// The activation quantizers with ggml's reference rounding or ggml-cpu's (quants.h).
+template <auto F, ref::Q8Rounding R>
+void quantize_q8(const float* src, void* dst, int64_t n) {
+    F(src, static_cast<param_t<F, 1>>(dst), n, R);
+}
+
+// One type's reference routines; null where the type has none.
+struct RefType {
+    GGMLType dot_type = GGMLType::COUNT;  // what vec_dot's activation row is quantized to
+    void (*dequantize)(const void* src, float* dst, int64_t n) = nullptr;
+    void (*quantize)(const float* src, void* dst, int64_t n) = nullptr;
+    // ggml-cpu's activation rounding where it differs from quantize's (null: the same).
+    void (*quantize_cpu)(const float* src, void* dst, int64_t n) = nullptr;
+    float (*vec_dot)(int64_t n, const void* w, const void* a) = nullptr;
+};
+
+constexpr auto kRefTypes = [] {
+    using namespace ref;
+    using R = Q8Rounding;
+    using T = GGMLType;
+    std::array<RefType, size_t(T::COUNT)> t{};
+    const auto set = [&](T type, RefType row) { t[size_t(type)] = row; };
+    set(T::F32, {T::F32, dequantize<copy_f32>, quantize<copy_f32>, nullptr, dot<vec_dot_f32>});
+    set(T::F16,
+        {T::F16, dequantize<f16_to_f32_row>, quantize<f32_to_f16_row>, nullptr, dot<vec_dot_f16>});
+    set(T::BF16, {T::BF16, dequantize<bf16_to_f32_row>, quantize<f32_to_bf16_row>, nullptr,
+                  dot<vec_dot_bf16>});
+    set(T::Q4_0, {T::Q8_0, dequantize<dequantize_q4_0>, quantize<quantize_q4_0>, nullptr,
+                  dot<vec_dot_q4_0_q8_0>});
+    set(T::Q4_1, {T::Q8_1, dequantize<dequantize_q4_1>, quantize<quantize_q4_1>, nullptr,
+                  dot<vec_dot_q4_1_q8_1>});
+    set(T::Q5_0, {T::Q8_0, dequantize<dequantize_q5_0>, quantize<quantize_q5_0>, nullptr,
+                  dot<vec_dot_q5_0_q8_0>});
+    set(T::Q5_1, {T::Q8_1, dequantize<dequantize_q5_1>, quantize<quantize_q5_1>, nullptr,
+                  dot<vec_dot_q5_1_q8_1>});
+    set(T::Q8_0, {T::Q8_0, dequantize<dequantize_q8_0>, quantize_q8<quantize_q8_0, R::Reference>,
+                  quantize_q8<quantize_q8_0, R::CpuBackend>, dot<vec_dot_q8_0_q8_0>});
+    set(T::Q8_1, {T::COUNT, dequantize<dequantize_q8_1>, quantize_q8<quantize_q8_1, R::Reference>,
+                  quantize_q8<quantize_q8_1, R::CpuBackend>, nullptr});
+    set(T::Q2_K, {T::Q8_K, dequantize<dequantize_q2_K>, nullptr, nullptr, dot<vec_dot_q2_K_q8_K>});
+    set(T::Q3_K, {T::Q8_K, dequantize<dequantize_q3_K>, nullptr, nullptr, dot<vec_dot_q3_K_q8_K>});
+    set(T::Q4_K, {T::Q8_K, dequantize<dequantize_q4_K>, nullptr, nullptr, dot<vec_dot_q4_K_q8_K>});
+    set(T::Q5_K, {T::Q8_K, dequantize<dequantize_q5_K>, nullptr, nullptr, dot<vec_dot_q5_K_q8_K>});
+    set(T::Q6_K, {T::Q8_K, dequantize<dequantize_q6_K>, nullptr, nullptr, dot<vec_dot_q6_K_q8_K>});
+    set(T::Q8_K,
+        {T::COUNT, dequantize<dequantize_q8_K>, quantize<quantize_q8_K>, nullptr, nullptr});
+    set(T::IQ4_NL,
+        {T::Q8_0, dequantize<dequantize_iq4_nl>, nullptr, nullptr, dot<vec_dot_iq4_nl_q8_0>});
+    set(T::IQ4_XS,
+        {T::Q8_K, dequantize<dequantize_iq4_xs>, nullptr, nullptr, dot<vec_dot_iq4_xs_q8_K>});
+    set(T::MXFP4, {T::Q8_0, dequantize<dequantize_mxfp4>, quantize<quantize_mxfp4>, nullptr,
+                   dot<vec_dot_mxfp4_q8_0>});
+    return t;
+}();
+
+// The type's row; an empty one for a number that names no type.
+const RefType& ref_type(GGMLType t) {
+    static constexpr RefType kNone{};
+    return size_t(t) < kRefTypes.size() ? kRefTypes[size_t(t)] : kNone;
+}
+
 }  // namespace
 
 GGMLType vec_dot_type(GGMLType t) {
-    switch (t) {
-        case GGMLType::F32:
-            return GGMLType::F32;
-        case GGMLType::F16:
-            return GGMLType::F16;
-        case GGMLType::BF16:
-            return GGMLType::BF16;
-        case GGMLType::Q4_0:
-        case GGMLType::Q5_0:
-        case GGMLType::Q8_0:
-        case GGMLType::IQ4_NL:
-        case GGMLType::MXFP4:
-            return GGMLType::Q8_0;
-        case GGMLType::Q4_1:
-        case GGMLType::Q5_1:
-            return GGMLType::Q8_1;
-        case GGMLType::Q2_K:
-        case GGMLType::Q3_K:
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K:
-        case GGMLType::IQ4_XS:
-            return GGMLType::Q8_K;
-        default:
-            unsupported("vec_dot_type", t);
-    }
+    const RefType& r = ref_type(t);
+    if (!r.vec_dot) unsupported("vec_dot_type", t);
+    return r.dot_type;
 }
 
 void dequantize_row(GGMLType t, const void* src, float* dst, int64_t n) {
     check_row("dequantize_row", t, n);
-    switch (t) {
-        case GGMLType::F32:
-            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-            return;
-        case GGMLType::F16:
-            return f16_to_f32_row(static_cast<const fp16_t*>(src), dst, n);
-        case GGMLType::BF16:
-            return bf16_to_f32_row(static_cast<const bf16_t*>(src), dst, n);
-        case GGMLType::Q4_0:
-            return ref::dequantize_q4_0(static_cast<const block_q4_0*>(src), dst, n);
-        case GGMLType::Q4_1:
-            return ref::dequantize_q4_1(static_cast<const block_q4_1*>(src), dst, n);
-        case GGMLType::Q5_0:
-            return ref::dequantize_q5_0(static_cast<const block_q5_0*>(src), dst, n);
-        case GGMLType::Q5_1:
-            return ref::dequantize_q5_1(static_cast<const block_q5_1*>(src), dst, n);
-        case GGMLType::Q8_0:
-            return ref::dequantize_q8_0(static_cast<const block_q8_0*>(src), dst, n);
-        case GGMLType::Q8_1:
-            return ref::dequantize_q8_1(static_cast<const block_q8_1*>(src), dst, n);
-        case GGMLType::Q2_K:
-            return ref::dequantize_q2_K(static_cast<const block_q2_K*>(src), dst, n);
-        case GGMLType::Q3_K:
-            return ref::dequantize_q3_K(static_cast<const block_q3_K*>(src), dst, n);
-        case GGMLType::Q4_K:
-            return ref::dequantize_q4_K(static_cast<const block_q4_K*>(src), dst, n);
-        case GGMLType::Q5_K:
-            return ref::dequantize_q5_K(static_cast<const block_q5_K*>(src), dst, n);
-        case GGMLType::Q6_K:
-            return ref::dequantize_q6_K(static_cast<const block_q6_K*>(src), dst, n);
-        case GGMLType::Q8_K:
-            return ref::dequantize_q8_K(static_cast<const block_q8_K*>(src), dst, n);
-        case GGMLType::IQ4_NL:
-            return ref::dequantize_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, n);
-        case GGMLType::IQ4_XS:
-            return ref::dequantize_iq4_xs(static_cast<const block_iq4_xs*>(src), dst, n);
-        case GGMLType::MXFP4:
-            return ref::dequantize_mxfp4(static_cast<const block_mxfp4*>(src), dst, n);
-        default:
-            unsupported("dequantize_row", t);
-    }
+    const RefType& r = ref_type(t);
+    if (!r.dequantize) unsupported("dequantize_row", t);
+    r.dequantize(src, dst, n);
 }
 
 void quantize_row(GGMLType t, const float* src, void* dst, int64_t n) {
     check_row("quantize_row", t, n);
-    switch (t) {
-        case GGMLType::F32:
-            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-            return;
-        case GGMLType::F16:
-            return f32_to_f16_row(src, static_cast<fp16_t*>(dst), n);
-        case GGMLType::BF16:
-            return f32_to_bf16_row(src, static_cast<bf16_t*>(dst), n);
-        case GGMLType::Q4_0:
-            return ref::quantize_q4_0(src, static_cast<block_q4_0*>(dst), n);
-        case GGMLType::Q4_1:
-            return ref::quantize_q4_1(src, static_cast<block_q4_1*>(dst), n);
-        case GGMLType::Q5_0:
-            return ref::quantize_q5_0(src, static_cast<block_q5_0*>(dst), n);
-        case GGMLType::Q5_1:
-            return ref::quantize_q5_1(src, static_cast<block_q5_1*>(dst), n);
-        case GGMLType::Q8_0:
-            return ref::quantize_q8_0(src, static_cast<block_q8_0*>(dst), n,
-                                      ref::Q8Rounding::Reference);
-        case GGMLType::Q8_1:
-            return ref::quantize_q8_1(src, static_cast<block_q8_1*>(dst), n,
-                                      ref::Q8Rounding::Reference);
-        case GGMLType::Q8_K:
-            return ref::quantize_q8_K(src, static_cast<block_q8_K*>(dst), n);
-        case GGMLType::MXFP4:
-            return ref::quantize_mxfp4(src, static_cast<block_mxfp4*>(dst), n);
-        default:
-            unsupported("quantize_row", t);
-    }
+    const RefType& r = ref_type(t);
+    if (!r.quantize) unsupported("quantize_row", t);
+    r.quantize(src, dst, n);
 }
 
 void quantize_row_ggml_cpu(GGMLType t, const float* src, void* dst, int64_t n) {
-    switch (t) {
-        case GGMLType::Q8_0:
-            check_row("quantize_row_ggml_cpu", t, n);
-            return ref::quantize_q8_0(src, static_cast<block_q8_0*>(dst), n,
-                                      ref::Q8Rounding::CpuBackend);
-        case GGMLType::Q8_1:
-            check_row("quantize_row_ggml_cpu", t, n);
-            return ref::quantize_q8_1(src, static_cast<block_q8_1*>(dst), n,
-                                      ref::Q8Rounding::CpuBackend);
-        default:
-            return quantize_row(t, src, dst, n);
-    }
+    const RefType& r = ref_type(t);
+    if (!r.quantize_cpu) return quantize_row(t, src, dst, n);
+    check_row("quantize_row_ggml_cpu", t, n);
+    r.quantize_cpu(src, dst, n);
 }
 
 float vec_dot_ref(GGMLType t, int64_t n, const void* w, const void* a) {
     check_row("vec_dot_ref", t, n);
-    using namespace ref;
-    const auto* q80 = static_cast<const block_q8_0*>(a);
-    const auto* q81 = static_cast<const block_q8_1*>(a);
-    const auto* q8k = static_cast<const block_q8_K*>(a);
-    switch (t) {
-        case GGMLType::F32:
-            return vec_dot_f32(n, static_cast<const float*>(w), static_cast<const float*>(a));
-        case GGMLType::F16:
-            return vec_dot_f16(n, static_cast<const fp16_t*>(w), static_cast<const fp16_t*>(a));
-        case GGMLType::BF16:
-            return vec_dot_bf16(n, static_cast<const bf16_t*>(w), static_cast<const bf16_t*>(a));
-        case GGMLType::Q4_0:
-            return vec_dot_q4_0_q8_0(n, static_cast<const block_q4_0*>(w), q80);
-        case GGMLType::Q4_1:
-            return vec_dot_q4_1_q8_1(n, static_cast<const block_q4_1*>(w), q81);
-        case GGMLType::Q5_0:
-            return vec_dot_q5_0_q8_0(n, static_cast<const block_q5_0*>(w), q80);
-        case GGMLType::Q5_1:
-            return vec_dot_q5_1_q8_1(n, static_cast<const block_q5_1*>(w), q81);
-        case GGMLType::Q8_0:
-            return vec_dot_q8_0_q8_0(n, static_cast<const block_q8_0*>(w), q80);
-        case GGMLType::Q2_K:
-            return vec_dot_q2_K_q8_K(n, static_cast<const block_q2_K*>(w), q8k);
-        case GGMLType::Q3_K:
-            return vec_dot_q3_K_q8_K(n, static_cast<const block_q3_K*>(w), q8k);
-        case GGMLType::Q4_K:
-            return vec_dot_q4_K_q8_K(n, static_cast<const block_q4_K*>(w), q8k);
-        case GGMLType::Q5_K:
-            return vec_dot_q5_K_q8_K(n, static_cast<const block_q5_K*>(w), q8k);
-        case GGMLType::Q6_K:
-            return vec_dot_q6_K_q8_K(n, static_cast<const block_q6_K*>(w), q8k);
-        case GGMLType::IQ4_NL:
-            return vec_dot_iq4_nl_q8_0(n, static_cast<const block_iq4_nl*>(w), q80);
-        case GGMLType::IQ4_XS:
-            return vec_dot_iq4_xs_q8_K(n, static_cast<const block_iq4_xs*>(w), q8k);
-        case GGMLType::MXFP4:
-            return vec_dot_mxfp4_q8_0(n, static_cast<const block_mxfp4*>(w), q80);
-        default:
-            unsupported("vec_dot_ref", t);
-    }
+    const RefType& r = ref_type(t);
+    if (!r.vec_dot) unsupported("vec_dot_ref", t);
+    return r.vec_dot(n, w, a);
 }
 
 }  // namespace specula
