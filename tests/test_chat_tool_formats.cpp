@@ -298,4 +298,24 @@ TEST(ChatToolFormats, FormatNames) {
     }
 }
 
+// vLLM's --tool-call-parser names select the formats (each format's row lists its own).
+TEST(ChatToolFormats, VllmParserNames) {
+    const std::pair<const char*, const char*> kCases[] = {
+        {"hermes", "hermes"},      {"qwen", "hermes"},     {"llama3_json", "llama3"},
+        {"llama4_json", "llama3"}, {"mistral", "mistral"}, {"qwen3_coder", "qwen3-coder"},
+        {"openai", "harmony"}};
+    for (const auto& [parser, format] : kCases)
+        EXPECT_EQ(specula::tool_call_format_for_vllm_parser(parser), fmt(format)) << parser;
+    try {
+        specula::tool_call_format_for_vllm_parser("pythonic");
+        FAIL() << "no error";
+    } catch (const specula::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("pythonic"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("llama4_json"), std::string::npos);
+    }
+    const std::string names = specula::tool_call_format_names();
+    for (const char* f : {"hermes", "llama3", "mistral", "qwen3-coder", "harmony"})
+        EXPECT_NE(names.find(f), std::string::npos) << names;
+}
+
 }  // namespace

@@ -12,15 +12,30 @@ const char* tool_call_format_name(ToolCallFormat f) {
     return f.spec->name;
 }
 
+std::string tool_call_format_names() {
+    std::string names;
+    for (const ToolFormatSpec* spec : tool_formats())
+        names += std::string(names.empty() ? "" : ", ") + spec->name;
+    return names;
+}
+
 std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name, const char* what) {
     if (name == "auto") return std::nullopt;
-    std::string names;
-    for (const ToolFormatSpec* spec : tool_formats()) {
+    for (const ToolFormatSpec* spec : tool_formats())
         if (name == spec->name) return ToolCallFormat{spec};
-        names += std::string(spec->name) + ", ";
-    }
-    fail(std::string(what) + ": unknown tool-call format '" + std::string(name) + "' (" + names +
-         "or auto)");
+    fail(std::string(what) + ": unknown tool-call format '" + std::string(name) + "' (" +
+         tool_call_format_names() + " or auto)");
+}
+
+ToolCallFormat tool_call_format_for_vllm_parser(std::string_view parser) {
+    std::string names;
+    for (const ToolFormatSpec* spec : tool_formats())
+        for (std::string_view p : spec->vllm_parsers) {
+            if (parser == p) return ToolCallFormat{spec};
+            names += std::string(names.empty() ? "" : ", ") + std::string(p);
+        }
+    fail("--tool-call-parser ", parser, ": not supported; the parsers specula has are ", names,
+         " (or --tool-call-format)");
 }
 
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view src) {

@@ -41,6 +41,11 @@ const char* tool_call_format_name(ToolCallFormat f);
 // A format's name, or "auto" (nullopt: chosen from the template); Error naming `what` and
 // listing the names otherwise.
 std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name, const char* what);
+// The formats' names, ", " between them (for messages and help texts).
+std::string tool_call_format_names();
+// The format vLLM's --tool-call-parser `parser` selects (hermes, qwen, llama3_json, ...); Error
+// listing vLLM's names it knows otherwise.
+ToolCallFormat tool_call_format_for_vllm_parser(std::string_view parser);
 // The format a chat template teaches its model; nullopt when it shows none.
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view template_source);
 // Whether replies are parsed even without tools (harmony: its analysis channel is reasoning).

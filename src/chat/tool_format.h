@@ -42,13 +42,16 @@ struct ToolFormatSpec {
     bool (*detect)(std::string_view template_source);
     // A reply's calls, content and reasoning (`tools` as for parse_tool_calls).
     ParsedToolCalls (*parse)(std::string_view text, const nlohmann::ordered_json& tools);
+    // vLLM's --tool-call-parser names that select it.
+    std::span<const std::string_view> vllm_parsers = {};
     // Where its calls start (ToolCallGate): markers anywhere, or only at the start.
-    std::span<const std::string_view> markers_anywhere, markers_at_start;
+    std::span<const std::string_view> markers_anywhere = {}, markers_at_start = {};
     // The grammar of a forced call: to the function `name` with `params` its parameters' schema;
     // and one alternative (function `name`) when any of several may be called. Null: forcing a
     // call is refused with an Error that gives `no_forced_call` as the reason.
-    tool_format::ForcedCall (*forced_call)(const std::string& name, const nlohmann::json& params);
-    tool_format::CallFrame (*forced_any)(const std::string& name);
+    tool_format::ForcedCall (*forced_call)(const std::string& name,
+                                           const nlohmann::json& params) = nullptr;
+    tool_format::CallFrame (*forced_any)(const std::string& name) = nullptr;
     const char* no_forced_call = "";
     bool parses_without_tools = false;  // see tool_calls.h's parses_without_tools()
 };

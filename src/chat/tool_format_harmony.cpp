@@ -82,6 +82,7 @@ bool detect(std::string_view src) {
     return has(src, "<|channel|>") || has(src, "<|start|>assistant");
 }
 
+constexpr std::string_view kVllmParsers[] = {"openai"};
 constexpr std::string_view kAnywhere[] = {"<|channel|>", "<|start|>"};
 
 // The commentary header names the function; the end token closes the arguments.
@@ -103,6 +104,7 @@ extern const ToolFormatSpec kHarmonyToolFormat = {
     .name = "harmony",
     .detect = detect,
     .parse = parse_harmony,
+    .vllm_parsers = kVllmParsers,
     .markers_anywhere = kAnywhere,
     .forced_call = forced_call,
     .forced_any = forced_any,

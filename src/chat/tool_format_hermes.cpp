@@ -43,6 +43,7 @@ bool detect(std::string_view src) {
     return has(src, "<tool_call>");
 }
 
+constexpr std::string_view kVllmParsers[] = {"hermes", "qwen"};
 constexpr std::string_view kAnywhere[] = {"<tool_call>"};
 
 ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
@@ -61,6 +62,7 @@ extern const ToolFormatSpec kHermesToolFormat = {
     .name = "hermes",
     .detect = detect,
     .parse = parse_hermes,
+    .vllm_parsers = kVllmParsers,
     .markers_anywhere = kAnywhere,
     .forced_call = forced_call,
     .forced_any = forced_any,

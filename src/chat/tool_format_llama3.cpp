@@ -48,6 +48,7 @@ bool detect(std::string_view src) {
     return has(src, "<|python_tag|>") || has(src, "<|start_header_id|>");
 }
 
+constexpr std::string_view kVllmParsers[] = {"llama3_json", "llama4_json"};
 constexpr std::string_view kAnywhere[] = {"<|python_tag|>"};
 
 constexpr std::string_view kAtStart[] = {"{"};
@@ -66,6 +67,7 @@ extern const ToolFormatSpec kLlama3ToolFormat = {
     .name = "llama3",
     .detect = detect,
     .parse = parse_llama3,
+    .vllm_parsers = kVllmParsers,
     .markers_anywhere = kAnywhere,
     .markers_at_start = kAtStart,
     .forced_call = forced_call,

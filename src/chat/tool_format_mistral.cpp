@@ -71,6 +71,7 @@ bool detect(std::string_view src) {
     return has(src, "[TOOL_CALLS]");
 }
 
+constexpr std::string_view kVllmParsers[] = {"mistral"};
 constexpr std::string_view kAnywhere[] = {"[TOOL_CALLS]"};
 
 // One function: [TOOL_CALLS]N[ARGS]A; "required" over several: the older array form.
@@ -88,6 +89,7 @@ extern const ToolFormatSpec kMistralToolFormat = {
     .name = "mistral",
     .detect = detect,
     .parse = parse_mistral,
+    .vllm_parsers = kVllmParsers,
     .markers_anywhere = kAnywhere,
     .forced_call = forced_call,
     .forced_any = forced_any,

@@ -104,6 +104,7 @@ bool detect(std::string_view src) {
     return has(src, "<function=") && has(src, "<parameter=");
 }
 
+constexpr std::string_view kVllmParsers[] = {"qwen3_coder"};
 constexpr std::string_view kAnywhere[] = {"<tool_call>"};
 
 }  // namespace
@@ -112,9 +113,8 @@ extern const ToolFormatSpec kQwen3CoderToolFormat = {
     .name = "qwen3-coder",
     .detect = detect,
     .parse = parse_qwen3_coder,
+    .vllm_parsers = kVllmParsers,
     .markers_anywhere = kAnywhere,
-    .forced_call = nullptr,
-    .forced_any = nullptr,
     .no_forced_call = "its calls are XML, not JSON",
 };
 

@@ -388,7 +388,7 @@ Value l_batch(const FilterCall& c) {
 // A filter: its function for any operand, or per operand type (null: not for that type).
 struct FilterRow {
     const char* name;
-    FilterFn any, list, string, object;
+    FilterFn any = nullptr, list = nullptr, string = nullptr, object = nullptr;
 };
 
 constexpr FilterRow kFilters[] = {
