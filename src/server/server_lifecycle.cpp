@@ -4,15 +4,12 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "server/host_check.h"
 #include "server/server.h"
 
 namespace specula {
-
-namespace {
-using clock_type = std::chrono::steady_clock;
-}  // namespace
 
 void HttpServer::bind() {
     if (cfg_.port == 0) {
