@@ -32,8 +32,6 @@ struct ToolCallFormat {
 
     // The format used when neither the template nor --tool-call-format names one.
     static const ToolCallFormat hermes;
-    // (Kept for server/service.cpp, which should ask parses_without_tools() instead.)
-    static const ToolCallFormat harmony;
 };
 
 // Its name: the value --tool-call-format takes ("qwen3-coder").

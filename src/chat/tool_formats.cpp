@@ -24,6 +24,5 @@ std::span<const ToolFormatSpec* const> tool_formats() {
 }  // namespace tool_format
 
 const ToolCallFormat ToolCallFormat::hermes{&tool_format::kHermesToolFormat};
-const ToolCallFormat ToolCallFormat::harmony{&tool_format::kHarmonyToolFormat};
 
 }  // namespace specula

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "chat/tool_calls.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/speculative_options.h"
@@ -64,22 +65,6 @@ ServeOptions& serve_options() {
     return o;
 }
 
-// vLLM's --tool-call-parser names and the formats they select (server/tool_calls).
-std::string tool_format_for_parser(const std::string& parser) {
-    static const std::pair<const char*, const char*> kParsers[] = {
-        {"hermes", "hermes"},      {"qwen", "hermes"},     {"llama3_json", "llama3"},
-        {"llama4_json", "llama3"}, {"mistral", "mistral"}, {"qwen3_coder", "qwen3-coder"},
-        {"openai", "harmony"},
-    };
-    std::string names;
-    for (const auto& [name, format] : kParsers) {
-        if (parser == name) return format;
-        names += std::string(names.empty() ? "" : ", ") + name;
-    }
-    fail("--tool-call-parser ", parser, ": not supported; the parsers specula has are ", names,
-         " (or --tool-call-format)");
-}
-
 // vLLM's --reasoning-parser names: the <think> split (deepseek) or the model's own (auto).
 std::string reasoning_format_for_parser(const std::string& parser) {
     for (const char* name : {"deepseek_r1", "deepseek_v3", "qwen3", "glm45", "hunyuan_a13b",
@@ -109,7 +94,8 @@ void resolve_launch_flags(ServeOptions& o) {
     if (!o.tool_call_parser.empty()) {
         if (o.tool_call_format != "auto")
             fail("give --tool-call-parser or --tool-call-format, not both");
-        o.tool_call_format = tool_format_for_parser(o.tool_call_parser);
+        o.tool_call_format =
+            tool_call_format_name(tool_call_format_for_vllm_parser(o.tool_call_parser));
     }
     if (!o.reasoning_parser.empty()) {
         if (o.reasoning_format != "auto")
@@ -329,8 +315,8 @@ void add_serve_http_options(CLI::App& cmd, ServeOptions& o) {
                    "reasoning_content) or auto (deepseek for templates that think)")
         ->capture_default_str();
     cmd.add_option("--tool-call-format", o.tool_call_format,
-                   "chat tools: hermes, llama3, mistral, qwen3-coder, harmony, or auto (the "
-                   "format the chat template writes)")
+                   "chat tools: " + tool_call_format_names() +
+                       ", or auto (the format the chat template writes)")
         ->capture_default_str();
     cmd.add_option("--max-body-bytes", o.http.max_body_bytes,
                    "largest accepted request body (default 1 MiB)");

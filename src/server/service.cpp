@@ -176,8 +176,8 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         if (!req.tools.is_null() && !format)
             bad_request(
                 "'tools' needs a chat template that writes a tool-call format this server "
-                "parses (hermes, llama3, mistral, qwen3-coder, harmony); this one (" +
-                    prompter_->describe() +
+                "parses (" +
+                    tool_call_format_names() + "); this one (" + prompter_->describe() +
                     ") shows none (the server's --tool-call-format names one)",
                 "tools");
         p.tool_format = format.value_or(ToolCallFormat::hermes);
@@ -194,7 +194,7 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
             }
         }
         // Harmony's analysis channel is reasoning even without tools.
-        p.parse_tools = !req.tools.is_null() || format == ToolCallFormat::harmony;
+        p.parse_tools = !req.tools.is_null() || (format && parses_without_tools(*format));
         const std::string text = chat_prompt(req);
         const ReasoningFormat rf =
             req.reasoning_format.empty()
