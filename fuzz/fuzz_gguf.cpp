@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
-#include "model/model.h"
+#include "model/load/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = "/tmp/specula-fuzz-gguf-" + std::to_string(getpid());

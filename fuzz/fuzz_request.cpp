@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/api_error.h"
 #include "server/host_check.h"
-#include "server/request.h"
+#include "server/protocol/api_error.h"
+#include "server/protocol/request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string body(reinterpret_cast<const char*>(data), size);

@@ -27,8 +27,8 @@
 #include "kernels/policy.h"
 #include "kernels/repack.h"
 #include "kernels/table.h"
-#include "model/attention.h"
-#include "model/kv_cache.h"
+#include "model/blocks/attention.h"
+#include "model/state/kv_cache.h"
 
 using namespace specula;
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "model/load/model.h"
 #include "model/session.h"
 
 namespace {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds scripts/models/mtp_ref_dump.cpp against ik_llama.cpp's libllama and libcommon (a CPU
 # build) and writes the MTP head references of the qwen35 / qwen35moe files with an MTP layer in
-# tests/data/arch/mtp: <stem>.k1.json, .k2 and .k3 (tests/test_mtp_parity.cpp reads them).
+# tests/data/arch/mtp: <stem>.k1.json, .k2 and .k3 (tests/model/test_mtp_parity.cpp reads them).
 #   usage: scripts/models/make_mtp_refs.sh [IK_LLAMA_SRC] [SHARED_DIR]
 # IK_LLAMA_SRC holds include/, src/, common/, ggml/include/ and a CMake build in build/ (llama,
 # ggml and common targets).

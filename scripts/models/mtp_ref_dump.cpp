@@ -1,5 +1,5 @@
 // mtp_ref_dump: writes ik_llama.cpp's MTP (nextn) head logits for one GGUF file with an MTP layer
-// (qwen35 / qwen35moe), as JSON ("ik-mtp-dump/1"), for tests/test_mtp_parity.cpp. Not part of
+// (qwen35 / qwen35moe), as JSON ("ik-mtp-dump/1"), for tests/model/test_mtp_parity.cpp. Not part of
 // the Specula build: built and run by scripts/models/make_mtp_refs.sh against ik_llama.cpp's
 // libllama and libcommon (its MTP runs through common/speculative's state).
 //

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "model/session.h"
-#include "speculative/draft_length.h"
+#include "speculative/draft_length/draft_length.h"
 #include "speculative/generator.h"
 #include "tokenizer/prompt.h"
 

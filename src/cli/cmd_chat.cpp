@@ -32,7 +32,7 @@
 #include "cli/run_setup.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
-#include "server/service.h"
+#include "server/serving/service.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {

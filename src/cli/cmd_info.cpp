@@ -10,10 +10,10 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "model/load/model.h"
 #include "model/memory_plan.h"
-#include "model/model.h"
-#include "model/recurrent_state.h"
 #include "model/session.h"
+#include "model/state/recurrent_state.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specula::cli {

@@ -29,7 +29,7 @@
 #include "common/stop_signals.h"
 #include "common/threadpool.h"
 #include "server/server.h"
-#include "server/service.h"
+#include "server/serving/service.h"
 
 namespace specula::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/offload.h"
+#include "model/load/offload.h"
 #include "sampling/penalties.h"
 #include "speculative/config.h"
 

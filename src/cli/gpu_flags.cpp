@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "model/offload.h"
+#include "model/load/offload.h"
 #ifdef SPECULA_HAVE_VULKAN
 #include "vulkan/context.h"
 #endif
@@ -14,7 +14,8 @@ namespace specula::cli {
 
 void add_gpu_options(CLI::App& cmd, GpuFlags& f) {
     const char* group = "GPU (Vulkan)";
-    // Unset flags keep the environment's defaults (SPECULA_NGL / SPECULA_NGLD, model/offload.h).
+    // Unset flags keep the environment's defaults (SPECULA_NGL / SPECULA_NGLD,
+    // model/load/offload.h).
     const Placement& d = env_placement();
     f.n_gpu_layers = d.target.n_gpu_layers;
     f.n_gpu_layers_draft =

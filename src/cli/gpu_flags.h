@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "model/offload.h"
+#include "model/load/offload.h"
 
 namespace CLI {
 class App;
@@ -29,8 +29,8 @@ struct GpuFlags {
 // them.
 void add_gpu_options(CLI::App& cmd, GpuFlags& f);
 
-// The placement of the flags (unset ones keep the environment's, model/offload.h). Throws Error
-// naming the flag for a negative layer count or a device that is not a Vulkan index.
+// The placement of the flags (unset ones keep the environment's, model/load/offload.h). Throws
+// Error naming the flag for a negative layer count or a device that is not a Vulkan index.
 Placement parse_gpu_flags(const GpuFlags& f);
 
 // `specula info --devices`: one line per Vulkan device with its memory (or the reason there is

@@ -261,7 +261,8 @@ int run_cli(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
 #ifdef SPECULA_HAVE_VULKAN
-        specula::vk::register_backend();  // -ngl puts layers on Vulkan (model/offload.h's seam)
+        specula::vk::register_backend();  // -ngl puts layers on Vulkan (model/load/offload.h's
+                                          // seam)
 #endif
         return run_cli(argc, argv);
     } catch (const specula::Error& e) {

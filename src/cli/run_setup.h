@@ -14,7 +14,7 @@
 #include "runtime/runtime.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
-#include "speculative/draft_length.h"
+#include "speculative/draft_length/draft_length.h"
 #include "speculative/generator.h"
 
 namespace specula::cli {

@@ -1,7 +1,7 @@
 // The attention kernels the table holds (kernels/table.h's AttentionEntry: q.k dot products, the
 // weighted sum of V rows, the KV cache's row conversions, and these blocked kernels), for
-// model/attention.cpp's attention block. Every ISA's kernels use a fixed summation order, so a
-// process's results never depend on the batch.
+// model/blocks/attention.cpp's attention block. Every ISA's kernels use a fixed summation order, so
+// a process's results never depend on the batch.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@ namespace specula {
 // One block of 32 query values rounded to Q8_0 for the dot products with a Q8_0 key cache (as
 // llama.cpp rounds Q to the key's dot type): the F16 scale widened, the sum of the int8 values and
 // the values. A query of head_dim values is head_dim / 32 of them.
-// Rows per block of a transposed key side (BlockAttentionKernels::qk_t, model/kv_cache.h).
+// Rows per block of a transposed key side (BlockAttentionKernels::qk_t, model/state/kv_cache.h).
 constexpr int kKeyBlock = 16;
 
 struct KeyQueryQ8 {
@@ -35,7 +35,7 @@ struct BlockAttentionKernels {
     void (*pv)(const float* v, size_t stride, int j0, int j1, const float* const* p, int nq,
                float* const* out);
     // The scores over keys in transposed blocks, as the KV cache keeps an F32 / F16 key side
-    // (model/kv_cache.h): row j's value d at k[(j / kKeyBlock) * bs + kKeyBlock * d + j %
+    // (model/state/kv_cache.h): row j's value d at k[(j / kKeyBlock) * bs + kKeyBlock * d + j %
     // kKeyBlock] (bs: values from one block of kKeyBlock rows to the next), F16 values widened as
     // loaded. s[i][j] = scale * (e + o), e the FMA chain of q[i][d] * value d over even d in order
     // from 0, o over odd d: a row's score is the work of its own lane, with no sum across lanes, so

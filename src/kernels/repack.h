@@ -59,7 +59,7 @@ void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 class PackedBuffer {
   public:
     // Pages::small: 4 KiB pages whatever the policy, so the memory committed follows the bytes
-    // written (a KV cache of a server's pool, model/kv_cache.h).
+    // written (a KV cache of a server's pool, model/state/kv_cache.h).
     enum class Pages { policy, small };
     explicit PackedBuffer(size_t bytes, Pages pages = Pages::policy);
     ~PackedBuffer();

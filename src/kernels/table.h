@@ -85,7 +85,7 @@ struct AttentionEntry {
 };
 
 // The FFN's elementwise activations at one ISA (kernels/x86/activations.h). The scalar level
-// has none: model/ops.cpp's libm loops are the reference and the fallback.
+// has none: kernels/ops.cpp's libm loops are the reference and the fallback.
 struct ActivationEntry {
     void (*silu_mul)(float* g, const float* u, int64_t n) = nullptr;    // g = silu(g) * u
     void (*gelu_mul)(float* g, const float* u, int64_t n) = nullptr;    // g = gelu(g) * u

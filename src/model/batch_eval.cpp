@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
-#include "model/sequence_state.h"
+#include "model/state/sequence_state.h"
 
 namespace specula {
 
@@ -76,7 +76,7 @@ void BatchEvaluator::eval(std::span<const BatchItem> items) {
     }
     // Batch invariance makes their logits the same as in the shared pass.
     for (const BatchItem* it : alone) it->session->eval(it->tokens, it->all_logits);
-    // A session whose first layers run on a device (model/offload.h) keeps its own pass; the
+    // A session whose first layers run on a device (model/load/offload.h) keeps its own pass; the
     // CPU sessions share one.
     bool any_offload = false;
     for (const PassSegment& sg : segs) any_offload = any_offload || sg.seq->offload;

@@ -1,7 +1,7 @@
 // ForwardPass: the forward pass over a batch of tokens with a KV cache, following llama.cpp's
 // graphs op by op:
 //   x = token_embd[id]
-//   per layer: the architecture's block (model/arch.h) over the pass state, e.g. llama's
+//   per layer: the architecture's block (model/load/arch.h) over the pass state, e.g. llama's
 //              h = rms_norm(x) * attn_norm; q,k,v = W{q,k,v} h (+ bias); rope(q, k);
 //              x += Wo attention(q, K, V) (+ bo)
 //              h = rms_norm(x) * ffn_norm; x += down(silu(gate h) * up h)   (or the MoE)
@@ -14,10 +14,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "kernels/quants.h"
-#include "model/arch.h"
 #include "model/forward_pass.h"
-#include "model/ops.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

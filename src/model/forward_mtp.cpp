@@ -1,5 +1,5 @@
 // ForwardPass::run_mtp: the MTP (nextn) head over one or more sessions in one pass
-// (model/weights.h's MtpWeights; each row reads only its own session's head cache, so a row's
+// (model/load/weights.h's MtpWeights; each row reads only its own session's head cache, so a row's
 // result does not depend on what shares the pass): x = eh_proj [enorm(embed(t_{p+1})) |
 // hnorm(h_p)], the architecture's head layer (ArchSpec::mtp_block) over its own KV cache
 // (SequenceState::mtp_kv, one layer) at MTP position p, then logits = head(rms_norm(x) *
@@ -9,11 +9,11 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kernels/ops.h"
 #include "kernels/quants.h"
-#include "model/arch.h"
 #include "model/forward_pass.h"
-#include "model/model.h"
-#include "model/ops.h"
+#include "model/load/arch.h"
+#include "model/load/model.h"
 
 namespace specula {
 

@@ -1,13 +1,14 @@
-// Internal to model/: the pass driver. A ForwardPass owns a pass's state (model/pass_state.h)
-// and runs passes over it: the token embeddings, each layer's block (ArchSpec::block, over the
-// shared blocks of model/blocks.h and the architecture's own steps), the final norm and the
-// output matmul, and what drafters take from a pass (the MTP head's input rows, the hidden states
-// at the layers a session captures). Its buffers grow to the largest pass seen and are reused.
+// Internal to model/: the pass driver. A ForwardPass owns a pass's state
+// (model/blocks/pass_state.h) and runs passes over it: the token embeddings, each layer's block
+// (ArchSpec::block, over the shared blocks of model/blocks/blocks.h and the architecture's own
+// steps), the final norm and the output matmul, and what drafters take from a pass (the MTP head's
+// input rows, the hidden states at the layers a session captures). Its buffers grow to the largest
+// pass seen and are reused.
 #pragma once
 
 #include <span>
 
-#include "model/pass_state.h"
+#include "model/blocks/pass_state.h"
 
 namespace specula {
 

@@ -13,10 +13,10 @@
 #include "common/error.h"
 #include "common/format.h"
 #include "common/threadpool.h"
-#include "model/attention.h"
+#include "model/blocks/attention.h"
 #include "model/forward_pass.h"
-#include "model/recurrent_state.h"
 #include "model/session.h"
+#include "model/state/recurrent_state.h"
 
 namespace specula {
 
@@ -24,7 +24,7 @@ namespace {
 
 // The files' tensors, and the repacked copies whose originals stay in use: a matrix packed from
 // the token embedding (a tied output matrix) keeps the embedding's rows mapped for get_rows
-// (model/pack.cpp releases every other original).
+// (model/load/pack.cpp releases every other original).
 double weight_bytes(const Model& m) {
     double b = 0;
     for (const GGUFTensor& t : m.file().tensors()) b += double(t.nbytes);
@@ -37,7 +37,7 @@ double weight_bytes(const Model& m) {
     return b;
 }
 
-// The cache, a hybrid model's recurrent state (model/recurrent_state.h: two copies and the
+// The cache, a hybrid model's recurrent state (model/state/recurrent_state.h: two copies and the
 // inputs an exact rollback replays), and the one-layer cache of an MTP head (a Session of a model
 // with the head always has it).
 double kv_bytes(const Model& m, int n_ctx, KVType k, KVType v) {

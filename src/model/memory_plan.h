@@ -5,16 +5,16 @@
 // before the models were loaded). A total over the available memory is refused with an Error
 // naming each part and what to change; every command words it the same.
 // With -ngl / -ngld, the plan also counts each Vulkan device's share (the offloaded weights and
-// the device KV caches, model/offload.h's plan_offload) against that device's memory, and
+// the device KV caches, model/load/offload.h's plan_offload) against that device's memory, and
 // refuses a device that cannot hold its share, naming the device, the sizes and the flag to lower.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "model/kv_cache.h"
-#include "model/model.h"
+#include "model/load/model.h"
 #include "model/session.h"
+#include "model/state/kv_cache.h"
 
 namespace specula {
 
@@ -65,7 +65,7 @@ struct CachePlan {
     // The logits rows a session keeps at most: 1 for plain decoding, 1 + the longest draft for
     // a verify pass (a prompt keeps only its last row, whatever its length).
     int logit_rows = 1;
-    // serve's KV pool: the positions of every slot's caches together (server/kv_pool.h); 0:
+    // serve's KV pool: the positions of every slot's caches together (server/serving/kv_pool.h); 0:
     // each sequence its whole context.
     int64_t kv_pool = 0;
 };

@@ -7,12 +7,22 @@
 
 #include "common/error.h"
 #include "model/forward_pass.h"
-#include "model/sequence_state.h"
+#include "model/state/sequence_state.h"
 
 namespace specula {
 
+namespace {
+
+const SessionParams& checked(const Model& model, const SessionParams& p) {
+    if (p.shared_pass && &p.shared_pass->model() != &model)
+        fail("SessionParams::shared_pass was made for another model");
+    return p;
+}
+
+}  // namespace
+
 Session::Session(const Model& model, const SessionParams& params)
-    : impl_(std::make_unique<SequenceState>(model, params)) {}
+    : impl_(std::make_unique<SequenceState>(model, checked(model, params))) {}
 
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;

@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "model/kv_cache.h"
-#include "model/model.h"
-#include "model/session_params.h"
+#include "model/load/model.h"
+#include "model/state/kv_cache.h"
+#include "model/state/session_params.h"
 
 namespace specula {
 
@@ -54,7 +54,7 @@ class Session {
     int common_prefix(std::span<const token_id> t) const;
     int n_ctx() const;
     int n_threads() const;
-    // Layers this session runs on a device (0: all on the CPU; model/offload.h).
+    // Layers this session runs on a device (0: all on the CPU; model/load/offload.h).
     int n_gpu_layers() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
     // A model with sliding-window layers: Error when n_past is more than
@@ -62,17 +62,18 @@ class Session {
     // common_prefix() never reports such a prefix. A hybrid model (recurrent layers): Error
     // when n_past is before the last eval's pass (or inside a pass of more than
     // RecurrentState::kKeepMax tokens), unless 0; the state is then exactly as after position
-    // n_past - 1 (model/recurrent_state.h), and common_prefix() reports only such positions.
+    // n_past - 1 (model/state/recurrent_state.h), and common_prefix() reports only such positions.
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);
     void reset() { rollback(0); }
     // Whether rollback(n_past) is possible.
     bool can_rollback(int n_past) const;
 
-    // The host-RAM prompt cache's way in and out (server/prompt_cache.h): whether this session's
-    // whole KV cache lives in host memory as plain rows (no device layers, no sliding-window
-    // rings), a copy of its cached positions [0, n_past()), and making it hold a copy again (the
-    // logits are stale until the next eval). restore throws Error for a snapshot of another shape.
+    // The host-RAM prompt cache's way in and out (server/serving/prompt_cache.h): whether this
+    // session's whole KV cache lives in host memory as plain rows (no device layers, no
+    // sliding-window rings), a copy of its cached positions [0, n_past()), and making it hold a
+    // copy again (the logits are stale until the next eval). restore throws Error for a snapshot of
+    // another shape.
     bool can_snapshot() const;
     KVSnapshot snapshot() const;
     void restore(const KVSnapshot& s);
@@ -83,9 +84,9 @@ class Session {
     // them (model/memory_plan.h).
     double buffer_bytes() const;
     // The positions of the KV cache written since it was made or last released: those whose
-    // memory is committed (model/kv_cache.h's touched(); with an MTP head, the more of its two
-    // caches). release_kv gives back the memory of the positions >= n_past() (rows a rollback or
-    // reset left), on 4 KiB pages exactly (SessionParams::kv_small_pages).
+    // memory is committed (model/state/kv_cache.h's touched(); with an MTP head, the more of its
+    // two caches). release_kv gives back the memory of the positions >= n_past() (rows a rollback
+    // or reset left), on 4 KiB pages exactly (SessionParams::kv_small_pages).
     int kv_touched() const;
     void release_kv();
 
@@ -103,7 +104,7 @@ class Session {
     const float* mtp_hidden(int t) const;  // its output hidden state (after shared_head_norm)
     int mtp_n_past() const;
     // Keeps MTP positions [0, n) (n <= mtp_n_past()). rollback() leaves the head's cache alone:
-    // its user (speculative/mtp_drafter.h) decides which positions stay.
+    // its user (speculative/drafters/mtp_drafter.h) decides which positions stay.
     void mtp_rollback(int n);
 
     // --- What a drafter reads of the target (speculative/) ---
@@ -122,7 +123,7 @@ class Session {
 
   private:
     friend class BatchEvaluator;           // model/batch_eval.h: one pass over several sessions
-    std::unique_ptr<SequenceState> impl_;  // model/sequence_state.h
+    std::unique_ptr<SequenceState> impl_;  // model/state/sequence_state.h
 };
 
 }  // namespace specula

@@ -13,7 +13,8 @@
 //  - the speculative flags are parsed once, by the command, into RuntimeOptions::speculative;
 //    every field of it (draft length, --draft-min, --draft-p-min, the forced drafts, the n-gram
 //    sizes) reaches every command through open_runtime and gen_params.
-//  - a server's slots (n_seqs > 1) draw from one KV pool (server/kv_pool.h): --kv-pool, or -c as
+//  - a server's slots (n_seqs > 1) draw from one KV pool (server/serving/kv_pool.h): --kv-pool, or
+//  -c as
 //    the total (ctx_is_total), or memory_fraction of the memory the rest of the plan leaves; the
 //    plan counts the pool and the prompt cache (--cache-ram) and says so.
 //  - drafters are made here only: open_runtime makes the one sequence's, new_drafter more over
@@ -26,8 +27,8 @@
 #include <optional>
 #include <string>
 
+#include "model/load/model.h"
 #include "model/memory_plan.h"
-#include "model/model.h"
 #include "model/session.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/api_error.h"
+#include "server/protocol/api_error.h"
 
 namespace specula::http {
 

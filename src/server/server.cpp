@@ -17,13 +17,13 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "server/anthropic.h"
-#include "server/api_error.h"
+#include "server/api/anthropic.h"
+#include "server/api/native_responses.h"
+#include "server/api/openai_responses.h"
+#include "server/api/responses.h"
 #include "server/http_reply.h"
-#include "server/json_depth.h"
-#include "server/native_responses.h"
-#include "server/openai_responses.h"
-#include "server/responses.h"
+#include "server/protocol/api_error.h"
+#include "server/protocol/json_depth.h"
 
 namespace specula {
 

@@ -1,13 +1,13 @@
 // HttpServer: the OpenAI-compatible HTTP API over an Service (cpp-httplib).
 //
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true -> SSE chunks, data: [DONE])
-//   POST /completion, GET /props, GET /slots: llama-server's own (server/native_responses.h)
+//   POST /completion, GET /props, GET /slots: llama-server's own (server/api/native_responses.h)
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text), GET / (the embedded web UI)
 //   POST /tokenize, POST /detokenize (llama-server's), POST /v1/embeddings (501): token_routes.h
 //   OPTIONS (CORS preflight) on any of them when --cors-origin allows the request's Origin
 //
-// Errors go out in OpenAI's shape (server/api_error.h): 400 malformed JSON or fields (or JSON
-// nested deeper than 128 levels, refused before parsing: json_depth.h), 401 bad or missing API
+// Errors go out in OpenAI's shape (server/protocol/api_error.h): 400 malformed JSON or fields (or
+// JSON nested deeper than 128 levels, refused before parsing: json_depth.h), 401 bad or missing API
 // key (when one is set; every path but /health and the web UI's /, as llama-server), 403 a Host
 // header naming another site (when no key is set), 404 an unknown path (named in the message; any
 // `model` is accepted), 405 a known path with the wrong method, 413 body too large, 415 a POST body
@@ -58,11 +58,11 @@
 
 #include "server/connection.h"
 #include "server/host_check.h"
-#include "server/service.h"
+#include "server/serving/service.h"
 
 namespace specula {
 
-struct ResponseHead;  // id, object, created, model of one response (server/responses.h)
+struct ResponseHead;  // id, object, created, model of one response (server/api/responses.h)
 
 constexpr size_t kMaxBodyBytesLimit = size_t(1) << 30;  // the largest --max-body-bytes
 
@@ -76,7 +76,7 @@ struct HttpConfig {
     size_t max_body_bytes = 1 << 20;
     ConnectionLimits limits;
     // --drop-unsupported-tools: /v1/responses drops tool types it cannot run (web_search, ...)
-    // instead of refusing the request (server/openai_responses.h).
+    // instead of refusing the request (server/api/openai_responses.h).
     bool drop_unsupported_tools = false;
 };
 
@@ -115,8 +115,8 @@ class HttpServer {
   private:
     void routes();
     // native: llama-server's /completion; messages: Anthropic's /v1/messages over the chat path
-    // (server/anthropic.h).
-    // responses: OpenAI's /v1/responses over the chat path (server/openai_responses.h).
+    // (server/api/anthropic.h).
+    // responses: OpenAI's /v1/responses over the chat path (server/api/openai_responses.h).
     enum class Api { completions, chat, native, messages, responses };
     void handle_completion(const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader, Api api);

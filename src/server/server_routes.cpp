@@ -10,14 +10,14 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "server/anthropic.h"
-#include "server/api_error.h"
+#include "server/api/anthropic.h"
+#include "server/api/native_responses.h"
+#include "server/api/token_routes.h"
 #include "server/http_reply.h"
-#include "server/json_depth.h"
-#include "server/native_responses.h"
+#include "server/protocol/api_error.h"
+#include "server/protocol/json_depth.h"
 #include "server/server.h"
-#include "server/slot_files.h"
-#include "server/token_routes.h"
+#include "server/serving/slot_files.h"
 #include "server/web_ui.h"
 
 namespace specula {

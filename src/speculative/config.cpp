@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "speculative/draft_length.h"
+#include "speculative/draft_length/draft_length.h"
 
 namespace specula {
 

@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "model/offload.h"
-#include "speculative/ngram_drafter.h"
+#include "model/load/offload.h"
+#include "speculative/drafters/ngram_drafter.h"
 
 namespace specula {
 
@@ -29,11 +29,12 @@ struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
     std::string draft_model;  // the draft model (method draft_model) or MTP sidecar (mtp)
     int n_draft = 4;          // fixed draft length per step; 0: plain decoding
-    bool draft_auto = false;  // choose the length every step (speculative/draft_length.h)
-    int draft_min = 0;        // a proposal shorter than this is not verified
-    float p_min = 0.0f;       // draft-model drafting stops below this top probability
-    int n_forced = 8;         // grammar-forced drafts per step without a drafter (GenParams)
-    NgramParams ngram;        // method ngram
+    bool draft_auto =
+        false;           // choose the length every step (speculative/draft_length/draft_length.h)
+    int draft_min = 0;   // a proposal shorter than this is not verified
+    float p_min = 0.0f;  // draft-model drafting stops below this top probability
+    int n_forced = 8;    // grammar-forced drafts per step without a drafter (GenParams)
+    NgramParams ngram;   // method ngram
     // Where the draft model runs its layers (-ngld; default: the environment's).
     OffloadParams draft_gpu = env_placement().draft;
 };

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "speculative/forced_drafts.h"
+#include "speculative/drafters/forced_drafts.h"
 
 namespace specula {
 

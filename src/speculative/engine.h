@@ -6,8 +6,8 @@
 //      all of them, shortest remaining prompt first, so a long prompt never stalls the others);
 //   2. drafts for every decoding sequence with a drafter: the drafters' rounds evaluated together,
 //      one draft-model pass (MTP drafters: one head pass) per round for all of them
-//      (speculative/draft_batch.h); then, under a grammar, the tokens it forces after each draft
-//      (speculative/forced_drafts.h), also for a sequence without a drafter;
+//      (speculative/drafters/draft_batch.h); then, under a grammar, the tokens it forces after each
+//      draft (speculative/drafters/forced_drafts.h), also for a sequence without a drafter;
 //   3. ONE target pass over all of it (model/batch_eval.h): [last, drafts...] per decoding
 //      sequence, all logits; prompt chunks, last logits only;
 //   4. per decoding sequence: the constraints reshape its rows, the verifier (a pure function of
@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "model/batch_eval.h"
-#include "speculative/draft_batch.h"
-#include "speculative/load_draft.h"
-#include "speculative/pass_cost.h"
+#include "speculative/draft_length/load_draft.h"
+#include "speculative/draft_length/pass_cost.h"
+#include "speculative/drafters/draft_batch.h"
 #include "speculative/sequence.h"
 
 namespace specula {

@@ -2,9 +2,9 @@
 #include "speculative/make_drafter.h"
 
 #include "common/error.h"
-#include "speculative/draft_model_drafter.h"
-#include "speculative/mtp_drafter.h"
-#include "speculative/ngram_drafter.h"
+#include "speculative/drafters/draft_model_drafter.h"
+#include "speculative/drafters/mtp_drafter.h"
+#include "speculative/drafters/ngram_drafter.h"
 #include "speculative/vocab_check.h"
 
 namespace specula {

@@ -12,7 +12,7 @@
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
-#include "speculative/drafter.h"
+#include "speculative/drafters/drafter.h"
 
 namespace specula {
 

@@ -13,10 +13,10 @@
 #include "model/session.h"
 #include "sampling/constraints.h"
 #include "sampling/sampler.h"
-#include "speculative/draft_length.h"
-#include "speculative/drafter.h"
+#include "speculative/draft_length/draft_length.h"
+#include "speculative/draft_length/step_record.h"
+#include "speculative/drafters/drafter.h"
 #include "speculative/stats.h"
-#include "speculative/step_record.h"
 #include "speculative/verifier.h"
 
 namespace specula {
@@ -27,8 +27,8 @@ struct GenParams {
     int n_draft = 4;                 // fixed draft length (--draft N); 0: plain decoding
     int draft_min = 0;               // --draft-min: a proposal shorter than this is not verified
     double synthetic_accept = -1.0;  // bench only: accept each draft token with this probability
-    // Grammar-forced drafts (speculative/forced_drafts.h): up to this many per step when the
-    // sequence has no drafter or its draft length is 0, the draft length otherwise; 0: none.
+    // Grammar-forced drafts (speculative/drafters/forced_drafts.h): up to this many per step when
+    // the sequence has no drafter or its draft length is 0, the draft length otherwise; 0: none.
     int n_forced = 8;
 };
 
@@ -51,7 +51,7 @@ struct Sequence {
                                          // hold no history: start() pushes the prompt
     // --draft auto: chooses each step's draft length and learns from each step (params.n_draft
     // is then unused). With by_load, the engine's step chooses one length for all such sequences
-    // of the step from the load (speculative/load_draft.h) instead.
+    // of the step from the load (speculative/draft_length/load_draft.h) instead.
     DraftLengthController* auto_length = nullptr;
     bool by_load = false;
     GenParams params;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "speculative/step_record.h"
+#include "speculative/draft_length/step_record.h"
 
 namespace specula {
 
@@ -31,8 +31,8 @@ struct SpecStats {
     long n_drafted = 0;       // draft tokens proposed
     long n_accepted = 0;      // draft tokens kept
     long n_draft_steps = 0;   // draft model evaluations
-    // Of n_drafted / n_accepted: grammar-forced draft tokens (speculative/forced_drafts.h),
-    // proposed without a drafter's help.
+    // Of n_drafted / n_accepted: grammar-forced draft tokens
+    // (speculative/drafters/forced_drafts.h), proposed without a drafter's help.
     long n_forced = 0;
     long n_forced_accepted = 0;
     std::vector<long> pos_reached;   // [i]: drafts whose position i+1 was verified
@@ -42,8 +42,8 @@ struct SpecStats {
     double t_verify_ms = 0;  // target passes
     double t_sample_ms = 0;  // accept/reject decisions and sampling
     // What a one-token target pass (a plain decoding step) costs, read from the engine's pass-cost
-    // model (speculative/pass_cost.h) when the generation ends: measured if such passes ran,
-    // else estimated from the passes that did. 0 without passes.
+    // model (speculative/draft_length/pass_cost.h) when the generation ends: measured if such
+    // passes ran, else estimated from the passes that did. 0 without passes.
     double plain_pass_ms = 0;
 
     // Counts one step of the generation loop.

@@ -1,7 +1,7 @@
 // verify / verify_synthetic: see verifier.h.
 #include "speculative/verifier.h"
 
-#include "speculative/categorical.h"
+#include "speculative/drafters/categorical.h"
 
 namespace specula {
 

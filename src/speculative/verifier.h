@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "sampling/sampler.h"
-#include "speculative/drafter.h"
+#include "speculative/drafters/drafter.h"
 
 namespace specula {
 

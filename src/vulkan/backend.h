@@ -1,10 +1,10 @@
-// The Vulkan DeviceBackend (model/offload.h): vulkan/ implements the seam model/ defines, and
+// The Vulkan DeviceBackend (model/load/offload.h): vulkan/ implements the seam model/ defines, and
 // model/ never includes vulkan/. A program that wants layers on a Vulkan device calls
 // register_backend() once at start-up, before loading models (the CLI's main does; so do the
 // tests that run on the device).
 #pragma once
 
-#include "model/offload.h"
+#include "model/load/offload.h"
 
 namespace specula::vk {
 

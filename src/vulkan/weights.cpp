@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "common/error.h"
-#include "model/arch.h"
+#include "model/load/arch.h"
 
 namespace specula::vk {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gguf/ggml_types.h"
-#include "model/model.h"
+#include "model/load/model.h"
 #include "vulkan/buffer.h"
 #include "vulkan/pipeline.h"
 

@@ -6,7 +6,7 @@
 // exp_approx: x = n ln2 + r (|r| <= ln2 / 2), exp(r) by its Taylor polynomial to degree 7 (the
 // remainder |r|^8 / 8! < 6e-9, under 0.1 ulp), 2^n put into the exponent bits; x is clamped to
 // [-87, 88], where 2^n stays a normal float. Relative error ~2 ulp (the polynomial's rounding).
-// silu and gelu follow model/ops.h's definitions (gelu's tanh approximation, v itself from 10 up
+// silu and gelu follow kernels/ops.h's definitions (gelu's tanh approximation, v itself from 10 up
 // and 0 from -10 down), with 0.5 (1 + tanh y) computed as 1 / (1 + exp(-2y)).
 // Elementwise, so batch invariant.
 #pragma once

@@ -1,6 +1,6 @@
 // Architectures "gemma2" and "gemma3": pre- and post-norms around attention and FFN, GeGLU, the
 // embedding scaled by sqrt(n_embd), tied output, NEOX rope, sliding-window layers interleaved with
-// global ones (model/hparams.h HParams::n_swa), as ik_llama.cpp's graphs compute them.
+// global ones (model/load/hparams.h HParams::n_swa), as ik_llama.cpp's graphs compute them.
 //   hparams: {arch}.{context_length, embedding_length, block_count, feed_forward_length,
 //            attention.head_count, attention.head_count_kv, attention.key_length,
 //            attention.value_length, attention.layer_norm_rms_epsilon, rope.dimension_count,
@@ -27,8 +27,8 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

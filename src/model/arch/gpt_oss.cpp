@@ -14,10 +14,10 @@
 //            (ik_llama.cpp's pattern 2); each head's softmax has its sink logit in the
 //            denominator; x += Wo attention + bo; x += MoE(rms_norm(x) * post_attention_norm):
 //            the top expert_used_count router logits (+ bias), their softmax as weights, each
-//            expert's clamped SwiGLU (model/ops.h swiglu_oai) with biases.
+//            expert's clamped SwiGLU (kernels/ops.h swiglu_oai) with biases.
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

@@ -9,8 +9,8 @@
 //            ffn_{gate,up,down}_exps
 //   block:   pre-norm attention with normal (GPT-J style) rope on adjacent pairs, then a SwiGLU
 //            FFN or the MoE (llama_block below).
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

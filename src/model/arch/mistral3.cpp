@@ -11,13 +11,13 @@
 //            yarn_log_multiplier} (the log multiplier sets the rope magnitude
 //            mscale(factor, 1) / mscale(factor, log_mul), mscale(s, m) = 0.1 m ln s + 1 for
 //            s > 1). rope.dimension_count must equal the head size.
-//   tensors: as llama (model/arch.h: bind_llama_tensors), Q/K/V biases optional.
+//   tensors: as llama (model/load/arch.h: bind_llama_tensors), Q/K/V biases optional.
 //   block:   llama_block with the temperature between the rope and the attention.
 #include <cmath>
 
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

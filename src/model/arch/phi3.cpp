@@ -23,9 +23,9 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
-#include "model/ops.h"
+#include "kernels/ops.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

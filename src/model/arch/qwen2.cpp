@@ -5,9 +5,9 @@
 //            attention.value_length, attention.layer_norm_rms_epsilon, rope.dimension_count,
 //            rope.freq_base, rope.scaling.*}; no experts (qwen2moe is another architecture)
 //   tensors: as llama, with blk.N.attn_{q,k,v}.bias required
-//   block:   llama_block (model/arch.h); the rope rotates the two halves of each head (NEOX).
+//   block:   llama_block (model/load/arch.h); the rope rotates the two halves of each head (NEOX).
 #include "common/error.h"
-#include "model/arch.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

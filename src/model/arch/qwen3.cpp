@@ -12,11 +12,12 @@
 //            ffn_gate_inp and ffn_{gate,up,down}_exps instead of the dense FFN, no shared expert.
 //   block:   h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h;
 //            q, k = per-head rms_norm * attn_{q,k}_norm; rope (NEOX); x += Wo attention;
-//            x += FFN(rms_norm(x) * ffn_norm), the MoE (model/moe.h: softmax routing, the top-k
-//            weights renormalised, as ik_llama.cpp's qwen3moe graph always does) for qwen3moe.
+//            x += FFN(rms_norm(x) * ffn_norm), the MoE (model/blocks/moe.h: softmax routing, the
+//            top-k weights renormalised, as ik_llama.cpp's qwen3moe graph always does) for
+//            qwen3moe.
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

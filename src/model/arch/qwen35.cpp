@@ -28,7 +28,7 @@
 //            (qwen35moe) the router, ffn_{gate,up,down}_exps and the shared expert
 //            ffn_{gate,up,down}_shexp with ffn_gate_inp_shexp. A vision tower (v.* / mm.*
 //            tensors) is skipped with a note on stderr.
-//   block:   DeltaNet: x += delta_net (model/blocks.h, model/delta_net.h); attention:
+//   block:   DeltaNet: x += delta_net (model/blocks/blocks.h, model/state/delta_net.h); attention:
 //            h = rms_norm(x) * attn_norm; [q | gate] = Wq h, k, v; q, k = per-head rms_norm;
 //            rope (NEOX pairs over rope.dimension_count, the vision section unrotated);
 //            x += Wo (attention * sigmoid(gate)); then x += FFN(rms_norm(x) *
@@ -41,8 +41,8 @@
 #include <limits>
 
 #include "common/error.h"
-#include "model/arch.h"
-#include "model/blocks.h"
+#include "model/blocks/blocks.h"
+#include "model/load/arch.h"
 
 namespace specula {
 

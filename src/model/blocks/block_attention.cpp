@@ -1,0 +1,101 @@
+// The attention blocks (model/blocks/blocks.h): K and V are computed for every row; in the last
+// layer the attention output and the residual only for each segment's output rows, which are first
+// moved together to the front of x (segment by segment, in order, so no row is overwritten
+// before it moves).
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "model/blocks/blocks.h"
+
+namespace specula {
+
+void attention_input(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const int ntok = st.n_rows;
+    norm_rows(st, st.x.data(), l.attn_norm, ntok, st.h.data());
+    const MatmulJob qkv[] = {
+        {l.wq, st.q.data(), dq}, {l.wk, st.k.data(), dkv}, {l.wv, st.v.data(), dkv}};
+    matmul_multi(qkv, st.h.data(), hp.n_embd, ntok, *st.pool, st.mm);
+    add_bias(st.q.data(), l.bq, ntok, dq, dq);
+    add_bias(st.k.data(), l.bk, ntok, dkv, dkv);
+    add_bias(st.v.data(), l.bv, ntok, dkv, dkv);
+}
+
+void qk_norm(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int hd = hp.head_dim, nh = hp.n_head, nkv = hp.n_head_kv;
+    const float eps = hp.rms_eps;
+    float* q = st.q.data();
+    float* k = st.k.data();
+    over_items(*st.pool, st.n_rows, hp.n_embd_q() + hp.n_embd_kv(), [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            float* qt = q + t * nh * hd;
+            float* kt = k + t * nkv * hd;
+            for (int h = 0; h < nh; ++h) rms_norm(qt + h * hd, l.q_norm, hd, eps, qt + h * hd);
+            for (int h = 0; h < nkv; ++h) rms_norm(kt + h * hd, l.k_norm, hd, eps, kt + h * hd);
+        }
+    });
+}
+
+void rope_and_cache(PassState& st) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    float* kc = st.k.data();
+    float* vc = st.v.data();
+    const bool swa = st.swa_rope && hp.is_swa(st.il);  // its own angles (gemma3)
+    const RopeParams& rp = swa ? st.rope_swa : st.rope;
+    const float* angles = swa ? st.rope_cs_swa.data() : st.rope_cs.data();
+    for (size_t s = 0; s < st.segs.size(); ++s) {
+        KVCache& kv = st.kv_of(s);
+        const int pos0 = kv.n_past();
+        for (int t = st.off[s]; t < st.off[s] + st.n[s]; ++t) {
+            const float* cs = angles + static_cast<size_t>(t) * hp.n_rot;
+            rope_apply(rp, cs, st.q.data() + t * dq, hp.n_head, hp.head_dim);
+            rope_apply(rp, cs, kc + t * dkv, hp.n_head_kv, hp.head_dim);
+            // Every K/V row enters the cache through write() (the cache decides its storage).
+            kv.write(st.kv_layer(), pos0 + t - st.off[s], kc + t * dkv, vc + t * dkv);
+        }
+    }
+}
+
+AttendedRows attended_rows(const PassState& st, size_t s) {
+    const int r0 = st.last ? st.n[s] - st.n_out[s] : 0;  // first row of the segment to finish
+    return {st.off[s] + r0, st.last ? st.out_off[s] : st.off[s], st.n[s] - r0};
+}
+
+void attend(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int64_t dq = hp.n_embd_q();
+    AttentionShape shape = st.att_shape;
+    shape.window = hp.window(st.il);
+    shape.sinks = l.attn_sinks;
+    for (size_t s = 0; s < st.segs.size(); ++s) {
+        const KVCache& kv = st.kv_of(s);
+        const AttendedRows r = attended_rows(st, s);
+        if (r.n == 0) continue;
+        attention(kv, st.kv_layer(), kv.n_past() + r.src - st.off[s], r.n, st.q.data() + r.src * dq,
+                  st.att.data() + r.dst * dq, shape, *st.pool, st.scores.data());
+        if (st.last && r.dst != r.src) {
+            std::memmove(st.x.data() + static_cast<size_t>(r.dst) * hp.n_embd,
+                         st.x.data() + static_cast<size_t>(r.src) * hp.n_embd,
+                         sizeof(float) * r.n * hp.n_embd);
+        }
+    }
+}
+
+void attention_project(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int nr = st.rows;
+    matmul(l.wo, st.att.data(), hp.n_embd_q(), nr, st.tmp.data(), hp.n_embd, *st.pool, st.mm);
+    add_bias(st.tmp.data(), l.bo, nr, hp.n_embd, hp.n_embd);
+    if (l.attn_post_norm) norm_rows(st, st.tmp.data(), l.attn_post_norm, nr, st.tmp.data());
+    add_into_all(*st.pool, st.x.data(), st.tmp.data(), static_cast<int64_t>(nr) * hp.n_embd);
+}
+
+void attention_output(PassState& st, const LayerWeights& l) {
+    attend(st, l);
+    attention_project(st, l);
+}
+
+}  // namespace specula

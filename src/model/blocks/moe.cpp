@@ -1,0 +1,158 @@
+// Mixture-of-experts FFN (see moe.h).
+#include "model/blocks/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "kernels/repack.h"
+
+namespace specula {
+
+namespace {
+
+// Rows [e * rows_per, (e+1) * rows_per) of a stacked expert tensor.
+WeightView expert_view(const WeightView& w, int e, int n_expert) {
+    WeightView v = w;
+    v.rows = w.rows / n_expert;
+    v.data = w.data + static_cast<size_t>(e) * v.rows * w.row_bytes();
+    if (w.packed)
+        v.packed = w.packed + (e * v.rows / kPackRows) * packed_tile_bytes(w.type, w.cols);
+    return v;
+}
+
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+// f(buffer, elements) for each buffer, sized for ntok tokens (4-byte elements all).
+template <class M, class F>
+void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f) {
+    const size_t n = static_cast<size_t>(ntok), k = hp.n_expert_used;
+    f(m.logits_, n * hp.n_expert);
+    f(m.sel_, n * k);
+    f(m.w_, n * k);
+    f(m.slots_, n * k);
+    f(m.xg_, n * hp.n_embd);
+    f(m.g_, n * hp.n_ff_expert);
+    f(m.u_, n * hp.n_ff_expert);
+    f(m.d_, n * hp.n_embd);
+    f(m.eo_, n * k * hp.n_embd);
+}
+
+void MoeFFN::reserve(const HParams& hp, int ntok) {
+    each_moe_buffer(*this, hp, ntok, [](auto& v, size_t n) { grow(v, n); });
+}
+
+double MoeFFN::bytes(const HParams& hp, int ntok) {
+    MoeFFN none;
+    double b = 0;
+    each_moe_buffer(none, hp, ntok, [&](auto&, size_t n) { b += 4.0 * double(n); });
+    return b;
+}
+
+double MoeFFN::allocated_bytes() const {
+    double b = 0;
+    each_moe_buffer(*this, HParams{}, 0, [&](auto& v, size_t) { b += 4.0 * double(v.capacity()); });
+    return b;
+}
+
+void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int ntok,
+                   ThreadPool& pool, MatmulScratch& scratch) {
+    const int ne = hp.n_expert, k = hp.n_expert_used;
+    WeightView router{GGMLType::F32, ne, hp.n_embd,
+                      reinterpret_cast<const uint8_t*>(l.ffn_gate_inp)};
+    matmul(router, x, hp.n_embd, ntok, logits_.data(), ne, pool, scratch);
+    const bool topk_softmax = hp.moe_routing == HParams::MoeRouting::TopKSoftmax;
+    for (int t = 0; t < ntok; ++t) {
+        float* p = logits_.data() + static_cast<size_t>(t) * ne;
+        if (l.ffn_gate_inp_b) add_into(p, l.ffn_gate_inp_b, ne);
+        if (!topk_softmax) softmax(p, ne);
+        int* sel = sel_.data() + static_cast<size_t>(t) * k;
+        // Top-k by probability, ties to the lower expert id (k and ne are tiny).
+        for (int r = 0; r < k; ++r) {
+            int best = -1;
+            for (int e = 0; e < ne; ++e) {
+                if (std::find(sel, sel + r, e) != sel + r) continue;
+                if (best < 0 || p[e] > p[best]) best = e;
+            }
+            sel[r] = best;
+        }
+        float* w = w_.data() + static_cast<size_t>(t) * k;
+        if (topk_softmax) {  // the chosen logits' softmax (gpt-oss)
+            for (int r = 0; r < k; ++r) w[r] = p[sel[r]];
+            softmax(w, k);
+            continue;
+        }
+        double sum = 0.0;
+        for (int r = 0; r < k; ++r) {
+            w[r] = p[sel[r]];
+            sum += static_cast<double>(w[r]);
+        }
+        const float fsum = static_cast<float>(sum);
+        for (int r = 0; r < k; ++r) w[r] /= fsum;
+    }
+}
+
+bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
+                        ThreadPool& pool, MatmulScratch& scratch) {
+    const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff_expert;
+    int n = 0;
+    for (int i = 0; i < ntok * k; ++i) {
+        if (sel_[i] != e) continue;
+        slots_[n] = i;
+        std::memcpy(xg_.data() + static_cast<size_t>(n) * d, x + static_cast<size_t>(i / k) * d,
+                    sizeof(float) * d);
+        ++n;
+    }
+    if (n == 0) return false;
+    const MatmulJob gate_up[] = {{expert_view(l.ffn_gate_exps, e, hp.n_expert), g_.data(), ff},
+                                 {expert_view(l.ffn_up_exps, e, hp.n_expert), u_.data(), ff}};
+    matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
+    const float* gb = l.ffn_gate_exps_b ? l.ffn_gate_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    const float* ub = l.ffn_up_exps_b ? l.ffn_up_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    const float* db = l.ffn_down_exps_b ? l.ffn_down_exps_b + static_cast<size_t>(e) * d : nullptr;
+    for (int i = 0; i < n; ++i) {
+        float* g = g_.data() + static_cast<size_t>(i) * ff;
+        float* u = u_.data() + static_cast<size_t>(i) * ff;
+        if (gb) add_into(g, gb, ff);
+        if (ub) add_into(u, ub, ff);
+        if (hp.moe_act == HParams::MoeAct::SwigluOai)
+            swiglu_oai(g, u, ff);
+        else
+            silu_mul(g, u, ff);
+    }
+    matmul(expert_view(l.ffn_down_exps, e, hp.n_expert), g_.data(), ff, n, d_.data(), d, pool,
+           scratch);
+    if (db) {
+        for (int i = 0; i < n; ++i) add_into(d_.data() + static_cast<size_t>(i) * d, db, d);
+    }
+    for (int i = 0; i < n; ++i) {
+        std::memcpy(eo_.data() + static_cast<size_t>(slots_[i]) * d,
+                    d_.data() + static_cast<size_t>(i) * d, sizeof(float) * d);
+    }
+    return true;
+}
+
+void MoeFFN::forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
+                     ThreadPool& pool, MatmulScratch& scratch) {
+    reserve(hp, ntok);
+    route(l, hp, x, ntok, pool, scratch);
+    experts_run_ = 0;
+    for (int e = 0; e < hp.n_expert; ++e)
+        experts_run_ += run_expert(l, hp, e, x, ntok, pool, scratch);
+    const int k = hp.n_expert_used, d = hp.n_embd;
+    for (int t = 0; t < ntok; ++t) {
+        float* o = out + static_cast<size_t>(t) * d;
+        for (int r = 0; r < k; ++r) {
+            const float w = w_[static_cast<size_t>(t) * k + r];
+            const float* y = eo_.data() + (static_cast<size_t>(t) * k + r) * d;
+            for (int i = 0; i < d; ++i) o[i] = r == 0 ? y[i] * w : o[i] + y[i] * w;
+        }
+    }
+}
+
+}  // namespace specula

@@ -1,0 +1,47 @@
+// The registry table (see arch.h).
+#include "model/load/arch.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace specula {
+
+namespace {
+
+const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,    &kQwen3MoeArch,
+                                  &kGemma2Arch,   &kGemma3Arch, &kGptOssArch,   &kPhi3Arch,
+                                  &kMistral3Arch, &kQwen35Arch, &kQwen35MoeArch};
+
+}  // namespace
+
+std::span<const ArchSpec* const> archs() {
+    return kArchs;
+}
+
+const ArchSpec& find_arch(std::string_view name, const std::string& path) {
+    std::string list;
+    for (const ArchSpec* a : kArchs) {
+        if (name == a->name) return *a;
+        list += (list.empty() ? "" : ", ") + std::string(a->name);
+    }
+    fail(path, ": unsupported architecture '", name, "' (supported: ", list, ")");
+}
+
+std::vector<int> default_capture_layers(const HParams& hp) {
+    const int n = hp.n_layer;
+    std::vector<int> l;
+    for (int il : {2, n / 2, n - 3}) {
+        il = std::clamp(il, 0, std::max(0, n - 2));  // the last layer's rows are not all kept
+        if (l.empty() || il > l.back()) l.push_back(il);
+    }
+    return l;
+}
+
+int default_kv_source_layer(const HParams& hp, bool swa) {
+    for (int il = hp.n_layer - 1; il >= 0; --il)
+        if (!hp.is_recurrent(il) && hp.is_swa(il) == swa) return il;
+    return -1;
+}
+
+}  // namespace specula

@@ -1,0 +1,146 @@
+// Hyperparameters: the numbers every block of the forward pass is sized by, and the readers an
+// architecture file (model/arch/*.cpp) calls for the `{arch}.*` GGUF keys it uses. Each reader
+// applies llama.cpp's default for an absent key and range-checks the value, so the forward pass
+// can size its buffers from HParams without further checks; a bad or missing key is an Error
+// naming the file and the key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+
+namespace specula {
+
+struct HParams {
+    std::string arch;  // general.architecture, as the registry names it (model/load/arch.h)
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    int n_embd = 0;
+    int n_layer = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;  // n_embd / n_head unless the file says otherwise
+    int n_ff = 0;
+    int n_expert = 0;  // 0: dense FFN
+    int n_expert_used = 0;
+    int n_ff_expert = 0;  // rows of each expert's gate/up (n_ff unless the file says otherwise)
+    // How the MoE routes (model/blocks/moe.h): softmax over all experts then the top k renormalised
+    // (Mixtral, qwen3moe), or the top k logits then a softmax over them (gpt-oss); and the
+    // experts' activation: SwiGLU, or gpt-oss's clamped SwiGLU (kernels/ops.h swiglu_oai).
+    enum class MoeRouting : uint8_t { SoftmaxTopKNorm, TopKSoftmax };
+    enum class MoeAct : uint8_t { SiLU, SwigluOai };
+    MoeRouting moe_routing = MoeRouting::SoftmaxTopKNorm;
+    MoeAct moe_act = MoeAct::SiLU;
+    int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
+    bool rope_neox = false;
+    float rope_freq_base = 10000.f;
+    float rope_freq_scale = 1.f;
+    // YaRN (rope.scaling.type = yarn; model/blocks/rope.h, as ggml's rope_yarn): ext_factor 1 mixes
+    // extrapolated and interpolated angles over the dimensions between the beta_fast and
+    // beta_slow corrections for n_ctx_orig positions. attn_factor multiplies every rotated value
+    // (rope.scaling.attn_factor, and an architecture's own magnitude: phi3's LongRoPE, mistral3's
+    // yarn_log_multiplier), as ggml's rope does.
+    bool rope_yarn = false;
+    float rope_attn_factor = 1.f;
+    float rope_yarn_beta_fast = 32.f;
+    float rope_yarn_beta_slow = 1.f;
+    int n_ctx_orig = 0;  // rope.scaling.original_context_length (default n_ctx_train)
+    float rms_eps = 1e-5f;
+    // Sliding-window attention: in a layer marked in swa_layers a query at position i sees the
+    // keys at positions j with 0 <= i - j < n_swa (ik_llama.cpp's mask: masked when
+    // i - j >= n_swa), i.e. itself and the n_swa - 1 before it. n_swa = 0: every layer global.
+    // Sliding-window layers rotate with their own rope base and scale. (phi3 marks every layer.)
+    int n_swa = 0;
+    std::vector<uint8_t> swa_layers;  // n_layer flags (empty: none)
+    float rope_freq_base_swa = 10000.f;
+    float rope_freq_scale_swa = 1.f;
+    // Gemma's extras (the defaults are llama's): the attention's scale of q.k (0:
+    // 1/sqrt(head_dim); phi3 sets 1 and scales q itself), soft-capping of the attention scores
+    // and of the final logits (x = cap tanh(x / cap); 0: none), the embedding rows scaled by
+    // embd_scale (0: not scaled), the FFN's activation.
+    float attn_scale = 0.f;
+    float attn_softcap = 0.f;
+    float final_softcap = 0.f;
+    float embd_scale = 0.f;
+    enum class FfnAct { SiLU, GeluTanh } ffn_act = FfnAct::SiLU;
+    // mistral3's temperature (q at position p is multiplied by 1 + attn_temp_scale *
+    // log(floor((p + 1) / attn_temp_floor) + 1); 0: none).
+    float attn_temp_scale = 0.f;
+    int attn_temp_floor = 0;
+    // Hybrid models (qwen35): layers marked in recurrent_layers are Gated DeltaNet linear
+    // attention (model/state/delta_net.h) with a per-sequence recurrent state
+    // (model/state/recurrent_state.h) instead of a KV cache: a causal conv of ssm_d_conv taps over
+    // conv_dim channels, then the gated delta rule over ssm_dt_rank value heads of ssm_d_state (the
+    // key heads, ssm_n_group of them, as wide). qwen35's full-attention layers double attn_q with
+    // an output gate (attn_gated). n_ff_shexp: the shared expert's width (0: none).
+    int ssm_d_conv = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_dt_rank = 0;
+    std::vector<uint8_t> recurrent_layers;  // n_layer flags (empty: none)
+    bool attn_gated = false;
+    int n_ff_shexp = 0;
+    // IMROPE's sections (rope.dimension_sections; qwen35): text positions rotate every pair but
+    // those of the fourth (vision) section, which model/arch/qwen35.cpp leaves unrotated.
+    std::vector<int> rope_sections;
+    // Layers the file has beyond n_layer: nextn (MTP) layers, which the forward pass skips.
+    int n_nextn = 0;
+
+    bool is_swa(int il) const {
+        return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
+               swa_layers[static_cast<size_t>(il)] != 0;
+    }
+    // The window of layer il's attention (0: the whole causal prefix).
+    int window(int il) const { return is_swa(il) ? n_swa : 0; }
+    bool any_swa() const {
+        for (int il = 0; il < n_layer; ++il)
+            if (is_swa(il)) return true;
+        return false;
+    }
+
+    bool is_recurrent(int il) const {
+        return il >= 0 && static_cast<size_t>(il) < recurrent_layers.size() &&
+               recurrent_layers[static_cast<size_t>(il)] != 0;
+    }
+    int n_recurrent() const {
+        int n = 0;
+        for (int il = 0; il < n_layer; ++il) n += is_recurrent(il);
+        return n;
+    }
+    int ssm_key_dim() const { return ssm_d_state * ssm_n_group; }
+    int ssm_value_dim() const { return ssm_d_state * ssm_dt_rank; }
+    int ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
+
+    int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
+    int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
+};
+
+// The readers take the key prefix `{arch}.` (hp.arch + ".") from hp.arch.
+
+// context_length, embedding_length, block_count, feed_forward_length and
+// attention.layer_norm_rms_epsilon (default 1e-5).
+void read_base_hparams(const GGUFFile& f, HParams& hp);
+
+// attention.head_count, attention.head_count_kv (default head_count), attention.key_length
+// (default n_embd / n_head) and attention.value_length (must equal key_length).
+void read_attention_hparams(const GGUFFile& f, HParams& hp);
+
+// rope.dimension_count (default head_dim), rope.freq_base (default 10000), the scaling
+// (rope.scaling.type none / linear, and yarn where `allow_yarn`; rope.scaling.factor or the
+// older rope.scale_linear), rope.scaling.original_context_length (default context_length) and
+// rope.scaling.attn_factor (default 1), as ik_llama.cpp reads them for every architecture (the
+// YaRN betas keep their defaults 32 / 1: an architecture that reads them does so itself). Needs
+// the attention hparams first (the rotated dimensions must fit in a head).
+void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn = true);
+
+// expert_count and expert_used_count (0: a dense FFN); n_ff_expert = n_ff.
+void read_expert_hparams(const GGUFFile& f, HParams& hp);
+
+// attention.sliding_window into n_swa (default `def`; def < 0: required), >= 1. Sets no layer
+// flags: the architecture marks swa_layers (n_layer entries).
+void read_sliding_window(const GGUFFile& f, HParams& hp, int64_t def);
+
+// expert_feed_forward_length (default feed_forward_length) into n_ff_expert; call after
+// read_expert_hparams.
+void read_expert_ff_length(const GGUFFile& f, HParams& hp);
+
+}  // namespace specula

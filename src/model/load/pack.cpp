@@ -1,0 +1,106 @@
+// pack_weights (model.h): every dense matrix of a repackable type (and every stack of experts of
+// whole tiles) gets a packed copy, and the
+// pages of its original in the file mapping are released unless the token embedding (which
+// get_rows reads in the row layout) is that same tensor.
+//
+// The copies are made on a thread pool, the largest matrices first, each thread taking the next
+// one as it finishes. Besides halving the copying itself on two threads, this spreads the first
+// touch of the new pages over the threads: where that is what a load waits for (a VM whose host
+// backs guest memory only when it is first written: measured on a 2-core KVM guest, 0.4-0.5 GB/s
+// per thread, and twice that on two), it is most of the load.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <initializer_list>
+#include <mutex>
+
+#include "common/threadpool.h"
+#include "kernels/layout/repack_float.h"
+#include "model/load/model.h"
+
+namespace specula {
+
+namespace {
+
+bool packs(const WeightView& w) {
+    if (!w.data || w.packed || !repackable(w.type) || w.rows == 0) return false;
+    return !float_repackable(w.type) || float_repack_at_load();
+}
+
+struct PackJob {
+    WeightView* w;
+    uint8_t* dst;
+};
+
+}  // namespace
+
+void pack_weights(Model& m, int n_threads) {
+    std::vector<WeightView*> todo;
+    for (LayerWeights& l : m.layers) {
+        // Hybrid layers' DeltaNet projections and the shared expert (qwen35) too: left in the
+        // row layout, they ran on the 1-token kernels (a 9-token verify of a Qwen3.5-2B-shaped
+        // file spent 29% of its time there).
+        for (WeightView* w :
+             {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_gate_up,
+              &l.ffn_down, &l.ssm_qkv, &l.ssm_gate, &l.ssm_beta, &l.ssm_alpha, &l.ssm_out,
+              &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp}) {
+            if (packs(*w)) todo.push_back(w);
+        }
+    }
+    // Stacked experts pack as one matrix when each expert is whole tiles: expert e is then tiles
+    // [e * rows / kPackRows, ...) of it (model/blocks/moe.cpp's expert_view), and a pass over many
+    // tokens (a prompt) runs each expert on the packed GEMM kernels.
+    const int ne = m.hparams().n_expert;
+    for (LayerWeights& l : m.layers) {
+        for (WeightView* w : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}) {
+            if (ne > 0 && packs(*w) && (w->rows / ne) % kPackRows == 0) todo.push_back(w);
+        }
+    }
+    if (packs(m.output)) todo.push_back(&m.output);
+    // The MTP head's dense matrices (its experts, if any, keep the row layout).
+    MtpWeights& h = m.mtp;
+    for (WeightView* w : {&h.layer.wq, &h.layer.wk, &h.layer.wv, &h.layer.wo, &h.layer.ffn_gate,
+                          &h.layer.ffn_up, &h.layer.ffn_down, &h.layer.ffn_gate_shexp,
+                          &h.layer.ffn_up_shexp, &h.layer.ffn_down_shexp, &h.eh_proj, &h.head}) {
+        if (packs(*w)) todo.push_back(w);
+    }
+    if (todo.empty()) return;
+
+    // Buffers are reserved here, on this thread (an allocation may throw); their pages are
+    // touched by whichever thread repacks into them.
+    std::vector<PackJob> jobs;
+    for (WeightView* w : todo) jobs.push_back({w, m.packed.emplace_back(packed_size(*w)).data()});
+    std::stable_sort(jobs.begin(), jobs.end(), [](const PackJob& a, const PackJob& b) {
+        return packed_size(*a.w) > packed_size(*b.w);
+    });
+
+    const uint8_t* embd = m.tok_embd.data;
+    std::atomic<size_t> next{0};
+    std::mutex err_mu;
+    std::exception_ptr err;
+    auto work = [&](int, int) {
+        for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+            WeightView& w = *jobs[i].w;
+            try {
+                repack(w, jobs[i].dst);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(err_mu);
+                if (!err) err = std::current_exception();
+                continue;
+            }
+            w.packed = jobs[i].dst;
+            if (w.data != embd) release_mapped_pages(w.data, w.row_bytes() * w.rows);
+        }
+    };
+    const int n =
+        std::min({default_threads(n_threads), max_pool_threads(), static_cast<int>(jobs.size())});
+    if (n == 1) {
+        work(0, 1);
+    } else {
+        ThreadPool pool(n);
+        pool.run(work);
+    }
+    if (err) std::rethrow_exception(err);
+}
+
+}  // namespace specula

@@ -1,0 +1,369 @@
+// KVCache storage (see kv_cache.h).
+#include "model/state/kv_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/layout/fp16.h"
+#include "kernels/quants.h"
+#include "kernels/table.h"
+
+namespace specula {
+
+namespace {
+
+double physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0.0;
+}
+
+void store_row(KVType t, const float* src, uint8_t* dst, int n) {
+    switch (t) {
+        case KVType::F32:
+            std::memcpy(dst, src, sizeof(float) * n);
+            return;
+        case KVType::F16: {
+            auto* h = reinterpret_cast<fp16_t*>(dst);
+            for (int i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
+            return;
+        }
+        case KVType::Q8_0:
+            quantize_row_ggml_cpu(GGMLType::Q8_0, src, dst, n);
+            return;
+    }
+}
+
+// The table's row conversions (kernels/attention.h), chosen once: exact, so the ISA never changes
+// a value; null members: the scalar loops below.
+const AttentionEntry& row_kernels() {
+    static const AttentionEntry k = best_attention();
+    return k;
+}
+
+void load_row(KVType t, const uint8_t* row, int off, int n, float* out) {
+    switch (t) {
+        case KVType::F32:
+            std::memcpy(out, reinterpret_cast<const float*>(row) + off, sizeof(float) * n);
+            return;
+        case KVType::F16: {
+            const auto* h = reinterpret_cast<const fp16_t*>(row) + off;
+            if (const auto f = row_kernels().fp16_to_f32) return f(h, out, n);
+            for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
+            return;
+        }
+        case KVType::Q8_0: {
+            const auto* b = reinterpret_cast<const block_q8_0*>(row) + off / QK8_0;
+            for (int i = 0, e = off % QK8_0; i < n; ++b, e = 0) {
+                const float d = fp16_to_fp32(b->d);
+                const int m = std::min(QK8_0 - e, n - i);
+                if (const auto f = row_kernels().i8_scale_to_f32)
+                    f(b->qs + e, d, out + i, m);
+                else
+                    for (int k = 0; k < m; ++k) out[i + k] = d * static_cast<float>(b->qs[e + k]);
+                i += m;
+            }
+            return;
+        }
+    }
+}
+
+// n values of es bytes between a transposed key slice (one per line of kKeyBlock) and a row.
+void gather_lines(const uint8_t* lines, uint8_t* row, size_t es, int n) {
+    for (int i = 0; i < n; ++i)
+        std::memcpy(row + size_t(i) * es, lines + size_t(i) * kKeyBlock * es, es);
+}
+void scatter_lines(const uint8_t* row, uint8_t* lines, size_t es, int n) {
+    for (int i = 0; i < n; ++i)
+        std::memcpy(lines + size_t(i) * kKeyBlock * es, row + size_t(i) * es, es);
+}
+
+}  // namespace
+
+const char* kv_type_name(KVType t) {
+    switch (t) {
+        case KVType::F32:
+            return "f32";
+        case KVType::F16:
+            return "f16";
+        case KVType::Q8_0:
+            break;
+    }
+    return "q8_0";
+}
+
+KVType parse_kv_type(std::string_view name, std::string_view flag) {
+    for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
+        if (name == kv_type_name(t)) return t;
+    fail(std::string(flag), " must be f32, f16 or q8_0, got '", std::string(name.substr(0, 32)),
+         "'");
+}
+
+double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
+    return double(n_layer) * double(whole_blocks(size_t(n_ctx))) *
+           double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+}
+
+int KVCache::window_rows(int window, int max_pass, int n_ctx) {
+    if (window < 0) return 0;  // a recurrent layer: no cache
+    if (window == 0) return n_ctx;
+    return int(std::min<int64_t>(n_ctx, int64_t(window) - 1 + std::max(max_pass, 1)));
+}
+
+double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                      std::span<const int> windows, int max_pass) {
+    double rows = 0;
+    for (int il = 0; il < n_layer; ++il)
+        rows += double(whole_blocks(size_t(
+            window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx))));
+    return rows * double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+}
+
+KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                 std::span<const int> windows, int max_pass, int head_dim, bool small_pages)
+    : n_layer_(n_layer), n_ctx_(n_ctx), n_embd_kv_(n_embd_kv), type_k_(type_k), type_v_(type_v) {
+    if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
+    // Head-major where every side can split its rows there (a Q8_0 side: whole blocks per head).
+    const bool q8 = type_k == KVType::Q8_0 || type_v == KVType::Q8_0;
+    const bool split = head_dim > 0 && head_dim < n_embd_kv && n_embd_kv % head_dim == 0 &&
+                       (!q8 || head_dim % QK8_0 == 0);
+    slice_ = split ? head_dim : n_embd_kv;
+    n_slices_ = n_embd_kv / slice_;
+    k_slice_ = kv_row_bytes(type_k, slice_);
+    v_slice_ = kv_row_bytes(type_v, slice_);
+    size_t rows = 0;
+    for (int il = 0; il < n_layer; ++il) {
+        const int w = size_t(il) < windows.size() ? windows[size_t(il)] : 0;
+        const int r = window_rows(w, max_pass, n_ctx);
+        windows_.push_back(w);
+        rows_.push_back(r);
+        first_row_.push_back(rows);
+        rows += span(il);
+        ring_first_.push_back(ring_pos_.size());
+        if (r > 0 && r < n_ctx) {
+            max_pass_ = std::max(max_pass, 1);
+            ring_pos_.resize(ring_pos_.size() + size_t(r), -1);
+        }
+    }
+    for (KVType t : {type_k, type_v})
+        if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
+            fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
+                 " values; this model's are ", n_embd_kv, " (use f16)");
+    const double total = double(rows) * double(k_row() + v_row());
+    const double limit = physical_memory_bytes();
+    if (limit > 0 && total > limit) {
+        fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
+             limit / (1 << 30), " GiB of memory");
+    }
+    const auto pages = small_pages ? PackedBuffer::Pages::small : PackedBuffer::Pages::policy;
+    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row(), pages);
+    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row(), pages);
+    k_ = k_buf_->data();
+    v_ = v_buf_->data();
+    tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
+}
+
+// Snapshots hold whole rows: each row gathered from (save) or scattered to (restore) its heads.
+KVSnapshot KVCache::save(int n) const {
+    if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
+    if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
+    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
+    KVSnapshot s;
+    s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
+    s.k.resize(size_t(n_layer_) * size_t(n) * k_row);
+    s.v.resize(size_t(n_layer_) * size_t(n) * v_row);
+    uint8_t* k = s.k.data();
+    uint8_t* v = s.v.data();
+    for (int il = 0; il < n_layer_; ++il) {
+        for (int p = 0; p < n; ++p, k += k_row, v += v_row) {
+            for (int h = 0; h < n_slices_; ++h) {
+                if (k_transposed())
+                    gather_lines(k_ + k_offset(il, p, h * slice_), k + size_t(h) * k_slice_, es,
+                                 slice_);
+                else
+                    std::memcpy(k + size_t(h) * k_slice_, k_bytes(il, p, h * slice_), k_slice_);
+                std::memcpy(v + size_t(h) * v_slice_, v_bytes(il, p, h * slice_), v_slice_);
+            }
+        }
+    }
+    return s;
+}
+
+void KVCache::restore(const KVSnapshot& s) {
+    const size_t n = s.tokens.size();
+    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
+    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row ||
+        s.v.size() != size_t(n_layer_) * n * v_row)
+        fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
+    const uint8_t* k = s.k.data();
+    const uint8_t* v = s.v.data();
+    for (int il = 0; il < n_layer_; ++il) {
+        for (int p = 0; p < int(n); ++p, k += k_row, v += v_row) {
+            for (int h = 0; h < n_slices_; ++h) {
+                if (k_transposed())
+                    scatter_lines(k + size_t(h) * k_slice_, k_ + k_offset(il, p, h * slice_), es,
+                                  slice_);
+                else
+                    std::memcpy(k_ + offset(il, p, h * slice_, k_slice_, type_k_),
+                                k + size_t(h) * k_slice_, k_slice_);
+                std::memcpy(v_ + offset(il, p, h * slice_, v_slice_, type_v_),
+                            v + size_t(h) * v_slice_, v_slice_);
+            }
+        }
+    }
+    tokens_.assign(s.tokens.begin(), s.tokens.end());  // within the reserved n_ctx
+    touched_ = std::max(touched_, n_past());
+}
+
+int KVCache::common_prefix(std::span<const token_id> t) const {
+    const size_t n = std::min(t.size(), tokens_.size());
+    size_t k = 0;
+    while (k < n && tokens_[k] == t[k]) ++k;
+    return can_keep(int(k)) ? int(k) : 0;
+}
+
+// A pass at position n reads positions [n - w + 1, n) of a ring layer: each row must still hold
+// its position (not a later one of the same row, written before a rollback).
+bool KVCache::can_keep(int n) const {
+    if (n == 0 || max_pass_ == 0) return true;
+    for (int il = n_device_; il < n_layer_; ++il) {
+        const int r = rows_[size_t(il)];
+        if (r == n_ctx_ || r == 0) continue;
+        const int* held = ring_pos_.data() + ring_first_[size_t(il)];
+        for (int p = std::max(0, n - windows_[size_t(il)] + 1); p < n; ++p)
+            if (held[p % r] != p) return false;
+    }
+    return true;
+}
+
+// Every layer without a ring keeps each head's rows in one run (row-major, or blocks of
+// kKeyBlock rows for a transposed key side), so the rows from a key block's start on are the
+// run's tail.
+void KVCache::release_unused() {
+    const size_t from = whole_blocks(size_t(n_past()));
+    for (int il = 0; il < n_layer_; ++il) {
+        if (rows_[size_t(il)] < n_ctx_ || from >= span(il)) continue;
+        for (int h = 0; h < n_slices_; ++h) {
+            const size_t k0 = first_row_[size_t(il)] * k_row() + size_t(h) * span(il) * k_slice_;
+            const size_t v0 = first_row_[size_t(il)] * v_row() + size_t(h) * span(il) * v_slice_;
+            k_buf_->release(k0 + from * k_slice_, k0 + span(il) * k_slice_);
+            v_buf_->release(v0 + from * v_slice_, v0 + span(il) * v_slice_);
+        }
+    }
+    touched_ = n_past();
+}
+
+void KVCache::write(int layer, int pos, const float* k, const float* v) {
+    if (const int r = rows_[size_t(layer)]; r < n_ctx_)
+        ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
+    for (int h = 0; h < n_slices_; ++h) {
+        const int off = h * slice_;
+        if (k_transposed()) {
+            uint8_t* dst = k_ + k_offset(layer, pos, off);
+            if (type_k_ == KVType::F32) {
+                for (int i = 0; i < slice_; ++i)
+                    reinterpret_cast<float*>(dst)[size_t(i) * kKeyBlock] = k[off + i];
+            } else {
+                for (int i = 0; i < slice_; ++i)
+                    reinterpret_cast<fp16_t*>(dst)[size_t(i) * kKeyBlock] =
+                        fp32_to_fp16(k[off + i]);
+            }
+        } else {
+            store_row(type_k_, k + off, k_ + offset(layer, pos, off, k_slice_, type_k_), slice_);
+        }
+        store_row(type_v_, v + off, v_ + offset(layer, pos, off, v_slice_, type_v_), slice_);
+    }
+}
+
+namespace {
+
+// Readers walk a head's positions in order: the piece kReadAhead positions on is prefetched (in
+// whole-row layouts the pieces are a row apart, a stride the hardware prefetchers do not follow
+// far enough ahead). An address past the cache is only a hint, never read.
+constexpr int kReadAhead = 32;
+
+void prefetch_piece(const uint8_t* p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
+
+size_t piece_bytes(KVType t, int n) {
+    return t == KVType::Q8_0 ? size_t(n) / QK8_0 * sizeof(block_q8_0) + sizeof(block_q8_0)
+                             : size_t(n) * (t == KVType::F16 ? 2 : 4);
+}
+
+size_t piece_offset(KVType t, int off) {
+    return t == KVType::Q8_0 ? size_t(off) / QK8_0 * sizeof(block_q8_0)
+                             : size_t(off) * (t == KVType::F16 ? 2 : 4);
+}
+
+// Q8_0 values [off, off + n) of rows row(j), j in [j0, j1), as floats: d * q, the product
+// i8_scale_to_f32 and the scalar reader compute (so the same bits). Built for AVX-512, AVX2 and
+// the baseline (the loops vectorise), one chosen at load.
+template <class RowFn>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
+    const size_t first = size_t(off) / QK8_0, skip = size_t(off) % QK8_0;
+    for (int j = j0; j < j1; ++j, out += n) {
+        prefetch_piece(row(j + kReadAhead) + first * sizeof(block_q8_0),
+                       piece_bytes(KVType::Q8_0, n));
+        const auto* b = reinterpret_cast<const block_q8_0*>(row(j)) + first;
+        for (int i = 0, e = int(skip); i < n; ++b, e = 0) {
+            const float d = fp16_to_fp32(b->d);
+            const int m = std::min(QK8_0 - e, n - i);
+            for (int k = 0; k < m; ++k) out[i + k] = d * static_cast<float>(b->qs[e + k]);
+            i += m;
+        }
+    }
+}
+
+}  // namespace
+
+void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const {
+    const int base = off / slice_ * slice_;
+    if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice_) {
+        for (int j = j0; j < j1; ++j) read(is_k, layer, j, off, n, out + size_t(j - j0) * n);
+        return;
+    }
+    q8_rows([&](int j) { return is_k ? k_bytes(layer, j, base) : v_bytes(layer, j, base); }, j0, j1,
+            off - base, n, out);
+}
+
+// Head by head (a read may span several), each from its head's start (a Q8_0 block's).
+void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
+    const KVType t = is_k ? type_k_ : type_v_;
+    if (is_k && k_transposed()) {  // one value per line of the row's block
+        for (int i = 0; i < n;) {
+            const int at = off + i, m = std::min(n - i, (at / slice_ + 1) * slice_ - at);
+            const uint8_t* e = k_ + k_offset(layer, pos, at);
+            for (int c = 0; c < m; ++c, e += kv_row_bytes(t, kKeyBlock)) {
+                if (t == KVType::F32) {
+                    std::memcpy(out + i + c, e, sizeof(float));
+                } else {
+                    fp16_t h;
+                    std::memcpy(&h, e, sizeof(h));
+                    out[i + c] = fp16_to_fp32(h);
+                }
+            }
+            i += m;
+        }
+        return;
+    }
+    for (int i = 0; i < n;) {
+        const int at = off + i, base = at / slice_ * slice_,
+                  m = std::min(n - i, base + slice_ - at);
+        const uint8_t* ahead =
+            is_k ? k_bytes(layer, pos + kReadAhead, base) : v_bytes(layer, pos + kReadAhead, base);
+        prefetch_piece(ahead + piece_offset(t, at - base), piece_bytes(t, m));
+        load_row(t, is_k ? k_bytes(layer, pos, base) : v_bytes(layer, pos, base), at - base, m,
+                 out + i);
+        i += m;
+    }
+}
+
+}  // namespace specula

@@ -1,0 +1,240 @@
+// The key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv values for K
+// (stored after RoPE) and for V, allocated once (left uninitialised, so untouched rows cost no
+// memory). K and V each have a type (llama.cpp's -ctk / -ctv): F32, F16 (llama.cpp's default) or
+// Q8_0 (blocks of 32: an F16 scale and 32 int8, as llama.cpp's CPU backend rounds them). A row is
+// rounded once, when write() stores it; readers see the same bits whatever the batch. Rows
+// [0, n_past) are valid, and the cache records the token at each of them (one copy: the session,
+// the server's slots and the draft model read it from here); rollback simply lowers n_past, since
+// later evals overwrite rows in place. The constructor throws Error when the cache would not fit in
+// memory, or for Q8_0 when n_embd_kv is not a multiple of 32.
+//
+// Head-major: given head_dim, each layer keeps every KV head's values of all its positions
+// together (head h's values of position p at [h][p], head_dim values each), so a pass reading one
+// KV head over a long cache streams one contiguous run instead of a 128-byte piece of every 2 KiB
+// row (which the memory system serves at under half the bandwidth of a whole stream). Without
+// head_dim (or for a Q8_0 side when head_dim is not a multiple of 32) a "head" is the whole row.
+//
+// An F32 / F16 key side is transposed in blocks of kKeyBlock (16) rows: a block holds value d of
+// its 16 rows together, then value d + 1's, so the q.k dot products of 16 positions are 16 lanes of
+// one register with no sum across lanes (kernels/attention.h, qk_t), for any number of queries.
+// Rows are allocated in whole blocks (a ring's rows too; position p stays in row p % rows).
+//
+// Readers address values by (layer, position, value offset): rows of V and of a Q8_0 K side step
+// by stride() / *_stride_bytes(), a transposed K side by blocks (k_t, k_block_stride); read_k /
+// read_v give any span as floats. The layout is never seen outside (snapshots hold whole rows).
+//
+// Sliding-window layers (model/load/hparams.h HParams::n_swa) keep only what their attention reads:
+// a layer of window w holds window_rows(w, max_pass, n_ctx) = min(n_ctx, w - 1 + max_pass) rows as
+// a ring (position p in row p % rows). That covers a pass of up to max_pass tokens (its first
+// query still sees the w - 1 positions before it while the pass writes its last row) and a
+// rollback of up to max_pass positions (the rows the next query reads were not overwritten yet).
+// can_keep(n) says whether the rows a pass at n reads still hold their positions (the cache
+// records which position each ring row holds); a rollback where they do not is refused
+// (Session::rollback) and common_prefix() reports 0 instead.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/layout/blocks.h"
+#include "kernels/repack.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specula {
+
+enum class KVType { F32, F16, Q8_0 };
+
+const char* kv_type_name(KVType t);  // "f32", "f16", "q8_0"
+// llama.cpp's names (f32, f16, q8_0); Error naming `flag` and listing them otherwise.
+KVType parse_kv_type(std::string_view name, std::string_view flag);
+// Bytes of one row of n values (a Q8_0 row: n / 32 whole blocks).
+inline size_t kv_row_bytes(KVType t, int n) {
+    return t == KVType::F32   ? sizeof(float) * size_t(n)
+           : t == KVType::F16 ? sizeof(fp16_t) * size_t(n)
+                              : sizeof(block_q8_0) * size_t(n / QK8_0);
+}
+
+// Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
+// the cache stores them (its types), each row whole (n_embd_kv values, whatever the layout). The
+// server's host-RAM prompt cache keeps these.
+struct KVSnapshot {
+    std::vector<token_id> tokens;
+    std::vector<uint8_t> k, v;
+    size_t bytes() const { return k.size() + v.size() + tokens.size() * sizeof(token_id); }
+};
+
+class KVCache {
+  public:
+    // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
+    // model's recurrent layer; empty: every layer whole).
+    // `head_dim`: the values of one KV head (head-major layout, above; 0: whole rows).
+    // `small_pages`: 4 KiB pages, so the memory committed follows the positions written.
+    KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
+            KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0,
+            int head_dim = 0, bool small_pages = false);
+
+    // Bytes the cache takes (K and V, every layer and position).
+    static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
+    // The same for sliding-window layers: each layer's rows (window_rows for a windowed one).
+    static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
+                        std::span<const int> windows, int max_pass);
+    // Rows a layer of window w (0: no window, n_ctx; -1: a layer without cache, 0) keeps.
+    static int window_rows(int window, int max_pass, int n_ctx);
+
+    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each),
+    // rounded to the cache's types.
+    void write(int layer, int pos, const float* k, const float* v);
+
+    // In place, value `off` of position `pos` (off within one head; a Q8_0 side: off a multiple
+    // of 32, the block it starts): the values of the same head at the next positions are stride()
+    // values (F32 / F16) or k_stride_bytes() / v_stride_bytes() bytes (any type) apart. k_bytes:
+    // a Q8_0 key side only (the others are transposed: k_t).
+    const float* v(int layer, int pos, int off) const {
+        return reinterpret_cast<const float*>(v_bytes(layer, pos, off));
+    }
+    const uint16_t* v_f16(int layer, int pos, int off) const {
+        return reinterpret_cast<const uint16_t*>(v_bytes(layer, pos, off));
+    }
+    const uint8_t* k_bytes(int layer, int pos, int off) const {
+        return k_ + offset(layer, pos, off, k_slice_, type_k_);
+    }
+    const uint8_t* v_bytes(int layer, int pos, int off) const {
+        return v_ + offset(layer, pos, off, v_slice_, type_v_);
+    }
+    // A transposed (F32 / F16) key side: value `off` of row 0 of the layer, row j's at
+    // [(j / kKeyBlock) * k_block_stride() + kKeyBlock * d + j % kKeyBlock] from it for value
+    // off + d of the same head (j: a row, p % rows(layer) for position p).
+    bool k_transposed() const { return type_k_ != KVType::Q8_0; }
+    const float* k_t(int layer, int off) const {
+        return reinterpret_cast<const float*>(k_ + k_offset(layer, 0, off));
+    }
+    const uint16_t* k_t_f16(int layer, int off) const {
+        return reinterpret_cast<const uint16_t*>(k_ + k_offset(layer, 0, off));
+    }
+    size_t k_block_stride() const { return size_t(kKeyBlock) * size_t(slice_); }
+    // Values (F32 / F16 sides) from one position of a head to the next: the values of one head,
+    // head_dim, or n_embd_kv for whole rows.
+    int stride() const { return slice_; }
+    size_t k_stride_bytes() const { return k_slice_; }
+    size_t v_stride_bytes() const { return v_slice_; }
+    // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
+    // where a ring layer wraps): the pointers above stay valid over that many.
+    int run(int layer, int pos, int n) const {
+        const int r = rows_[size_t(layer)];
+        return r == n_ctx_ ? n : std::min(n, r - pos % r);
+    }
+    // Values [off, off + n) of a row as floats, whatever the type and the layout.
+    void read_k(int layer, int pos, int off, int n, float* out) const {
+        read(true, layer, pos, off, n, out);
+    }
+    void read_v(int layer, int pos, int off, int n, float* out) const {
+        read(false, layer, pos, off, n, out);
+    }
+    // Rows [j0, j1) of the same, one after the other (out: (j1 - j0) x n floats), the same values
+    // as read_k / read_v row by row; a Q8_0 cache in one tight loop (no call per block) where
+    // [off, off + n) lies in one head.
+    void read_k_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+        read_rows(true, layer, j0, j1, off, n, out);
+    }
+    void read_v_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+        read_rows(false, layer, j0, j1, off, n, out);
+    }
+
+    KVType type_k() const { return type_k_; }
+    KVType type_v() const { return type_v_; }
+    int n_layer() const { return n_layer_; }
+    int n_ctx() const { return n_ctx_; }
+    int n_embd_kv() const { return n_embd_kv_; }
+    int rows(int layer) const { return rows_[size_t(layer)]; }  // n_ctx, or a ring's rows
+    int max_pass() const { return max_pass_; }                  // 0: no sliding-window layer
+    bool has_ring() const { return max_pass_ > 0; }
+    int n_past() const { return int(tokens_.size()); }
+    // The token at each valid position [0, n_past).
+    std::span<const token_id> tokens() const { return tokens_; }
+    // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
+    void append(std::span<const token_id> t) {
+        tokens_.insert(tokens_.end(), t.begin(), t.end());
+        touched_ = std::max(touched_, n_past());
+    }
+    // Positions [0, touched()) have been written since the cache was made or last released: the
+    // rows whose memory is committed (rows past n_past() that a rollback dropped included).
+    int touched() const { return touched_; }
+    // Gives the memory of the rows at positions >= n_past() back to the system (whole pages;
+    // ring layers keep theirs): what a rollback or a reset left written but unused. touched()
+    // becomes n_past().
+    void release_unused();
+    // Whether the ring layers still hold every row a pass at position n reads (always for a
+    // cache without them, and for n = 0).
+    bool can_keep(int n) const;
+    // Layers [0, n) keep their K/V on a device (model/load/offload.h) with every position, so their
+    // rings here are never written and never limit can_keep.
+    void set_device_layers(int n) { n_device_ = n; }
+    // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)).
+    void truncate(int n) { tokens_.resize(size_t(n)); }
+    // Length of the longest prefix `t` shares with the cached tokens that the cache can keep
+    // (can_keep; else 0).
+    int common_prefix(std::span<const token_id> t) const;
+
+    // Copies out positions [0, n) (n <= n_past()). Only a cache without ring layers (Error).
+    KVSnapshot save(int n) const;
+    // Makes the cache hold exactly what `s` holds (rows and tokens). `s` must come from a cache of
+    // this shape and types (Error otherwise) and fit n_ctx.
+    void restore(const KVSnapshot& s);
+
+  private:
+    size_t k_row() const { return k_slice_ * size_t(n_slices_); }  // bytes of a whole row
+    size_t v_row() const { return v_slice_ * size_t(n_slices_); }
+    void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
+    void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
+    // Rows allocated for r rows: whole key blocks.
+    static size_t whole_blocks(size_t r) { return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
+    // Rows of a layer's allocation.
+    size_t span(int layer) const { return whole_blocks(size_t(rows_[size_t(layer)])); }
+    int row(int layer, int pos) const {
+        const int r = rows_[size_t(layer)];
+        return pos < r ? pos : pos % r;
+    }
+    // Byte offset of value `off` of position `pos` in row-major slices: the layer's first row,
+    // then the head's run of span() slices (slice: its bytes), the position's slice, the value.
+    size_t offset(int layer, int pos, int off, size_t slice, KVType t) const {
+        const int head = off / slice_, in = off % slice_;
+        return first_row_[size_t(layer)] * slice * size_t(n_slices_) +
+               (size_t(head) * span(layer) + size_t(row(layer, pos))) * slice + kv_row_bytes(t, in);
+    }
+    // The same in a transposed key side: the head's run of blocks, the row's block, the value's
+    // line of kKeyBlock, the row's lane.
+    size_t k_offset(int layer, int pos, int off) const {
+        const size_t head = size_t(off / slice_), in = size_t(off % slice_);
+        const size_t r = size_t(row(layer, pos)), es = kv_row_bytes(type_k_, 1);
+        return es * (first_row_[size_t(layer)] * size_t(n_embd_kv_) + head * span(layer) * slice_ +
+                     r / kKeyBlock * k_block_stride() + in * kKeyBlock + r % kKeyBlock);
+    }
+    int n_layer_, n_ctx_, n_embd_kv_;
+    int max_pass_ = 0;
+    int n_device_ = 0;                 // set_device_layers
+    std::vector<int> windows_, rows_;  // per layer
+    std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_ (spans before it)
+    // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.
+    std::vector<int> ring_pos_;
+    std::vector<size_t> ring_first_;
+    KVType type_k_, type_v_;
+    int slice_ = 0, n_slices_ = 1;  // values per head slice; slices per row
+    size_t k_slice_, v_slice_;      // bytes per slice
+    std::vector<token_id> tokens_;  // reserved n_ctx at construction
+    int touched_ = 0;               // touched()
+    // K and V on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): fewer
+    // TLB misses for passes that read a layer's heads over a long cache (and, in whole-row
+    // layouts, a small piece of every row); on 4 KiB pages for a cache whose committed memory
+    // must follow its positions (small_pages: a server's KV pool).
+    std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
+    uint8_t* k_ = nullptr;
+    uint8_t* v_ = nullptr;
+};
+
+}  // namespace specula

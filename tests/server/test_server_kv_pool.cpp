@@ -1,0 +1,213 @@
+// The KV pool of `specula serve` (server/serving/kv_pool.h): the context is never split over the
+// slots; every request may use the whole context while the pool has room, admission waits for room
+// (first come, first served), evicts idle slots' cached prefixes, and ends a request that waited
+// past --kv-wait-timeout with an error naming the pool; /metrics reports it. Against stories260K
+// with llama2xs as the draft model.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/server_process.h"
+#include "server/serving/kv_pool.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using specula::Admission;
+using specula::PoolSlot;
+using specula::test::server_draft_path;
+using specula::test::server_target_path;
+using specula::test::ServerProcess;
+
+TEST(KvPool, AdmissionEvictsIdleSlotsLeastRecentlyUsedFirst) {
+    // A busy slot (40), two idle ones holding prefixes (30 used at 1, 20 at 2), the target (10).
+    const std::vector<PoolSlot> slots = {
+        {true, 40, 0, 5}, {false, 0, 30, 1}, {false, 0, 20, 2}, {false, 0, 10, 3}};
+    EXPECT_EQ(specula::pool_used(slots), 100);
+    // The target's own prefix becomes part of the reservation: 40 + 30 + 20 + 10 fits 100.
+    Admission a = specula::plan_admission(slots, 3, 10, 100);
+    EXPECT_TRUE(a.fits);
+    EXPECT_TRUE(a.evict.empty());
+    // 50 needs both idle prefixes gone, the older first.
+    a = specula::plan_admission(slots, 3, 50, 100);
+    ASSERT_TRUE(a.fits);
+    EXPECT_EQ(a.evict, (std::vector<int>{1, 2}));
+    EXPECT_EQ(a.free_after, 10);
+    a = specula::plan_admission(slots, 3, 35, 100);
+    ASSERT_TRUE(a.fits);
+    EXPECT_EQ(a.evict, (std::vector<int>{1}));
+    // More than the busy slot leaves: it waits, and nothing is evicted.
+    a = specula::plan_admission(slots, 3, 61, 100);
+    EXPECT_FALSE(a.fits);
+    EXPECT_TRUE(a.evict.empty());
+    EXPECT_EQ(a.free_after, 0);
+}
+
+TEST(KvPool, ReservationIsPromptPlusMaxTokensPlusAVerifyPassAtMostTheContext) {
+    EXPECT_EQ(specula::reservation(10, 20, 5, 100), 35);
+    EXPECT_EQ(specula::reservation(10, 0, 5, 100), 100);   // no max_tokens: the whole context
+    EXPECT_EQ(specula::reservation(90, 20, 5, 100), 100);  // never past the context
+}
+
+struct Reply {
+    int status = 0;
+    json body;
+    std::string text;
+};
+
+Reply post(const ServerProcess& s, const json& body) {
+    auto res = s.client().Post("/v1/completions", body.dump(), "application/json");
+    if (!res) throw std::runtime_error("no response");
+    return {res->status, json::parse(res->body, nullptr, false), res->body};
+}
+
+// The specula:kv_pool_* lines of /metrics.
+std::map<std::string, double> pool_metrics(const ServerProcess& s) {
+    auto res = s.client().Get("/metrics");
+    if (!res) throw std::runtime_error("no /metrics");
+    std::map<std::string, double> out;
+    std::istringstream in(res->body);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("specula:kv_pool_", 0) != 0 && line.rfind("vllm:kv_cache_usage", 0) != 0 &&
+            line.rfind("vllm:prefix_cache_", 0) != 0)
+            continue;
+        const size_t sp = line.rfind(' ');
+        std::string name = line.substr(0, sp);
+        if (const size_t b = name.find('{'); b != std::string::npos) name.resize(b);
+        out[name] = std::stod(line.substr(sp + 1));
+    }
+    return out;
+}
+
+std::string words(int n) {
+    std::string s = "Once upon a time";
+    for (int i = 0; i < n; ++i) s += i % 2 ? " the cat" : " a dog";
+    return s;
+}
+
+// The README's server line: -c 512 with --parallel 4. A request may use the whole 512 positions
+// (split over the slots it would get 128 and be refused), and four at once all finish: those
+// whose reservation does not fit beside the running ones wait for room.
+TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
+    ServerProcess s(
+        {"-m", server_target_path(), "-md", server_draft_path(), "-c", "512", "--parallel", "4"},
+        "kvpool");
+    EXPECT_NE(s.log().find("4 slots share a KV pool of 512 positions; one request may use up to "
+                           "512"),
+              std::string::npos)
+        << s.log();
+    Reply big = post(s, {{"prompt", words(90)}, {"max_tokens", 150}, {"temperature", 0}});
+    ASSERT_EQ(big.status, 200) << big.text;
+    EXPECT_GT(big.body["usage"]["prompt_tokens"].get<int>(), 250) << big.text;
+    EXPECT_EQ(big.body["usage"]["completion_tokens"], 150) << big.text;
+
+    // The same long prompt again finds its prefix in the slot: vLLM's prefix cache counters.
+    const auto m0 = pool_metrics(s);
+    Reply again = post(s, {{"prompt", words(90)}, {"max_tokens", 4}, {"temperature", 0}});
+    ASSERT_EQ(again.status, 200) << again.text;
+    const int n_prompt = again.body["usage"]["prompt_tokens"].get<int>();
+    const auto m1 = pool_metrics(s);
+    EXPECT_EQ(m1.at("vllm:prefix_cache_queries_total") - m0.at("vllm:prefix_cache_queries_total"),
+              n_prompt);
+    EXPECT_EQ(m1.at("vllm:prefix_cache_hits_total") - m0.at("vllm:prefix_cache_hits_total"),
+              n_prompt - 1)
+        << "all but the last prompt token";
+
+    // Four requests of ~220 positions each: at most two fit the pool at a time.
+    std::vector<Reply> replies(4);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 4; ++i)
+        ts.emplace_back([&, i] {
+            replies[size_t(i)] = post(s, {{"prompt", "Once upon a time"},
+                                          {"max_tokens", 200},
+                                          {"ignore_eos", true},
+                                          {"temperature", 0},
+                                          {"seed", i}});
+        });
+    for (auto& t : ts) t.join();
+    for (const Reply& r : replies) {
+        ASSERT_EQ(r.status, 200) << r.text;
+        EXPECT_EQ(r.body["usage"]["completion_tokens"], 200) << r.text;
+    }
+    const auto m = pool_metrics(s);
+    EXPECT_EQ(m.at("specula:kv_pool_positions"), 512);
+    EXPECT_EQ(m.at("specula:kv_pool_timeouts_total"), 0);
+    EXPECT_EQ(m.at("specula:kv_pool_waiting_requests"), 0);
+    // Idle slots keep their prefixes: within the pool, counted apart (evictable), and not in
+    // vLLM's usage gauge.
+    EXPECT_EQ(m.at("specula:kv_pool_used_positions"), 0);
+    EXPECT_LE(m.at("specula:kv_pool_cached_positions"), 512);
+    EXPECT_GT(m.at("specula:kv_pool_cached_positions"), 0);
+    EXPECT_EQ(m.at("vllm:kv_cache_usage_perc"), 0);
+}
+
+// A request that cannot get room within --kv-wait-timeout ends with an error naming the pool
+// (in-band: the reply's status line went out while it waited), counted in /metrics; the server
+// goes on serving.
+TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
+    ServerProcess s({"-m", server_target_path(), "--max-model-len", "8192", "--kv-pool", "8192",
+                     "--parallel", "2", "--kv-wait-timeout", "0.2"},
+                    "kvpoolwait");
+    // A long generation holds the whole pool (streamed, so it is running once data comes).
+    std::atomic<bool> started{false}, stop{false};
+    std::thread hog([&] {
+        httplib::Client c("127.0.0.1", s.port());
+        c.set_read_timeout(60, 0);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body = json{
+            {"prompt", "Once"},
+            {"max_tokens", 8000},
+            {"ignore_eos", true},
+            {"stream", true},
+            {"temperature",
+             0}}.dump();
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            started = true;
+            return !stop.load();  // false: the client leaves, cancelling the request
+        };
+        c.send(req);
+    });
+    for (int i = 0; i < 2000 && !started; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(started);
+    // 8011 positions are reserved: 500 more do not fit the 8192.
+    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}});
+    stop = true;
+    hog.join();
+    EXPECT_EQ(r.body["error"]["code"], "kv_pool_full") << r.text;
+    EXPECT_NE(r.text.find("KV pool stayed full for 0.2 s"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("--kv-pool"), std::string::npos) << r.text;
+    EXPECT_EQ(pool_metrics(s).at("specula:kv_pool_timeouts_total"), 1);
+    Reply after = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+    EXPECT_EQ(after.status, 200) << after.text;
+}
+
+// vLLM's default --max-num-seqs 256 with a per-sequence --max-model-len: it starts (the pool,
+// not 256 whole caches, is planned) and serves a request of the full length.
+TEST(KvPool, VllmMaxNumSeqs256ServesFullLengthRequests) {
+    ServerProcess s({server_target_path(), "--max-num-seqs", "256", "--max-model-len", "512"},
+                    "kvpool256");
+    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"ignore_eos", true}});
+    ASSERT_EQ(r.status, 200) << r.text;
+    EXPECT_EQ(r.body["usage"]["completion_tokens"], 500) << r.text;
+    // Past the context: refused naming both numbers.
+    Reply over = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 600}});
+    EXPECT_EQ(over.status, 400);
+    EXPECT_EQ(over.body["error"]["code"], "context_length_exceeded") << over.text;
+    // A pool smaller than one sequence is refused at startup, naming the flags.
+    EXPECT_THROW(
+        ServerProcess({server_target_path(), "--parallel", "2", "-c", "512", "--kv-pool", "100"},
+                      "kvpoolsmall"),
+        std::runtime_error);
+}
+
+}  // namespace
