@@ -303,24 +303,22 @@ void mtp_block(PassState& st, const LayerWeights& l) {
     if (l.ffn_gate.data || l.ffn_gate_exps.data) ffn(st, l);
 }
 
+// The two differ in their hyperparameters' reader only. The Vulkan backend has no DeltaNet
+// shader: qwen35 layers run on the CPU.
+constexpr ArchSpec qwen35_spec(const char* name, void (*read)(const GGUFFile&, HParams&)) {
+    return {.name = name,
+            .read = read,
+            .bind = bind_tensors,
+            .block = block,
+            .device_block = false,
+            .bind_mtp = bind_mtp,
+            .mtp_block = mtp_block,
+            .scratch = scratch};
+}
+
 }  // namespace
 
-// The Vulkan backend has no DeltaNet shader: qwen35 layers run on the CPU.
-const ArchSpec kQwen35Arch = {.name = "qwen35",
-                              .read = read_dense,
-                              .bind = bind_tensors,
-                              .block = block,
-                              .device_block = false,
-                              .bind_mtp = bind_mtp,
-                              .mtp_block = mtp_block,
-                              .scratch = scratch};
-const ArchSpec kQwen35MoeArch = {.name = "qwen35moe",
-                                 .read = read_moe,
-                                 .bind = bind_tensors,
-                                 .block = block,
-                                 .device_block = false,
-                                 .bind_mtp = bind_mtp,
-                                 .mtp_block = mtp_block,
-                                 .scratch = scratch};
+const ArchSpec kQwen35Arch = qwen35_spec("qwen35", read_dense);
+const ArchSpec kQwen35MoeArch = qwen35_spec("qwen35moe", read_moe);
 
 }  // namespace specula
