@@ -13,10 +13,9 @@
 //  - the speculative flags are parsed once, by the command, into RuntimeOptions::speculative;
 //    every field of it (draft length, --draft-min, --draft-p-min, the forced drafts, the n-gram
 //    sizes) reaches every command through open_runtime and gen_params.
-//  - a server's slots (n_seqs > 1) draw from one KV pool (server/serving/kv_pool.h): --kv-pool, or
-//  -c as
-//    the total (ctx_is_total), or memory_fraction of the memory the rest of the plan leaves; the
-//    plan counts the pool and the prompt cache (--cache-ram) and says so.
+//  - a server's slots (n_seqs > 1) draw from one KV pool (server/serving/kv_pool.h): --kv-pool,
+//    or -c as the total (ctx_is_total), or memory_fraction of the memory the rest of the plan
+//    leaves; the plan counts the pool and the prompt cache (--cache-ram) and says so.
 //  - drafters are made here only: open_runtime makes the one sequence's, new_drafter more over
 //    the same loaded draft model (serve: one per slot, one per sampling request).
 #pragma once

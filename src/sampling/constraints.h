@@ -12,10 +12,10 @@
 //   verifier: m = c.mark(); for i in 0..n: rows[i] = c.apply(target.logits(i), scratch[i]);
 //            if i < n and !c.accept(d_i): stop (d_i has p = 0 and is rejected at i);
 //            decide on the rows; c.rewind(m); c.accept() each kept token and the next one.
-//   forced drafts (speculative/drafters/forced_drafts.h): after the drafter's tokens, the tokens
-//   the
-//            grammar alone forces (GrammarVocab::forced_tokens on a copy of grammar()) are
-//            drafted too, with a one-hot q; the verifier checks them like any other.
+//   forced drafts (speculative/drafters/forced_drafts.h): after the drafter's tokens, the
+//            tokens the grammar alone forces (GrammarVocab::forced_tokens on a copy of
+//            grammar()) are drafted too, with a one-hot q; the verifier checks them like any
+//            other.
 #pragma once
 
 #include <memory>

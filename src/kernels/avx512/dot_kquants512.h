@@ -2,7 +2,7 @@
 // helpers of kernels/x86/dot_kquants.h).
 //
 // Two kernels, each computing exactly what the 256-bit kernels (K4Tokens / Q6KTokens in
-// x86/dot_kquants.inc) compute: the same eight int32 lanes per super-block and token (integer sums
+// x86/dot_kquants.h) compute: the same eight int32 lanes per super-block and token (integer sums
 // are exact, so how they are split and fused changes no bit), then the same float steps and the
 // same horizontal sum. Their results therefore equal the AVX2 level's bit for bit, for any number
 // of tokens (batch invariance is inherited, not re-proved).

@@ -14,8 +14,9 @@
 //         in 0..63), then acc = fma(float(isum), d_w * d_a, acc)
 // The integers are exact, so their grouping (SIMD width, token count, ISA level) changes no bit:
 // the scalar, AVX2 and AVX-512 kernels agree bit for bit at every batch size (batch invariance),
-// as the Q8_0 tiles do. (The row-layout kernels of kernels/x86/dot_kquants.inc and kernels/avx512/dot_kquants512.inc keep their own,
-// equally batch-invariant, float order: a weight is either packed or not for the whole process.)
+// as the Q8_0 tiles do. (The row-layout kernels of kernels/x86/dot_kquants.h and
+// kernels/avx512/dot_kquants512.h keep their own, equally batch-invariant, float order: a weight
+// is either packed or not for the whole process.)
 //
 // Layout of a packed matrix: ceil(rows / 16) tiles, each the row's super-blocks in order, one
 // 64-byte aligned record per super-block (rows past the end are zero weights with zero scales):

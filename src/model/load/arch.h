@@ -3,11 +3,10 @@
 //   - read:  the `{arch}.*` hyperparameters it reads (model/load/hparams.h readers) and the choices
 //            they imply (rope style, whether experts are allowed);
 //   - bind:  its tensors, names, shapes and which are optional (model/load/weights.h);
-//   - block: one layer of its forward pass over the pass's state (model/blocks/pass_state.h): calls
-//   to
-//            the shared blocks (model/blocks/blocks.h: attention input, rope + cache, attention,
-//            FFN or MoE, DeltaNet) and steps of its own, written in its file over the same state,
-//            with buffers of its own (`scratch`) when the shared ones do not fit.
+//   - block: one layer of its forward pass over the pass's state (model/blocks/pass_state.h):
+//            calls to the shared blocks (model/blocks/blocks.h: attention input, rope + cache,
+//            attention, FFN or MoE, DeltaNet) and steps of its own, written in its file over the
+//            same state, with buffers of its own (`scratch`) when the shared ones do not fit.
 // and, where it has them, what drafters take from its passes (the hooks below).
 // To add one: write model/arch/<name>.cpp defining an `extern const ArchSpec k<Name>Arch`, declare
 // it below and list it in kArchs (arch.cpp). Only a block other architectures will share (a new

@@ -1,7 +1,7 @@
 // llama-server's own API beside the OpenAI one: the bodies of POST /completion (its native
 // request is parsed by server/protocol/request.h like /v1/completions; n_predict, n_probs,
-// cache_prompt
-// ... are in the field table, server/protocol/request_fields.h), GET /props and GET /slots.
+// cache_prompt ... are in the field table, server/protocol/request_fields.h), GET /props and GET
+// /slots.
 //
 // /completion answers {"index", "content", "tokens": [], "id_slot", "stop": true, "model",
 // "tokens_predicted", "tokens_evaluated", "generation_settings", "prompt", "has_new_line",

@@ -4,10 +4,9 @@
 // refused for being foreign.
 //
 // 1. Implemented (parsed by server/protocol/request.h): OpenAI's model, prompt / messages,
-// max_tokens,
-//    max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream, stream_options
-//    (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs,
-//    top_logprobs (chat), echo (completions), response_format, tools / tool_choice (auto,
+//    max_tokens, max_completion_tokens, temperature, top_p, n, best_of (equal to n), stream,
+//    stream_options (include_usage), stop, seed, presence_penalty, frequency_penalty, logit_bias,
+//    logprobs, top_logprobs (chat), echo (completions), response_format, tools / tool_choice (auto,
 //    none, required, a named function) / parallel_tool_calls (chat,
 //    server/protocol/request_tools.h); llama-server's n_predict (= max_tokens), n_probs (=
 //    logprobs), json_schema (= response_format json_schema), top_k, min_p, repeat_penalty,

@@ -10,9 +10,9 @@
 //  - Acceptance: exponentially decayed counts per position, each shrunk toward the pooled
 //    acceptance of all positions, so a position seen a few times (or never) takes the pooled
 //    value instead of a noisy or missing one.
-//  - Target cost: the engine's one pass-cost model (speculative/draft_length/pass_cost.h), given to
-//  every
-//    choice; the controller itself learns acceptance, the draft step's cost and the overhead.
+//  - Target cost: the engine's one pass-cost model (speculative/draft_length/pass_cost.h), given
+//    to every choice; the controller itself learns acceptance, the draft step's cost and the
+//    overhead.
 //  - Exploration: every explore_every-th step tries a neighbour of the best length, and one time
 //    in three the least measured plausible length, so that the costs stay measured.
 //  - N = 0 is a choice like any other (E = 1, T = t_target(1)): when drafting loses, steps decode
