@@ -32,7 +32,9 @@ void load_context(Session& s, const std::vector<token_id>& ctx) {
 double time_prompt(const Model& m, const std::vector<token_id>& ctx, int n, int reps,
                    const ThroughputParams& p) {
     const int depth = std::min<int>(p.depth, int(ctx.size()));
-    Session s(m, SessionParams{depth + n + 8, p.n_threads, p.type_k, p.type_v});
+    SessionParams sp{depth + n + 8, p.n_threads, p.type_k, p.type_v};
+    sp.n_ubatch = p.n_ubatch;
+    Session s(m, sp);
     const std::vector<token_id> filler(ctx.begin(), ctx.begin() + depth);
     std::vector<token_id> toks;
     while (int(toks.size()) < n) toks.push_back(ctx[toks.size() % ctx.size()]);

@@ -21,6 +21,7 @@ struct ThroughputParams {
     std::vector<int> pass_sizes{1, 2, 5, 9};            // batch sizes of the timed target passes
     size_t read_test_bytes = size_t{512} << 20;         // buffer of the bandwidth test (0: skip it)
     int n_threads = 0;                                  // threads of the pp session (0: hardware)
+    int n_ubatch = SessionParams::kDefaultUbatch;       // the pp session's longest pass (-ub)
     KVType type_k = KVType::F32, type_v = KVType::F32;  // the pp session's KV cache
 };
 

@@ -122,6 +122,10 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--plot", o.plot, "write an SVG plot of speedup vs N");
     cmd.add_option("--json", o.json, "write the results as JSON");
     cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
+    cmd.add_option("--ubatch-size", o.n_ubatch,
+                   "the most tokens one pass takes (llama.cpp's -ub): longer prompts go in passes "
+                   "of this many")
+        ->capture_default_str();
     cmd.add_option("-c,--ctx-size", o.n_ctx,
                    "context of every session (0: the model's training context; default: that, "
                    "at most 4096, or what --depth needs)");
@@ -158,6 +162,7 @@ int cmd_bench(const BenchOptions& o) {
     rt.speculative.draft_gpu = o.placement.draft;
     rt.n_ctx = o.n_ctx;  // 0: the training context; not given: the default (or --depth's need)
     rt.n_threads = o.n_threads;
+    rt.n_ubatch = o.n_ubatch;
     rt.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     rt.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     p.prompts = read_prompts(o);

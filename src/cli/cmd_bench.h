@@ -37,6 +37,7 @@ struct BenchOptions {
     std::string json;  // --json FILE
     int n_threads = 0;
     int n_ctx = RuntimeOptions::kCtxDefault;                 // -c (runtime/runtime.h)
+    int n_ubatch = SessionParams::kDefaultUbatch;            // -ub (--ubatch-size)
     std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk / -ctv
     bool no_spec = false;                                    // --no-spec: throughput figures only
     int pp = 512;                                            // --pp

@@ -206,6 +206,9 @@ void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("-m,--model", o.service.runtime.model_path, "target GGUF model");
     cmd.add_option("model", o.model_positional, "target GGUF model (as `vllm serve MODEL`)");
     add_speculative_options(cmd, o.spec);
+    cmd.add_option("--ubatch-size", o.service.runtime.n_ubatch,
+                   "the most tokens one pass of a slot takes (llama.cpp's -ub)")
+        ->capture_default_str();
     cmd.add_option(
         "-c,--ctx-size", o.ctx_total,
         "context of one request (0: the model's training context; default: that, at "

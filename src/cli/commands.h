@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/load/offload.h"
+#include "model/state/session_params.h"
 #include "sampling/penalties.h"
 #include "speculative/config.h"
 
@@ -26,6 +27,7 @@ struct RunOptions {
     int n_predict = -1;       // -n; -1: until end-of-generation or a full context
     int n_threads = 0;        // -t; 0: hardware threads
     int n_ctx = 0;            // -c; 0: the model's training context
+    int n_ubatch = SessionParams::kDefaultUbatch;  // -ub (--ubatch-size)
     float temp = 0.8f;
     int top_k = 40;
     float top_p = 0.95f;

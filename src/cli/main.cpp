@@ -98,6 +98,10 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
     cmd.add_option("-t,--threads", o.n_threads, "threads (default: hardware threads)");
     cmd.add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's training context)")
         ->capture_default_str();
+    cmd.add_option("--ubatch-size", o.n_ubatch,
+                   "the most tokens one pass takes (llama.cpp's -ub): longer prompts go in passes "
+                   "of this many")
+        ->capture_default_str();
     cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy)")->capture_default_str();
     cmd.add_option("--top-k", o.top_k, "top-k sampling (<= 0: off)")->capture_default_str();
     cmd.add_option("--top-p", o.top_p, "top-p sampling (1.0: off)")->capture_default_str();

@@ -101,7 +101,7 @@ MemoryPlan plan_runtime(const RuntimeOptions& o, const Runtime& rt, double avail
                  rt.type_k,
                  rt.type_v,
                  o.n_seqs,
-                 SessionParams::kDefaultUbatch,
+                 o.n_ubatch,
                  std::max(max_verify_rows(o.speculative), o.logit_rows)};
     MemoryPlan plan = plan_memory(*rt.target, draft, cp, available);
     if (o.n_seqs > 1) {
@@ -141,8 +141,10 @@ Runtime open_runtime(const RuntimeOptions& o) {
     if (o.n_seqs < 1) fail("--parallel must be >= 1, got ", o.n_seqs);
     if (o.speculative.n_draft < 0)
         fail("--draft must be >= 0 or auto, got ", o.speculative.n_draft);
+    if (o.n_ubatch < 1) fail("-ub (--ubatch-size) must be >= 1, got ", o.n_ubatch);
     Runtime rt;
     rt.n_threads = default_threads(o.n_threads);
+    rt.n_ubatch = o.n_ubatch;
     rt.type_k = o.type_k;
     rt.type_v = o.type_v;
     const double available = mem_available_bytes();  // before the models take their share
@@ -158,8 +160,9 @@ Runtime open_runtime(const RuntimeOptions& o) {
     if (o.before_caches) o.before_caches(rt);
     rt.plan = plan_runtime(o, rt, available);
     if (!o.open_session) return rt;
-    rt.session =
-        open_session(*rt.target, SessionParams{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v});
+    SessionParams sp{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v};
+    sp.n_ubatch = rt.n_ubatch;
+    rt.session = open_session(*rt.target, sp);
     // The draft follows the target through the whole context.
     rt.drafter =
         new_drafter(rt, DrafterParams{rt.n_ctx, rt.n_threads, o.sampling, rt.type_k, rt.type_v});
@@ -167,7 +170,9 @@ Runtime open_runtime(const RuntimeOptions& o) {
 }
 
 std::unique_ptr<Drafter> new_drafter(const Runtime& rt, const DrafterParams& params) {
-    return make_drafter(rt.speculative, params);
+    DrafterParams p = params;
+    p.n_ubatch = rt.n_ubatch;
+    return make_drafter(rt.speculative, p);
 }
 
 GenParams gen_params(const Runtime& rt, int n_predict, bool ignore_eos,

@@ -48,6 +48,9 @@ struct RuntimeOptions {
     SpeculativeConfig speculative;
     int n_ctx = 0;      // -c: > 0 positions; 0 the training context; kCtxDefault: see above
     int n_threads = 0;  // -t; 0: hardware threads
+    // -ub (llama.cpp's --ubatch-size): the most tokens one pass of a session takes, target and
+    // draft; longer prompts go in passes of this many (the memory plan counts one such pass).
+    int n_ubatch = SessionParams::kDefaultUbatch;
     KVType type_k = KVType::F32, type_v = KVType::F32;  // -ctk / -ctv, target and draft
     SamplingParams sampling;  // the target's sampling, which the drafter follows (open_session)
     // The logits rows one pass keeps at most, beyond a verify pass's (max_verify_rows): bench's
@@ -83,6 +86,7 @@ struct Runtime {
     SpeculativeSetup speculative;  // its config, the draft model every drafter shares
     int n_ctx = 0;                 // the resolved context of one sequence
     int n_threads = 0;             // resolved (default_threads)
+    int n_ubatch = SessionParams::kDefaultUbatch;  // -ub: every session's and drafter's
     KVType type_k = KVType::F32, type_v = KVType::F32;
     double load_ms = 0;  // loading the target (and sidecar)
     MemoryPlan plan;     // as logged and checked; plan.kv_pool: serve's pool (0: none)
@@ -94,7 +98,8 @@ struct Runtime {
 // Throws Error naming the file or flag for anything bad, before any cache when it can.
 Runtime open_runtime(const RuntimeOptions& options);
 
-// Another drafter over the runtime's loaded draft model or head; null without a drafter.
+// Another drafter over the runtime's loaded draft model or head (its passes at most rt.n_ubatch
+// tokens); null without a drafter.
 std::unique_ptr<Drafter> new_drafter(const Runtime& rt, const DrafterParams& params);
 
 // The generation parameters of one sequence: the runtime's draft length (or n_draft, a request's

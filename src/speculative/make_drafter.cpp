@@ -43,6 +43,7 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             dp.pool = params.pool;
             dp.shared_pass = params.shared_pass;
             dp.kv_small_pages = params.kv_small_pages;
+            dp.n_ubatch = params.n_ubatch;
             dp.p_min = setup.config.p_min;
             dp.sampling = params.sampling;
             dp.type_k = params.type_k;

@@ -34,6 +34,7 @@ struct DrafterParams {
     // cache on 4 KiB pages (SessionParams::shared_pass, kv_small_pages: a server's KV pool).
     std::shared_ptr<ForwardPass> shared_pass;
     bool kv_small_pages = false;
+    int n_ubatch = SessionParams::kDefaultUbatch;  // the draft session's longest pass (-ub)
 };
 
 // target_name labels the vocabulary error (e.g. the target's path). Method mtp on a target

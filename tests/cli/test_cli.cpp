@@ -887,4 +887,37 @@ TEST(Cli, LongPromptPeaksWithinThePlan) {
     }
 }
 
+// -ub (llama.cpp's --ubatch-size) splits a prompt into passes of that many tokens: the output is
+// the same (batch invariance), with and without a draft model, and the memory plan's pass
+// buffers shrink with it; -ub 0 is an error naming the flag.
+TEST(Cli, UbatchSplitsThePassesNotTheOutput) {
+    const std::string model = shared_path(kStoriesRel);
+    std::string prompt;
+    for (int i = 0; i < 12; ++i) prompt += "Once upon a time there was a little girl named Lily. ";
+    const auto passes = [](const std::string& err) {
+        const size_t at = err.find(" + passes ");
+        return at == std::string::npos ? -1.0 : parse_bytes(err.substr(at + 10));
+    };
+    for (const bool with_draft : {false, true}) {
+        std::vector<double> pass_bytes;
+        std::string first;
+        for (const char* ub : {"512", "7", "1"}) {
+            std::vector<std::string> args = {"run", "-m",     model, "-p",  prompt, "-n",
+                                             "24",  "--temp", "0",   "-ub", ub};
+            if (with_draft) args.insert(args.end(), {"-md", model, "--draft", "4"});
+            const auto r = run_specula(args);
+            ASSERT_EQ(r.status, 0) << r.err;
+            if (first.empty()) first = r.out;
+            EXPECT_EQ(r.out, first) << "-ub " << ub << (with_draft ? " with a draft" : "");
+            pass_bytes.push_back(passes(r.err));
+            ASSERT_GT(pass_bytes.back(), 0) << r.err;
+        }
+        EXPECT_GT(pass_bytes[0], pass_bytes[1]);
+        EXPECT_GE(pass_bytes[1], pass_bytes[2]);
+    }
+    const auto bad = run_specula({"run", "-m", model, "-p", "hi", "-n", "2", "-ub", "0"});
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("-ub"), std::string::npos) << bad.err;
+}
+
 }  // namespace

@@ -23,6 +23,7 @@ SessionParams slot_params(const SchedulerConfig& c, ThreadPool& pool,
                           std::shared_ptr<ForwardPass> pass) {
     SessionParams sp{c.n_ctx, 0, c.type_k, c.type_v, &pool};
     sp.shared_pass = std::move(pass);
+    sp.n_ubatch = c.n_ubatch;
     // 4 KiB pages only where the pool is smaller than every slot's whole cache, so that the
     // memory committed must follow the positions in use; else 2 MiB pages (F16 attention at depth
     // 8192 runs ~20% faster on them, measured on Zen 5).

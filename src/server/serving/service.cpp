@@ -114,6 +114,7 @@ void Service::load() {
     sc.n_slots = cfg.runtime.n_seqs;
     sc.n_ctx = rt_.n_ctx;
     sc.n_threads = cfg.runtime.n_threads;
+    sc.n_ubatch = rt_.n_ubatch;
     sc.metrics = &metrics_;
     sc.prompt_cache = prompt_cache_.get();
     metrics_.set_prompt_cache(prompt_cache_.get());

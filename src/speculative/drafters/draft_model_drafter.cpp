@@ -13,6 +13,7 @@ SessionParams session_params(const DraftModelParams& p) {
     SessionParams sp{p.n_ctx, p.n_threads, p.type_k, p.type_v, p.pool};
     sp.shared_pass = p.shared_pass;
     sp.kv_small_pages = p.kv_small_pages;
+    sp.n_ubatch = p.n_ubatch;
     return sp;
 }
 

@@ -31,8 +31,9 @@ struct DraftModelParams {
     KVType type_k = KVType::F32;  // the draft's KV cache types
     KVType type_v = KVType::F32;
     ThreadPool* pool = nullptr;  // a pool shared with other sessions (SessionParams::pool)
-    std::shared_ptr<ForwardPass> shared_pass;  // SessionParams::shared_pass
-    bool kv_small_pages = false;               // SessionParams::kv_small_pages
+    std::shared_ptr<ForwardPass> shared_pass;      // SessionParams::shared_pass
+    bool kv_small_pages = false;                   // SessionParams::kv_small_pages
+    int n_ubatch = SessionParams::kDefaultUbatch;  // SessionParams::n_ubatch
 };
 
 class DraftModelDrafter final : public Drafter {
