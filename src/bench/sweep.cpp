@@ -177,9 +177,7 @@ double fit_costs(const BenchParams& p, Runtime& rt, const std::vector<token_id>&
     const double tb = time_eval(*rt.session, ctx, bmax, reps);
     res.tau_slope = t1 > 0 && bmax > 1 ? std::max(0.0, (tb / t1 - 1.0) / (bmax - 1)) : 0;
     if (const Model* draft = rt.speculative.draft_model.get()) {
-        SessionParams dsp{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v};
-        dsp.n_ubatch = rt.n_ubatch;
-        Session ds(*draft, dsp);
+        Session ds(*draft, session_params(rt));
         res.c = t1 > 0 ? time_eval(ds, ctx, 1, reps) / t1 : 0;
     } else if (t1 > 0) {  // a drafter without a model of its own (MTP head, n-gram): its steps
         double ms = 0;

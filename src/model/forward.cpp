@@ -21,15 +21,6 @@
 
 namespace specula {
 
-namespace {
-
-template <class T>
-void grow(std::vector<T>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-}
-
-}  // namespace
-
 ForwardPass::ForwardPass(const Model& model) : st_(model) {
     const ArchSpec& arch = model.arch();
     if (arch.scratch) arch_widths_ = arch.scratch(st_.hp);

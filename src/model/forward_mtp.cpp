@@ -17,15 +17,6 @@
 
 namespace specula {
 
-namespace {
-
-template <class T>
-void grow_to(std::vector<T>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-}
-
-}  // namespace
-
 void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
     const Model& model = st_.model;
     const HParams& hp = st_.hp;
@@ -43,7 +34,7 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
     if (n == 0) return;
     reserve(n, ns > 1 ? n : 0, max_ctx, pool.size());
     // The input rows: [enorm(embed(t)) | hnorm(h)] -> eh_proj, each at its session's position.
-    grow_to(mtp_cat_, 2 * d * n);
+    grow(mtp_cat_, 2 * d * n);
     const WeightView& e = m.embed.data ? m.embed : model.tok_embd;
     pass_segs_.clear();
     st_.off.assign(ns, 0);
@@ -86,16 +77,16 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
     const WeightView& head = m.head.data ? m.head : model.output;
     // One session writes its logits in place; several go through the pass's buffer.
     SequenceState& one = *segs[0].seq;
-    if (ns == 1) grow_to(one.mtp_logits, nv * n);
+    if (ns == 1) grow(one.mtp_logits, nv * n);
     float* logits = ns == 1 ? one.mtp_logits.data() : st_.logits.data();
     matmul(head, st_.h.data(), hp.n_embd, n, logits, hp.n_vocab, pool, st_.mm);
     for (size_t s = 0; s < ns; ++s) {
         SequenceState& seq = *segs[s].seq;
         const size_t r0 = static_cast<size_t>(st_.off[s]), rows = static_cast<size_t>(st_.n[s]);
-        grow_to(seq.mtp_hidden, d * rows);
+        grow(seq.mtp_hidden, d * rows);
         std::memcpy(seq.mtp_hidden.data(), st_.h.data() + d * r0, sizeof(float) * d * rows);
         if (ns > 1) {
-            grow_to(seq.mtp_logits, nv * rows);
+            grow(seq.mtp_logits, nv * rows);
             std::memcpy(seq.mtp_logits.data(), st_.logits.data() + nv * r0,
                         sizeof(float) * nv * rows);
         }

@@ -160,13 +160,17 @@ Runtime open_runtime(const RuntimeOptions& o) {
     if (o.before_caches) o.before_caches(rt);
     rt.plan = plan_runtime(o, rt, available);
     if (!o.open_session) return rt;
-    SessionParams sp{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v};
-    sp.n_ubatch = rt.n_ubatch;
-    rt.session = open_session(*rt.target, sp);
+    rt.session = open_session(*rt.target, session_params(rt));
     // The draft follows the target through the whole context.
     rt.drafter =
         new_drafter(rt, DrafterParams{rt.n_ctx, rt.n_threads, o.sampling, rt.type_k, rt.type_v});
     return rt;
+}
+
+SessionParams session_params(const Runtime& rt) {
+    SessionParams sp{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v};
+    sp.n_ubatch = rt.n_ubatch;
+    return sp;
 }
 
 std::unique_ptr<Drafter> new_drafter(const Runtime& rt, const DrafterParams& params) {

@@ -98,6 +98,9 @@ struct Runtime {
 // Throws Error naming the file or flag for anything bad, before any cache when it can.
 Runtime open_runtime(const RuntimeOptions& options);
 
+// A session's parameters for this runtime: its context, threads, KV types and -ub.
+SessionParams session_params(const Runtime& rt);
+
 // Another drafter over the runtime's loaded draft model or head (its passes at most rt.n_ubatch
 // tokens); null without a drafter.
 std::unique_ptr<Drafter> new_drafter(const Runtime& rt, const DrafterParams& params);

@@ -358,19 +358,13 @@ void add_slot_routes(httplib::Server& s, Service& service) {
         send_json(res, 200, slots);
     });
     s.Post(R"(/slots/(\d+))", [&service](const httplib::Request& req, httplib::Response& res) {
-        Metrics& metrics = service.metrics();
-        try {
-            send_json(res, 200, slot_action(service, req));
-        } catch (const ApiError& e) {
-            metrics.record_failure(e.status());
-            send_error(res, e);
-        } catch (const Error& e) {
-            metrics.record_failure(400);
-            send_error(res, ApiError(400, e.what()));
-        } catch (const std::out_of_range&) {
-            metrics.record_failure(404);
-            send_error(res, ApiError(404, "no such slot: " + req.matches[1].str()));
-        }
+        answer_or_refuse(service.metrics(), res, [&] {
+            try {
+                send_json(res, 200, slot_action(service, req));
+            } catch (const std::out_of_range&) {
+                throw ApiError(404, "no such slot: " + req.matches[1].str());
+            }
+        });
     });
 }
 
@@ -379,18 +373,12 @@ void add_slot_routes(httplib::Server& s, Service& service) {
 template <class Respond>
 httplib::Server::Handler json_route(Metrics& metrics, Respond respond) {
     return [&metrics, respond](const httplib::Request& req, httplib::Response& res) {
-        try {
+        answer_or_refuse(metrics, res, [&] {
             check_json_depth(req.body);
             json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
             if (body.is_discarded()) bad_request("the request body is not valid JSON");
             send_json(res, 200, respond(req, body));
-        } catch (const ApiError& e) {
-            metrics.record_failure(e.status());
-            send_error(res, e);
-        } catch (const Error& e) {
-            metrics.record_failure(400);
-            send_error(res, ApiError(400, e.what()));
-        }
+        });
     };
 }
 
@@ -428,7 +416,7 @@ void add_token_routes(httplib::Server& s, Service& service) {
 void add_anthropic_routes(httplib::Server& s, Service& service) {
     s.Post("/v1/messages/count_tokens",
            [&service](const httplib::Request& req, httplib::Response& res) {
-               try {
+               const auto answer = [&] {
                    const auto body = nlohmann::ordered_json::parse(req.body, nullptr, false);
                    if (body.is_discarded()) bad_request("the request body is not valid JSON");
                    nlohmann::ordered_json with = body;
@@ -437,13 +425,10 @@ void add_anthropic_routes(httplib::Server& s, Service& service) {
                    const PreparedRequest p =
                        service.prepare(parse_completion_request(json(chat), true, &chat));
                    send_json(res, 200, {{"input_tokens", p.prompt.size()}});
-               } catch (const ApiError& e) {
-                   service.metrics().record_failure(e.status());
-                   send_json(res, e.status(), anthropic_error(e));
-               } catch (const Error& e) {
-                   service.metrics().record_failure(400);
-                   send_json(res, 400, anthropic_error(ApiError(400, e.what())));
-               }
+               };
+               answer_or_refuse(service.metrics(), res, answer, [](auto& r, const ApiError& e) {
+                   send_json(r, e.status(), anthropic_error(e));
+               });
            });
 }
 

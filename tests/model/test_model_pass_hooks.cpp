@@ -140,6 +140,20 @@ TEST(PassHooks, BadCaptureListsAreRefused) {
     EXPECT_THROW(c.captured(int(kTokens.size())), Error);
 }
 
+// Every architecture's capture layers (its hook or EAGLE-3's default) are ones a session of a
+// real model accepts and fills.
+TEST(PassHooks, ArchitectureCaptureLayersAreAccepted) {
+    const auto mp = Model::load(shared_path("models/tinystories/stories260K.gguf"));
+    const Model& m = *mp;
+    const std::vector<int> layers = capture_layers_for(m.arch(), m.hparams());
+    ASSERT_FALSE(layers.empty());
+    Session s(m, capturing(layers));
+    s.eval(kTokens);
+    EXPECT_EQ(s.n_captured(), int(kTokens.size()));
+    EXPECT_EQ(s.capture_width(), int(layers.size()) * m.hparams().n_embd);
+    EXPECT_EQ(kv_source_layer_for(m.arch(), m.hparams(), /*swa=*/false), m.hparams().n_layer - 1);
+}
+
 // Session::kv reads the rows the pass wrote: the same keys as a session evaluated step by step.
 TEST(PassHooks, KvIsReadable) {
     const auto mp = Model::load(shared_path(kF32));

@@ -100,6 +100,12 @@ void over_items(ThreadPool& pool, int64_t n, int64_t width, F&& fn) {
     pool.parallel_for(n, fn);
 }
 
+// Grows v to at least n elements (buffers only grow: steady state allocates nothing).
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
 // out[t] = rms_norm(in[t]) * w for ntok rows of n_embd (in == out allowed).
 void norm_rows(PassState& st, const float* in, const float* w, int ntok, float* out);
 // y[t] += b for ntok rows of `width` values `ld` apart (nothing when b is null).

@@ -38,6 +38,14 @@ std::vector<int> default_capture_layers(const HParams& hp) {
     return l;
 }
 
+std::vector<int> capture_layers_for(const ArchSpec& a, const HParams& hp) {
+    return a.capture_layers ? a.capture_layers(hp) : default_capture_layers(hp);
+}
+
+int kv_source_layer_for(const ArchSpec& a, const HParams& hp, bool swa) {
+    return a.kv_source_layer ? a.kv_source_layer(hp, swa) : default_kv_source_layer(hp, swa);
+}
+
 int default_kv_source_layer(const HParams& hp, bool swa) {
     for (int il = hp.n_layer - 1; il >= 0; --il)
         if (!hp.is_recurrent(il) && hp.is_swa(il) == swa) return il;

@@ -70,6 +70,9 @@ std::vector<int> default_capture_layers(const HParams& hp);
 // The last layer of the kind asked (sliding-window or not, never a recurrent one); -1 when the
 // model has none.
 int default_kv_source_layer(const HParams& hp, bool swa);
+// What a drafter asks: the architecture's hook where it has one, else the default above.
+std::vector<int> capture_layers_for(const ArchSpec& a, const HParams& hp);
+int kv_source_layer_for(const ArchSpec& a, const HParams& hp, bool swa);
 
 extern const ArchSpec kLlamaArch;      // model/arch/llama.cpp (Llama 1-3, Mistral, Mixtral)
 extern const ArchSpec kQwen2Arch;      // model/arch/qwen2.cpp
