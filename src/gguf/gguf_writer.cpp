@@ -172,8 +172,8 @@ void GGUFWriter::set_i32_array(const std::string& key, const std::vector<int32_t
     set(key, array_of(GGUFType::INT32, xs, [](GGUFValue& e, int32_t x) { e.i = x; }));
 }
 
-void GGUFWriter::add_tensor(const std::string& name, const std::vector<int64_t>& ne, GGMLType type,
-                            const void* data, size_t nbytes) {
+size_t GGUFWriter::check_tensor(const std::string& name, const std::vector<int64_t>& ne,
+                                GGMLType type) const {
     const TypeTraits& tr = type_traits(type);
     if (!tr.known) fail("GGUF writer: tensor '", name, "': unknown type ", uint32_t(type));
     if (ne.empty() || ne.size() > 4) fail("GGUF writer: tensor '", name, "': needs 1..4 dims");
@@ -186,15 +186,26 @@ void GGUFWriter::add_tensor(const std::string& name, const std::vector<int64_t>&
         fail("GGUF writer: tensor '", name, "': ne[0] ", ne[0], " not a multiple of block size ",
              tr.block_size);
     }
-    size_t expect = row_size(type, ne[0]) * static_cast<size_t>(n / ne[0]);
-    if (nbytes != expect) {
-        fail("GGUF writer: tensor '", name, "': ", nbytes, " bytes given, ", expect, " expected");
-    }
     for (const Tensor& t : tensors_) {
         if (t.name == name) fail("GGUF writer: duplicate tensor name '", name, "'");
     }
+    return row_size(type, ne[0]) * static_cast<size_t>(n / ne[0]);
+}
+
+void GGUFWriter::add_tensor(const std::string& name, const std::vector<int64_t>& ne, GGMLType type,
+                            const void* data, size_t nbytes) {
+    const size_t expect = check_tensor(name, ne, type);
+    if (nbytes != expect) {
+        fail("GGUF writer: tensor '", name, "': ", nbytes, " bytes given, ", expect, " expected");
+    }
     const auto* p = static_cast<const uint8_t*>(data);
-    tensors_.push_back(Tensor{name, ne, type, std::vector<uint8_t>(p, p + nbytes)});
+    tensors_.push_back(Tensor{name, ne, type, std::vector<uint8_t>(p, p + nbytes), nbytes, false});
+}
+
+void GGUFWriter::add_tensor_info(const std::string& name, const std::vector<int64_t>& ne,
+                                 GGMLType type) {
+    const size_t nbytes = check_tensor(name, ne, type);
+    tensors_.push_back(Tensor{name, ne, type, {}, nbytes, true});
 }
 
 void GGUFWriter::copy_from(const GGUFFile& src) {
@@ -213,7 +224,7 @@ uint64_t GGUFWriter::alignment() const {
     return 32;
 }
 
-std::vector<uint8_t> GGUFWriter::to_bytes() const {
+std::vector<uint8_t> GGUFWriter::header_bytes() const {
     if (version_ < 1 || version_ > 3) fail("GGUF writer: cannot write version ", version_);
     const uint64_t align = alignment();
     std::vector<uint8_t> out;
@@ -241,9 +252,19 @@ std::vector<uint8_t> GGUFWriter::to_bytes() const {
         }
         s.put<uint32_t>(static_cast<uint32_t>(t.type));
         s.put<uint64_t>(offset);
-        offset += (t.data.size() + align - 1) / align * align;
+        offset += (t.nbytes + align - 1) / align * align;
     }
     s.pad_to(align);
+    return out;
+}
+
+std::vector<uint8_t> GGUFWriter::to_bytes() const {
+    for (const Tensor& t : tensors_) {
+        if (t.info_only) fail("GGUF writer: tensor '", t.name, "' has no data (add_tensor_info)");
+    }
+    const uint64_t align = alignment();
+    std::vector<uint8_t> out = header_bytes();
+    ByteSink s(out, version_);
     for (const Tensor& t : tensors_) {
         s.put_bytes(t.data);
         s.pad_to(align);

@@ -29,6 +29,10 @@ class GGUFWriter {
     void add_tensor(const std::string& name, const std::vector<int64_t>& ne, GGMLType type,
                     const void* data, size_t nbytes);
 
+    // A tensor whose data the caller writes itself after header_bytes() (a streaming writer:
+    // `specula quantize`): the header gets its info and offset, to_bytes() cannot be used.
+    void add_tensor_info(const std::string& name, const std::vector<int64_t>& ne, GGMLType type);
+
     // Copies every key and tensor of `src` (handy to start from a real model).
     void copy_from(const GGUFFile& src);
 
@@ -36,6 +40,9 @@ class GGUFWriter {
     uint64_t alignment() const;
 
     std::vector<uint8_t> to_bytes() const;
+    // The header alone (magic, counts, metadata, tensor infos, padding to the alignment): the
+    // file's data section starts right after it, each tensor at its offset, padded with zeros.
+    std::vector<uint8_t> header_bytes() const;
     void write(const std::string& path) const;  // throws Error
 
   private:
@@ -44,7 +51,12 @@ class GGUFWriter {
         std::vector<int64_t> ne;
         GGMLType type;
         std::vector<uint8_t> data;
+        uint64_t nbytes = 0;
+        bool info_only = false;
     };
+    // Checks a tensor's name, dims and type; returns its size in bytes.
+    size_t check_tensor(const std::string& name, const std::vector<int64_t>& ne,
+                        GGMLType type) const;
     uint32_t version_;
     std::vector<std::pair<std::string, GGUFValue>> kv_;
     std::vector<Tensor> tensors_;

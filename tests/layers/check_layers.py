@@ -9,8 +9,8 @@ import os
 import re
 import sys
 
-ORDER = ["common", "gguf", "kernels", "tokenizer", "model", "vulkan", "sampling", "chat",
-         "speculative", "runtime", "server", "bench", "cli"]
+ORDER = ["common", "gguf", "kernels", "quantize", "tokenizer", "model", "vulkan", "sampling",
+         "chat", "speculative", "runtime", "server", "bench", "cli"]
 
 # Each split folder's sub-folders in order; "." is the folder's own top-level files. Folders not
 # listed here keep their sub-folders as parts of one whole (kernels' per-ISA folders, chat/jinja).
