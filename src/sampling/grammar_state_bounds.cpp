@@ -68,6 +68,11 @@ uint32_t unescape(uint8_t c) {
 
 constexpr uint8_t kShortEscapes[] = {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'};
 
+// n * m at most kMaxMinLen (n < 2^31 items, m a node's saturated length): no overflow in the sums.
+size_t times(size_t n, size_t m) {
+    return m != 0 && n > kMaxMinLen / m ? kMaxMinLen : std::min(n * m, kMaxMinLen);
+}
+
 }  // namespace
 
 // A string under a StringRule: the string body's checks, then the decoded code points through the
@@ -142,38 +147,7 @@ size_t GrammarState::rule_rest(const Frame& f, const StringRule& r) const {
 }
 
 size_t GrammarState::min_len(int32_t node) const {
-    const JsonNode& n = g_->nodes[size_t(node)];
-    if (!n.branches.empty()) {
-        size_t m = SIZE_MAX;
-        for (int32_t b : n.branches) m = std::min(m, min_len(b));
-        return m;
-    }
-    if (!n.literals.empty()) {
-        size_t m = SIZE_MAX;
-        for (const std::string& l : n.literals) m = std::min(m, l.size());
-        return m;
-    }
-    size_t m = SIZE_MAX;
-    if (n.types & (kJsonNumber | kJsonInteger)) m = 1;
-    if (n.types & kJsonString)
-        m = std::min<size_t>(
-            m, 2 + (n.string_rule >= 0 ? g_->string_rules[size_t(n.string_rule)].rest(
-                                             g_->string_rules[size_t(n.string_rule)].initial(), 0)
-                                       : 0));
-    if (n.types & (kJsonBoolean | kJsonNull)) m = std::min<size_t>(m, 4);
-    if (m <= 2) return m;
-    if (n.types & kJsonArray) {
-        const size_t k = size_t(n.min_items);
-        m = std::min(m, k == 0 ? 2 : 2 + k * min_len(n.items) + (k - 1));
-    }
-    if (n.types & kJsonObject) {
-        size_t len = 2, k = 0;
-        for (size_t i = 0; i < n.prop_names.size(); ++i)
-            if (n.required >> i & 1)
-                len += n.prop_names[i].size() + 3 + min_len(n.prop_nodes[i]), ++k;
-        m = std::min(m, len + (k ? k - 1 : 0));
-    }
-    return m;
+    return g_->nodes[size_t(node)].min_len;  // computed once by the compiler (json_grammar.h)
 }
 
 // After a value in object `obj` with properties `seen` written: the required ones left, each
@@ -236,11 +210,11 @@ size_t GrammarState::min_remaining() const {
             case kArray: {
                 const size_t ml = min_len(n->items), cnt = f.u, mn = size_t(n->min_items);
                 if (f.sub == kArrStart)
-                    total += mn == 0 ? 1 : mn * ml + (mn - 1) + 1;
+                    total += mn == 0 ? 1 : times(mn, ml + 1);
                 else if (f.sub == kArrAfterValue)
-                    total += (mn > cnt ? (mn - cnt) * (ml + 1) : 0) + 1;
+                    total += (mn > cnt ? times(mn - cnt, ml + 1) : 0) + 1;
                 else
-                    total += ml + (mn > cnt + 1 ? (mn - cnt - 1) * (ml + 1) : 0) + 1;
+                    total += ml + (mn > cnt + 1 ? times(mn - cnt - 1, ml + 1) : 0) + 1;
                 break;
             }
             case kObject: {

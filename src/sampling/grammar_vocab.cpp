@@ -20,6 +20,7 @@ bool string_content(std::string_view p) {
         auto g = std::make_shared<JsonGrammar>();
         g->nodes.emplace_back();
         g->nodes[0].types = kJsonString;
+        g->nodes[0].min_len = 2;
         return g;
     }();
     GrammarState st(strings);

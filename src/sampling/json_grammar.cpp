@@ -1,11 +1,13 @@
 // JSON Schema subset -> JsonGrammar node graph. Node 0 is the unconstrained value (any type, any
-// keys, any items: it refers to itself); each schema level adds one node.
+// keys, any items: it refers to itself); each schema level adds one node, a `$ref` target once.
 #include "sampling/json_grammar.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 namespace specula {
@@ -85,14 +87,24 @@ bool needs_escape(const std::string& s) {
     return false;
 }
 
+size_t sat_add(size_t a, size_t b) {
+    return std::min(a + b, kMaxMinLen);  // both <= kMaxMinLen: no overflow
+}
+
+size_t sat_mul(size_t a, size_t b) {
+    return a != 0 && b > kMaxMinLen / a ? kMaxMinLen : std::min(a * b, kMaxMinLen);
+}
+
 class Compiler {
   public:
-    explicit Compiler(const JsonGrammarOptions& opt) : opt_(opt) {
+    explicit Compiler(const JsonGrammarOptions& opt) : opt_(opt), t0_(clock_type::now()) {
         g_.options = opt;
         JsonNode any;
         any.additional = kAnyNode;
         any.items = kAnyNode;
+        any.min_len = 1;  // a one-digit number
         g_.nodes.push_back(any);
+        height_.push_back(0);
     }
 
     explicit Compiler(const JsonGrammarOptions& opt, const json& root) : Compiler(opt) {
@@ -102,6 +114,7 @@ class Compiler {
     int32_t compile(const json& s, const std::string& ptr, int depth) {
         if (depth >= opt_.max_depth)  // its container would be container max_depth + 1
             fail("json_schema: nested deeper than ", opt_.max_depth, " levels at ", where(ptr));
+        check_time(ptr);
         if (s.is_boolean()) {
             if (s.get<bool>()) return kAnyNode;
             fail("json_schema: schema 'false' at ", where(ptr), " admits no value");
@@ -130,23 +143,95 @@ class Compiler {
             object_rules(s, ptr, depth, n);
             array_rules(s, ptr, depth, n);
             if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") ||
-                s.contains("format")) {
-                g_.string_rules.push_back(compile_string_rule(s, ptr));
-                n.string_rule = int32_t(g_.string_rules.size() - 1);
-            }
+                s.contains("format"))
+                n.string_rule = string_rule(s, ptr);
         }
-        g_.nodes.push_back(std::move(n));
-        return int32_t(g_.nodes.size() - 1);
+        return add_node(std::move(n), ptr);
     }
 
     JsonGrammar take() { return std::move(g_); }
     // The schema that `$ref`s of the next compile() point into.
-    void set_root(const json& root) { root_ = &root; }
+    void set_root(const json& root) {
+        root_ = &root;
+        shared_.clear();
+    }
 
   private:
+    void check_time(const std::string& ptr) const {
+        const double ms = ms_since(t0_);
+        if (ms > opt_.max_compile_ms)
+            fail("json_schema: compiling the grammar took over ", opt_.max_compile_ms,
+                 " ms (the limit on a schema's compile time), stopped at ", where(ptr));
+    }
+
+    int32_t string_rule(const json& s, const std::string& ptr) {
+        g_.string_rules.push_back(compile_string_rule(s, ptr));
+        string_cells_ += g_.string_rules.back().dist.size();
+        if (string_cells_ > opt_.max_string_cells)
+            fail("json_schema: the string rules' tables need more than ", opt_.max_string_cells,
+                 " cells (the limit on a schema's minLength / maxLength / pattern tables), at ",
+                 where(ptr));
+        return int32_t(g_.string_rules.size() - 1);
+    }
+
+    // Appends a finished node: its shortest value and the nesting below it, from its children
+    // (made before it); refused past max_nodes.
+    int32_t add_node(JsonNode n, const std::string& ptr) {
+        if (g_.nodes.size() >= size_t(opt_.max_nodes))
+            fail("json_schema: the grammar needs more than ", opt_.max_nodes,
+                 " nodes (the limit on a schema's size; a $ref target counts once), at ",
+                 where(ptr));
+        int height = 0;
+        for (int32_t b : n.branches) height = std::max(height, height_[size_t(b)]);
+        for (int32_t c : n.prop_nodes) height = std::max(height, 1 + height_[size_t(c)]);
+        for (int32_t c : {n.items, n.additional})
+            if (c > kAnyNode) height = std::max(height, 1 + height_[size_t(c)]);
+        n.min_len = shortest(n);
+        g_.nodes.push_back(std::move(n));
+        height_.push_back(height);
+        return int32_t(g_.nodes.size() - 1);
+    }
+
+    // The fewest bytes of a value of `n` (its children's already known), saturating.
+    size_t shortest(const JsonNode& n) const {
+        const auto len = [&](int32_t c) { return g_.nodes[size_t(c)].min_len; };
+        size_t m = kMaxMinLen;
+        if (!n.branches.empty()) {
+            for (int32_t b : n.branches) m = std::min(m, len(b));
+            return m;
+        }
+        if (!n.literals.empty()) {
+            for (const std::string& l : n.literals) m = std::min(m, l.size());
+            return m;
+        }
+        if (n.types & (kJsonNumber | kJsonInteger)) m = 1;
+        if (n.types & kJsonString) {
+            const StringRule* r =
+                n.string_rule >= 0 ? &g_.string_rules[size_t(n.string_rule)] : nullptr;
+            m = std::min<size_t>(m, 2 + (r ? r->rest(r->initial(), 0) : 0));
+        }
+        if (n.types & (kJsonBoolean | kJsonNull)) m = std::min<size_t>(m, 4);
+        if (n.types & kJsonArray) {
+            const size_t k = size_t(n.min_items);
+            m = std::min(m, k == 0 ? 2 : sat_add(1 + k, sat_mul(k, len(n.items))));
+        }
+        if (n.types & kJsonObject) {
+            size_t total = 2, k = 0;
+            for (size_t i = 0; i < n.prop_names.size(); ++i)
+                if (n.required >> i & 1)
+                    total =
+                        sat_add(total, sat_add(n.prop_names[i].size() + 3, len(n.prop_nodes[i]))),
+                    ++k;
+            m = std::min(m, sat_add(total, k ? k - 1 : 0));
+        }
+        return m;
+    }
+
     // {"$ref": "#/$defs/Name"} (or #/definitions/..., any JSON pointer into the same schema, "#"
-    // itself): the schema it points to, compiled where it is used. A reference that leads back
-    // into itself (a recursive schema) is refused: the grammar's nesting must stay bounded.
+    // itself): the schema it points to, compiled at its first use and shared by the later ones
+    // (whose depth plus the target's own nesting must stay within max_depth). A reference that
+    // leads back into itself (a recursive schema) is refused: the grammar's nesting must stay
+    // bounded.
     int32_t reference(const json& s, const std::string& ptr, int depth) {
         for (const auto& [k, v] : s.items())
             if (k != "$ref" && !annotations().count(k))
@@ -157,9 +242,6 @@ class Compiler {
         if (ref.empty() || ref[0] != '#')
             fail("json_schema: '$ref' \"", ref, "\" at ", where(ptr),
                  " is not supported (only references inside the schema, starting with #)");
-        if (std::find(open_refs_.begin(), open_refs_.end(), ref) != open_refs_.end())
-            fail("json_schema: recursive '$ref' \"", ref, "\" at ", where(ptr),
-                 " is not supported");
         const json* target = nullptr;
         try {
             target = &root_->at(json::json_pointer(ref.substr(1)));
@@ -167,9 +249,19 @@ class Compiler {
             fail("json_schema: '$ref' \"", ref, "\" at ", where(ptr),
                  " does not point into the schema");
         }
-        open_refs_.push_back(ref);
+        if (std::find(open_refs_.begin(), open_refs_.end(), target) != open_refs_.end())
+            fail("json_schema: recursive '$ref' \"", ref, "\" at ", where(ptr),
+                 " is not supported");
+        if (const auto it = shared_.find(target); it != shared_.end()) {
+            if (depth + height_[size_t(it->second)] >= opt_.max_depth)
+                fail("json_schema: nested deeper than ", opt_.max_depth, " levels at ", where(ptr),
+                     " (through '$ref' \"", ref, "\")");
+            return it->second;
+        }
+        open_refs_.push_back(target);
         const int32_t node = compile(*target, ref.substr(1), depth);
         open_refs_.pop_back();
+        shared_.emplace(target, node);
         return node;
     }
 
@@ -201,8 +293,7 @@ class Compiler {
             u.types |= t;
             u.branches.push_back(b);
         }
-        g_.nodes.push_back(std::move(u));
-        return int32_t(g_.nodes.size() - 1);
+        return add_node(std::move(u), ptr);
     }
 
     // The JSON types a node's values can have.
@@ -297,9 +388,13 @@ class Compiler {
     }
 
     JsonGrammarOptions opt_;
+    clock_type::time_point t0_;
     JsonGrammar g_;
+    std::vector<int> height_;             // per node: container levels below it in the schema
     const json* root_ = nullptr;          // the whole schema ($ref targets)
-    std::vector<std::string> open_refs_;  // the references being compiled (recursion check)
+    std::vector<const json*> open_refs_;  // the references being compiled (recursion check)
+    std::unordered_map<const json*, int32_t> shared_;  // compiled $ref targets
+    size_t string_cells_ = 0;
 };
 
 void check_options(const JsonGrammarOptions& opt) {
@@ -307,6 +402,9 @@ void check_options(const JsonGrammarOptions& opt) {
         fail("json grammar: max_ws ", opt.max_ws, " not in [0, 64]");
     if (opt.max_depth < 1 || opt.max_depth > 48)
         fail("json grammar: max_depth ", opt.max_depth, " not in [1, 48]");
+    if (opt.max_nodes < 1) fail("json grammar: max_nodes ", opt.max_nodes, " must be positive");
+    if (opt.max_compile_ms < 1)
+        fail("json grammar: max_compile_ms ", opt.max_compile_ms, " must be positive");
 }
 
 }  // namespace
@@ -316,9 +414,18 @@ std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions&
 }
 
 std::shared_ptr<const JsonGrammar> json_schema_grammar(const json& schema,
-                                                       const JsonGrammarOptions& opt) {
+                                                       const JsonGrammarOptions& opt,
+                                                       const std::string& ref_base) {
     check_options(opt);
-    Compiler c(opt, schema);
+    const json* base = &schema;
+    if (!ref_base.empty()) {
+        try {
+            base = &schema.at(json::json_pointer(ref_base));
+        } catch (const std::exception&) {
+            fail("json grammar: the $ref base ", ref_base, " is not in the schema");
+        }
+    }
+    Compiler c(opt, *base);
     const int32_t root = c.compile(schema, "", 0);
     auto g = std::make_shared<JsonGrammar>(c.take());
     g->root = root;

@@ -38,6 +38,12 @@
 //  - an object's keys are distinct when the schema names its properties; inside such an object a
 //    key cannot contain escapes (so a key cannot spell a named property in disguise);
 //  - `enum` / `const` values are matched in nlohmann's compact dump form (`{"a":1}`, `"x"`, `1.5`).
+//
+// A `$ref` target is compiled once per grammar and shared by every use (the node graph is a DAG,
+// not the tree the references unfold to), so 8 properties x 8 levels of `$defs` that each refer to
+// the next level cost 8 x 8 nodes, not 8^8. What one compile may cost is bounded by the options'
+// max_nodes, max_string_cells (the string rules' tables) and max_compile_ms; past one of them the
+// schema is refused with a specula::Error naming the limit and its value.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +59,10 @@ namespace specula {
 struct JsonGrammarOptions {
     int max_ws = 20;     // indent bytes after a gap's newline (llama.cpp's 20), at most 64
     int max_depth = 16;  // container nesting of unconstrained values; also the schema's limit
+    // The grammar's size and the work of compiling it (one request's schema or tools).
+    int max_nodes = 16384;                      // JsonNode count, $ref targets counted once
+    size_t max_string_cells = size_t(1) << 22;  // all StringRule::dist tables (16 MiB)
+    int max_compile_ms = 1000;                  // wall time of the compile
 };
 
 // Bit set of JSON types a node admits.
@@ -83,7 +93,11 @@ struct JsonNode {
     std::vector<int32_t> branches;
     // minLength / maxLength / pattern / format: index into JsonGrammar::string_rules; -1: none.
     int32_t string_rule = -1;
+    // The fewest bytes of a complete value (GrammarState::min_remaining), computed once when the
+    // node is made; at most kMaxMinLen (a shared node's bound can grow exponentially with depth).
+    size_t min_len = 1;
 };
+inline constexpr size_t kMaxMinLen = size_t(1) << 40;
 
 // One framed value of a grammar with alternatives: literal bytes, a value of node `root`, bytes.
 struct JsonAlternative {
@@ -112,8 +126,11 @@ std::shared_ptr<const JsonGrammar> json_object_grammar(const JsonGrammarOptions&
 
 // A JSON Schema (the subset above). Throws specula::Error naming the unsupported keyword or bad
 // value and its JSON pointer, e.g. "json_schema: unsupported keyword 'allOf' at /properties/id".
+// `ref_base`: the JSON pointer of the sub-schema that `$ref`s resolve against ("#" is it); ""
+// for the whole schema. A tool's `parameters` wrapped in a call object resolve their own $defs.
 std::shared_ptr<const JsonGrammar> json_schema_grammar(const nlohmann::json& schema,
-                                                       const JsonGrammarOptions& opt = {});
+                                                       const JsonGrammarOptions& opt = {},
+                                                       const std::string& ref_base = "");
 
 // One of several schemas, each framed by literal bytes (see JsonGrammar::alternatives). Throws
 // specula::Error for a bad schema (as above) or when one prefix is a prefix of another (two
