@@ -49,7 +49,7 @@ std::shared_ptr<const JsonGrammar> tool_call_grammar(ToolCallFormat f,
         return json_schema_alternatives(list, opt);
     }
     tool_format::ForcedCall call = spec.forced_call(name.empty() ? names[0] : name, params);
-    auto g = std::make_shared<JsonGrammar>(*json_schema_grammar(call.schema, opt));
+    auto g = std::make_shared<JsonGrammar>(*json_schema_grammar(call.schema, opt, call.params_at));
     g->prefix = std::move(call.prefix);
     g->suffix = std::move(call.suffix);
     return g;

@@ -19,10 +19,12 @@ namespace specula::tool_format {
 inline constexpr const char* kSpace = " \t\r\n";
 
 // A forced call to one function (tool_call_grammar.h): the schema the generated JSON follows,
-// between fixed text.
+// between fixed text; `params_at` is the JSON pointer of the function's `parameters` inside it
+// ("" when the schema is the parameters), which their `$ref`s ("#/$defs/...") resolve against.
 struct ForcedCall {
     nlohmann::json schema;
     std::string prefix, suffix;
+    std::string params_at;
 };
 // One alternative of "required" over several functions: the text before the function's
 // `parameters` schema and after it.

@@ -91,7 +91,7 @@ std::string call_header(const std::string& name) {
 }
 
 ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
-    return {params, call_header(name), ""};
+    return {params, call_header(name), "", ""};
 }
 
 CallFrame forced_any(const std::string& name) {

@@ -48,7 +48,7 @@ constexpr std::string_view kAnywhere[] = {"<tool_call>"};
 
 ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
     return {call_object_schema("arguments", {{"const", name}}, params), "<tool_call>\n",
-            "\n</tool_call>"};
+            "\n</tool_call>", "/properties/arguments"};
 }
 
 CallFrame forced_any(const std::string& name) {

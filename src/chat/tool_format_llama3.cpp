@@ -54,7 +54,8 @@ constexpr std::string_view kAnywhere[] = {"<|python_tag|>"};
 constexpr std::string_view kAtStart[] = {"{"};
 
 ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
-    return {call_object_schema("parameters", {{"const", name}}, params), "", ""};
+    return {call_object_schema("parameters", {{"const", name}}, params), "", "",
+            "/properties/parameters"};
 }
 
 CallFrame forced_any(const std::string& name) {

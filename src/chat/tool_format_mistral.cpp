@@ -76,7 +76,7 @@ constexpr std::string_view kAnywhere[] = {"[TOOL_CALLS]"};
 
 // One function: [TOOL_CALLS]N[ARGS]A; "required" over several: the older array form.
 ForcedCall forced_call(const std::string& name, const nlohmann::json& params) {
-    return {params, "[TOOL_CALLS]" + name + "[ARGS]", ""};
+    return {params, "[TOOL_CALLS]" + name + "[ARGS]", "", ""};
 }
 
 CallFrame forced_any(const std::string& name) {

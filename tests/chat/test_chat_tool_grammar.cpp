@@ -212,4 +212,65 @@ TEST(ChatToolGrammar, AlternativesMustBeToldApartByTheirPrefix) {
     EXPECT_FALSE(admits(g, "<c>1</c>"));
 }
 
+// Pydantic's schemas: nested models in $defs, referred to by "#/$defs/Name" from the parameters.
+// Forcing one such tool (named, or the only one) resolves the references in the parameters, not
+// in the call object that wraps them; "required" over several tools too; a hostile tool schema
+// (the $ref ladder of issue 45) compiles small.
+TEST(ChatToolGrammar, ParametersWithDefsAndRefs) {
+    const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "book",
+      "parameters": {"$defs": {"Guest": {"type": "object", "properties": {
+          "name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name"],
+          "title": "Guest"}},
+        "type": "object", "properties": {"guest": {"$ref": "#/$defs/Guest"},
+          "plus_one": {"anyOf": [{"$ref": "#/$defs/Guest"}, {"type": "null"}]}},
+        "required": ["guest"], "title": "Book"}}},
+      {"type": "function", "function": {"name": "now", "parameters": {"type": "object",
+        "properties": {}}}}])");
+    struct Case {
+        const char* format;
+        std::string good;
+    };
+    for (const Case& c : {
+             Case{"hermes",
+                  "<tool_call>\n{\"name\": \"book\", \"arguments\": {\"guest\": "
+                  "{\"name\": \"Ada\"}, \"plus_one\": null}}\n</tool_call>"},
+             Case{"llama3",
+                  "{\"name\": \"book\", \"parameters\": {\"guest\": {\"name\": "
+                  "\"Ada\"}, \"plus_one\": null}}"},
+             Case{"mistral",
+                  "[TOOL_CALLS]book[ARGS]{\"guest\": {\"name\": \"Ada\"}, \"plus_one\": null}"},
+             Case{"harmony",
+                  "<|channel|>commentary to=functions.book <|constrain|>json<|message|>"
+                  "{\"guest\": {\"name\": \"Ada\"}, \"plus_one\": null}"},
+         }) {
+        const auto g = tool_call_grammar(fmt(c.format), tools, "book");
+        EXPECT_TRUE(admits(g, c.good)) << c.format;
+        std::string bad = c.good;
+        bad.replace(bad.find("\"Ada\""), 5, "42");  // Guest.name is a string
+        EXPECT_FALSE(admits(g, bad)) << c.format;
+        const ParsedToolCalls p = parse_tool_calls(fmt(c.format), c.good, tools);
+        ASSERT_EQ(p.calls.size(), 1u) << c.format;
+        EXPECT_EQ(p.calls[0].arguments, R"({"guest":{"name":"Ada"},"plus_one":null})");
+    }
+    // "required" over both: the arguments of "book" still resolve their $defs.
+    const auto any = tool_call_grammar(fmt("hermes"), tools, "");
+    EXPECT_TRUE(admits(any,
+                       "<tool_call>\n{\"name\": \"book\", \"arguments\": {\"guest\": "
+                       "{\"name\": \"Ada\", \"age\": 36}}}\n</tool_call>"));
+    // 8 properties x 8 levels, each property a $ref to the next: 16M nodes unfolded.
+    ojson ladder = ojson::parse(R"({"$ref": "#/$defs/L0"})");
+    for (int l = 0; l < 8; ++l) {
+        ojson level = {{"type", "object"}, {"properties", ojson::object()}};
+        for (int i = 0; i < 8; ++i)
+            level["properties"]["p" + std::to_string(i)] =
+                l < 7 ? ojson{{"$ref", "#/$defs/L" + std::to_string(l + 1)}}
+                      : ojson{{"type", "string"}};
+        ladder["$defs"]["L" + std::to_string(l)] = level;
+    }
+    const ojson hostile = {
+        {{"type", "function"}, {"function", {{"name", "h"}, {"parameters", ladder}}}}};
+    const auto h = tool_call_grammar(fmt("hermes"), hostile, "h");
+    EXPECT_LE(h->nodes.size(), 40u);
+}
+
 }  // namespace
