@@ -14,6 +14,7 @@
 #include "cli/cli_util.h"
 #include "cli/cmd_bench.h"
 #include "cli/cmd_bench_serve.h"
+#include "cli/cmd_quantize.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/llama_flags.h"
@@ -203,6 +204,8 @@ int run_cli(int argc, char** argv) {
     CLI::App* serve = add_serve_command(app);
     BenchServeOptions bench_serve_opt;
     CLI::App* bench_serve = add_bench_serve_command(app, bench_serve_opt);
+    QuantizeCliOptions quantize_opt;
+    CLI::App* quantize = add_quantize_command(app, quantize_opt);
     // Each command gets the llama.cpp options it accepts and ignores (cli/llama_flags.h).
     CLI::App* commands[] = {run, chat, info, tokenize, bench, serve};
     std::vector<CompatFlags> compat(std::size(commands));
@@ -223,6 +226,7 @@ int run_cli(int argc, char** argv) {
     // Arguments no option takes are collected, not thrown: the error names them as typed.
     for (CLI::App* c : commands) c->allow_extras();
     bench_serve->allow_extras();
+    quantize->allow_extras();
     try {
         app.parse(args);               // CLI11 takes the arguments in reverse order
     } catch (const CLI::Success& e) {  // --help, --version
@@ -231,7 +235,7 @@ int run_cli(int argc, char** argv) {
         print_error(e.what());
         return 1;
     }
-    for (CLI::App* c : {run, chat, info, tokenize, bench, serve, bench_serve})
+    for (CLI::App* c : {run, chat, info, tokenize, bench, serve, bench_serve, quantize})
         if (c->parsed()) check_extras(*c, typed);
 
     for (size_t i = 0; i < compat.size(); ++i)
@@ -257,6 +261,7 @@ int run_cli(int argc, char** argv) {
     if (bench->parsed()) return cmd_bench(bench_opt);
     if (serve->parsed()) return cmd_serve(placement);
     if (bench_serve->parsed()) return cmd_bench_serve(bench_serve_opt);
+    if (quantize->parsed()) return cmd_quantize(quantize_opt);
     return cmd_tokenize(tok_opt);
 }
 

@@ -159,21 +159,14 @@ GGMLType fallback(GGMLType t, int64_t ne0, const std::string& name) {
 
 const std::vector<FileType>& file_types() {
     static const std::vector<FileType> kTypes = {
-        {"Q4_0", kQ4_0, GGMLType::Q4_0, " 4.34G, +0.4685 ppl @ Llama-3-8B"},
-        {"Q4_1", kQ4_1, GGMLType::Q4_1, " 4.78G, +0.4511 ppl @ Llama-3-8B"},
-        {"Q5_0", kQ5_0, GGMLType::Q5_0, " 5.21G, +0.1316 ppl @ Llama-3-8B"},
-        {"Q5_1", kQ5_1, GGMLType::Q5_1, " 5.65G, +0.1062 ppl @ Llama-3-8B"},
-        {"IQ4_NL", kIQ4_NL, GGMLType::IQ4_NL, " 4.50 bpw non-linear quantization"},
-        {"IQ4_XS", kIQ4_XS, GGMLType::IQ4_XS, " 4.25 bpw non-linear quantization"},
-        {"Q4_K_S", kQ4_K_S, GGMLType::Q4_K, " 3.59G, +0.0992 ppl @ LLaMA-v1-7B"},
-        {"Q4_K_M", kQ4_K_M, GGMLType::Q4_K, " 3.80G, +0.0532 ppl @ LLaMA-v1-7B"},
-        {"Q5_K_S", kQ5_K_S, GGMLType::Q5_K, " 4.33G, +0.0400 ppl @ LLaMA-v1-7B"},
-        {"Q5_K_M", kQ5_K_M, GGMLType::Q5_K, " 4.45G, +0.0122 ppl @ LLaMA-v1-7B"},
-        {"Q6_K", kQ6_K, GGMLType::Q6_K, " 5.15G, +0.0008 ppl @ LLaMA-v1-7B"},
-        {"Q8_0", kQ8_0, GGMLType::Q8_0, " 6.70G, +0.0004 ppl @ LLaMA-v1-7B"},
-        {"F16", kF16, GGMLType::F16, "14.00G, +0.0020 ppl @ Mistral-7B"},
-        {"BF16", kBF16, GGMLType::BF16, "14.00G, -0.0050 ppl @ Mistral-7B"},
-        {"F32", kF32, GGMLType::F32, "26.00G              @ 7B"},
+        {"Q4_0", kQ4_0, GGMLType::Q4_0},       {"Q4_1", kQ4_1, GGMLType::Q4_1},
+        {"Q5_0", kQ5_0, GGMLType::Q5_0},       {"Q5_1", kQ5_1, GGMLType::Q5_1},
+        {"IQ4_NL", kIQ4_NL, GGMLType::IQ4_NL}, {"IQ4_XS", kIQ4_XS, GGMLType::IQ4_XS},
+        {"Q4_K_S", kQ4_K_S, GGMLType::Q4_K},   {"Q4_K_M", kQ4_K_M, GGMLType::Q4_K},
+        {"Q5_K_S", kQ5_K_S, GGMLType::Q5_K},   {"Q5_K_M", kQ5_K_M, GGMLType::Q5_K},
+        {"Q6_K", kQ6_K, GGMLType::Q6_K},       {"Q8_0", kQ8_0, GGMLType::Q8_0},
+        {"F16", kF16, GGMLType::F16},          {"BF16", kBF16, GGMLType::BF16},
+        {"F32", kF32, GGMLType::F32},
     };
     return kTypes;
 }

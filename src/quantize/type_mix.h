@@ -19,7 +19,6 @@ struct FileType {
     std::string_view name;  // as llama-quantize spells it: "Q4_K_M"
     uint32_t ftype;         // general.file_type (llama.cpp's LLAMA_FTYPE_MOSTLY_*)
     GGMLType base;          // the type of most quantized tensors
-    std::string_view what;  // one line for the usage text
 };
 
 // Every file type `specula quantize` writes, in the usage text's order.
