@@ -92,6 +92,9 @@ int Session::n_ctx() const {
 int Session::n_threads() const {
     return impl_->pool->size();
 }
+ThreadPool& Session::pool() const {
+    return *impl_->pool;
+}
 bool Session::can_snapshot() const {
     // A snapshot holds KV rows only: not a ring (sliding-window layers) nor a recurrent state.
     return !impl_->offload && !impl_->kv.has_ring() && impl_->model.hparams().n_recurrent() == 0;

@@ -54,6 +54,9 @@ class Session {
     int common_prefix(std::span<const token_id> t) const;
     int n_ctx() const;
     int n_threads() const;
+    // The pool this session's passes run on (a drafter's own small passes between the target's
+    // run on it too: speculative/drafters/eagle3.h).
+    ThreadPool& pool() const;
     // Layers this session runs on a device (0: all on the CPU; model/load/offload.h).
     int n_gpu_layers() const;
     // Drops cache entries at positions >= n_past (speculative rollback). n_past <= n_past().
