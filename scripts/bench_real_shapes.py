@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Real shapes side by side (issue 40 item 4): Specula's `bench` and ik_llama.cpp's llama-bench on
+the same GGUF files, e.g. the Qwen3-8B-shaped random-weight target and its Qwen3-0.6B-shaped
+draft that scripts/models/make_shaped.py writes to models/. Rows:
+
+  tg128         plain decoding, tokens/s
+  pp512         a 512-token prompt, tokens/s
+  pp512@D, tg@D the same after D cached positions (--depth D; Specula only: ik_llama.cpp's
+                llama-bench has no depth, its llama-sweep-bench is not built by build.sh)
+  pass b        one target pass over b = 1, 5, 9 tokens, ms (ik_llama.cpp: its pp1/pp5/pp9), and
+                tau(9) = pass 9 / pass 1
+  load          Specula's load time (`run`'s "load:"), ms, and for both engines the wall time of
+                a whole 1-token `run` / llama-cli (-c 4096), ms, the file in the page cache
+  RSS           peak resident memory of the tg/pp run, MiB (both map the file: its pages count)
+  spec k@a      with --draft: speculative decoding with k drafts at a synthetic acceptance a
+                (`--synthetic-acceptance`), Specula's speedup over its own plain decoding, and the
+                speedup its cost model predicts from the measured pass and draft costs
+
+usage: scripts/bench_real_shapes.py MODEL.gguf [--draft DRAFT.gguf] [--specula build/bin/specula]
+           [--ik DIR] [--threads 2] [--reps 1] [--depth 0] [--accept 0.7] [--k 4] [--json FILE]
+The machine is usually shared: run nothing else meanwhile and say how noisy it was.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+IK_DEFAULT = "/tmp/specula-peers/ik_llama.cpp/src/build/bin"
+
+
+def run(cmd, timeout=3600, must=None):
+    """stdout + stderr of cmd under /usr/bin/time -v, and its peak RSS in MiB. A failed command
+    ends the script, unless its output has the text `must` (what is read from it)."""
+    full = ["/usr/bin/time", "-v"] + cmd
+    r = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if r.returncode != 0 and not (must and must in r.stdout + r.stderr):
+        sys.exit(f"bench_real_shapes.py: {' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
+    return r.stdout + r.stderr, (int(m.group(1)) / 1024 if m else float("nan"))
+
+
+def wall_ms(out):
+    """The wall time /usr/bin/time -v printed, ms."""
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): "
+                  r"(?:(\d+):)?(\d+):([\d.]+)", out)
+    if not m:
+        return float("nan")
+    return 1000 * (3600 * int(m.group(1) or 0) + 60 * int(m.group(2)) + float(m.group(3)))
+
+
+def specula_plain(a, model, depth, n, batches):
+    with tempfile.TemporaryDirectory() as d:
+        j = os.path.join(d, "b.json")
+        out, rss = run([a.specula, "bench", "-m", model, "--no-spec", "-n", str(n), "--pp", "512",
+                        "-r", str(a.reps), "-t", str(a.threads), "-d", str(depth),
+                        "--batches", batches, "--json", j])
+        th = json.load(open(j))["throughput"]
+    passes = {p["batch"]: p["ms"] for p in th["passes"]}
+    return {"tg": th["tg_tokens_per_s"], "pp": th["pp_tokens_per_s"], "passes": passes,
+            "rss": rss}
+
+
+def specula_load(a, model):
+    """(Specula's own load time, the wall time of the whole 1-token run), ms."""
+    out, _ = run([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
+                  "-c", "4096", "-t", str(a.threads)], must="load: ")
+    m = re.search(r"load: (\d+) ms", out)
+    return (float(m.group(1)) if m else float("nan")), wall_ms(out)
+
+
+def specula_spec(a, model):
+    k = str(a.k)
+    out, _ = run([a.specula, "bench", "-m", model, "-md", a.draft, "--synthetic-acceptance",
+                  str(a.accept), "--draft-list", k, "--no-auto", "-n", "64", "-r", str(a.reps),
+                  "--pp", "0", "--batches", f"1,{a.k + 1}", "-t", str(a.threads)])
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0].rstrip("*") == k and len(cells) >= 7:
+            return {"speedup": float(cells[5].rstrip("x")), "model": float(cells[6].rstrip("x")),
+                    "tps": float(cells[4])}
+    sys.exit(f"bench_real_shapes.py: no row for k={k} in:\n{out[-3000:]}")
+
+
+def ik_bench(a, model, extra):
+    out, rss = run([os.path.join(a.ik, "llama-bench"), "-m", model, "-t", str(a.threads),
+                    "-r", str(a.reps), "-o", "json"] + extra)
+    rows = json.loads(out[out.index("["):out.rindex("]") + 1])
+    return rows, rss
+
+
+def ik_plain(a, model):
+    rows, rss = ik_bench(a, model, ["-p", "512", "-n", "128"])
+    res = {"rss": rss}
+    for r in rows:
+        res["pp" if r["n_prompt"] else "tg"] = r["avg_ts"]
+    rows, _ = ik_bench(a, model, ["-p", "1,5,9", "-n", "0"])
+    res["passes"] = {r["n_prompt"]: 1000.0 * r["n_prompt"] / r["avg_ts"] for r in rows}
+    return res
+
+
+def ik_load(a, model):
+    """The wall time of llama-cli's 1-token run, ms (it prints no load time of its own)."""
+    out, _ = run([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
+                  "--temp", "0", "-c", "4096", "-t", str(a.threads)], must="total time")
+    return wall_ms(out)
+
+
+def fmt(x, digits=1):
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def table(s, ik, a):
+    rows = [("tg128 tok/s", s["tg"], ik.get("tg"), True),
+            ("pp512 tok/s", s["pp"], ik.get("pp"), True)]
+    if "depth" in s:
+        rows += [(f"pp512@{a.depth} tok/s", s["depth"]["pp"], None, True),
+                 (f"tg@{a.depth} tok/s", s["depth"]["tg"], None, True)]
+    for b in (1, 5, 9):
+        rows.append((f"pass {b} ms", s["passes"].get(b), ik.get("passes", {}).get(b), False))
+    tau = lambda p: p.get(9, 0) / p[1] if p and p.get(1) else None  # noqa: E731
+    rows.append(("tau(9)", tau(s["passes"]), tau(ik.get("passes")), False))
+    rows += [("load ms (Specula's own)", s["load"][0], None, False),
+             ("1-token run, wall ms", s["load"][1], ik.get("load"), False),
+             ("RSS MiB", s["rss"], ik.get("rss"), False)]
+    print(f"| {os.path.basename(a.model)} | Specula | ik_llama.cpp | Specula / ik |")
+    print("|---|---|---|---|")
+    for name, x, y, higher in rows:
+        ratio = (x / y if higher else y / x) if x and y else None
+        print(f"| {name} | {fmt(x, 2)} | {fmt(y, 2)} | {fmt(ratio, 2)}{'x' if ratio else ''} |")
+    if "spec" in s:
+        sp = s["spec"]
+        print(f"| spec k={a.k} @ a={a.accept} (draft {os.path.basename(a.draft)}) | "
+              f"{sp['tps']:.2f} tok/s, {sp['speedup']:.2f}x | - | cost model: "
+              f"{sp['model']:.2f}x |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--draft")
+    ap.add_argument("--specula", default=os.path.join(ROOT, "build/bin/specula"))
+    ap.add_argument("--ik", default=IK_DEFAULT, help="ik_llama.cpp's bin folder ('': skip it)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--depth", type=int, default=0, help="also measure after this many positions")
+    ap.add_argument("--accept", type=float, default=0.7)
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    s = specula_plain(a, a.model, 0, 128, "1,5,9")
+    ik = ik_plain(a, a.model) if a.ik else {}
+    if a.depth:
+        s["depth"] = specula_plain(a, a.model, a.depth, 32, "1")
+    s["load"] = specula_load(a, a.model)
+    if a.ik:
+        ik["load"] = ik_load(a, a.model)
+    if a.draft:
+        s["spec"] = specula_spec(a, a.model)
+    table(s, ik, a)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"specula": s, "ik_llama.cpp": ik, "args": vars(a)}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
