@@ -7,6 +7,8 @@ namespace specula {
 
 namespace {
 
+thread_local const std::function<bool()>* t_cancelled = nullptr;  // the innermost scope's
+
 template <class J>
 std::string render_with(const jinja::Program& program, const jinja::Limits& limits,
                         const J& context) {
@@ -17,7 +19,7 @@ std::string render_with(const jinja::Program& program, const jinja::Limits& limi
         if (context.is_object())
             for (auto it = context.begin(); it != context.end(); ++it)
                 vars.emplace_back(it.key(), jinja::from_json(it.value()));
-        jinja::Interpreter in(program, limits);
+        jinja::Interpreter in(program, limits, t_cancelled ? *t_cancelled : nullptr);
         return in.render(vars);
     } catch (const jinja::TemplateRaised& e) {
         throw Error("chat template raised: " + e.message);
@@ -31,6 +33,15 @@ std::string render_with(const jinja::Program& program, const jinja::Limits& limi
 }
 
 }  // namespace
+
+RenderCancelScope::RenderCancelScope(std::function<bool()> cancelled)
+    : cancelled_(std::move(cancelled)), outer_(t_cancelled) {
+    t_cancelled = &cancelled_;
+}
+
+RenderCancelScope::~RenderCancelScope() {
+    t_cancelled = outer_;
+}
 
 ChatTemplate::ChatTemplate(const std::string& source, jinja::Limits limits)
     : program_(jinja::parse(source)), limits_(limits) {}

@@ -12,9 +12,12 @@
 // Every failure is a specula::Error with a one-line message: a syntax error names line and
 // column, a run-time error (unknown filter, calling a non-function, ...) the line and column of
 // the expression, and raise_exception(msg) gives "chat template raised: msg". Budgets (steps,
-// nesting, output size) bound the work any template can cause; see jinja::Limits.
+// loop iterations, nesting, string and list sizes, bytes allocated) bound the work and memory
+// any template can cause, each failing with an Error naming the limit; see jinja::Limits and
+// docs/chat-templates.md#limits.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,6 +39,22 @@ class ChatTemplate {
   private:
     std::shared_ptr<const jinja::Program> program_;
     jinja::Limits limits_;
+};
+
+// While one lives, every render on its thread polls `cancelled` every few thousand steps and
+// stops with an Error ("render cancelled") once it returns true: the server holds one while it
+// prepares a request, polling whether the client is still connected. Scopes nest (the inner
+// one counts).
+class RenderCancelScope {
+  public:
+    explicit RenderCancelScope(std::function<bool()> cancelled);
+    ~RenderCancelScope();
+    RenderCancelScope(const RenderCancelScope&) = delete;
+    RenderCancelScope& operator=(const RenderCancelScope&) = delete;
+
+  private:
+    std::function<bool()> cancelled_;
+    const std::function<bool()>* outer_;
 };
 
 // Parses and renders in one call.

@@ -79,11 +79,12 @@ Value f_tojson(const FilterCall& c) {
             (*v->arr)[1].kind != Kind::String)
             in.error("separators must be a tuple of two strings");
         o.has_separators = true;
-        o.item_sep = (*v->arr)[0].str;
-        o.key_sep = (*v->arr)[1].str;
+        o.item_sep = (*v->arr)[0].str();
+        o.key_sep = (*v->arr)[1].str();
     }
     if (o.indent < 0) o.indent = 0;
     o.max_len = in.limits().max_output;
+    o.max_depth = in.limits().max_value_depth;
     std::string s;
     try {
         s = to_json(c.x, o);
@@ -105,18 +106,24 @@ Value f_join(const FilterCall& c) {
     const Value& x = c.x;
     const Value* sep = arg(c.args, c.kwargs, 0, "separator");
     if (sep && sep->kind != Kind::String) c.in.error("separator must be a string");
-    const std::string s = sep ? sep->str : "";
+    const std::string s = sep ? sep->str() : "";
     const Value* attr = arg({}, c.kwargs, 0, "attribute");
     std::string out;
     if (x.kind == Kind::String) {
         if (!c.called) return x;
-        const auto cps = code_points(x.str);
-        for (size_t i = 0; i < cps.size(); ++i) out += (i ? s : "") + cps[i];
+        const Text& t = *x.text;
+        const size_t n = t.code_point_count();
+        c.in.check_size(t.bytes.size() + (n ? n - 1 : 0) * s.size());
+        for (size_t i = 0; i < n; ++i) {
+            const auto [b, e] = t.code_point_span(i, i + 1);
+            if (i) out += s;
+            out.append(t.bytes, b, e - b);
+        }
     } else if (x.kind == Kind::Array) {
         for (size_t i = 0; i < x.arr->size(); ++i) {
             const Value& item = (*x.arr)[i];
             out += (i ? s : "") + join_piece(attr && attr->kind == Kind::String
-                                                 ? attribute_path(item, attr->str)
+                                                 ? attribute_path(item, attr->str())
                                                  : item);
             c.in.check_size(out.size());
         }
@@ -134,7 +141,7 @@ Value f_number(const FilterCall& c) {
     const Value* dflt = arg(c.args, c.kwargs, 0, "default");
     const Value def = dflt ? *dflt : is_int ? Value::integer(0) : Value::floating(0);
     if (x.kind == Kind::String) {
-        const auto v = is_int ? parse_int(x.str) : parse_float(x.str);
+        const auto v = is_int ? parse_int(x.str()) : parse_float(x.str());
         if (!v) return def;
         return is_int ? Value::integer(*v) : Value::floating(*v);
     }
@@ -147,7 +154,7 @@ Value f_number(const FilterCall& c) {
 
 Value f_length(const FilterCall& c) {
     const Value& x = c.x;
-    if (x.kind == Kind::String) return Value::integer(double(utf16_length(x.str)));
+    if (x.kind == Kind::String) return Value::integer(double(utf16_length(x.str())));
     if (x.kind == Kind::Array) return Value::integer(double(x.arr->size()));
     if (x.kind == Kind::Object) return Value::integer(double(x.obj->items.size()));
     c.cannot();
@@ -158,7 +165,16 @@ Value f_string(const FilterCall& c) {
     if (x.kind == Kind::String) return x;
     if (x.is_number()) return Value::string(x.to_output());
     if (x.kind == Kind::Bool) return Value::string(x.boolean ? "true" : "false");
-    if (x.kind == Kind::Array || x.is_container()) return Value::string(to_json(x, {}, false));
+    if (x.kind == Kind::Array || x.is_container()) {
+        JsonOptions o;
+        o.max_len = c.in.limits().max_output;
+        o.max_depth = c.in.limits().max_value_depth;
+        try {
+            return Value::string(to_json(x, o, false));
+        } catch (const std::runtime_error& e) {
+            c.in.error(e.what());
+        }
+    }
     c.cannot();
 }
 
@@ -180,7 +196,7 @@ Value f_round(const FilterCall& c) {
     const Value* method = arg(c.args, c.kwargs, 1, "method");
     const double p = prec && prec->is_number() ? prec->num : 0;
     const double scale = std::pow(10.0, p);
-    const std::string m = method && method->kind == Kind::String ? method->str : "common";
+    const std::string m = method && method->kind == Kind::String ? method->str() : "common";
     double v = c.x.num * scale;
     v = m == "ceil" ? std::ceil(v) : m == "floor" ? std::floor(v) : std::round(v);
     return Value::floating(v / scale);
@@ -235,7 +251,8 @@ Value l_sort(const FilterCall& c) {
         in.error("attribute must be a string, integer, or null");
     const bool reverse = rev && rev->boolean, case_sensitive = cs && cs->boolean;
     std::string path;
-    if (attr && !attr->is_null()) path = attr->kind == Kind::Int ? js_number(attr->num) : attr->str;
+    if (attr && !attr->is_null())
+        path = attr->kind == Kind::Int ? js_number(attr->num) : attr->str();
     in.tick(a.size() * 8);
     Array out = a;
     try {
@@ -261,7 +278,7 @@ Value l_selectattr(const FilterCall& c) {
             in.error("`" + c.name + "` can only be applied to array of objects");
     if (args.empty() || args[0].kind != Kind::String)
         in.error("arguments of `" + c.name + "` must be strings");
-    const std::string attr = args[0].str;
+    const std::string attr = args[0].str();
     Array out;
     for (const Value& item : *c.x.arr) {
         in.tick();
@@ -271,7 +288,7 @@ Value l_selectattr(const FilterCall& c) {
             if (args.size() > 1) {
                 if (args[1].kind != Kind::String)
                     in.error("arguments of `" + c.name + "` must be strings");
-                r = in.apply_test(args[1].str, *v,
+                r = in.apply_test(args[1].str(), *v,
                                   std::vector<Value>(args.begin() + 2, args.end()));
             } else {
                 r = v->truthy();
@@ -295,7 +312,7 @@ Value l_select(const FilterCall& c) {
         } else {
             if (args[0].kind != Kind::String)
                 c.in.error("the test of `" + c.name + "` must be a string");
-            r = c.in.apply_test(args[0].str, item,
+            r = c.in.apply_test(args[0].str(), item,
                                 std::vector<Value>(args.begin() + 1, args.end()));
         }
         if (r == select) out.push_back(item);
@@ -313,14 +330,14 @@ Value l_map(const FilterCall& c) {
         for (const Value& item : *c.x.arr) {
             in.tick();
             if (!item.is_container()) in.error("items in map must be an object");
-            Value v = attribute_path(item, attr->str);
+            Value v = attribute_path(item, attr->str());
             out.push_back(v.is_undefined() && def ? *def : v);
         }
         return Value::array(std::move(out));
     }
     if (args.empty() || args[0].kind != Kind::String)
         in.error("map needs attribute= or a filter name");
-    const std::string filter = args[0].str;
+    const std::string filter = args[0].str();
     for (const Value& item : *c.x.arr) {
         std::vector<Value> rest(args.begin() + 1, args.end());
         Kwargs kw = c.kwargs;
@@ -335,7 +352,8 @@ Value l_sum(const FilterCall& c) {
     double total = start && start->is_numeric_like() ? start->numeric() : 0;
     bool fl = start && start->kind == Kind::Float;
     for (const Value& item : *c.x.arr) {
-        const Value v = attr && attr->kind == Kind::String ? attribute_path(item, attr->str) : item;
+        const Value v =
+            attr && attr->kind == Kind::String ? attribute_path(item, attr->str()) : item;
         if (!v.is_numeric_like()) c.in.error(std::string("cannot sum ") + v.type_name());
         total += v.numeric();
         fl |= v.kind == Kind::Float;
@@ -353,9 +371,9 @@ Value l_min(const FilterCall& c) {
     try {
         for (size_t i = 1; i < a.size(); ++i) {
             const Value l =
-                attr && attr->kind == Kind::String ? attribute_path(a[i], attr->str) : a[i];
+                attr && attr->kind == Kind::String ? attribute_path(a[i], attr->str()) : a[i];
             const Value r =
-                attr && attr->kind == Kind::String ? attribute_path(a[best], attr->str) : a[best];
+                attr && attr->kind == Kind::String ? attribute_path(a[best], attr->str()) : a[best];
             const int cmp = compare_values(l, r, cs && cs->truthy());
             if (c.name == "min" ? cmp < 0 : cmp > 0) best = i;
         }
@@ -456,6 +474,8 @@ Value Interpreter::apply_filter(const Value& x, const std::string& name, std::ve
     const FilterRow* row = find_filter(name);
     if (!row) error("unknown filter: " + name);
     const FilterCall c{*this, x, name, args, kwargs, called, env};
+    if (x.text) work(x.str().size());  // every string filter walks its operand
+    if (x.arr) tick(x.arr->size());
     if (row->any) return row->any(c);
     // The reference's errors for a known filter on a type it has no such filter for.
     if (x.kind == Kind::Array) {

@@ -25,7 +25,7 @@ Value namespace_builtin(std::vector<Value>& args, Kwargs& kwargs, Interpreter& i
                 if (pair.kind != Kind::Array || pair.arr->size() != 2)
                     in.error("namespace expected an object or an iterable of [key, value] pairs");
                 if ((*pair.arr)[0].kind != Kind::String) in.error("namespace keys must be strings");
-                ns.obj->set((*pair.arr)[0].str, (*pair.arr)[1]);
+                ns.obj->set((*pair.arr)[0].str(), (*pair.arr)[1]);
             }
         } else {
             in.error(std::string("'") + src.type_name() + "' object is not iterable");
@@ -50,14 +50,25 @@ Value range_builtin(std::vector<Value>& args, Kwargs&, Interpreter& in,
         if (args.size() == 3) step = args[2].numeric();
     }
     if (step == 0) in.error("range() step must not be zero");
+    // Bounded by the count, not by the values: past 2^53 `i += 1` leaves a double unchanged
+    // (range(2**54, 2**54 + 8) would never end). Integers step as start + k * step; floats add
+    // up as the reference's loop does (the same values, 0.1 + 0.1 + 0.1 included).
     const double n = std::ceil((stop - start) / step);
-    if (n > 0) in.check_items(size_t(std::min(n, 1e18)));
+    const double count = n > 0 ? n : 0;  // NaN: none
+    if (count > double(in.limits().max_items))
+        in.error("range() of " + js_number(count) + " items: longer than the limit of " +
+                 std::to_string(in.limits().max_items) + " items of a list");
+    const size_t limit = size_t(count) + 1;
+    bool integers = true;
+    for (const Value& a : args) integers &= a.kind != Kind::Float;
+    in.tick(limit);
     Array out;
-    if (step > 0)
-        for (double i = start; i < stop; i += step) out.push_back(Value::integer(i));
-    else
-        for (double i = start; i > stop; i += step) out.push_back(Value::integer(i));
-    in.tick(out.size());
+    out.reserve(limit);
+    double i = start;
+    for (size_t k = 0; k < limit && (step > 0 ? i < stop : i > stop); ++k) {
+        out.push_back(Value::integer(i));
+        i = integers ? start + double(k + 1) * step : i + step;
+    }
     return Value::array(std::move(out));
 }
 
@@ -72,7 +83,7 @@ Value strftime_now(std::vector<Value>& args, Kwargs&, Interpreter& in,
     std::tm tm{};
     localtime_r(&now, &tm);
     auto pad2 = [](int n) { return (n < 10 ? "0" : "") + std::to_string(n); };
-    const std::string& f = args[0].str;
+    const std::string& f = args[0].str();
     std::string out;
     for (size_t i = 0; i < f.size(); ++i) {
         if (f[i] != '%' || i + 1 >= f.size()) {
@@ -137,6 +148,7 @@ std::vector<std::pair<std::string, Value>> global_values() {
                        Value d = Value::object();
                        if (!args.empty()) {
                            if (args[0].kind != Kind::Object) in.error("dict() takes a mapping");
+                           in.charge(args[0].obj->items.size() * sizeof(d.obj->items[0]));
                            d.obj->items = args[0].obj->items;
                        }
                        for (const auto& kv : kwargs) d.obj->set(kv.first, kv.second);

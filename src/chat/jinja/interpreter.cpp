@@ -1,5 +1,6 @@
 #include "chat/jinja/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat/jinja/lexer.h"
@@ -12,6 +13,8 @@ namespace {
 
 struct BreakSignal {};
 struct ContinueSignal {};
+
+thread_local Interpreter* t_render = nullptr;  // the render running on this thread
 
 struct DepthGuard {
     size_t& depth;
@@ -43,7 +46,30 @@ bool mentions(const std::vector<AstPtr>& body, const std::string& name) {
     return false;
 }
 
+// The `loop` object of iteration i over `items`, as the reference makes one per iteration.
+void set_loop_variable(Env& scope, const Array& items, size_t i) {
+    Value loop = Value::object();
+    const double len = double(items.size()), idx = double(i);
+    auto& o = loop.obj->items;
+    o.emplace_back("index", Value::integer(idx + 1));
+    o.emplace_back("index0", Value::integer(idx));
+    o.emplace_back("revindex", Value::integer(len - idx));
+    o.emplace_back("revindex0", Value::integer(len - idx - 1));
+    o.emplace_back("first", Value::from_bool(i == 0));
+    o.emplace_back("last", Value::from_bool(i + 1 == items.size()));
+    o.emplace_back("length", Value::integer(len));
+    o.emplace_back("previtem", i > 0 ? items[i - 1] : Value::undefined());
+    o.emplace_back("nextitem", i + 1 < items.size() ? items[i + 1] : Value::undefined());
+    scope.vars["loop"] = std::move(loop);
+}
+
 }  // namespace
+
+bool Interpreter::reads_loop(const Ast& for_node) {
+    const auto it = uses_loop_.find(&for_node);
+    if (it != uses_loop_.end()) return it->second;
+    return uses_loop_[&for_node] = mentions(for_node, "loop");
+}
 
 const Value* Env::lookup(const std::string& name) const {
     for (const Env* e = this; e; e = e->parent.get()) {
@@ -53,31 +79,26 @@ const Value* Env::lookup(const std::string& name) const {
     return nullptr;
 }
 
-Interpreter::Interpreter(const Program& program, Limits limits)
-    : program_(program), limits_(limits) {}
+void charge_allocation(size_t bytes) {
+    if (t_render) t_render->charge(bytes);
+}
+
+void check_value_depth(uint32_t depth) {
+    if (t_render && depth > uint32_t(t_render->limits().max_value_depth))
+        t_render->error("list nested deeper than the limit of " +
+                        std::to_string(t_render->limits().max_value_depth) + " levels");
+}
+
+Interpreter::Interpreter(const Program& program, Limits limits, std::function<bool()> cancelled)
+    : program_(program), limits_(limits), cancelled_(std::move(cancelled)) {}
 
 void Interpreter::error(const std::string& what) const {
     fail("chat template: ", describe_position(program_.source, at_), ": ", what);
 }
 
-void Interpreter::tick(size_t n) {
-    steps_ += n;
-    if (steps_ > limits_.max_steps)
-        error("evaluation budget of " + std::to_string(limits_.max_steps) + " steps exhausted");
-}
-
-void Interpreter::check_size(size_t bytes) const {
-    if (bytes > limits_.max_output)
-        error("string longer than the limit of " + std::to_string(limits_.max_output) + " bytes");
-}
-
-void Interpreter::check_items(size_t items) const {
-    if (items > limits_.max_items)
-        error("list longer than the limit of " + std::to_string(limits_.max_items) + " items");
-}
-
-void Interpreter::append(std::string& out, const std::string& piece) const {
+void Interpreter::append(std::string& out, const std::string& piece) {
     check_size(out.size() + piece.size());
+    work(piece.size());
     out += piece;
 }
 
@@ -92,7 +113,9 @@ std::string Interpreter::render(const std::vector<std::pair<std::string, Value>>
     }
     struct Cleanup {
         Interpreter& in;
+        Interpreter* outer = t_render;
         ~Cleanup() {
+            t_render = outer;
             for (auto& w : in.mutated_arrays_)
                 if (auto a = w.lock()) a->clear();
             for (auto& w : in.mutated_objects_)
@@ -101,6 +124,7 @@ std::string Interpreter::render(const std::vector<std::pair<std::string, Value>>
             in.mutated_objects_.clear();
         }
     } cleanup{*this};
+    t_render = this;
     try {
         return render_block(program_.body, root);
     } catch (const BreakSignal&) {
@@ -135,6 +159,7 @@ void Interpreter::render_node(const Ast& n, const std::shared_ptr<Env>& env, std
                 v.is_container()) {  // as to_output, within the output limit
                 JsonOptions o;
                 o.max_len = limits_.max_output;
+                o.max_depth = limits_.max_value_depth;
                 std::string text;
                 try {
                     text = to_json(v, o, false);
@@ -215,8 +240,11 @@ Value Interpreter::eval(const Ast& n, const std::shared_ptr<Env>& env) {
                 Value key = eval(*k, env);
                 if (key.kind != Kind::String)
                     error(std::string("object keys must be strings: got ") + key.type_name());
-                o.obj->set(key.str, eval(*v, env));
+                Value item = eval(*v, env);
+                o.depth = std::max(o.depth, item.depth + 1);
+                o.obj->set(key.str(), std::move(item));
             }
+            check_value_depth(o.depth);
             return o;
         }
         case Node::Member:
@@ -309,8 +337,8 @@ Value Interpreter::member(const Ast& n, const std::shared_ptr<Env>& env) {
         if (property.kind != Kind::String)
             error(std::string("cannot access property with non-string: got ") +
                   property.type_name());
-        if (const Value* v = object.obj->find(property.str)) return *v;
-        return object.kind == Kind::Object ? builtin_member(object, property.str, *this)
+        if (const Value* v = object.obj->find(property.str())) return *v;
+        return object.kind == Kind::Object ? builtin_member(object, property.str(), *this)
                                            : Value::undefined();
     }
     if (object.kind == Kind::Array || object.kind == Kind::String) {
@@ -321,18 +349,20 @@ Value Interpreter::member(const Ast& n, const std::shared_ptr<Env>& env) {
                 if (i < 0) i += len;
                 return i >= 0 && i < len ? (*object.arr)[size_t(i)] : Value::undefined();
             }
-            const std::vector<std::string> chars = code_points(object.str);
-            const double len = double(chars.size());
+            const Text& t = *object.text;
+            const double len = double(t.code_point_count());
             if (i < 0) i += len;
-            return i >= 0 && i < len ? Value::string(chars[size_t(i)]) : Value::undefined();
+            if (!(i >= 0 && i < len)) return Value::undefined();
+            const auto [b, e] = t.code_point_span(size_t(i), size_t(i) + 1);
+            return Value::string(t.bytes.substr(b, e - b));
         }
-        if (property.kind == Kind::String) return builtin_member(object, property.str, *this);
+        if (property.kind == Kind::String) return builtin_member(object, property.str(), *this);
         error(std::string("cannot access property with non-string/non-number: got ") +
               property.type_name());
     }
     if (property.kind != Kind::String)
         error(std::string("cannot access property with non-string: got ") + property.type_name());
-    return builtin_member(object, property.str, *this);
+    return builtin_member(object, property.str(), *this);
 }
 
 void Interpreter::execute_set(const Ast& n, const std::shared_ptr<Env>& env) {
@@ -377,11 +407,19 @@ std::string Interpreter::render_for(const Ast& n, const std::shared_ptr<Env>& en
     at_ = n.offset;
     Array candidates;
     if (iterable.kind == Kind::Array) {
-        candidates = *iterable.arr;
+        charge(iterable.arr->size() * sizeof(Value));
+        candidates = *iterable.arr;  // a copy: the body may change the list
     } else if (iterable.kind == Kind::Object) {
         for (const auto& kv : iterable.obj->items) candidates.push_back(Value::string(kv.first));
     } else if (iterable.kind == Kind::String) {  // extension: the reference refuses strings
-        for (auto& c : code_points(iterable.str)) candidates.push_back(Value::string(std::move(c)));
+        const Text& t = *iterable.text;
+        const size_t count = t.code_point_count();
+        check_items(count);
+        candidates.reserve(count);
+        for (size_t i = 0; i < count; ++i) {
+            const auto [b, e] = t.code_point_span(i, i + 1);
+            candidates.push_back(Value::string(t.bytes.substr(b, e - b)));
+        }
     } else {
         error(std::string("expected iterable or object type in for loop: got ") +
               iterable.type_name());
@@ -403,7 +441,7 @@ std::string Interpreter::render_for(const Ast& n, const std::shared_ptr<Env>& en
         items = std::move(candidates);
     } else {
         for (const Value& c : candidates) {
-            tick();
+            count_iteration();
             if (var.kind == Node::TupleLit) {
                 if (c.kind != Kind::Array)
                     error(std::string("cannot unpack non-iterable type: ") + c.type_name());
@@ -421,21 +459,10 @@ std::string Interpreter::render_for(const Ast& n, const std::shared_ptr<Env>& en
     }
     std::string out;
     bool none = true;
+    const bool uses_loop = reads_loop(n);
     for (size_t i = 0; i < items.size(); ++i) {
-        tick();
-        Value loop = Value::object();
-        const double len = double(items.size()), idx = double(i);
-        auto& o = loop.obj->items;
-        o.emplace_back("index", Value::integer(idx + 1));
-        o.emplace_back("index0", Value::integer(idx));
-        o.emplace_back("revindex", Value::integer(len - idx));
-        o.emplace_back("revindex0", Value::integer(len - idx - 1));
-        o.emplace_back("first", Value::from_bool(i == 0));
-        o.emplace_back("last", Value::from_bool(i + 1 == items.size()));
-        o.emplace_back("length", Value::integer(len));
-        o.emplace_back("previtem", i > 0 ? items[i - 1] : Value::undefined());
-        o.emplace_back("nextitem", i + 1 < items.size() ? items[i + 1] : Value::undefined());
-        scope->vars["loop"] = std::move(loop);
+        count_iteration();
+        if (uses_loop) set_loop_variable(*scope, items, i);
         bind(items[i], scope);
         try {
             append(out, render_block(n.body, scope));

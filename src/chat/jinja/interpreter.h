@@ -3,14 +3,20 @@
 // `set` do not; undefined prints nothing, attribute access on undefined or none is undefined;
 // break/continue drop the output of the iteration they leave). Filters, tests, methods and
 // globals live in filters.cpp, tests.cpp, methods.cpp and globals.cpp, the binary
-// operators in operators.cpp.
+// operators in operators.cpp, the budgets' counting in budget.cpp.
 //
-// Budgets keep hostile templates finite: evaluation steps (loop iterations, calls and
-// expressions), nesting depth (macro recursion) and the size of any string or list built.
-// Exceeding one throws specula::Error.
+// Budgets keep hostile templates finite, each per render (Limits): evaluation steps (nodes,
+// calls, loop iterations and work proportional to the bytes and items an operation walks), loop
+// iterations, nesting depth (expressions, blocks, macro recursion), the size of any one string
+// or list, the bytes of all strings, lists and object entries created together, and the nesting
+// of values that tojson and printing walk. Exceeding one throws specula::Error naming the limit
+// ("chat template: line 1, column 4: more than 1000000 loop iterations (the limit per render)").
+// A render also stops, with an Error, once its `cancelled` callback (polled every few thousand
+// steps) says so: the server's client went away.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,12 +27,18 @@
 
 namespace specula::jinja {
 
+// The defaults are far above what real chat templates use on real conversations (the largest
+// of tests/chat's renders: see docs/chat-templates.md#limits) and keep a hostile one to about a
+// second of CPU and a few hundred MB.
 struct Limits {
-    size_t max_steps = 20'000'000;   // evaluated nodes, loop iterations and calls
-    size_t max_calls = 100;          // nested calls (macro recursion)
-    size_t max_depth = 1000;         // nested evaluation (expressions, blocks and calls)
-    size_t max_output = 256u << 20;  // bytes of any string built, the output included
-    size_t max_items = 4'000'000;    // elements of any list built (range, +, batch, ...)
+    size_t max_steps = 20'000'000;      // evaluated nodes, loop iterations, calls and work
+    size_t max_iterations = 1'000'000;  // loop iterations, all loops of the render together
+    size_t max_calls = 100;             // nested calls (macro recursion)
+    size_t max_depth = 1000;            // nested evaluation (expressions, blocks and calls)
+    size_t max_output = 32u << 20;      // bytes of any one string built, the output included
+    size_t max_items = 1'000'000;       // elements of any one list (range, +, append, |list, ...)
+    size_t max_bytes = 256u << 20;      // bytes of the strings, lists and entries created
+    int max_value_depth = kMaxValueDepth;  // list/object nesting that tojson and printing walk
 };
 
 struct Env {
@@ -39,14 +51,20 @@ struct Env {
 
 class Interpreter {
   public:
-    Interpreter(const Program& program, Limits limits);
+    // `cancelled` (optional): polled every kPollSteps steps; true stops the render with an Error.
+    Interpreter(const Program& program, Limits limits, std::function<bool()> cancelled = {});
     std::string render(const std::vector<std::pair<std::string, Value>>& context);
+    static constexpr size_t kPollSteps = 4096;
 
     // Used by filters, methods and globals.
     const Limits& limits() const { return limits_; }
     void tick(size_t n = 1);
+    // Work over `bytes` bytes (a search, a copy, a comparison): one step per 256 bytes.
+    void work(size_t bytes) { tick(1 + bytes / 256); }
+    void charge(size_t bytes);  // allocated bytes (value.h's charge_allocation lands here)
     void check_size(size_t bytes) const;
     void check_items(size_t items) const;
+    void count_iteration();  // one loop iteration, against max_iterations
     [[noreturn]] void error(const std::string& what) const;
     Value call(const Value& fn, std::vector<Value>& args, Kwargs& kwargs,
                const std::shared_ptr<Env>& env);
@@ -69,13 +87,19 @@ class Interpreter {
   private:
     const Program& program_;
     Limits limits_;
+    std::function<bool()> cancelled_;
+    size_t next_poll_ = kPollSteps;
+    size_t bytes_ = 0;
+    size_t iterations_ = 0;
     size_t steps_ = 0;
     size_t depth_ = 0;
     size_t calls_ = 0;
-    size_t at_ = 0;
+    size_t at_ = 0;  // offset of the node being evaluated, for error messages
     std::vector<std::weak_ptr<Array>> mutated_arrays_;
-    std::vector<std::weak_ptr<Object>>
-        mutated_objects_;  // offset of the node being evaluated, for error messages
+    std::vector<std::weak_ptr<Object>> mutated_objects_;
+    std::unordered_map<const Ast*, bool> uses_loop_;  // a for loop's body reads `loop`
+
+    bool reads_loop(const Ast& for_node);  // cached per node
 
     Value eval(const Ast& n, const std::shared_ptr<Env>& env);
     std::string render_block(const std::vector<AstPtr>& body, const std::shared_ptr<Env>& env);
@@ -92,7 +116,7 @@ class Interpreter {
     void bind_parameters(const std::vector<AstPtr>& params, std::vector<Value>& args,
                          Kwargs& kwargs, const std::shared_ptr<Env>& scope,
                          const std::string& name);
-    void append(std::string& out, const std::string& piece) const;
+    void append(std::string& out, const std::string& piece);
 };
 
 // Member functions and properties of a value (str.split, dict.items, list.append, ...);

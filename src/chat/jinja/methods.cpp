@@ -26,8 +26,24 @@ Value method(Impl f) {
 
 Value strings(const std::vector<std::string>& parts) {
     Array a;
+    a.reserve(parts.size());
     for (const auto& p : parts) a.push_back(Value::string(p));
     return Value::array(std::move(a));
+}
+
+// Occurrences of `sep` in `s` (non-overlapping), counted without building the parts.
+size_t occurrences(const std::string& s, const std::string& sep) {
+    size_t n = 0;
+    for (size_t p = find_text(s, sep); p != std::string::npos;
+         p = find_text(s, sep, p + sep.size()))
+        ++n;
+    return n;
+}
+
+size_t code_point_count(std::string_view s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.size(); i += utf8_len(s, i)) ++n;
+    return n;
 }
 
 bool all_chars(const std::string& s, int (*pred)(int)) {
@@ -120,11 +136,11 @@ Value sm_startswith(const StringCall& c) {
                                               : s.compare(s.size() - p.size(), p.size(), p) == 0);
     };
     const Value& a = c.args[0];
-    if (a.kind == Kind::String) return Value::from_bool(test(a.str));
+    if (a.kind == Kind::String) return Value::from_bool(test(a.str()));
     if (a.kind == Kind::Array) {
         for (const Value& v : *a.arr) {
             if (v.kind != Kind::String) c.in.error(c.name + "() tuple elements must be strings");
-            if (test(v.str)) return Value::from_bool(true);
+            if (test(v.str())) return Value::from_bool(true);
         }
         return Value::from_bool(false);
     }
@@ -141,9 +157,15 @@ Value sm_split(const StringCall& c) {
     if (sep.kind != Kind::String && !sep.is_null())
         c.in.error("sep argument must be a string or null");
     if (maxsplit.kind != Kind::Int) c.in.error("maxsplit argument must be a number");
-    if (sep.is_null()) return strings(split_whitespace(c.s, maxsplit.num));
-    if (sep.str.empty()) c.in.error("empty separator");
-    return strings(split_on(c.s, sep.str, maxsplit.num));
+    // The parts are counted before they are made: a list past the limit is never built.
+    const double most = maxsplit.num < 0 ? 1e300 : maxsplit.num + 1;
+    if (sep.is_null()) {
+        c.in.check_items(size_t(std::min(double(count_words(c.s)), most)));
+        return strings(split_whitespace(c.s, maxsplit.num));
+    }
+    if (sep.str().empty()) c.in.error("empty separator");
+    c.in.check_items(size_t(std::min(double(occurrences(c.s, sep.str()) + 1), most)));
+    return strings(split_on(c.s, sep.str(), maxsplit.num));
 }
 
 // The replace filter's.
@@ -155,6 +177,9 @@ Value sm_replace(const StringCall& c) {
 
 Value sm_splitlines(const StringCall& c) {
     const std::string& s = c.s;
+    size_t breaks = 0;
+    for (char ch : s) breaks += ch == '\n' || ch == '\r';
+    c.in.check_items(breaks + 1);
     std::vector<std::string> lines;
     size_t start = 0;
     for (size_t i = 0; i < s.size(); ++i) {
@@ -173,24 +198,23 @@ Value sm_find(const StringCall& c) {
     const std::string& s = c.s;
     if (c.args.empty() || c.args[0].kind != Kind::String)
         c.in.error(c.name + "() needs a string argument");
-    const std::string& sub = c.args[0].str;
+    const std::string& sub = c.args[0].str();
     if (c.name == "count") {
-        if (sub.empty()) return Value::integer(double(code_points(s).size() + 1));
-        double n = 0;
-        for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
-        return Value::integer(n);
+        if (sub.empty()) return Value::integer(double(code_point_count(s) + 1));
+        return Value::integer(double(occurrences(s, sub)));
     }
-    const size_t p = c.name == "rfind" ? s.rfind(sub) : s.find(sub);
+    const size_t p = c.name == "rfind" ? rfind_text(s, sub) : find_text(s, sub);
     if (p == std::string::npos) {
         if (c.name == "index") c.in.error("substring not found");
         return Value::integer(-1);
     }
-    return Value::integer(double(code_points(s.substr(0, p)).size()));
+    return Value::integer(double(code_point_count(std::string_view(s).substr(0, p))));
 }
 
 Value sm_join(const StringCall& c) {
     if (c.args.empty() || c.args[0].kind != Kind::Array) c.in.error("join() needs a list");
     const Array& items = *c.args[0].arr;
+    c.in.tick(items.size());
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
         out += (i ? c.s : "") + items[i].js_string();
@@ -208,7 +232,7 @@ Value sm_remove(const StringCall& c) {
     const std::string& s = c.s;
     if (c.args.empty() || c.args[0].kind != Kind::String)
         c.in.error("removeprefix/removesuffix need a string");
-    const std::string& p = c.args[0].str;
+    const std::string& p = c.args[0].str();
     if (p.size() > s.size()) return Value::string(s);
     if (c.name == "removeprefix")
         return Value::string(s.compare(0, p.size(), p) == 0 ? s.substr(p.size()) : s);
@@ -267,16 +291,17 @@ constexpr StringMethod kStringMethods[] = {
     {"isupper", sm_iscase},
 };
 
-// The property `length`, or a method of kStringMethods bound to the string; undefined otherwise.
-Value string_member(const Value& self, const std::string& name) {
-    const std::string s = self.str;
-    if (name == "length") return Value::integer(double(utf16_length(s)));
+// The property `length`, or a method of kStringMethods bound to the string (its shared Text:
+// never a copy of the bytes); undefined otherwise. Reaching one costs work over the bytes.
+Value string_member(const Value& self, const std::string& name, Interpreter& in) {
+    in.work(self.str().size());
+    if (name == "length") return Value::integer(double(utf16_length(self.str())));
     for (const StringMethod& m : kStringMethods)
         if (name == m.name)
-            return method(
-                [s, name, fn = m.fn](std::vector<Value>& args, Kwargs& kwargs, Interpreter& in) {
-                    return fn(StringCall{s, name, args, kwargs, in});
-                });
+            return method([text = self.text, name, fn = m.fn](std::vector<Value>& args,
+                                                              Kwargs& kwargs, Interpreter& in) {
+                return fn(StringCall{text->bytes, name, args, kwargs, in});
+            });
     return Value::undefined();
 }
 
@@ -287,7 +312,8 @@ Value object_member(const Value& self, const std::string& name) {
             if (args.empty() || args[0].kind != Kind::String)
                 in.error(std::string("object key must be a string: got ") +
                          (args.empty() ? "UndefinedValue" : args[0].type_name()));
-            if (const Value* v = obj->find(args[0].str)) return *v;
+            in.tick(obj->items.size() / 16);
+            if (const Value* v = obj->find(args[0].str())) return *v;
             return args.size() > 1 ? args[1] : Value::null();
         });
     }
@@ -316,13 +342,13 @@ Value object_member(const Value& self, const std::string& name) {
             const Value by = get(1, "by", Value::string("key"));
             const Value rev = get(2, "reverse", Value::from_bool(false));
             if (cs.kind != Kind::Bool) in.error("case_sensitive must be a boolean");
-            if (by.kind != Kind::String || (by.str != "key" && by.str != "value"))
+            if (by.kind != Kind::String || (by.str() != "key" && by.str() != "value"))
                 in.error("by must be either 'key' or 'value'");
             if (rev.kind != Kind::Bool) in.error("reverse must be a boolean");
             Array items;
             for (const auto& kv : obj->items)
                 items.push_back(Value::array({Value::string(kv.first), kv.second}));
-            const size_t idx = by.str == "key" ? 0 : 1;
+            const size_t idx = by.str() == "key" ? 0 : 1;
             in.tick(items.size() * 8);
             try {
                 std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
@@ -348,6 +374,7 @@ Value array_member(const Value& self, const std::string& name) {
             in.track(arr);
             if (!extend) {
                 in.check_items(arr->size() + 1);
+                in.charge(sizeof(Value));
                 arr->push_back(args[0].arr == arr ? Value::array(*arr)
                                                   : args[0]);  // no reference cycles
                 return Value::null();
@@ -356,6 +383,7 @@ Value array_member(const Value& self, const std::string& name) {
             const Array add = *args[0].arr;
             in.check_items(arr->size() + add.size());
             in.tick(add.size());
+            in.charge(add.size() * sizeof(Value));
             arr->insert(arr->end(), add.begin(), add.end());
             return Value::null();
         });
@@ -379,6 +407,7 @@ Value array_member(const Value& self, const std::string& name) {
             if (i < 0) i = std::max(0.0, i + double(arr->size()));
             i = std::min(i, double(arr->size()));
             in.check_items(arr->size() + 1);
+            in.charge(sizeof(Value));
             arr->insert(arr->begin() + long(i), args[1].arr == arr ? Value::array(*arr) : args[1]);
             return Value::null();
         });
@@ -387,6 +416,7 @@ Value array_member(const Value& self, const std::string& name) {
         const bool count = name == "count";
         return method([arr, count](std::vector<Value>& args, Kwargs&, Interpreter& in) {
             if (args.empty()) in.error("index/count need an argument");
+            in.tick(arr->size());
             double n = 0;
             for (size_t i = 0; i < arr->size(); ++i)
                 if (loose_equal((*arr)[i], args[0]) && (*arr)[i].kind == args[0].kind) {
@@ -402,10 +432,10 @@ Value array_member(const Value& self, const std::string& name) {
 
 }  // namespace
 
-Value builtin_member(const Value& object, const std::string& name, Interpreter&) {
+Value builtin_member(const Value& object, const std::string& name, Interpreter& in) {
     switch (object.kind) {
         case Kind::String:
-            return string_member(object, name);
+            return string_member(object, name, in);
         case Kind::Object:
             return object_member(object, name);
         case Kind::Array:

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "chat/jinja/interpreter.h"
+#include "chat/jinja/text_ops.h"
 #include "chat/jinja/unicode.h"
 
 namespace specula::jinja {
@@ -18,6 +19,7 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
     if (op == "or") return l.truthy() ? l : eval(*n.b, env);
     Value r = eval(*n.b, env);
     at_ = n.offset;
+    if (l.text || r.text) work(l.str().size() + r.str().size());
     if (op == "==") return Value::from_bool(loose_equal(l, r));
     if (op == "!=") return Value::from_bool(!loose_equal(l, r));
     auto str_concat = [&](const std::string& a, const std::string& b) {
@@ -79,17 +81,19 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
     if ((l.kind == Kind::String || r.kind == Kind::String) && op == "+")
         return str_concat(l.js_string(), r.js_string());
     if (l.kind == Kind::String && r.kind == Kind::String) {
-        if (op == "in") return Value::from_bool(r.str.find(l.str) != std::string::npos);
-        if (op == "not in") return Value::from_bool(r.str.find(l.str) == std::string::npos);
+        const std::string &a = l.str(), &b = r.str();
+        if (op == "in") return Value::from_bool(find_text(b, a) != std::string::npos);
+        if (op == "not in") return Value::from_bool(find_text(b, a) == std::string::npos);
         // Extension: the reference cannot order strings; Jinja compares them.
-        if (op == "<") return Value::from_bool(l.str < r.str);
-        if (op == ">") return Value::from_bool(l.str > r.str);
-        if (op == "<=") return Value::from_bool(l.str <= r.str);
-        if (op == ">=") return Value::from_bool(l.str >= r.str);
+        if (op == "<") return Value::from_bool(a < b);
+        if (op == ">") return Value::from_bool(a > b);
+        if (op == "<=") return Value::from_bool(a <= b);
+        if (op == ">=") return Value::from_bool(a >= b);
     }
     if (l.kind == Kind::String && r.kind == Kind::Object) {
-        if (op == "in") return Value::from_bool(r.obj->find(l.str) != nullptr);
-        if (op == "not in") return Value::from_bool(r.obj->find(l.str) == nullptr);
+        tick(r.obj->items.size() / 16);
+        if (op == "in") return Value::from_bool(r.obj->find(l.str()) != nullptr);
+        if (op == "not in") return Value::from_bool(r.obj->find(l.str()) == nullptr);
     }
     error("unknown operator \"" + op + "\" between " + l.type_name() + " and " + r.type_name());
 }
@@ -104,10 +108,8 @@ Value Interpreter::slice(const Value& object, const Ast& n, const std::shared_pt
         return v;
     };
     const Value start = part(n.a, "start"), stop = part(n.b, "stop"), step_v = part(n.c, "step");
-    std::vector<std::string> chars;
-    if (object.kind == Kind::String) chars = code_points(object.str);
-    const double len =
-        object.kind == Kind::Array ? double(object.arr->size()) : double(chars.size());
+    const Text* text = object.kind == Kind::String ? object.text.get() : nullptr;
+    const double len = text ? double(text->code_point_count()) : double(object.arr->size());
     const double step = step_v.is_undefined() ? 1 : step_v.num;
     const double dir = step > 0 ? 1 : step < 0 ? -1 : 0;
     double s, e;
@@ -122,17 +124,25 @@ Value Interpreter::slice(const Value& object, const Ast& n, const std::shared_pt
         e = stop.is_undefined() ? -1 : stop.num;
         e = e < -1 ? std::max(len + e, -1.0) : std::min(e, len - 1);
     }
+    if (text && step == 1) {  // a plain substring: one copy
+        const size_t first = size_t(s), last = size_t(std::max(s, e));
+        const auto [b, end] = text->code_point_span(first, last);
+        work(end - b);
+        check_size(end - b);
+        return Value::string(text->bytes.substr(b, end - b));
+    }
     Array out;
     std::string str;
     for (double i = s; dir * i < dir * e; i += step) {
         tick();
-        if (object.kind == Kind::Array)
+        if (!text) {
             out.push_back((*object.arr)[size_t(i)]);
-        else
-            str += chars[size_t(i)];
+        } else {
+            const auto [b, end] = text->code_point_span(size_t(i), size_t(i) + 1);
+            str.append(text->bytes, b, end - b);
+        }
     }
-    return object.kind == Kind::Array ? Value::array(std::move(out))
-                                      : Value::string(std::move(str));
+    return text ? Value::string(std::move(str)) : Value::array(std::move(out));
 }
 
 int compare_values(const Value& a, const Value& b, bool case_sensitive) {
@@ -151,8 +161,8 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
     if (a.kind != b.kind || a.kind != Kind::String)
         throw std::runtime_error(std::string("cannot compare ") + a.type_name() + " with " +
                                  b.type_name());
-    const std::string x = case_sensitive ? a.str : to_lower(a.str);
-    const std::string y = case_sensitive ? b.str : to_lower(b.str);
+    if (case_sensitive) return a.str() < b.str() ? -1 : a.str() > b.str() ? 1 : 0;
+    const std::string x = to_lower(a.str()), y = to_lower(b.str());
     return x < y ? -1 : x > y ? 1 : 0;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "chat/jinja/interpreter.h"
+#include "chat/jinja/text_ops.h"
 #include "chat/jinja/unicode.h"
 
 namespace specula::jinja {
@@ -63,10 +64,10 @@ bool t_sequence(const TestCall& c) {
     return c.x.kind == Kind::Array || c.x.kind == Kind::Object || c.x.kind == Kind::String;
 }
 bool t_lower(const TestCall& c) {
-    return c.x.kind == Kind::String && c.x.str == to_lower(c.x.str);
+    return c.x.kind == Kind::String && c.x.str() == to_lower(c.x.str());
 }
 bool t_upper(const TestCall& c) {
-    return c.x.kind == Kind::String && c.x.str == to_upper(c.x.str);
+    return c.x.kind == Kind::String && c.x.str() == to_upper(c.x.str());
 }
 bool t_defined(const TestCall& c) {
     return !c.x.is_undefined();
@@ -91,14 +92,15 @@ bool t_divisibleby(const TestCall& c) {
 bool t_in(const TestCall& c) {
     const Value &x = c.x, &other = c.other;
     if (other.kind == Kind::Array) {
+        c.in.tick(other.arr->size());
         for (const Value& v : *other.arr)
             if (strict_equal(v, x)) return true;
         return false;
     }
     if (other.kind == Kind::String && x.kind == Kind::String)
-        return other.str.find(x.str) != std::string::npos;
+        return find_text(other.str(), x.str()) != std::string::npos;
     if (other.kind == Kind::Object && x.kind == Kind::String)
-        return other.obj->find(x.str) != nullptr;
+        return other.obj->find(x.str()) != nullptr;
     c.in.error(std::string("cannot test 'in' on ") + other.type_name());
 }
 
@@ -185,6 +187,7 @@ bool Interpreter::apply_test(const std::string& name, const Value& x,
     const TestRow* row = find_test(name);
     if (!row) error("unknown test: " + name);
     const Value other = args.empty() ? Value::undefined() : args[0];
+    if (x.text || other.text) work(x.str().size() + other.str().size());
     return row->fn(TestCall{*this, name, x, other});
 }
 

@@ -1,11 +1,40 @@
 #include "chat/jinja/text_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "chat/jinja/unicode.h"
 
 namespace specula::jinja {
+
+size_t find_text(std::string_view hay, std::string_view needle, size_t pos) {
+    if (pos > hay.size()) return std::string::npos;
+    if (needle.empty()) return pos;
+    const void* hit = memmem(hay.data() + pos, hay.size() - pos, needle.data(), needle.size());
+    return hit ? size_t(static_cast<const char*>(hit) - hay.data()) : std::string::npos;
+}
+
+size_t rfind_text(std::string_view hay, std::string_view needle) {
+    if (needle.size() > hay.size()) return std::string::npos;
+    if (needle.empty()) return hay.size();
+    // The first match in the reversed text is the last one in the text.
+    const std::string rh(hay.rbegin(), hay.rend()), rn(needle.rbegin(), needle.rend());
+    const size_t r = find_text(rh, rn);
+    return r == std::string::npos ? r : hay.size() - r - needle.size();
+}
+
+size_t count_words(const std::string& s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.size();) {
+        while (i < s.size() && whitespace_len(s, i)) i += whitespace_len(s, i);
+        if (i >= s.size()) break;
+        ++n;
+        while (i < s.size() && !whitespace_len(s, i)) i += utf8_len(s, i);
+    }
+    return n;
+}
 
 std::string title_case(const std::string& s) {
     std::string r = s;
@@ -41,7 +70,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     }
     size_t pos = 0;
     while (left > 0) {
-        const size_t hit = s.find(from, pos);
+        const size_t hit = find_text(s, from, pos);
         if (hit == std::string::npos) break;
         out.append(s, pos, hit - pos);
         out += to;
@@ -75,7 +104,7 @@ std::vector<std::string> split_on(const std::string& s, const std::string& sep, 
     std::vector<std::string> out;
     size_t pos = 0;
     while (true) {
-        const size_t hit = s.find(sep, pos);
+        const size_t hit = find_text(s, sep, pos);
         if (hit == std::string::npos) break;
         out.push_back(s.substr(pos, hit - pos));
         pos = hit + sep.size();

@@ -1,14 +1,24 @@
 // String operations shared by filters and methods, each with the reference's JavaScript
 // behaviour: title case (\b\w upper-cased, the rest kept), capitalize (first character upper,
 // the rest kept), replace (count, empty pattern between code points), split (None splits runs
-// of whitespace), parseInt/parseFloat, and HTML escaping.
+// of whitespace), parseInt/parseFloat, and HTML escaping. Substring searches take time linear
+// in the text and the pattern (glibc's two-way memmem), never their product: a template cannot
+// make `pattern in text` quadratic.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace specula::jinja {
+
+// The first occurrence of `needle` at or after `pos`, std::string::npos when none.
+size_t find_text(std::string_view hay, std::string_view needle, size_t pos = 0);
+// The last occurrence of `needle`, std::string::npos when none.
+size_t rfind_text(std::string_view hay, std::string_view needle);
+// Number of whitespace-separated words (split_whitespace(s, -1).size() without the list).
+size_t count_words(const std::string& s);
 
 std::string title_case(const std::string& s);
 std::string capitalize(const std::string& s);

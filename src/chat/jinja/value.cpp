@@ -5,13 +5,28 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string_view>
 
 #include "chat/jinja/unicode.h"
 
 namespace specula::jinja {
 
-Value Value::array(Array a, bool tuple) {
+Value Value::string(std::string s) {
+    charge_allocation(s.size() + sizeof(Text));
     Value v;
+    v.kind = Kind::String;
+    v.text = std::make_shared<const Text>(std::move(s));
+    return v;
+}
+
+Value Value::array(Array a, bool tuple) {
+    charge_allocation(a.size() * sizeof(Value) + sizeof(Array));
+    uint32_t deepest = 0;
+    for (const Value& x : a) deepest = std::max(deepest, x.depth);
+    check_value_depth(deepest + 1);
+    Value v;
+    v.depth = deepest + 1;
     v.kind = Kind::Array;
     v.tuple = tuple;
     v.arr = std::make_shared<Array>(std::move(a));
@@ -19,14 +34,18 @@ Value Value::array(Array a, bool tuple) {
 }
 
 Value Value::object() {
+    charge_allocation(sizeof(Object));
     Value v;
+    v.depth = 1;
     v.kind = Kind::Object;
     v.obj = std::make_shared<Object>();
     return v;
 }
 
 Value Value::namespace_() {
+    charge_allocation(sizeof(Object));
     Value v;
+    v.depth = 1;
     v.kind = Kind::Namespace;
     v.obj = std::make_shared<Object>();
     return v;
@@ -37,6 +56,59 @@ Value Value::function(Function f) {
     v.kind = Kind::Function;
     v.fn = std::make_shared<Function>(std::move(f));
     return v;
+}
+
+const std::string& Value::str() const {
+    static const std::string empty;
+    return text ? text->bytes : empty;
+}
+
+// A container freed by the default destructors would free the containers in it from its own
+// destructor, one C stack frame per level: a list nested 300,000 deep overflows the stack. Here
+// the nested containers only this value holds are moved onto a work list first, so each one is
+// freed holding no container (its destructor has nothing left to recurse into).
+void Value::release_nested() noexcept {
+    std::vector<Value> pending;
+    auto take = [&pending](Value& v) {
+        if (v.arr && v.arr.use_count() == 1)
+            for (Value& x : *v.arr)
+                if (x.arr || x.obj) pending.push_back(std::move(x));
+        if (v.obj && v.obj.use_count() == 1)
+            for (auto& kv : v.obj->items)
+                if (kv.second.arr || kv.second.obj) pending.push_back(std::move(kv.second));
+    };
+    take(*this);
+    while (!pending.empty()) {
+        Value v = std::move(pending.back());
+        pending.pop_back();
+        take(v);
+    }
+}
+
+void Text::index() const {
+    if (indexed_) return;
+    indexed_ = true;
+    ascii_ = true;
+    for (unsigned char c : bytes)
+        if (c >= 0x80) {
+            ascii_ = false;
+            break;
+        }
+    if (ascii_) return;
+    starts_.reserve(bytes.size() / 2 + 1);
+    for (size_t i = 0; i < bytes.size(); i += utf8_len(bytes, i)) starts_.push_back(uint32_t(i));
+    starts_.push_back(uint32_t(bytes.size()));
+}
+
+size_t Text::code_point_count() const {
+    index();
+    return ascii_ ? bytes.size() : starts_.size() - 1;
+}
+
+std::pair<size_t, size_t> Text::code_point_span(size_t first, size_t last) const {
+    index();
+    if (ascii_) return {first, last};
+    return {starts_[first], starts_[last]};
 }
 
 const Value* Object::find(const std::string& key) const {
@@ -52,10 +124,12 @@ Value* Object::find(const std::string& key) {
 }
 
 void Object::set(const std::string& key, Value v) {
-    if (Value* old = find(key))
+    if (Value* old = find(key)) {
         *old = std::move(v);
-    else
+    } else {
+        charge_allocation(key.size() + sizeof(items[0]));
         items.emplace_back(key, std::move(v));
+    }
 }
 
 bool Value::truthy() const {
@@ -69,7 +143,7 @@ bool Value::truthy() const {
         case Kind::Float:
             return num != 0 && !std::isnan(num);
         case Kind::String:
-            return !str.empty();
+            return !str().empty();
         case Kind::Array:
             return !arr->empty();
         case Kind::Object:
@@ -161,7 +235,7 @@ std::string Value::to_output() const {
         case Kind::Float:
             return float_string(num);
         case Kind::String:
-            return str;
+            return str();
         case Kind::Array:
         case Kind::Object:
         case Kind::Namespace:
@@ -253,7 +327,7 @@ bool strict_equal(const Value& a, const Value& b) {
         case JsType::Number:
             return a.num == b.num;
         case JsType::String:
-            return a.str == b.str;
+            return a.str() == b.str();
         case JsType::Ref:
             return identity(a) == identity(b);
     }
@@ -268,8 +342,8 @@ bool loose_equal(const Value& a, const Value& b) {
     if (a_nullish || b_nullish) return a_nullish && b_nullish;
     if (ta == JsType::Bool) return loose_equal(Value::integer(a.boolean ? 1 : 0), b);
     if (tb == JsType::Bool) return loose_equal(a, Value::integer(b.boolean ? 1 : 0));
-    if (ta == JsType::Number && tb == JsType::String) return a.num == js_to_number(b.str);
-    if (ta == JsType::String && tb == JsType::Number) return js_to_number(a.str) == b.num;
+    if (ta == JsType::Number && tb == JsType::String) return a.num == js_to_number(b.str());
+    if (ta == JsType::String && tb == JsType::Number) return js_to_number(a.str()) == b.num;
     if (ta == JsType::Ref && tb != JsType::Ref) return loose_equal(Value::string(a.js_string()), b);
     if (tb == JsType::Ref && ta != JsType::Ref) return loose_equal(a, Value::string(b.js_string()));
     return false;
@@ -354,67 +428,86 @@ int locale_compare(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::string to_json(const Value& v, const JsonOptions& opt, bool undefined_as_null, int depth) {
-    if (depth > 512) throw std::runtime_error("tojson: value nested too deeply");
-    std::string item_sep = opt.indent ? "," : ", ", key_sep = ": ";
-    if (opt.has_separators) {
-        item_sep = opt.item_sep;
-        key_sep = opt.key_sep;
+namespace {
+
+// to_json's writer: appends to one buffer, checking its size after every piece.
+struct JsonWriter {
+    const JsonOptions& opt;
+    bool undefined_as_null;
+    std::string out;
+    std::string item_sep, key_sep, unit;
+
+    void put(std::string_view piece) {
+        if (out.size() + piece.size() > opt.max_len)
+            throw std::runtime_error("text longer than the limit of " +
+                                     std::to_string(opt.max_len) + " bytes");
+        out += piece;
     }
+    void newline(int depth) {
+        put("\n");
+        for (int i = 0; i < depth; ++i) put(unit);
+    }
+    void write(const Value& v, int depth);
+};
+
+void JsonWriter::write(const Value& v, int depth) {
+    if (depth > opt.max_depth)
+        throw std::runtime_error("value nested deeper than the limit of " +
+                                 std::to_string(opt.max_depth) + " levels");
     switch (v.kind) {
         case Kind::Null:
-            return "null";
+            return put("null");
         case Kind::Undefined:
-            return undefined_as_null ? "null" : "undefined";
+            return put(undefined_as_null ? "null" : "undefined");
         case Kind::Bool:
-            return v.boolean ? "true" : "false";
+            return put(v.boolean ? "true" : "false");
         case Kind::Int:
         case Kind::Float:
-            return std::isfinite(v.num) ? js_number(v.num) : "null";
+            return put(std::isfinite(v.num) ? js_number(v.num) : "null");
         case Kind::String:
-            return json_quote(v.str, opt.ensure_ascii);
+            return put(json_quote(v.str(), opt.ensure_ascii));
         case Kind::Function:
             throw std::runtime_error("Cannot convert to JSON: FunctionValue");
         default:
             break;
     }
-    const std::string unit = opt.indent > 0 ? std::string(size_t(opt.indent), ' ') : "";
-    std::string base = "\n";
-    for (int i = 0; i < depth; ++i) base += unit;
-    const std::string child = base + unit;
-    std::vector<std::string> core;
-    if (v.kind == Kind::Array) {
-        size_t total = 0;
-        for (const Value& x : *v.arr) {
-            core.push_back(to_json(x, opt, undefined_as_null, depth + 1));
-            total += core.back().size() + child.size();
-            if (total > opt.max_len) throw std::runtime_error("tojson: text longer than the limit");
-        }
-        std::string out = "[";
-        if (opt.indent && !core.empty()) {
-            out += child;
-            for (size_t i = 0; i < core.size(); ++i) out += (i ? item_sep + child : "") + core[i];
-            return out + base + "]";
-        }
-        for (size_t i = 0; i < core.size(); ++i) out += (i ? item_sep : "") + core[i];
-        return out + "]";
-    }
+    const bool is_array = v.kind == Kind::Array;
     std::vector<const std::pair<std::string, Value>*> entries;
-    size_t total = 0;
-    for (const auto& kv : v.obj->items) entries.push_back(&kv);
-    if (opt.sort_keys)
-        std::stable_sort(entries.begin(), entries.end(),
-                         [](auto* a, auto* b) { return locale_compare(a->first, b->first) < 0; });
-    for (const auto* kv : entries) {
-        std::string s = json_quote(kv->first, opt.ensure_ascii) + key_sep +
-                        to_json(kv->second, opt, undefined_as_null, depth + 1);
-        core.push_back(opt.indent ? child + s : s);
-        total += core.back().size();
-        if (total > opt.max_len) throw std::runtime_error("tojson: text longer than the limit");
+    if (!is_array) {
+        for (const auto& kv : v.obj->items) entries.push_back(&kv);
+        if (opt.sort_keys)
+            std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) {
+                return locale_compare(a->first, b->first) < 0;
+            });
     }
-    std::string out = "{";
-    for (size_t i = 0; i < core.size(); ++i) out += (i ? item_sep : "") + core[i];
-    return out + (opt.indent && !core.empty() ? base + "}" : "}");
+    const size_t n = is_array ? v.arr->size() : entries.size();
+    put(is_array ? "[" : "{");
+    for (size_t i = 0; i < n; ++i) {
+        if (i) put(item_sep);
+        if (opt.indent) newline(depth + 1);
+        if (is_array) {
+            write((*v.arr)[i], depth + 1);
+        } else {
+            put(json_quote(entries[i]->first, opt.ensure_ascii));
+            put(key_sep);
+            write(entries[i]->second, depth + 1);
+        }
+    }
+    if (opt.indent && n) newline(depth);
+    put(is_array ? "]" : "}");
+}
+
+}  // namespace
+
+std::string to_json(const Value& v, const JsonOptions& opt, bool undefined_as_null) {
+    JsonWriter w{opt, undefined_as_null, {}, opt.indent ? "," : ", ", ": ", {}};
+    if (opt.has_separators) {
+        w.item_sep = opt.item_sep;
+        w.key_sep = opt.key_sep;
+    }
+    if (opt.indent > 0) w.unit = std::string(size_t(opt.indent), ' ');
+    w.write(v, 0);
+    return std::move(w.out);
 }
 
 namespace {
