@@ -179,6 +179,56 @@ TEST(QuantizeLogits, StayWithinTheTypesDistanceFromF32) {
     }
 }
 
+// llama-quantize's Q4_K_M mix on a Qwen3-8B shape (36 layers, GQA 4): attn_v and ffn_down get Q6_K
+// in layers 0-3, 31-35 and every third between (6, 9, ..., 30); IQ4_XS gives attn_v Q5_K (GQA >= 4)
+// and the first 36 / 8 = 4 ffn_down Q5_K; an 8-expert model gets Q8_0 attn_k / attn_v.
+TEST(QuantizeMix, LayersThatGetMoreBits) {
+    using specula::GGMLType;
+    specula::quant::MixModel m;
+    m.arch = "qwen3";
+    m.n_layer = 36;
+    m.n_gqa = 4;
+    m.has_output = true;
+    m.n_attention_wv = 36;
+    const specula::quant::MixOptions opt;
+    const auto q4km = *find_file_type("Q4_K_M");
+    specula::quant::MixState st;
+    std::string six;
+    for (int il = 0; il < 36; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const GGMLType v = tensor_type(q4km, m, st, p + "attn_v.weight", 4096, opt, nullptr);
+        const GGMLType d = tensor_type(q4km, m, st, p + "ffn_down.weight", 12288, opt, nullptr);
+        EXPECT_EQ(v, d) << il;
+        EXPECT_EQ(tensor_type(q4km, m, st, p + "attn_q.weight", 4096, opt, nullptr),
+                  GGMLType::Q4_K);
+        if (v == GGMLType::Q6_K) six += std::to_string(il) + " ";
+    }
+    EXPECT_EQ(six, "0 1 2 3 6 9 12 15 18 21 24 27 30 31 32 33 34 35 ");
+    EXPECT_EQ(tensor_type(q4km, m, st, "output.weight", 4096, opt, nullptr), GGMLType::Q6_K);
+    EXPECT_EQ(tensor_type(q4km, m, st, "token_embd.weight", 4096, opt, nullptr), GGMLType::Q4_K);
+
+    const auto iq4 = *find_file_type("IQ4_XS");
+    specula::quant::MixState st2;
+    int n_q5 = 0;
+    for (int il = 0; il < 36; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        EXPECT_EQ(tensor_type(iq4, m, st2, p + "attn_v.weight", 4096, opt, nullptr),
+                  GGMLType::Q5_K);
+        n_q5 +=
+            tensor_type(iq4, m, st2, p + "ffn_down.weight", 12288, opt, nullptr) == GGMLType::Q5_K;
+    }
+    EXPECT_EQ(n_q5, 4);
+
+    m.n_expert = 8;
+    specula::quant::MixState st3;
+    EXPECT_EQ(tensor_type(q4km, m, st3, "blk.0.attn_k.weight", 4096, opt, nullptr), GGMLType::Q8_0);
+    EXPECT_EQ(tensor_type(q4km, m, st3, "blk.0.attn_v.weight", 4096, opt, nullptr), GGMLType::Q8_0);
+    EXPECT_EQ(tensor_type(q4km, m, st3, "blk.0.attn_output.weight", 4096, opt, nullptr),
+              GGMLType::Q5_K);
+    EXPECT_THROW(tensor_type(q4km, m, st3, "blk.99.ffn_down_exps.weight", 4096, opt, nullptr),
+                 specula::Error);
+}
+
 TEST(QuantizeErrors, NameTheProblem) {
     const auto expect_error = [](const QuantizeOptions& o, const std::string& part) {
         try {
