@@ -4,6 +4,7 @@ their draft logits from an independent float64 numpy forward (the target's too),
 definition in llama.cpp's src/models/eagle3.cpp and the EAGLE-3 paper:
 
   python3 scripts/models/eagle3_head.py [OUT_DIR] [--shared SHARED_DIR]
+  python3 scripts/models/eagle3_head.py --bench TARGET.gguf OUT.gguf [--type f16|q8_0]
 
 writes OUT_DIR (default tests/data/eagle3):
   stories260K-eagle3.gguf   for stories260K: `eagle3.target_layers`, a d2t mapping a 200-token
@@ -23,7 +24,9 @@ The head (one row per target position p, predicting t_{p+2}):
   x = x + down(silu(gate(h)) * up(h)),  h = rms(x) * ffn_norm
   logits = output(rms(x) * output_norm) scattered to the target's ids by d2t
 Rope is llama.cpp's normal mode (adjacent pairs) at absolute positions. A rerun writes the same
-bytes.
+bytes. --bench writes a timing head shaped for any llama-style target from its metadata alone (its
+hidden size, heads and FFN width; layers 2, n/2, n - 3 as vLLM picks them; the shared vocabulary,
+the target's token_embd and output), random weights in F16 or Q8_0.
 """
 import argparse
 import json
@@ -225,11 +228,57 @@ def write_head(path, spec, th, t, d2t):
     w.write(path)
 
 
+def bench_head(target, out, wtype):
+    """A timing head for `target` (metadata only): random weights, no d2t, the target's vocab."""
+    kv = {k: v for k, (t, v) in g.read_metadata(target).items()}
+    a = kv["general.architecture"]
+    n = kv[a + ".block_count"]
+    th = dict(d=kv[a + ".embedding_length"], eps=kv.get(a + ".attention.layer_norm_rms_epsilon",
+                                                        1e-5),
+              base=kv.get(a + ".rope.freq_base", 10000.0))
+    spec = dict(seed=1, key="target_layers", layers=[2, n // 2, n - 3], nbr=False,
+                n_head=kv[a + ".attention.head_count"],
+                n_head_kv=kv.get(a + ".attention.head_count_kv", kv[a + ".attention.head_count"]),
+                n_ff=kv[a + ".feed_forward_length"])
+    rng = np.random.default_rng(1)
+    d, hd = th["d"], th["d"] // spec["n_head"]
+    shapes = {"fc.weight": (d, 3 * d), "blk.0.attn_q.weight": (spec["n_head"] * hd, 2 * d),
+              "blk.0.attn_k.weight": (spec["n_head_kv"] * hd, 2 * d),
+              "blk.0.attn_v.weight": (spec["n_head_kv"] * hd, 2 * d),
+              "blk.0.attn_output.weight": (d, spec["n_head"] * hd),
+              "blk.0.ffn_gate.weight": (spec["n_ff"], d), "blk.0.ffn_up.weight": (spec["n_ff"], d),
+              "blk.0.ffn_down.weight": (d, spec["n_ff"])}
+    t = {name: (rng.standard_normal(sh, dtype=np.float32) / np.sqrt(sh[1])) for name, sh in
+         shapes.items()}
+    for name in ("blk.0.attn_norm.weight", "blk.0.hidden_norm.weight", "blk.0.ffn_norm.weight",
+                 "output_norm.weight"):
+        t[name] = np.ones(d, dtype=np.float32)
+    gtype = {"f16": g.GGML_F16, "q8_0": g.GGML_Q8_0}[wtype]
+    w = g.Writer()
+    w.add("general.architecture", g.T_STR, "eagle3")
+    for key, val in (("context_length", kv[a + ".context_length"]), ("embedding_length", d),
+                     ("block_count", 1), ("feed_forward_length", spec["n_ff"]),
+                     ("attention.head_count", spec["n_head"]),
+                     ("attention.head_count_kv", spec["n_head_kv"]), ("target_hidden_size", d)):
+        w.add("eagle3." + key, g.T_U32, val)
+    w.add("eagle3.attention.layer_norm_rms_epsilon", g.T_F32, th["eps"])
+    w.add("eagle3.rope.freq_base", g.T_F32, th["base"])
+    w.add("eagle3.target_layers", g.T_ARR, (g.T_I32, spec["layers"]))
+    for name, arr in t.items():
+        w.tensor(name, arr, g.GGML_F32 if arr.ndim == 1 else gtype)
+    w.write(out)
+    print(out, "layers", spec["layers"], wtype)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", default=os.path.join(HERE, "../../tests/data/eagle3"))
     ap.add_argument("--shared", default=os.path.join(HERE, "../../../shared"))
+    ap.add_argument("--bench", metavar="TARGET", help="write a timing head for TARGET to OUT")
+    ap.add_argument("--type", default="f16", choices=["f16", "q8_0"])
     args = ap.parse_args()
+    if args.bench:
+        return bench_head(args.bench, args.out, args.type)
     os.makedirs(args.out, exist_ok=True)
     for stem, spec in HEADS.items():
         th, tw = target_model(os.path.join(args.shared, "models", spec["target"]))

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/env.h"
 #include "common/error.h"
+#include "kernels/layout/repack_float.h"
 
 namespace specula {
 
@@ -167,6 +169,21 @@ void bind_tensors(Eagle3Head& h, const Model& target) {
     h.att.scale = 1.0f / std::sqrt(float(hp.head_dim));
 }
 
+// Repacks the head's own dense matrices into the multi-token kernels' tiles, as Model::load does
+// the target's (SPECULA_REPACK=0: not), where their widths are whole 256-column blocks.
+void pack(Eagle3Head& h) {
+    if (!env_settings().repack) return;
+    for (WeightView* w :
+         {&h.fc, &h.wq, &h.wk, &h.wv, &h.wo, &h.ffn_gate, &h.ffn_up, &h.ffn_down, &h.output}) {
+        if (!w->data || w->packed || !repackable(w->type) || w->cols % 256 != 0) continue;
+        if (w->data == h.target->output.data) continue;  // the target's own (packed there)
+        if (float_repackable(w->type) && !float_repack_at_load()) continue;
+        uint8_t* dst = h.packed.emplace_back(packed_size(*w)).data();
+        repack(*w, dst);
+        w->packed = dst;
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Model& target) {
@@ -177,6 +194,7 @@ std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Mode
     read_layers(*h, target);
     bind_tensors(*h, target);
     read_d2t(*h, target);
+    pack(*h);
     return h;
 }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/threadpool.h"
+#include "kernels/repack.h"
 #include "model/blocks/attention.h"
 #include "model/blocks/rope.h"
 #include "model/load/model.h"
@@ -62,7 +63,8 @@ struct Eagle3Head {
     std::vector<int32_t> d2t;  // empty: the head's output rows are the target's token ids
     RopeParams rope;
     AttentionShape att;
-    ModelWeights owned;  // F32 copies of norms stored in other types
+    ModelWeights owned;                // F32 copies of norms stored in other types
+    std::vector<PackedBuffer> packed;  // the head's own matrices repacked (kernels/repack.h)
 
     int n_out() const { return int(output.rows); }                       // the head's vocabulary
     int n_features() const { return int(layers.size()) * target_embd; }  // fc's input width
