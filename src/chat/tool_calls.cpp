@@ -50,7 +50,11 @@ bool parses_without_tools(ToolCallFormat f) {
 
 ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
                                  const nlohmann::ordered_json& tools) {
-    return f.spec->parse(text, tools);
+    try {
+        return f.spec->parse(text, tools);
+    } catch (const std::exception& e) {  // a bug: the parsers are total (test_chat_model_output)
+        fail("the ", f.spec->name, " tool-call parser failed on the model's output: ", e.what());
+    }
 }
 
 ToolCallMarkers tool_call_markers(ToolCallFormat f) {
@@ -144,7 +148,7 @@ ParsedToolCalls ToolCallGate::finish(const nlohmann::ordered_json& tools) {
     std::string rest = push("");
     ParsedToolCalls out = in_call_ ? parse_tool_calls(format_, held_, tools) : as_content(held_);
     held_.clear();
-    if (in_call_ && out.calls.empty()) {
+    if (in_call_ && out.as_text) {
         out.content.insert(0, dropped_);  // not a call after all: the text byte for byte
     } else if (in_call_ && (released_ || !rest.empty()) && !out.content.empty()) {
         out.content.insert(0, "\n");  // text after the calls, after the text before them

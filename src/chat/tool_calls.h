@@ -58,10 +58,15 @@ struct ParsedToolCalls {
     std::string content;
     std::vector<ToolCall> calls;
     std::string reasoning;  // harmony's analysis channel
+    // The parser read no markup: content is the text, byte for byte (no calls, no reasoning).
+    // Harmony messages without a call are markup read: their bodies are content.
+    bool as_text = false;
 };
 
 // `tools`: the request's tools ([{"type": "function", "function": {...}}] or null), which
-// qwen3-coder reads for the parameters' types.
+// qwen3-coder reads for the parameters' types. Total on any bytes (invalid UTF-8 included: the
+// arguments are valid JSON, a bad byte U+FFFD); should a parser still throw, the exception is an
+// Error naming the format, which the server answers with a 500 for that request alone.
 ParsedToolCalls parse_tool_calls(ToolCallFormat f, std::string_view text,
                                  const nlohmann::ordered_json& tools = nullptr);
 

@@ -75,7 +75,7 @@ nlohmann::json call_object_schema(const char* args_key, nlohmann::json name_sche
 
 // The text unchanged as content, no calls.
 inline ParsedToolCalls as_content(std::string_view text) {
-    return {std::string(text), {}, {}};
+    return {std::string(text), {}, {}, true};
 }
 std::string trim_right(std::string_view s);
 std::string trim(std::string_view s);

@@ -75,7 +75,8 @@ size_t parse_function(std::string_view text, size_t at, const ojson& tools, Tool
         at = skip_space(text, value_end + kParamEnd.size());
     }
     if (!text.substr(at).starts_with(kFunctionEnd)) return std::string_view::npos;
-    out.arguments = args.dump();
+    // Model output may be any bytes: invalid UTF-8 in a key or a text value becomes U+FFFD.
+    out.arguments = args.dump(-1, ' ', false, ojson::error_handler_t::replace);
     return at + kFunctionEnd.size();
 }
 
