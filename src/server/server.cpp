@@ -121,6 +121,16 @@ json internal_error(const std::exception& e) {
     return api_error_body(std::string("generation failed: ") + e.what(), "server_error");
 }
 
+// The reply could not be made from the model's output (a tool-call or reasoning parser threw):
+// logged, and that request answered with a 500 error object naming it (in-band: the 200 status
+// is already out); the server goes on.
+ApiError reply_failed(const std::exception& e) {
+    std::fprintf(stderr, "serve: building the reply failed: %s\n", e.what());
+    return ApiError(500,
+                    std::string("building the reply from the model's output failed: ") + e.what(),
+                    "", "server_error", "reply_failed");
+}
+
 }  // namespace
 
 // The wire bytes one request may take: its decoded body's limit, with room for the head and for
@@ -319,11 +329,21 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 sink.done();
                 return true;
             }
-            for (const json& rest : stream_flush_chunks(*head, i, cursor))
-                if (!emit(rest)) return false;
-            if (message || events) {  // one message or response, no usage chunk, no [DONE]
-                write_raw(message ? message->finish(c, cursor.called_tools)
-                                  : events->finish(c, head->n_prompt));
+            try {
+                for (const json& rest : stream_flush_chunks(*head, i, cursor))
+                    if (!emit(rest)) return false;
+                if (message || events) {  // one message or response, no usage chunk, no [DONE]
+                    write_raw(message ? message->finish(c, cursor.called_tools)
+                                      : events->finish(c, head->n_prompt));
+                    sink.done();
+                    return true;
+                }
+            } catch (const std::exception& e) {
+                const ApiError err = reply_failed(e);
+                service_.metrics().record_failure(500);
+                head->anthropic
+                    ? write_raw("event: error\ndata: " + dump(anthropic_error(err)) + "\n\n")
+                    : write_sse(sink, err.body());
                 sink.done();
                 return true;
             }
@@ -386,12 +406,19 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
                 choices.push_back(std::move(c));
             }
             const Tokenizer& tok = service_.target().tokenizer();
-            const json reply = head->native ? native_final(*head, choices[0], tok, false)
-                                            : full_response(*head, choices, tok);
-            const std::string body =
-                dump(head->anthropic   ? chat_to_message(reply, choices[0], head->hide_thinking)
-                     : head->responses ? chat_to_response(reply, choices[0], *head->responses)
-                                       : reply);
+            std::string body;
+            try {
+                const json reply = head->native ? native_final(*head, choices[0], tok, false)
+                                                : full_response(*head, choices, tok);
+                body =
+                    dump(head->anthropic   ? chat_to_message(reply, choices[0], head->hide_thinking)
+                         : head->responses ? chat_to_response(reply, choices[0], *head->responses)
+                                           : reply);
+            } catch (const std::exception& e) {
+                const ApiError err = reply_failed(e);
+                service_.metrics().record_failure(500);
+                body = dump(head->anthropic ? anthropic_error(err) : err.body());
+            }
             sink.write(body.data(), body.size());
             sink.done();
             return true;

@@ -164,7 +164,9 @@ void thinking_of(const ojson& t, int64_t max_tokens, ojson& out) {
 }
 
 std::string event(const char* name, const json& data) {
-    return std::string("event: ") + name + "\ndata: " + data.dump() + "\n\n";
+    // Model output may hold invalid UTF-8: replaced (U+FFFD), never thrown.
+    return std::string("event: ") + name +
+           "\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
 
 std::string stop_reason(const std::string& finish, const Completion& c, bool called_tools) {

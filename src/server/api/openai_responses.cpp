@@ -339,7 +339,9 @@ json ResponseEventStream::base(const char* status) const {
 std::string ResponseEventStream::event(const char* type, json body) {
     body["type"] = type;
     body["sequence_number"] = seq_++;
-    return std::string("event: ") + type + "\ndata: " + body.dump() + "\n\n";
+    // Model output may hold invalid UTF-8: replaced (U+FFFD), never thrown.
+    return std::string("event: ") + type +
+           "\ndata: " + body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
 
 std::string ResponseEventStream::start() {
