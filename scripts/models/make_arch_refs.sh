@@ -16,6 +16,9 @@ g++ -O1 -std=c++17 -I"$ik/include" -I"$ik/ggml/include" "$here/ref_dump.cpp" -o 
 for f in "$data"/*.gguf; do
     stem=$(basename "$f" .gguf)
     case $stem in *.sidecar) continue ;; esac
-    "$bin" "$f" "$shared/reference/prompts/general.json" "$stem.gguf" > "$data/$stem.json" 2>/dev/null
+    # gemma4's graph is right only with flash attention (ik_llama.cpp's README says so too).
+    fa=0
+    case $stem in rand-gemma4-*) fa=1 ;; esac
+    REF_DUMP_FA=$fa "$bin" "$f" "$shared/reference/prompts/general.json" "$stem.gguf" > "$data/$stem.json" 2>/dev/null
     echo "$data/$stem.json"
 done

@@ -5,12 +5,14 @@
 // llama_decode with logits at every position (prompt_top: top-10 per position), then 32 greedy
 // tokens one llama_decode each (argmax, ties to the lowest id; greedy.steps: top-10 per step).
 // K cache F32 and V cache F16 (ik_llama.cpp refuses an F32 V cache without flash attention, and
-// its flash attention does not take every head size), flash attention off, 1 thread,
+// its flash attention does not take every head size), flash attention off (with REF_DUMP_FA=1:
+// on, and the K cache F16, for the architectures whose graph needs it), 1 thread,
 // n_ctx = n_batch = n_ubatch = 512.
 // Built and run by scripts/models/make_arch_refs.sh; not part of the Specula build.
 //   usage: ref_dump MODEL.gguf PROMPTS.json REL_PATH > OUT.json
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -90,9 +92,13 @@ int main(int argc, char** argv) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = cp.n_batch = cp.n_ubatch = kCtx;
     cp.n_threads = cp.n_threads_batch = 1;
-    cp.type_k = GGML_TYPE_F32;
+    // Flash attention where the architecture's graph needs it (gemma4: its attention without it
+    // mixes up V = K and the shared layers' caches; make_arch_refs.sh passes REF_DUMP_FA=1).
+    const char* fa_env = std::getenv("REF_DUMP_FA");
+    const bool fa = fa_env && std::string(fa_env) == "1";
+    cp.flash_attn = fa;
+    cp.type_k = fa ? GGML_TYPE_F16 : GGML_TYPE_F32;  // its flash attention takes no F32 cache
     cp.type_v = GGML_TYPE_F16;
-    cp.flash_attn = false;
     llama_context* ctx = llama_init_from_model(model, cp);
     if (!ctx) return 1;
     const int nv = llama_n_vocab(model);
@@ -116,9 +122,9 @@ int main(int argc, char** argv) {
                 llama_token_bos(model), argv[3]);
     std::printf(
         "\"eval\": {\"engine\": \"ik_llama.cpp (CPU)\", \"n_threads\": 1, \"n_ctx\": %d, "
-        "\"type_k\": \"f32\", \"type_v\": \"f16\", \"flash_attn\": false, \"top_k\": %d, "
+        "\"type_k\": \"%s\", \"type_v\": \"f16\", \"flash_attn\": %s, \"top_k\": %d, "
         "\"n_gen\": %d},\n",
-        kCtx, kTop, kGen);
+        kCtx, fa ? "f16" : "f32", fa ? "true" : "false", kTop, kGen);
     std::printf("\"prompts\": [\n");
     std::vector<float> all_gaps;
     const auto prompts = ref_prompts::read_prompts(argv[2]);

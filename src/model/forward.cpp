@@ -44,16 +44,16 @@ void ForwardPass::each_buffer(int ntok, int logit_rows, F&& f) {
     f(s.x, n * hp.n_embd);
     f(s.h, n * hp.n_embd);
     f(s.tmp, n * hp.n_embd);
-    f(s.q, n * hp.n_embd_q());
-    f(s.k, n * hp.n_embd_kv());
-    f(s.v, n * hp.n_embd_kv());
-    f(s.att, n * hp.n_embd_q());
-    if (hp.n_expert == 0) {  // the dense FFN's (the MoE keeps its own)
-        f(s.ff_g, n * hp.n_ff);
-        f(s.ff_u, n * hp.n_ff);
+    f(s.q, n * hp.max_n_embd_q());
+    f(s.k, n * hp.max_n_embd_kv());
+    f(s.v, n * hp.max_n_embd_kv());
+    f(s.att, n * hp.max_n_embd_q());
+    if (hp.n_expert == 0 || !hp.n_ff_arr.empty()) {  // the dense FFN's (the MoE keeps its own)
+        f(s.ff_g, n * hp.max_n_ff());
+        f(s.ff_u, n * hp.max_n_ff());
     }
-    f(s.rope_cs, n * hp.n_rot);
-    if (s.swa_rope) f(s.rope_cs_swa, n * hp.n_rot);
+    f(s.rope_cs, n * hp.max_n_rot());
+    if (s.swa_rope) f(s.rope_cs_swa, n * hp.max_n_rot());
     f(s.logits, size_t(logit_rows) * hp.n_vocab);
     for (size_t i = 0; i < arch_widths_.size(); ++i) f(s.arch[i], n * arch_widths_[i]);
     if (hp.n_recurrent() > 0) {
@@ -121,16 +121,16 @@ void ForwardPass::embed(std::span<const PassSegment> segs) {
         RopeParams rope = st_.rope;
         rope.freq_factors = rope_factors(segs[s].seq->kv.n_ctx());
         RopeParams rope_swa = st_.rope_swa;
-        rope_swa.freq_factors = rope.freq_factors;
+        if (hp.swa_rope_factors) rope_swa.freq_factors = rope.freq_factors;
         for (int t = 0; t < st_.n[s]; ++t) {
             const size_t row = static_cast<size_t>(st_.off[s] + t);
             float* xr = st_.x.data() + row * hp.n_embd;
             dequantize_row(e.type, e.row(segs[s].tokens[t]), xr, e.cols);
             if (hp.embd_scale > 0)
                 for (int i = 0; i < hp.n_embd; ++i) xr[i] *= hp.embd_scale;
-            rope_angles(rope, pos0 + t, st_.rope_cs.data() + row * hp.n_rot);
+            rope_angles(rope, pos0 + t, st_.rope_cs.data() + row * hp.max_n_rot());
             if (st_.swa_rope)
-                rope_angles(rope_swa, pos0 + t, st_.rope_cs_swa.data() + row * hp.n_rot);
+                rope_angles(rope_swa, pos0 + t, st_.rope_cs_swa.data() + row * hp.max_n_rot());
         }
     }
 }

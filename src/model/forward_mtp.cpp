@@ -52,7 +52,7 @@ void ForwardPass::run_mtp(std::span<const MtpSegment> segs, ThreadPool& pool) {
             dequantize_row(e.type, e.row(sg.next[t]), cat, e.cols);
             rms_norm(cat, m.enorm, hp.n_embd, hp.rms_eps, cat);
             rms_norm(sg.hidden + d * t, m.hnorm, hp.n_embd, hp.rms_eps, cat + d);
-            rope_angles(rope, kv.n_past() + t, st_.rope_cs.data() + row * hp.n_rot);
+            rope_angles(rope, kv.n_past() + t, st_.rope_cs.data() + row * hp.max_n_rot());
         }
         pass_segs_.push_back({sg.seq, sg.next, /*all_logits=*/true, 0});
     }

@@ -17,6 +17,7 @@
 #include "model/forward_pass.h"
 #include "model/session.h"
 #include "model/state/recurrent_state.h"
+#include "model/state/sequence_state.h"
 
 namespace specula {
 
@@ -42,10 +43,7 @@ double weight_bytes(const Model& m) {
 // with the head always has it).
 double kv_bytes(const Model& m, int n_ctx, KVType k, KVType v) {
     const HParams& hp = m.hparams();
-    std::vector<int> windows(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il)
-        windows[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);  // -1: no cache
-    return KVCache::bytes(hp.n_layer, n_ctx, hp.n_embd_kv(), k, v, windows,
+    return KVCache::bytes(kv_shapes(hp), n_ctx, k, v, kv_windows(hp),
                           SessionParams::kDefaultSwaMaxPass) +
            RecurrentState::bytes(hp) +
            (m.has_mtp() ? KVCache::bytes(1, n_ctx, hp.n_embd_kv(), k, v) : 0.0);
@@ -59,7 +57,7 @@ double pass_bytes(const Model& m, int n_ctx, int n_threads, int logit_rows, cons
     const int rows = std::max(1, std::min(c.n_ubatch, n_ctx));
     ForwardPass pass(m);
     const int copied = c.n_seqs > 1 ? std::min(rows, c.n_seqs * logit_rows) : 0;
-    const AttentionShape s{hp.n_head, hp.n_head_kv, hp.head_dim, 1.f};
+    const AttentionShape s{hp.n_head, hp.n_head_kv, hp.max_head_dim(), 1.f};
     return pass.buffer_bytes(rows, copied) +
            sizeof(float) * double(attention_scratch_floats(s, n_ctx, n_threads));
 }

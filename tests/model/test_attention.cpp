@@ -98,7 +98,7 @@ std::vector<float> rounded_q8(const float* q, int n) {
 
 // Layer 1's K or V rows as the cache holds them, as floats (row j at j * n_embd_kv).
 std::vector<float> rows_held(const KVCache& kv, bool k) {
-    const int n = kv.n_embd_kv();
+    const int n = kv.n_embd_kv(0);
     std::vector<float> out(size_t(kPositions) * n);
     for (int j = 0; j < kPositions; ++j)
         k ? kv.read_k(1, j, 0, n, out.data() + size_t(j) * n)
@@ -118,7 +118,7 @@ TEST_P(AttentionInvariance, EqualsReferenceAndIsPassAndThreadInvariant) {
     const int group = sh.n_head / sh.n_head_kv;
     std::vector<double> sc(kPositions);
     const std::vector<float> kh = rows_held(st.kv, true), vh = rows_held(st.kv, false);
-    const size_t nkv = size_t(st.kv.n_embd_kv());
+    const size_t nkv = size_t(st.kv.n_embd_kv(0));
     for (int t = 0; t < kPositions; t += 7) {
         for (int h = 0; h < sh.n_head; ++h) {
             const float* qv = st.q.data() + t * st.ldq() + h * sh.hd;
@@ -425,8 +425,8 @@ TEST(AttentionRing, RingEqualsWholeCache) {
         KVCache whole_hm(1, n_ctx, n_embd_kv, t, t, {}, 0, 64);
         KVCache ring_hm(1, n_ctx, n_embd_kv, t, t, window, max_pass, 64);
         ASSERT_LT(ring.rows(0), n_ctx);
-        ASSERT_EQ(whole_hm.stride(), 64);
-        ASSERT_EQ(whole.stride(), n_embd_kv);
+        ASSERT_EQ(whole_hm.stride(0), 64);
+        ASSERT_EQ(whole.stride(0), n_embd_kv);
         std::vector<float> scores(attention_scratch_floats(s, n_ctx, pool.size()));
         std::vector<float> a(q.size()), b[3];
         for (auto& x : b) x.resize(q.size());
@@ -502,9 +502,9 @@ TEST(KVCacheTypes, HeadMajorHoldsWhatWholeRowsHold) {
                                 {KVType::F16, KVType::Q8_0},
                                 {KVType::Q8_0, KVType::Q8_0}}) {
         KVCache rows(2, n_ctx, n_embd_kv, tk, tv), heads(2, n_ctx, n_embd_kv, tk, tv, {}, 0, 64);
-        ASSERT_EQ(heads.stride(), 64);
-        ASSERT_EQ(heads.stride(), 64);
-        ASSERT_EQ(heads.k_stride_bytes(), kv_row_bytes(tk, 64));
+        ASSERT_EQ(heads.stride(0), 64);
+        ASSERT_EQ(heads.stride(0), 64);
+        ASSERT_EQ(heads.k_stride_bytes(0), kv_row_bytes(tk, 64));
         std::vector<float> k(n_embd_kv), v(n_embd_kv);
         std::vector<token_id> toks;
         for (int il = 0; il < 2; ++il) {
@@ -559,9 +559,9 @@ TEST(KVCacheTypes, HeadMajorHoldsWhatWholeRowsHold) {
         EXPECT_EQ(heads2.n_past(), 45);
     }
     KVCache q8_48(1, 8, 4 * 48, KVType::Q8_0, KVType::F16, {}, 0, 48);
-    EXPECT_EQ(q8_48.stride(), 4 * 48);
+    EXPECT_EQ(q8_48.stride(0), 4 * 48);
     KVCache f16_48(1, 8, 4 * 48, KVType::F16, KVType::F16, {}, 0, 48);
-    EXPECT_EQ(f16_48.stride(), 48);
+    EXPECT_EQ(f16_48.stride(0), 48);
 }
 
 // Rows are rounded once, at write: F16 to nearest even, Q8_0 per block of 32 (scale = amax/127);

@@ -6,7 +6,9 @@
 // scripts/models/arch_gpt_oss.py), phi3 (F16 with LongRoPE and a sliding window; Q8_0 as
 // Phi-4 and its 1-layer draft), mistral3 (Q8_0, YaRN and the attention temperature) and qwen35 /
 // qwen35moe (F16: Gated DeltaNet layers with their recurrent state, gated attention, IMROPE; the
-// MoE with a shared expert; scripts/models/arch_qwen35.py). Each
+// MoE with a shared expert; scripts/models/arch_qwen35.py) and gemma4 (F16: layers of their own
+// shapes, shared KV, V = K, per-layer inputs; referenced with ik_llama.cpp's flash attention, so
+// at twice the tolerance, arch_parity.h). Each
 // prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
@@ -30,7 +32,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string& kDataDir = specula::test::kArchDataDir;
-constexpr int kExpectedFiles = 14;
+constexpr int kExpectedFiles = 15;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;

@@ -100,3 +100,9 @@ TEST(ServerArch, Gemma3SlidingWindowBatchedEqualsRun) {
     expect_served_equals_run(kDir + "rand-gemma3-tok512-d128-l7-F16.gguf",
                              kDir + "rand-gemma3-tok512-d128-l6-draft-Q8_0.gguf");
 }
+
+// gemma4: layers of their own shapes and shared KV, batched over the server's slots.
+TEST(ServerArch, Gemma4SharedKvBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-gemma4-tok512-d128-l6-F16.gguf",
+                             kDir + "rand-gemma4-tok512-d128-l3-draft-Q8_0.gguf");
+}

@@ -230,6 +230,41 @@ TEST(SpecGreedy, Gemma3PairEqualsPlainAcrossTheWindow) {
     }
 }
 
+// gemma4 (layers of their own shapes; the last 2 read the caches of layers 2 and 3, one of
+// them a ring; V = K in its full layers; per-layer inputs) with its 3-layer draft: as gemma3's,
+// the rings wrap and every rejected draft rolls back across their edge, the shared layers
+// reading rows their source layer's ring still holds. CPU only (gemma4 has no device block).
+TEST(SpecGreedy, Gemma4PairEqualsPlainAcrossTheWindow) {
+    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    auto draft = Model::load(dir + "rand-gemma4-tok512-d128-l3-draft-Q8_0.gguf");
+    const std::string stem = "rand-gemma4-tok512-d128-l6-F16";
+    auto target = Model::load(dir + stem + ".gguf");
+    SessionParams sp = kOneThread;
+    sp.n_ctx = 256;
+    sp.n_gpu_layers = 0;
+    sp.swa_max_pass = 12;
+    Session ring(*target, sp);
+    sp.swa_max_pass = 1000;  // rows = n_ctx: no ring
+    Session whole(*target, sp);
+    DraftModelParams dp;
+    dp.n_threads = 1;
+    dp.sampling = greedy();
+    DraftModelDrafter drafter(*draft, dp);
+    const json ref = json::parse(test::read_file(dir + stem + ".json"));
+    for (const json& p : ref["prompts"]) {
+        const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+        const auto plain = run(whole, nullptr, prompt, 32, 0);
+        ASSERT_EQ(int(plain.size()), 32);
+        EXPECT_EQ(run(ring, nullptr, prompt, 32, 0), plain) << "ring cache, prompt " << p["name"];
+        for (int n : {1, 3, 8}) {
+            SpecStats st;
+            EXPECT_EQ(run(ring, &drafter, prompt, 32, n, &st), plain)
+                << stem << ", prompt " << p["name"] << ", N=" << n;
+            EXPECT_GT(st.n_drafted, 0);
+        }
+    }
+}
+
 // CTest's test_speculative_greedy_vulkan runs this with both models on the GPU backend
 // (SPECULA_NGL, model/load/offload.h): lavapipe is slow, so there it takes each pair's first prompt
 // and three draft lengths.

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,10 +21,17 @@ namespace specula::test {
 
 inline const std::string kArchDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
 
-inline double arch_tolerance(const nlohmann::json& model) {
-    const std::string ft = model["general.file_type"].get<std::string>();
-    if (ft == "1") return 0.03;  // F16
-    return 0.5;                  // quantised (Q8_0, MXFP4)
+// A reference made with ik_llama.cpp's flash attention (eval.flash_attn: gemma4, whose graph is
+// right only there) carries that path's own rounding (an F16 K cache, Q rounded to F16 for the
+// dot products, its one-row kernels for the greedy steps): on the gemma4 files ik_llama.cpp
+// itself lies up to 0.017 (F16) and 0.55 (Q8_0) from a float64 forward of the same weights, and
+// Specula up to 0.021 and 0.41, so the two may differ by the sum. Those files get twice the
+// type's tolerance, and fewer argmax checks (their gaps must exceed twice that).
+inline double arch_tolerance(const nlohmann::json& ref) {
+    const std::string ft = ref["model"]["general.file_type"].get<std::string>();
+    const double scale = ref["eval"].value("flash_attn", false) ? 2.0 : 1.0;
+    if (ft == "1") return 0.03 * scale;  // F16
+    return 0.5 * scale;                  // quantised (Q8_0, MXFP4)
 }
 
 inline void check_arch_parity(const std::string& stem, int n_gpu_layers = -1) {
@@ -36,24 +44,32 @@ inline void check_arch_parity(const std::string& stem, int n_gpu_layers = -1) {
     const auto& hp = model->hparams();
     EXPECT_EQ(hp.arch, jm["general.architecture"].get<std::string>());
     // ik_llama.cpp's parameter count has the output matrix twice when it is token_embd (gemma),
-    // and the rope factors (rope_freqs, phi3's LongRoPE), which it binds to every layer, once per
-    // layer; the file holds each once (qwen35's IMROPE sections make factors of no tensor).
+    // and the rope factors (rope_freqs, phi3's LongRoPE), which it binds to every layer (gemma4:
+    // every full-attention layer), once per layer; the file holds each once (qwen35's IMROPE
+    // sections make factors of no tensor).
     const bool tied = model->output.data == model->tok_embd.data;
     int64_t rope_factors = 0;
     for (const char* name :
          {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
         if (const auto* t = model->file().find_tensor(name)) rope_factors += t->n_elements();
     }
+    int rope_layers = hp.n_layer;
+    if (hp.arch == "gemma4")
+        rope_layers -= int(std::count(hp.swa_layers.begin(), hp.swa_layers.end(), 1));
     specula::test::expect_model_shape(
-        *model, jm, (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (hp.n_layer - 1) * rope_factors);
+        *model, jm,
+        (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (rope_layers - 1) * rope_factors);
 
-    const double tol = arch_tolerance(jm);
+    const double tol = arch_tolerance(ref);
     specula::SessionParams sp;
     sp.n_ctx = ref["eval"]["n_ctx"].get<int>();
     sp.n_threads = 1;
     sp.n_gpu_layers = n_gpu_layers;
-    ASSERT_EQ(ref["eval"]["type_k"], "f32");
+    // K F32 (or F16 where the reference ran with flash attention, which takes no F32 cache), V F16.
+    const std::string type_k = ref["eval"]["type_k"].get<std::string>();
+    ASSERT_TRUE(type_k == "f32" || type_k == "f16") << type_k;
     ASSERT_EQ(ref["eval"]["type_v"], "f16");
+    sp.type_k = type_k == "f16" ? specula::KVType::F16 : specula::KVType::F32;
     sp.type_v = specula::KVType::F16;
     specula::Session session(*model, sp);
     specula::test::Stats prompt_st, greedy_st;
@@ -85,7 +101,8 @@ inline void check_arch_parity(const std::string& stem, int n_gpu_layers = -1) {
         }
     }
     EXPECT_EQ(prompt_st.n_failures + greedy_st.n_failures, 0) << stem << ": mismatches";
-    EXPECT_GT(prompt_st.n_argmax_checked + greedy_st.n_argmax_checked, 200) << stem;
+    const int min_checks = ref["eval"].value("flash_attn", false) ? 100 : 200;
+    EXPECT_GT(prompt_st.n_argmax_checked + greedy_st.n_argmax_checked, min_checks) << stem;
     std::printf(
         "[arch parity%s] %-42s tol %-5g prompt rows %4d max|d| %.3g | greedy rows %4d "
         "max|d| %.3g | argmax checks %d\n",

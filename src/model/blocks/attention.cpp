@@ -120,7 +120,8 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            bk.qk_q8(kv.k_bytes(layer, a, off), kv.k_stride_bytes(), 0, m, qq, nq, scale, shifted);
+            bk.qk_q8(kv.k_bytes(layer, a, off), kv.k_stride_bytes(layer), 0, m, qq, nq, scale,
+                     shifted);
         }
         return;
     }
@@ -128,7 +129,7 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         // In place, run by run in row space (a ring layer's row p % rows), the score rows shifted
         // to match (the split changes no result).
         float* shifted[kBlockQueries];
-        const size_t bs = kv.k_block_stride();
+        const size_t bs = kv.k_block_stride(layer);
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             const int r = a % kv.rows(layer);
@@ -156,7 +157,7 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
-            bk.pv_q8(kv.v_bytes(layer, a, off), kv.v_stride_bytes(), 0, m, shifted, nq, out);
+            bk.pv_q8(kv.v_bytes(layer, a, off), kv.v_stride_bytes(layer), 0, m, shifted, nq, out);
         }
         return;
     }
@@ -166,18 +167,18 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
             if (kv.type_v() == KVType::F32)
-                bk.pv(kv.v(layer, a, off), size_t(kv.stride()), 0, m, shifted, nq, out);
+                bk.pv(kv.v(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
             else
-                bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride()), 0, m, shifted, nq, out);
+                bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
         }
         return;
     }
     if (kv.type_v() == KVType::F32) {
-        bk.pv(kv.v(layer, 0, off), size_t(kv.stride()), j0, j1, p, nq, out);
+        bk.pv(kv.v(layer, 0, off), size_t(kv.stride(layer)), j0, j1, p, nq, out);
         return;
     }
     if (kv.type_v() == KVType::F16) {
-        bk.pv_h(kv.v_f16(layer, 0, off), size_t(kv.stride()), j0, j1, p, nq, out);
+        bk.pv_h(kv.v_f16(layer, 0, off), size_t(kv.stride(layer)), j0, j1, p, nq, out);
         return;
     }
     const float* shifted[kBlockQueries];

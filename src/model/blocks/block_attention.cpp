@@ -3,6 +3,7 @@
 // moved together to the front of x (segment by segment, in order, so no row is overwritten
 // before it moves).
 #include <cstring>
+#include <span>
 
 #include "kernels/ops.h"
 #include "model/blocks/blocks.h"
@@ -11,12 +12,15 @@ namespace specula {
 
 void attention_input(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const int64_t dq = hp.layer_n_embd_q(st.il), dkv = hp.layer_n_embd_kv(st.il);
     const int ntok = st.n_rows;
     norm_rows(st, st.x.data(), l.attn_norm, ntok, st.h.data());
     const MatmulJob qkv[] = {
         {l.wq, st.q.data(), dq}, {l.wk, st.k.data(), dkv}, {l.wv, st.v.data(), dkv}};
-    matmul_multi(qkv, st.h.data(), hp.n_embd, ntok, *st.pool, st.mm);
+    // A layer that reads another's cache (HParams::kv_src) computes only Q; one without V
+    // weights (Gemma 4) only Q and K.
+    const size_t jobs = !hp.own_kv(st.il) ? 1 : l.wv.data ? 3 : 2;
+    matmul_multi(std::span(qkv, jobs), st.h.data(), hp.n_embd, ntok, *st.pool, st.mm);
     add_bias(st.q.data(), l.bq, ntok, dq, dq);
     add_bias(st.k.data(), l.bk, ntok, dkv, dkv);
     add_bias(st.v.data(), l.bv, ntok, dkv, dkv);
@@ -24,11 +28,12 @@ void attention_input(PassState& st, const LayerWeights& l) {
 
 void qk_norm(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int hd = hp.head_dim, nh = hp.n_head, nkv = hp.n_head_kv;
+    const int il = st.il, hd = hp.layer_head_dim(il), nh = hp.layer_n_head(il);
+    const int nkv = hp.own_kv(il) ? hp.layer_n_head_kv(il) : 0;  // no K of its own: Q only
     const float eps = hp.rms_eps;
     float* q = st.q.data();
     float* k = st.k.data();
-    over_items(*st.pool, st.n_rows, hp.n_embd_q() + hp.n_embd_kv(), [&](int64_t t0, int64_t t1) {
+    over_items(*st.pool, st.n_rows, (nh + nkv) * hd, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
             float* qt = q + t * nh * hd;
             float* kt = k + t * nkv * hd;
@@ -40,19 +45,23 @@ void qk_norm(PassState& st, const LayerWeights& l) {
 
 void rope_and_cache(PassState& st) {
     const HParams& hp = st.hp;
-    const int64_t dq = hp.n_embd_q(), dkv = hp.n_embd_kv();
+    const int il = st.il, hd = hp.layer_head_dim(il);
+    const int64_t dq = hp.layer_n_embd_q(il), dkv = hp.layer_n_embd_kv(il);
+    const bool own = st.mtp || hp.own_kv(il);
     float* kc = st.k.data();
     float* vc = st.v.data();
-    const bool swa = st.swa_rope && hp.is_swa(st.il);  // its own angles (gemma3)
+    const bool swa = st.swa_rope && hp.is_swa(il);  // its own angles (gemma3)
     const RopeParams& rp = swa ? st.rope_swa : st.rope;
     const float* angles = swa ? st.rope_cs_swa.data() : st.rope_cs.data();
+    const size_t stride = static_cast<size_t>(hp.max_n_rot());
     for (size_t s = 0; s < st.segs.size(); ++s) {
         KVCache& kv = st.kv_of(s);
         const int pos0 = kv.n_past();
         for (int t = st.off[s]; t < st.off[s] + st.n[s]; ++t) {
-            const float* cs = angles + static_cast<size_t>(t) * hp.n_rot;
-            rope_apply(rp, cs, st.q.data() + t * dq, hp.n_head, hp.head_dim);
-            rope_apply(rp, cs, kc + t * dkv, hp.n_head_kv, hp.head_dim);
+            const float* cs = angles + static_cast<size_t>(t) * stride;
+            rope_apply(rp, cs, st.q.data() + t * dq, hp.layer_n_head(il), hd);
+            if (!own) continue;  // it reads another layer's rows
+            rope_apply(rp, cs, kc + t * dkv, hp.layer_n_head_kv(il), hd);
             // Every K/V row enters the cache through write() (the cache decides its storage).
             kv.write(st.kv_layer(), pos0 + t - st.off[s], kc + t * dkv, vc + t * dkv);
         }
@@ -66,9 +75,8 @@ AttendedRows attended_rows(const PassState& st, size_t s) {
 
 void attend(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int64_t dq = hp.n_embd_q();
-    AttentionShape shape = st.att_shape;
-    shape.window = hp.window(st.il);
+    const int64_t dq = hp.layer_n_embd_q(st.il);
+    AttentionShape shape = st.layer_shape(st.il);
     shape.sinks = l.attn_sinks;
     for (size_t s = 0; s < st.segs.size(); ++s) {
         const KVCache& kv = st.kv_of(s);
@@ -87,7 +95,8 @@ void attend(PassState& st, const LayerWeights& l) {
 void attention_project(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int nr = st.rows;
-    matmul(l.wo, st.att.data(), hp.n_embd_q(), nr, st.tmp.data(), hp.n_embd, *st.pool, st.mm);
+    matmul(l.wo, st.att.data(), hp.layer_n_embd_q(st.il), nr, st.tmp.data(), hp.n_embd, *st.pool,
+           st.mm);
     add_bias(st.tmp.data(), l.bo, nr, hp.n_embd, hp.n_embd);
     if (l.attn_post_norm) norm_rows(st, st.tmp.data(), l.attn_post_norm, nr, st.tmp.data());
     add_into_all(*st.pool, st.x.data(), st.tmp.data(), static_cast<int64_t>(nr) * hp.n_embd);

@@ -31,6 +31,21 @@ void shared_expert(PassState& st, const LayerWeights& l, int nrows) {
 
 }  // namespace
 
+void dense_ffn(PassState& st, const LayerWeights& l, int nrows, float* out) {
+    ThreadPool& pool = *st.pool;
+    const HParams& hp = st.hp;
+    const int64_t nff = hp.layer_n_ff(st.il);
+    const MatmulJob gate_up[] = {{l.ffn_gate, st.ff_g.data(), nff},
+                                 {l.ffn_up, st.ff_u.data(), nff}};
+    matmul_multi(gate_up, st.h.data(), hp.n_embd, nrows, pool, st.mm);
+    const int64_t n = static_cast<int64_t>(nrows) * nff;
+    if (hp.ffn_act == HParams::FfnAct::GeluTanh)
+        gelu_mul_all(pool, st.ff_g.data(), st.ff_u.data(), n);
+    else
+        silu_mul_all(pool, st.ff_g.data(), st.ff_u.data(), n);
+    matmul(l.ffn_down, st.ff_g.data(), nff, nrows, out, hp.n_embd, pool, st.mm);
+}
+
 void ffn(PassState& st, const LayerWeights& l) {
     ThreadPool& pool = *st.pool;
     const HParams& hp = st.hp;
@@ -40,15 +55,7 @@ void ffn(PassState& st, const LayerWeights& l) {
         st.moe.forward(l, hp, st.h.data(), nrows, st.tmp.data(), pool, st.mm);
         if (l.ffn_up_shexp.data) shared_expert(st, l, nrows);
     } else {
-        const MatmulJob gate_up[] = {{l.ffn_gate, st.ff_g.data(), hp.n_ff},
-                                     {l.ffn_up, st.ff_u.data(), hp.n_ff}};
-        matmul_multi(gate_up, st.h.data(), hp.n_embd, nrows, pool, st.mm);
-        const int64_t n = static_cast<int64_t>(nrows) * hp.n_ff;
-        if (hp.ffn_act == HParams::FfnAct::GeluTanh)
-            gelu_mul_all(pool, st.ff_g.data(), st.ff_u.data(), n);
-        else
-            silu_mul_all(pool, st.ff_g.data(), st.ff_u.data(), n);
-        matmul(l.ffn_down, st.ff_g.data(), hp.n_ff, nrows, st.tmp.data(), hp.n_embd, pool, st.mm);
+        dense_ffn(st, l, nrows, st.tmp.data());
     }
     if (l.ffn_post_norm) norm_rows(st, st.tmp.data(), l.ffn_post_norm, nrows, st.tmp.data());
     add_into_all(pool, st.x.data(), st.tmp.data(), static_cast<int64_t>(nrows) * hp.n_embd);

@@ -10,13 +10,16 @@
 namespace specula {
 
 // --- Attention (block_attention.cpp) ---
-// h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has), every row.
+// h = rms_norm(x) * attn_norm; q, k, v = Wq h, Wk h, Wv h (+ the biases l has), every row; the
+// layer's own widths (HParams::layer_*). A layer that reads another's cache (HParams::kv_src)
+// computes q only; one without Wv q and k only (its architecture fills v).
 void attention_input(PassState& st, const LayerWeights& l);
 // q and k of every row: each head's head_dim values = rms_norm(head) * q_norm / k_norm (between
 // attention_input and rope_and_cache).
 void qk_norm(PassState& st, const LayerWeights& l);
 // Rotates q and k at each row's position (with the sliding-window rope in a sliding-window layer
-// that has its own) and writes k, v into each segment's cache.
+// that has its own) and writes k, v into each segment's cache (q only, in a layer that reads
+// another's cache).
 void rope_and_cache(PassState& st);
 // Where segment s's attention reads its queries and writes its outputs: rows [src, src + n) of
 // q give rows [dst, dst + n) of att (in the last layer only the output rows, moved to the front).
@@ -38,6 +41,9 @@ void attention_output(PassState& st, const LayerWeights& l);
 // when l has one), else SwiGLU (GeGLU with HParams::FfnAct::GeluTanh); the FFN output RMS-normed
 // by ffn_post_norm first when l has one.
 void ffn(PassState& st, const LayerWeights& l);
+// out = down(act(gate h) * up h) for nrows rows of st.h, the layer's n_ff wide (the dense FFN
+// without its norms or residual).
+void dense_ffn(PassState& st, const LayerWeights& l, int nrows, float* out);
 
 // --- Gated DeltaNet (block_delta_net.cpp, model/state/delta_net.h) ---
 // A whole linear-attention layer over every segment's recurrent state: h = rms_norm(x) *

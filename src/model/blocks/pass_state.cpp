@@ -22,21 +22,35 @@ PassState::PassState(const Model& m) : model(m), hp(m.hparams()) {
     }
     rope.attn_factor = hp.rope_attn_factor;
     rope_swa = rope;
+    rope_swa.n_rot = hp.n_rot_swa > 0 ? hp.n_rot_swa : hp.n_rot;
     rope_swa.freq_base = hp.rope_freq_base_swa;
     rope_swa.freq_scale = hp.rope_freq_scale_swa;
     if (hp.rope_yarn) {
-        rope_yarn_corr_dims(hp.n_rot, hp.n_ctx_orig, hp.rope_freq_base_swa, hp.rope_yarn_beta_fast,
-                            hp.rope_yarn_beta_slow, rope_swa.corr_dims);
+        rope_yarn_corr_dims(rope_swa.n_rot, hp.n_ctx_orig, hp.rope_freq_base_swa,
+                            hp.rope_yarn_beta_fast, hp.rope_yarn_beta_slow, rope_swa.corr_dims);
     }
     // Sliding-window layers need their own angles only when they rotate differently (gemma3);
     // phi3's window layers, and gpt-oss's, share the global ones.
     swa_rope = hp.any_swa() && (hp.rope_freq_base_swa != hp.rope_freq_base ||
-                                hp.rope_freq_scale_swa != hp.rope_freq_scale);
+                                hp.rope_freq_scale_swa != hp.rope_freq_scale ||
+                                rope_swa.n_rot != rope.n_rot || !hp.swa_rope_factors);
     att_shape = {
         hp.n_head, hp.n_head_kv, hp.head_dim,
         hp.attn_scale > 0 ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim))};
     att_shape.softcap = hp.attn_softcap;
+    // Sized for the widest layer (the attention's scratch follows the head size).
+    att_shape.head_dim = std::max(att_shape.head_dim, hp.max_head_dim());
     if (hp.n_recurrent() > 0) dn_shape = delta_net_shape(hp);
+}
+
+AttentionShape PassState::layer_shape(int layer) const {
+    AttentionShape s = att_shape;
+    s.n_head = hp.layer_n_head(layer);
+    s.n_head_kv = hp.layer_n_head_kv(layer);
+    s.head_dim = hp.layer_head_dim(layer);
+    s.scale = hp.attn_scale > 0 ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    s.window = hp.window(layer);
+    return s;
 }
 
 void norm_rows(PassState& st, const float* in, const float* w, int ntok, float* out) {

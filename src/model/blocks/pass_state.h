@@ -81,7 +81,10 @@ struct PassState {
     // The cache segment s's attention reads and writes (its session's, or its MTP head's), and
     // the layer of that cache the current layer is.
     KVCache& kv_of(size_t s) const { return mtp ? *segs[s].seq->mtp_kv : segs[s].seq->kv; }
-    int kv_layer() const { return mtp ? 0 : il; }
+    int kv_layer() const { return mtp ? 0 : hp.kv_layer(il); }
+    // Layer il's attention shape: att_shape with that layer's heads, head size, scale and
+    // window.
+    AttentionShape layer_shape(int layer) const;
     // Position of row t of segment s (t counted from the segment's first row).
     int pos(size_t s, int t) const { return kv_of(s).n_past() + t; }
 };

@@ -9,9 +9,9 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch,    &kQwen2Arch,  &kQwen3Arch,    &kQwen3MoeArch,
-                                  &kGemma2Arch,   &kGemma3Arch, &kGptOssArch,   &kPhi3Arch,
-                                  &kMistral3Arch, &kQwen35Arch, &kQwen35MoeArch};
+const ArchSpec* const kArchs[] = {&kLlamaArch,  &kQwen2Arch,    &kQwen3Arch,  &kQwen3MoeArch,
+                                  &kGemma2Arch, &kGemma3Arch,   &kGemma4Arch, &kGptOssArch,
+                                  &kPhi3Arch,   &kMistral3Arch, &kQwen35Arch, &kQwen35MoeArch};
 
 }  // namespace
 
@@ -48,7 +48,7 @@ int kv_source_layer_for(const ArchSpec& a, const HParams& hp, bool swa) {
 
 int default_kv_source_layer(const HParams& hp, bool swa) {
     for (int il = hp.n_layer - 1; il >= 0; --il)
-        if (!hp.is_recurrent(il) && hp.is_swa(il) == swa) return il;
+        if (!hp.is_recurrent(il) && hp.own_kv(il) && hp.is_swa(il) == swa) return il;
     return -1;
 }
 

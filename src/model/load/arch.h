@@ -67,8 +67,8 @@ struct ArchSpec {
 // EAGLE-3's choice: the outputs of layers 2, n_layer / 2 and n_layer - 3 (clamped to the layers
 // there are, ascending, without repeats).
 std::vector<int> default_capture_layers(const HParams& hp);
-// The last layer of the kind asked (sliding-window or not, never a recurrent one); -1 when the
-// model has none.
+// The last layer of the kind asked (sliding-window or not) with a KV cache of its own (never a
+// recurrent one, nor one that reads another's cache); -1 when the model has none.
 int default_kv_source_layer(const HParams& hp, bool swa);
 // What a drafter asks: the architecture's hook where it has one, else the default above.
 std::vector<int> capture_layers_for(const ArchSpec& a, const HParams& hp);
@@ -80,6 +80,7 @@ extern const ArchSpec kQwen3Arch;      // model/arch/qwen3.cpp
 extern const ArchSpec kQwen3MoeArch;   // model/arch/qwen3.cpp
 extern const ArchSpec kGemma2Arch;     // model/arch/gemma.cpp
 extern const ArchSpec kGemma3Arch;     // model/arch/gemma.cpp
+extern const ArchSpec kGemma4Arch;     // model/arch/gemma4.cpp
 extern const ArchSpec kGptOssArch;     // model/arch/gpt_oss.cpp
 extern const ArchSpec kPhi3Arch;       // model/arch/phi3.cpp (Phi-3, Phi-4)
 extern const ArchSpec kMistral3Arch;   // model/arch/mistral3.cpp (Ministral 3)

@@ -2,7 +2,9 @@
 // checks: anything beyond them is a corrupt file, not a model we could run anyway.
 #include "model/load/hparams.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "common/error.h"
@@ -59,21 +61,59 @@ void read_rope_scaling(const GGUFFile& f, const std::string& p, bool allow_yarn,
     hp.rope_freq_scale = 1.0f / static_cast<float>(factor);  // in float, as ik_llama.cpp
 }
 
+// A per-layer count (`arr` gets the n_layer values when they differ, `v` their largest): the key
+// as one integer, or where `per_layer` allows it an array of n_layer integers.
+void get_layer_ints(const GGUFFile& f, const std::string& key, int n_layer, bool per_layer,
+                    int64_t def, int64_t lo, int64_t hi, int& v, std::vector<int>& arr) {
+    arr.clear();
+    const GGUFValue* a = f.find(key);
+    if (!per_layer || !a || a->type != GGUFType::ARRAY) {
+        v = get_checked(f, key, def, lo, hi);
+        return;
+    }
+    const std::vector<int32_t> vals = f.get_int_array(key);
+    if (vals.size() != size_t(n_layer)) {
+        fail(f.path(), ": key '", key, "' has ", vals.size(), " values for ", n_layer,
+             " layers (block_count)");
+    }
+    v = 0;
+    for (size_t il = 0; il < vals.size(); ++il) {
+        if (vals[il] < lo || vals[il] > hi) {
+            fail(f.path(), ": key '", key, "'[", il, "] = ", vals[il], " is out of range [", lo,
+                 ", ", hi, "]");
+        }
+        v = std::max(v, int(vals[il]));
+    }
+    if (std::adjacent_find(vals.begin(), vals.end(), std::not_equal_to<>()) != vals.end())
+        arr.assign(vals.begin(), vals.end());
+}
+
 }  // namespace
 
-void read_base_hparams(const GGUFFile& f, HParams& hp) {
+void read_base_hparams(const GGUFFile& f, HParams& hp, bool per_layer) {
     const std::string p = prefix(hp);
     hp.n_ctx_train = get_checked(f, p + "context_length", -1, 1, kMaxCtx);
     hp.n_embd = get_checked(f, p + "embedding_length", -1, 1, kMaxEmbd);
     hp.n_layer = get_checked(f, p + "block_count", -1, 1, kMaxLayers);
-    hp.n_ff = get_checked(f, p + "feed_forward_length", -1, 1, kMaxFF);
+    get_layer_ints(f, p + "feed_forward_length", hp.n_layer, per_layer, -1, 1, kMaxFF, hp.n_ff,
+                   hp.n_ff_arr);
     hp.rms_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", 1e-5);
 }
 
-void read_attention_hparams(const GGUFFile& f, HParams& hp) {
+void read_attention_hparams(const GGUFFile& f, HParams& hp, bool per_layer) {
     const std::string p = prefix(hp);
-    hp.n_head = get_checked(f, p + "attention.head_count", -1, 1, kMaxHeads);
-    hp.n_head_kv = get_checked(f, p + "attention.head_count_kv", hp.n_head, 1, hp.n_head);
+    get_layer_ints(f, p + "attention.head_count", hp.n_layer, per_layer, -1, 1, kMaxHeads,
+                   hp.n_head, hp.n_head_arr);
+    get_layer_ints(f, p + "attention.head_count_kv", hp.n_layer, per_layer, hp.n_head, 1, hp.n_head,
+                   hp.n_head_kv, hp.n_head_kv_arr);
+    for (int il = 0; il < hp.n_layer; ++il) {
+        if (hp.layer_n_head_kv(il) > hp.layer_n_head(il) ||
+            hp.layer_n_head(il) % hp.layer_n_head_kv(il) != 0) {
+            fail(f.path(), ": ", p, "attention.head_count (", hp.layer_n_head(il),
+                 ") is not a multiple of attention.head_count_kv (", hp.layer_n_head_kv(il),
+                 ") in layer ", il);
+        }
+    }
     if (!f.has(p + "attention.key_length") && hp.n_embd % hp.n_head != 0) {
         fail(f.path(), ": ", p, "embedding_length (", hp.n_embd,
              ") is not a multiple of attention.head_count (", hp.n_head, ")");
@@ -82,10 +122,6 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp) {
     if (f.get_int_or(p + "attention.value_length", hp.head_dim) != hp.head_dim) {
         fail(f.path(), ": ", p, "attention.value_length must equal attention.key_length (",
              hp.head_dim, ")");
-    }
-    if (hp.n_head % hp.n_head_kv != 0) {
-        fail(f.path(), ": ", p, "attention.head_count (", hp.n_head,
-             ") is not a multiple of attention.head_count_kv (", hp.n_head_kv, ")");
     }
 }
 

@@ -5,6 +5,7 @@
 // naming the file and the key.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -84,6 +85,23 @@ struct HParams {
     std::vector<int> rope_sections;
     // Layers the file has beyond n_layer: nextn (MTP) layers, which the forward pass skips.
     int n_nextn = 0;
+    // Layers of their own shapes (Gemma 4: its full-attention layers have their own head size
+    // head_dim, KV head count and rotated dimensions n_rot, the sliding-window ones head_dim_swa
+    // and n_rot_swa; some layers a double-wide FFN). Empty arrays: every layer has n_head /
+    // n_head_kv / n_ff; head_dim_swa / n_rot_swa 0: head_dim / n_rot.
+    std::vector<int> n_head_arr, n_head_kv_arr, n_ff_arr;
+    int head_dim_swa = 0, n_rot_swa = 0;
+    // KV shared across layers (Gemma 4's attention.shared_kv_layers): layer il attends over the
+    // cache of layer kv_src[il] (itself, or for the last layers the last earlier layer of its
+    // kind that keeps one) and, when that is another layer, computes no K or V. Empty: each
+    // layer its own.
+    std::vector<int> kv_src;
+    // Sliding-window layers rotate with the global layers' frequency factors (rope_freqs,
+    // LongRoPE) unless this is false (Gemma 4: only its full-attention layers have them).
+    bool swa_rope_factors = true;
+    // Gemma 4's per-layer inputs: each layer adds a projection of a ple-wide input of its own
+    // (model/arch/gemma4.cpp). 0: none.
+    int n_embd_per_layer = 0;
 
     bool is_swa(int il) const {
         return n_swa > 0 && il >= 0 && static_cast<size_t>(il) < swa_layers.size() &&
@@ -112,17 +130,59 @@ struct HParams {
 
     int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
     int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
+
+    // Layer il's shapes (the uniform ones above when the model has no per-layer shapes).
+    int layer_n_head(int il) const { return at(n_head_arr, il, n_head); }
+    int layer_n_head_kv(int il) const { return at(n_head_kv_arr, il, n_head_kv); }
+    int layer_n_ff(int il) const { return at(n_ff_arr, il, n_ff); }
+    int layer_head_dim(int il) const {
+        return is_swa(il) && head_dim_swa ? head_dim_swa : head_dim;
+    }
+    int layer_n_rot(int il) const { return is_swa(il) && n_rot_swa ? n_rot_swa : n_rot; }
+    int layer_n_embd_q(int il) const { return layer_n_head(il) * layer_head_dim(il); }
+    int layer_n_embd_kv(int il) const { return layer_n_head_kv(il) * layer_head_dim(il); }
+    // The layer whose cache layer il reads (itself unless it shares another's).
+    int kv_layer(int il) const { return at(kv_src, il, il); }
+    bool own_kv(int il) const { return kv_layer(il) == il; }
+    // The largest of each over the layers (what the pass's buffers are sized by).
+    int max_n_embd_q() const {
+        return max_over([&](int il) { return layer_n_embd_q(il); });
+    }
+    int max_n_embd_kv() const {
+        return max_over([&](int il) { return layer_n_embd_kv(il); });
+    }
+    int max_n_ff() const {
+        return max_over([&](int il) { return layer_n_ff(il); });
+    }
+    int max_head_dim() const {
+        return max_over([&](int il) { return layer_head_dim(il); });
+    }
+    int max_n_rot() const { return std::max(n_rot, n_rot_swa); }
+
+  private:
+    static int at(const std::vector<int>& v, int il, int def) {
+        return il >= 0 && size_t(il) < v.size() ? v[size_t(il)] : def;
+    }
+    template <class F>
+    int max_over(F f) const {
+        int m = 0;
+        for (int il = 0; il < std::max(n_layer, 1); ++il) m = std::max(m, f(il));
+        return m;
+    }
 };
 
 // The readers take the key prefix `{arch}.` (hp.arch + ".") from hp.arch.
 
 // context_length, embedding_length, block_count, feed_forward_length and
-// attention.layer_norm_rms_epsilon (default 1e-5).
-void read_base_hparams(const GGUFFile& f, HParams& hp);
+// attention.layer_norm_rms_epsilon (default 1e-5). `per_layer`: feed_forward_length may be an
+// array of block_count values (HParams::n_ff_arr; n_ff their largest).
+void read_base_hparams(const GGUFFile& f, HParams& hp, bool per_layer = false);
 
 // attention.head_count, attention.head_count_kv (default head_count), attention.key_length
-// (default n_embd / n_head) and attention.value_length (must equal key_length).
-void read_attention_hparams(const GGUFFile& f, HParams& hp);
+// (default n_embd / n_head) and attention.value_length (must equal key_length). `per_layer`:
+// the head counts may be arrays of block_count values (HParams::n_head_arr / n_head_kv_arr;
+// n_head / n_head_kv their largest).
+void read_attention_hparams(const GGUFFile& f, HParams& hp, bool per_layer = false);
 
 // rope.dimension_count (default head_dim), rope.freq_base (default 10000), the scaling
 // (rope.scaling.type none / linear, and yarn where `allow_yarn`; rope.scaling.factor or the

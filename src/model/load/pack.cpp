@@ -43,7 +43,7 @@ void pack_weights(Model& m, int n_threads) {
         for (WeightView* w :
              {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_gate_up,
               &l.ffn_down, &l.ssm_qkv, &l.ssm_gate, &l.ssm_beta, &l.ssm_alpha, &l.ssm_out,
-              &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp}) {
+              &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp, &l.ple_gate, &l.ple_proj}) {
             if (packs(*w)) todo.push_back(w);
         }
     }
@@ -57,6 +57,7 @@ void pack_weights(Model& m, int n_threads) {
         }
     }
     if (packs(m.output)) todo.push_back(&m.output);
+    if (packs(m.per_layer_model_proj)) todo.push_back(&m.per_layer_model_proj);
     // The MTP head's dense matrices (its experts, if any, keep the row layout).
     MtpWeights& h = m.mtp;
     for (WeightView* w : {&h.layer.wq, &h.layer.wk, &h.layer.wv, &h.layer.wo, &h.layer.ffn_gate,

@@ -45,6 +45,11 @@ struct LayerWeights {
     // and alpha projections (dt_rank rows each), the per-head output norm [d_state] and ssm_out.
     WeightView ssm_qkv, ssm_gate, ssm_beta, ssm_alpha, ssm_out;
     const float *ssm_conv1d = nullptr, *ssm_dt = nullptr, *ssm_a = nullptr, *ssm_norm = nullptr;
+    // Gemma 4: the layer's output scale (one value), and its per-layer input's gate
+    // [n_embd -> ple], projection [ple -> n_embd] and output norm.
+    const float* out_scale = nullptr;
+    WeightView ple_gate, ple_proj;
+    const float* ple_post_norm = nullptr;
 };
 
 // The MTP (multi-token prediction, "nextn") head some files ship after their last layer (qwen35:
@@ -72,6 +77,10 @@ struct ModelWeights {
     std::vector<float> rope_factors_long, rope_factors_short;
     std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
     MtpWeights mtp;                         // eh_proj empty: the file has no MTP head
+    // Gemma 4's per-layer inputs: per token n_layer x ple values, and the projection of the
+    // embedding added to them (model/arch/gemma4.cpp). Empty: none.
+    WeightView tok_embd_per_layer, per_layer_model_proj;
+    const float* per_layer_proj_norm = nullptr;
     bool has_mtp() const { return mtp.eh_proj.data != nullptr; }
 };
 

@@ -103,9 +103,20 @@ KVType parse_kv_type(std::string_view name, std::string_view flag) {
          "'");
 }
 
+namespace {
+
+std::vector<KVLayerShape> uniform(int n_layer, int n_embd_kv, int head_dim) {
+    return std::vector<KVLayerShape>(size_t(std::max(n_layer, 0)), {n_embd_kv, head_dim});
+}
+
+int window_of(std::span<const int> windows, size_t il) {
+    return il < windows.size() ? windows[il] : 0;
+}
+
+}  // namespace
+
 double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v) {
-    return double(n_layer) * double(whole_blocks(size_t(n_ctx))) *
-           double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+    return bytes(uniform(n_layer, n_embd_kv, 0), n_ctx, type_k, type_v, {}, 0);
 }
 
 int KVCache::window_rows(int window, int max_pass, int n_ctx) {
@@ -116,77 +127,102 @@ int KVCache::window_rows(int window, int max_pass, int n_ctx) {
 
 double KVCache::bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
                       std::span<const int> windows, int max_pass) {
-    double rows = 0;
-    for (int il = 0; il < n_layer; ++il)
-        rows += double(whole_blocks(size_t(
-            window_rows(size_t(il) < windows.size() ? windows[size_t(il)] : 0, max_pass, n_ctx))));
-    return rows * double(kv_row_bytes(type_k, n_embd_kv) + kv_row_bytes(type_v, n_embd_kv));
+    return bytes(uniform(n_layer, n_embd_kv, 0), n_ctx, type_k, type_v, windows, max_pass);
+}
+
+double KVCache::bytes(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k, KVType type_v,
+                      std::span<const int> windows, int max_pass) {
+    double b = 0;
+    for (size_t il = 0; il < shapes.size(); ++il) {
+        const int w = shapes[il].n_embd_kv;
+        b += double(whole_blocks(size_t(window_rows(window_of(windows, il), max_pass, n_ctx)))) *
+             double(kv_row_bytes(type_k, w) + kv_row_bytes(type_v, w));
+    }
+    return b;
 }
 
 KVCache::KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
                  std::span<const int> windows, int max_pass, int head_dim, bool small_pages)
-    : n_layer_(n_layer), n_ctx_(n_ctx), n_embd_kv_(n_embd_kv), type_k_(type_k), type_v_(type_v) {
+    : KVCache(uniform(n_layer, n_embd_kv, head_dim), n_ctx, type_k, type_v, windows, max_pass,
+              small_pages) {}
+
+KVCache::KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k, KVType type_v,
+                 std::span<const int> windows, int max_pass, bool small_pages)
+    : n_layer_(int(shapes.size())), n_ctx_(n_ctx), type_k_(type_k), type_v_(type_v) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
-    // Head-major where every side can split its rows there (a Q8_0 side: whole blocks per head).
     const bool q8 = type_k == KVType::Q8_0 || type_v == KVType::Q8_0;
-    const bool split = head_dim > 0 && head_dim < n_embd_kv && n_embd_kv % head_dim == 0 &&
-                       (!q8 || head_dim % QK8_0 == 0);
-    slice_ = split ? head_dim : n_embd_kv;
-    n_slices_ = n_embd_kv / slice_;
-    k_slice_ = kv_row_bytes(type_k, slice_);
-    v_slice_ = kv_row_bytes(type_v, slice_);
-    size_t rows = 0;
-    for (int il = 0; il < n_layer; ++il) {
-        const int w = size_t(il) < windows.size() ? windows[size_t(il)] : 0;
-        const int r = window_rows(w, max_pass, n_ctx);
-        windows_.push_back(w);
-        rows_.push_back(r);
-        first_row_.push_back(rows);
-        rows += span(il);
-        ring_first_.push_back(ring_pos_.size());
-        if (r > 0 && r < n_ctx) {
+    size_t k_bytes = 0, v_bytes = 0;
+    for (int il = 0; il < n_layer_; ++il) {
+        const KVLayerShape sh = shapes[size_t(il)];
+        Layer l;
+        l.width = sh.n_embd_kv;
+        l.window = window_of(windows, size_t(il));
+        l.rows = window_rows(l.window, max_pass, n_ctx);
+        if (q8 && l.rows > 0 && l.width % QK8_0 != 0)
+            fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
+                 " values; this model's are ", l.width, " (use f16)");
+        // Head-major where every side can split its rows there (a Q8_0 side: whole blocks per
+        // head).
+        const int hd = sh.head_dim;
+        const bool split = hd > 0 && hd < l.width && l.width % hd == 0 && (!q8 || hd % QK8_0 == 0);
+        l.slice = split ? hd : std::max(l.width, 1);
+        l.n_slices = std::max(l.width, 1) / l.slice;
+        l.k_slice = kv_row_bytes(type_k, l.slice);
+        l.v_slice = kv_row_bytes(type_v, l.slice);
+        l.k_base = k_bytes;
+        l.v_base = v_bytes;
+        l.ring_first = ring_pos_.size();
+        layers_.push_back(l);
+        k_bytes += span(il) * l.k_row();
+        v_bytes += span(il) * l.v_row();
+        if (l.rows > 0 && l.rows < n_ctx) {
             max_pass_ = std::max(max_pass, 1);
-            ring_pos_.resize(ring_pos_.size() + size_t(r), -1);
+            ring_pos_.resize(ring_pos_.size() + size_t(l.rows), -1);
         }
     }
-    for (KVType t : {type_k, type_v})
-        if (t == KVType::Q8_0 && n_embd_kv % QK8_0 != 0)
-            fail("a q8_0 KV cache needs K/V rows of a multiple of ", QK8_0,
-                 " values; this model's are ", n_embd_kv, " (use f16)");
-    const double total = double(rows) * double(k_row() + v_row());
+    const double total = double(k_bytes) + double(v_bytes);
     const double limit = physical_memory_bytes();
     if (limit > 0 && total > limit) {
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
     const auto pages = small_pages ? PackedBuffer::Pages::small : PackedBuffer::Pages::policy;
-    k_buf_ = std::make_unique<PackedBuffer>(rows * k_row(), pages);
-    v_buf_ = std::make_unique<PackedBuffer>(rows * v_row(), pages);
+    k_buf_ = std::make_unique<PackedBuffer>(k_bytes, pages);
+    v_buf_ = std::make_unique<PackedBuffer>(v_bytes, pages);
     k_ = k_buf_->data();
     v_ = v_buf_->data();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
 }
 
 // Snapshots hold whole rows: each row gathered from (save) or scattered to (restore) its heads.
+size_t KVCache::snapshot_bytes(int n, bool is_k) const {
+    size_t b = 0;
+    for (const Layer& l : layers_)
+        if (l.rows > 0) b += size_t(n) * (is_k ? l.k_row() : l.v_row());
+    return b;
+}
+
 KVSnapshot KVCache::save(int n) const {
     if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
     if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
-    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
+    const size_t es = kv_row_bytes(type_k_, 1);
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
-    s.k.resize(size_t(n_layer_) * size_t(n) * k_row);
-    s.v.resize(size_t(n_layer_) * size_t(n) * v_row);
+    s.k.resize(snapshot_bytes(n, true));
+    s.v.resize(snapshot_bytes(n, false));
     uint8_t* k = s.k.data();
     uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {
-        for (int p = 0; p < n; ++p, k += k_row, v += v_row) {
-            for (int h = 0; h < n_slices_; ++h) {
+        const Layer& l = L(il);
+        if (l.rows == 0) continue;
+        for (int p = 0; p < n; ++p, k += l.k_row(), v += l.v_row()) {
+            for (int h = 0; h < l.n_slices; ++h) {
                 if (k_transposed())
-                    gather_lines(k_ + k_offset(il, p, h * slice_), k + size_t(h) * k_slice_, es,
-                                 slice_);
+                    gather_lines(k_ + k_offset(il, p, h * l.slice), k + size_t(h) * l.k_slice, es,
+                                 l.slice);
                 else
-                    std::memcpy(k + size_t(h) * k_slice_, k_bytes(il, p, h * slice_), k_slice_);
-                std::memcpy(v + size_t(h) * v_slice_, v_bytes(il, p, h * slice_), v_slice_);
+                    std::memcpy(k + size_t(h) * l.k_slice, k_bytes(il, p, h * l.slice), l.k_slice);
+                std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice), l.v_slice);
             }
         }
     }
@@ -195,23 +231,25 @@ KVSnapshot KVCache::save(int n) const {
 
 void KVCache::restore(const KVSnapshot& s) {
     const size_t n = s.tokens.size();
-    const size_t k_row = this->k_row(), v_row = this->v_row(), es = kv_row_bytes(type_k_, 1);
-    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != size_t(n_layer_) * n * k_row ||
-        s.v.size() != size_t(n_layer_) * n * v_row)
+    const size_t es = kv_row_bytes(type_k_, 1);
+    if (has_ring() || n > size_t(n_ctx_) || s.k.size() != snapshot_bytes(int(n), true) ||
+        s.v.size() != snapshot_bytes(int(n), false))
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
     const uint8_t* k = s.k.data();
     const uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {
-        for (int p = 0; p < int(n); ++p, k += k_row, v += v_row) {
-            for (int h = 0; h < n_slices_; ++h) {
+        const Layer& l = L(il);
+        if (l.rows == 0) continue;
+        for (int p = 0; p < int(n); ++p, k += l.k_row(), v += l.v_row()) {
+            for (int h = 0; h < l.n_slices; ++h) {
                 if (k_transposed())
-                    scatter_lines(k + size_t(h) * k_slice_, k_ + k_offset(il, p, h * slice_), es,
-                                  slice_);
+                    scatter_lines(k + size_t(h) * l.k_slice, k_ + k_offset(il, p, h * l.slice), es,
+                                  l.slice);
                 else
-                    std::memcpy(k_ + offset(il, p, h * slice_, k_slice_, type_k_),
-                                k + size_t(h) * k_slice_, k_slice_);
-                std::memcpy(v_ + offset(il, p, h * slice_, v_slice_, type_v_),
-                            v + size_t(h) * v_slice_, v_slice_);
+                    std::memcpy(k_ + offset(il, p, h * l.slice, true), k + size_t(h) * l.k_slice,
+                                l.k_slice);
+                std::memcpy(v_ + offset(il, p, h * l.slice, false), v + size_t(h) * l.v_slice,
+                            l.v_slice);
             }
         }
     }
@@ -231,10 +269,10 @@ int KVCache::common_prefix(std::span<const token_id> t) const {
 bool KVCache::can_keep(int n) const {
     if (n == 0 || max_pass_ == 0) return true;
     for (int il = n_device_; il < n_layer_; ++il) {
-        const int r = rows_[size_t(il)];
+        const int r = L(il).rows;
         if (r == n_ctx_ || r == 0) continue;
-        const int* held = ring_pos_.data() + ring_first_[size_t(il)];
-        for (int p = std::max(0, n - windows_[size_t(il)] + 1); p < n; ++p)
+        const int* held = ring_pos_.data() + L(il).ring_first;
+        for (int p = std::max(0, n - L(il).window + 1); p < n; ++p)
             if (held[p % r] != p) return false;
     }
     return true;
@@ -246,36 +284,37 @@ bool KVCache::can_keep(int n) const {
 void KVCache::release_unused() {
     const size_t from = whole_blocks(size_t(n_past()));
     for (int il = 0; il < n_layer_; ++il) {
-        if (rows_[size_t(il)] < n_ctx_ || from >= span(il)) continue;
-        for (int h = 0; h < n_slices_; ++h) {
-            const size_t k0 = first_row_[size_t(il)] * k_row() + size_t(h) * span(il) * k_slice_;
-            const size_t v0 = first_row_[size_t(il)] * v_row() + size_t(h) * span(il) * v_slice_;
-            k_buf_->release(k0 + from * k_slice_, k0 + span(il) * k_slice_);
-            v_buf_->release(v0 + from * v_slice_, v0 + span(il) * v_slice_);
+        const Layer& l = L(il);
+        if (l.rows < n_ctx_ || from >= span(il)) continue;
+        for (int h = 0; h < l.n_slices; ++h) {
+            const size_t k0 = l.k_base + size_t(h) * span(il) * l.k_slice;
+            const size_t v0 = l.v_base + size_t(h) * span(il) * l.v_slice;
+            k_buf_->release(k0 + from * l.k_slice, k0 + span(il) * l.k_slice);
+            v_buf_->release(v0 + from * l.v_slice, v0 + span(il) * l.v_slice);
         }
     }
     touched_ = n_past();
 }
 
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
-    if (const int r = rows_[size_t(layer)]; r < n_ctx_)
-        ring_pos_[ring_first_[size_t(layer)] + size_t(pos % r)] = pos;
-    for (int h = 0; h < n_slices_; ++h) {
-        const int off = h * slice_;
+    const Layer& l = L(layer);
+    if (l.rows < n_ctx_) ring_pos_[l.ring_first + size_t(pos % l.rows)] = pos;
+    for (int h = 0; h < l.n_slices; ++h) {
+        const int off = h * l.slice;
         if (k_transposed()) {
             uint8_t* dst = k_ + k_offset(layer, pos, off);
             if (type_k_ == KVType::F32) {
-                for (int i = 0; i < slice_; ++i)
+                for (int i = 0; i < l.slice; ++i)
                     reinterpret_cast<float*>(dst)[size_t(i) * kKeyBlock] = k[off + i];
             } else {
-                for (int i = 0; i < slice_; ++i)
+                for (int i = 0; i < l.slice; ++i)
                     reinterpret_cast<fp16_t*>(dst)[size_t(i) * kKeyBlock] =
                         fp32_to_fp16(k[off + i]);
             }
         } else {
-            store_row(type_k_, k + off, k_ + offset(layer, pos, off, k_slice_, type_k_), slice_);
+            store_row(type_k_, k + off, k_ + offset(layer, pos, off, true), l.slice);
         }
-        store_row(type_v_, v + off, v_ + offset(layer, pos, off, v_slice_, type_v_), slice_);
+        store_row(type_v_, v + off, v_ + offset(layer, pos, off, false), l.slice);
     }
 }
 
@@ -325,8 +364,8 @@ void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
 }  // namespace
 
 void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const {
-    const int base = off / slice_ * slice_;
-    if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice_) {
+    const int slice = L(layer).slice, base = off / slice * slice;
+    if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice) {
         for (int j = j0; j < j1; ++j) read(is_k, layer, j, off, n, out + size_t(j - j0) * n);
         return;
     }
@@ -337,9 +376,10 @@ void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, fl
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).
 void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
     const KVType t = is_k ? type_k_ : type_v_;
+    const int slice = L(layer).slice;
     if (is_k && k_transposed()) {  // one value per line of the row's block
         for (int i = 0; i < n;) {
-            const int at = off + i, m = std::min(n - i, (at / slice_ + 1) * slice_ - at);
+            const int at = off + i, m = std::min(n - i, (at / slice + 1) * slice - at);
             const uint8_t* e = k_ + k_offset(layer, pos, at);
             for (int c = 0; c < m; ++c, e += kv_row_bytes(t, kKeyBlock)) {
                 if (t == KVType::F32) {
@@ -355,8 +395,7 @@ void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) co
         return;
     }
     for (int i = 0; i < n;) {
-        const int at = off + i, base = at / slice_ * slice_,
-                  m = std::min(n - i, base + slice_ - at);
+        const int at = off + i, base = at / slice * slice, m = std::min(n - i, base + slice - at);
         const uint8_t* ahead =
             is_k ? k_bytes(layer, pos + kReadAhead, base) : v_bytes(layer, pos + kReadAhead, base);
         prefetch_piece(ahead + piece_offset(t, at - base), piece_bytes(t, m));

@@ -1,5 +1,6 @@
-// The key/value cache of one sequence: for every layer, n_ctx rows of n_embd_kv values for K
-// (stored after RoPE) and for V, allocated once (left uninitialised, so untouched rows cost no
+// The key/value cache of one sequence: for every layer, n_ctx rows of that layer's n_embd_kv
+// values (KVLayerShape; most models give every layer the same) for K (stored after RoPE) and
+// for V, allocated once (left uninitialised, so untouched rows cost no
 // memory). K and V each have a type (llama.cpp's -ctk / -ctv): F32, F16 (llama.cpp's default) or
 // Q8_0 (blocks of 32: an F16 scale and 32 int8, as llama.cpp's CPU backend rounds them). A row is
 // rounded once, when write() stores it; readers see the same bits whatever the batch. Rows
@@ -69,6 +70,14 @@ struct KVSnapshot {
     size_t bytes() const { return k.size() + v.size() + tokens.size() * sizeof(token_id); }
 };
 
+// One layer's K/V shape: the values of one position (n_embd_kv, for K and for V alike) and of
+// one KV head (head_dim; 0: the whole row is one head). Layers may differ (Gemma 4's
+// full-attention layers have wider heads than its sliding-window ones).
+struct KVLayerShape {
+    int n_embd_kv = 0;
+    int head_dim = 0;
+};
+
 class KVCache {
   public:
     // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
@@ -78,16 +87,22 @@ class KVCache {
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
             KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0,
             int head_dim = 0, bool small_pages = false);
+    // Layers of their own shapes (shapes.size() layers).
+    KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k, KVType type_v,
+            std::span<const int> windows, int max_pass, bool small_pages = false);
 
     // Bytes the cache takes (K and V, every layer and position).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
     // The same for sliding-window layers: each layer's rows (window_rows for a windowed one).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
                         std::span<const int> windows, int max_pass);
+    // The same for layers of their own shapes.
+    static double bytes(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k,
+                        KVType type_v, std::span<const int> windows, int max_pass);
     // Rows a layer of window w (0: no window, n_ctx; -1: a layer without cache, 0) keeps.
     static int window_rows(int window, int max_pass, int n_ctx);
 
-    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv floats each),
+    // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv(layer) floats),
     // rounded to the cache's types.
     void write(int layer, int pos, const float* k, const float* v);
 
@@ -102,10 +117,10 @@ class KVCache {
         return reinterpret_cast<const uint16_t*>(v_bytes(layer, pos, off));
     }
     const uint8_t* k_bytes(int layer, int pos, int off) const {
-        return k_ + offset(layer, pos, off, k_slice_, type_k_);
+        return k_ + offset(layer, pos, off, true);
     }
     const uint8_t* v_bytes(int layer, int pos, int off) const {
-        return v_ + offset(layer, pos, off, v_slice_, type_v_);
+        return v_ + offset(layer, pos, off, false);
     }
     // A transposed (F32 / F16) key side: value `off` of row 0 of the layer, row j's at
     // [(j / kKeyBlock) * k_block_stride() + kKeyBlock * d + j % kKeyBlock] from it for value
@@ -117,16 +132,16 @@ class KVCache {
     const uint16_t* k_t_f16(int layer, int off) const {
         return reinterpret_cast<const uint16_t*>(k_ + k_offset(layer, 0, off));
     }
-    size_t k_block_stride() const { return size_t(kKeyBlock) * size_t(slice_); }
+    size_t k_block_stride(int layer) const { return size_t(kKeyBlock) * size_t(L(layer).slice); }
     // Values (F32 / F16 sides) from one position of a head to the next: the values of one head,
     // head_dim, or n_embd_kv for whole rows.
-    int stride() const { return slice_; }
-    size_t k_stride_bytes() const { return k_slice_; }
-    size_t v_stride_bytes() const { return v_slice_; }
+    int stride(int layer) const { return L(layer).slice; }
+    size_t k_stride_bytes(int layer) const { return L(layer).k_slice; }
+    size_t v_stride_bytes(int layer) const { return L(layer).v_slice; }
     // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
     // where a ring layer wraps): the pointers above stay valid over that many.
     int run(int layer, int pos, int n) const {
-        const int r = rows_[size_t(layer)];
+        const int r = L(layer).rows;
         return r == n_ctx_ ? n : std::min(n, r - pos % r);
     }
     // Values [off, off + n) of a row as floats, whatever the type and the layout.
@@ -150,9 +165,9 @@ class KVCache {
     KVType type_v() const { return type_v_; }
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
-    int n_embd_kv() const { return n_embd_kv_; }
-    int rows(int layer) const { return rows_[size_t(layer)]; }  // n_ctx, or a ring's rows
-    int max_pass() const { return max_pass_; }                  // 0: no sliding-window layer
+    int n_embd_kv(int layer) const { return L(layer).width; }
+    int rows(int layer) const { return L(layer).rows; }  // n_ctx, or a ring's rows
+    int max_pass() const { return max_pass_; }           // 0: no sliding-window layer
     bool has_ring() const { return max_pass_ > 0; }
     int n_past() const { return int(tokens_.size()); }
     // The token at each valid position [0, n_past).
@@ -188,50 +203,58 @@ class KVCache {
     void restore(const KVSnapshot& s);
 
   private:
-    size_t k_row() const { return k_slice_ * size_t(n_slices_); }  // bytes of a whole row
-    size_t v_row() const { return v_slice_ * size_t(n_slices_); }
+    // One layer's geometry and where its rows start in k_ / v_.
+    struct Layer {
+        int width = 0;                    // values per position
+        int slice = 0, n_slices = 1;      // values per head slice; slices per position
+        size_t k_slice = 0, v_slice = 0;  // bytes per slice
+        int window = 0, rows = 0;         // its window (0, or -1: no cache) and rows kept
+        size_t k_base = 0, v_base = 0;    // its first byte in k_ / v_
+        size_t ring_first = 0;            // its ring's first entry in ring_pos_
+        size_t k_row() const { return k_slice * size_t(n_slices); }  // bytes of a whole row
+        size_t v_row() const { return v_slice * size_t(n_slices); }
+    };
+    const Layer& L(int layer) const { return layers_[size_t(layer)]; }
+    size_t snapshot_bytes(int n, bool is_k) const;  // every layer's n whole rows
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
     // Rows allocated for r rows: whole key blocks.
     static size_t whole_blocks(size_t r) { return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
     // Rows of a layer's allocation.
-    size_t span(int layer) const { return whole_blocks(size_t(rows_[size_t(layer)])); }
+    size_t span(int layer) const { return whole_blocks(size_t(L(layer).rows)); }
     int row(int layer, int pos) const {
-        const int r = rows_[size_t(layer)];
+        const int r = L(layer).rows;
         return pos < r ? pos : pos % r;
     }
-    // Byte offset of value `off` of position `pos` in row-major slices: the layer's first row,
-    // then the head's run of span() slices (slice: its bytes), the position's slice, the value.
-    size_t offset(int layer, int pos, int off, size_t slice, KVType t) const {
-        const int head = off / slice_, in = off % slice_;
-        return first_row_[size_t(layer)] * slice * size_t(n_slices_) +
-               (size_t(head) * span(layer) + size_t(row(layer, pos))) * slice + kv_row_bytes(t, in);
+    // Byte offset of value `off` of position `pos` in row-major slices: the layer's first byte,
+    // then the head's run of span() slices, the position's slice, the value.
+    size_t offset(int layer, int pos, int off, bool is_k) const {
+        const Layer& l = L(layer);
+        const int head = off / l.slice, in = off % l.slice;
+        const size_t slice = is_k ? l.k_slice : l.v_slice;
+        return (is_k ? l.k_base : l.v_base) +
+               (size_t(head) * span(layer) + size_t(row(layer, pos))) * slice +
+               kv_row_bytes(is_k ? type_k_ : type_v_, in);
     }
     // The same in a transposed key side: the head's run of blocks, the row's block, the value's
     // line of kKeyBlock, the row's lane.
     size_t k_offset(int layer, int pos, int off) const {
-        const size_t head = size_t(off / slice_), in = size_t(off % slice_);
+        const Layer& l = L(layer);
+        const size_t head = size_t(off / l.slice), in = size_t(off % l.slice);
         const size_t r = size_t(row(layer, pos)), es = kv_row_bytes(type_k_, 1);
-        return es * (first_row_[size_t(layer)] * size_t(n_embd_kv_) + head * span(layer) * slice_ +
-                     r / kKeyBlock * k_block_stride() + in * kKeyBlock + r % kKeyBlock);
+        return l.k_base +
+               es * (head * span(layer) * size_t(l.slice) + r / kKeyBlock * k_block_stride(layer) +
+                     in * kKeyBlock + r % kKeyBlock);
     }
-    int n_layer_, n_ctx_, n_embd_kv_;
+    int n_layer_, n_ctx_;
     int max_pass_ = 0;
-    int n_device_ = 0;                 // set_device_layers
-    std::vector<int> windows_, rows_;  // per layer
-    std::vector<size_t> first_row_;    // per layer: its first row in k_ / v_ (spans before it)
-    // Ring layers: the position each row holds (-1: none yet), from ring_first_[layer] on.
+    int n_device_ = 0;  // set_device_layers
+    std::vector<Layer> layers_;
+    // Ring layers: the position each row holds (-1: none yet), from Layer::ring_first on.
     std::vector<int> ring_pos_;
-    std::vector<size_t> ring_first_;
     KVType type_k_, type_v_;
-    int slice_ = 0, n_slices_ = 1;  // values per head slice; slices per row
-    size_t k_slice_, v_slice_;      // bytes per slice
     std::vector<token_id> tokens_;  // reserved n_ctx at construction
     int touched_ = 0;               // touched()
-    // K and V on 2 MiB pages where the system has them (kernels/repack.h's PackedBuffer): fewer
-    // TLB misses for passes that read a layer's heads over a long cache (and, in whole-row
-    // layouts, a small piece of every row); on 4 KiB pages for a cache whose committed memory
-    // must follow its positions (small_pages: a server's KV pool).
     std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
     uint8_t* k_ = nullptr;
     uint8_t* v_ = nullptr;

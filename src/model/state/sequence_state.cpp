@@ -15,14 +15,21 @@ int resolve_ctx(const HParams& hp, int n_ctx) {
                               : SessionParams::kDefaultMaxCtx;
 }
 
-namespace {
+std::vector<KVLayerShape> kv_shapes(const HParams& hp) {
+    std::vector<KVLayerShape> s(size_t(hp.n_layer));
+    for (int il = 0; il < hp.n_layer; ++il)
+        s[size_t(il)] = {hp.layer_n_embd_kv(il), hp.layer_head_dim(il)};
+    return s;
+}
 
-std::vector<int> layer_windows(const HParams& hp) {
+std::vector<int> kv_windows(const HParams& hp) {
     std::vector<int> w(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il)
-        w[size_t(il)] = hp.is_recurrent(il) ? -1 : hp.window(il);
+        w[size_t(il)] = hp.is_recurrent(il) || !hp.own_kv(il) ? -1 : hp.window(il);
     return w;
 }
+
+namespace {
 
 int ubatch(const SessionParams& p) {
     if (p.n_ubatch < 1) fail("n_ubatch (-ub) must be >= 1, got ", p.n_ubatch);
@@ -55,9 +62,8 @@ SequenceState::SequenceState(const Model& m, const SessionParams& p)
     : model(m),
       own_pool(p.pool ? nullptr : std::make_unique<ThreadPool>(default_threads(p.n_threads))),
       pool(p.pool ? p.pool : own_pool.get()),
-      kv(m.hparams().n_layer, resolve_ctx(m.hparams(), p.n_ctx), m.hparams().n_embd_kv(), p.type_k,
-         p.type_v, layer_windows(m.hparams()), swa_max_pass(p), m.hparams().head_dim,
-         p.kv_small_pages),
+      kv(kv_shapes(m.hparams()), resolve_ctx(m.hparams(), p.n_ctx), p.type_k, p.type_v,
+         kv_windows(m.hparams()), swa_max_pass(p), p.kv_small_pages),
       rec(m.hparams(), p.recurrent_rollback),
       capture_layers(specula::capture_layers(m, p)),
       n_ubatch(ubatch(p)) {

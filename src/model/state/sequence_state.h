@@ -17,6 +17,12 @@
 
 namespace specula {
 
+// The cache a model's sequence keeps, layer by layer: each layer's shape, and its window
+// (KVCache's: 0 whole, n a sliding window, -1 no cache: a recurrent layer, or one that reads
+// another layer's cache, HParams::kv_src).
+std::vector<KVLayerShape> kv_shapes(const HParams& hp);
+std::vector<int> kv_windows(const HParams& hp);
+
 struct SequenceState {
     SequenceState(const Model& m, const SessionParams& p);
     ~SequenceState();
