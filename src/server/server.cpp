@@ -247,6 +247,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->anthropic = anthropic;
     head->hide_thinking = hide_thinking;
     head->responses = responses_request;
+    head->trace = p.req.trace;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     if (prepared->req.stream) {
         send_stream(res, head, prepared, std::move(busy));

@@ -93,6 +93,7 @@ void Engine::finish(Sequence& s, const char* why) {
         s.stats.t_gen_ms = ms_since(s.work.t_gen);
     }
     s.stats.plain_pass_ms = cost_.cost(1);
+    if (s.drafter) s.drafter->end(s.history, s.n_prompt);
 }
 
 // Why `s` may not step again, or null.
@@ -286,6 +287,9 @@ void Engine::verify_step(Sequence& s, double pass_ms) {
     r.n_accepted = v.n_accepted;
     const int n_own = s.work.n_own;
     r.n_forced_accepted = std::max(0, v.n_accepted - n_own);
+    if (s.params.trace)
+        s.stats.trace.push_back({s.stats.n_target_passes, int(s.history.size()), d.tokens,
+                                 v.n_accepted, d.size() - n_own});
     for (int i = 0; i < v.n_accepted && !r.stop; ++i) emit(s, {d.tokens[size_t(i)], true}, i);
     if (!r.stop) emit(s, {v.token, false}, v.n_accepted);
     s.stats.add(r);

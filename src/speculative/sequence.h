@@ -30,6 +30,8 @@ struct GenParams {
     // Grammar-forced drafts (speculative/drafters/forced_drafts.h): up to this many per step when
     // the sequence has no drafter or its draft length is 0, the draft length otherwise; 0: none.
     int n_forced = 8;
+    // Record the draft trace in SpecStats::trace (speculative/draft_trace.h): one entry per step.
+    bool trace = false;
 };
 
 // Called with each generated token and whether it was an accepted draft token (false: the

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "speculative/draft_length/step_record.h"
+#include "speculative/draft_trace.h"
 
 namespace specula {
 
@@ -45,6 +46,9 @@ struct SpecStats {
     // model (speculative/draft_length/pass_cost.h) when the generation ends: measured if such
     // passes ran, else estimated from the passes that did. 0 without passes.
     double plain_pass_ms = 0;
+    // One entry per decoding step when GenParams::trace is on (speculative/draft_trace.h); empty
+    // otherwise. Not part of to_json().
+    std::vector<DraftTraceStep> trace;
 
     // Counts one step of the generation loop.
     void add(const StepRecord& step);

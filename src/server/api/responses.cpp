@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "speculative/draft_trace.h"
+
 namespace specula {
 
 namespace {
@@ -230,6 +232,7 @@ json finish_chunk(const ResponseHead& h, int index, const Completion& c) {
     } else {
         choice["text"] = "";
     }
+    if (h.trace) choice["speculative_trace"] = draft_trace_json(c.stats.trace, c.stats.drafter);
     json j = with_choice(h, choice);
     j["timings"] = timings_json({c});
     return j;
@@ -280,6 +283,7 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
         } else {
             choice["text"] = c.echo + c.text;
         }
+        if (h.trace) choice["speculative_trace"] = draft_trace_json(c.stats.trace, c.stats.drafter);
         list.push_back(choice);
     }
     json j = h.make();

@@ -39,6 +39,9 @@ struct ResponseHead {
     bool hide_thinking = false;  // Anthropic's thinking.display "omitted": no thinking blocks
     // OpenAI's Responses shapes (server/api/openai_responses.h) over chat's: the request it echoes.
     std::shared_ptr<const struct ResponsesRequest> responses;
+    // "speculative": {"trace": true}: each choice carries "speculative_trace" (the whole response's
+    // choices; when streaming, the choice's finish chunk), speculative/draft_trace.h's steps.
+    bool trace = false;
     nlohmann::json make() const;
 };
 

@@ -183,6 +183,16 @@ std::optional<int> get_draft_override(const json& body) {
     return n->get<int>();
 }
 
+// "speculative": {"trace": bool}: each choice gets its draft trace (speculative/draft_trace.h).
+bool get_trace(const json& body) {
+    const json* v = field(body, "speculative");
+    if (!v || !v->is_object()) return false;  // get_draft_override refuses a non-object
+    const json* t = field(*v, "trace");
+    if (!t) return false;
+    if (!t->is_boolean()) wrong_type("speculative.trace", "a boolean");
+    return t->get<bool>();
+}
+
 // stream_options: {"include_usage": bool}; only with stream: true (as OpenAI requires).
 bool get_include_usage(const json& body, bool stream) {
     const json* v = field(body, "stream_options");
@@ -325,6 +335,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.ignore_eos = get_bool(body, "ignore_eos", false);
     r.timings_per_token = get_bool(body, "timings_per_token", false);
     r.n_draft = get_draft_override(body);
+    r.trace = get_trace(body);
     r.echo = !chat && get_bool(body, "echo", false);
     r.logprobs = get_logprobs(body, chat);
     r.penalties = get_penalties(body, d);

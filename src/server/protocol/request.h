@@ -56,6 +56,7 @@ struct CompletionRequest {
     bool stream = false;
     bool ignore_eos = false;
     std::optional<int> n_draft;      // "speculative": {"num_speculative_tokens": N}
+    bool trace = false;              // "speculative": {"trace": true}: each choice's draft trace
     int n = 1;                       // choices, generated one after another
     bool include_usage = false;      // stream_options.include_usage
     bool timings_per_token = false;  // llama-server's: every streamed chunk carries `timings`

@@ -65,7 +65,7 @@ const Implemented kImplemented[] = {
     {"include_stop_str_in_output", Endpoint::both},
     {"stop_token_ids", Endpoint::both},
     {"continue_final_message", Endpoint::chat},
-    {"speculative", Endpoint::both},  // Specula's own: {"num_speculative_tokens": N}
+    {"speculative", Endpoint::both},  // Specula's own: {"num_speculative_tokens": N, "trace": bool}
 };
 
 // 2. Fields accepted at the values that change nothing Specula outputs, refused by name (with

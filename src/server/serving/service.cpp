@@ -313,6 +313,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     auto job = std::make_shared<Job>();
     job->prompt = p.prompt;
     job->gen = gen_params(rt_, p.n_predict, r.ignore_eos, r.n_draft);
+    job->gen.trace = r.trace;
     // --draft auto, unless the request sets its own length: the slot's controller learns on.
     job->draft_auto = rt_.speculative.config.draft_auto && !r.n_draft;
     job->sampling = sampling_->sampling(r, choice);

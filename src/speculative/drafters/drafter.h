@@ -90,6 +90,11 @@ class Drafter {
     // first n_kept - size() of which were kept too (a drafter catches up on them in start()).
     virtual void accept(int n_kept) = 0;
 
+    // The sequence ended (Engine::finish): `history` is its prompt (the first n_prompt tokens)
+    // and everything it generated. A drafter that learns across requests (SuffixDrafter) keeps
+    // the output; by default, nothing.
+    virtual void end(std::span<const token_id> history, int n_prompt) {}
+
     // Optional (the engine sets it for each generation, null when there are none): the
     // target's Constraints (logit bias, penalties, grammar) at the current history. A drafter that
     // uses it masks its rows the same way before choosing, so it proposes only tokens a grammar
