@@ -16,6 +16,10 @@ g++ -O1 -std=c++17 -I"$ik/include" -I"$ik/ggml/include" "$here/ref_dump.cpp" -o 
 for f in "$data"/*.gguf; do
     stem=$(basename "$f" .gguf)
     case $stem in *.sidecar) continue ;; esac
+    # gemma4's Q8_0 files (its draft's too) have no reference: ik_llama.cpp's flash-attention path
+    # drifts up to 1.5 from a float64 forward on them (its one-row Q8_0 kernels), beyond any
+    # tolerance that still tests something; they serve the speculative and batching tests.
+    case $stem in rand-gemma4-*Q8_0) continue ;; esac
     # gemma4's graph is right only with flash attention (ik_llama.cpp's README says so too).
     fa=0
     case $stem in rand-gemma4-*) fa=1 ;; esac
