@@ -9,7 +9,8 @@ namespace specula {
 
 namespace {
 
-// tmp += down(silu(gate h) * up h) * sigmoid(gate_inp_shexp . h), h the normed rows in st.h.
+// tmp += down(silu(gate h) * up h) * sigmoid(gate_inp_shexp . h), h the normed rows in st.h; an
+// ungated shared expert (no ffn_gate_inp_shexp: glm4moe) adds its output as it is.
 void shared_expert(PassState& st, const LayerWeights& l, int nrows) {
     ThreadPool& pool = *st.pool;
     const int64_t nff = st.hp.n_ff_shexp, d = st.hp.n_embd;
@@ -18,6 +19,10 @@ void shared_expert(PassState& st, const LayerWeights& l, int nrows) {
     matmul_multi(gate_up, st.h.data(), d, nrows, pool, st.mm);
     silu_mul_all(pool, st.sh_g.data(), st.sh_u.data(), int64_t(nrows) * nff);
     matmul(l.ffn_down_shexp, st.sh_g.data(), nff, nrows, st.sh_d.data(), d, pool, st.mm);
+    if (!l.ffn_gate_inp_shexp) {
+        add_into_all(pool, st.tmp.data(), st.sh_d.data(), int64_t(nrows) * d);
+        return;
+    }
     for (int t = 0; t < nrows; ++t) {
         const float* h = st.h.data() + t * d;
         float dot = 0.0f;
@@ -51,7 +56,7 @@ void ffn(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int nrows = st.rows;
     norm_rows(st, st.x.data(), l.ffn_norm, nrows, st.h.data());
-    if (hp.n_expert > 0) {
+    if (l.ffn_gate_inp) {  // an MoE layer (a model's leading layers may be dense: glm4moe)
         st.moe.forward(l, hp, st.h.data(), nrows, st.tmp.data(), pool, st.mm);
         if (l.ffn_up_shexp.data) shared_expert(st, l, nrows);
     } else {

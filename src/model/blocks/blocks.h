@@ -37,7 +37,7 @@ void attention_project(PassState& st, const LayerWeights& l);
 void attention_output(PassState& st, const LayerWeights& l);
 
 // --- Feed-forward (block_ffn.cpp) ---
-// x += FFN(rms_norm(x) * ffn_norm): the MoE when the model has experts (plus the shared expert
+// x += FFN(rms_norm(x) * ffn_norm): the MoE when the layer has a router (plus the shared expert
 // when l has one), else SwiGLU (GeGLU with HParams::FfnAct::GeluTanh); the FFN output RMS-normed
 // by ffn_post_norm first when l has one.
 void ffn(PassState& st, const LayerWeights& l);
