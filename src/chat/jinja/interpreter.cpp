@@ -85,7 +85,7 @@ void charge_allocation(size_t bytes) {
 
 void check_value_depth(uint32_t depth) {
     if (t_render && depth > uint32_t(t_render->limits().max_value_depth))
-        t_render->error("list nested deeper than the limit of " +
+        t_render->error("value nested deeper than the limit of " +
                         std::to_string(t_render->limits().max_value_depth) + " levels");
 }
 

@@ -24,7 +24,11 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
     if (op == "!=") return Value::from_bool(!loose_equal(l, r));
     auto str_concat = [&](const std::string& a, const std::string& b) {
         check_size(a.size() + b.size());
-        return Value::string(a + b);
+        std::string out;
+        out.reserve(a.size() + b.size());
+        out += a;
+        out += b;
+        return Value::string(std::move(out));
     };
     if (l.is_number() && r.is_number() && op != "~" && op != "**") {
         const double a = l.num, b = r.num;
@@ -50,6 +54,7 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
     } else if (l.is_null() || r.is_null()) {
         error("cannot perform operation " + op + " on null values");
     } else if (op == "~") {
+        if (l.text && r.text) return str_concat(l.str(), r.str());  // no copies first
         return str_concat(l.js_string(), r.js_string());
     } else if (op == "**" && l.is_numeric_like() && r.is_numeric_like()) {
         const double a = l.numeric(), b = r.numeric();
@@ -78,8 +83,10 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
             return Value::from_bool(op == "in" ? found : !found);
         }
     }
-    if ((l.kind == Kind::String || r.kind == Kind::String) && op == "+")
+    if ((l.kind == Kind::String || r.kind == Kind::String) && op == "+") {
+        if (l.text && r.text) return str_concat(l.str(), r.str());
         return str_concat(l.js_string(), r.js_string());
+    }
     if (l.kind == Kind::String && r.kind == Kind::String) {
         const std::string &a = l.str(), &b = r.str();
         if (op == "in") return Value::from_bool(find_text(b, a) != std::string::npos);
