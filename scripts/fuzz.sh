@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target under ASan + UBSan:  scripts/fuzz.sh TARGET SECONDS [RUNS]
-#   TARGET: gguf | tokenizer | chat_template | request   (fuzz/fuzz_TARGET.cpp)
+#   TARGET: gguf | tokenizer | chat_template | request | model_output   (fuzz/fuzz_TARGET.cpp)
 #   SECONDS: the longest it runs; RUNS (optional): stop after that many executions instead, e.g.
 #   `nice -n 19 scripts/fuzz.sh gguf 7200 1000000` for the long run the README documents.
 # Builds build-fuzz/ with clang (-DSPECULA_FUZZ=ON) when needed, seeds a corpus from ../shared
@@ -10,13 +10,13 @@
 # saved as build-fuzz/artifacts/TARGET-*. Prints libFuzzer's final stats (execs, coverage).
 set -euo pipefail
 if [ $# -ne 2 ] && [ $# -ne 3 ]; then
-    echo "usage: $0 gguf|tokenizer|chat_template|request SECONDS [RUNS]" >&2
+    echo "usage: $0 gguf|tokenizer|chat_template|request|model_output SECONDS [RUNS]" >&2
     exit 2
 fi
 TARGET="$1"
 SECONDS_TO_RUN="$2"
 RUNS="${3:--1}"
-case "$TARGET" in gguf | tokenizer | chat_template | request) ;; *)
+case "$TARGET" in gguf | tokenizer | chat_template | request | model_output) ;; *)
     echo "fuzz.sh: unknown target '$TARGET'" >&2
     exit 2
     ;;
@@ -96,6 +96,11 @@ request)
         i=$((i + 1))
     done
     MAX_LEN=4096
+    ;;
+model_output)
+    # fuzz/seeds/model_output: replies in every format (byte 0: format and mode, byte 1: cuts).
+    cp fuzz/seeds/model_output/* "$SEEDS/"
+    MAX_LEN=2048
     ;;
 esac
 

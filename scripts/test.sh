@@ -37,7 +37,7 @@ GTEST_FILTER="${GTEST_FILTER:--*RssStaysFlat*:*PeaksWithinThePlan*}" \
     ctest --test-dir build-asan --output-on-failure -j "$JOBS"
 
 echo "== fuzzers (clang, libFuzzer + ASan/UBSan, build-fuzz/), ${SPECULA_FUZZ_SECONDS:-30} s each"
-for target in gguf tokenizer chat_template request; do
+for target in gguf tokenizer chat_template request model_output; do
     timeout 900 scripts/fuzz.sh "$target" "${SPECULA_FUZZ_SECONDS:-30}"
 done
 
