@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
     llama_backend_init();
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    // The context's MLA mode (3): an MLA model (deepseek2) derives its wk_b / wv_b at load with
+    // it; the default 0 leaves them unmade and the graph crashes.
+    mp.mla = llama_context_default_params().mla_attn;
     llama_model* model = llama_model_load_from_file(argv[1], mp);
     if (!model) return 1;
     llama_context_params cp = llama_context_default_params();
