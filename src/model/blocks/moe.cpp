@@ -2,6 +2,7 @@
 #include "model/blocks/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/ops.h"
@@ -24,6 +25,44 @@ WeightView expert_view(const WeightView& w, int e, int n_expert) {
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
     if (v.size() < n) v.resize(n);
+}
+
+// The index of the highest of s[i] over i in [0, n) not in taken[0, nt),
+// ties to the lower index; -1 when none.
+int best_of(const float* s, int n, const int* taken, int nt) {
+    int best = -1;
+    for (int i = 0; i < n; ++i) {
+        if (std::find(taken, taken + nt, i) != taken + nt) continue;
+        if (best < 0 || s[i] > s[best]) best = i;
+    }
+    return best;
+}
+
+// The k experts of one token (most preferred first) by their probabilities p plus the selection
+// bias b (where given; the weights stay p's). With expert groups, only the experts of the
+// n_group_used groups whose two best scores sum highest compete.
+void select_experts(const HParams& hp, const float* p, const float* b, float* score, int* sel) {
+    const int ne = hp.n_expert, k = hp.n_expert_used;
+    for (int e = 0; e < ne; ++e) score[e] = b ? p[e] + b[e] : p[e];
+    const int ng = hp.n_expert_groups;
+    if (ng > 1 && hp.n_group_used < ng) {
+        const int per = ne / ng;
+        float gs[64];  // HParams caps the groups at 64
+        int top2[2], keep[64];
+        for (int g = 0; g < ng; ++g) {
+            const float* sg = score + g * per;
+            top2[0] = best_of(sg, per, top2, 0);
+            top2[1] = per > 1 ? best_of(sg, per, top2, 1) : -1;
+            gs[g] = sg[top2[0]] + (top2[1] >= 0 ? sg[top2[1]] : 0.0f);
+        }
+        for (int r = 0; r < hp.n_group_used; ++r) keep[r] = best_of(gs, ng, keep, r);
+        for (int g = 0; g < ng; ++g) {
+            if (std::find(keep, keep + hp.n_group_used, g) != keep + hp.n_group_used) continue;
+            for (int e = g * per; e < (g + 1) * per; ++e) score[e] = -INFINITY;
+        }
+    }
+    // Top-k by score, ties to the lower expert id (k and ne are tiny).
+    for (int r = 0; r < k; ++r) sel[r] = best_of(score, ne, sel, r);
 }
 
 }  // namespace
@@ -67,20 +106,18 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
                       reinterpret_cast<const uint8_t*>(l.ffn_gate_inp)};
     matmul(router, x, hp.n_embd, ntok, logits_.data(), ne, pool, scratch);
     const bool topk_softmax = hp.moe_routing == HParams::MoeRouting::TopKSoftmax;
+    std::vector<float> score(static_cast<size_t>(ne));
     for (int t = 0; t < ntok; ++t) {
         float* p = logits_.data() + static_cast<size_t>(t) * ne;
         if (l.ffn_gate_inp_b) add_into(p, l.ffn_gate_inp_b, ne);
-        if (!topk_softmax) softmax(p, ne);
-        int* sel = sel_.data() + static_cast<size_t>(t) * k;
-        // Top-k by probability, ties to the lower expert id (k and ne are tiny).
-        for (int r = 0; r < k; ++r) {
-            int best = -1;
-            for (int e = 0; e < ne; ++e) {
-                if (std::find(sel, sel + r, e) != sel + r) continue;
-                if (best < 0 || p[e] > p[best]) best = e;
-            }
-            sel[r] = best;
+        if (hp.moe_sigmoid) {
+            for (int e = 0; e < ne; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+        } else if (!topk_softmax) {
+            softmax(p, ne);
         }
+        select_experts(hp, p, l.ffn_exp_probs_b, score.data(),
+                       sel_.data() + static_cast<size_t>(t) * k);
+        const int* sel = sel_.data() + static_cast<size_t>(t) * k;
         float* w = w_.data() + static_cast<size_t>(t) * k;
         if (topk_softmax) {  // the chosen logits' softmax (gpt-oss)
             for (int r = 0; r < k; ++r) w[r] = p[sel[r]];
@@ -93,7 +130,10 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
             sum += static_cast<double>(w[r]);
         }
         const float fsum = static_cast<float>(sum);
-        for (int r = 0; r < k; ++r) w[r] /= fsum;
+        if (hp.moe_norm_w)
+            for (int r = 0; r < k; ++r) w[r] /= fsum;
+        if (hp.moe_w_scale != 1.0f)
+            for (int r = 0; r < k; ++r) w[r] *= hp.moe_w_scale;
     }
 }
 

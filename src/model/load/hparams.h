@@ -85,6 +85,20 @@ struct HParams {
     std::vector<int> rope_sections;
     // Layers the file has beyond n_layer: nextn (MTP) layers, which the forward pass skips.
     int n_nextn = 0;
+    // DeepSeek's MLA (model/arch/deepseek2.cpp; 0: not MLA): Q through a q_lora_rank latent
+    // (0: a plain attn_q), K and V through one kv_lora_rank latent per position, which the cache
+    // keeps with the n_rot decoupled rope dims as its one head (head_dim = kv_lora_rank + n_rot);
+    // each query head's q.k has mla_head_k dims (nope + rope), its value mla_head_v.
+    int mla_kv_lora_rank = 0, mla_q_lora_rank = 0, mla_head_k = 0, mla_head_v = 0;
+    // DeepSeek-style routing (model/blocks/moe.h): sigmoid instead of softmax gating, the
+    // renormalisation of the chosen weights optional, a scale on them, expert groups (the
+    // n_group_used groups of the highest top-2 sums compete; 0: none) and the first
+    // n_layer_dense_lead layers dense.
+    bool moe_sigmoid = false;
+    bool moe_norm_w = true;
+    float moe_w_scale = 1.f;
+    int n_expert_groups = 0, n_group_used = 0;
+    int n_layer_dense_lead = 0;
     // Layers of their own shapes (Gemma 4: its full-attention layers have their own head size
     // head_dim, KV head count and rotated dimensions n_rot, the sliding-window ones head_dim_swa
     // and n_rot_swa; some layers a double-wide FFN). Empty arrays: every layer has n_head /

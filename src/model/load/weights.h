@@ -39,6 +39,11 @@ struct LayerWeights {
     // sigmoid(ffn_gate_inp_shexp . h) ([n_embd], F32).
     WeightView ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
     const float* ffn_gate_inp_shexp = nullptr;
+    // DeepSeek's MLA: q_a [n_embd -> q_lora] with its norm and q_b [q_lora -> n_head * head_k]
+    // (else wq), kv_a_mqa [n_embd -> kv_lora + n_rot] with kv_a_norm [kv_lora], and kv_b
+    // [kv_lora -> n_head * (nope + head_v)]; the router's selection bias exp_probs_b [n_expert].
+    WeightView wq_a, wq_b, wkv_a_mqa, wkv_b;
+    const float *q_a_norm = nullptr, *kv_a_norm = nullptr, *ffn_exp_probs_b = nullptr;
     // Gated DeltaNet (qwen35's recurrent layers, HParams::is_recurrent): the mixed Q/K/V input of
     // the conv (attn_qkv, conv_dim rows), the output gate z (attn_gate, value_dim rows), the
     // conv taps [conv_dim][d_conv] (F32), the decay's dt bias and A (ssm_a, negative), the beta
