@@ -26,7 +26,9 @@ The head (one row per target position p, predicting t_{p+2}):
 Rope is llama.cpp's normal mode (adjacent pairs) at absolute positions. A rerun writes the same
 bytes. --bench writes a timing head shaped for any llama-style target from its metadata alone (its
 hidden size, heads and FFN width; layers 2, n/2, n - 3 as vLLM picks them; the shared vocabulary,
-the target's token_embd and output), random weights in F16 or Q8_0.
+the target's token_embd; the target's output up to 32000 tokens, else a 32000-token vocabulary of
+its own mapped by d2t, as the published heads for Llama 3 and Qwen3 have), random weights in F16 or
+Q8_0.
 """
 import argparse
 import json
@@ -230,7 +232,9 @@ def write_head(path, spec, th, t, d2t):
 
 def bench_head(target, out, wtype):
     """A timing head for `target` (metadata only): random weights, no d2t, the target's vocab."""
-    kv = {k: v for k, (t, v) in g.read_metadata(target).items()}
+    with open(target, "rb") as fh:  # the metadata alone (an 8B target's file is 16 GB)
+        head = fh.read(256 << 20)
+    kv = {k: v for k, (t, v) in g._read_head(head, target)[0].items()}
     a = kv["general.architecture"]
     n = kv[a + ".block_count"]
     th = dict(d=kv[a + ".embedding_length"], eps=kv.get(a + ".attention.layer_norm_rms_epsilon",
@@ -253,6 +257,11 @@ def bench_head(target, out, wtype):
     for name in ("blk.0.attn_norm.weight", "blk.0.hidden_norm.weight", "blk.0.ffn_norm.weight",
                  "output_norm.weight"):
         t[name] = np.ones(d, dtype=np.float32)
+    n_vocab = len(kv["tokenizer.ggml.tokens"][1])
+    d2t = None
+    if n_vocab > 32000:
+        d2t = np.sort(rng.choice(n_vocab, 32000, replace=False)).astype(np.int64)
+        t["output.weight"] = rng.standard_normal((32000, d), dtype=np.float32) / np.sqrt(d)
     gtype = {"f16": g.GGML_F16, "q8_0": g.GGML_Q8_0}[wtype]
     w = g.Writer()
     w.add("general.architecture", g.T_STR, "eagle3")
@@ -266,8 +275,10 @@ def bench_head(target, out, wtype):
     w.add("eagle3.target_layers", g.T_ARR, (g.T_I32, spec["layers"]))
     for name, arr in t.items():
         w.tensor(name, arr, g.GGML_F32 if arr.ndim == 1 else gtype)
+    if d2t is not None:
+        w.raw_tensor("d2t", [len(d2t)], GGML_I64, d2t.astype("<i8").tobytes())
     w.write(out)
-    print(out, "layers", spec["layers"], wtype)
+    print(out, "layers", spec["layers"], wtype, "d2t" if d2t is not None else "shared vocabulary")
 
 
 def main():
