@@ -95,6 +95,7 @@ Value s_replace(const FilterCall& c) {
     if (count && count->kind != Kind::Int && !count->is_null())
         c.in.error("replace() count argument must be a number or null");
     const double n = count && count->kind == Kind::Int ? count->num : -1;
+    c.in.search_work(s.size());
     const size_t growth =
         args[0].str().empty() ? (s.size() + 1) * args[1].str().size()
         : args[1].str().size() > args[0].str().size()

@@ -148,6 +148,7 @@ Value sm_startswith(const StringCall& c) {
 }
 
 Value sm_split(const StringCall& c) {
+    c.in.search_work(c.s.size());
     Value sep = c.args.size() > 0 ? c.args[0] : Value::null();
     Value maxsplit = c.args.size() > 1 ? c.args[1] : Value::integer(-1);
     for (const auto& kv : c.kwargs) {
@@ -198,6 +199,7 @@ Value sm_find(const StringCall& c) {
     const std::string& s = c.s;
     if (c.args.empty() || c.args[0].kind != Kind::String)
         c.in.error(c.name + "() needs a string argument");
+    c.in.search_work(s.size());
     const std::string& sub = c.args[0].str();
     if (c.name == "count") {
         if (sub.empty()) return Value::integer(double(code_point_count(s) + 1));

@@ -89,6 +89,7 @@ Value Interpreter::binary(const Ast& n, const std::shared_ptr<Env>& env) {
     }
     if (l.kind == Kind::String && r.kind == Kind::String) {
         const std::string &a = l.str(), &b = r.str();
+        if (op == "in" || op == "not in") search_work(b.size());
         if (op == "in") return Value::from_bool(find_text(b, a) != std::string::npos);
         if (op == "not in") return Value::from_bool(find_text(b, a) == std::string::npos);
         // Extension: the reference cannot order strings; Jinja compares them.

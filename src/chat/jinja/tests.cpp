@@ -97,8 +97,10 @@ bool t_in(const TestCall& c) {
             if (strict_equal(v, x)) return true;
         return false;
     }
-    if (other.kind == Kind::String && x.kind == Kind::String)
+    if (other.kind == Kind::String && x.kind == Kind::String) {
+        c.in.search_work(other.str().size());
         return find_text(other.str(), x.str()) != std::string::npos;
+    }
     if (other.kind == Kind::Object && x.kind == Kind::String)
         return other.obj->find(x.str()) != nullptr;
     c.in.error(std::string("cannot test 'in' on ") + other.type_name());
