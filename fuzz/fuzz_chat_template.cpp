@@ -4,6 +4,7 @@
 // every message list without crashing; the Jinja engine (jinja_template.h) parses the template
 // and, when it parses, renders it over the messages under small budgets, so a hostile template
 // (deep nesting, runaway loops or recursion, huge strings) ends in an Error, never a crash or hang.
+// fuzz/seeds/chat_template holds such templates (scripts/fuzz.sh seeds the corpus with them).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,6 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     limits.max_items = 100000;
     limits.max_calls = 50;
     limits.max_depth = 400;
+    limits.max_iterations = 20000;
+    limits.max_bytes = 64u << 20;
     nlohmann::ordered_json context = {
         {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_generation_prompt", true}};
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -82,6 +82,9 @@ chat_template)
         printf '%s\0\001hello\0\000be brief\0\002hi there\0\001more' "$t" >"$SEEDS/t$i"
         i=$((i + 1))
     done
+    # fuzz/seeds/chat_template: hostile templates (deep nesting, range past 2^53, huge strings
+    # and lists, quadratic searches, runaway loops and recursion), each ended by a limit.
+    cp fuzz/seeds/chat_template/* "$SEEDS/"
     MAX_LEN=4096
     ;;
 request)
