@@ -10,10 +10,11 @@
 namespace specula {
 
 Eagle3Drafter::Eagle3Drafter(const Eagle3Head& head, const SamplingParams& sampling, int n_ctx,
-                             KVType type_k, KVType type_v)
+                             KVType type_k, KVType type_v, float p_min)
     : head_(head),
       st_(head, n_ctx > 0 ? n_ctx : resolve_ctx(head.target->hparams(), 0), type_k, type_v),
-      chooser_(sampling, 0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full) {}
+      chooser_(sampling, 0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full),
+      p_min_(p_min) {}
 
 void Eagle3Drafter::attach(Session* target) {
     target_ = target;
@@ -85,7 +86,7 @@ void Eagle3Drafter::chain(int n_max, Draft& out, int keep) {
     ThreadPool& pool = target_->pool();
     const size_t d = size_t(head_.hp.n_embd);
     for (;;) {
-        const token_id tok = chooser_.choose(st_.logits.data(), nv, out, guide);
+        const token_id tok = chooser_.choose(st_.logits.data(), nv, out, guide, p_min_);
         if (tok < 0) break;
         out.tokens.push_back(tok);
         if (out.size() >= n_max || st_.kv.n_past() >= st_.kv.n_ctx()) break;

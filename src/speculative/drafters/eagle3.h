@@ -31,9 +31,10 @@ namespace specula {
 
 class Eagle3Drafter final : public Drafter {
   public:
-    // n_ctx: the head's cache (the target's context); its KV types.
+    // n_ctx: the head's cache (the target's context); its KV types; p_min: --draft-p-min (a row
+    // whose top probability is below it ends the proposal).
     Eagle3Drafter(const Eagle3Head& head, const SamplingParams& sampling, int n_ctx,
-                  KVType type_k = KVType::F32, KVType type_v = KVType::F32);
+                  KVType type_k = KVType::F32, KVType type_v = KVType::F32, float p_min = 0.0f);
 
     const char* name() const override { return "eagle3"; }
     // Error when the target session does not capture the layers the head reads.
@@ -58,6 +59,7 @@ class Eagle3Drafter final : public Drafter {
     Session* target_ = nullptr;
     Eagle3State st_;
     DraftChooser chooser_;
+    float p_min_ = 0.0f;
     bool fresh_ = true;
     int base_ = 0;       // the absolute position of the head's cache position 0
     int last_row_ = -1;  // the captured row of position L - 1 (-1: the last row)
