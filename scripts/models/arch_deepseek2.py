@@ -9,10 +9,13 @@ the DeepSeek V3 distills): its keys and tensors as tables, and the files made of
                         selection bias (exp_probs_b), the weights renormalised and scaled by 1.8
                         (GLM-4.7-Flash's routing); rope base 10000 (normal, not NEOX)
     rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf  the same shapes in Q8_0 with DeepSeek V2's
-                        routing: softmax gating, no bias, weights neither renormalised nor scaled
+                        routing: softmax gating, no bias, weights neither renormalised nor scaled;
+                        output_norm x3, not x4: ik_llama.cpp's Q8_0 path (flash attention) drifts
+                        1.1 from a float64 forward at x4, past the doubled tolerance of 1 (0.78
+                        at x3, with logit gaps enough for 100 argmax checks)
   ik_llama.cpp reads its ik-style MLA files: head_count_kv = head_count, key_length = nope +
   rope, value_length = the value head, one attn_kv_b (not attn_k_b / attn_v_b). Later blocks
-  write to the residual at 0.5 the scale of block 0; output_norm x4 (logit std ~4).
+  write to the residual at 0.5 the scale of block 0; output_norm x4 (logit std ~4; x3 in Q8_0).
 """
 import gguf_writer as g
 import model_file
@@ -50,8 +53,10 @@ TEST = dict(arch="deepseek2", ctx=2048, d=128, n_layer=3, n_dense=1, ff=256, n_h
 GLM_ROUTING = dict(w_scale=1.8, w_norm=True, gating=2, probs_bias=True)
 V2_ROUTING = dict(w_scale=1.0, w_norm=False, gating=1, probs_bias=False)
 TEST_FILES = {
-    "rand-deepseek2-e8x2-tok512-d128-l3-F16.gguf": dict(TEST, **GLM_ROUTING, wtype=F16),
-    "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf": dict(TEST, **V2_ROUTING, wtype=Q8),
+    "rand-deepseek2-e8x2-tok512-d128-l3-F16.gguf": dict(TEST, **GLM_ROUTING, wtype=F16,
+                                                        out_scale=4.0),
+    "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf": dict(TEST, **V2_ROUTING, wtype=Q8,
+                                                         out_scale=3.0),
 }
 
 
@@ -99,7 +104,7 @@ def rows(h):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else h["res"]
         out += _attention(h, p, row, r) + _ffn(h, p, row, r, il)
-    out.append(row("output_norm.weight", (d,), 0.1, 1.0, 4.0, kind=False))
+    out.append(row("output_norm.weight", (d,), 0.1, 1.0, h["out_scale"], kind=False))
     head = Draw(sd("output.weight"), (V, d), fan_in(d))
     out.append(("output.weight", row_scaled(head, sd("output.rownorm"), 0.25), True))
     return out

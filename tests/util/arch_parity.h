@@ -56,9 +56,13 @@ inline void check_arch_parity(const std::string& stem, int n_gpu_layers = -1) {
     int rope_layers = hp.n_layer;
     if (hp.arch == "gemma4")
         rope_layers -= int(std::count(hp.swa_layers.begin(), hp.swa_layers.end(), 1));
-    specula::test::expect_model_shape(
-        *model, jm,
-        (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) + (rope_layers - 1) * rope_factors);
+    // An MLA model's (deepseek2) attn_kv_b is counted twice: ik_llama.cpp adds the wk_b / wv_b it
+    // derives from it.
+    int64_t mla_derived = 0;
+    for (const auto& l : model->layers) mla_derived += l.wkv_b.rows * l.wkv_b.cols;
+    specula::test::expect_model_shape(*model, jm,
+                                      (tied ? int64_t(hp.n_vocab) * hp.n_embd : 0) +
+                                          (rope_layers - 1) * rope_factors + mla_derived);
 
     const double tol = arch_tolerance(ref);
     specula::SessionParams sp;

@@ -1,0 +1,185 @@
+// deepseek2 beyond parity (test_model_parity_arch checks the logits against ik_llama.cpp): the
+// MLA shapes the file implies (the cache keeps one latent row of kv_lora + rope values per
+// position, and the memory plan counts exactly that), a pass over b tokens gives bit-identical
+// logits to b one-token passes, greedy speculative decoding equals plain, expert groups narrow
+// the routing (and all groups used changes nothing), and files whose metadata contradicts their
+// tensors fail with an Error naming the key or tensor and the file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "arch_test_util.h"
+#include "common/error.h"
+#include "model/session.h"
+#include "model/state/kv_cache.h"
+#include "model/state/sequence_state.h"
+#include "speculative/drafters/draft_model_drafter.h"
+#include "speculative/generator.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace specula::test;
+
+using specula::KVCache;
+using specula::KVType;
+using specula::Model;
+using specula::Session;
+using specula::SessionParams;
+using specula::token_id;
+
+const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+const std::string kF16 = kDir + "rand-deepseek2-e8x2-tok512-d128-l3-F16.gguf";
+const std::string kQ8 = kDir + "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf";
+const std::string kDraft = kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
+
+TEST(Deepseek2, HyperparametersAsWritten) {
+    const auto m = Model::load(kF16);
+    const auto& hp = m->hparams();
+    EXPECT_EQ(hp.arch, "deepseek2");
+    EXPECT_EQ(hp.n_layer, 3);
+    EXPECT_EQ(hp.mla_kv_lora_rank, 64);
+    EXPECT_EQ(hp.mla_q_lora_rank, 96);
+    EXPECT_EQ(hp.mla_head_k, 64);
+    EXPECT_EQ(hp.mla_head_v, 32);
+    EXPECT_EQ(hp.n_rot, 32);
+    EXPECT_EQ(hp.head_dim, 96);  // the cache's one head: the latent and the rope dims
+    EXPECT_EQ(hp.n_head_kv, 1);
+    EXPECT_FLOAT_EQ(hp.attn_scale, 1.0f / 8.0f);  // 1 / sqrt(key_length)
+    EXPECT_EQ(hp.n_layer_dense_lead, 1);
+    EXPECT_EQ(hp.n_ff_shexp, 64);
+    EXPECT_TRUE(hp.moe_sigmoid);
+    EXPECT_TRUE(hp.moe_norm_w);
+    EXPECT_FLOAT_EQ(hp.moe_w_scale, 1.8f);
+    EXPECT_EQ(m->layers[0].ffn_gate_inp, nullptr);  // the leading dense layer
+    EXPECT_NE(m->layers[1].ffn_exp_probs_b, nullptr);
+    const auto q8 = Model::load(kQ8);
+    EXPECT_FALSE(q8->hparams().moe_sigmoid);
+    EXPECT_FALSE(q8->hparams().moe_norm_w);
+    EXPECT_EQ(q8->layers[1].ffn_exp_probs_b, nullptr);
+}
+
+// The cache holds latent rows: 64 + 32 values per position and layer (for K, and V reads the
+// same row), against 4 heads x (64 + 32) that the expanded K and V would take.
+TEST(Deepseek2, CacheHoldsLatentRows) {
+    const auto m = Model::load(kF16);
+    const auto shapes = specula::kv_shapes(m->hparams());
+    ASSERT_EQ(shapes.size(), 3u);
+    for (const auto& s : shapes) {
+        EXPECT_EQ(s.n_embd_kv, 96);
+        EXPECT_EQ(s.head_dim, 96);
+    }
+    const int n_ctx = 256;
+    const double want = 3.0 * n_ctx * 96 * 2 * 2;  // F16 K and V rows
+    EXPECT_EQ(KVCache::bytes(shapes, n_ctx, KVType::F16, KVType::F16,
+                             specula::kv_windows(m->hparams()), 0),
+              want);
+    const double expanded = 3.0 * n_ctx * (4 * 64 + 4 * 32) * 2;
+    EXPECT_LT(want, expanded);
+}
+
+TEST(Deepseek2, BatchOfTokensEqualsOneAtATime) {
+    for (const std::string& path : {kF16, kQ8})
+        expect_batch_invariant(path, random_tokens(40, 11), {{9}, {5, 1, 3}, {16, 2}});
+}
+
+std::vector<token_id> generate(Session& target, specula::Drafter* drafter,
+                               const std::vector<token_id>& prompt, int n_draft,
+                               specula::SpecStats* st = nullptr) {
+    specula::SamplingParams sp;
+    sp.temp = 0.f;
+    specula::Sampler sampler(sp);
+    specula::GenParams gp;
+    gp.n_predict = 24;
+    gp.ignore_eos = true;
+    gp.n_draft = n_draft;
+    return specula::generate_tokens(target, sampler, drafter, prompt, gp, st);
+}
+
+// With the 1-layer qwen3 draft (same vocabulary) and with the target as its own draft (always
+// accepted: rejected and accepted rows of the latent cache both exercised).
+TEST(Deepseek2, SpeculativeGreedyEqualsPlain) {
+    auto qwen3 = Model::load(kDraft);
+    for (const std::string& path : {kF16, kQ8}) {
+        auto target = Model::load(path);
+        auto self = Model::load(path);
+        Session session(*target, SessionParams{256, 1});
+        specula::DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling.temp = 0.f;
+        specula::DraftModelDrafter d_qwen3(*qwen3, dp), d_self(*self, dp);
+        const std::string ref_path = path.substr(0, path.size() - 5) + ".json";
+        const auto ref = nlohmann::json::parse(specula::test::read_file(ref_path));
+        for (const auto& p : ref["prompts"]) {
+            const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+            const auto plain = generate(session, nullptr, prompt, 0);
+            ASSERT_EQ(plain.size(), 24u);
+            for (int n : {1, 4}) {
+                specula::SpecStats st;
+                EXPECT_EQ(generate(session, &d_qwen3, prompt, n, &st), plain)
+                    << path << ", prompt " << p["name"] << ", N=" << n;
+                specula::SpecStats st_self;
+                EXPECT_EQ(generate(session, &d_self, prompt, n, &st_self), plain)
+                    << path << " (self draft), prompt " << p["name"] << ", N=" << n;
+                EXPECT_EQ(st_self.n_accepted, st_self.n_drafted) << "the target as its own draft";
+                EXPECT_LT(st_self.n_target_passes, 24);
+            }
+        }
+    }
+}
+
+std::vector<float> logits_of(const std::string& path, const std::vector<token_id>& ids) {
+    return run_split(*Model::load(path), ids, {int(ids.size())}, 1);
+}
+
+// 8 experts in 4 groups of 2: with one group used, each token's 2 experts come from one group,
+// which changes the logits; with every group used the routing is the plain top-k.
+TEST(Deepseek2, ExpertGroupsNarrowTheRouting) {
+    const auto ids = random_tokens(24, 5);
+    const auto plain = logits_of(kF16, ids);
+    GgufEdit all;
+    all.set_u32 = {{"deepseek2.expert_group_count", 4}, {"deepseek2.expert_group_used_count", 4}};
+    EXPECT_EQ(logits_of(write_variant(kF16, "groups-all", all), ids), plain);
+    GgufEdit one;
+    one.set_u32 = {{"deepseek2.expert_group_count", 4}, {"deepseek2.expert_group_used_count", 1}};
+    const std::string path = write_variant(kF16, "groups-one", one);
+    EXPECT_NE(logits_of(path, ids), plain);
+    expect_batch_invariant(path, ids, {{5, 1}});
+}
+
+TEST(Deepseek2BadInput, ContradictingKeysNameTheKeyOrTensor) {
+    GgufEdit rank;  // the latent rank attn_kv_a_mqa's rows disagree with
+    rank.set_u32 = {{"deepseek2.attention.kv_lora_rank", 32}};
+    expect_load_error(write_variant(kF16, "kv-lora-32", rank),
+                      {"blk.0.attn_kv_a_mqa.weight", "shape"});
+    GgufEdit groups;
+    groups.set_u32 = {{"deepseek2.expert_group_count", 3},
+                      {"deepseek2.expert_group_used_count", 1}};
+    expect_load_error(write_variant(kF16, "groups-3", groups),
+                      {"deepseek2.expert_group_count", "does not divide expert_count"});
+    GgufEdit too_few;  // one group of 2 experts cannot hold the top 2... of 4 used
+    too_few.set_u32 = {{"deepseek2.expert_group_count", 4},
+                       {"deepseek2.expert_group_used_count", 1},
+                       {"deepseek2.expert_used_count", 4}};
+    expect_load_error(write_variant(kF16, "groups-few", too_few),
+                      {"deepseek2.expert_group_used_count", "fewer than"});
+    GgufEdit mqa;  // mainline llama.cpp's split attn_k_b / attn_v_b form
+    mqa.set_u32 = {{"deepseek2.attention.head_count_kv", 1}};
+    expect_load_error(write_variant(kF16, "mqa", mqa), {"deepseek2.attention.head_count_kv"});
+    GgufEdit gating;
+    gating.set_u32 = {{"deepseek2.expert_gating_func", 3}};
+    expect_load_error(write_variant(kF16, "gating3", gating),
+                      {"deepseek2.expert_gating_func", "out of range"});
+    GgufEdit rope;
+    rope.set_u32 = {{"deepseek2.rope.dimension_count", 64}};
+    expect_load_error(write_variant(kF16, "rope64", rope), {"deepseek2.rope.dimension_count"});
+    GgufEdit no_kvb;
+    no_kvb.drop_tensor = "blk.2.attn_kv_b.weight";
+    expect_load_error(write_variant(kF16, "no-kvb", no_kvb),
+                      {"missing tensor", "blk.2.attn_kv_b.weight"});
+}
+
+}  // namespace
