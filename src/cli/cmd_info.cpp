@@ -140,6 +140,13 @@ void print_support(const std::string& path, int n_ctx) {
         line("kv cache (f16, as run allocates)",
              format_bytes(uint64_t(plan.target_kv)) + " at n_ctx " +
                  std::to_string(resolve_ctx(model->hparams(), n_ctx)));
+        if (const HParams& hp = model->hparams(); hp.mla_kv_lora_rank > 0) {
+            line("attention",
+                 "MLA: the cache keeps a latent row of " + std::to_string(hp.mla_kv_lora_rank) +
+                     " + " + std::to_string(hp.n_rot) + " rope values per position (for " +
+                     std::to_string(hp.n_head) + " heads of " + std::to_string(hp.mla_head_k) +
+                     " / " + std::to_string(hp.mla_head_v) + ")");
+        }
         if (const double rs = RecurrentState::bytes(model->hparams()); rs > 0) {
             line("recurrent state (f32, in the kv cache line)",
                  format_bytes(uint64_t(rs)) + " for " +
