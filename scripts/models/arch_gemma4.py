@@ -11,6 +11,12 @@
                         per-layer inputs of 32; layer_output_scale; final soft-cap 30; tied
                         output
     rand-gemma4-tok512-d128-l6-Q8_0.gguf  the same in Q8_0
+    rand-gemma4moe-e8x2-tok512-d128-l4-F16.gguf  the MoE variant: 4 layers (pattern 1 1 0 0, the
+                        last sharing layer 2's KV), each with 8 experts of 64 (top 2, gate and
+                        up fused, an output scale each) beside its dense FFN; seed 2030: with
+                        2026-2028 one prompt token each had its 2nd and 3rd experts' router
+                        probabilities closer than the two engines' rounding, which then route
+                        it differently (a top-k tie, not a difference of the computation)
     rand-gemma4-tok512-d128-l3-draft-Q8_0.gguf  3 layers of the same shapes, no KV sharing: a
                         draft for it (its own per-layer inputs)
   The post-norms set the scale each block adds to the residual (layer 0 at 1, later ones at
@@ -49,6 +55,9 @@ KEYS = [("context_length", U32, "ctx"),
         ("rope.freq_base_swa", F32, "rope_base_swa"),
         ("embedding_length_per_layer_input", U32, "ple"),
         ("final_logit_softcapping", F32, "final_softcap"),
+        ("expert_count", U32, "n_expert"),
+        ("expert_used_count", U32, "n_expert_used"),
+        ("expert_feed_forward_length", U32, "ff_exp"),
         ("vocab_size", U32, "vocab_size")]
 
 
@@ -70,6 +79,23 @@ def _rope_freqs(h):
     (a factor of 1e30, as Gemma 4's converter writes them)."""
     half = h["head_dim"] // 2
     return np.array([1.0] * (half // 2) + [1e30] * (half - half // 2), dtype=np.float32)
+
+
+def _moe_rows(h, p, s):
+    """A MoE layer's router, its input scale, the norms around both branches and the experts
+    (gate and up fused per expert: rows [gate | up]); none without experts."""
+    if "n_expert" not in h:
+        return []
+    d, ne, fe = h["d"], h["n_expert"], h["ff_exp"]
+    return [(p + "ffn_gate_inp.weight", Draw(s + "ffn_gate_inp", (ne, d), fan_in(d, 8.0)), False),
+            (p + "ffn_gate_inp.scale", norm(s + "ffn_gate_inp.scale", d), False),
+            (p + "pre_ffw_norm_2.weight", norm(s + "pre_ffw_norm_2", d), False),
+            (p + "post_ffw_norm_1.weight", norm(s + "post_ffw_norm_1", d), False),
+            (p + "post_ffw_norm_2.weight", norm(s + "post_ffw_norm_2", d), False),
+            (p + "ffn_gate_up_exps.weight", Draw(s + "ffn_gate_up_exps", (ne, 2 * fe, d),
+                                                 fan_in(d)), True),
+            (p + "ffn_down_exps.weight", Draw(s + "ffn_down_exps", (ne, d, fe), fan_in(fe)), True),
+            (p + "ffn_down_exps.scale", Draw(s + "ffn_down_exps.scale", (ne,), 0.2, 1.0), False)]
 
 
 def rows(h):
@@ -108,6 +134,7 @@ def rows(h):
                 (p + "ffn_up.weight", Draw(s + "ffn_up", (ff[il], d), fan_in(d)), True),
                 (p + "ffn_down.weight", Draw(s + "ffn_down", (d, ff[il]), fan_in(ff[il])), True),
                 (p + "post_ffw_norm.weight", post._replace(seed=s + "post_ffw_norm"), False),
+                *_moe_rows(h, p, s),
                 (p + "inp_gate.weight", Draw(s + "inp_gate", (ple, d), fan_in(d)), True),
                 (p + "proj.weight", Draw(s + "proj", (d, ple), fan_in(ple)), True),
                 (p + "post_norm.weight", Draw(s + "post_norm", (d,), 0.1, 0.5), False),
@@ -127,6 +154,9 @@ TEST_FILES = {
     "rand-gemma4-tok512-d128-l6-Q8_0.gguf":
         dict(BASE, n_layer=6, swa=[1, 1, 1, 0, 1, 0], shared_kv=2, wtype=g.GGML_Q8_0,
              name="rand-gemma4-tok512-d128-l6-q8"),
+    "rand-gemma4moe-e8x2-tok512-d128-l4-F16.gguf":
+        dict(BASE, n_layer=4, swa=[1, 1, 0, 0], shared_kv=1, n_expert=8, n_expert_used=2,
+             ff_exp=64, wtype=g.GGML_F16, name="rand-gemma4moe-e8x2-tok512-d128-l4", seed=2030),
     "rand-gemma4-tok512-d128-l3-draft-Q8_0.gguf":
         dict(BASE, n_layer=3, swa=[1, 1, 0], shared_kv=0, wtype=g.GGML_Q8_0,
              name="rand-gemma4-tok512-d128-l3-draft"),

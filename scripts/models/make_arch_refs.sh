@@ -22,7 +22,7 @@ for f in "$data"/*.gguf; do
     case $stem in rand-gemma4-*Q8_0) continue ;; esac
     # gemma4's graph is right only with flash attention (ik_llama.cpp's README says so too).
     fa=0
-    case $stem in rand-gemma4-*) fa=1 ;; esac
+    case $stem in rand-gemma4*) fa=1 ;; esac
     # deepseek2's MLA without flash attention drifts 3.4 from a float64 forward (0.015 with it).
     case $stem in rand-deepseek2*) fa=1 ;; esac
     REF_DUMP_FA=$fa "$bin" "$f" "$shared/reference/prompts/general.json" "$stem.gguf" > "$data/$stem.json" 2>/dev/null

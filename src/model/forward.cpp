@@ -48,7 +48,7 @@ void ForwardPass::each_buffer(int ntok, int logit_rows, F&& f) {
     f(s.k, n * hp.max_n_embd_kv());
     f(s.v, n * hp.max_n_embd_kv());
     f(s.att, n * hp.max_n_embd_q());
-    if (hp.n_expert == 0 || !hp.n_ff_arr.empty()) {  // the dense FFN's (the MoE keeps its own)
+    if (hp.n_expert == 0 || hp.moe_dense_ffn) {  // the dense FFN's (the MoE keeps its own)
         f(s.ff_g, n * hp.max_n_ff());
         f(s.ff_u, n * hp.max_n_ff());
     }

@@ -5,6 +5,7 @@
 // files whose metadata contradicts their tensors fail with an Error naming the key and the file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ using specula::Model;
 const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
 const std::string kGemma4 = kDir + "rand-gemma4-tok512-d128-l6-F16.gguf";
 const std::string kGemma4Q8 = kDir + "rand-gemma4-tok512-d128-l6-Q8_0.gguf";
+const std::string kGemma4Moe = kDir + "rand-gemma4moe-e8x2-tok512-d128-l4-F16.gguf";
 
 TEST(Gemma4, HyperparametersAsWritten) {
     const auto m = Model::load(kGemma4);
@@ -57,9 +59,29 @@ TEST(Gemma4, HyperparametersAsWritten) {
     EXPECT_EQ(m->layers[4].wk.data, nullptr);
 }
 
+TEST(Gemma4, MoeVariantAsWritten) {
+    const auto m = Model::load(kGemma4Moe);
+    const auto& hp = m->hparams();
+    EXPECT_EQ(hp.n_expert, 8);
+    EXPECT_EQ(hp.n_expert_used, 2);
+    EXPECT_EQ(hp.n_ff_expert, 64);
+    EXPECT_TRUE(hp.moe_dense_ffn);
+    EXPECT_EQ(hp.moe_act, specula::HParams::MoeAct::Gelu);
+    for (const auto& l : m->layers) {
+        EXPECT_NE(l.ffn_gate_up_exps.data, nullptr);
+        EXPECT_NE(l.ffn_down_exps_s, nullptr);
+        EXPECT_NE(l.ffn_gate.data, nullptr);  // the dense FFN beside the experts
+    }
+    // The router's input scale carries 1 / sqrt(n_embd) (folded in at load, as ik_llama.cpp).
+    const auto f = specula::GGUFFile::open(kGemma4Moe);
+    const auto& t = f->tensor("blk.0.ffn_gate_inp.scale");
+    const float* raw = reinterpret_cast<const float*>(t.data);
+    EXPECT_FLOAT_EQ(m->layers[0].ffn_gate_inp_s[3], raw[3] / std::sqrt(128.0f));
+}
+
 TEST(Gemma4, BatchOfTokensEqualsOneAtATime) {
     // 48 tokens: three times the window of 16, so passes start before, at and after its edge.
-    for (const std::string& path : {kGemma4, kGemma4Q8})
+    for (const std::string& path : {kGemma4, kGemma4Q8, kGemma4Moe})
         expect_batch_invariant(path, random_tokens(48, 7), {{9}, {5, 1, 3}, {16, 2}, {17}});
 }
 
@@ -111,7 +133,8 @@ TEST(Gemma4BadInput, ContradictingKeysNameTheKey) {
                       {"missing key", "gemma4.attention.key_length_swa"});
     GgufEdit ed4;
     ed4.set_u32 = {{"gemma4.expert_count", 4}, {"gemma4.expert_used_count", 2}};
-    expect_load_error(write_variant(kGemma4, "experts", ed4), {"gemma4.expert_count"});
+    expect_load_error(write_variant(kGemma4, "experts", ed4),
+                      {"gemma4.expert_count", "no layer has experts"});
     GgufEdit ed5;  // a per-layer FFN width of one value: the double-wide layers' tensors disagree
     ed5.set_u32 = {{"gemma4.feed_forward_length", 96}};
     expect_load_error(write_variant(kGemma4, "ff96", ed5), {"blk.4.ffn_gate.weight", "shape"});

@@ -263,6 +263,12 @@ TEST(SpecGreedy, Gemma4PairEqualsPlainAcrossTheWindow) {
             EXPECT_GT(st.n_drafted, 0);
         }
     }
+    // The MoE variant (experts beside each dense FFN) with the same draft, one prompt.
+    auto moe = Model::load(dir + "rand-gemma4moe-e8x2-tok512-d128-l4-F16.gguf");
+    Session moe_session(*moe, sp);
+    const auto prompt = ref["prompts"][0]["token_ids"].get<std::vector<token_id>>();
+    const auto plain = run(moe_session, nullptr, prompt, 32, 0);
+    for (int n : {2, 6}) EXPECT_EQ(run(moe_session, &drafter, prompt, 32, n), plain) << "N=" << n;
 }
 
 // CTest's test_speculative_greedy_vulkan runs this with both models on the GPU backend

@@ -12,7 +12,8 @@
 //            rope.dimension_count (default key_length) / dimension_count_swa (default
 //            key_length_swa), rope.freq_base / freq_base_swa (default freq_base), rope.scaling.*,
 //            embedding_length_per_layer_input (default 0: no per-layer inputs),
-//            final_logit_softcapping (default 30)}. No experts (the MoE variant is refused).
+//            final_logit_softcapping (default 30)}; the MoE variant (26B-A4B): expert_count,
+//            expert_used_count, expert_feed_forward_length.
 //            The attention scale is 1 (the Q/K norms set the scale).
 //   tensors: token_embd, output_norm, output (optional: tied), rope_freqs (optional: the full
 //            layers' frequency factors, proportional rope; the sliding ones rotate without);
@@ -22,14 +23,18 @@
 //            shares another's KV), attn_v (optional: V = K), attn_q_norm, attn_output,
 //            post_attention_norm, ffn_norm, ffn_{gate,up,down}, post_ffw_norm,
 //            layer_output_scale [1] (optional), and with per-layer inputs inp_gate
-//            [n_embd -> ple], proj [ple -> n_embd], post_norm.
+//            [n_embd -> ple], proj [ple -> n_embd], post_norm; a MoE layer also ffn_gate_inp
+//            [n_embd -> n_expert] and its .scale [n_embd], pre_ffw_norm_2, post_ffw_norm_1/_2,
+//            ffn_gate_up_exps (per expert [gate | up]), ffn_down_exps and its .scale [n_expert]
+//            (optional).
 //   block:   h = rms_norm(x) * attn_norm; q = Wq h; k = Wk h, v = Wv h (or k);
 //            q, k = per-head rms_norm * attn_{q,k}_norm, v = per-head rms_norm (no weight);
 //            rope (NEOX; the layer's head size, rotated dims and base);
 //            x += rms_norm(Wo attention(q, K, V)) * post_attention_norm, K and V from the
 //            layer's own cache, or for the last shared_kv_layers layers from the cache of the
 //            last earlier layer of the same kind;
-//            x += rms_norm(down(gelu(gate h) * up h)) * post_ffw_norm, h = rms_norm(x) * ffn_norm;
+//            x += rms_norm(down(gelu(gate h) * up h)) * post_ffw_norm, h = rms_norm(x) * ffn_norm
+//            (a MoE layer: moe_ffn below);
 //            with per-layer inputs x += rms_norm(proj(gelu(inp_gate x) * P_il)) * post_norm, where
 //            P = (rms_norm(per_layer_model_proj e) * per_layer_proj_norm + per_layer_token_embd[t]
 //            * sqrt(ple)) / sqrt(2) per layer (e the scaled embedding, the norm's eps n_embd x
@@ -37,6 +42,7 @@
 //            output_norm) / 30).
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/ops.h"
@@ -48,6 +54,10 @@
 namespace specula {
 
 namespace {
+
+// The scratch buffers (st.arch): per-layer inputs, their gate, and the MoE's expert input,
+// router input and expert output.
+enum Scratch { kPle, kPleGate, kMoeIn, kMoeRouter, kMoeOut };
 
 int get_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
     if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
@@ -122,9 +132,11 @@ void read_gemma4(const GGUFFile& f, HParams& hp) {
     read_attention_hparams(f, hp, /*per_layer=*/true);
     read_rope_hparams(f, hp);
     read_expert_hparams(f, hp);
-    if (hp.n_expert > 0) {
-        fail(f.path(), ": key '", hp.arch,
-             ".expert_count' is set: Gemma 4's mixture of experts is not supported yet");
+    if (hp.n_expert > 0) {  // the MoE variant: experts beside each layer's dense FFN
+        read_expert_ff_length(f, hp);
+        hp.moe_act = HParams::MoeAct::Gelu;
+        hp.moe_routing = HParams::MoeRouting::SoftmaxTopKNorm;
+        hp.moe_dense_ffn = true;
     }
     read_sliding_window(f, hp, -1);
     read_swa_pattern(f, hp);
@@ -140,6 +152,20 @@ void read_gemma4(const GGUFFile& f, HParams& hp) {
     if (!std::isfinite(softcap) || softcap <= 0) fail(f.path(), ": key '", cap, "' must be > 0");
     hp.final_softcap = float(softcap);
     hp.n_embd_per_layer = get_int(f, hp.arch + ".embedding_length_per_layer_input", 0, 0, 1 << 16);
+}
+
+// The MoE variant's tensors (a layer without a router is dense).
+void bind_moe(TensorBinder& b, const HParams& hp, const std::string& pre, LayerWeights& l) {
+    const int64_t d = hp.n_embd, ne = hp.n_expert, ff = hp.n_ff_expert;
+    l.ffn_gate_inp = b.floats(pre + "ffn_gate_inp.weight", {d, ne}, Need::Optional);
+    if (!l.ffn_gate_inp) return;
+    l.ffn_gate_inp_s = b.vector(pre + "ffn_gate_inp.scale", d);
+    l.ffn_pre_norm_2 = b.vector(pre + "pre_ffw_norm_2.weight", d);
+    l.ffn_post_norm_1 = b.vector(pre + "post_ffw_norm_1.weight", d);
+    l.ffn_post_norm_2 = b.vector(pre + "post_ffw_norm_2.weight", d);
+    l.ffn_gate_up_exps = b.matrix(pre + "ffn_gate_up_exps.weight", {d, 2 * ff, ne});
+    l.ffn_down_exps = b.matrix(pre + "ffn_down_exps.weight", {ff, d, ne});
+    l.ffn_down_exps_s = b.vector(pre + "ffn_down_exps.scale", ne, Need::Optional);
 }
 
 void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
@@ -163,6 +189,7 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
     l.ffn_down = b.matrix(pre + "ffn_down.weight", {ff, d});
     l.ffn_post_norm = b.vector(pre + "post_ffw_norm.weight", d);
     l.out_scale = b.vector(pre + "layer_output_scale.weight", 1, Need::Optional);
+    if (hp.n_expert > 0) bind_moe(b, hp, pre, l);
     if (const int64_t ple = hp.n_embd_per_layer; ple > 0) {
         l.ple_gate = b.matrix(pre + "inp_gate.weight", {d, ple});
         l.ple_proj = b.matrix(pre + "proj.weight", {ple, d});
@@ -179,7 +206,25 @@ void bind_gemma4(TensorBinder& b, const HParams& hp, ModelWeights& w) {
         w.per_layer_proj_norm = b.vector("per_layer_proj_norm.weight", ple);
     }
     w.layers.resize(hp.n_layer);
-    for (int il = 0; il < hp.n_layer; ++il) bind_layer(b, hp, il, w.layers[il]);
+    int n_moe = 0;
+    for (int il = 0; il < hp.n_layer; ++il) {
+        LayerWeights& l = w.layers[il];
+        bind_layer(b, hp, il, l);
+        // The router reads rms_norm(x) * scale / sqrt(n_embd): the factor folded into a copy of
+        // the scale once, as ik_llama.cpp does at load.
+        if (l.ffn_gate_inp_s) {
+            const float f = 1.0f / std::sqrt(float(hp.n_embd));
+            std::vector<float>& s =
+                w.owned.emplace_back(l.ffn_gate_inp_s, l.ffn_gate_inp_s + hp.n_embd);
+            for (float& v : s) v *= f;
+            l.ffn_gate_inp_s = s.data();
+        }
+        n_moe += l.ffn_gate_inp != nullptr;
+    }
+    if (hp.n_expert > 0 && n_moe == 0) {
+        fail(b.path(), ": key '", hp.arch, ".expert_count' = ", hp.n_expert,
+             " but no layer has experts (blk.N.ffn_gate_inp.weight)");
+    }
 }
 
 // Per-head RMS norm without a weight (ggml_rms_norm): V of every row.
@@ -206,7 +251,7 @@ void per_layer_inputs(PassState& st) {
     const HParams& hp = st.hp;
     const Model& m = st.model;
     const int ple = hp.n_embd_per_layer, all = ple * hp.n_layer;
-    float* P = st.arch[0].data();
+    float* P = st.arch[kPle].data();
     matmul(m.per_layer_model_proj, st.x.data(), hp.n_embd, st.n_rows, P, all, *st.pool, st.mm);
     const float e_scale = std::sqrt(float(ple)), mix = 1.0f / std::sqrt(2.0f);
     const float eps = float(hp.n_embd) * hp.rms_eps;
@@ -231,18 +276,41 @@ void per_layer_inputs(PassState& st) {
 void per_layer_output(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int ple = hp.n_embd_per_layer, all = ple * hp.n_layer, nr = st.rows;
-    float* g = st.arch[1].data();
+    float* g = st.arch[kPleGate].data();
     matmul(l.ple_gate, st.x.data(), hp.n_embd, nr, g, ple, *st.pool, st.mm);
     for (size_t s = 0; s < st.segs.size(); ++s) {
         const AttendedRows r = attended_rows(st, s);
         for (int i = 0; i < r.n; ++i) {
-            const float* p = st.arch[0].data() + size_t(r.src + i) * all + size_t(st.il) * ple;
+            const float* p = st.arch[kPle].data() + size_t(r.src + i) * all + size_t(st.il) * ple;
             gelu_mul(g + size_t(r.dst + i) * ple, p, ple);
         }
     }
     matmul(l.ple_proj, g, ple, nr, st.tmp.data(), hp.n_embd, *st.pool, st.mm);
     norm_rows(st, st.tmp.data(), l.ple_post_norm, nr, st.tmp.data());
     add_into_all(*st.pool, st.x.data(), st.tmp.data(), int64_t(nr) * hp.n_embd);
+}
+
+// The MoE layer's FFN: x += rms_norm(rms_norm(mlp) * post_ffw_norm_1 + rms_norm(moe) *
+// post_ffw_norm_2) * post_ffw_norm, with mlp the dense FFN of rms_norm(x) * ffn_norm and moe the
+// experts over rms_norm(x) * pre_ffw_norm_2, routed by rms_norm(x) * ffn_gate_inp.scale /
+// sqrt(n_embd) (the factor folded in at bind).
+void moe_ffn(PassState& st, const LayerWeights& l) {
+    const HParams& hp = st.hp;
+    const int nr = st.rows;
+    float* x = st.x.data();
+    float* in = st.arch[kMoeIn].data();
+    float* router = st.arch[kMoeRouter].data();
+    float* out = st.arch[kMoeOut].data();
+    norm_rows(st, x, l.ffn_norm, nr, st.h.data());
+    dense_ffn(st, l, nr, st.tmp.data());
+    norm_rows(st, st.tmp.data(), l.ffn_post_norm_1, nr, st.tmp.data());
+    norm_rows(st, x, l.ffn_pre_norm_2, nr, in);
+    norm_rows(st, x, l.ffn_gate_inp_s, nr, router);
+    st.moe.forward(l, hp, in, nr, out, *st.pool, st.mm, router);
+    norm_rows(st, out, l.ffn_post_norm_2, nr, out);
+    add_into_all(*st.pool, st.tmp.data(), out, int64_t(nr) * hp.n_embd);
+    norm_rows(st, st.tmp.data(), l.ffn_post_norm, nr, st.tmp.data());
+    add_into_all(*st.pool, x, st.tmp.data(), int64_t(nr) * hp.n_embd);
 }
 
 void block(PassState& st, const LayerWeights& l) {
@@ -259,7 +327,10 @@ void block(PassState& st, const LayerWeights& l) {
     if (own) v_norm(st);
     rope_and_cache(st);
     attention_output(st, l);
-    ffn(st, l);
+    if (l.ffn_gate_inp)
+        moe_ffn(st, l);
+    else
+        ffn(st, l);
     if (hp.n_embd_per_layer > 0) per_layer_output(st, l);
     if (l.out_scale) {
         const float s = l.out_scale[0];
@@ -270,8 +341,8 @@ void block(PassState& st, const LayerWeights& l) {
 }
 
 std::vector<int64_t> scratch(const HParams& hp) {
-    if (hp.n_embd_per_layer == 0) return {};
-    return {int64_t(hp.n_embd_per_layer) * hp.n_layer, hp.n_embd_per_layer};
+    const int64_t ple = hp.n_embd_per_layer, moe = hp.n_expert > 0 ? hp.n_embd : 0;
+    return {ple * hp.n_layer, ple, moe, moe, moe};
 }
 
 }  // namespace

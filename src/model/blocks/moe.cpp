@@ -22,6 +22,15 @@ WeightView expert_view(const WeightView& w, int e, int n_expert) {
     return v;
 }
 
+// Expert e's gate (half 0) or up (half 1) rows of a fused [gate | up] stacked expert tensor.
+WeightView fused_half(const WeightView& w, int e, int n_expert, int half) {
+    WeightView v = expert_view(w, e, n_expert);
+    v.rows /= 2;
+    v.data += static_cast<size_t>(half) * v.rows * w.row_bytes();
+    v.packed = nullptr;  // fused expert tensors stay in the row layout (model/load/pack.cpp)
+    return v;
+}
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -134,6 +143,8 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
             for (int r = 0; r < k; ++r) w[r] /= fsum;
         if (hp.moe_w_scale != 1.0f)
             for (int r = 0; r < k; ++r) w[r] *= hp.moe_w_scale;
+        if (l.ffn_down_exps_s)
+            for (int r = 0; r < k; ++r) w[r] *= l.ffn_down_exps_s[sel[r]];
     }
 }
 
@@ -149,8 +160,13 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
         ++n;
     }
     if (n == 0) return false;
-    const MatmulJob gate_up[] = {{expert_view(l.ffn_gate_exps, e, hp.n_expert), g_.data(), ff},
-                                 {expert_view(l.ffn_up_exps, e, hp.n_expert), u_.data(), ff}};
+    const bool fused = l.ffn_gate_up_exps.data != nullptr;
+    const MatmulJob gate_up[] = {{fused ? fused_half(l.ffn_gate_up_exps, e, hp.n_expert, 0)
+                                        : expert_view(l.ffn_gate_exps, e, hp.n_expert),
+                                  g_.data(), ff},
+                                 {fused ? fused_half(l.ffn_gate_up_exps, e, hp.n_expert, 1)
+                                        : expert_view(l.ffn_up_exps, e, hp.n_expert),
+                                  u_.data(), ff}};
     matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
     const float* gb = l.ffn_gate_exps_b ? l.ffn_gate_exps_b + static_cast<size_t>(e) * ff : nullptr;
     const float* ub = l.ffn_up_exps_b ? l.ffn_up_exps_b + static_cast<size_t>(e) * ff : nullptr;
@@ -162,6 +178,8 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
         if (ub) add_into(u, ub, ff);
         if (hp.moe_act == HParams::MoeAct::SwigluOai)
             swiglu_oai(g, u, ff);
+        else if (hp.moe_act == HParams::MoeAct::Gelu)
+            gelu_mul(g, u, ff);
         else
             silu_mul(g, u, ff);
     }
@@ -178,9 +196,9 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
 }
 
 void MoeFFN::forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
-                     ThreadPool& pool, MatmulScratch& scratch) {
+                     ThreadPool& pool, MatmulScratch& scratch, const float* router_x) {
     reserve(hp, ntok);
-    route(l, hp, x, ntok, pool, scratch);
+    route(l, hp, router_x ? router_x : x, ntok, pool, scratch);
     experts_run_ = 0;
     for (int e = 0; e < hp.n_expert; ++e)
         experts_run_ += run_expert(l, hp, e, x, ntok, pool, scratch);

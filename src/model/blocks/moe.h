@@ -6,6 +6,9 @@
 // gpt-oss (HParams::moe_routing / moe_act, and the biases LayerWeights has): logits = W_inp x +
 // b, the top k logits, their softmax as the weights, and each expert
 // down_k(swiglu_oai(gate_k x + bg, up_k x + bu)) + bd.
+// Gemma 4 (MoeAct::Gelu and the LayerWeights it has): the router reads its own input (forward's
+// router_x), each expert's gate and up come fused (ffn_gate_up_exps) with gelu, and each chosen
+// expert's weight is multiplied by its output scale (ffn_down_exps_s) after the renormalisation.
 // The pass's tokens are grouped by expert: each expert a token chose runs once per forward, one
 // matmul per weight over all its tokens (so its weights are read once per pass, however many
 // tokens chose it); since matmul results are per-token, a token's output does not depend on the
@@ -28,9 +31,10 @@ class MoeFFN {
     static double bytes(const HParams& hp, int ntok);
     double allocated_bytes() const;
 
-    // out[t * n_embd ...] = MoE(x[t * n_embd ...]) for t < ntok.
+    // out[t * n_embd ...] = MoE(x[t * n_embd ...]) for t < ntok; the router reads router_x's rows
+    // instead of x's where given.
     void forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
-                 ThreadPool& pool, MatmulScratch& scratch);
+                 ThreadPool& pool, MatmulScratch& scratch, const float* router_x = nullptr);
 
     // Experts the last forward ran (each once, over every token that chose it).
     int experts_run() const { return experts_run_; }

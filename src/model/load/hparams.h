@@ -31,7 +31,7 @@ struct HParams {
     // (Mixtral, qwen3moe), or the top k logits then a softmax over them (gpt-oss); and the
     // experts' activation: SwiGLU, or gpt-oss's clamped SwiGLU (kernels/ops.h swiglu_oai).
     enum class MoeRouting : uint8_t { SoftmaxTopKNorm, TopKSoftmax };
-    enum class MoeAct : uint8_t { SiLU, SwigluOai };
+    enum class MoeAct : uint8_t { SiLU, SwigluOai, Gelu };
     MoeRouting moe_routing = MoeRouting::SoftmaxTopKNorm;
     MoeAct moe_act = MoeAct::SiLU;
     int n_rot = 0;  // rope dimensions (rope.dimension_count, default head_dim)
@@ -113,6 +113,8 @@ struct HParams {
     // Sliding-window layers rotate with the global layers' frequency factors (rope_freqs,
     // LongRoPE) unless this is false (Gemma 4: only its full-attention layers have them).
     bool swa_rope_factors = true;
+    // Gemma 4's MoE layers run a dense FFN (n_ff wide) beside the experts.
+    bool moe_dense_ffn = false;
     // Gemma 4's per-layer inputs: each layer adds a projection of a ple-wide input of its own
     // (model/arch/gemma4.cpp). 0: none.
     int n_embd_per_layer = 0;

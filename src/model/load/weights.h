@@ -53,6 +53,12 @@ struct LayerWeights {
     // Gemma 4: the layer's output scale (one value), and its per-layer input's gate
     // [n_embd -> ple], projection [ple -> n_embd] and output norm.
     const float* out_scale = nullptr;
+    // Gemma 4's MoE: the experts' gate and up fused per expert (rows [gate | up], 2 n_ff_expert
+    // each), a scale per expert's output [n_expert], the router's input scale [n_embd] (the
+    // router reads rms_norm(x) * it), and the norms around the two branches.
+    WeightView ffn_gate_up_exps;
+    const float *ffn_down_exps_s = nullptr, *ffn_gate_inp_s = nullptr;
+    const float *ffn_pre_norm_2 = nullptr, *ffn_post_norm_1 = nullptr, *ffn_post_norm_2 = nullptr;
     WeightView ple_gate, ple_proj;
     const float* ple_post_norm = nullptr;
 };
