@@ -135,14 +135,15 @@ def target_shape(path):
     return d, vocab
 
 
-def convert(ckpt, target, out, otype=g.GGML_F16):
+def convert(ckpt, target, out, otype=g.GGML_F16, name=None):
     n_heads, n_blocks, d, heads = heads_from_checkpoint(ckpt)
     td, vocab = target_shape(target)
     if d != td:
         sys.exit(f"{ckpt}/config.json: hidden_size is {d}, the embedding_length of {target} is {td}")
     w = g.Writer()
     w.add("general.architecture", g.T_STR, "medusa")
-    w.add("general.name", g.T_STR, "Medusa heads from " + os.path.basename(os.path.abspath(ckpt)))
+    w.add("general.name", g.T_STR,
+          name or "Medusa heads from " + os.path.basename(os.path.abspath(ckpt)))
     for key, val in (("head_count", n_heads), ("block_count", n_blocks), ("embedding_length", d),
                      ("vocab_size", vocab)):
         w.add("medusa." + key, g.T_U32, val)

@@ -9,8 +9,11 @@ writes OUT_DIR (default tests/data/medusa):
                                  from a Hugging Face layout checkpoint (medusa_head.*)
   stories260K-medusa-vllm.gguf   2 heads, 2 blocks each, no output matrices (the target's),
                                  converted from a vLLM layout checkpoint (blocks.*, no lm_heads)
-  *.json                         the prompt, and per head its logits and argmax from the target's
-                                 final hidden state at the prompt's last token
+  rand-qwen35-mtp1-medusa.gguf   2 heads, 2 blocks, the target's output, for
+                                 tests/data/arch/rand-qwen35-mtp1-tok512-d128-l4-F16.gguf (a target
+                                 whose final hidden states the model library keeps: the greedy test)
+  stories260K-*.json             the prompt, the target's final hidden state at its last token
+                                 (after the output norm), and per head its logits and argmax
 
 The heads (Medusa, arXiv:2401.10774): h = rms(x_last) * output_norm (the target's final hidden
 state after its norm); per head x = h, then x = x + silu(W x + b) per block; logits = O x (O: the
@@ -34,7 +37,10 @@ PROMPT = [1, 403, 407, 261, 378, 30, 262, 504, 286, 312, 265, 289, 414, 266, 327
 FILES = {
     "stories260K-medusa-hf": dict(seed=43, heads=3, blocks=1, layout="hf"),
     "stories260K-medusa-vllm": dict(seed=44, heads=2, blocks=2, layout="vllm"),
+    "rand-qwen35-mtp1-medusa": dict(seed=45, heads=2, blocks=2, layout="vllm"),
 }
+QWEN35 = "rand-qwen35-mtp1-medusa"
+QWEN35_TARGET = "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf"
 
 
 def final_hidden(h, w, tokens):
@@ -80,6 +86,19 @@ def checkpoint(spec, d, vocab):
     return t, heads
 
 
+def convert_checkpoint(t, spec, d, target, out):
+    """Writes the checkpoint (safetensors + config.json) to a temporary folder and converts it."""
+    with tempfile.TemporaryDirectory() as ckpt:
+        mc.write_safetensors(os.path.join(ckpt, "medusa_lm_head.safetensors"), t)
+        cfg = ({"medusa_num_heads": spec["heads"], "medusa_num_layers": spec["blocks"]}
+               if spec["layout"] == "hf" else
+               {"num_heads": spec["heads"], "num_hidden_layers": spec["blocks"]})
+        cfg["hidden_size"] = d
+        with open(os.path.join(ckpt, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        mc.convert(ckpt, target, out, g.GGML_F32, "random Medusa heads (medusa_heads.py)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default=os.path.join(HERE, "..", "..", "tests", "data",
@@ -92,17 +111,17 @@ def main():
     vocab = th["n_vocab"]
     hn = e3.rms(final_hidden(th, tw, PROMPT)[-1], tw["output_norm.weight"], th["eps"])
     for stem, spec in FILES.items():
+        if stem == QWEN35:
+            qt = os.path.join(HERE, "..", "..", "tests", "data", "arch", QWEN35_TARGET)
+            qm = {k: v for k, (_, v) in g.read_metadata(qt).items()}
+            t, _ = checkpoint(spec, qm["qwen35.embedding_length"], 0)
+            convert_checkpoint(t, spec, qm["qwen35.embedding_length"], qt,
+                               os.path.join(a.out, stem + ".gguf"))
+            print(f"wrote {stem}.gguf")
+            continue
         t, heads = checkpoint(spec, th["d"], vocab)
-        with tempfile.TemporaryDirectory() as ckpt:
-            mc.write_safetensors(os.path.join(ckpt, "medusa_lm_head.safetensors"), t)
-            cfg = ({"medusa_num_heads": spec["heads"], "medusa_num_layers": spec["blocks"]}
-                   if spec["layout"] == "hf" else
-                   {"num_heads": spec["heads"], "num_hidden_layers": spec["blocks"]})
-            cfg["hidden_size"] = th["d"]
-            with open(os.path.join(ckpt, "config.json"), "w") as f:
-                json.dump(cfg, f)
-            mc.convert(ckpt, target, os.path.join(a.out, stem + ".gguf"), g.GGML_F32)
-        ref = {"prompt": PROMPT, "logits": [], "draft": []}
+        convert_checkpoint(t, spec, th["d"], target, os.path.join(a.out, stem + ".gguf"))
+        ref = {"prompt": PROMPT, "hidden": [float(v) for v in hn], "logits": [], "draft": []}
         for blocks, o in heads:
             x = hn.copy()
             for wm, b in blocks:

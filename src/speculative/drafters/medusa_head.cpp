@@ -1,0 +1,100 @@
+// MedusaHeads: see medusa_head.h.
+#include "speculative/drafters/medusa_head.h"
+
+#include <cmath>
+
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "sampling/sampler.h"
+
+namespace specula {
+
+namespace {
+
+// Key `key` of the head file, checked to lie in [lo, hi].
+int bounded_key(const GGUFFile& f, const Model& target, const char* key, int64_t def, int lo,
+                int hi) {
+    if (def < 0 && !f.has(key))
+        fail(f.path(), ": key '", key, "' is missing (a Medusa head file for ",
+             target.file().path(), ")");
+    const int64_t v = def < 0 ? f.get_int(key) : f.get_int_or(key, def);
+    if (v < lo || v > hi)
+        fail(f.path(), ": key '", key, "' is ", v, ", must be in [", lo, ", ", hi,
+             "] (drafting for ", target.file().path(), ")");
+    return int(v);
+}
+
+void read_keys(MedusaHeads& m, const Model& target, int& n_heads, int& n_blocks) {
+    const GGUFFile& f = *m.file;
+    const std::string arch = f.get_string_or("general.architecture", "");
+    if (arch != "medusa")
+        fail(f.path(), ": key 'general.architecture' is '", arch,
+             "', a Medusa head file's is 'medusa' (for ", target.file().path(), ")");
+    n_heads = bounded_key(f, target, "medusa.head_count", -1, 1, kMaxMedusaHeads);
+    n_blocks = bounded_key(f, target, "medusa.block_count", 1, 1, 8);
+    const int d = target.hparams().n_embd;
+    m.n_embd = int(f.get_int_or("medusa.embedding_length", -1));
+    if (m.n_embd != d)
+        fail(f.path(), ": key 'medusa.embedding_length' is ", m.n_embd, ", the hidden size of ",
+             target.file().path(), " is ", d);
+    const int nv = target.hparams().n_vocab;
+    const int64_t fv = f.get_int_or("medusa.vocab_size", nv);
+    if (fv != nv)
+        fail(f.path(), ": key 'medusa.vocab_size' is ", fv, ", the vocabulary of ",
+             target.file().path(), " has ", nv, " tokens");
+}
+
+}  // namespace
+
+std::unique_ptr<MedusaHeads> MedusaHeads::load(const std::string& path, const Model& target) {
+    auto m = std::make_unique<MedusaHeads>();
+    m->file = GGUFFile::open(path);
+    m->target = &target;
+    int n_heads = 0, n_blocks = 0;
+    read_keys(*m, target, n_heads, n_blocks);
+    TensorBinder b(*m->file, m->owned);
+    const int64_t d = m->n_embd, nv = target.hparams().n_vocab;
+    if (!target.output.data) fail(target.file().path(), ": the target has no output matrix");
+    for (int i = 0; i < n_heads; ++i) {
+        Head& h = m->heads.emplace_back();
+        const std::string pre = "medusa." + std::to_string(i) + ".";
+        for (int j = 0; j < n_blocks; ++j) {
+            const std::string blk = pre + "blk." + std::to_string(j) + ".";
+            h.w.push_back(b.matrix(blk + "weight", {d, d}));
+            h.b.push_back(b.vector(blk + "bias", d));
+        }
+        h.output = b.matrix(pre + "output.weight", {d, nv}, Need::Optional);
+        if (!h.output.data) h.output = target.output;
+    }
+    return m;
+}
+
+void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, int n,
+                  std::vector<token_id>& out, ThreadPool& pool, std::vector<float>* logits) {
+    const Model& t = *m.target;
+    const int64_t d = m.n_embd;
+    const int nv = t.hparams().n_vocab;
+    st.h.assign(hidden, hidden + d);
+    st.x.resize(size_t(d));
+    st.y.resize(size_t(d));
+    st.logits.resize(size_t(nv));
+    out.clear();
+    if (logits) logits->clear();
+    n = std::min(n, int(m.heads.size()));
+    for (int i = 0; i < n; ++i) {
+        const MedusaHeads::Head& h = m.heads[size_t(i)];
+        st.x = st.h;
+        for (size_t j = 0; j < h.w.size(); ++j) {
+            matmul(h.w[j], st.x.data(), d, 1, st.y.data(), d, pool, st.mm);
+            for (int64_t c = 0; c < d; ++c) {
+                const float z = st.y[size_t(c)] + h.b[j][c];
+                st.x[size_t(c)] += z / (1.0f + std::exp(-z));  // SiLU
+            }
+        }
+        matmul(h.output, st.x.data(), d, 1, st.logits.data(), nv, pool, st.mm);
+        out.push_back(argmax(st.logits.data(), nv));
+        if (logits) logits->insert(logits->end(), st.logits.begin(), st.logits.end());
+    }
+}
+
+}  // namespace specula
