@@ -24,7 +24,12 @@ using json = nlohmann::json;
 
 namespace {
 
-const SessionParams kOneThread{0, 1};
+SessionParams one_thread() {
+    SessionParams p;
+    p.n_threads = 1;
+    return p;
+}
+const SessionParams kOneThread = one_thread();
 
 struct Traced {
     std::vector<token_id> output;
