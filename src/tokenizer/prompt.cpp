@@ -10,7 +10,13 @@
 namespace specula {
 
 std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text) {
-    auto ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
+    return tokenize_prompt(tok, text, {});
+}
+
+std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text,
+                                      std::span<const TextSpan> plain) {
+    auto ids = plain.empty() ? tok.encode(text, /*add_special=*/true, /*parse_special=*/true)
+                             : tok.encode(text, /*add_special=*/true, plain);
     if (ids.empty()) {
         if (tok.bos() < 0) fail("the prompt is empty and the vocabulary has no BOS token");
         ids.push_back(tok.bos());

@@ -15,6 +15,9 @@ namespace specula {
 // empty result (a vocabulary that adds no BOS and an empty prompt) starts from BOS alone, so
 // there is always something to evaluate; Error when the vocabulary has no BOS either.
 std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text);
+// The same, with no CONTROL / UNKNOWN token matched over the `plain` spans (Tokenizer::encode).
+std::vector<token_id> tokenize_prompt(const Tokenizer& tok, const std::string& text,
+                                      std::span<const TextSpan> plain);
 
 // The fewest tokens a prompt of n_bytes can give with this vocabulary, known without tokenizing
 // it: no token covers more prompt bytes than its text has (SentencePiece writes a space as the

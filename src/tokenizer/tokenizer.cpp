@@ -43,14 +43,26 @@ static bool is_c_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-std::vector<VocabTokenizer::Fragment> VocabTokenizer::partition(std::string_view text,
-                                                                bool parse_special) const {
+namespace {
+
+// Whether bytes [at, at + n) overlap one of `plain` (sorted, disjoint).
+bool overlaps(std::span<const TextSpan> plain, size_t at, size_t n) {
+    const auto it = std::upper_bound(plain.begin(), plain.end(), at,
+                                     [](size_t a, const TextSpan& s) { return a < s.end; });
+    return it != plain.end() && it->begin < at + n;
+}
+
+}  // namespace
+
+std::vector<VocabTokenizer::Fragment> VocabTokenizer::partition(
+    std::string_view text, bool parse_special, std::span<const TextSpan> plain) const {
     std::vector<Fragment> frags;
     if (!text.empty()) frags.push_back({-1, 0, text.size()});
     std::vector<Fragment> next;
     for (token_id id : special_tokens_) {
         // CONTROL and UNKNOWN tokens only with parse_special; USER_DEFINED always.
         if (!parse_special && is_special_attr(id)) continue;
+        const bool guarded = !plain.empty() && is_special_attr(id);
         const std::string& needle = texts_[id];
         next.clear();
         for (const Fragment& fr : frags) {
@@ -58,10 +70,14 @@ std::vector<VocabTokenizer::Fragment> VocabTokenizer::partition(std::string_view
                 next.push_back(fr);
                 continue;
             }
-            size_t off = fr.off, len = fr.len;
+            size_t off = fr.off, len = fr.len, from = 0;
             while (len > 0) {
-                const size_t m = text.substr(off, len).find(needle);
+                const size_t m = text.substr(off, len).find(needle, from);
                 if (m == std::string_view::npos) break;
+                if (guarded && overlaps(plain, off + m, needle.size())) {
+                    from = m + 1;  // text there: look further on
+                    continue;
+                }
                 size_t left = m;
                 if (strip_[id] & kLstrip) {
                     while (left > 0 && is_c_space(text[off + left - 1])) --left;
@@ -75,6 +91,7 @@ std::vector<VocabTokenizer::Fragment> VocabTokenizer::partition(std::string_view
                 }
                 off = r_off;
                 len = r_len;
+                from = 0;
             }
             if (len > 0) next.push_back({-1, off, len});
         }
@@ -85,13 +102,23 @@ std::vector<VocabTokenizer::Fragment> VocabTokenizer::partition(std::string_view
 
 std::vector<token_id> VocabTokenizer::encode(std::string_view text, bool add_special,
                                              bool parse_special) const {
+    return encode_parts(text, add_special, partition(text, parse_special, {}));
+}
+
+std::vector<token_id> VocabTokenizer::encode(std::string_view text, bool add_special,
+                                             std::span<const TextSpan> plain) const {
+    return encode_parts(text, add_special, partition(text, true, plain));
+}
+
+std::vector<token_id> VocabTokenizer::encode_parts(std::string_view text, bool add_special,
+                                                   const std::vector<Fragment>& parts) const {
     std::vector<token_id> out;
     if (add_special && add_bos_) {
         if (bos_ < 0) fail("tokenizer: add_bos is set but the vocabulary has no BOS token");
         out.push_back(bos_);
     }
     bool after_special = true;
-    for (const Fragment& fr : partition(text, parse_special)) {
+    for (const Fragment& fr : parts) {
         if (fr.token >= 0) {
             out.push_back(fr.token);
             after_special = true;

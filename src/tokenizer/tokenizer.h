@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,11 @@ namespace specula {
 class GGUFFile;
 
 using token_id = int32_t;
+
+// Bytes [begin, end) of a text.
+struct TextSpan {
+    size_t begin = 0, end = 0;
+};
 
 // tokenizer.ggml.token_type values.
 enum class TokenAttr : int32_t {
@@ -45,6 +51,12 @@ class Tokenizer {
     // llama_tokenize(text, add_special, parse_special).
     virtual std::vector<token_id> encode(std::string_view text, bool add_special,
                                          bool parse_special) const = 0;
+    // encode(text, add_special, parse_special = true), except that a CONTROL or UNKNOWN token
+    // is not matched where its text overlaps one of `plain` (sorted, disjoint): there the bytes
+    // are text, as with parse_special = false (a client's message inside a rendered chat
+    // template: chat/content_guard.h).
+    virtual std::vector<token_id> encode(std::string_view text, bool add_special,
+                                         std::span<const TextSpan> plain) const = 0;
 
     // Bytes of one token as llama_token_to_piece(id, lstrip=0, special): byte tokens give their
     // byte, "▁" becomes a space (SPM), byte-level BPE maps back to raw bytes; CONTROL tokens give

@@ -17,6 +17,8 @@ class VocabTokenizer : public Tokenizer {
   public:
     std::vector<token_id> encode(std::string_view text, bool add_special,
                                  bool parse_special) const override;
+    std::vector<token_id> encode(std::string_view text, bool add_special,
+                                 std::span<const TextSpan> plain) const override;
     std::string token_to_piece(token_id id, bool special = true) const override;
     std::string decode(const std::vector<token_id>& tokens, bool remove_special = false,
                        bool unparse_special = true) const override;
@@ -49,8 +51,11 @@ class VocabTokenizer : public Tokenizer {
         token_id token;  // >= 0: a special token; -1: text[off, off + len)
         size_t off, len;
     };
-    std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
+    std::vector<Fragment> partition(std::string_view text, bool parse_special,
+                                    std::span<const TextSpan> plain) const;
 
+    std::vector<token_id> encode_parts(std::string_view text, bool add_special,
+                                       const std::vector<Fragment>& parts) const;
     void read_tokens(const GGUFFile& f);
     void read_special_ids(const GGUFFile& f);
     void detect_special_tokens();
