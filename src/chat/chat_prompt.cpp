@@ -94,6 +94,20 @@ std::string ChatPrompter::render(const nlohmann::ordered_json& messages, bool ad
     return text;
 }
 
+GuardedText ChatPrompter::render_guarded(const nlohmann::ordered_json& messages,
+                                         bool add_generation_prompt,
+                                         const nlohmann::ordered_json& tools,
+                                         const nlohmann::ordered_json& kwargs) const {
+    if (!guard_ || guard_->empty())
+        return {render(messages, add_generation_prompt, tools, kwargs), {}};
+    nlohmann::ordered_json m = messages, t = tools, k = kwargs;
+    guard_->guard(m);
+    guard_->guard(t);
+    guard_->guard(k);
+    // A leading BOS text is dropped before restoring: a client's BOS text stays.
+    return guard_->restore(render(m, add_generation_prompt, t, k));
+}
+
 ChatPrompter load_chat_template_file(const std::string& path, ChatTokens tokens) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("--chat-template-file: cannot read '", path, "'");

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/content_guard.h"
 #include "chat/jinja_template.h"
 #include "chat/tool_calls.h"
 
@@ -56,12 +57,24 @@ class ChatPrompter {
     std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                        const nlohmann::ordered_json& tools = nullptr,
                        const nlohmann::ordered_json& kwargs = nullptr) const;
+    // The texts render_guarded keeps as text in a client's JSON: the vocabulary's CONTROL and
+    // UNKNOWN tokens' (special_token_texts); none until set.
+    void guard_content(const std::vector<std::string>& specials) {
+        guard_ = std::make_shared<const ContentGuard>(specials);
+    }
+    // render(), and where the rendered text holds special-token texts that came from the
+    // client's JSON (messages, tools, kwargs): those spans are tokenized as text
+    // (chat/content_guard.h). The text is render()'s.
+    GuardedText render_guarded(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                               const nlohmann::ordered_json& tools = nullptr,
+                               const nlohmann::ordered_json& kwargs = nullptr) const;
 
   private:
     std::shared_ptr<const ChatTemplate> tmpl_;
     ChatFormat format_ = ChatFormat::Plain;
     std::string origin_;
     ChatTokens tokens_;
+    std::shared_ptr<const ContentGuard> guard_;  // guard_content's
     bool thinks_ = false;
     bool thinking_switch_ = false, effort_variable_ = false;
     std::optional<ToolCallFormat> tool_format_;
