@@ -310,6 +310,10 @@ void add_serve_http_options(CLI::App& cmd, ServeOptions& o) {
                    "text, instead of the model's tokenizer.chat_template (as llama-server)");
     cmd.add_option("--chat-template-file", o.service.chat_template_file,
                    "Jinja chat template to use instead of the model's tokenizer.chat_template");
+    cmd.add_flag("--parse-special-in-content", o.service.parse_special_in_content,
+                 "special-token texts in a client's messages and tools become special tokens "
+                 "(as llama-server; default: they are text, only the template's markup is "
+                 "special)");
     cmd.add_option("--reasoning-budget", o.service.reasoning_budget,
                    "-1: unlimited thinking (default); 0: no thinking (the chat template gets "
                    "enable_thinking: false), as llama-server");

@@ -394,7 +394,7 @@ void add_token_routes(httplib::Server& s, Service& service) {
            json_route(metrics, [&service](const httplib::Request& req, const json& body) -> json {
                const auto ordered = nlohmann::ordered_json::parse(req.body);  // valid: parsed
                const CompletionRequest r = parse_completion_request(body, true, &ordered);
-               return {{"prompt", service.chat_prompt(r)}};
+               return {{"prompt", service.chat_prompt(r).text}};
            }));
     s.Post("/detokenize",
            json_route(metrics, [&service](const httplib::Request&, const json& body) {

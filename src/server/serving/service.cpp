@@ -103,6 +103,10 @@ void Service::load() {
             choose_chat_prompter(target.file().get_string_or("tokenizer.chat_template", ""),
                                  cfg.chat_template_file, target.tokenizer()));
     }
+    // Content is content: a client's special-token texts are tokenized as text
+    // (chat/content_guard.h), unless --parse-special-in-content.
+    if (!cfg.parse_special_in_content)
+        prompter_->guard_content(special_token_texts(target.tokenizer()));
     if (rt_.plan.prompt_cache > 0) {
         // Pool entries come and go in sizes of tens of KB to GBs: a fixed mmap threshold (glibc
         // raises it after every large free otherwise) returns an evicted entry's memory to the
@@ -148,9 +152,10 @@ std::string Service::describe() const {
     return s + ", draft " + draft_length_name(sc);
 }
 
-std::vector<token_id> Service::tokenize(const std::string& text) const {
+std::vector<token_id> Service::tokenize(const std::string& text,
+                                        std::span<const TextSpan> plain) const {
     try {
-        return tokenize_prompt(rt_.target->tokenizer(), text);
+        return tokenize_prompt(rt_.target->tokenizer(), text, plain);
     } catch (const Error& e) {
         bad_request(e.what(), "prompt");
     }
@@ -196,7 +201,8 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
         }
         // Harmony's analysis channel is reasoning even without tools.
         p.parse_tools = !req.tools.is_null() || (format && parses_without_tools(*format));
-        const std::string text = chat_prompt(req);
+        const GuardedText chat = chat_prompt(req);
+        const std::string& text = chat.text;
         const ReasoningFormat rf =
             req.reasoning_format.empty()
                 ? cfg_.reasoning_format
@@ -206,7 +212,7 @@ PreparedRequest Service::prepare(CompletionRequest req) const {
             rf == ReasoningFormat::deepseek ||
             (rf == ReasoningFormat::automatic && (prompter_->mentions_think() || p.reasoning_open));
         if (!p.split_reasoning) p.reasoning_open = false;
-        p.prompt = tokenize(refuse_by_bytes(text));
+        p.prompt = tokenize(refuse_by_bytes(text), chat.plain);
     } else if (!req.prompt_ids.empty()) {
         const int nv = rt_.target->hparams().n_vocab;
         for (token_id t : req.prompt_ids)
@@ -259,14 +265,16 @@ void Service::apply_reasoning_effort(const CompletionRequest& req,
         kwargs["enable_thinking"] = !off;
 }
 
-std::string Service::chat_prompt(const CompletionRequest& req) const {
-    std::string text;
+GuardedText Service::chat_prompt(const CompletionRequest& req) const {
+    GuardedText g;
+    std::string& text = g.text;
     nlohmann::ordered_json kwargs = req.chat_template_kwargs;
     apply_reasoning_effort(req, kwargs);
     if (cfg_.reasoning_budget == 0 && !(kwargs.is_object() && kwargs.contains("enable_thinking")))
         kwargs["enable_thinking"] = false;
     try {
-        text = prompter_->render(req.chat_messages, req.add_generation_prompt, req.tools, kwargs);
+        g = prompter_->render_guarded(req.chat_messages, req.add_generation_prompt, req.tools,
+                                      kwargs);
     } catch (const Error& e) {
         bad_request(e.what(), "messages");
     }
@@ -281,8 +289,15 @@ std::string Service::chat_prompt(const CompletionRequest& req) const {
                 "message's text as given",
                 "continue_final_message");
         text.resize(at + last.size());
+        while (!g.plain.empty() && g.plain.back().end > text.size()) {
+            if (g.plain.back().begin < text.size()) {
+                g.plain.back().end = text.size();
+                break;
+            }
+            g.plain.pop_back();
+        }
     }
-    return text;
+    return g;
 }
 
 // A request whose client left while it waited for a slot: counted as aborted, nothing generated.

@@ -64,6 +64,9 @@ struct ServiceConfig {
     RequestDefaults request_defaults;
     // --tool-call-format (nullopt: auto, the template's; chat/tool_calls.h).
     std::optional<ToolCallFormat> tool_call_format;
+    // --parse-special-in-content: a client's special-token texts become special tokens (the old
+    // behaviour; llama-server's). Default: they are text (chat/content_guard.h).
+    bool parse_special_in_content = false;
 };
 
 // The vocabulary's BOS/EOS texts for chat templates, and whether a leading BOS text is dropped.
@@ -135,9 +138,10 @@ class Service {
     std::string describe() const;  // one line for the startup log
 
     PreparedRequest prepare(CompletionRequest req) const;
-    // The chat request's prompt text as the template renders it (POST /apply-template); a
-    // template that fails is ApiError 400 naming its error.
-    std::string chat_prompt(const CompletionRequest& req) const;
+    // The chat request's prompt text as the template renders it (POST /apply-template), with
+    // the spans that are a client's special-token texts (chat/content_guard.h; none with
+    // --parse-special-in-content); a template that fails is ApiError 400 naming its error.
+    GuardedText chat_prompt(const CompletionRequest& req) const;
     // keep_waiting: asked every 100 ms while the request is queued for a slot; false gives up
     // (finish_reason "abort", nothing generated).
     // `choice`: which of the request's n choices (it advances a given seed).
@@ -152,7 +156,8 @@ class Service {
     // reasoning_effort as the template's kwargs (its enable_thinking switch, its
     // reasoning_effort variable); ApiError 400 for a template with neither.
     void apply_reasoning_effort(const CompletionRequest& req, nlohmann::ordered_json& kwargs) const;
-    std::vector<token_id> tokenize(const std::string& text) const;
+    std::vector<token_id> tokenize(const std::string& text,
+                                   std::span<const TextSpan> plain = {}) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;
 
