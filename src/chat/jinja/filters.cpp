@@ -120,6 +120,7 @@ Value f_join(const FilterCall& c) {
             out.append(t.bytes, b, e - b);
         }
     } else if (x.kind == Kind::Array) {
+        c.in.tick(x.arr->size());
         for (size_t i = 0; i < x.arr->size(); ++i) {
             const Value& item = (*x.arr)[i];
             out += (i ? s : "") + join_piece(attr && attr->kind == Kind::String
@@ -220,6 +221,7 @@ Value l_last(const FilterCall& c) {
 
 Value l_reverse(const FilterCall& c) {
     const Array& a = *c.x.arr;
+    c.in.tick(a.size());
     return Value::array(Array(a.rbegin(), a.rend()));
 }
 
@@ -351,6 +353,7 @@ Value l_sum(const FilterCall& c) {
     const Value* start = arg(c.args, c.kwargs, 1, "start");
     double total = start && start->is_numeric_like() ? start->numeric() : 0;
     bool fl = start && start->kind == Kind::Float;
+    c.in.tick(c.x.arr->size());
     for (const Value& item : *c.x.arr) {
         const Value v =
             attr && attr->kind == Kind::String ? attribute_path(item, attr->str()) : item;
@@ -367,6 +370,7 @@ Value l_min(const FilterCall& c) {
     if (a.empty()) return Value::undefined();
     const Value* cs = arg(c.args, c.kwargs, 0, "case_sensitive");
     const Value* attr = arg(c.args, c.kwargs, 1, "attribute");
+    c.in.tick(a.size());
     size_t best = 0;
     try {
         for (size_t i = 1; i < a.size(); ++i) {
@@ -388,6 +392,7 @@ Value l_batch(const FilterCall& c) {
     if (!n || !n->is_number() || n->num < 1) c.in.error("batch needs a positive size");
     const size_t size = size_t(std::min(n->num, 1e9));
     const Value* fill = arg(c.args, c.kwargs, 1, "fill_with");
+    c.in.tick(c.x.arr->size());
     Array out, cur;
     for (const Value& item : *c.x.arr) {
         cur.push_back(item);
@@ -475,7 +480,6 @@ Value Interpreter::apply_filter(const Value& x, const std::string& name, std::ve
     if (!row) error("unknown filter: " + name);
     const FilterCall c{*this, x, name, args, kwargs, called, env};
     if (x.text) work(x.str().size());  // every string filter walks its operand
-    if (x.arr) tick(x.arr->size());
     if (row->any) return row->any(c);
     // The reference's errors for a known filter on a type it has no such filter for.
     if (x.kind == Kind::Array) {

@@ -152,6 +152,15 @@ void Interpreter::render_node(const Ast& n, const std::shared_ptr<Env>& env, std
             at_ = n.offset;
             execute_set(n, env);
             return;
+        case Node::If:
+        case Node::For: {  // as eval does, but the block's text goes to `out`, never a value
+            DepthGuard guard(depth_, limits_.max_depth, *this);
+            tick();
+            at_ = n.offset;
+            if (n.kind == Node::For) return append(out, render_for(n, env));
+            const bool t = eval(*n.a, env).truthy();
+            return append(out, render_block(t ? n.body : n.alt, env));
+        }
         default: {
             const Value v = eval(n, env);
             if (v.is_null() || v.is_undefined()) return;
