@@ -3,7 +3,9 @@
 // /apply-template byte for byte as @huggingface/jinja renders the same context (messages,
 // add_generation_prompt, bos/eos texts, chat_template_kwargs), and chat completions run on it.
 // --chat-template-file overrides the model's template; a template that raises is a 400 naming
-// its error; a bad file stops the server at startup naming the file. Reasoning: with a template
+// its error, and so is one that hits a limit of the engine on a request (loop iterations); a bad
+// file stops the server at startup naming the file, and so does a model whose template cannot
+// render a one-message conversation (a list nested past the limit: it crashed serve before). Reasoning: with a template
 // whose generation prompt opens <think> (DeepSeek-R1 style), the reply is reasoning_content
 // (never closed here), streamed as delta.reasoning_content, and reasoning_format "none" gives
 // the same text as content.
@@ -163,6 +165,37 @@ test("reasoning: a prompt that opens <think> puts the reply in reasoning_content
   assert.ok(deltas >= 1, sse);  // how many depends on timing: pieces are batched as released
   assert.equal(reasoning, text.trim());
   assert.equal(content, "");
+});
+
+test("a template past a limit on a request is a 400 naming the limit; on one message, a load error", async () => {
+  // Quadratic in the message's length: "Hello" renders at load, 2,000 characters do not.
+  const quadratic = path.join(dir, "quadratic.jinja");
+  // (Content starting with "y" also searches the content at each step: the render that the
+  // cancellation below interrupts.)
+  writeFileSync(quadratic, "{% for m in messages %}{% if m.content[0] == 'y' %}" +
+                           "{% for c in m.content %}{% for d in m.content %}{% if (c ~ d) in m.content %}" +
+                           "{% endif %}{% endfor %}{% endfor %}{% else %}{% for c in m.content %}" +
+                           "{% for d in m.content %}{% endfor %}{% endfor %}{% endif %}{{ m.content }}{% endfor %}");
+  const server = await startServer(["-m", TARGET(), "--chat-template-file", quadratic, "--parallel", "1"]);
+  try {
+    const r = await post(server, "/v1/chat/completions",
+                         { messages: [{ role: "user", content: "x".repeat(2000) }], max_tokens: 1 });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /more than 1000000 loop iterations \(the limit per render\)/);
+    const ok = await post(server, "/apply-template", { messages: [{ role: "user", content: "Hi" }] });
+    assert.equal(ok.body.prompt, "Hi");
+  } finally {
+    await server.stop();
+  }
+  // A model file whose own template nests a list 300,000 deep: refused at load, naming the limit.
+  const deepFile = path.join(dir, "deep.jinja");
+  writeFileSync(deepFile, "{% set ns = namespace(x=[]) %}{% for i in range(300000) %}" +
+                          "{% set ns.x = [ns.x] %}{% endfor %}{{ messages[0].content }}");
+  const deepModel = path.join(dir, "stories260K-deep.gguf");
+  execFileSync(process.env.SPECULA_GGUF_WITH_TEMPLATE, [TARGET(), deepModel, deepFile]);
+  const r = spawnSync(BIN, ["serve", "-m", deepModel, "--port", "0"], { encoding: "utf8", timeout: 30000 });
+  assert.notEqual(r.status, 0, r.stderr);
+  assert.match(r.stderr, /cannot render a one-message conversation .*value nested deeper than the limit of 512 levels/);
 });
 
 test("a bad --chat-template-file stops the server naming the file", () => {

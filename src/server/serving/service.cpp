@@ -45,18 +45,34 @@ ChatTokens chat_tokens(const Tokenizer& tok) {
     return t;
 }
 
+// A Jinja template that cannot render one user message (a limit hit, a crash-sized value) would
+// fail every request: refused at load, naming the template and the way around it.
+static ChatPrompter rendering(ChatPrompter p) {
+    try {
+        (void)p.render(nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Hello"}])"),
+                       true);
+    } catch (const Error& e) {
+        fail("the chat template cannot render a one-message conversation (", e.what(),
+             "); give another with --chat-template-file or --chat-template");
+    }
+    return p;
+}
+
 ChatPrompter choose_chat_prompter(const std::string& model_template,
                                   const std::string& template_file, const Tokenizer& tok,
                                   const char* who) {
-    if (!template_file.empty()) return load_chat_template_file(template_file, chat_tokens(tok));
+    if (!template_file.empty())
+        return rendering(load_chat_template_file(template_file, chat_tokens(tok)));
     if (!model_template.empty()) {
+        std::optional<ChatPrompter> jinja;
         try {
-            return ChatPrompter::jinja(model_template, "the model's tokenizer.chat_template",
-                                       chat_tokens(tok));
+            jinja = ChatPrompter::jinja(model_template, "the model's tokenizer.chat_template",
+                                        chat_tokens(tok));
         } catch (const Error& e) {  // a file still serves, with the recognised family
             std::fprintf(stderr, "%s: warning: %s; using the built-in format instead\n", who,
                          e.what());
         }
+        if (jinja) return rendering(std::move(*jinja));
         const ChatFormat f = detect_chat_format(model_template);
         return ChatPrompter::builtin(f, "recognised from the model's template");
     }
