@@ -28,8 +28,8 @@
 namespace specula::jinja {
 
 // The defaults are far above what real chat templates use on real conversations (the largest
-// of tests/chat's renders: see docs/chat-templates.md#limits) and keep a hostile one to about a
-// second of CPU and a few hundred MB.
+// of tests/chat's renders: see docs/chat-templates.md#limits) and keep a hostile one to a
+// second or two of CPU and a few hundred MB.
 struct Limits {
     size_t max_steps = 20'000'000;      // evaluated nodes, loop iterations, calls and work
     size_t max_iterations = 1'000'000;  // loop iterations, all loops of the render together
