@@ -9,7 +9,9 @@
 // MoE with a shared expert; scripts/models/arch_qwen35.py) and gemma4 (F16: layers of their own
 // shapes, shared KV, V = K, per-layer inputs; referenced with ik_llama.cpp's flash attention, so
 // at twice the tolerance, arch_parity.h) and deepseek2 (F16 and Q8_0: MLA over a latent cache,
-// DeepSeek-style routing with a shared expert; flash-attention references too). Each
+// DeepSeek-style routing with a shared expert; flash-attention references too) and glm4moe (F16
+// with its MTP layer, Q8_0: attention biases, partial rope, sigmoid-routed experts beside an
+// ungated shared one, a leading dense layer; scripts/models/arch_glm4moe.py). Each
 // prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
@@ -33,7 +35,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string& kDataDir = specula::test::kArchDataDir;
-constexpr int kExpectedFiles = 17;
+constexpr int kExpectedFiles = 20;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -23,15 +24,22 @@ struct Stats {
 // The reference's model block ("n_vocab", "n_embd", ...) against a loaded Model. `ref_extra`:
 // elements the reference counts in n_params beyond the file's tensors (ik_llama.cpp counts a tied
 // output matrix twice, and a tensor every layer shares, such as rope factors, once per layer).
+// A file's nextn (MTP) layers count in the reference's n_layer (block_count), but ik_llama.cpp
+// without MTP skips their tensors: not in its n_params.
 template <class ModelT>
 void expect_model_shape(const ModelT& model, const nlohmann::json& jm, int64_t ref_extra = 0) {
     const auto& hp = model.hparams();
     EXPECT_EQ(hp.n_vocab, jm["n_vocab"].get<int>());
     EXPECT_EQ(hp.n_embd, jm["n_embd"].get<int>());
-    EXPECT_EQ(hp.n_layer, jm["n_layer"].get<int>());
+    EXPECT_EQ(hp.n_layer + hp.n_nextn, jm["n_layer"].get<int>());
     EXPECT_EQ(hp.n_head, jm["n_head"].get<int>());
     EXPECT_EQ(hp.n_ctx_train, jm["n_ctx_train"].get<int>());
-    EXPECT_EQ(model.n_params() + ref_extra, jm["n_params"].get<int64_t>());
+    int64_t nextn = 0;
+    for (const auto& t : model.file().tensors()) {
+        if (t.name.rfind("blk.", 0) == 0 && std::atoi(t.name.c_str() + 4) >= hp.n_layer)
+            nextn += t.n_elements();
+    }
+    EXPECT_EQ(model.n_params() - nextn + ref_extra, jm["n_params"].get<int64_t>());
 }
 
 inline int argmax(const float* x, int n) {
