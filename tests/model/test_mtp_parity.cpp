@@ -1,7 +1,7 @@
 // The MTP (nextn) head against ik_llama.cpp's: tests/data/arch/mtp/<file>.k<K>.json hold its
 // logits (scripts/models/mtp_ref_dump.cpp, through ik_llama.cpp's common/speculative MTP state),
-// for the qwen35 and qwen35moe random-weight files with one MTP layer, for K = 1, 2 and 3 greedy
-// drafts after each prompt of ../shared/reference/prompts/general.json.
+// for the qwen35, qwen35moe and glm4moe random-weight files with one MTP layer, for K = 1, 2 and 3
+// greedy drafts after each prompt of ../shared/reference/prompts/general.json.
 //
 // ik_llama.cpp warms its head over the prompt with MTP row j = [t_j, h_{j-1}] (zeros for row 0),
 // one row more than Specula's own drafter feeds (row p = [t_{p+1}, h_p], speculative/
@@ -85,6 +85,13 @@ TEST(MtpParity, Qwen35HeadMatchesIkLlamaCpp) {
 TEST(MtpParity, Qwen35MoeHeadMatchesIkLlamaCpp) {
     for (int k = 1; k <= 3; ++k)
         check_mtp_against_ik("rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16", k);
+}
+
+// glm4moe's head: plain attention with biases and Q/K norms, partial rope, the sigmoid-routed MoE
+// with its ungated shared expert.
+TEST(MtpParity, Glm4MoeHeadMatchesIkLlamaCpp) {
+    for (int k = 1; k <= 3; ++k)
+        check_mtp_against_ik("rand-glm4moe-mtp1-e8x2-tok512-d128-l3-F16", k);
 }
 
 }  // namespace
