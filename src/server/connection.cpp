@@ -121,11 +121,15 @@ class DeadlineStream final : public httplib::Stream {
     DeadlineStream(socket_t sock, size_t max_bytes, int write_timeout_ms)
         : sock_(sock), max_bytes_(max_bytes), write_timeout_ms_(write_timeout_ms) {}
 
-    // The next request starts: its deadline, and a fresh byte budget.
-    void start_request(clock_type::time_point deadline) {
+    // The next request starts: its deadline, and a fresh byte budget; `on_head_end` is called
+    // once the bytes handed out so far hold its whole head (up to the blank line).
+    void start_request(clock_type::time_point deadline, std::function<void()> on_head_end) {
         deadline_ = deadline;
         bytes_ = 0;
         cut_off_ = false;
+        on_head_end_ = std::move(on_head_end);
+        line_len_ = 0;
+        lines_ = 0;
     }
     // The request ran past its deadline or byte budget: the connection must close, since what
     // it sends next is the unread rest of that request, not a new one.
@@ -159,6 +163,7 @@ class DeadlineStream final : public httplib::Stream {
                 std::min(size >= sizeof buf_ ? size : sizeof buf_, max_bytes_ - bytes_);
             const ssize_t n = recv_some(size >= sizeof buf_ ? ptr : buf_, want);
             if (n > 0) bytes_ += size_t(n);
+            if (n > 0 && size >= sizeof buf_) scan_head(ptr, size_t(n));
             if (n <= 0 || size >= sizeof buf_) return n;
             buf_pos_ = 0;
             buf_len_ = size_t(n);
@@ -166,6 +171,7 @@ class DeadlineStream final : public httplib::Stream {
         const size_t n = std::min(size, buf_len_ - buf_pos_);
         std::memcpy(ptr, buf_ + buf_pos_, n);
         buf_pos_ += n;
+        scan_head(ptr, n);
         return ssize_t(n);
     }
 
@@ -187,6 +193,26 @@ class DeadlineStream final : public httplib::Stream {
     socket_t socket() const override { return sock_; }
 
   private:
+    // Watches the bytes handed out for the head's end: an empty line (CRLF or LF) after at least
+    // one line. Called for every read; a no-op once the head has ended.
+    void scan_head(const char* p, size_t n) {
+        for (size_t i = 0; i < n && on_head_end_; ++i) {
+            if (p[i] == '\r') continue;
+            if (p[i] != '\n') {
+                ++line_len_;
+                continue;
+            }
+            if (line_len_ == 0 && lines_ > 0) {
+                auto done = std::move(on_head_end_);
+                on_head_end_ = nullptr;
+                done();
+                return;
+            }
+            ++lines_;
+            line_len_ = 0;
+        }
+    }
+
     ssize_t recv_some(char* p, size_t n) {
         for (;;) {
             const ssize_t r = ::recv(sock_, p, n, 0);
@@ -214,6 +240,8 @@ class DeadlineStream final : public httplib::Stream {
     size_t max_bytes_, bytes_ = 0;
     mutable bool cut_off_ = false;
     int write_timeout_ms_;
+    std::function<void()> on_head_end_;  // set while the request's head has not ended
+    size_t line_len_ = 0, lines_ = 0;
     char buf_[4096];
     size_t buf_pos_ = 0, buf_len_ = 0;
 };
@@ -227,6 +255,10 @@ int to_ms(double s) {
 int per_client_share(const ConnectionLimits& limits) {
     return limits.max_per_client > 0 ? limits.max_per_client
                                      : std::max(1, limits.max_connections / 2);
+}
+
+int pending_heads_budget(const ConnectionLimits& limits) {
+    return std::max(1, limits.max_connections / 2);
 }
 
 void check_connection_limits(const ConnectionLimits& limits) {
@@ -324,7 +356,11 @@ bool LimitedServer::admit(socket_t sock, const std::string& peer, ConnIt& it, st
             return false;
         }
     }
-    it = conns_.insert(conns_.end(), Conn{sock, peer, true, false, clock_type::now()});
+    Conn c;
+    c.sock = sock;
+    c.peer = peer;
+    c.idle_since = clock_type::now();
+    it = conns_.insert(conns_.end(), c);
     return true;
 }
 
@@ -332,8 +368,39 @@ bool LimitedServer::set_idle(ConnIt it, bool idle) {
     std::lock_guard<std::mutex> lk(conns_mu_);
     if (it->evicted) return false;
     it->idle = idle;
+    it->heading = !idle;
     if (idle) it->idle_since = clock_type::now();
+    if (!idle) {
+        it->head_since = clock_type::now();
+        enforce_head_budget(it);
+    }
     return true;
+}
+
+void LimitedServer::head_ended(ConnIt it) {
+    std::lock_guard<std::mutex> lk(conns_mu_);
+    it->heading = false;
+}
+
+// Past the budget of unfinished heads, the oldest unfinished head of the client holding the
+// most is closed (never the newcomer's: it has just begun, and a head sent whole ends at once).
+void LimitedServer::enforce_head_budget(ConnIt newcomer) {
+    std::unordered_map<std::string, int> per_peer;
+    int heading = 0;
+    for (const Conn& c : conns_) {
+        if (!c.heading || c.evicted) continue;
+        ++per_peer[c.peer];
+        ++heading;
+    }
+    if (heading <= pending_heads_budget(limits_)) return;
+    ConnIt victim = conns_.end();
+    for (ConnIt c = conns_.begin(); c != conns_.end(); ++c) {
+        if (!c->heading || c->evicted || c == newcomer) continue;
+        if (victim == conns_.end() || per_peer[c->peer] > per_peer[victim->peer] ||
+            (per_peer[c->peer] == per_peer[victim->peer] && c->head_since < victim->head_since))
+            victim = c;
+    }
+    if (victim != conns_.end()) evict(victim);
 }
 
 void LimitedServer::leave(ConnIt it) {
@@ -373,8 +440,9 @@ bool LimitedServer::process_and_close_socket(socket_t sock) {
                 strm.has_buffered() || wait_for(sock, POLLIN, std::min(100, ms_until(idle_end)));
         }
         if (!ready || svr_sock_ == INVALID_SOCKET || !set_idle(me, false)) break;
-        strm.start_request(clock_type::now() +
-                           std::chrono::milliseconds(to_ms(limits_.read_deadline_s)));
+        strm.start_request(
+            clock_type::now() + std::chrono::milliseconds(to_ms(limits_.read_deadline_s)),
+            [this, me] { head_ended(me); });
         t_close_after = false;
         bool closed = false;
         ok = process_request(strm, count == 1 || t_close_after, closed, nullptr);

@@ -16,6 +16,11 @@
 //     between keep-alive requests) never keep another client out. Connections mid-request are
 //     bounded by the read deadline instead. Behind a balancer every request comes from its
 //     address: give it the whole cap (--max-connections-per-client = --max-connections).
+//   * one budget over all clients for connections whose request head (line and headers, up to
+//     the blank line) has started but not ended, `pending_heads_budget()` (half the cap): past
+//     it, the oldest unfinished head of the client holding the most is closed, so sockets that
+//     drip headers from any number of addresses hold at most half the cap and other clients'
+//     requests keep being answered. A head sent in one piece is unfinished for microseconds.
 //
 // The body size limit is the request handler's (server.cpp counts the bytes after decoding);
 // when it stops reading a body part-way it calls close_after_response(), so that the unread rest
@@ -46,6 +51,8 @@ struct ConnectionLimits {
 
 // The share of one client (peer address): max_per_client, or half the cap when it is 0.
 int per_client_share(const ConnectionLimits& limits);
+// Connections, over all clients, that may be part-way through a request head: half the cap.
+int pending_heads_budget(const ConnectionLimits& limits);
 
 constexpr int kMaxConnectionsLimit = 4096;  // each open connection holds a thread
 constexpr double kMinReadDeadline = 0.1, kMaxReadDeadline = 3600;
@@ -71,16 +78,18 @@ class LimitedServer : public httplib::Server {
     // would wait on SYN retransmits of a second or more).
     void widen_backlog();
 
-    // Connections closed to make room (idle ones, near the cap or past a client's share).
+    // Connections closed to make room (idle ones, near the cap or past a client's share, and
+    // unfinished heads past pending_heads_budget).
     long evicted() const { return evicted_.load(); }
 
   private:
     struct Conn {  // one open connection, in conns_ while its thread serves it
-        socket_t sock;
+        socket_t sock = INVALID_SOCKET;
         std::string peer;
         bool idle = true;  // waiting for a request (none started)
         bool evicted = false;
-        clock_type::time_point idle_since;
+        bool heading = false;  // a request head started, not yet ended
+        clock_type::time_point idle_since, head_since;
     };
     using ConnIt = std::list<Conn>::iterator;
 
@@ -91,8 +100,11 @@ class LimitedServer : public httplib::Server {
     bool admit(socket_t sock, const std::string& peer, ConnIt& it, std::string& why);
     void evict(ConnIt victim);  // under conns_mu_
     static bool idle_now(const Conn& c);
-    // The connection starts waiting (idle) or starts a request; false once it was evicted.
+    // The connection starts waiting (idle) or starts a request (its head unfinished, within
+    // the pending heads' budget); false once it was evicted.
     bool set_idle(ConnIt it, bool idle);
+    void head_ended(ConnIt it);
+    void enforce_head_budget(ConnIt newcomer);  // under conns_mu_
     void leave(ConnIt it);
 
     ConnectionLimits limits_;

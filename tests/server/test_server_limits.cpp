@@ -6,7 +6,8 @@
 // refused; --host 0.0.0.0 without --api-key warns; --max-body-bytes -1 is refused.
 // --max-connections and --read-deadline set the cap and the deadline and are range-checked
 // before any model loads; a prompt too long for the context by its bytes alone (tens of MB under
-// a raised body limit) is refused with 400 before it is tokenized.
+// a raised body limit) is refused with 400 before it is tokenized. Request heads dripped from
+// many client addresses hold at most the budget of unfinished heads (issue #45).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -174,6 +176,12 @@ TEST_F(ServerLimits, SlowLorisNeitherStarvesOthersNorOutlivesTheDeadline) {
     EXPECT_LT(health_max, 2.0) << "/health was delayed by the dripping connections";
 }
 
+// A request whose head is whole and whose body has not all arrived: held open until the read
+// deadline (not by the budget of unfinished heads, which would close some of them).
+const char* kBodyUnfinished =
+    "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    "Content-Length: 100\r\n\r\n{";
+
 // Past --max-connections (256) a connection is answered 503 at once and closed, not queued.
 // The held ones come from two client addresses (each holds at most half the cap) and are
 // mid-request, so none is idle to be closed for the newcomer.
@@ -181,7 +189,7 @@ TEST_F(ServerLimits, ConnectionsOverTheCapGet503AtOnce) {
     std::vector<std::unique_ptr<RawConn>> held;
     for (int i = 0; i < 256; ++i) {
         held.push_back(std::make_unique<RawConn>(s().port(), i % 2 ? "127.0.0.1" : "127.0.0.2"));
-        held.back()->send_all("GET /health HTTP/1.1\r\n");  // headers unfinished: held open
+        held.back()->send_all(kBodyUnfinished);  // body unfinished: held open
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto t0 = clock_type::now();
@@ -324,7 +332,7 @@ TEST_F(ServerFlags, MaxConnectionsSetsTheCap) {
     std::vector<std::unique_ptr<RawConn>> held;
     for (int i = 0; i < 8; ++i) {  // two clients, each with its share (half the cap)
         held.push_back(std::make_unique<RawConn>(s().port(), i % 2 ? "127.0.0.1" : "127.0.0.2"));
-        held.back()->send_all("GET /health HTTP/1.1\r\n");
+        held.back()->send_all(kBodyUnfinished);
     }
     // Time for the server to accept all eight (slow under ASan on a loaded machine); the held
     // ones reach their 5 s deadline only after the extra ones' answers (1 + 3 x 1 s).
@@ -340,6 +348,71 @@ TEST_F(ServerFlags, MaxConnectionsSetsTheCap) {
     }
     EXPECT_EQ(status_of(res), 503) << res;
     EXPECT_NE(res.find("too many open connections"), std::string::npos) << res;
+}
+
+// A server with room for 32 connections, of which 16 may be part-way through a request head.
+class ServerSlowHeads : public ServerLimits {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = std::make_unique<ServerProcess>(
+            std::vector<std::string>{"-m", target_path(), "-c", "256", "-t", "1",
+                                     "--max-connections", "32"},
+            "slow-heads");
+    }
+};
+
+// 96 sockets (3x the cap) from 8 client addresses, 127.0.0.2 ... 127.0.0.9 (12 each, under each
+// one's share), each sending a request head one byte every 50 ms and reopened when the server
+// closes it: they hold at most the budget of unfinished heads (half the cap), and every one of
+// another client's 20 requests is answered. (Without the budget the dripping heads fill the cap
+// and the other client's requests all get 503: 0 of 20 answered.)
+TEST_F(ServerSlowHeads, HeadsDrippedFromManyAddressesLeaveRoomForOthers) {
+    wait_until_served();
+    const int port = s().port();
+    std::atomic<bool> stop{false};
+    std::atomic<int> opened{0};
+    std::thread attack([&] {
+        const std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+        std::vector<std::unique_ptr<RawConn>> conns(96);
+        std::vector<size_t> sent(conns.size(), 0);
+        const std::vector<std::string> from = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
+                                               "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"};
+        while (!stop) {
+            for (size_t i = 0; i < conns.size() && !stop; ++i) {
+                if (conns[i] && conns[i]->closed_by_server()) conns[i].reset();
+                if (!conns[i]) {
+                    try {
+                        conns[i] = std::make_unique<RawConn>(port, from[i % from.size()].c_str());
+                    } catch (const std::exception&) {
+                        continue;
+                    }
+                    sent[i] = 0;
+                    ++opened;
+                }
+                const char c = sent[i] < head.size() ? head[sent[i]] : 'x';
+                conns[i]->send_all(std::string(1, c));  // one more byte of an endless head
+                ++sent[i];
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    int answered = 0;
+    std::string failure;
+    for (int k = 0; k < 20; ++k) {
+        RawConn c(port, "127.0.0.1");
+        c.send_all("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        const std::string res = c.read_until_close(5);
+        if (status_of(res) == 200)
+            ++answered;
+        else
+            failure = res.empty() ? "(no answer)" : res;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    stop = true;
+    attack.join();
+    EXPECT_EQ(answered, 20) << "a failed request got: " << failure;
+    EXPECT_GE(opened.load(), 64) << "the dripping connections were not twice the cap";
 }
 
 TEST_F(ServerFlags, ReadDeadlineClosesADrippingRequest) {
