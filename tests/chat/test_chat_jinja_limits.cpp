@@ -69,7 +69,7 @@ TEST(ChatJinjaLimits, ListNestedDeepIsRefusedOnCreation) {
 
 // A chain built by append escapes the check on creation (each list is made empty): freeing,
 // printing, comparing and tojson of it must still not recurse on the C stack. The renders run
-// on a thread with a 1 MiB stack, which a recursion over 40,000 levels would overflow.
+// on a thread with a 2 MiB stack, which a recursion over 40,000 levels overflows (it did).
 TEST(ChatJinjaLimits, DeepChainBuiltByAppendIsFreedAndWalkedWithoutRecursion) {
     const std::string chain =
         "{% set a = [] %}{% set ns = namespace(c=a) %}{% for i in range(40000) %}{% set n = [] "
@@ -80,7 +80,7 @@ TEST(ChatJinjaLimits, DeepChainBuiltByAppendIsFreedAndWalkedWithoutRecursion) {
     } job{chain, {}, {}, {}, {}};
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1024 * 1024);
+    pthread_attr_setstacksize(&attr, 2048 * 1024);
     pthread_t thread;
     ASSERT_EQ(pthread_create(
                   &thread, &attr,
