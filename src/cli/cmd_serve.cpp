@@ -295,6 +295,9 @@ void add_serve_http_options(CLI::App& cmd, ServeOptions& o) {
                    "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
                    "what the plan leaves; default 8192 as llama-server, at most half of the "
                    "memory left)");
+    cmd.add_option("--memory-budget", o.service.runtime.memory_budget_mib,
+                   "MiB this server plans within when less than MemAvailable (its share of a "
+                   "host that runs several; scripts/cluster.sh sets it; default 0: MemAvailable)");
     cmd.add_flag("--no-memory-check{false}", o.service.runtime.memory_check,
                  "start even when the memory plan exceeds the available memory (a warning)");
     cmd.add_option("--cache-type-k", o.cache_type_k, "KV cache type of K: f32, f16 or q8_0 (-ctk)")

@@ -39,6 +39,18 @@ int resolve_context(const RuntimeOptions& o, const HParams& hp) {
     return n_ctx;
 }
 
+// The memory the plan may fill: MemAvailable, or --memory-budget when that is less.
+double planned_memory(const RuntimeOptions& o) {
+    if (o.memory_budget_mib < 0)
+        fail("--memory-budget must be >= 0 MiB, got ", o.memory_budget_mib);
+    const double mem = mem_available_bytes();
+    const double budget = double(o.memory_budget_mib) * (1 << 20);
+    if (budget <= 0 || (mem > 0 && mem <= budget)) return mem;
+    say(o, "planning within --memory-budget %ld MiB (MemAvailable: %.0f MiB)", o.memory_budget_mib,
+        mem / (1 << 20));
+    return budget;
+}
+
 // The bound of --cache-ram in bytes for this plan (RuntimeOptions::cache_ram_mib); 0: off.
 double prompt_cache_bytes(const RuntimeOptions& o, const Runtime& rt, const MemoryPlan& plan) {
     if (o.cache_ram_mib < -1)
@@ -147,7 +159,7 @@ Runtime open_runtime(const RuntimeOptions& o) {
     rt.n_ubatch = o.n_ubatch;
     rt.type_k = o.type_k;
     rt.type_v = o.type_v;
-    const double available = mem_available_bytes();  // before the models take their share
+    const double available = planned_memory(o);  // before the models take their share
     const auto t0 = clock_type::now();
     // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
     rt.target = Model::load(o.model_path, LoadOptions{.n_threads = rt.n_threads,

@@ -72,6 +72,9 @@ struct RuntimeOptions {
     long cache_ram_mib = 0;
     bool cache_ram_given = false;
     bool memory_check = true;  // false (--no-memory-check): a plan over memory only warns
+    // serve's --memory-budget in MiB: the memory this process plans within, when less than
+    // MemAvailable (scripts/cluster.sh gives each local replica its share of the host); 0: none.
+    long memory_budget_mib = 0;
 
     std::string log_prefix;  // before each stderr line: "serve: ", "bench: ", "" (run)
     bool quiet = false;      // no stderr lines (run --log-disable); errors still throw
