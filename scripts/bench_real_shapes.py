@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ def run(cmd, timeout=3600, must=None):
     r = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=timeout)
     if r.returncode != 0 and not (must and must in r.stdout + r.stderr):
-        sys.exit(f"bench_real_shapes.py: {' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-1500:]}")
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
     return r.stdout + r.stderr, (int(m.group(1)) / 1024 if m else float("nan"))
 
@@ -83,7 +84,7 @@ def specula_spec(a, model):
         if cells and cells[0].rstrip("*") == k and len(cells) >= 7:
             return {"speedup": float(cells[5].rstrip("x")), "model": float(cells[6].rstrip("x")),
                     "tps": float(cells[4])}
-    sys.exit(f"bench_real_shapes.py: no row for k={k} in:\n{out[-3000:]}")
+    raise RuntimeError(f"no row for k={k} in:\n{out[-1500:]}")
 
 
 def ik_bench(a, model, extra):
@@ -115,8 +116,8 @@ def fmt(x, digits=1):
 
 
 def table(s, ik, a):
-    rows = [("tg128 tok/s", s["tg"], ik.get("tg"), True),
-            ("pp512 tok/s", s["pp"], ik.get("pp"), True)]
+    rows = [("tg128 tok/s", s.get("tg"), ik.get("tg"), True),
+            ("pp512 tok/s", s.get("pp"), ik.get("pp"), True)]
     if "depth" in s:
         rows += [(f"pp512@{a.depth} tok/s", s["depth"]["pp"], None, True),
                  (f"tg@{a.depth} tok/s", s["depth"]["tg"], None, True)]
@@ -124,9 +125,10 @@ def table(s, ik, a):
         rows.append((f"pass {b} ms", s["passes"].get(b), ik.get("passes", {}).get(b), False))
     tau = lambda p: p.get(9, 0) / p[1] if p and p.get(1) else None  # noqa: E731
     rows.append(("tau(9)", tau(s["passes"]), tau(ik.get("passes")), False))
-    rows += [("load ms (Specula's own)", s["load"][0], None, False),
-             ("1-token run, wall ms", s["load"][1], ik.get("load"), False),
-             ("RSS MiB", s["rss"], ik.get("rss"), False)]
+    load = s.get("load", (None, None))
+    rows += [("load ms (Specula's own)", load[0], None, False),
+             ("1-token run, wall ms", load[1], ik.get("load"), False),
+             ("RSS MiB", s.get("rss"), ik.get("rss"), False)]
     print(f"| {os.path.basename(a.model)} | Specula | ik_llama.cpp | Specula / ik |")
     print("|---|---|---|---|")
     for name, x, y, higher in rows:
@@ -152,16 +154,29 @@ def main():
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--json")
     a = ap.parse_args()
-    s = specula_plain(a, a.model, 0, 128, "1,5,9")
-    ik = ik_plain(a, a.model) if a.ik else {}
-    if a.depth:
-        s["depth"] = specula_plain(a, a.model, a.depth, 32, "1")
-    s["load"] = specula_load(a, a.model)
-    if a.ik:
-        ik["load"] = ik_load(a, a.model)
-    if a.draft:
-        s["spec"] = specula_spec(a, a.model)
-    table(s, ik, a)
+    with tempfile.TemporaryDirectory() as d:
+        # A private copy: a rebuild of build/ during the run must not swap the binary under it.
+        shutil.copy2(a.specula, os.path.join(d, "specula"))
+        a.specula = os.path.join(d, "specula")
+        s, ik = {"passes": {}}, {}
+        steps = [(s, None, lambda: specula_plain(a, a.model, 0, 128, "1,5,9")),
+                 (ik, None, lambda: ik_plain(a, a.model) if a.ik else {}),
+                 (s, "depth", lambda: specula_plain(a, a.model, a.depth, 32, "1")
+                  if a.depth else None),
+                 (s, "load", lambda: specula_load(a, a.model)),
+                 (ik, "load", lambda: ik_load(a, a.model) if a.ik else None),
+                 (s, "spec", lambda: specula_spec(a, a.model) if a.draft else None)]
+        for into, key, step in steps:
+            try:  # a failed step leaves its rows empty; the others still run
+                r = step()
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"bench_real_shapes.py: {e}", file=sys.stderr)
+                continue
+            if r is not None and key is None:
+                into.update(r)
+            elif r is not None:
+                into[key] = r
+        table(s, ik, a)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"specula": s, "ik_llama.cpp": ik, "args": vars(a)}, f, indent=1)
