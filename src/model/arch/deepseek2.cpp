@@ -127,7 +127,24 @@ void read_deepseek2(const GGUFFile& f, HParams& hp) {
     hp.n_layer_dense_lead = std::min(hp.n_layer_dense_lead, hp.n_layer);
 }
 
-void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
+// Each head's K rows of Wkv_b (nope x kv_lora) transposed into kv_lora x nope, F32, kept in
+// w.owned: the query absorption is then one matmul per head (q_lat = K_b,h^T q_nope).
+WeightView transpose_k_b(const HParams& hp, const WeightView& kvb, ModelWeights& w) {
+    const int nh = hp.n_head, r = hp.mla_kv_lora_rank, nope = hp.mla_head_k - hp.n_rot;
+    const int per_head = nope + hp.mla_head_v;
+    std::vector<float>& t = w.owned.emplace_back(size_t(nh) * r * nope);
+    std::vector<float> row(static_cast<size_t>(r));
+    for (int h = 0; h < nh; ++h) {
+        for (int i = 0; i < nope; ++i) {
+            dequantize_row(kvb.type, kvb.row(int64_t(h) * per_head + i), row.data(), r);
+            for (int c = 0; c < r; ++c) t[(size_t(h) * r + c) * nope + i] = row[size_t(c)];
+        }
+    }
+    return WeightView{GGMLType::F32, int64_t(nh) * r, nope,
+                      reinterpret_cast<const uint8_t*>(t.data())};
+}
+
+void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l, ModelWeights& w) {
     const std::string pre = layer_prefix(il);
     const int64_t d = hp.n_embd, nh = hp.n_head, r = hp.mla_kv_lora_rank;
     const int64_t nope = hp.mla_head_k - hp.n_rot, qdim = nh * hp.mla_head_k;
@@ -142,6 +159,7 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
     l.wkv_a_mqa = b.matrix(pre + "attn_kv_a_mqa.weight", {d, r + hp.n_rot});
     l.kv_a_norm = b.vector(pre + "attn_kv_a_norm.weight", r);
     l.wkv_b = b.matrix(pre + "attn_kv_b.weight", {r, nh * (nope + hp.mla_head_v)});
+    l.wk_b_t = transpose_k_b(hp, l.wkv_b, w);
     l.wo = b.matrix(pre + "attn_output.weight", {nh * hp.mla_head_v, d});
     l.ffn_norm = b.vector(pre + "ffn_norm.weight", d);
     if (il < hp.n_layer_dense_lead) {
@@ -166,72 +184,50 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
 void bind_deepseek2(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_io(b, hp, w);
     w.layers.resize(size_t(hp.n_layer));
-    for (int il = 0; il < hp.n_layer; ++il) bind_layer(b, hp, il, w.layers[size_t(il)]);
+    for (int il = 0; il < hp.n_layer; ++il) bind_layer(b, hp, il, w.layers[size_t(il)], w);
 }
 
-// Head h's rows of Wkv_b: its nope K rows from kv_b_row(h, i), its value rows from
-// kv_b_row(h, nope + j), each dequantized into `row` (kv_lora floats).
-struct KvB {
-    const WeightView& w;
-    int nope, per_head;
-    void row(int h, int i, float* out) const {
-        dequantize_row(w.type, w.row(int64_t(h) * per_head + i), out, w.cols);
-    }
-};
+// Rows [first, first + n) of a row-layout matrix (attn_kv_b and the transposed K_b are never
+// repacked: model/load/pack.cpp).
+WeightView row_block(const WeightView& w, int64_t first, int64_t n) {
+    WeightView v = w;
+    v.rows = n;
+    v.data = w.row(first);
+    v.packed = nullptr;
+    return v;
+}
 
-// q (the pass's query rows, n_head heads of kv_lora + rope) from the expanded queries in
-// arch[kQ]: each head's rope part first, then K_b,h^T q_nope,h (rows of Wkv_b summed in order,
-// so each row's result does not depend on the batch).
+// q (the pass's query rows, n_head heads of rope + kv_lora) from the expanded queries in
+// arch[kQ]: each head's rope part, then K_b,h^T q_nope,h (one matmul per head).
 void absorb_queries(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int nh = hp.n_head, r = hp.mla_kv_lora_rank, rot = hp.n_rot, hk = hp.mla_head_k;
-    const int hd = hp.head_dim, ntok = st.n_rows;
-    const KvB kvb{l.wkv_b, hk - rot, hk - rot + hp.mla_head_v};
+    const int hd = hp.head_dim, ntok = st.n_rows, nope = hk - rot;
     const float* qf = st.arch[kQ].data();
     float* q = st.q.data();
-    st.pool->parallel_for(nh, [&](int64_t h0, int64_t h1) {
-        std::vector<float> row(size_t(r), 0.0f);
-        for (int h = int(h0); h < int(h1); ++h) {
-            for (int t = 0; t < ntok; ++t) {
-                float* qt = q + (int64_t(t) * nh + h) * hd;
-                std::memcpy(qt, qf + (int64_t(t) * nh + h) * hk + kvb.nope, sizeof(float) * rot);
-                std::memset(qt + rot, 0, sizeof(float) * r);
-            }
-            for (int i = 0; i < kvb.nope; ++i) {
-                kvb.row(h, i, row.data());
-                for (int t = 0; t < ntok; ++t) {
-                    const float a = qf[(int64_t(t) * nh + h) * hk + i];
-                    float* lat = q + (int64_t(t) * nh + h) * hd + rot;
-                    for (int c = 0; c < r; ++c) lat[c] += a * row[size_t(c)];
-                }
-            }
+    for (int t = 0; t < ntok; ++t) {
+        for (int h = 0; h < nh; ++h) {
+            std::memcpy(q + (int64_t(t) * nh + h) * hd, qf + (int64_t(t) * nh + h) * hk + nope,
+                        sizeof(float) * rot);
         }
-    });
+    }
+    for (int h = 0; h < nh; ++h) {
+        matmul(row_block(l.wk_b_t, int64_t(h) * r, r), qf + int64_t(h) * hk, int64_t(nh) * hk, ntok,
+               q + int64_t(h) * hd + rot, int64_t(nh) * hd, *st.pool, st.mm);
+    }
 }
 
 // arch[kVOut] = each head's value V_b,h o_h for the attention's output rows (o_h: the latent
-// part of head h's output in att).
+// part of head h's output in att; one matmul per head over V_b,h, rows of attn_kv_b).
 void expand_values(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int nh = hp.n_head, r = hp.mla_kv_lora_rank, rot = hp.n_rot, hv = hp.mla_head_v;
-    const int hd = hp.head_dim, nr = st.rows, nope = hp.mla_head_k - rot;
-    const KvB kvb{l.wkv_b, nope, nope + hv};
-    const float* att = st.att.data();
-    float* out = st.arch[kVOut].data();
-    st.pool->parallel_for(nh, [&](int64_t h0, int64_t h1) {
-        std::vector<float> row(size_t(r), 0.0f);
-        for (int h = int(h0); h < int(h1); ++h) {
-            for (int j = 0; j < hv; ++j) {
-                kvb.row(h, nope + j, row.data());
-                for (int t = 0; t < nr; ++t) {
-                    const float* o = att + (int64_t(t) * nh + h) * hd + rot;
-                    float s = 0.0f;
-                    for (int c = 0; c < r; ++c) s += row[size_t(c)] * o[c];
-                    out[(int64_t(t) * nh + h) * hv + j] = s;
-                }
-            }
-        }
-    });
+    const int nh = hp.n_head, rot = hp.n_rot, hv = hp.mla_head_v;
+    const int hd = hp.head_dim, nope = hp.mla_head_k - rot;
+    for (int h = 0; h < nh; ++h) {
+        matmul(row_block(l.wkv_b, int64_t(h) * (nope + hv) + nope, hv),
+               st.att.data() + int64_t(h) * hd + rot, int64_t(nh) * hd, st.rows,
+               st.arch[kVOut].data() + int64_t(h) * hv, int64_t(nh) * hv, *st.pool, st.mm);
+    }
 }
 
 // The queries and the cache rows of every row of the pass (st.q, st.k; st.v = st.k, of which the

@@ -43,6 +43,7 @@ struct LayerWeights {
     // (else wq), kv_a_mqa [n_embd -> kv_lora + n_rot] with kv_a_norm [kv_lora], and kv_b
     // [kv_lora -> n_head * (nope + head_v)]; the router's selection bias exp_probs_b [n_expert].
     WeightView wq_a, wq_b, wkv_a_mqa, wkv_b;
+    WeightView wk_b_t;  // MLA: each head's K rows of wkv_b transposed, F32, made at load
     const float *q_a_norm = nullptr, *kv_a_norm = nullptr, *ffn_exp_probs_b = nullptr;
     // Gated DeltaNet (qwen35's recurrent layers, HParams::is_recurrent): the mixed Q/K/V input of
     // the conv (attn_qkv, conv_dim rows), the output gate z (attn_gate, value_dim rows), the
