@@ -13,6 +13,7 @@ the DeepSeek V3 distills): its keys and tensors as tables, and the files made of
                         output_norm x3, not x4: ik_llama.cpp's Q8_0 path (flash attention) drifts
                         1.1 from a float64 forward at x4, past the doubled tolerance of 1 (0.78
                         at x3, with logit gaps enough for 100 argmax checks)
+  make_models.py bench deepseek2: a GLM-4.7-Flash-shaped timing target (BENCH below).
   ik_llama.cpp reads its ik-style MLA files: head_count_kv = head_count, key_length = nope +
   rope, value_length = the value head, one attn_kv_b (not attn_k_b / attn_v_b). Later blocks
   write to the residual at 0.5 the scale of block 0; output_norm x4 (logit std ~4; x3 in Q8_0).
@@ -58,6 +59,17 @@ TEST_FILES = {
     "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf": dict(TEST, **V2_ROUTING, wtype=Q8,
                                                          out_scale=3.0),
 }
+
+# make_models.py bench deepseek2: GLM-4.7-Flash's shapes (d2048, 20 heads of 192 nope + 64 rope
+# dims, q latent 768, KV latent 512, values of 256, a leading dense layer of 10240, then 64
+# experts of 1536, top 4, one shared expert, GLM's routing) with 12 of its 47 layers (~6.9B
+# weights, Q8_0 ~7.3 GB; not generated here yet) and the tok512 vocabulary; one random stream
+# (seed 29).
+BENCH = {"deepseek2": dict(
+    TEST, **GLM_ROUTING, ctx=32768, d=2048, n_layer=12, n_dense=1, ff=10240, n_head=20,
+    head_k=256, head_v=256, rope=64, q_lora=768, kv_lora=512, n_expert=64, n_used=4,
+    ff_exp=1536, n_shared=1, res=1.0, router_gain=1, out_scale=1.0, wtype=Q8,
+    name="deepseek2-glm47flash-e64x4-d2048-l12-Q8_0", stream=29)}
 
 
 def _attention(h, p, row, r):
