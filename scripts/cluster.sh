@@ -2,9 +2,16 @@
 # scripts/cluster.sh -n N --port P [options] -- SERVE_ARGS...
 #
 # Runs N `specula serve SERVE_ARGS` replicas (the binary from $SPECULA_BIN, default
-# build/bin/specula) on this machine, and/or uses replicas already running elsewhere (--remote),
-# behind Debian's HAProxy on port P, in the foreground. SIGTERM or Ctrl-C stops it all: HAProxy
-# stops taking connections, each replica drains (what is in flight finishes), then everything exits.
+# build/bin/specula) on this machine, and/or uses replicas already running elsewhere (--replica
+# HOST:PORT), behind Debian's HAProxy on port P, in the foreground. SIGTERM or Ctrl-C stops it
+# all: HAProxy stops taking connections, each replica drains (what is in flight finishes), then
+# everything exits. A local replica that exits while the cluster runs is restarted, with backoff
+# (1 s, doubling up to --restart-backoff-max), and each exit and restart is said on stderr.
+#
+# One memory budget for the host: the local replicas share --host-memory (default MemAvailable):
+# each gets `--memory-budget` = its share, which its own memory plan (weights, KV pool, passes,
+# --cache-ram) must fit, its KV pool and default prompt cache sized from the share, not from the
+# whole host; N x --cache-ram over the budget is refused before anything starts.
 #
 # The generated HAProxy config (print it with --print-config):
 #   * prefix affinity: consistent hashing on the start of the request's prompt (the first message
@@ -15,13 +22,17 @@
 #   * load-aware fallback: a saturated replica (more requests in flight than its /props
 #     total_slots) passes the request on to the key's next replica in hash order;
 #   * active health checks on GET /health (a loading or draining replica answers 503 and is taken
-#     out); a request whose connection failed, that got no response, or that a draining replica
-#     refused (503) is retried on another replica (3 tries); a response already started is never
-#     retried;
+#     out); a request is retried on another replica (3 tries) only when it never ran: its
+#     connection failed, or the replica refused it with 503 (specula answers 503 only for work it
+#     did not start: draining, loading, too many connections, a KV pool wait that timed out).
+#     Never after an empty response or another 5xx: a request that crashed its replica is not
+#     replayed onto the next one (a poison request takes down one replica, which is restarted);
+#   * --metrics-port M: HAProxy's Prometheus exporter (per replica and backend counters:
+#     requests, errors, retries, health) at http://HOST:M/metrics;
 #   * timeouts for long SSE streams (10 minutes of silence), response header X-Specula-Replica.
 #
 # Bad input: a busy port, a replica that exits (a missing model, ...) or never becomes healthy,
-# or an unreachable --remote replica is named on stderr and the script exits 1, stopping whatever
+# or an unreachable --replica is named on stderr and the script exits 1, stopping whatever
 # it started. Logs: --log-dir (default: a new temporary folder, printed).
 set -euo pipefail
 
@@ -29,11 +40,12 @@ usage() {
     cat <<'EOF'
 usage: scripts/cluster.sh -n N --port P [options] -- SERVE_ARGS...
 
-  -n N                  local replicas to start (0 with --remote only)
+  -n N                  local replicas to start (0 with --replica only)
   --port P              HAProxy's port (the one clients use)
   --host ADDR           HAProxy's bind address (default 127.0.0.1; 0.0.0.0 for other machines)
   --replica-port B      first local replica's port (default P+1; replica i listens on B+i-1)
-  --remote HOST:PORT    a `specula serve` already running elsewhere (repeatable)
+  --replica HOST:PORT   a `specula serve` already running elsewhere (repeatable; --remote is
+                        the same)
   --balance MODE        prefix (default), roundrobin or leastconn
   --hash-bytes N        bytes of the prompt's start that are hashed (default 256)
   --replica-slots S     slots each replica has, for --print-config (default: SERVE_ARGS'
@@ -41,6 +53,10 @@ usage: scripts/cluster.sh -n N --port P [options] -- SERVE_ARGS...
   --start-timeout S     seconds each replica may take to become healthy (default 300)
   --stop-timeout S      seconds to wait for the replicas to drain on stop (default 45)
   --log-dir DIR         replica and HAProxy logs (default: a new temporary folder)
+  --host-memory MiB     memory the local replicas share (default: MemAvailable, /proc/meminfo)
+  --metrics-port M      serve HAProxy's Prometheus exporter on HOST:M/metrics
+  --no-restart          leave a local replica that exits down (default: restart it)
+  --restart-backoff-max S  longest wait before restarting a replica (default 30)
   --print-config        print the HAProxy config and exit (use it on a balancer machine)
   SERVE_ARGS            `specula serve` arguments for the local replicas (not --port/--host;
                         -t defaults to the hardware threads / N)
@@ -66,6 +82,10 @@ START_TIMEOUT=300
 STOP_TIMEOUT=45
 LOG_DIR=""
 PRINT_CONFIG=0
+HOST_MEMORY=""
+METRICS_PORT=""
+RESTART=1
+BACKOFF_MAX=30
 SERVE_ARGS=()
 
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
@@ -76,7 +96,11 @@ while [ $# -gt 0 ]; do
         --port) PORT="${2:-}"; shift 2 || die "--port needs a value" ;;
         --host) HOST="${2:-}"; shift 2 || die "--host needs a value" ;;
         --replica-port) REPLICA_PORT="${2:-}"; shift 2 || die "--replica-port needs a value" ;;
-        --remote) REMOTES+=("${2:-}"); shift 2 || die "--remote needs HOST:PORT" ;;
+        --remote | --replica) REMOTES+=("${2:-}"); shift 2 || die "$1 needs HOST:PORT" ;;
+        --host-memory) HOST_MEMORY="${2:-}"; shift 2 || die "--host-memory needs a value" ;;
+        --metrics-port) METRICS_PORT="${2:-}"; shift 2 || die "--metrics-port needs a value" ;;
+        --no-restart) RESTART=0; shift ;;
+        --restart-backoff-max) BACKOFF_MAX="${2:-}"; shift 2 || die "--restart-backoff-max needs a value" ;;
         --balance) BALANCE="${2:-}"; shift 2 || die "--balance needs a value" ;;
         --hash-bytes) HASH_BYTES="${2:-}"; shift 2 || die "--hash-bytes needs a value" ;;
         --replica-slots) REPLICA_SLOTS="${2:-}"; shift 2 || die "--replica-slots needs a value" ;;
@@ -91,7 +115,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$N" ] || { [ ${#REMOTES[@]} -gt 0 ] && N=0; } || true
-[ -n "$N" ] || { usage >&2; die "give -n N (local replicas) and/or --remote HOST:PORT"; }
+[ -n "$N" ] || { usage >&2; die "give -n N (local replicas) and/or --replica HOST:PORT"; }
 is_uint "$N" || die "-n must be a number, got '$N'"
 [ "$N" -le 64 ] || die "-n must be at most 64, got $N"
 [ -n "$PORT" ] || die "give --port P (HAProxy's port)"
@@ -115,15 +139,24 @@ is_uint "$REPLICA_SLOTS" && [ "$REPLICA_SLOTS" -ge 1 ] && [ "$REPLICA_SLOTS" -le
     die "--replica-slots (or -np in SERVE_ARGS) must be in [1, 256], got '$REPLICA_SLOTS'"
 is_uint "$START_TIMEOUT" || die "--start-timeout must be whole seconds, got '$START_TIMEOUT'"
 is_uint "$STOP_TIMEOUT" || die "--stop-timeout must be whole seconds, got '$STOP_TIMEOUT'"
-[ $((N + ${#REMOTES[@]})) -ge 1 ] || die "no replicas: give -n N >= 1 or --remote HOST:PORT"
+[ $((N + ${#REMOTES[@]})) -ge 1 ] || die "no replicas: give -n N >= 1 or --replica HOST:PORT"
 for r in "${REMOTES[@]}"; do
     [[ "$r" =~ ^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):([0-9]+)$ ]] && [ "${BASH_REMATCH[2]}" -le 65535 ] ||
-        die "--remote must be HOST:PORT, got '$r'"
+        die "--replica must be HOST:PORT, got '$r'"
 done
+is_uint "$BACKOFF_MAX" && [ "$BACKOFF_MAX" -ge 1 ] ||
+    die "--restart-backoff-max must be whole seconds >= 1, got '$BACKOFF_MAX'"
+if [ -n "$METRICS_PORT" ]; then
+    is_uint "$METRICS_PORT" && [ "$METRICS_PORT" -ge 1 ] && [ "$METRICS_PORT" -le 65535 ] ||
+        die "--metrics-port must be in [1, 65535], got '$METRICS_PORT'"
+    [ "$METRICS_PORT" -ne "$PORT" ] || die "--metrics-port must differ from --port ($PORT)"
+fi
 for a in "${SERVE_ARGS[@]}"; do
     case "$a" in
         --port | --port=* | --host | --host=*)
             die "SERVE_ARGS must not set $a: cluster.sh gives each replica its port" ;;
+        --memory-budget | --memory-budget=*)
+            die "SERVE_ARGS must not set $a: cluster.sh gives each local replica its share of --host-memory" ;;
     esac
 done
 if [ "$N" -gt 0 ]; then
@@ -145,6 +178,40 @@ if [ "$N" -gt 0 ]; then
     if [ "$has_threads" -eq 0 ]; then
         THREAD_ARGS=(-t "$(($(nproc) / N > 0 ? $(nproc) / N : 1))")
     fi
+fi
+
+# One memory budget for the host, checked before anything starts: the local replicas share
+# --host-memory (default MemAvailable); each one's plan must fit its share (--memory-budget).
+MEMORY_ARGS=()
+if [ "$N" -gt 0 ]; then
+    if [ -z "$HOST_MEMORY" ]; then
+        kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null) || true
+        is_uint "${kb:-x}" || die "cannot read MemAvailable from /proc/meminfo; give --host-memory MiB"
+        HOST_MEMORY=$((kb / 1024))
+        MEMORY_FROM="MemAvailable"
+    else
+        is_uint "$HOST_MEMORY" && [ "$HOST_MEMORY" -ge 1 ] ||
+            die "--host-memory must be a size in MiB >= 1, got '$HOST_MEMORY'"
+        MEMORY_FROM="--host-memory"
+    fi
+    SHARE=$((HOST_MEMORY / N))
+    cache_ram=""
+    for ((i = 0; i < ${#SERVE_ARGS[@]}; ++i)); do
+        case "${SERVE_ARGS[$i]}" in
+            --cache-ram) cache_ram="${SERVE_ARGS[$((i + 1))]:-}" ;;
+            --cache-ram=*) cache_ram="${SERVE_ARGS[$i]#--cache-ram=}" ;;
+        esac
+    done
+    if [ -n "$cache_ram" ]; then
+        if [ "$cache_ram" != -1 ]; then  # -1: what each replica's plan leaves of its share
+            is_uint "$cache_ram" || die "--cache-ram in SERVE_ARGS must be -1, 0 or a size in MiB, got '$cache_ram'"
+            [ $((N * cache_ram)) -le "$HOST_MEMORY" ] ||
+                die "$N local replicas x --cache-ram $cache_ram MiB = $((N * cache_ram)) MiB of prompt cache, more than this host's memory budget of $HOST_MEMORY MiB ($MEMORY_FROM) before any weights or KV; give --cache-ram at most $SHARE MiB, fewer replicas, or --host-memory"
+        fi
+    fi
+    MEMORY_ARGS+=(--memory-budget "$SHARE")
+    [ "$PRINT_CONFIG" -eq 1 ] ||
+        echo "cluster: memory budget $HOST_MEMORY MiB ($MEMORY_FROM) over $N local replicas: each plans its weights, KV pool and prompt cache within $SHARE MiB (serve --memory-budget $SHARE; without --cache-ram its prompt cache is at most half of what its plan leaves)" >&2
 fi
 
 NAMES=()
@@ -196,9 +263,11 @@ defaults
     option dontlognull
     option http-buffer-request
     option http-no-delay
-    # Retry what never started: a failed connection, no response at all (a replica that died
-    # with the request), a 503 (a draining or overloaded replica refuses before generating).
-    retry-on conn-failure empty-response 503
+    # Retry only what never ran: a failed connection, or a 503 (specula's answer for work it did
+    # not start: draining, loading, too many connections, a KV pool wait that timed out). Never
+    # an empty response or another 5xx: that request may be what crashed its replica, and a
+    # retry would replay it onto the next one.
+    retry-on conn-failure 503
     retries 3
     option redispatch 1
     timeout connect 5s
@@ -212,6 +281,18 @@ defaults
 frontend specula
     bind ${HOST}:${PORT}
     default_backend replicas
+EOF
+    if [ -n "$METRICS_PORT" ]; then
+        cat <<EOF
+
+# HAProxy's Prometheus exporter: per replica (server) and backend counters and health.
+frontend metrics
+    bind ${HOST}:${METRICS_PORT}
+    http-request use-service prometheus-exporter if { path /metrics }
+    http-request return status 404 content-type text/plain string "only /metrics here"
+EOF
+    fi
+    cat <<EOF
 
 backend replicas
 EOF
@@ -267,17 +348,26 @@ for r in "${REMOTES[@]}"; do
     [ "$code" != "000" ] || die "remote replica $r is unreachable (no HTTP answer on http://$r/health within 5 s)"
 done
 
-PIDS=()      # local replicas' pids, r1.. in order
+PIDS=()      # local replicas' pids, r1.. in order ("" while one waits to be restarted)
 HAPROXY_PID=""
 STOPPING=0
+# The supervisor's state per local replica: when it started (SECONDS), its next backoff (s), how
+# often it was restarted, and the pid of the timer (a sleep) that brings it back ("": none).
+STARTED_AT=()
+BACKOFF=()
+RESTARTS=()
+TIMERS=()
 
 stop_all() {
     STOPPING=1
     trap '' INT TERM
+    local pid
+    for pid in "${TIMERS[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
     [ -n "$HAPROXY_PID" ] && kill -USR1 "$HAPROXY_PID" 2>/dev/null || true  # soft stop
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null || true; done
     local end=$((SECONDS + STOP_TIMEOUT))
     for pid in "${PIDS[@]}" $HAPROXY_PID; do
+        [ -n "$pid" ] || continue
         while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
         if kill -0 "$pid" 2>/dev/null; then
             echo "cluster: pid $pid did not stop in ${STOP_TIMEOUT} s, killing it" >&2
@@ -303,11 +393,21 @@ on_signal() {
 }
 trap on_signal INT TERM
 
-for ((i = 1; i <= N; ++i)); do
-    p=$((REPLICA_PORT + i - 1))
-    "$SPECULA_BIN" serve "${THREAD_ARGS[@]}" "${SERVE_ARGS[@]}" --host 127.0.0.1 --port "$p" \
-        >"$LOG_DIR/r$i.log" 2>&1 &
-    PIDS+=($!)
+# Starts local replica r(i+1) (index i), appending to its log.
+start_replica() {
+    local i=$1
+    "$SPECULA_BIN" serve "${THREAD_ARGS[@]}" "${MEMORY_ARGS[@]}" "${SERVE_ARGS[@]}" \
+        --host 127.0.0.1 --port "$((REPLICA_PORT + i))" >>"$LOG_DIR/r$((i + 1)).log" 2>&1 &
+    PIDS[i]=$!
+    STARTED_AT[i]=$SECONDS
+}
+
+for ((i = 0; i < N; ++i)); do
+    : >"$LOG_DIR/r$((i + 1)).log"
+    start_replica "$i"
+    BACKOFF[i]=1
+    RESTARTS[i]=0
+    TIMERS[i]=""
 done
 
 # Wait until every replica answers /health 200.
@@ -361,7 +461,37 @@ done
 echo "cluster: haproxy pid $HAPROXY_PID http://$HOST:$PORT -> ${#NAMES[@]} replicas ($BALANCE); logs in $LOG_DIR" >&2
 echo "cluster: ready" >&2
 
-# Foreground: report replicas that exit (HAProxy routes around them); stop if HAProxy exits.
+# The supervisor: a local replica that exits (a crash, the OOM killer, a poison request) is said
+# and restarted after its backoff: 1 s, doubled at each exit up to --restart-backoff-max, back to
+# 1 s once it has run for a minute. HAProxy's health check returns it to the pool when its /health
+# says 200. The wait for the backoff is a `sleep` child, so `wait -n` below wakes for it too.
+on_replica_exit() {
+    local i=$1 pid=$2 status=$3
+    local name="r$((i + 1))" ran=$((SECONDS - STARTED_AT[i]))
+    PIDS[i]=""
+    if [ "$RESTART" -eq 0 ]; then
+        echo "cluster: replica $name (pid $pid) exited with status $status; HAProxy routes around it (--no-restart: it stays down)" >&2
+        return
+    fi
+    [ "$ran" -lt 60 ] || BACKOFF[i]=1
+    local delay=${BACKOFF[i]}
+    BACKOFF[i]=$((delay * 2 > BACKOFF_MAX ? BACKOFF_MAX : delay * 2))
+    echo "cluster: replica $name (pid $pid) exited with status $status after ${ran} s; HAProxy routes around it; restarting it in $delay s (restart $((RESTARTS[i] + 1)))" >&2
+    sleep "$delay" &
+    TIMERS[i]=$!
+}
+
+restart_replica() {
+    local i=$1
+    TIMERS[i]=""
+    RESTARTS[i]=$((RESTARTS[i] + 1))
+    echo "cluster: --- restart ${RESTARTS[i]} ---" >>"$LOG_DIR/r$((i + 1)).log"
+    start_replica "$i"
+    echo "cluster: replica r$((i + 1)) restarted: pid ${PIDS[i]} http://127.0.0.1:$((REPLICA_PORT + i)) (restart ${RESTARTS[i]}; HAProxy sends it requests once its /health says 200)" >&2
+}
+
+# Foreground: restart local replicas that exit (HAProxy routes around them meanwhile); stop if
+# HAProxy exits.
 while :; do
     exited=""
     status=0
@@ -375,7 +505,9 @@ while :; do
     fi
     for ((i = 0; i < N; ++i)); do
         if [ "${PIDS[$i]}" = "$exited" ]; then
-            echo "cluster: replica r$((i + 1)) (pid $exited) exited with status $status; HAProxy routes around it" >&2
+            on_replica_exit "$i" "$exited" "$status"
+        elif [ "${TIMERS[$i]}" = "$exited" ]; then
+            restart_replica "$i"
         fi
     done
 done

@@ -78,7 +78,7 @@ test("bad options are refused before anything starts", { timeout: 30000 }, async
     [["-n", "1", "--", "-m", "x.gguf"], /give --port P/],
     [["--port", "8080"], /give -n N/],
     [["-n", "2", "--port", "8080", "--balance", "random", "--", "-m", "x"], /--balance must be prefix, roundrobin or leastconn/],
-    [["-n", "1", "--port", "8080", "--remote", "nohostport", "--", "-m", "x"], /--remote must be HOST:PORT/],
+    [["-n", "1", "--port", "8080", "--remote", "nohostport", "--", "-m", "x"], /--replica must be HOST:PORT/],
   ];
   for (const [args, message] of cases) {
     const r = await runScript(args);
