@@ -26,8 +26,9 @@ namespace specula {
 
 namespace {
 
-thread_local bool t_refuse = false;       // the connection handed over now is over the cap
-thread_local bool t_close_after = false;  // close the current connection after its response
+thread_local bool t_refuse = false;             // the connection handed over now is over the cap
+thread_local bool t_close_after = false;        // close the current connection after its response
+thread_local socket_t t_sock = INVALID_SOCKET;  // the connection this thread serves
 
 int ms_until(clock_type::time_point t) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - clock_type::now());
@@ -292,6 +293,16 @@ void LimitedServer::close_after_response() {
     t_close_after = true;
 }
 
+bool LimitedServer::client_gone() {
+    if (t_sock == INVALID_SOCKET) return false;
+    pollfd p{t_sock, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) return true;
+    char c;
+    const ssize_t r = ::recv(t_sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 void LimitedServer::refuse(socket_t sock, const std::string& message) {
     const std::string body = R"({"error":{"message":")" + message +
                              R"(","type":"server_error","param":null,"code":null}})";
@@ -445,10 +456,12 @@ bool LimitedServer::process_and_close_socket(socket_t sock) {
             [this, me] { head_ended(me); });
         t_close_after = false;
         bool closed = false;
+        t_sock = sock;
         ok = process_request(strm, count == 1 || t_close_after, closed, nullptr);
         if (!ok || closed || t_close_after || strm.cut_off()) break;
     }
     t_close_after = false;
+    t_sock = INVALID_SOCKET;
     leave(me);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);

@@ -72,6 +72,12 @@ class LimitedServer : public httplib::Server {
     // The connection being served on this thread closes once its response is written.
     static void close_after_response();
 
+    // Whether the client of the request being served on this thread has closed or reset its
+    // connection (a peek at the socket: nothing is read); false on a thread serving none. Used
+    // to stop work for a client that left before any byte of its response (a chat template's
+    // render: chat/jinja_template.h's RenderCancelScope).
+    static bool client_gone();
+
     int open_connections() const { return open_.load(); }
 
     // After bind: a listen backlog of max_connections (httplib's is 5, so a burst of clients

@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "chat/jinja_template.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "server/api/anthropic.h"
@@ -223,7 +224,10 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         // effort whatever the model: the reply stops at a full context, and the effort sets a
         // thinking switch only where the template has one.
         r.lenient_limits = anthropic || openai_responses;
-        p = service_.prepare(std::move(r));
+        {  // a client that leaves while its chat template renders stops the render
+            const RenderCancelScope cancel([] { return LimitedServer::client_gone(); });
+            p = service_.prepare(std::move(r));
+        }
         if (native && p.req.n != 1) bad_request("/completion gives one completion (n = 1)", "n");
     } catch (const ApiError& e) {
         service_.metrics().record_failure(e.status());

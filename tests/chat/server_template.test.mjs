@@ -184,6 +184,30 @@ test("a template past a limit on a request is a 400 naming the limit; on one mes
     assert.match(r.body.error.message, /more than 1000000 loop iterations \(the limit per render\)/);
     const ok = await post(server, "/apply-template", { messages: [{ role: "user", content: "Hi" }] });
     assert.equal(ok.body.prompt, "Hi");
+    // A client that leaves while its render runs stops it: the 400 is counted long before the
+    // render would have ended (here: at its steps budget, after ~1M searches).
+    const failures = async () => {
+      const text = await (await fetch(server.base + "/metrics")).text();
+      return Number(text.match(/specula:request_failure_total\{status="400"\} (\d+)/)?.[1] ?? 0);
+    };
+    const heavy = { messages: [{ role: "user", content: "y".repeat(999) }], max_tokens: 1 };
+    const heavyTemplate = Date.now();
+    const whole = await post(server, "/v1/chat/completions", heavy);
+    const full = Date.now() - heavyTemplate;
+    assert.equal(whole.status, 400, JSON.stringify(whole.body));
+    const before = await failures();
+    const controller = new AbortController();
+    const t0 = Date.now();
+    const gone = fetch(server.base + "/v1/chat/completions", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(heavy),
+      signal: controller.signal }).catch(() => {});
+    await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+    await gone;
+    while ((await failures()) === before) await new Promise((r) => setTimeout(r, 5));
+    const cancelled = Date.now() - t0;
+    console.log(`a whole render: ${full} ms; one whose client left at 20 ms: counted at ${cancelled} ms`);
+    assert.ok(cancelled < full / 2, `cancelled after ${cancelled} ms; a whole render takes ${full} ms`);
   } finally {
     await server.stop();
   }
