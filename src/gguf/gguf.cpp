@@ -530,7 +530,7 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string& path) {
     m.ptr = nullptr;  // owned by f now
     f->fd_ = m.fd;
     m.fd = -1;
-    f->mtime_ns_ = int64_t(m.st.st_mtim.tv_sec) * 1000000000 + m.st.st_mtim.tv_nsec;
+    file_identity(f->fd_, f->id_);  // what changed_on_disk() compares with
     f->guard_ = guard_mapping(f->map_, f->size_);
     return f;
 }

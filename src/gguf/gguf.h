@@ -5,6 +5,7 @@
 // absurd counts).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf/file_identity.h"
 #include "gguf/ggml_types.h"
 
 namespace specula {
@@ -97,11 +99,15 @@ class GGUFFile {
     std::vector<int32_t> get_int_array(std::string_view key) const;         // empty if absent
 
     // "" while the file on disk is the one mapped; otherwise a message naming the file: it was
-    // written to or truncated in place since open() (its size or modification time differ), or a
-    // page of it vanished (SIGBUS, survived: gguf/mapping_guard.h). Tensor data read after such
-    // a change may be anything: a server checks this before handing out what it computed. A
-    // file replaced by rename is not a change: the mapping keeps the old one. Cheap (one fstat).
+    // written to or truncated in place since open() (its size or modification time differ, or
+    // its status-change time does and so does a sampled hash of its content: a rewrite with the
+    // mtime restored), or a page of it vanished (SIGBUS, survived: gguf/mapping_guard.h). Tensor
+    // data read after such a change may be anything: a server checks this before handing out
+    // what it computed. A file replaced by rename is not a change: the mapping keeps the old
+    // one. Cheap: one fstat (and a few preads once per new ctime, e.g. after a chmod).
     std::string changed_on_disk() const;
+    // The file as opened: size, times, device and inode, sampled content hash.
+    const FileIdentity& identity() const { return id_; }
 
     const std::vector<GGUFTensor>& tensors() const { return tensors_; }
     const GGUFTensor* find_tensor(std::string_view name) const;
@@ -117,7 +123,8 @@ class GGUFFile {
     uint64_t data_offset_ = 0;
     void* map_ = nullptr;
     int fd_ = -1, guard_ = -1;
-    int64_t mtime_ns_ = 0;
+    FileIdentity id_;                                 // at open
+    mutable std::atomic<int64_t> verified_ctime_{0};  // a ctime whose sampled hash matched
     std::vector<std::pair<std::string, GGUFValue>> kv_;
     std::map<std::string, size_t, std::less<>> kv_index_;
     std::vector<GGUFTensor> tensors_;

@@ -96,7 +96,19 @@ std::string GGUFFile::changed_on_disk() const {
     struct stat st {};
     if (fd_ < 0 || fstat(fd_, &st) != 0) return "";
     const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (uint64_t(st.st_size) == size_ && mtime == mtime_ns_) return "";
+    const int64_t ctime = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    if (uint64_t(st.st_size) == size_ && mtime == id_.mtime_ns) {
+        // Same size and mtime: a new ctime is a chmod, a link... or a rewrite with the mtime set
+        // back; the sampled content tells them apart (once per ctime).
+        if (ctime == id_.ctime_ns || ctime == verified_ctime_.load()) return "";
+        if (sampled_hash(fd_, size_) == id_.sample_hash) {
+            verified_ctime_.store(ctime);
+            return "";
+        }
+        return path_ + ": the model file was rewritten on disk since it was loaded (same size " +
+               "and modification time, but its status-change time and sampled content differ); " +
+               "it is no longer served: restart to load the file again";
+    }
     return path_ + ": the model file changed on disk since it was loaded (" +
            std::to_string(size_) + " -> " + std::to_string(st.st_size) +
            " bytes, modified again); it is no longer served: restart to load the file again";

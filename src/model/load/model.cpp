@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "kernels/quants.h"
 #include "model/load/arch.h"
+#include "model/load/file_checks.h"
 
 namespace specula {
 
@@ -53,6 +54,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     m->hp_.n_vocab = m->tok_->n_vocab();
     if (m->hp_.n_vocab <= 0) fail(path, ": the vocabulary is empty");
     m->arch_->read(*m->file_, m->hp_);
+    check_model_file(*m->file_, m->hp_, {opts.check_tensors, opts.n_threads});
     TensorBinder binder(*m->file_, *m);
     m->arch_->bind(binder, m->hp_, *m);
     if (!opts.mtp_sidecar.empty()) m->attach_mtp_sidecar(opts.mtp_sidecar);

@@ -43,6 +43,9 @@ struct LoadOptions {
     // and both files: another architecture, hidden size, vocabulary or layer index; a file
     // without nextn layers or nextn tensors.
     std::string mtp_sidecar;
+    // --check-tensors: every tensor's values scanned for NaN / infinity at load
+    // (model/load/file_checks.h; the file's own consistency is always checked).
+    bool check_tensors = false;
 };
 
 class Model : public ModelWeights {

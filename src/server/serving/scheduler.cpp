@@ -133,7 +133,8 @@ static std::string model_identity(const Model& m) {
     const HParams& hp = m.hparams();
     return hp.arch + " n_layer=" + std::to_string(hp.n_layer) +
            " n_embd=" + std::to_string(hp.n_embd) + " n_vocab=" + std::to_string(hp.n_vocab) +
-           " file_bytes=" + std::to_string(m.file().file_size());
+           " file_bytes=" + std::to_string(m.file().file_size()) +
+           " sample_hash=" + std::to_string(m.file().identity().sample_hash);
 }
 
 void Scheduler::slot_action(const std::shared_ptr<SlotAction>& action) {

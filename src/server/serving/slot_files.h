@@ -4,8 +4,9 @@
 // the same model. The format is Specula's own:
 //   "SPECULA-SLOT\0\0\0\2" (16 bytes), then u64 n_tokens, u64 k bytes, u64 v bytes, u64 id
 //   bytes, then the tokens (int32), the K bytes, the V bytes and the model's identity (a short
-//   text: architecture, sizes, file size), so that a file saved from another model whose cache
-//   happens to have the same shape is refused instead of restored into garbage.
+//   text: architecture, sizes, file size, a sampled hash of the file: gguf/file_identity.h), so
+//   that a file saved from another model whose cache happens to have the same shape is refused
+//   instead of restored into garbage.
 // Names are plain file names (no directory part, no leading dot); a file that is not a slot file,
 // is truncated or holds more than its header says is an Error naming it.
 #pragma once
