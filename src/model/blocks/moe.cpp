@@ -89,6 +89,7 @@ void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f) {
     f(m.u_, n * hp.n_ff_expert);
     f(m.d_, n * hp.n_embd);
     f(m.eo_, n * k * hp.n_embd);
+    f(m.score_, static_cast<size_t>(hp.n_expert));
 }
 
 void MoeFFN::reserve(const HParams& hp, int ntok) {
@@ -115,7 +116,6 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
                       reinterpret_cast<const uint8_t*>(l.ffn_gate_inp)};
     matmul(router, x, hp.n_embd, ntok, logits_.data(), ne, pool, scratch);
     const bool topk_softmax = hp.moe_routing == HParams::MoeRouting::TopKSoftmax;
-    std::vector<float> score(static_cast<size_t>(ne));
     for (int t = 0; t < ntok; ++t) {
         float* p = logits_.data() + static_cast<size_t>(t) * ne;
         if (l.ffn_gate_inp_b) add_into(p, l.ffn_gate_inp_b, ne);
@@ -124,7 +124,7 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
         } else if (!topk_softmax) {
             softmax(p, ne);
         }
-        select_experts(hp, p, l.ffn_exp_probs_b, score.data(),
+        select_experts(hp, p, l.ffn_exp_probs_b, score_.data(),
                        sel_.data() + static_cast<size_t>(t) * k);
         const int* sel = sel_.data() + static_cast<size_t>(t) * k;
         float* w = w_.data() + static_cast<size_t>(t) * k;

@@ -54,6 +54,7 @@ class MoeFFN {
     std::vector<int> slots_;             // rows routed to the current expert: t * n_used + rank
     std::vector<float> xg_, g_, u_, d_;  // gathered inputs and the expert's intermediates
     std::vector<float> eo_;              // [ntok][n_used][n_embd] expert outputs
+    std::vector<float> score_;           // [n_expert] one token's selection scores
     int experts_run_ = 0;
 };
 
