@@ -295,6 +295,8 @@ void add_serve_http_options(CLI::App& cmd, ServeOptions& o) {
                    "sequences' KV prefixes kept for later prompts that share them (0: off, -1: "
                    "what the plan leaves; default 8192 as llama-server, at most half of the "
                    "memory left)");
+    cmd.add_flag("--check-tensors", o.service.runtime.check_tensors,
+                 "scan every weight for NaN / infinity at load (llama.cpp's flag)");
     cmd.add_option("--memory-budget", o.service.runtime.memory_budget_mib,
                    "MiB this server plans within when less than MemAvailable (its share of a "
                    "host that runs several; scripts/cluster.sh sets it; default 0: MemAvailable)");

@@ -28,6 +28,7 @@ struct RunOptions {
     int n_threads = 0;        // -t; 0: hardware threads
     int n_ctx = 0;            // -c; 0: the model's training context
     int n_ubatch = SessionParams::kDefaultUbatch;  // -ub (--ubatch-size)
+    bool check_tensors = false;                    // --check-tensors
     float temp = 0.8f;
     int top_k = 40;
     float top_p = 0.95f;

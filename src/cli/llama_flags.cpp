@@ -117,7 +117,7 @@ bool is_switch(const std::string& name) {
     for (const char* n :
          {"--no-kv-offload", "--mlock", "--no-mmap", "--color", "--no-warmup", "--simple-io",
           "--cont-batching", "--no-cont-batching", "--metrics", "--slots", "--no-slots", "--jinja",
-          "--no-webui", "--no-repack", "--check-tensors", "--verbose-prompt", "--no-perf"})
+          "--no-webui", "--no-repack", "--verbose-prompt", "--no-perf"})
         if (name == n) return true;
     return false;
 }
@@ -152,7 +152,6 @@ const Compat kCompat[] = {
     {"--simple-io", "the output is always written as plain bytes"},
     {"--no-perf", "the statistics are printed unless -q (--log-disable)"},
     {"--verbose-prompt", "`specula tokenize` prints the prompt's tokens"},
-    {"--check-tensors", "tensor sizes and offsets are always checked at load; values are not"},
     {"--override-tensor", "tensors are placed by -ngl (layers on the GPU, the rest on the CPU)"},
     {"--no-repack", "quantized weights are repacked where a kernel needs it"},
     {"--cont-batching", "requests are always batched together (server/scheduler)"},

@@ -103,6 +103,8 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
                    "the most tokens one pass takes (llama.cpp's -ub): longer prompts go in passes "
                    "of this many")
         ->capture_default_str();
+    cmd.add_flag("--check-tensors", o.check_tensors,
+                 "scan every weight for NaN / infinity at load (llama.cpp's flag)");
     cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy)")->capture_default_str();
     cmd.add_option("--top-k", o.top_k, "top-k sampling (<= 0: off)")->capture_default_str();
     cmd.add_option("--top-p", o.top_p, "top-p sampling (1.0: off)")->capture_default_str();

@@ -76,6 +76,7 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
     ro.n_ctx = o.n_ctx;  // 0: the training context
     ro.n_threads = o.n_threads;
     ro.n_ubatch = o.n_ubatch;
+    ro.check_tensors = o.check_tensors;
     ro.type_k = parse_kv_type(o.cache_type_k, "-ctk (--cache-type-k)");
     ro.type_v = parse_kv_type(o.cache_type_v, "-ctv (--cache-type-v)");
     ro.sampling = e->sampler->params();  // the seed drawn: the drafter follows it

@@ -164,7 +164,8 @@ Runtime open_runtime(const RuntimeOptions& o) {
     // An MTP sidecar (--spec-type mtp -md FILE) is part of the target's load.
     rt.target = Model::load(o.model_path, LoadOptions{.n_threads = rt.n_threads,
                                                       .gpu = o.gpu,
-                                                      .mtp_sidecar = mtp_sidecar(o.speculative)});
+                                                      .mtp_sidecar = mtp_sidecar(o.speculative),
+                                                      .check_tensors = o.check_tensors});
     rt.load_ms = ms_since(t0);
     // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
     rt.speculative = load_speculative(o.speculative, *rt.target, o.model_path);
