@@ -210,12 +210,14 @@ void ForwardPass::output(std::span<const PassSegment> segs, ThreadPool& pool) {
     const Model& model = st_.model;
     const size_t ns = segs.size();
     norm_rows(st_, st_.x.data(), model.output_norm, st_.n_out_rows, st_.h.data());
-    // The MTP head's input: the final hidden rows after the output norm (the output matmul's
-    // input, as ik_llama.cpp and vLLM feed it), one per logits row.
-    if (model.has_mtp()) {
+    // The MTP head's input (and a Medusa drafter's, SessionParams::keep_hidden): the final hidden
+    // rows after the output norm (the output matmul's input, as ik_llama.cpp and vLLM feed it),
+    // one per logits row.
+    {
         const size_t d = static_cast<size_t>(hp.n_embd);
         for (size_t s = 0; s < ns; ++s) {
             SequenceState& seq = *segs[s].seq;
+            if (!seq.keep_hidden) continue;
             const size_t row0 = static_cast<size_t>(segs[s].logits_row);
             grow(seq.hidden, (row0 + st_.n_out[s]) * d);
             std::memcpy(seq.hidden.data() + row0 * d, st_.h.data() + st_.out_off[s] * d,

@@ -125,7 +125,10 @@ void Session::rollback(int n_past) {
 }
 
 const float* Session::hidden(int i) const {
-    impl_->require_mtp();
+    if (!impl_->keep_hidden) {
+        fail("hidden(", i, "): ", impl_->model.file().path(),
+             " keeps no hidden rows in this session (SessionParams::keep_hidden)");
+    }
     if (i < 0 || i >= impl_->n_logits) {
         fail("hidden(", i, "): the last eval produced ", impl_->n_logits, " rows");
     }

@@ -93,10 +93,13 @@ class Session {
     int kv_touched() const;
     void release_kv();
 
-    // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
     // The final hidden state of logits row i of the last eval, after the output norm (the output
-    // matmul's input: what the MTP head takes, in ik_llama.cpp and vLLM too).
+    // matmul's input: what the MTP head takes, in ik_llama.cpp and vLLM too, and Medusa's
+    // heads); kept for a model with an MTP head and with SessionParams::keep_hidden (an Error
+    // naming the file otherwise).
     const float* hidden(int i) const;
+
+    // --- The MTP head (model().has_mtp(); each call is an Error naming the file otherwise) ---
     // One pass of the MTP head over rows t = 0 .. next.size() - 1: row t takes token next[t] and
     // the hidden state hidden + t * n_embd (h_p: the main pass's, or for chained drafts the
     // head's own mtp_hidden) at MTP position mtp_n_past() + t, and is appended to the head's own

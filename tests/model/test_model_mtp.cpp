@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -196,8 +197,31 @@ TEST(Mtp, ModelWithoutTheHeadIsAnError) {
     const auto toks = random_tokens(3, 1);
     s.eval(toks);
     expect_error_contains([&] { s.hidden(0); },
-                          {"rand-qwen35-tok512-d128-l4-F16.gguf", "nextn_predict_layers"});
+                          {"rand-qwen35-tok512-d128-l4-F16.gguf", "keep_hidden"});
     expect_error_contains([&] { s.eval_mtp(toks, nullptr); }, {"no MTP head"});
+}
+
+// SessionParams::keep_hidden: a model without a head keeps each logits row's final hidden state
+// (for Medusa), the same rows whatever the pass, and the logits do not change.
+TEST(Mtp, KeepHiddenWithoutAHead) {
+    const auto m = Model::load(kDense);
+    specula::SessionParams p = params();
+    Session plain(*m, p);
+    p.keep_hidden = true;
+    Session kept(*m, p), one(*m, p);
+    const auto toks = random_tokens(6, 2);
+    plain.eval(toks);
+    kept.eval(toks);
+    const int d = m->hparams().n_embd, nv = m->hparams().n_vocab;
+    for (int i = 0; i < 6; ++i) {
+        ASSERT_EQ(std::memcmp(plain.logits(i), kept.logits(i), sizeof(float) * nv), 0) << i;
+        one.eval(std::span(&toks[size_t(i)], 1));
+        ASSERT_EQ(std::memcmp(one.hidden(0), kept.hidden(i), sizeof(float) * d), 0) << i;
+        // The output norm's output: the logits are output . hidden (a nonzero row).
+        float sum = 0;
+        for (int j = 0; j < d; ++j) sum += std::fabs(kept.hidden(i)[j]);
+        EXPECT_GT(sum, 0.f);
+    }
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ SequenceState::SequenceState(const Model& m, const SessionParams& p)
          kv_windows(m.hparams()), swa_max_pass(p), p.kv_small_pages),
       rec(m.hparams(), p.recurrent_rollback),
       capture_layers(specula::capture_layers(m, p)),
+      keep_hidden(p.keep_hidden || m.has_mtp()),
       n_ubatch(ubatch(p)) {
     pass = p.shared_pass;  // made for this model (Session checks), or null
     OffloadParams op = m.placement();

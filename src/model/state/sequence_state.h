@@ -45,6 +45,7 @@ struct SequenceState {
     // SessionParams::capture_layers (ascending) and what the last pass captured: one row of
     // capture_layers.size() x n_embd per token, the layers' outputs side by side.
     std::vector<int> capture_layers;
+    bool keep_hidden = false;  // SessionParams::keep_hidden, or the model has an MTP head
     std::vector<float> captured;
     int n_captured = 0;
     int n_ubatch;  // SessionParams::n_ubatch

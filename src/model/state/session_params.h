@@ -59,6 +59,10 @@ struct SessionParams {
     // each in [0, n_layer - 1) (the last layer keeps only its output rows) and on the CPU (not
     // with device layers); Error otherwise. Empty: nothing is kept.
     std::vector<int> capture_layers;
+    // Keep each logits row's final hidden state (after the output norm: the output matmul's
+    // input) for a drafter that reads it (Medusa): Session::hidden. A model with an MTP head
+    // keeps them always.
+    bool keep_hidden = false;
 
     // The KV cache is preallocated for the whole context, so a default context is capped
     // (Llama 3 trains at 128k positions: ~8 GB of cache for a 1B model).
