@@ -183,6 +183,8 @@ Runtime open_runtime(const RuntimeOptions& o) {
 SessionParams session_params(const Runtime& rt) {
     SessionParams sp{rt.n_ctx, rt.n_threads, rt.type_k, rt.type_v};
     sp.n_ubatch = rt.n_ubatch;
+    sp.capture_layers = capture_layers(rt.speculative);  // an EAGLE-3 head's
+    sp.keep_hidden = keeps_hidden(rt.speculative);       // Medusa's heads read the final rows
     return sp;
 }
 

@@ -20,8 +20,11 @@ SpecMethod parse_method(const std::string& name, const char* where) {
     if (name == "draft" || name == "draft_model") return SpecMethod::draft_model;
     if (name == "ngram") return SpecMethod::ngram;
     if (name == "mtp" || name == "draft-mtp") return SpecMethod::mtp;
-    fail(where, ": the speculative method must be draft, draft_model, ngram or mtp, got '", name,
-         "'");
+    if (name == "eagle3" || name == "draft-eagle3") return SpecMethod::eagle3;
+    if (name == "suffix") return SpecMethod::suffix;
+    if (name == "medusa") return SpecMethod::medusa;
+    fail(where, ": the speculative method must be draft, draft_model, ngram, mtp or eagle3, got '",
+         name, "'");
 }
 
 // An optional integer key of vLLM's JSON in [lo, hi].
@@ -39,6 +42,7 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
     const auto j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object()) fail("--speculative-config must be a JSON object, got: ", text);
     int lookup_min = -1, lookup_max = -1;
+    bool suffix_keys = false;
     for (const auto& [key, value] : j.items()) {
         if (key == "method") {
             if (!value.is_string()) fail("--speculative-config: 'method' must be a string");
@@ -75,6 +79,8 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
             fail("--speculative-config: '", key,
                  "' is not supported: a GGUF draft model carries "
                  "its own quantization and version; give the file as 'model'");
+        } else if (apply_suffix_json_key(key, value, f.suffix)) {
+            suffix_keys = true;
         } else {
             fail("--speculative-config: unsupported key '", key,
                  "' (supported: method, model, num_speculative_tokens, prompt_lookup_min, "
@@ -82,6 +88,8 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
                  "disable_padded_drafter_batch)");
         }
     }
+    if (suffix_keys && f.spec_type != "suffix")
+        fail("--speculative-config: the suffix_decoding_* keys apply to method \"suffix\" only");
     // vLLM: one bound given sets the other to it.
     if (lookup_min > 0 || lookup_max > 0) {
         if (lookup_min < 0) lookup_min = lookup_max;
@@ -112,6 +120,12 @@ const char* method_name(SpecMethod method) {
             return "ngram";
         case SpecMethod::mtp:
             return "mtp";
+        case SpecMethod::eagle3:
+            return "eagle3";
+        case SpecMethod::suffix:
+            return "suffix";
+        case SpecMethod::medusa:
+            return "medusa";
         case SpecMethod::none:
             break;
     }
@@ -153,6 +167,12 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
         c.method = SpecMethod::draft_model;
     if (c.method == SpecMethod::draft_model && c.draft_model.empty())
         fail("the speculative method draft_model needs a draft model (-md FILE)");
+    if (c.method == SpecMethod::eagle3 && c.draft_model.empty())
+        fail("the speculative method eagle3 needs the EAGLE-3 head (-md HEAD.gguf)");
+    if (c.method == SpecMethod::medusa && c.draft_model.empty())
+        fail(where,
+             ": the speculative method medusa needs the Medusa heads (-md HEADS.gguf, or "
+             "vLLM's \"model\")");
     if (c.method == SpecMethod::ngram && !c.draft_model.empty())
         fail(
             "n-gram drafting (--spec-type ngram) takes no draft model: drop -md, or use "
@@ -175,6 +195,12 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
         fail("--spec-ngram-min/max must satisfy 1 <= min <= max <= ", kMaxNgram, ", got ",
              f.ngram_min, "/", f.ngram_max);
     c.ngram = NgramParams{f.ngram_min, f.ngram_max};
+    c.draft_trace = f.draft_trace;
+    c.suffix = f.suffix;
+    if (!(f.suffix_cache_mb > 0 && f.suffix_cache_mb <= 1 << 20))
+        fail("--spec-suffix-cache-mb must be in (0, 1048576], got ", f.suffix_cache_mb);
+    c.suffix.cache_bytes = size_t(f.suffix_cache_mb * double(1 << 20));
+    if (c.method == SpecMethod::suffix) check_suffix_params(c.suffix);
     return c;
 }
 

@@ -3,12 +3,16 @@
 //
 // Flags (llama.cpp's spellings first, then aliases; every subcommand takes the same ones):
 //   -md, --model-draft, --md, --speculative-model FILE   draft model (method draft_model), or
-//                               with method mtp an MTP sidecar (model.h's LoadOptions::mtp_sidecar)
+//                               with method mtp an MTP sidecar (model.h's
+//                               LoadOptions::mtp_sidecar), with method eagle3 the EAGLE-3 head
+//                               (drafters/eagle3_head.h)
 //   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
-//   --spec-type draft|draft_model|ngram|mtp|draft-mtp, --lookup (= --spec-type ngram)
+//   --spec-type draft|draft_model|ngram|mtp|draft-mtp|eagle3|draft-eagle3, --lookup (= ngram)
 //   --spec-ngram-min N, --spec-ngram-max N
+//   --spec-type suffix [-md DRAFT]: suffix decoding (drafters/suffix_drafter.h), --spec-suffix-*
+//   --draft-trace FILE   run: one JSON line per step, what was drafted and kept (draft_trace.h)
 //   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens",
 //                               "prompt_lookup_min", "prompt_lookup_max", ...}; its keys
 //                               override the flags above (one prompt_lookup bound given sets
@@ -20,14 +24,15 @@
 
 #include "model/load/offload.h"
 #include "speculative/drafters/ngram_drafter.h"
+#include "speculative/drafters/suffix_params.h"
 
 namespace specula {
 
-enum class SpecMethod { none, draft_model, ngram, mtp };
+enum class SpecMethod { none, draft_model, ngram, mtp, eagle3, suffix, medusa };
 
 struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
-    std::string draft_model;  // the draft model (method draft_model) or MTP sidecar (mtp)
+    std::string draft_model;  // the draft model (draft_model), MTP sidecar (mtp) or head (eagle3)
     int n_draft = 4;          // fixed draft length per step; 0: plain decoding
     bool draft_auto =
         false;           // choose the length every step (speculative/draft_length/draft_length.h)
@@ -37,6 +42,8 @@ struct SpeculativeConfig {
     NgramParams ngram;   // method ngram
     // Where the draft model runs its layers (-ngld; default: the environment's).
     OffloadParams draft_gpu = env_placement().draft;
+    std::string draft_trace;  // --draft-trace FILE (run only); "": none
+    SuffixParams suffix;      // method suffix (drafters/suffix_params.h lists its flags)
 };
 
 // The speculative options as a command line gives them, before they are checked.
@@ -50,6 +57,9 @@ struct SpeculativeFlags {
     int forced_drafts = 8;  // --forced-drafts
     int ngram_min = 2, ngram_max = 4;
     std::string speculative_config;  // vLLM's JSON; "" when not given
+    std::string draft_trace;         // --draft-trace FILE
+    SuffixParams suffix;             // --spec-suffix-* (cache_bytes from suffix_cache_mb)
+    double suffix_cache_mb = 64;     // --spec-suffix-cache-mb
 };
 
 // The MTP sidecar the target is to be loaded with (LoadOptions::mtp_sidecar): -md with method
@@ -63,7 +73,7 @@ inline std::string mtp_sidecar(const SpeculativeConfig& c) {
 // target session keeps at most (model/memory_plan.h's CachePlan::logit_rows).
 int max_verify_rows(const SpeculativeConfig& config);
 
-// "none", "draft_model", "ngram" or "mtp".
+// "none", "draft_model", "ngram", "mtp" or "eagle3".
 const char* method_name(SpecMethod method);
 
 // Checks the flags and turns them into a config; Error naming the flag otherwise.

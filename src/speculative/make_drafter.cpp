@@ -3,6 +3,8 @@
 
 #include "common/error.h"
 #include "speculative/drafters/draft_model_drafter.h"
+#include "speculative/drafters/eagle3.h"
+#include "speculative/drafters/medusa_drafter.h"
 #include "speculative/drafters/mtp_drafter.h"
 #include "speculative/drafters/ngram_drafter.h"
 #include "speculative/vocab_check.h"
@@ -26,7 +28,14 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
         }
         s.target = &target;
     }
-    if (config.method == SpecMethod::draft_model) {
+    if (config.method == SpecMethod::eagle3)
+        s.eagle3 = Eagle3Head::load(config.draft_model, target);
+    if (config.method == SpecMethod::medusa)
+        s.medusa = MedusaHeads::load(config.draft_model, target);
+    if (config.method == SpecMethod::suffix)
+        s.suffix_cache = std::make_shared<SuffixCache>(config.suffix);
+    if (config.method == SpecMethod::draft_model ||
+        (config.method == SpecMethod::suffix && !config.draft_model.empty())) {
         s.draft_model = Model::load(config.draft_model, LoadOptions{.gpu = config.draft_gpu});
         check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
                                config.draft_model);
@@ -34,30 +43,56 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
     return s;
 }
 
+namespace {
+
+std::unique_ptr<Drafter> draft_model_drafter(const SpeculativeSetup& setup,
+                                             const DrafterParams& params) {
+    DraftModelParams dp;
+    dp.n_ctx = params.n_ctx;
+    dp.n_threads = params.n_threads;
+    dp.pool = params.pool;
+    dp.shared_pass = params.shared_pass;
+    dp.kv_small_pages = params.kv_small_pages;
+    dp.n_ubatch = params.n_ubatch;
+    dp.p_min = setup.config.p_min;
+    dp.sampling = params.sampling;
+    dp.type_k = params.type_k;
+    dp.type_v = params.type_v;
+    return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
+}
+
+}  // namespace
+
 std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const DrafterParams& params) {
     switch (setup.config.method) {
-        case SpecMethod::draft_model: {
-            DraftModelParams dp;
-            dp.n_ctx = params.n_ctx;
-            dp.n_threads = params.n_threads;
-            dp.pool = params.pool;
-            dp.shared_pass = params.shared_pass;
-            dp.kv_small_pages = params.kv_small_pages;
-            dp.n_ubatch = params.n_ubatch;
-            dp.p_min = setup.config.p_min;
-            dp.sampling = params.sampling;
-            dp.type_k = params.type_k;
-            dp.type_v = params.type_v;
-            return std::make_unique<DraftModelDrafter>(*setup.draft_model, dp);
-        }
+        case SpecMethod::draft_model:
+            return draft_model_drafter(setup, params);
+        case SpecMethod::suffix:
+            return std::make_unique<SuffixDrafter>(
+                setup.config.suffix, setup.suffix_cache,
+                setup.draft_model ? draft_model_drafter(setup, params) : nullptr);
+        case SpecMethod::medusa:
+            return std::make_unique<MedusaDrafter>(*setup.medusa);
         case SpecMethod::ngram:
             return std::make_unique<NgramDrafter>(setup.config.ngram);
         case SpecMethod::mtp:
             return std::make_unique<MtpDrafter>(*setup.target, params.sampling);
+        case SpecMethod::eagle3:
+            return std::make_unique<Eagle3Drafter>(*setup.eagle3, params.sampling, params.n_ctx,
+                                                   params.type_k, params.type_v,
+                                                   setup.config.p_min);
         case SpecMethod::none:
             break;
     }
     return nullptr;
+}
+
+std::vector<int> capture_layers(const SpeculativeSetup& setup) {
+    return setup.eagle3 ? setup.eagle3->capture : std::vector<int>{};
+}
+
+bool keeps_hidden(const SpeculativeSetup& setup) {
+    return setup.medusa != nullptr;
 }
 
 }  // namespace specula

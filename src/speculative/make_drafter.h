@@ -13,14 +13,28 @@
 #include "sampling/sampler.h"
 #include "speculative/config.h"
 #include "speculative/drafters/drafter.h"
+#include "speculative/drafters/eagle3_head.h"
+#include "speculative/drafters/medusa_head.h"
+#include "speculative/drafters/suffix_drafter.h"
 
 namespace specula {
 
 struct SpeculativeSetup {
     SpeculativeConfig config;
-    std::unique_ptr<Model> draft_model;  // method draft_model only
+    std::unique_ptr<Model> draft_model;  // method draft_model (and suffix with -md)
     const Model* target = nullptr;       // method mtp: the model whose MTP head drafts
+    std::unique_ptr<Eagle3Head> eagle3;  // method eagle3: the head, fitted to the target
+    // method suffix: the tree over recent outputs its drafters share (with -md, draft_model too)
+    std::shared_ptr<SuffixCache> suffix_cache;
+    std::unique_ptr<MedusaHeads> medusa;  // method medusa: the heads, fitted to the target
 };
+
+// The layers whose outputs the target's sessions must capture for the setup's drafter
+// (SessionParams::capture_layers: an EAGLE-3 head's); empty for the others.
+std::vector<int> capture_layers(const SpeculativeSetup& setup);
+// Whether the target's sessions keep their final hidden rows (SessionParams::keep_hidden: Medusa's
+// heads read them).
+bool keeps_hidden(const SpeculativeSetup& setup);
 
 // Where one drafter runs and what it drafts for.
 struct DrafterParams {
@@ -37,9 +51,10 @@ struct DrafterParams {
     int n_ubatch = SessionParams::kDefaultUbatch;  // the draft session's longest pass (-ub)
 };
 
-// target_name labels the vocabulary error (e.g. the target's path). Method mtp on a target
-// without an MTP head is an Error naming the target's file; with an MTP sidecar (-md) the target
-// must have been loaded with it (LoadOptions::mtp_sidecar = mtp_sidecar(config)).
+// target_name labels the vocabulary error (e.g. the target's path). Method eagle3 loads the head
+// (-md), refused naming the key and both files when it does not fit the target. Method mtp on a
+// target without an MTP head is an Error naming the target's file; with an MTP sidecar (-md) the
+// target must have been loaded with it (LoadOptions::mtp_sidecar = mtp_sidecar(config)).
 SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& target,
                                   const std::string& target_name = "the target");
 

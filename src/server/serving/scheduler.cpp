@@ -20,8 +20,10 @@ bool small_pages(const SchedulerConfig& c) {
 }
 
 SessionParams slot_params(const SchedulerConfig& c, ThreadPool& pool,
-                          std::shared_ptr<ForwardPass> pass) {
+                          std::shared_ptr<ForwardPass> pass, const SpeculativeSetup& spec) {
     SessionParams sp{c.n_ctx, 0, c.type_k, c.type_v, &pool};
+    sp.capture_layers = capture_layers(spec);  // an EAGLE-3 head reads the slots' layers
+    sp.keep_hidden = keeps_hidden(spec);       // Medusa's heads read their final rows
     sp.shared_pass = std::move(pass);
     sp.n_ubatch = c.n_ubatch;
     // 4 KiB pages only where the pool is smaller than every slot's whole cache, so that the
@@ -56,7 +58,8 @@ Scheduler::Scheduler(const Runtime& rt, const SchedulerConfig& config)
       draft_pass_(rt.speculative.draft_model ? make_shared_pass(*rt.speculative.draft_model)
                                              : nullptr),
       engine_(*rt.target, &pool_),
-      slots_(make_slots(*rt.target, config.n_slots, slot_params(config, pool_, target_pass_))) {
+      slots_(make_slots(*rt.target, config.n_slots,
+                        slot_params(config, pool_, target_pass_, rt.speculative))) {
     if (cfg_.prefill_chunk < 1) fail("prefill chunk must be >= 1, got ", cfg_.prefill_chunk);
     if (cfg_.kv_pool < 0) fail("the KV pool must be >= 0 positions, got ", cfg_.kv_pool);
     if (cfg_.kv_pool > 0 && cfg_.kv_pool < slots_[0]->target->n_ctx())
