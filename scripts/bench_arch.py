@@ -10,7 +10,7 @@ does not make: give it the files (e.g. scripts/models/make_models.py bench's).
   tau(b)      pass b / pass 1: what verifying b-1 draft tokens costs
 
 usage: scripts/bench_arch.py --specula build/bin/specula FILE.gguf [FILE.gguf ...]
-           [--ik DIR_WITH_LLAMA_BENCH] [--threads 2] [--reps 3] [--rounds 2]
+           [--ik DIR_WITH_LLAMA_BENCH] [--threads 2] [--reps 3] [--rounds 2] [--ik-fa]
 The ratio column is Specula / ik_llama.cpp for tokens/s and ik_llama.cpp / Specula for times
 (> 1.00x: Specula is faster).
 """
@@ -32,10 +32,11 @@ def run(cmd):
     return r.stdout
 
 
-def ik_once(bench, model, t, reps, pp):
-    """tokens/s keyed ("tg", 128) / ("pp", n) from one llama-bench run."""
+def ik_once(bench, model, t, reps, pp, fa=False):
+    """tokens/s keyed ("tg", 128) / ("pp", n) from one llama-bench run (fa: flash attention on,
+    which ik_llama.cpp's gemma4 graph needs to be right)."""
     out = run([bench, "-m", model, "-t", str(t), "-r", str(reps), "-o", "json",
-               "-p", ",".join(map(str, PASSES + [pp])), "-n", "128"])
+               "-p", ",".join(map(str, PASSES + [pp])), "-n", "128"] + (["-fa", "1"] if fa else []))
     res = {}
     for row in json.loads(out[out.index("["):]):
         key = ("tg", row["n_gen"]) if row["n_gen"] else ("pp", row["n_prompt"])
@@ -66,6 +67,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="alternations of the two engines")
     ap.add_argument("--pp", type=int, default=512)
+    ap.add_argument("--ik-fa", action="store_true",
+                    help="llama-bench -fa 1 (ik_llama.cpp's gemma4 needs flash attention)")
     args = ap.parse_args()
     bench = os.path.join(args.ik, "llama-bench")
     if not os.access(bench, os.X_OK):
@@ -76,7 +79,7 @@ def main():
     for model in args.models:
         runs = {"specula": [], "ik": []}
         for _ in range(args.rounds):
-            runs["ik"].append(ik_once(bench, model, args.threads, args.reps, args.pp))
+            runs["ik"].append(ik_once(bench, model, args.threads, args.reps, args.pp, args.ik_fa))
             runs["specula"].append(specula_once(os.path.abspath(args.specula), model,
                                                 args.threads, args.reps, args.pp))
 

@@ -98,17 +98,28 @@ def _moe_rows(h, p, s):
             (p + "ffn_down_exps.scale", Draw(s + "ffn_down_exps.scale", (ne,), 0.2, 1.0), False)]
 
 
+def _ple_rows(h, p, s):
+    """A layer's per-layer input gate, projection and norm; none without per-layer inputs."""
+    d, ple = h["d"], h["ple"]
+    if not ple:
+        return []
+    return [(p + "inp_gate.weight", Draw(s + "inp_gate", (ple, d), fan_in(d)), True),
+            (p + "proj.weight", Draw(s + "proj", (d, ple), fan_in(ple)), True),
+            (p + "post_norm.weight", Draw(s + "post_norm", (d,), 0.1, 0.5), False)]
+
+
 def rows(h):
     pre = "gemma4|"
     ff = _ff(h)
     d, V, n, ple = h["d"], h["vocab_size"], h["n_layer"], h["ple"]
     out = [("token_embd.weight", Draw(pre + "token_embd.weight", (V, d), fan_in(d)), True),
-           ("rope_freqs.weight", _rope_freqs(h), False),
-           ("per_layer_token_embd.weight", Draw(pre + "per_layer_token_embd", (V, n * ple), 1.0),
-            True),
-           ("per_layer_model_proj.weight",
-            Draw(pre + "per_layer_model_proj", (n * ple, d), fan_in(d)), True),
-           ("per_layer_proj_norm.weight", norm(pre + "per_layer_proj_norm", ple), False)]
+           ("rope_freqs.weight", _rope_freqs(h), False)]
+    if ple:
+        out += [("per_layer_token_embd.weight",
+                 Draw(pre + "per_layer_token_embd", (V, n * ple), 1.0), True),
+                ("per_layer_model_proj.weight",
+                 Draw(pre + "per_layer_model_proj", (n * ple, d), fan_in(d)), True),
+                ("per_layer_proj_norm.weight", norm(pre + "per_layer_proj_norm", ple), False)]
     n_own = n - h["shared_kv"]
     for il in range(n):
         p = f"blk.{il}."
@@ -135,9 +146,7 @@ def rows(h):
                 (p + "ffn_down.weight", Draw(s + "ffn_down", (d, ff[il]), fan_in(ff[il])), True),
                 (p + "post_ffw_norm.weight", post._replace(seed=s + "post_ffw_norm"), False),
                 *_moe_rows(h, p, s),
-                (p + "inp_gate.weight", Draw(s + "inp_gate", (ple, d), fan_in(d)), True),
-                (p + "proj.weight", Draw(s + "proj", (d, ple), fan_in(ple)), True),
-                (p + "post_norm.weight", Draw(s + "post_norm", (d,), 0.1, 0.5), False),
+                *_ple_rows(h, p, s),
                 (p + "layer_output_scale.weight", Draw(s + "layer_output_scale", (1,), 0.1, 0.9),
                  False)]
     out.append(("output_norm.weight", Draw(pre + "output_norm.weight", (d,), 3.0), False))
@@ -161,7 +170,22 @@ TEST_FILES = {
         dict(BASE, n_layer=3, swa=[1, 1, 0], shared_kv=0, wtype=g.GGML_Q8_0,
              name="rand-gemma4-tok512-d128-l3-draft"),
 }
-BENCH = {}
+# Timing files (make_models.py bench gemma4 / gemma4moe; one random stream each): a Gemma-4
+# 12B-like dense shape (d 3840, 16 heads of 256 over 8 KV heads in the sliding layers, of 512 over
+# 2 in the full ones, V = K there, FFN 15360, five sliding layers per full one) cut to 12 of its
+# 48 layers, and a 26B-A4B-like MoE shape (d 2816, 128 experts of 704, top 8, beside a dense FFN
+# of 2112) cut to 4 of its 30 layers; tok512, no per-layer inputs (the E-models' feature).
+_BENCH_BASE = dict(arch="gemma4", ctx=32768, eps=1e-6, window=1024, rope_base=1e6,
+                   rope_base_swa=1e4, ple=0, final_softcap=30.0, vocab_size=512, res=1.0,
+                   shared_kv=0, wtype=g.GGML_Q8_0)
+BENCH = {
+    "gemma4": dict(_BENCH_BASE, d=3840, n_layer=12, swa=[1, 1, 1, 1, 1, 0] * 2, n_head=16,
+                   n_kv=2, n_kv_swa=8, head_dim=512, head_dim_swa=256, ff=15360,
+                   name="gemma4-12b-shape-l12-Q8_0", stream=41),
+    "gemma4moe": dict(_BENCH_BASE, d=2816, n_layer=4, swa=[1, 1, 1, 0], n_head=16, n_kv=2,
+                      n_kv_swa=8, head_dim=512, head_dim_swa=256, ff=2112, n_expert=128,
+                      n_expert_used=8, ff_exp=704, name="gemma4-26b-a4b-shape-l4-Q8_0", stream=42),
+}
 
 
 def write(path, h, vocab_kv, quiet=False):

@@ -83,6 +83,11 @@ int64_t info_ctx(const GGUFFile& f, const std::string& arch, int n_ctx) {
 // F16 K and V (the default cache type of run, chat and serve, as llama.cpp's) for every layer at
 // n_ctx positions, from the GGUF keys; 0 when unknown.
 uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ctx) {
+    // Per-layer shapes (Gemma 4's arrays): the engine's line below says what the cache takes.
+    for (const char* k : {".attention.head_count", ".attention.head_count_kv"}) {
+        const GGUFValue* v = f.find(arch + k);
+        if (v && v->type == GGUFType::ARRAY) return 0;
+    }
     const int64_t n_layer = f.get_int_or(arch + ".block_count", 0);
     const int64_t n_embd = f.get_int_or(arch + ".embedding_length", 0);
     const int64_t n_head = f.get_int_or(arch + ".attention.head_count", 0);
@@ -99,7 +104,7 @@ void print_memory(const GGUFFile& f, const std::string& arch, uint64_t weight_by
     std::printf("memory:\n");
     line("weights", format_bytes(weight_bytes));
     if (kv == 0) {
-        line("kv cache", "unknown (hyperparameters missing)");
+        line("kv cache", "unknown from the keys alone (see the engine's line)");
         return;
     }
     line("kv cache (f16)", format_bytes(kv) + " at n_ctx " + std::to_string(n_ctx));
@@ -126,6 +131,23 @@ void print_tokenizer(const GGUFFile& f) {
     line("chat template", f.has("tokenizer.chat_template") ? "present" : "none");
 }
 
+// Layers of their own shapes or sharing another's cache (gemma4): what each kind of layer keeps.
+std::string layer_shapes(const HParams& hp) {
+    if (hp.n_head_kv_arr.empty() && hp.head_dim_swa == 0 && hp.kv_src.empty()) return "";
+    int n_swa = 0, n_shared = 0;
+    for (int il = 0; il < hp.n_layer; ++il) {
+        n_swa += hp.is_swa(il);
+        n_shared += !hp.own_kv(il);
+    }
+    std::string s =
+        std::to_string(n_swa) + " sliding (window " + std::to_string(hp.n_swa) + ", heads of " +
+        std::to_string(hp.head_dim_swa ? hp.head_dim_swa : hp.head_dim) + "), " +
+        std::to_string(hp.n_layer - n_swa) + " full (heads of " + std::to_string(hp.head_dim) + ")";
+    if (n_shared > 0)
+        s += "; the last " + std::to_string(n_shared) + " read earlier layers' caches (none kept)";
+    return s;
+}
+
 // Loads the model for real: the only way to know that the engine can run it.
 void print_support(const std::string& path, int n_ctx) {
     std::printf("engine:\n");
@@ -147,6 +169,7 @@ void print_support(const std::string& path, int n_ctx) {
                      std::to_string(hp.n_head) + " heads of " + std::to_string(hp.mla_head_k) +
                      " / " + std::to_string(hp.mla_head_v) + ")");
         }
+        if (const std::string l = layer_shapes(model->hparams()); !l.empty()) line("layer kinds", l);
         if (const double rs = RecurrentState::bytes(model->hparams()); rs > 0) {
             line("recurrent state (f32, in the kv cache line)",
                  format_bytes(uint64_t(rs)) + " for " +

@@ -315,6 +315,23 @@ TEST(Cli, InfoDescribesTheModel) {
     EXPECT_NE(line_with(r.out, "supported:").find("yes"), std::string::npos) << r.out;
 }
 
+// gemma4's per-layer shapes: info reads its array keys, says what each kind of layer keeps, and
+// the cache line is the engine's (the shared layers keep none).
+TEST(Cli, InfoDescribesPerLayerShapes) {
+    const std::string path =
+        std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/rand-gemma4-tok512-d128-l6-F16.gguf";
+    const auto r = run_specula({"info", path, "-c", "256"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(line_with(r.out, "supported:").find("yes"), std::string::npos) << r.out;
+    const std::string layers = line_with(r.out, "layer kinds:");
+    for (const char* s : {"4 sliding (window 16, heads of 32)", "2 full (heads of 64)",
+                          "the last 2 read earlier layers' caches"})
+        EXPECT_NE(layers.find(s), std::string::npos) << "'" << s << "' not in: " << layers;
+    EXPECT_NE(line_with(r.out, "kv cache (f16, as run allocates):").find("at n_ctx 256"),
+              std::string::npos)
+        << r.out;
+}
+
 TEST(Cli, VersionAndHelp) {
     const auto v = run_specula({"--version"});
     EXPECT_EQ(v.status, 0);
