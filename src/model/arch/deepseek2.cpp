@@ -50,25 +50,17 @@ namespace {
 
 enum Scratch { kQ, kKvA, kQA, kVOut, kFfG, kFfU };
 
-int get_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
-    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
-    const int64_t v = f.get_int_or(key, def);
-    if (v < lo || v > hi)
-        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
-    return int(v);
-}
-
 void read_attention(const GGUFFile& f, HParams& hp) {
     const std::string p = hp.arch + ".";
-    hp.n_head = get_int(f, p + "attention.head_count", -1, 1, 4096);
-    if (get_int(f, p + "attention.head_count_kv", hp.n_head, 1, 4096) != hp.n_head) {
+    hp.n_head = read_int(f, p + "attention.head_count", -1, 1, 4096);
+    if (read_int(f, p + "attention.head_count_kv", hp.n_head, 1, 4096) != hp.n_head) {
         fail(f.path(), ": key '", p, "attention.head_count_kv' must equal attention.head_count (",
              hp.n_head, "): files with attn_k_b / attn_v_b instead of attn_kv_b are not supported");
     }
-    hp.mla_head_k = get_int(f, p + "attention.key_length", -1, 2, 1 << 14);
-    hp.mla_head_v = get_int(f, p + "attention.value_length", -1, 1, 1 << 14);
-    hp.mla_kv_lora_rank = get_int(f, p + "attention.kv_lora_rank", -1, 1, 1 << 16);
-    hp.mla_q_lora_rank = get_int(f, p + "attention.q_lora_rank", 0, 0, 1 << 16);
+    hp.mla_head_k = read_int(f, p + "attention.key_length", -1, 2, 1 << 14);
+    hp.mla_head_v = read_int(f, p + "attention.value_length", -1, 1, 1 << 14);
+    hp.mla_kv_lora_rank = read_int(f, p + "attention.kv_lora_rank", -1, 1, 1 << 16);
+    hp.mla_q_lora_rank = read_int(f, p + "attention.q_lora_rank", 0, 0, 1 << 16);
     hp.head_dim = hp.mla_head_k;  // what read_rope_hparams bounds the rope dims by
     read_rope_hparams(f, hp);
     if (hp.n_rot == 0 || hp.n_rot >= hp.mla_head_k) {
@@ -89,27 +81,27 @@ void read_attention(const GGUFFile& f, HParams& hp) {
 void read_experts(const GGUFFile& f, HParams& hp) {
     const std::string p = hp.arch + ".";
     read_expert_hparams(f, hp);
-    hp.n_layer_dense_lead = get_int(f, p + "leading_dense_block_count", 0, 0, hp.n_layer);
+    hp.n_layer_dense_lead = read_int(f, p + "leading_dense_block_count", 0, 0, hp.n_layer);
     if (hp.n_expert == 0 && hp.n_layer_dense_lead < hp.n_layer)
         fail(f.path(), ": key '", p, "expert_count' is missing or 0");
-    hp.n_ff_expert = get_int(f, p + "expert_feed_forward_length", -1, 1, 1 << 20);
-    hp.n_ff_shexp = hp.n_ff_expert * get_int(f, p + "expert_shared_count", 0, 0, 64);
+    hp.n_ff_expert = read_int(f, p + "expert_feed_forward_length", -1, 1, 1 << 20);
+    hp.n_ff_shexp = hp.n_ff_expert * read_int(f, p + "expert_shared_count", 0, 0, 64);
     const double scale = f.get_float_or(p + "expert_weights_scale", 1.0);
     if (!std::isfinite(scale) || scale <= 0)
         fail(f.path(), ": key '", p, "expert_weights_scale' = ", scale, " must be > 0");
     hp.moe_w_scale = float(scale);
     hp.moe_norm_w = f.get_bool_or(p + "expert_weights_norm", false);
     const int def_gating = hp.n_layer == 47 || hp.n_layer == 48 ? 2 : 1;
-    hp.moe_sigmoid = get_int(f, p + "expert_gating_func", def_gating, 1, 2) == 2;
+    hp.moe_sigmoid = read_int(f, p + "expert_gating_func", def_gating, 1, 2) == 2;
     const std::string gkey = p + "expert_group_count";
-    hp.n_expert_groups = get_int(f, gkey, 0, 0, 64);
+    hp.n_expert_groups = read_int(f, gkey, 0, 0, 64);
     if (hp.n_expert_groups > 1) {
         if (hp.n_expert % hp.n_expert_groups != 0) {
             fail(f.path(), ": key '", gkey, "' = ", hp.n_expert_groups,
                  " does not divide expert_count (", hp.n_expert, ")");
         }
         const std::string ukey = p + "expert_group_used_count";
-        hp.n_group_used = get_int(f, ukey, -1, 1, hp.n_expert_groups);
+        hp.n_group_used = read_int(f, ukey, -1, 1, hp.n_expert_groups);
         if (hp.n_group_used * (hp.n_expert / hp.n_expert_groups) < hp.n_expert_used) {
             fail(f.path(), ": key '", ukey, "' = ", hp.n_group_used,
                  ": its groups hold fewer than ", "expert_used_count (", hp.n_expert_used,
@@ -122,7 +114,7 @@ void read_deepseek2(const GGUFFile& f, HParams& hp) {
     read_base_hparams(f, hp);
     read_attention(f, hp);
     read_experts(f, hp);
-    hp.n_nextn = get_int(f, hp.arch + ".nextn_predict_layers", 0, 0, hp.n_layer - 1);
+    hp.n_nextn = read_int(f, hp.arch + ".nextn_predict_layers", 0, 0, hp.n_layer - 1);
     hp.n_layer -= hp.n_nextn;  // the nextn (MTP) layers are not run
     hp.n_layer_dense_lead = std::min(hp.n_layer_dense_lead, hp.n_layer);
 }

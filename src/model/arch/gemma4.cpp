@@ -59,14 +59,6 @@ namespace {
 // router input and expert output.
 enum Scratch { kPle, kPleGate, kMoeIn, kMoeRouter, kMoeOut };
 
-int get_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
-    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
-    const int64_t v = f.get_int_or(key, def);
-    if (v < lo || v > hi)
-        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
-    return int(v);
-}
-
 // attention.sliding_window_pattern: one flag per layer (ik_llama.cpp reads one value as the
 // flag of every layer, and so do we).
 void read_swa_pattern(const GGUFFile& f, HParams& hp) {
@@ -89,7 +81,7 @@ void read_swa_pattern(const GGUFFile& f, HParams& hp) {
 // The last shared_kv_layers layers read the cache of the last earlier layer of their kind.
 void read_shared_kv(const GGUFFile& f, HParams& hp) {
     const std::string key = hp.arch + ".attention.shared_kv_layers";
-    const int n_shared = get_int(f, key, 0, 0, hp.n_layer - 1);
+    const int n_shared = read_int(f, key, 0, 0, hp.n_layer - 1);
     if (n_shared == 0) return;
     const int n_own = hp.n_layer - n_shared;
     hp.kv_src.resize(size_t(hp.n_layer));
@@ -110,13 +102,13 @@ void read_shared_kv(const GGUFFile& f, HParams& hp) {
 
 void read_head_sizes(const GGUFFile& f, HParams& hp) {
     const std::string p = hp.arch + ".";
-    hp.head_dim_swa = get_int(f, p + "attention.key_length_swa", -1, 1, 1 << 16);
-    if (get_int(f, p + "attention.value_length_swa", hp.head_dim_swa, 1, 1 << 16) !=
+    hp.head_dim_swa = read_int(f, p + "attention.key_length_swa", -1, 1, 1 << 16);
+    if (read_int(f, p + "attention.value_length_swa", hp.head_dim_swa, 1, 1 << 16) !=
         hp.head_dim_swa) {
         fail(f.path(), ": ", p, "attention.value_length_swa must equal key_length_swa (",
              hp.head_dim_swa, ")");
     }
-    hp.n_rot_swa = get_int(f, p + "rope.dimension_count_swa", hp.head_dim_swa, 2, hp.head_dim_swa);
+    hp.n_rot_swa = read_int(f, p + "rope.dimension_count_swa", hp.head_dim_swa, 2, hp.head_dim_swa);
     if (hp.n_rot_swa % 2 != 0)
         fail(f.path(), ": ", p, "rope.dimension_count_swa = ", hp.n_rot_swa, " must be even");
     hp.rope_freq_base_swa = float(f.get_float_or(p + "rope.freq_base_swa", hp.rope_freq_base));
@@ -151,7 +143,7 @@ void read_gemma4(const GGUFFile& f, HParams& hp) {
     const double softcap = f.get_float_or(cap, 30.0);
     if (!std::isfinite(softcap) || softcap <= 0) fail(f.path(), ": key '", cap, "' must be > 0");
     hp.final_softcap = float(softcap);
-    hp.n_embd_per_layer = get_int(f, hp.arch + ".embedding_length_per_layer_input", 0, 0, 1 << 16);
+    hp.n_embd_per_layer = read_int(f, hp.arch + ".embedding_length_per_layer_input", 0, 0, 1 << 16);
 }
 
 // The MoE variant's tensors (a layer without a router is dense).

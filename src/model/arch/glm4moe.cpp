@@ -48,23 +48,14 @@ namespace specula {
 
 namespace {
 
-int get_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
-    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
-    const int64_t v = f.get_int_or(key, def);
-    if (v < lo || v > hi) {
-        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
-    }
-    return int(v);
-}
-
 // The routing keys: how many experts, shared experts and leading dense layers, and how the
 // router weighs its choices.
 void read_routing(const GGUFFile& f, HParams& hp) {
     const std::string p = hp.arch + ".";
     if (hp.n_expert == 0) fail(f.path(), ": key '", p, "expert_count' is missing or 0");
-    hp.n_ff_expert = get_int(f, p + "expert_feed_forward_length", -1, 1, 1 << 20);
-    hp.n_ff_shexp = hp.n_ff_expert * get_int(f, p + "expert_shared_count", -1, 0, 64);
-    hp.n_layer_dense_lead = get_int(f, p + "leading_dense_block_count", 0, 0, hp.n_layer);
+    hp.n_ff_expert = read_int(f, p + "expert_feed_forward_length", -1, 1, 1 << 20);
+    hp.n_ff_shexp = hp.n_ff_expert * read_int(f, p + "expert_shared_count", -1, 0, 64);
+    hp.n_layer_dense_lead = read_int(f, p + "leading_dense_block_count", 0, 0, hp.n_layer);
     const std::string skey = p + "expert_weights_scale";
     if (!f.has(skey)) fail(f.path(), ": missing key '", skey, "'");
     const double scale = f.get_float_or(skey, 1.0);
@@ -72,14 +63,14 @@ void read_routing(const GGUFFile& f, HParams& hp) {
         fail(f.path(), ": key '", skey, "' = ", scale, " must be > 0");
     hp.moe_w_scale = float(scale);
     hp.moe_norm_w = f.get_bool_or(p + "expert_weights_norm", false);
-    hp.moe_sigmoid = get_int(f, p + "expert_gating_func", 2, 1, 2) == 2;
+    hp.moe_sigmoid = read_int(f, p + "expert_gating_func", 2, 1, 2) == 2;
     const std::string gkey = p + "expert_group_count", ukey = p + "expert_group_used_count";
-    const int groups = get_int(f, gkey, 1, 1, 64);
+    const int groups = read_int(f, gkey, 1, 1, 64);
     if (hp.n_expert % groups != 0) {
         fail(f.path(), ": key '", gkey, "' = ", groups, " does not divide expert_count (",
              hp.n_expert, ")");
     }
-    const int used = get_int(f, ukey, groups, 1, groups);
+    const int used = read_int(f, ukey, groups, 1, groups);
     if (used < groups) {
         fail(f.path(), ": key '", ukey, "' = ", used, " of ", groups,
              " expert groups: group-limited routing is not part of glm4moe (every expert "
@@ -123,7 +114,7 @@ void read_glm4moe(const GGUFFile& f, HParams& hp) {
     hp.rope_neox = true;
     read_routing(f, hp);
     const int n_blocks = hp.n_layer;
-    hp.n_nextn = get_int(f, hp.arch + ".nextn_predict_layers", 0, 0, hp.n_layer - 1);
+    hp.n_nextn = read_int(f, hp.arch + ".nextn_predict_layers", 0, 0, hp.n_layer - 1);
     hp.n_layer -= hp.n_nextn;  // the MTP layers are not part of the main pass
     check_ffn_tensors(f, hp, n_blocks);
     hp.n_layer_dense_lead = std::min(hp.n_layer_dense_lead, hp.n_layer);

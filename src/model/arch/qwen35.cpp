@@ -48,15 +48,6 @@ namespace specula {
 
 namespace {
 
-int get_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
-    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
-    const int64_t v = f.get_int_or(key, def);
-    if (v < lo || v > hi) {
-        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
-    }
-    return int(v);
-}
-
 void note_vision(const GGUFFile& f) {
     int n = 0;
     for (const GGUFTensor& t : f.tensors())
@@ -89,11 +80,11 @@ void read_common(const GGUFFile& f, HParams& hp) {
     hp.rope_sections.assign(sec.begin(), sec.end());
     hp.rope_sections.resize(4, 0);
     // The recurrent layers' sizes.
-    hp.ssm_d_conv = get_int(f, p + "ssm.conv_kernel", -1, 1, 64);
-    hp.ssm_d_state = get_int(f, p + "ssm.state_size", -1, 1, 512);
-    hp.ssm_n_group = get_int(f, p + "ssm.group_count", -1, 1, 1 << 12);
-    hp.ssm_dt_rank = get_int(f, p + "ssm.time_step_rank", -1, 1, 1 << 12);
-    const int inner = get_int(f, p + "ssm.inner_size", -1, 1, 1 << 20);
+    hp.ssm_d_conv = read_int(f, p + "ssm.conv_kernel", -1, 1, 64);
+    hp.ssm_d_state = read_int(f, p + "ssm.state_size", -1, 1, 512);
+    hp.ssm_n_group = read_int(f, p + "ssm.group_count", -1, 1, 1 << 12);
+    hp.ssm_dt_rank = read_int(f, p + "ssm.time_step_rank", -1, 1, 1 << 12);
+    const int inner = read_int(f, p + "ssm.inner_size", -1, 1, 1 << 20);
     if (inner != hp.ssm_d_state * hp.ssm_dt_rank) {
         fail(f.path(), ": key '", p, "ssm.inner_size' = ", inner,
              " must equal ssm.state_size x ssm.time_step_rank = ", hp.ssm_d_state * hp.ssm_dt_rank);
@@ -102,8 +93,8 @@ void read_common(const GGUFFile& f, HParams& hp) {
         fail(f.path(), ": key '", p, "ssm.time_step_rank' = ", hp.ssm_dt_rank,
              " is not a multiple of ssm.group_count = ", hp.ssm_n_group);
     }
-    const int interval = get_int(f, p + "full_attention_interval", 4, 1, 1 << 10);
-    hp.n_nextn = get_int(f, p + "nextn_predict_layers", 0, 0, hp.n_layer - 1);
+    const int interval = read_int(f, p + "full_attention_interval", 4, 1, 1 << 10);
+    hp.n_nextn = read_int(f, p + "nextn_predict_layers", 0, 0, hp.n_layer - 1);
     hp.n_layer -= hp.n_nextn;  // the MTP layers are not part of the main pass
     hp.recurrent_layers.assign(size_t(hp.n_layer), 0);
     for (int il = 0; il < hp.n_layer; ++il)
@@ -124,8 +115,8 @@ void read_moe(const GGUFFile& f, HParams& hp) {
     const std::string p = hp.arch + ".";
     if (hp.n_expert == 0) fail(f.path(), ": key '", p, "expert_count' is missing or 0");
     hp.n_ff_expert =
-        get_int(f, p + "expert_feed_forward_length", hp.n_ff / hp.n_expert_used, 1, 1 << 20);
-    hp.n_ff_shexp = get_int(f, p + "expert_shared_feed_forward_length", hp.n_ff, 1, 1 << 20);
+        read_int(f, p + "expert_feed_forward_length", hp.n_ff / hp.n_expert_used, 1, 1 << 20);
+    hp.n_ff_shexp = read_int(f, p + "expert_shared_feed_forward_length", hp.n_ff, 1, 1 << 20);
 }
 
 // IMROPE (ggml's mrope cache, interleaved): pair i takes section (i % sum) % 3's position while

@@ -96,6 +96,11 @@ std::span<const ArchSpec* const> archs();
 // (supported: ...)".
 const ArchSpec& find_arch(std::string_view name, const std::string& path);
 
+// An integer key of the architecture's own (`def` when absent and def >= 0; an Error "missing key"
+// when absent and def < 0), checked to lie in [lo, hi]: an Error naming the file, the key and the
+// range otherwise (model/load/hparams.cpp, where the shared readers use it too).
+int read_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi);
+
 // Llama's pieces (model/arch/llama.cpp), which other architectures reuse.
 // The llama hyperparameters: base, attention, rope and expert keys; normal rope.
 void read_llama_hparams(const GGUFFile& f, HParams& hp);

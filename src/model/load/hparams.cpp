@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/load/arch.h"
 
 namespace specula {
 
@@ -22,16 +23,6 @@ constexpr int64_t kMaxExperts = 1 << 10;
 
 std::string prefix(const HParams& hp) {
     return hp.arch + ".";
-}
-
-// Integer key (or `def` when absent and def >= 0), checked to lie in [lo, hi].
-int get_checked(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
-    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
-    const int64_t v = f.get_int_or(key, def);
-    if (v < lo || v > hi) {
-        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
-    }
-    return static_cast<int>(v);
 }
 
 float get_positive_float(const GGUFFile& f, const std::string& key, double def) {
@@ -68,7 +59,7 @@ void get_layer_ints(const GGUFFile& f, const std::string& key, int n_layer, bool
     arr.clear();
     const GGUFValue* a = f.find(key);
     if (!per_layer || !a || a->type != GGUFType::ARRAY) {
-        v = get_checked(f, key, def, lo, hi);
+        v = read_int(f, key, def, lo, hi);
         return;
     }
     const std::vector<int32_t> vals = f.get_int_array(key);
@@ -90,11 +81,20 @@ void get_layer_ints(const GGUFFile& f, const std::string& key, int n_layer, bool
 
 }  // namespace
 
+int read_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi) {
+    if (!f.has(key) && def < 0) fail(f.path(), ": missing key '", key, "'");
+    const int64_t v = f.get_int_or(key, def);
+    if (v < lo || v > hi) {
+        fail(f.path(), ": key '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
+    }
+    return static_cast<int>(v);
+}
+
 void read_base_hparams(const GGUFFile& f, HParams& hp, bool per_layer) {
     const std::string p = prefix(hp);
-    hp.n_ctx_train = get_checked(f, p + "context_length", -1, 1, kMaxCtx);
-    hp.n_embd = get_checked(f, p + "embedding_length", -1, 1, kMaxEmbd);
-    hp.n_layer = get_checked(f, p + "block_count", -1, 1, kMaxLayers);
+    hp.n_ctx_train = read_int(f, p + "context_length", -1, 1, kMaxCtx);
+    hp.n_embd = read_int(f, p + "embedding_length", -1, 1, kMaxEmbd);
+    hp.n_layer = read_int(f, p + "block_count", -1, 1, kMaxLayers);
     get_layer_ints(f, p + "feed_forward_length", hp.n_layer, per_layer, -1, 1, kMaxFF, hp.n_ff,
                    hp.n_ff_arr);
     hp.rms_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", 1e-5);
@@ -118,7 +118,7 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp, bool per_layer) {
         fail(f.path(), ": ", p, "embedding_length (", hp.n_embd,
              ") is not a multiple of attention.head_count (", hp.n_head, ")");
     }
-    hp.head_dim = get_checked(f, p + "attention.key_length", hp.n_embd / hp.n_head, 1, kMaxEmbd);
+    hp.head_dim = read_int(f, p + "attention.key_length", hp.n_embd / hp.n_head, 1, kMaxEmbd);
     if (f.get_int_or(p + "attention.value_length", hp.head_dim) != hp.head_dim) {
         fail(f.path(), ": ", p, "attention.value_length must equal attention.key_length (",
              hp.head_dim, ")");
@@ -127,7 +127,7 @@ void read_attention_hparams(const GGUFFile& f, HParams& hp, bool per_layer) {
 
 void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn) {
     const std::string p = prefix(hp);
-    hp.n_rot = get_checked(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
+    hp.n_rot = read_int(f, p + "rope.dimension_count", hp.head_dim, 0, kMaxEmbd);
     if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
         fail(f.path(), ": ", p, "rope.dimension_count = ", hp.n_rot,
              " must be even and <= the head size ", hp.head_dim);
@@ -135,14 +135,14 @@ void read_rope_hparams(const GGUFFile& f, HParams& hp, bool allow_yarn) {
     hp.rope_freq_base = get_positive_float(f, p + "rope.freq_base", 10000.0);
     read_rope_scaling(f, p, allow_yarn, hp);
     hp.n_ctx_orig =
-        get_checked(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
+        read_int(f, p + "rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxCtx);
     hp.rope_attn_factor = get_positive_float(f, p + "rope.scaling.attn_factor", 1.0);
 }
 
 void read_expert_hparams(const GGUFFile& f, HParams& hp) {
     const std::string p = prefix(hp);
-    hp.n_expert = get_checked(f, p + "expert_count", 0, 0, kMaxExperts);
-    hp.n_expert_used = get_checked(f, p + "expert_used_count", 0, 0, hp.n_expert);
+    hp.n_expert = read_int(f, p + "expert_count", 0, 0, kMaxExperts);
+    hp.n_expert_used = read_int(f, p + "expert_used_count", 0, 0, hp.n_expert);
     if (hp.n_expert > 0 && hp.n_expert_used == 0) {
         fail(f.path(), ": ", p, "expert_used_count must be >= 1 when expert_count is ",
              hp.n_expert);
@@ -151,11 +151,11 @@ void read_expert_hparams(const GGUFFile& f, HParams& hp) {
 }
 
 void read_sliding_window(const GGUFFile& f, HParams& hp, int64_t def) {
-    hp.n_swa = get_checked(f, prefix(hp) + "attention.sliding_window", def, 1, kMaxCtx);
+    hp.n_swa = read_int(f, prefix(hp) + "attention.sliding_window", def, 1, kMaxCtx);
 }
 
 void read_expert_ff_length(const GGUFFile& f, HParams& hp) {
-    hp.n_ff_expert = get_checked(f, prefix(hp) + "expert_feed_forward_length", hp.n_ff, 1, kMaxFF);
+    hp.n_ff_expert = read_int(f, prefix(hp) + "expert_feed_forward_length", hp.n_ff, 1, kMaxFF);
 }
 
 }  // namespace specula
