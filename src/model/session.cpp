@@ -51,7 +51,7 @@ std::shared_ptr<ForwardPass> make_shared_pass(const Model& model) {
 
 int Session::kv_touched() const {
     const SequenceState& s = *impl_;
-    return std::max(s.kv.touched(), s.mtp_kv ? s.mtp_kv->touched() : 0);
+    return std::max(s.kv.own_touched(), s.mtp_kv ? s.mtp_kv->touched() : 0);
 }
 
 void Session::release_kv() {
@@ -105,6 +105,21 @@ KVSnapshot Session::snapshot() const {
 void Session::restore(const KVSnapshot& s) {
     if (!can_snapshot()) fail("this session's KV cache cannot be restored from host memory");
     impl_->kv.restore(s);
+}
+std::shared_ptr<KVCache> Session::new_prefix_block() const {
+    if (!can_snapshot()) fail("this session's KV cache cannot share a prefix");
+    const SequenceState& s = *impl_;
+    const HParams& hp = s.model.hparams();
+    return std::make_shared<KVCache>(kv_shapes(hp), s.kv.n_ctx(), s.kv.type_k(), s.kv.type_v(),
+                                     kv_windows(hp), 0, /*small_pages=*/true);
+}
+void Session::share_prefix(std::shared_ptr<KVCache> block, int limit) {
+    if (!can_snapshot()) fail("this session's KV cache cannot share a prefix");
+    reset();
+    impl_->kv.share_prefix(std::move(block), limit);
+}
+int Session::shared_prefix() const {
+    return impl_->kv.shared();
 }
 int Session::n_gpu_layers() const {
     return impl_->offload ? impl_->offload->n_layers() : 0;

@@ -81,6 +81,18 @@ class Session {
     KVSnapshot snapshot() const;
     void restore(const KVSnapshot& s);
 
+    // --- Shared prefixes (server/serving/prefix_blocks.h): can_snapshot() sessions only ---
+    // An empty cache of this session's shape, types and context on 4 KiB pages: a prefix block
+    // that sessions read at once (model/state/kv_cache.h share_prefix).
+    std::shared_ptr<KVCache> new_prefix_block() const;
+    // Resets the session and makes positions [0, limit) those of `block`: it then holds the
+    // block's first min(limit, block->n_past()) positions without evaluating them, and evaluates
+    // the rest of [0, limit) into the block (whose one writer it must be). The logits are stale
+    // until the next eval. Error where !can_snapshot() or for a block of another shape.
+    void share_prefix(std::shared_ptr<KVCache> block, int limit);
+    // Positions [0, shared_prefix()) are read from a block (0: none); a rollback below shrinks it.
+    int shared_prefix() const;
+
     const Model& model() const;
     // What this session's pass buffers and kept logits (and MTP hidden rows) take now, in bytes:
     // they grow to the largest pass seen; the memory plan's per-sequence "passes" figure bounds
@@ -88,8 +100,9 @@ class Session {
     double buffer_bytes() const;
     // The positions of the KV cache written since it was made or last released: those whose
     // memory is committed (model/state/kv_cache.h's touched(); with an MTP head, the more of its
-    // two caches). release_kv gives back the memory of the positions >= n_past() (rows a rollback
-    // or reset left), on 4 KiB pages exactly (SessionParams::kv_small_pages).
+    // two caches; positions of a shared prefix are the block's, not counted). release_kv gives back
+    // the memory of the positions >= n_past() (rows a rollback or reset left), on 4 KiB pages
+    // exactly (SessionParams::kv_small_pages).
     int kv_touched() const;
     void release_kv();
 

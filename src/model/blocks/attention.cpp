@@ -134,10 +134,11 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             m = kv.run(layer, a, j1 - a);
             const int r = a % kv.rows(layer);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + (a - r);
+            const KVCache& src = kv.source(a);  // a shared prefix's rows are its base's
             if (kv.type_k() == KVType::F32)
-                bk.qk_t(kv.k_t(layer, off), bs, r, r + m, q, nq, scale, shifted);
+                bk.qk_t(src.k_t(layer, off), bs, r, r + m, q, nq, scale, shifted);
             else
-                bk.qk_th(kv.k_t_f16(layer, off), bs, r, r + m, q, nq, scale, shifted);
+                bk.qk_th(src.k_t_f16(layer, off), bs, r, r + m, q, nq, scale, shifted);
         }
         return;
     }
@@ -173,12 +174,20 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         }
         return;
     }
-    if (kv.type_v() == KVType::F32) {
-        bk.pv(kv.v(layer, 0, off), size_t(kv.stride(layer)), j0, j1, p, nq, out);
-        return;
-    }
-    if (kv.type_v() == KVType::F16) {
-        bk.pv_h(kv.v_f16(layer, 0, off), size_t(kv.stride(layer)), j0, j1, p, nq, out);
+    if (kv.type_v() != KVType::Q8_0) {
+        // In place from row 0's pointer: a shared prefix's rows from its base's, then the rest,
+        // in row order (the split changes no result).
+        for (int a = j0, e = 0; a < j1; a = e) {
+            e = a < kv.shared() ? std::min(j1, kv.shared()) : j1;
+            const KVCache& src = kv.source(a);
+            const uint8_t* v0 = src.v_own(layer, off);
+            if (kv.type_v() == KVType::F32)
+                bk.pv(reinterpret_cast<const float*>(v0), size_t(kv.stride(layer)), a, e, p, nq,
+                      out);
+            else
+                bk.pv_h(reinterpret_cast<const uint16_t*>(v0), size_t(kv.stride(layer)), a, e, p,
+                        nq, out);
+        }
         return;
     }
     const float* shifted[kBlockQueries];

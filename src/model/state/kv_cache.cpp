@@ -216,10 +216,11 @@ KVSnapshot KVCache::save(int n) const {
         const Layer& l = L(il);
         if (l.rows == 0) continue;
         for (int p = 0; p < n; ++p, k += l.k_row(), v += l.v_row()) {
+            const KVCache& c = source(p);  // a shared prefix's rows from its base
             for (int h = 0; h < l.n_slices; ++h) {
                 if (k_transposed())
-                    gather_lines(k_ + k_offset(il, p, h * l.slice), k + size_t(h) * l.k_slice, es,
-                                 l.slice);
+                    gather_lines(c.k_ + c.k_offset(il, p, h * l.slice), k + size_t(h) * l.k_slice,
+                                 es, l.slice);
                 else
                     std::memcpy(k + size_t(h) * l.k_slice, k_bytes(il, p, h * l.slice), l.k_slice);
                 std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice), l.v_slice);
@@ -235,6 +236,7 @@ void KVCache::restore(const KVSnapshot& s) {
     if (has_ring() || n > size_t(n_ctx_) || s.k.size() != snapshot_bytes(int(n), true) ||
         s.v.size() != snapshot_bytes(int(n), false))
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
+    truncate(0);  // a shared prefix is left: every row becomes this cache's own
     const uint8_t* k = s.k.data();
     const uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {
@@ -296,7 +298,40 @@ void KVCache::release_unused() {
     touched_ = n_past();
 }
 
+void KVCache::share_prefix(std::shared_ptr<KVCache> base, int limit) {
+    if (!base || base.get() == this) fail("KVCache::share_prefix: no base cache");
+    if (n_past() != 0) fail("KVCache::share_prefix: the cache holds ", n_past(), " positions");
+    bool same = base->n_layer_ == n_layer_ && base->n_ctx_ == n_ctx_ && base->type_k_ == type_k_ &&
+                base->type_v_ == type_v_;
+    for (int il = 0; same && il < n_layer_; ++il)
+        same = L(il).width == base->L(il).width && L(il).slice == base->L(il).slice &&
+               L(il).rows == base->L(il).rows;
+    if (!same) fail("KVCache::share_prefix: the base is of another shape, type or context");
+    if (has_ring() || base->has_ring())
+        fail("KVCache::share_prefix: a cache with sliding-window layers cannot share rows");
+    if (limit < 0 || limit > n_ctx_) fail("KVCache::share_prefix: limit ", limit, " of ", n_ctx_);
+    release_unused();  // this cache's own rows below limit are never read again
+    base_ = std::move(base);
+    limit_ = limit;
+    const int have = std::min(limit, base_->n_past());
+    tokens_.assign(base_->tokens_.begin(), base_->tokens_.begin() + have);
+    if (limit_ == 0) base_.reset();
+}
+
+void KVCache::append_base(std::span<const token_id> t) {
+    if (base_->n_past() != n_past())
+        fail("KVCache: the shared prefix's base holds ", base_->n_past(), " positions, not ",
+             n_past(), ": it has another writer");
+    base_->append(t.first(std::min(t.size(), size_t(limit_ - n_past()))));
+}
+
 void KVCache::write(int layer, int pos, const float* k, const float* v) {
+    if (pos < limit_) {  // a shared prefix: only the rows its base does not hold yet
+        if (pos < base_->n_past())
+            fail("KVCache: position ", pos, " of a shared prefix is written already (immutable)");
+        base_->write(layer, pos, k, v);
+        return;
+    }
     const Layer& l = L(layer);
     if (l.rows < n_ctx_) ring_pos_[l.ring_first + size_t(pos % l.rows)] = pos;
     for (int h = 0; h < l.n_slices; ++h) {
@@ -364,6 +399,13 @@ void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
 }  // namespace
 
 void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const {
+    if (j0 < limit_) {  // a shared prefix's rows from its base, then the rest
+        const int m = std::min(j1, limit_);
+        base_->read_rows(is_k, layer, j0, m, off, n, out);
+        out += size_t(m - j0) * size_t(n);
+        j0 = m;
+        if (j0 >= j1) return;
+    }
     const int slice = L(layer).slice, base = off / slice * slice;
     if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice) {
         for (int j = j0; j < j1; ++j) read(is_k, layer, j, off, n, out + size_t(j - j0) * n);
@@ -375,6 +417,7 @@ void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, fl
 
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).
 void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
+    if (pos < limit_) return base_->read(is_k, layer, pos, off, n, out);
     const KVType t = is_k ? type_k_ : type_v_;
     const int slice = L(layer).slice;
     if (is_k && k_transposed()) {  // one value per line of the row's block

@@ -32,6 +32,15 @@
 // can_keep(n) says whether the rows a pass at n reads still hold their positions (the cache
 // records which position each ring row holds); a rollback where they do not is refused
 // (Session::rollback) and common_prefix() reports 0 instead.
+//
+// A shared prefix (share_prefix): positions [0, shared()) may live in another cache of the same
+// shape, types and n_ctx, the `base`, which several caches read at once (the server's prefix
+// blocks: server/serving/prefix_blocks.h). Every reader (the pointers, run(), read_*, save) takes
+// such a position from the base, so attention over it computes exactly what it would over rows of
+// its own (the same bytes, the same kernels and order: kernels/attention.h's split rule). A
+// base's valid rows are immutable: a cache writes into its base only past base->n_past() (it
+// builds the base, appending in step with it), and throws Error otherwise. Only a cache without
+// ring layers shares.
 #pragma once
 
 #include <algorithm>
@@ -117,15 +126,21 @@ class KVCache {
         return reinterpret_cast<const uint16_t*>(v_bytes(layer, pos, off));
     }
     const uint8_t* k_bytes(int layer, int pos, int off) const {
-        return k_ + offset(layer, pos, off, true);
+        const KVCache& c = source(pos);
+        return c.k_ + c.offset(layer, pos, off, true);
     }
     const uint8_t* v_bytes(int layer, int pos, int off) const {
-        return v_ + offset(layer, pos, off, false);
+        const KVCache& c = source(pos);
+        return c.v_ + c.offset(layer, pos, off, false);
     }
-    // A transposed (F32 / F16) key side: value `off` of row 0 of the layer, row j's at
+    // A transposed (F32 / F16) key side: value `off` of row 0 of the layer (of this cache's own
+    // rows: source(pos).k_t for a position of a shared prefix), row j's at
     // [(j / kKeyBlock) * k_block_stride() + kKeyBlock * d + j % kKeyBlock] from it for value
     // off + d of the same head (j: a row, p % rows(layer) for position p).
     bool k_transposed() const { return type_k_ != KVType::Q8_0; }
+    // Value `off` of row 0 of the layer's V side in this cache's own memory (no shared prefix's
+    // base): a head's rows step by stride() / v_stride_bytes() from it.
+    const uint8_t* v_own(int layer, int off) const { return v_ + offset(layer, 0, off, false); }
     const float* k_t(int layer, int off) const {
         return reinterpret_cast<const float*>(k_ + k_offset(layer, 0, off));
     }
@@ -138,9 +153,11 @@ class KVCache {
     int stride(int layer) const { return L(layer).slice; }
     size_t k_stride_bytes(int layer) const { return L(layer).k_slice; }
     size_t v_stride_bytes(int layer) const { return L(layer).v_slice; }
-    // Of positions [pos, pos + n), how many lie in consecutive rows from pos's (all of them but
-    // where a ring layer wraps): the pointers above stay valid over that many.
+    // Of positions [pos, pos + n), how many lie in consecutive rows from pos's of one cache (all
+    // of them but where a ring layer wraps or a shared prefix ends): the pointers above stay valid
+    // over that many.
     int run(int layer, int pos, int n) const {
+        if (pos < limit_) n = std::min(n, limit_ - pos);
         const int r = L(layer).rows;
         return r == n_ctx_ ? n : std::min(n, r - pos % r);
     }
@@ -172,8 +189,10 @@ class KVCache {
     int n_past() const { return int(tokens_.size()); }
     // The token at each valid position [0, n_past).
     std::span<const token_id> tokens() const { return tokens_; }
-    // A pass wrote the rows of `t` at positions n_past() ..: they become valid.
+    // A pass wrote the rows of `t` at positions n_past() ..: they become valid (in the base too,
+    // for those below shared(): Error unless the base holds exactly n_past() positions).
     void append(std::span<const token_id> t) {
+        if (n_past() < limit_) append_base(t);
         tokens_.insert(tokens_.end(), t.begin(), t.end());
         touched_ = std::max(touched_, n_past());
     }
@@ -190,8 +209,27 @@ class KVCache {
     // Layers [0, n) keep their K/V on a device (model/load/offload.h) with every position, so their
     // rings here are never written and never limit can_keep.
     void set_device_layers(int n) { n_device_ = n; }
-    // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)).
-    void truncate(int n) { tokens_.resize(size_t(n)); }
+    // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)). A shared prefix
+    // longer than n shrinks to n (the base is left as it is).
+    void truncate(int n) {
+        tokens_.resize(size_t(n));
+        if (n < limit_) limit_ = n;
+        if (limit_ == 0) base_.reset();
+    }
+
+    // Makes positions [0, limit) those of `base` (see the header). The cache must hold no
+    // position (n_past() == 0: reset it first); its own memory is given back. It then holds
+    // base's positions [0, min(limit, base->n_past())); where limit is more, it builds the base:
+    // its next rows below limit are written into the base, which must have no other writer.
+    // Error for a base of another shape, types or n_ctx, or a cache with ring layers.
+    void share_prefix(std::shared_ptr<KVCache> base, int limit);
+    // Positions [0, shared()) are the base's (0: none).
+    int shared() const { return limit_; }
+    const std::shared_ptr<KVCache>& base() const { return base_; }
+    // The cache that holds position pos: the base below shared(), else this one.
+    const KVCache& source(int pos) const { return pos < limit_ ? *base_ : *this; }
+    // Positions [0, touched()) less the shared ones: the rows written into this cache's own memory.
+    int own_touched() const { return std::max(0, touched_ - limit_); }
     // Length of the longest prefix `t` shares with the cached tokens that the cache can keep
     // (can_keep; else 0).
     int common_prefix(std::span<const token_id> t) const;
@@ -216,6 +254,7 @@ class KVCache {
     };
     const Layer& L(int layer) const { return layers_[size_t(layer)]; }
     size_t snapshot_bytes(int n, bool is_k) const;  // every layer's n whole rows
+    void append_base(std::span<const token_id> t);  // append()'s part below shared()
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
     // Rows allocated for r rows: whole key blocks.
@@ -253,8 +292,10 @@ class KVCache {
     // Ring layers: the position each row holds (-1: none yet), from Layer::ring_first on.
     std::vector<int> ring_pos_;
     KVType type_k_, type_v_;
-    std::vector<token_id> tokens_;  // reserved n_ctx at construction
-    int touched_ = 0;               // touched()
+    std::vector<token_id> tokens_;   // reserved n_ctx at construction
+    int touched_ = 0;                // touched()
+    std::shared_ptr<KVCache> base_;  // share_prefix
+    int limit_ = 0;                  // shared()
     std::unique_ptr<PackedBuffer> k_buf_, v_buf_;
     uint8_t* k_ = nullptr;
     uint8_t* v_ = nullptr;
