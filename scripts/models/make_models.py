@@ -23,6 +23,7 @@ import arch_deepseek2  # noqa: E402
 import arch_gemma  # noqa: E402
 import arch_gemma4  # noqa: E402
 import arch_glm4moe  # noqa: E402
+import arch_nemotron_h  # noqa: E402
 import arch_gpt_oss  # noqa: E402
 import arch_phi_mistral  # noqa: E402
 import arch_qwen3  # noqa: E402
@@ -32,7 +33,7 @@ import model_file  # noqa: E402
 import sidecar  # noqa: E402
 
 FAMILIES = [arch_qwen3, arch_gemma, arch_gemma4, arch_phi_mistral, arch_qwen35, arch_gpt_oss,
-            arch_glm4moe, arch_deepseek2]
+            arch_glm4moe, arch_deepseek2, arch_nemotron_h]
 BENCH = {arch: (m, h) for m in FAMILIES for arch, h in getattr(m, "BENCH", {}).items()}
 DEFAULT_SHARED = os.path.join(HERE, "../../../shared")
 

@@ -72,6 +72,7 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
     // Set on every generation: a drafter shared between requests forgets an earlier one's guide.
     if (s.drafter) {
         s.drafter->guide(s.constraints);
+        s.drafter->costs(s.auto_length ? &cost_ : nullptr);
         s.drafter->attach(s.target);
         keep > 0 ? s.drafter->resume(prompt) : s.drafter->begin(prompt);
     }
@@ -114,9 +115,11 @@ static int fit_draft(const Sequence& s, int n) {
 // How many draft tokens `s` asks for this step (0: none).
 int Engine::draft_length(const Sequence& s, int k_load) const {
     if (!s.drafter) return 0;
-    return fit_draft(s, s.by_load && k_load >= 0 ? k_load
-                        : s.auto_length          ? s.auto_length->choose(cost_)
-                                                 : s.params.n_draft);
+    if (s.by_load && k_load >= 0) return fit_draft(s, k_load);
+    if (!s.auto_length) return fit_draft(s, s.params.n_draft);
+    // A drafter that picks its own length (by cost) is asked for up to the controller's most.
+    return fit_draft(s, s.drafter->picks_length() ? s.auto_length->params().n_max
+                                                  : s.auto_length->choose(cost_));
 }
 
 // The tokens the grammar forces after the drafter's, within the draft length (or n_forced when
@@ -297,6 +300,7 @@ void Engine::verify_step(Sequence& s, double pass_ms) {
         r.n_drafted = n_own;
         r.n_accepted = std::min(v.n_accepted, n_own);
         s.auto_length->observe(r);
+        if (s.drafter) s.drafter->observe(r);
         r.n_drafted = d.size();
         r.n_accepted = v.n_accepted;
     }

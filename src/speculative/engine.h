@@ -22,7 +22,8 @@
 // by position: the row that checks draft token i sees the history INCLUDING drafts 0..i-1.
 //
 // The engine measures every pass once into its PassCost, which the draft-length controllers, the
-// draft length by load and the statistics read. A running step does not allocate (after warm-up).
+// draft length by load, the statistics and (under --draft auto) a drafter that chooses its draft
+// source by cost (Drafter::costs) read. A running step does not allocate (after warm-up).
 #pragma once
 
 #include <climits>

@@ -1,7 +1,8 @@
 // PassCost: THE model of what a target pass over r rows costs, measured once, in the engine
 // (speculative/engine.h), and read by everything that trades drafting against verifying: the
 // per-sequence draft length (speculative/draft_length/draft_length.h), the draft length by load
-// (speculative/draft_length/load_draft.h) and the statistics' plain-decoding estimate
+// (speculative/draft_length/load_draft.h), the draft source by cost
+// (speculative/draft_length/draft_source.h) and the statistics' plain-decoding estimate
 // (speculative/stats.h).
 //
 //  - A row count that was measured costs the median of its last kWindow passes (robust to the

@@ -25,7 +25,9 @@
 namespace specula {
 
 class Constraints;
+class PassCost;
 class Session;
+struct StepRecord;
 
 // One proposal: tokens d_1..d_n and, when drafting by sampling, the draft distribution q_i each
 // d_i was drawn from (the same temp/top-k/top-p/min-p transforms as the target's sampler).
@@ -103,8 +105,21 @@ class Drafter {
     // more often.
     void guide(Constraints* constraints) { guide_ = constraints; }
 
+    // Optional (the engine sets it for each generation under --draft auto, null otherwise): the
+    // engine's measured target-pass costs, valid while the generation runs, for a drafter that
+    // chooses between its draft sources by cost (SuffixDrafter with a model,
+    // speculative/draft_length/draft_source.h). After each such step, observe() gets what the
+    // step did, with this drafter's own drafted / accepted counts (grammar-forced tokens left out)
+    // and its draft time; by default, nothing. A drafter whose picks_length() is true then
+    // chooses its own draft length too: the engine asks it for up to the length controller's
+    // n_max (or the length by load, in `serve`), and it may propose nothing.
+    void costs(const PassCost* target_costs) { costs_ = target_costs; }
+    virtual void observe(const StepRecord& step) {}
+    virtual bool picks_length() const { return false; }
+
   protected:
     Constraints* guide_ = nullptr;
+    const PassCost* costs_ = nullptr;
 };
 
 }  // namespace specula

@@ -86,11 +86,19 @@ void SuffixDrafter::resume(std::span<const token_id> prompt) {
     if (model_) model_->resume(prompt);
 }
 
+std::span<const token_id> SuffixDrafter::ask_model(std::span<const token_id> history, int n,
+                                                   Draft& out) {
+    by_model_ = true;
+    model_->guide(guide_);
+    return model_->start(history, n, out);
+}
+
 std::span<const token_id> SuffixDrafter::start(std::span<const token_id> history, int n_max,
                                                Draft& out) {
     out.clear();
     out.has_q = false;
     by_model_ = false;
+    source_ = DraftSource::none;
     for (; fed_ < history.size(); ++fed_) appender_.push(history[fed_]);
     if (n_max <= 0) return {};
     SuffixMatch best = own_.match(history, n_max, limits_);
@@ -98,14 +106,20 @@ std::span<const token_id> SuffixDrafter::start(std::span<const token_id> history
         SuffixMatch shared = cache_->match(history, n_max, limits_);
         if (shared.score > best.score) best = std::move(shared);
     }
-    if (!best.tokens.empty() && best.match_len >= params_.min_match) {
+    const bool matched = !best.tokens.empty() && best.match_len >= params_.min_match;
+    if (model_ && costs_ && costs_->measured()) {  // --draft auto: by measured cost
+        const auto c = chooser_.choose(matched ? int(best.tokens.size()) : 0, n_max, *costs_);
+        source_ = c.source;
+        if (c.source == DraftSource::model) return ask_model(history, c.n, out);
+        if (c.source == DraftSource::free) out.tokens = std::move(best.tokens);
+        return {};  // DraftSource::none: a plain pass does better
+    }
+    if (matched) {
         out.tokens = std::move(best.tokens);
         return {};
     }
     if (!model_) return {};
-    by_model_ = true;
-    model_->guide(guide_);
-    return model_->start(history, n_max, out);
+    return ask_model(history, n_max, out);
 }
 
 std::span<const token_id> SuffixDrafter::next(Draft& out) {
@@ -115,6 +129,11 @@ std::span<const token_id> SuffixDrafter::next(Draft& out) {
 void SuffixDrafter::accept(int n_kept) {
     // A model that sat this step out catches up on the history at its next proposal.
     if (by_model_) model_->accept(n_kept);
+}
+
+void SuffixDrafter::observe(const StepRecord& step) {
+    chooser_.observe(source_, step);
+    source_ = DraftSource::none;  // a step without a proposal (length 0) is nobody's
 }
 
 void SuffixDrafter::end(std::span<const token_id> history, int n_prompt) {

@@ -7,13 +7,19 @@
 //     and cache_bytes of tree; the oldest outputs are evicted first.
 // Drafting costs a few tree walks, no model pass. With a model drafter given (--spec-type suffix
 // -md DRAFT.gguf), a step whose suffix draft matched at least min_match history tokens uses it,
-// and any other step asks the model (which catches up on the steps it skipped).
+// and any other step asks the model (which catches up on the steps it skipped). Under --draft auto
+// (Drafter::costs given, once a target pass is measured) the choice is by measured cost instead
+// (speculative/draft_length/draft_source.h): the tree's draft, free, or the model's at its best
+// length, whichever is expected to produce more tokens per millisecond from each one's own
+// running acceptance and the model's measured draft passes, or no draft when a plain pass is
+// expected to do better (it picks the length: Drafter::picks_length).
 #pragma once
 
 #include <deque>
 #include <memory>
 #include <mutex>
 
+#include "speculative/draft_length/draft_source.h"
 #include "speculative/drafters/drafter.h"
 #include "speculative/drafters/suffix_params.h"
 #include "speculative/drafters/suffix_tree.h"
@@ -58,13 +64,18 @@ class SuffixDrafter final : public Drafter {
     Session* session() override { return model_ ? model_->session() : nullptr; }
     int steps() const override { return by_model_ ? model_->steps() : 0; }
     void accept(int n_kept) override;
+    void observe(const StepRecord& step) override;
+    bool picks_length() const override { return model_ && costs_; }
     void end(std::span<const token_id> history, int n_prompt) override;
 
     // The last proposal came from the model drafter (false: from a suffix tree, or none).
     bool last_by_model() const { return by_model_; }
+    // The choices by cost so far (--draft auto with a model; kept across generations).
+    const DraftSourceChooser& chooser() const { return chooser_; }
 
   private:
     void restart();
+    std::span<const token_id> ask_model(std::span<const token_id> history, int n, Draft& out);
 
     SuffixParams params_;
     SuffixLimits limits_;
@@ -74,6 +85,8 @@ class SuffixDrafter final : public Drafter {
     SuffixTree::Appender appender_;
     size_t fed_ = 0;  // history tokens in own_
     bool by_model_ = false;
+    DraftSourceChooser chooser_;
+    DraftSource source_ = DraftSource::none;  // the last proposal's, when chosen by cost
 };
 
 }  // namespace specula
