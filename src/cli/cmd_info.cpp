@@ -132,7 +132,22 @@ void print_tokenizer(const GGUFFile& f) {
 }
 
 // Layers of their own shapes or sharing another's cache (gemma4): what each kind of layer keeps.
+// A Mamba-2 hybrid's (nemotron_h) kinds: what each keeps per sequence.
+std::string mamba2_kinds(const HParams& hp) {
+    int n_att = 0;
+    for (int il = 0; il < hp.n_layer; ++il)
+        n_att += !hp.is_recurrent(il) && hp.layer_n_head_kv(il) > 0;
+    const int n_ssm = hp.n_recurrent();
+    return std::to_string(n_ssm) +
+           " Mamba-2 (a recurrent state each: " + std::to_string(hp.ssm_dt_rank) + " heads of " +
+           std::to_string(hp.ssm_d_inner / hp.ssm_dt_rank) + " x state " +
+           std::to_string(hp.ssm_d_state) + ", no cache), " + std::to_string(n_att) +
+           " attention (the KV cache, heads of " + std::to_string(hp.head_dim) + "), " +
+           std::to_string(hp.n_layer - n_ssm - n_att) + " MLP (nothing kept)";
+}
+
 std::string layer_shapes(const HParams& hp) {
+    if (hp.ssm_kind == HParams::SsmKind::Mamba2) return mamba2_kinds(hp);
     if (hp.n_head_kv_arr.empty() && hp.head_dim_swa == 0 && hp.kv_src.empty()) return "";
     int n_swa = 0, n_shared = 0;
     for (int il = 0; il < hp.n_layer; ++il) {
@@ -169,12 +184,15 @@ void print_support(const std::string& path, int n_ctx) {
                      std::to_string(hp.n_head) + " heads of " + std::to_string(hp.mla_head_k) +
                      " / " + std::to_string(hp.mla_head_v) + ")");
         }
-        if (const std::string l = layer_shapes(model->hparams()); !l.empty()) line("layer kinds", l);
+        if (const std::string l = layer_shapes(model->hparams()); !l.empty())
+            line("layer kinds", l);
         if (const double rs = RecurrentState::bytes(model->hparams()); rs > 0) {
             line("recurrent state (f32, in the kv cache line)",
                  format_bytes(uint64_t(rs)) + " for " +
                      std::to_string(model->hparams().n_recurrent()) +
-                     " DeltaNet layers (state, rollback snapshot, kept pass inputs)");
+                     (model->hparams().ssm_kind == HParams::SsmKind::Mamba2 ? " Mamba-2"
+                                                                            : " DeltaNet") +
+                     " layers (state, rollback snapshot, kept pass inputs)");
         }
     } catch (const Error& e) {
         line("supported", std::string("no: ") + e.what());

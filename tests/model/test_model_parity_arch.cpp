@@ -11,7 +11,9 @@
 // at twice the tolerance, arch_parity.h) and deepseek2 (F16 and Q8_0: MLA over a latent cache,
 // DeepSeek-style routing with a shared expert; flash-attention references too) and glm4moe (F16
 // with its MTP layer, Q8_0: attention biases, partial rope, sigmoid-routed experts beside an
-// ungated shared one, a leading dense layer; scripts/models/arch_glm4moe.py). Each
+// ungated shared one, a leading dense layer; scripts/models/arch_glm4moe.py) and nemotron_h (F16
+// and Q8_0: Mamba-2, attention and MLP layers; referenced by a float64 numpy forward,
+// scripts/models/ref_nemotron_h.py, as no peer runs it). Each
 // prompt is tokenised and compared with
 // the reference ids, evaluated in one batch (every position's logits against the reference top-10),
 // then the reference greedy tokens are teacher-forced one per eval. Tolerances by weight type as in
@@ -35,7 +37,7 @@ using json = nlohmann::json;
 using specula::token_id;
 
 const std::string& kDataDir = specula::test::kArchDataDir;
-constexpr int kExpectedFiles = 20;
+constexpr int kExpectedFiles = 22;
 
 std::vector<std::string> reference_stems() {
     std::vector<std::string> out;

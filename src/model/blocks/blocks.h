@@ -51,4 +51,11 @@ void dense_ffn(PassState& st, const LayerWeights& l, int nrows, float* out);
 // x += ssm_out(rms_norm(o) * ssm_norm * silu(z)). In the last layer only the output rows go on.
 void delta_net(PassState& st, const LayerWeights& l);
 
+// --- Mamba-2 (block_mamba2.cpp, model/state/mamba2.h) ---
+// A whole Mamba-2 mixer over every segment's recurrent state, on h = rms_norm(x) * attn_norm:
+// [z | xBC | dt] = ssm_in h (into `proj`: n_rows x (2 d_inner + 2 n_group d_state + n_head));
+// y = the conv and the scan (plus D x); y = rms_norm(y * silu(z)) per group of d_inner / n_group
+// times ssm_norm; x += ssm_out y. In the last layer only the output rows go on.
+void mamba2(PassState& st, const LayerWeights& l, float* proj);
+
 }  // namespace specula

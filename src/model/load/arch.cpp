@@ -9,10 +9,10 @@ namespace specula {
 
 namespace {
 
-const ArchSpec* const kArchs[] = {&kLlamaArch,     &kQwen2Arch,    &kQwen3Arch,  &kQwen3MoeArch,
-                                  &kGemma2Arch,    &kGemma3Arch,   &kGemma4Arch, &kGptOssArch,
-                                  &kPhi3Arch,      &kMistral3Arch, &kQwen35Arch, &kQwen35MoeArch,
-                                  &kDeepseek2Arch, &kGlm4MoeArch};
+const ArchSpec* const kArchs[] = {&kLlamaArch,     &kQwen2Arch,    &kQwen3Arch,    &kQwen3MoeArch,
+                                  &kGemma2Arch,    &kGemma3Arch,   &kGemma4Arch,   &kGptOssArch,
+                                  &kPhi3Arch,      &kMistral3Arch, &kQwen35Arch,   &kQwen35MoeArch,
+                                  &kDeepseek2Arch, &kGlm4MoeArch,  &kNemotronHArch};
 
 }  // namespace
 

@@ -88,6 +88,7 @@ extern const ArchSpec kQwen35Arch;     // model/arch/qwen35.cpp (Qwen3.5 / 3.6 h
 extern const ArchSpec kQwen35MoeArch;  // model/arch/qwen35.cpp
 extern const ArchSpec kDeepseek2Arch;  // model/arch/deepseek2.cpp (MLA, DeepSeek V3)
 extern const ArchSpec kGlm4MoeArch;    // model/arch/glm4moe.cpp (GLM-4.5 / 4.6 / 4.7 MoE)
+extern const ArchSpec kNemotronHArch;  // model/arch/nemotron_h.cpp (Mamba-2 hybrid)
 
 // Every supported architecture, in the order the error message lists them.
 std::span<const ArchSpec* const> archs();

@@ -78,6 +78,13 @@ struct HParams {
     // an output gate (attn_gated). n_ff_shexp: the shared expert's width (0: none).
     int ssm_d_conv = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_dt_rank = 0;
     std::vector<uint8_t> recurrent_layers;  // n_layer flags (empty: none)
+    // The recurrence of the recurrent layers: Gated DeltaNet (qwen35, above), or Mamba-2
+    // (nemotron_h; model/state/mamba2.h): a causal conv over ssm_d_inner + 2 ssm_n_group x
+    // ssm_d_state channels ([x | B | C]), then the selective scan over ssm_dt_rank heads of
+    // ssm_d_inner / ssm_dt_rank channels, each with a state of ssm_d_state per channel.
+    enum class SsmKind : uint8_t { DeltaNet, Mamba2 };
+    SsmKind ssm_kind = SsmKind::DeltaNet;
+    int ssm_d_inner = 0;  // Mamba-2's inner width (ssm.inner_size)
     bool attn_gated = false;
     int n_ff_shexp = 0;
     // IMROPE's sections (rope.dimension_sections; qwen35): text positions rotate every pair but
@@ -141,8 +148,15 @@ struct HParams {
         return n;
     }
     int ssm_key_dim() const { return ssm_d_state * ssm_n_group; }
-    int ssm_value_dim() const { return ssm_d_state * ssm_dt_rank; }
-    int ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
+    // The recurrent output's width per row: DeltaNet's value heads, Mamba-2's inner width.
+    int ssm_value_dim() const {
+        return ssm_kind == SsmKind::Mamba2 ? ssm_d_inner : ssm_d_state * ssm_dt_rank;
+    }
+    // The conv's channels: DeltaNet's [q | k | v], Mamba-2's [x | B | C].
+    int ssm_conv_dim() const {
+        return ssm_kind == SsmKind::Mamba2 ? ssm_d_inner + 2 * ssm_key_dim()
+                                           : 2 * ssm_key_dim() + ssm_value_dim();
+    }
 
     int n_embd_q() const { return n_head * head_dim; }      // width of Q and of the attention out
     int n_embd_kv() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)

@@ -46,6 +46,7 @@ void pack_weights(Model& m, int n_threads) {
               &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp, &l.ple_gate, &l.ple_proj}) {
             if (packs(*w)) todo.push_back(w);
         }
+        if (packs(l.ssm_in)) todo.push_back(&l.ssm_in);  // Mamba-2's projection (nemotron_h)
     }
     // Stacked experts pack as one matrix when each expert is whole tiles: expert e is then tiles
     // [e * rows / kPackRows, ...) of it (model/blocks/moe.cpp's expert_view), and a pass over many

@@ -51,6 +51,11 @@ struct LayerWeights {
     // and alpha projections (dt_rank rows each), the per-head output norm [d_state] and ssm_out.
     WeightView ssm_qkv, ssm_gate, ssm_beta, ssm_alpha, ssm_out;
     const float *ssm_conv1d = nullptr, *ssm_dt = nullptr, *ssm_a = nullptr, *ssm_norm = nullptr;
+    // Mamba-2 (nemotron_h's recurrent layers; the conv taps, dt bias, A, ssm_norm and ssm_out
+    // above): the fused input projection ssm_in (rows [z | x B C | dt]: 2 d_inner + 2 n_group
+    // d_state + n_head), the conv's bias [conv_dim] and the skip D [n_head].
+    WeightView ssm_in;
+    const float *ssm_conv1d_b = nullptr, *ssm_d = nullptr;
     // Gemma 4: the layer's output scale (one value), and its per-layer input's gate
     // [n_embd -> ple], projection [ple -> n_embd] and output norm.
     const float* out_scale = nullptr;

@@ -19,23 +19,55 @@ DeltaNetShape delta_net_shape(const HParams& hp) {
     return s;
 }
 
+namespace {
+
+// Per recurrent layer: the conv state and the recurrence's state (floats), and per kept position
+// the conv inputs and the gate values (DeltaNet's g and beta, Mamba-2's dt).
+struct LayerSizes {
+    int64_t conv_state = 0, ssm_state = 0;
+    int conv_dim = 0, n_gate = 0;
+};
+
+LayerSizes layer_sizes(const HParams& hp) {
+    LayerSizes z;
+    if (hp.ssm_kind == HParams::SsmKind::Mamba2) {
+        const Mamba2Shape s = mamba2_shape(hp);
+        z = {s.conv_state(), s.ssm_state(), s.conv_dim(), s.n_head};
+    } else {
+        const DeltaNetShape s = delta_net_shape(hp);
+        z = {s.conv_state(), s.ssm_state(), s.conv_dim, 2 * s.n_v_heads};
+    }
+    return z;
+}
+
+}  // namespace
+
 double RecurrentState::bytes(const HParams& hp, bool rollback) {
     const int n = hp.n_recurrent();
     if (n == 0) return 0;
-    const DeltaNetShape s = delta_net_shape(hp);
-    const double state = double(s.conv_state()) + s.ssm_state();
+    const LayerSizes z = layer_sizes(hp);
+    const double state = double(z.conv_state) + double(z.ssm_state);
     double per_layer = state;
     double scratch = 0;
     if (rollback) {
-        per_layer = 2 * state + double(kKeepMax) * (s.conv_dim + 2.0 * s.n_v_heads);
-        scratch = double(kKeepMax) * s.conv_dim;
+        per_layer = 2 * state + double(kKeepMax) * (z.conv_dim + double(z.n_gate));
+        scratch = double(kKeepMax) * z.conv_dim;
     }
     return sizeof(float) * (n * per_layer + scratch);
 }
 
 RecurrentState::RecurrentState(const HParams& hp, bool rollback)
-    : shape_(delta_net_shape(hp)), rollback_(rollback) {
+    : mamba2_(hp.ssm_kind == HParams::SsmKind::Mamba2), rollback_(rollback) {
     if (hp.n_recurrent() == 0) return;
+    if (mamba2_)
+        m2_ = mamba2_shape(hp);
+    else
+        shape_ = delta_net_shape(hp);
+    const LayerSizes z = layer_sizes(hp);
+    conv_dim_ = z.conv_dim;
+    n_gate_ = z.n_gate;
+    conv_state_ = z.conv_state;
+    ssm_state_ = z.ssm_state;
     slot_of_.assign(size_t(hp.n_layer), -1);
     const int nb = rollback ? 2 : 1;
     for (int il = 0; il < hp.n_layer; ++il) {
@@ -43,16 +75,16 @@ RecurrentState::RecurrentState(const HParams& hp, bool rollback)
         slot_of_[size_t(il)] = int(slots_.size());
         Slot& s = slots_.emplace_back();
         for (int b = 0; b < nb; ++b) {
-            s.conv[b].assign(size_t(shape_.conv_state()), 0.0f);
-            s.ssm[b].assign(size_t(shape_.ssm_state()), 0.0f);
+            s.conv[b].assign(size_t(conv_state_), 0.0f);
+            s.ssm[b].assign(size_t(ssm_state_), 0.0f);
         }
-        if (rollback) {
-            s.x.resize(size_t(kKeepMax) * shape_.conv_dim);
-            s.g.resize(size_t(kKeepMax) * shape_.n_v_heads);
-            s.beta.resize(size_t(kKeepMax) * shape_.n_v_heads);
+        if (rollback) {  // DeltaNet's g and beta are n_gate / 2 each; Mamba-2's dt all of it
+            s.x.resize(size_t(kKeepMax) * conv_dim_);
+            s.g.resize(size_t(kKeepMax) * (mamba2_ ? n_gate_ : n_gate_ / 2));
+            if (!mamba2_) s.beta.resize(size_t(kKeepMax) * (n_gate_ / 2));
         }
     }
-    if (rollback) scratch_.resize(size_t(kKeepMax) * shape_.conv_dim);
+    if (rollback) scratch_.resize(size_t(kKeepMax) * conv_dim_);
 }
 
 void RecurrentState::begin_pass(int pos0, int n) {
@@ -73,7 +105,7 @@ RecurrentState::LayerIO RecurrentState::layer(int il) {
     if (kept_) {
         io.keep_x = s.x.data();
         io.keep_g = s.g.data();
-        io.keep_beta = s.beta.data();
+        io.keep_beta = s.beta.empty() ? nullptr : s.beta.data();
     }
     return io;
 }
@@ -105,16 +137,26 @@ void RecurrentState::restore(const Model& m, int n, int n_past, ThreadPool& pool
     }
     if (n == 0) return zero();
     const int steps = n - pass_start_;
-    const int snap = 1 - cur_;
-    for (int il = 0; il < int(slot_of_.size()); ++il) {
-        if (slot_of_[size_t(il)] < 0) continue;
-        Slot& s = slots_[size_t(slot_of_[size_t(il)])];
-        const LayerWeights& l = m.layers[size_t(il)];
-        delta_net_run(shape_, l.ssm_conv1d, s.conv[snap].data(), s.conv[cur_].data(),
-                      s.ssm[snap].data(), s.ssm[cur_].data(), s.x.data(), s.g.data(), s.beta.data(),
-                      steps, nullptr, scratch_.data(), pool);
-    }
+    for (int il = 0; il < int(slot_of_.size()); ++il)
+        if (slot_of_[size_t(il)] >= 0) replay(m, il, steps, pool);
     pass_len_ = steps;
+}
+
+// Layer il's state from the snapshot through the first `steps` kept positions of the last pass.
+void RecurrentState::replay(const Model& m, int il, int steps, ThreadPool& pool) {
+    const int snap = 1 - cur_;
+    Slot& s = slots_[size_t(slot_of_[size_t(il)])];
+    const LayerWeights& l = m.layers[size_t(il)];
+    if (mamba2_) {
+        const Mamba2Weights w{l.ssm_conv1d, l.ssm_conv1d_b, l.ssm_a, l.ssm_d};
+        mamba2_run(m2_, w, s.conv[snap].data(), s.conv[cur_].data(), s.ssm[snap].data(),
+                   s.ssm[cur_].data(), s.x.data(), s.g.data(), steps, nullptr, scratch_.data(),
+                   pool);
+        return;
+    }
+    delta_net_run(shape_, l.ssm_conv1d, s.conv[snap].data(), s.conv[cur_].data(),
+                  s.ssm[snap].data(), s.ssm[cur_].data(), s.x.data(), s.g.data(), s.beta.data(),
+                  steps, nullptr, scratch_.data(), pool);
 }
 
 }  // namespace specula

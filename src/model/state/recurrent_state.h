@@ -1,7 +1,8 @@
 // The recurrent state of one sequence of a hybrid model (qwen35's Gated DeltaNet layers,
-// model/state/delta_net.h), kept by its Session next to the KV cache, all in F32: per recurrent
-// layer the conv state ((d_conv - 1) x conv_dim) and the delta rule's state (n_v_heads x
-// head_dim^2).
+// model/state/delta_net.h; nemotron_h's Mamba-2 layers, model/state/mamba2.h: HParams::ssm_kind),
+// kept by its Session next to the KV cache, all in F32: per recurrent layer the conv state
+// ((d_conv - 1) x conv_dim) and the recurrence's state (DeltaNet: n_v_heads x head_dim^2;
+// Mamba-2: d_inner x d_state).
 //
 // Exact rollback for speculation. A verify pass over [last, drafts] must be able to stop after
 // any of its positions. Two ways:
@@ -12,7 +13,8 @@
 //       two buffers instead of in place) and the pass's per-position inputs of the recurrence
 //       (conv_dim + 2 n_v_heads floats a position and layer, ~1/1000 of a state), and on
 //       rollback to position i replay positions [start, i) from the snapshot: only the conv and
-//       the delta rule, no matmul, bit-identical to the pass (same code, same order).
+//       the delta rule (Mamba-2: the conv and the scan, over conv_dim + n_head inputs a
+//       position), no matmul, bit-identical to the pass (same code, same order).
 // (b) is what this does: a pass costs nothing extra but the input copies; a rollback costs at
 // most the recurrence of the accepted tokens (a fraction of the pass), and an all-accepted step
 // nothing. Memory: two states plus kKeepMax positions of inputs per layer (bytes()).
@@ -37,6 +39,7 @@
 #include "common/threadpool.h"
 #include "model/load/hparams.h"
 #include "model/state/delta_net.h"
+#include "model/state/mamba2.h"
 
 namespace specula {
 
@@ -59,7 +62,6 @@ class RecurrentState {
     static double bytes(const HParams& hp, bool rollback = true);
 
     bool empty() const { return slots_.empty(); }
-    const DeltaNetShape& shape() const { return shape_; }
 
     // A pass of n tokens at positions pos0 .. begins: the current state becomes the snapshot.
     void begin_pass(int pos0, int n);
@@ -68,7 +70,8 @@ class RecurrentState {
     struct LayerIO {
         const float *conv_in = nullptr, *ssm_in = nullptr;
         float *conv_out = nullptr, *ssm_out = nullptr;
-        // Where the pass's inputs go (x: n x conv_dim, g and beta: n x n_v); null: not kept.
+        // Where the pass's inputs go (x: n x conv_dim, g and beta: n x n_v; Mamba-2: its dt in
+        // keep_g, n x n_head, and no beta); null: not kept.
         float *keep_x = nullptr, *keep_g = nullptr, *keep_beta = nullptr;
     };
     LayerIO layer(int il);
@@ -86,7 +89,13 @@ class RecurrentState {
     };
     void zero();
 
+    void replay(const Model& m, int il, int steps, ThreadPool& pool);
+
+    bool mamba2_ = false;  // HParams::SsmKind::Mamba2: m2_, else shape_
     DeltaNetShape shape_;
+    Mamba2Shape m2_;
+    int conv_dim_ = 0, n_gate_ = 0;           // per kept position: conv_dim_ x, n_gate_ g values
+    int64_t conv_state_ = 0, ssm_state_ = 0;  // floats per layer
     bool rollback_ = true;
     std::vector<int> slot_of_;  // per layer: its slot, or -1
     std::vector<Slot> slots_;

@@ -25,7 +25,9 @@ std::vector<KVLayerShape> kv_shapes(const HParams& hp) {
 std::vector<int> kv_windows(const HParams& hp) {
     std::vector<int> w(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il)
-        w[size_t(il)] = hp.is_recurrent(il) || !hp.own_kv(il) ? -1 : hp.window(il);
+        w[size_t(il)] = hp.is_recurrent(il) || !hp.own_kv(il) || hp.layer_n_head_kv(il) == 0
+                            ? -1
+                            : hp.window(il);
     return w;
 }
 
