@@ -132,6 +132,10 @@ std::string fmt(double bytes) {
     return format_bytes(static_cast<uint64_t>(bytes));
 }
 
+std::string times_n(int n) {
+    return std::to_string(n) + " x ";
+}
+
 // The device share of `m` (its Model::placement(), as a Session with the default offload uses).
 DeviceShare& share_of(MemoryPlan& p, const OffloadPlan& o) {
     for (DeviceShare& d : p.devices)
@@ -200,6 +204,7 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan&
     p.kv_pool = c.kv_pool;
     p.kv_seqs = c.kv_pool > 0 ? double(c.kv_pool) / n_ctx : double(c.n_seqs);
     p.available = available;
+    p.drafter = c.drafter;
     const double rss = resident_set_bytes();
     const double held = weights_resident(target) + (draft ? weights_resident(*draft) : 0.0);
     p.runtime = std::max(0.0, rss - held);
@@ -212,7 +217,7 @@ std::string describe(const MemoryPlan& p) {
     std::ostringstream s;
     // One cache per sequence: "KV 4 x 1.00 MiB"; a pool: "KV pool 2048 positions 1.00 MiB".
     const bool pool = p.kv_pool > 0;
-    const std::string times = !pool && p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "";
+    const std::string times = !pool && p.n_seqs > 1 ? times_n(p.n_seqs) : "";
     const double kv_mult = pool ? p.kv_seqs : 1.0;
     s << "memory: ";
     if (p.runtime > 0) s << "runtime " << fmt(p.runtime) << " + ";
@@ -223,7 +228,10 @@ std::string describe(const MemoryPlan& p) {
         s << " + draft weights " << fmt(p.draft_weights) << " + draft KV " << times
           << fmt(kv_mult * p.draft_kv);
     s << " + passes " << fmt(p.target_pass + p.draft_pass);
-    s << " + logits " << (p.n_seqs > 1 ? std::to_string(p.n_seqs) + " x " : "") << fmt(p.logits);
+    s << " + logits " << (p.n_seqs > 1 ? times_n(p.n_seqs) : "") << fmt(p.logits);
+    for (const DrafterPart& d : p.drafter)
+        s << " + " << d.label << " " << (d.per_seq && p.n_seqs > 1 ? times_n(p.n_seqs) : "")
+          << fmt(d.bytes);
     if (p.prompt_cache > 0) s << " + prompt cache " << fmt(p.prompt_cache);
     s << " = " << fmt(p.total());
     if (p.available > 0)

@@ -7,6 +7,9 @@
 // With -ngl / -ngld, the plan also counts each Vulkan device's share (the offloaded weights and
 // the device KV caches, model/load/offload.h's plan_offload) against that device's memory, and
 // refuses a device that cannot hold its share, naming the device, the sizes and the flag to lower.
+// A drafter that is not a draft model (an EAGLE-3 head and its cache, Medusa heads, the suffix
+// trees) is counted as the parts the runtime names (DrafterPart, from the speculative setup:
+// speculative/drafter_memory.h).
 #pragma once
 
 #include <string>
@@ -24,6 +27,14 @@ struct DeviceShare {
     double have = 0;  // the device's memory; 0: unknown, never refused
     double target_weights = 0, target_kv = 0, draft_weights = 0, draft_kv = 0;
     double total() const { return target_weights + target_kv + draft_weights + draft_kv; }
+};
+
+// One part of a drafter's memory besides a draft model: held once (a head's weights, the suffix
+// cache's bound) or by every sequence (a head's KV cache, a sequence's own suffix tree).
+struct DrafterPart {
+    std::string label;  // how the plan line names it, e.g. "EAGLE-3 head"
+    double bytes = 0;
+    bool per_seq = false;
 };
 
 struct MemoryPlan {
@@ -44,9 +55,15 @@ struct MemoryPlan {
     int64_t kv_pool = 0;      // serve's KV pool in positions (0: each sequence its whole cache)
     double available = 0;     // 0: unknown (no /proc/meminfo), never refused
     double prompt_cache = 0;  // serve --cache-ram: the host-RAM prompt cache's bound
+    std::vector<DrafterPart> drafter;  // CachePlan::drafter
+    double drafter_bytes() const {
+        double b = 0;
+        for (const DrafterPart& d : drafter) b += d.per_seq ? n_seqs * d.bytes : d.bytes;
+        return b;
+    }
     double total() const {
         return runtime + target_weights + draft_weights + kv_seqs * (target_kv + draft_kv) +
-               target_pass + draft_pass + n_seqs * logits + prompt_cache;
+               target_pass + draft_pass + n_seqs * logits + prompt_cache + drafter_bytes();
     }
     std::vector<DeviceShare> devices;  // one per Vulkan device in use
 };
@@ -68,6 +85,8 @@ struct CachePlan {
     // serve's KV pool: the positions of every slot's caches together (server/serving/kv_pool.h); 0:
     // each sequence its whole context.
     int64_t kv_pool = 0;
+    // A drafter's memory besides a draft model (speculative/drafter_memory.h); empty: none.
+    std::vector<DrafterPart> drafter;
 };
 
 // The plan for a target and an optional draft model; each "KV" counts, for a hybrid model, its
@@ -78,7 +97,8 @@ MemoryPlan plan_memory(const Model& target, const Model* draft, const CachePlan&
 
 // "memory: runtime 9 MiB + weights 1.2 MiB + KV 5.0 MiB + ... = 18.1 MiB of 20.3 GiB
 // available"; with several sequences "KV 4 x 5.0 MiB", with a pool "KV pool 2048 positions
-// 5.0 MiB".
+// 5.0 MiB"; a drafter's parts by their labels ("+ EAGLE-3 head 1.1 MiB + EAGLE-3 head KV 4 x
+// 512 KiB").
 std::string describe(const MemoryPlan& p);
 
 // Error when the plan exceeds the available memory or a device's share exceeds the device.

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/threadpool.h"
+#include "speculative/drafter_memory.h"
 
 namespace specula {
 
@@ -115,6 +116,7 @@ MemoryPlan plan_runtime(const RuntimeOptions& o, const Runtime& rt, double avail
                  o.n_seqs,
                  o.n_ubatch,
                  std::max(max_verify_rows(o.speculative), o.logit_rows)};
+    cp.drafter = drafter_memory(rt.speculative, rt.n_ctx, rt.type_k, rt.type_v);
     MemoryPlan plan = plan_memory(*rt.target, draft, cp, available);
     if (o.n_seqs > 1) {
         cp.kv_pool = kv_pool_positions(o, rt.n_ctx, plan);
