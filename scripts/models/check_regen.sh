@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates every file scripts/models makes into a temporary folder and checks it byte for
-# byte: the files of tests/data/arch against the committed ones, the rest (MTP trunks, the
-# vocab-model files, the tokenizer converter's vocabularies and, with --all, the timing targets
+# byte: the files of tests/data/arch and tests/data/dflash against the committed ones, the rest
+# (MTP trunks, the vocab-model files, the tokenizer converter's vocabularies and, with --all, the timing targets
 # and the Qwen3-0.6B-shaped file: minutes and ~4 GB) against the sums in regen.sha256.
 # A developer's check after touching scripts/models; not part of CI (slow-ish).
 #   usage: scripts/models/check_regen.sh [--all] [SHARED_DIR]
@@ -35,6 +35,11 @@ echo "tests/data/arch: $n files equal to the committed ones"
 for s in rand-qwen35-mtp1-tok512-d128-l4-F16 rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16; do
     $make sidecar "$tmp/arch/$s.gguf" "$tmp/arch/$s.trunk.gguf" "$tmp/$s.sidecar.gguf" > /dev/null
     cmp -s "$tmp/$s.sidecar.gguf" "$tmp/arch/$s.sidecar.gguf" || { echo "DIFFERS: sidecar of $s"; fail=1; }
+done
+mkdir -p "$tmp/dflash"
+$py "$here/dflash_draft.py" "$tmp/dflash" --shared "$shared" > /dev/null
+for f in "$tmp"/dflash/*.gguf; do
+    cmp -s "$f" "$root/tests/data/dflash/$(basename "$f")" || { echo "DIFFERS: tests/data/dflash/$(basename "$f")"; fail=1; }
 done
 vocab=$shared/vocab/ggml-vocab-qwen3.gguf
 $make vocab "$vocab" "$tmp/vocab/qwen3-vocab-l2.gguf" --layers 2 > /dev/null

@@ -3,16 +3,16 @@
 // part of the Specula build: built and run by scripts/models/make_dflash_refs.sh against
 // ik_llama.cpp's libllama and libcommon (its DFlash runs through common/speculative's state).
 //
-// For each prompt of a prompts JSON, from an empty cache (1 thread, flash attention on: ik_llama.cpp's
-// DFlash needs it, F16 K/V, n_ctx 512): the target evaluates the prompt t_0 .. t_{n-1} in one batch
-// and hands its features (the outputs of the drafter's target layers, every row) to the drafter;
-// "next" is the argmax of the target's last row; the drafter proposes K tokens in one pass over
-// [next, mask x K] at positions n .. n + K ("drafts", and the top-10 logits of each mask row,
-// "rows"). Then a second step: the target evaluates [next, d_1, d_2] at n .. n + 2, all three rows'
-// features are handed on (as if both drafts were kept), "next2" is the argmax of its last row, and
-// the drafter proposes again from it ("drafts2", "rows2"). The logits come from the draft graph's
-// "result_output" tensor (ik_llama.cpp skips copying them out when the graph takes the argmax), read
-// through an eval callback on the drafter's context.
+// For each prompt of a prompts JSON, from an empty cache (1 thread, flash attention on:
+// ik_llama.cpp's DFlash needs it, F16 K/V, n_ctx 512): the target evaluates the prompt t_0 ..
+// t_{n-1} in one batch and hands its features (the outputs of the drafter's target layers, every
+// row) to the drafter; "next" is the argmax of the target's last row; the drafter proposes K tokens
+// in one pass over [next, mask x K] at positions n .. n + K ("drafts", and the top-10 logits of
+// each mask row, "rows"). Then a second step: the target evaluates [next, d_1, d_2] at n .. n + 2,
+// all three rows' features are handed on (as if both drafts were kept), "next2" is the argmax of
+// its last row, and the drafter proposes again from it ("drafts2", "rows2"). The logits come from
+// the draft graph's "result_output" tensor (ik_llama.cpp skips copying them out when the graph
+// takes the argmax), read through an eval callback on the drafter's context.
 //   usage: dflash_ref_dump TARGET.gguf DRAFT.gguf PROMPTS.json K > OUT.json
 #include <algorithm>
 #include <cstdio>
@@ -80,8 +80,7 @@ bool propose(common_speculative* spec, gpt_params& params, llama_token next, int
 bool target_eval(common_speculative* spec, llama_context* ctx, const llama_tokens& toks, int pos0,
                  bool prompt) {
     llama_batch b = llama_batch_init(int(toks.size()), 0, 1);
-    for (size_t i = 0; i < toks.size(); ++i)
-        common_batch_add(b, toks[i], pos0 + int(i), {0}, true);
+    for (size_t i = 0; i < toks.size(); ++i) common_batch_add(b, toks[i], pos0 + int(i), {0}, true);
     const bool ok = llama_decode(ctx, b) == 0 &&
                     common_speculative_on_target_seq_batch(spec, ctx, b, 0, prompt) == 0;
     llama_batch_free(b);
@@ -96,10 +95,25 @@ int main(int argc, char** argv) {
         return 2;
     }
     const int k = std::atoi(argv[4]);
-    std::vector<std::string> args = {
-        "dflash_ref_dump", "-m",   argv[1], "-md", argv[2], "-t",     "1",      "-c",
-        "512",             "-b",   "512",   "-ub", "512",   "-fa",    "on",     "--temp",
-        "0",               "--spec-type", "dflash:n_max=" + std::to_string(k) + ",p_min=0.0"};
+    std::vector<std::string> args = {"dflash_ref_dump",
+                                     "-m",
+                                     argv[1],
+                                     "-md",
+                                     argv[2],
+                                     "-t",
+                                     "1",
+                                     "-c",
+                                     "512",
+                                     "-b",
+                                     "512",
+                                     "-ub",
+                                     "512",
+                                     "-fa",
+                                     "on",
+                                     "--temp",
+                                     "0",
+                                     "--spec-type",
+                                     "dflash:n_max=" + std::to_string(k) + ",p_min=0.0"};
     std::vector<char*> av;
     for (auto& a : args) av.push_back(a.data());
     gpt_params params;
@@ -120,8 +134,8 @@ int main(int argc, char** argv) {
     ctx_dft->cparams.cb_eval_user_data = nullptr;
     const int nv = llama_n_vocab(model);
 
-    std::printf("{\"format\": \"ik-dflash-dump/1\", \"n_vocab\": %d, \"k\": %d, \"prompts\": [",
-                nv, k);
+    std::printf("{\"format\": \"ik-dflash-dump/1\", \"n_vocab\": %d, \"k\": %d, \"prompts\": [", nv,
+                k);
     const auto prompts = ref_prompts::read_prompts(argv[3]);
     for (size_t p = 0; p < prompts.size(); ++p) {
         const llama_tokens toks = common_tokenize(ctx, prompts[p].second, true, false);
