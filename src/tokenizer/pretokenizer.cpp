@@ -45,6 +45,15 @@ const char* const kDeepseekLetters =
 const char* const kDeepseekPunct =
     R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
 
+// DeepSeek V3: kana and the CJK ideographs as its tokenizer.json lists them.
+const char* const kDeepseekV3Cjk = R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)";
+// DeepSeek V3's words. llama.cpp runs this regex on its collapsed text, where the ASCII '~' is in
+// neither \p{P} nor \p{S} (its ASCII table for \p{S} lacks it); the classes here leave '~' out
+// the same way.
+const char* const kDeepseekV3Words =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|(?:~|[^\r\n\p{L}\p{P}\p{S}])?[\p{L}\p{M}]+)"
+    R"(| ?(?:(?!~)[\p{P}\p{S}])+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // o200k (gpt-4o, gpt-oss) as llama.cpp runs it: on the collapsed text (pretokenizer.h), with
 // \p{L} = [\xD2A-Za-z] and \p{N} = [\xD10-9]; an "upper case" letter is a letter that is not a-z,
 // a "lower case" one a letter that is not A-Z, so every non-ASCII letter is both.
@@ -94,6 +103,25 @@ PreTokenizerSpec spec_by_canonical(const std::string& pre) {
         s.clean_spaces = false;
         return s;
     }
+    if (pre == "deepseek-v3") {
+        auto s = make_spec(pre, {R"(\p{N}{1,3})", kDeepseekV3Cjk, kDeepseekV3Words});
+        s.clean_spaces = false;
+        return s;
+    }
+    if (pre == "glm4") {
+        auto s = make_spec(pre, {kLlama3});
+        s.no_default_bos = true;
+        return s;
+    }
+    if (pre == "gemma4") {
+        // SentencePiece-style BPE: no words, only lines and runs of newlines.
+        auto s = make_spec(pre, {R"([^\n]+|[\n]+)"});
+        s.byte_encode = false;
+        s.escape_spaces = true;
+        s.whole_newline_runs = true;
+        s.force_add_bos = true;
+        return s;
+    }
     if (pre == "deepseek-coder") {
         auto s = make_spec(pre, {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"});
         s.clean_spaces = false;
@@ -126,6 +154,7 @@ std::string canonical_pre(const std::string& pre) {
     if (pre.empty()) return "default";
     if (pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3") return "llama3";
     if (pre == "phi-2") return "gpt-2";
+    if (pre == "chatglm-bpe") return "glm4";
     if (pre == "llama4" || pre == "kanana2") return "gpt-4o";
     return pre;
 }
@@ -134,9 +163,9 @@ std::string canonical_pre(const std::string& pre) {
 
 std::string supported_pre_tokenizers() {
     return "default, llama3, llama-bpe, llama-v3, falcon3, dbrx, smaug-bpe, qwen2, "
-           "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, falcon, starcoder, "
-           "refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, mpt, olmo, "
-           "gpt-4o, llama4, kanana2";
+           "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, deepseek-v3, falcon, "
+           "starcoder, refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, "
+           "mpt, olmo, gpt-4o, llama4, kanana2, glm4, chatglm-bpe, gemma4";
 }
 
 PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
@@ -181,8 +210,9 @@ constexpr char kOtherByte = '\xD0';
 
 }  // namespace
 
-PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool collapsed)
-    : collapsed_(collapsed) {
+PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool collapsed,
+                           bool byte_encode)
+    : collapsed_(collapsed), byte_encode_(byte_encode) {
     const uint32_t opts =
         collapsed ? PCRE2_DOLLAR_ENDONLY : PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY;
     auto add = [](const std::string& src, uint32_t o) {
@@ -319,13 +349,17 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
         pieces.swap(next);
     }
 
-    // Each piece's original codepoints, byte by byte in the GPT-2 alphabet.
+    // Each piece's original codepoints, byte by byte in the GPT-2 alphabet (or as they are).
     std::vector<std::string> words;
     words.reserve(pieces.size());
     std::string utf8;
     for (const Piece& p : pieces) {
         std::string w;
         for (uint32_t i = cpt_at[p.begin]; i < cpt_at[p.end]; ++i) {
+            if (!byte_encode_) {
+                unicode::append_utf8(w, cpts[i]);
+                continue;
+            }
             utf8.clear();
             unicode::append_utf8(utf8, cpts[i]);
             for (unsigned char b : utf8) unicode::append_utf8(w, unicode::byte_to_cpt(b));

@@ -28,6 +28,11 @@ struct PreTokenizerSpec {
     bool clean_spaces = true;          // decode removes spaces before punctuation
     bool add_bos = false;              // default for add_bos when the GGUF has no key
     bool collapsed = false;            // regexes run on the collapsed text (see above)
+    bool byte_encode = true;          // words in the GPT-2 byte alphabet; false: raw UTF-8 (gemma4)
+    bool escape_spaces = false;       // ' ' becomes U+2581 before splitting (gemma4)
+    bool whole_newline_runs = false;  // a word of newlines that is a token is kept whole (gemma4)
+    bool force_add_bos = false;       // add_bos whatever the GGUF says (gemma4)
+    bool no_default_bos = false;      // no BOS unless the GGUF names one (glm4)
 };
 
 // The spec for `pre` ("" means llama.cpp's default); throws Error listing the supported names.
@@ -39,13 +44,16 @@ std::string supported_pre_tokenizers();
 class PreTokenizer {
   public:
     // Compiles the regexes (byte regexes over the collapsed text when `collapsed`); throws Error
-    // naming the regex that PCRE2 rejects.
-    explicit PreTokenizer(const std::vector<std::string>& regexes, bool collapsed = false);
+    // naming the regex that PCRE2 rejects. Without `byte_encode` split() returns the words in
+    // UTF-8 as they are.
+    explicit PreTokenizer(const std::vector<std::string>& regexes, bool collapsed = false,
+                          bool byte_encode = true);
     ~PreTokenizer();
     PreTokenizer(const PreTokenizer&) = delete;
     PreTokenizer& operator=(const PreTokenizer&) = delete;
 
-    // Words of `text`, each in the GPT-2 byte alphabet (UTF-8 encoded).
+    // Words of `text`, each in the GPT-2 byte alphabet (UTF-8 encoded) unless constructed
+    // without byte_encode.
     std::vector<std::string> split(std::string_view text) const;
 
   private:
@@ -54,6 +62,7 @@ class PreTokenizer {
     std::vector<std::unique_ptr<Regex>> regexes_;
     std::unique_ptr<Regex> classes_;  // collapsed: the codepoint classifier
     bool collapsed_ = false;
+    bool byte_encode_ = true;
 };
 
 }  // namespace specula

@@ -16,11 +16,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GGUFFile& f) {
     std::unique_ptr<VocabTokenizer> tok;
     if (name == "llama") {
         tok = make_spm_tokenizer();
-    } else if (name == "gpt2") {
+    } else if (name == "gpt2" || name == "gemma4") {
         tok = make_bpe_tokenizer();
     } else {
         fail(f.path(), ": tokenizer.ggml.model '", name,
-             "' is not supported (supported: llama, gpt2)");
+             "' is not supported (supported: llama, gpt2, gemma4)");
     }
     tok->load(f);
     return tok;

@@ -1,9 +1,12 @@
 // Tokenizer built from a GGUF's tokenizer.* metadata, identical to llama.cpp's (c392e509):
 //  - "llama": SentencePiece BPE by scores, with byte fallback (<0xNN>) and the "▁" space marker;
 //  - "gpt2": byte-level BPE by merge rank, after a pre-tokenizer chosen by tokenizer.ggml.pre
-//    (llama-bpe/llama3, qwen2, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
-//    refact, gpt-4o (o200k: gpt-oss), default and a few aliases), whose regexes run through
-//    PCRE2 with UTF and UCP (gpt-4o on llama.cpp's category-collapsed text, pretokenizer.h).
+//    (llama-bpe/llama3, qwen2, gpt-2, deepseek-llm, deepseek-coder, deepseek-v3, glm4, falcon,
+//    mpt, starcoder, refact, gpt-4o (o200k: gpt-oss), default and a few aliases), whose regexes
+//    run through PCRE2 with UTF and UCP (gpt-4o on llama.cpp's category-collapsed text,
+//    pretokenizer.h);
+//  - "gemma4" (ik_llama.cpp 8337e4c): that BPE over raw UTF-8 with "▁" for spaces, split only
+//    at newlines, with <0xNN> byte fallback; BOS always added.
 // Special-token detection by text (end-of-generation, gpt-oss's framing tokens) follows
 // ik_llama.cpp 8337e4c.
 // Special (CONTROL, UNKNOWN) tokens are matched in the text only with parse_special;
@@ -75,7 +78,7 @@ class Tokenizer {
     // The id whose text is exactly `text` (the last one when texts repeat), or -1.
     virtual token_id find_token(std::string_view text) const = 0;
 
-    const std::string& model() const { return model_; }  // "llama" or "gpt2"
+    const std::string& model() const { return model_; }  // "llama", "gpt2" or "gemma4"
     const std::string& pre() const { return pre_; }      // pre-tokenizer name ("" for SPM)
     int32_t n_vocab() const { return static_cast<int32_t>(texts_.size()); }
     const std::string& token_text(token_id id) const { return texts_.at(id); }

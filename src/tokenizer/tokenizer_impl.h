@@ -44,6 +44,7 @@ class VocabTokenizer : public Tokenizer {
     bool is_special_attr(token_id id) const;  // CONTROL or UNKNOWN
     bool add_space_prefix_ = false;
     bool clean_spaces_ = false;
+    bool force_add_bos_ = false;  // add_bos whatever tokenizer.ggml.add_bos_token says (gemma4)
     token_id eom_ = -1;
 
   private:

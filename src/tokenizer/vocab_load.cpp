@@ -125,7 +125,7 @@ void VocabTokenizer::read_special_ids(const GGUFFile& f) {
         if (v >= 0 && v < n_vocab()) *id = static_cast<token_id>(v);
     }
     eom_ = eom;
-    add_bos_ = f.get_bool_or("tokenizer.ggml.add_bos_token", add_bos_);
+    add_bos_ = force_add_bos_ || f.get_bool_or("tokenizer.ggml.add_bos_token", add_bos_);
     add_eos_ = f.get_bool_or("tokenizer.ggml.add_eos_token", add_eos_);
 }
 
