@@ -99,11 +99,16 @@ TEST(SpecGreedy, Qwen3PairsEqualPlain) {
         dp.sampling = greedy();
         DraftModelDrafter drafter(*draft, dp);
         const json ref = json::parse(test::read_file(dir + stem + ".json"));
-        for (const json& p : ref["prompts"]) {
+        // On the device (lavapipe in CI: a software GPU) one prompt and two draft lengths.
+        json prompts = ref["prompts"];
+        if (on_gpu) prompts = json::array({prompts[0]});
+        const std::vector<int> lengths =
+            on_gpu ? std::vector<int>{3, 8} : std::vector<int>{1, 3, 8};
+        for (const json& p : prompts) {
             const auto prompt = p["token_ids"].get<std::vector<token_id>>();
             const auto plain = run(session, nullptr, prompt, 32, 0);
             ASSERT_EQ(int(plain.size()), 32);
-            for (int n : {1, 3, 8}) {
+            for (int n : lengths) {
                 SpecStats st;
                 const auto spec = run(session, &drafter, prompt, 32, n, &st);
                 EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;
@@ -214,12 +219,15 @@ TEST(SpecGreedy, Gemma3PairEqualsPlainAcrossTheWindow) {
     dp.sampling = greedy();
     DraftModelDrafter drafter(*draft, dp);
     const json ref = json::parse(test::read_file(dir + stem + ".json"));
-    for (const json& p : ref["prompts"]) {
+    json prompts = ref["prompts"];
+    if (on_gpu) prompts = json::array({prompts[0]});  // lavapipe is slow: one prompt, two lengths
+    const std::vector<int> lengths = on_gpu ? std::vector<int>{3, 8} : std::vector<int>{1, 3, 8};
+    for (const json& p : prompts) {
         const auto prompt = p["token_ids"].get<std::vector<token_id>>();
         const auto plain = run(whole, nullptr, prompt, 32, 0);
         ASSERT_EQ(int(plain.size()), 32);
         EXPECT_EQ(run(ring, nullptr, prompt, 32, 0), plain) << "ring cache, prompt " << p["name"];
-        for (int n : {1, 3, 8}) {
+        for (int n : lengths) {
             SpecStats st;
             const auto spec = run(ring, &drafter, prompt, 32, n, &st);
             EXPECT_EQ(spec, plain) << stem << ", prompt " << p["name"] << ", N=" << n;

@@ -14,6 +14,16 @@
 
 namespace specula::test {
 
+// True in the sanitizer build (scripts/test.sh's second pass). Tests that repeat one check over
+// many sizes for a numeric property (pass and thread invariance) run a few of them there: the
+// Release pass runs them all, and the sanitizers look for memory errors, which the loops of the
+// sizes kept already reach.
+#ifdef SPECULA_TESTS_SANITIZED
+constexpr bool kSanitizedBuild = true;
+#else
+constexpr bool kSanitizedBuild = false;
+#endif
+
 inline std::string shared_dir() {
     return env_value("SPECULA_SHARED_DIR").value_or(SPECULA_SHARED_DIR_DEFAULT);
 }
