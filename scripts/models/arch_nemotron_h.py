@@ -18,6 +18,8 @@ residual.
   Their JSON references come from ref_nemotron_h.py (a float64 numpy forward; no peer engine runs
   nemotron_h), not make_arch_refs.sh. The recurrent parameters keep the state alive: ssm_a =
   -exp(N(0, 0.5)), dt bias around -1 (softplus 0.31: a decay of ~0.75 a step), D around 1.
+
+  make_models.py bench nemotron_h: a Nemotron-H 8B-shaped timing target (BENCH below).
 """
 import gguf_writer as g
 import model_file
@@ -50,6 +52,16 @@ TEST_FILES = {
         dict(TEST, pattern="MAMF", wtype=g.GGML_Q8_0, out_scale=4.0,
              name="rand-nemotron_h-tok512-d128-l4"),
 }
+
+# make_models.py bench nemotron_h: Nemotron-H 8B's shapes (d4096; Mamba-2 with 128 heads of 64
+# (d_inner 8192), 8 groups of B/C with a state of 128, conv 4; attention of 32 heads of 128, 8 KV
+# heads; MLP 21504) with 6 of its 52 layers, M F M A F M (~0.72B weights, Q8_0 ~0.77 GB), and the
+# tok512 vocabulary; one random stream (seed 31). No peer engine runs it (llama-bench of
+# ik_llama.cpp has no Mamba-2): a timing target for `specula bench` alone.
+BENCH = {"nemotron_h": dict(
+    TEST, ctx=8192, d=4096, n_head=32, n_kv=8, head_dim=128, ff=21504, d_inner=8192, d_state=128,
+    n_ssm_head=128, n_group=8, res=1.0, pattern="MFMAFM", wtype=g.GGML_Q8_0,
+    name="nemotron_h-8b-d4096-l6-Q8_0", stream=31)}
 
 
 def _mamba2(h, p, row, r):

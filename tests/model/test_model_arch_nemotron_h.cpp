@@ -59,6 +59,14 @@ TEST(NemotronH, LayerKindsAsTheFileSays) {
     EXPECT_EQ(hp.ssm_conv_dim(), 128 + 2 * 2 * 16);
     EXPECT_EQ(hp.n_rot, 0);
     EXPECT_NE(m->layers[0].ssm_conv1d_b, nullptr);
+    // A decode step streams every layer matrix and the output (not the embedding table).
+    int64_t matrices = 0;
+    for (const auto& t : m->file().tensors())
+        if (t.ne.size() == 2 && t.ne[0] > 1 && t.ne[1] > 1 &&
+            t.name.find("ssm_conv1d") == std::string::npos &&
+            t.name.find("ssm_norm") == std::string::npos && t.name != "token_embd.weight")
+            matrices += int64_t(t.nbytes);
+    EXPECT_EQ(m->bytes_per_token(), matrices);
     // Only the attention layer keeps a cache.
     const auto w = kv_windows(hp);
     for (int il = 0; il < 6; ++il) EXPECT_EQ(w[size_t(il)], kinds[il] == 'A' ? 0 : -1) << il;

@@ -79,6 +79,9 @@ int64_t Model::bytes_per_token() const {
     for (const LayerWeights& l : layers) {
         n += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wqkv) + bytes(l.wo);
         n += bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_gate_up) + bytes(l.ffn_down);
+        // A recurrent layer's projections (qwen35's DeltaNet, nemotron_h's Mamba-2).
+        n += bytes(l.ssm_qkv) + bytes(l.ssm_gate) + bytes(l.ssm_beta) + bytes(l.ssm_alpha) +
+             bytes(l.ssm_in) + bytes(l.ssm_out);
         const int64_t experts =
             bytes(l.ffn_gate_exps) + bytes(l.ffn_up_exps) + bytes(l.ffn_down_exps);
         if (hp_.n_expert > 0) n += experts * hp_.n_expert_used / hp_.n_expert;

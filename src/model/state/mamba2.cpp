@@ -40,7 +40,14 @@ void conv_rows(const Mamba2Shape& s, const Mamba2Weights& w, const float* st_in,
     }
 }
 
-// Head h over positions [0, n): its state S (head_dim x d_state) from S_in into S.
+// Head h over positions [0, n): its state S (head_dim x d_state) from S_in into S. The state's
+// rows are swept in 8 lanes with their own partial sums of S C (added in a fixed order), which
+// vectorises without reassociating anything; built for AVX-512 and AVX2 + FMA as well as the
+// baseline, one chosen at load by the CPU (GCC's target_clones): the pass and a rollback's
+// replay run the same clone, so they agree to the bit.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 void scan_head(const Mamba2Shape& s, const Mamba2Weights& w, int h, const float* S_in, float* S,
                const float* c, const float* dt, int n, float* y) {
     const int hd = s.head_dim(), ds = s.d_state, C = s.conv_dim();
@@ -58,8 +65,18 @@ void scan_head(const Mamba2Shape& s, const Mamba2Weights& w, int h, const float*
             const float xdt = xh[p] * dtp;
             const float* sr = Sr + size_t(p) * ds;
             float* so = S + size_t(p) * ds;
-            float sum = 0.0f;
-            for (int k = 0; k < ds; ++k) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int k = 0;
+            for (; k + 8 <= ds; k += 8) {
+                for (int j = 0; j < 8; ++j) {
+                    const float v = sr[k + j] * dA + B[k + j] * xdt;
+                    acc[j] += v * Cm[k + j];
+                    so[k + j] = v;
+                }
+            }
+            float sum =
+                ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            for (; k < ds; ++k) {
                 const float v = sr[k] * dA + B[k] * xdt;
                 sum += v * Cm[k];
                 so[k] = v;
