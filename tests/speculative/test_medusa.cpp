@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/session.h"
+#include "speculative/drafters/draft_batch.h"
 #include "speculative/drafters/medusa_drafter.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
@@ -156,4 +158,60 @@ TEST(Medusa, AnyTargetKeepsItsHiddenRowsForTheHeads) {
         EXPECT_EQ(generate_tokens(s, sampler, &drafter, prompt, gp, &st), plain) << n_draft;
         EXPECT_GT(st.n_drafted, 0);
     }
+}
+
+// A batched step's Medusa drafters (serve's slots) propose together (Drafter::propose_joint,
+// medusa_draft_rows: one matmul per head over every slot's hidden row), each with exactly the
+// drafts it gets alone, whatever its draft length; a slot with nothing to draft from gets none.
+TEST(Medusa, SlotsProposeTogetherWithTheirOwnDrafts) {
+    auto target = Model::load(target_path());
+    auto heads = MedusaHeads::load(kDir + "stories260K-medusa-hf.gguf", *target);
+    ThreadPool pool(2);
+    SessionParams p;
+    p.pool = &pool;
+    p.keep_hidden = true;
+    const char* texts[] = {"Once upon a time", "Lily saw a big red", "The little dog ran to the",
+                           "Tom"};
+    const int n_max[] = {3, 1, 2, 4};
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<std::unique_ptr<MedusaDrafter>> joint, alone;
+    std::vector<std::vector<token_id>> hist;
+    for (int i = 0; i < 4; ++i) {
+        sessions.push_back(std::make_unique<Session>(*target, p));
+        hist.push_back(target->tokenizer().encode(texts[i], true, false));
+        if (i < 3) sessions.back()->eval(hist.back(), false);  // slot 3: no pass yet
+        for (auto* v : {&joint, &alone}) {
+            v->push_back(std::make_unique<MedusaDrafter>(*heads));
+            v->back()->attach(sessions.back().get());
+            v->back()->begin(hist.back());
+        }
+    }
+    std::vector<Draft> out(4), want(4);
+    std::vector<DraftJob> jobs;
+    for (int i = 0; i < 4; ++i) {
+        jobs.push_back({joint[size_t(i)].get(), hist[size_t(i)], n_max[i], &out[size_t(i)]});
+        alone[size_t(i)]->start(hist[size_t(i)], n_max[i], want[size_t(i)]);
+    }
+    DraftBatch db(&pool);
+    db.propose(jobs);
+    for (int i = 0; i < 4; ++i) {
+        SCOPED_TRACE(texts[i]);
+        EXPECT_EQ(out[size_t(i)].tokens, want[size_t(i)].tokens);
+        EXPECT_EQ(out[size_t(i)].size(), i < 3 ? std::min(n_max[i], 3) : 0);
+        EXPECT_FALSE(out[size_t(i)].has_q);
+    }
+    // The rows function itself: three hidden rows at once equal each alone (all three heads).
+    MedusaState st, st1;
+    std::vector<const float*> rows;
+    std::vector<std::vector<token_id>> got(3), one(3);
+    std::vector<std::vector<token_id>*> outs;
+    for (int i = 0; i < 3; ++i) {
+        rows.push_back(sessions[size_t(i)]->hidden(0));
+        outs.push_back(&got[size_t(i)]);
+        medusa_draft(*heads, st1, rows.back(), 16, one[size_t(i)], pool);
+    }
+    const std::vector<int> ns = {16, 16, 16};
+    medusa_draft_rows(*heads, st, rows, ns, outs, pool);
+    EXPECT_EQ(got, one);
+    EXPECT_NE(one[0], one[1]);  // different rows, different drafts (the check can fail)
 }

@@ -67,15 +67,36 @@ void DraftBatch::add(DraftJob& j, std::span<const token_id> todo) {
     }
 }
 
+// The jobs whose drafters share a joint key, one propose_joint() call per key.
+void DraftBatch::propose_joint() {
+    for (size_t i = 0; i < joint_.size(); ++i) {
+        if (!joint_[i]) continue;
+        const void* key = joint_[i]->drafter->joint_key();
+        joint_group_.clear();
+        for (size_t k = i; k < joint_.size(); ++k) {
+            if (!joint_[k] || joint_[k]->drafter->joint_key() != key) continue;
+            joint_group_.push_back(joint_[k]);
+            joint_[k] = nullptr;
+        }
+        joint_group_.front()->drafter->propose_joint(joint_group_);
+    }
+}
+
 int DraftBatch::propose(std::span<DraftJob> jobs) {
     items_.clear();
     owner_.clear();
     heads_.clear();
     head_owner_.clear();
+    joint_.clear();
     for (DraftJob& j : jobs) {
+        if (j.drafter->joint_key()) {
+            joint_.push_back(&j);
+            continue;
+        }
         const std::span<const token_id> todo = j.drafter->start(j.history, j.n_max, *j.out);
         if (!todo.empty()) add(j, todo);
     }
+    propose_joint();
     int rounds = 0;
     std::vector<DraftJob*>& round = round_;
     while (!items_.empty() || !heads_.empty()) {

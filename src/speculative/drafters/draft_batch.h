@@ -2,7 +2,8 @@
 // protocol in speculative/drafters/drafter.h) evaluates every drafter still drafting: the sessions
 // of one draft model in ONE pass (model/batch_eval.h), each keeping its own KV cache, instead of
 // one pass per drafter; the MTP drafters' rows in ONE head pass of their target model
-// (BatchEvaluator::eval_mtp). Drafters without a model finish in their first round.
+// (BatchEvaluator::eval_mtp). Drafters without a model finish in their first round. Drafters that
+// share a Drafter::joint_key (Medusa's heads) propose together in one propose_joint() call.
 //
 // Promise: every drafter proposes exactly what its own Drafter::propose would (the draft model's
 // logits for a sequence do not depend on what shares its pass, and each drafter chooses from its
@@ -42,12 +43,14 @@ class DraftBatch {
     void eval_heads();
     BatchEvaluator& evaluator(const Model& m);
     void add(DraftJob& j, std::span<const token_id> todo);
+    void propose_joint();
 
     ThreadPool* pool_;
     std::vector<std::unique_ptr<BatchEvaluator>> evals_;  // one per (draft or target) model met
     std::vector<BatchItem> items_, group_;                // a round's main-pass rows
     std::vector<MtpItem> heads_, head_group_;             // a round's MTP head rows
     std::vector<DraftJob*> owner_, head_owner_, round_;
+    std::vector<DraftJob*> joint_, joint_group_;  // jobs whose drafters propose jointly
 };
 
 }  // namespace specula

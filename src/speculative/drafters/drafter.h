@@ -25,6 +25,7 @@
 namespace specula {
 
 class Constraints;
+struct DraftJob;
 class PassCost;
 class Session;
 struct StepRecord;
@@ -116,6 +117,14 @@ class Drafter {
     void costs(const PassCost* target_costs) { costs_ = target_costs; }
     virtual void observe(const StepRecord& step) {}
     virtual bool picks_length() const { return false; }
+
+    // A drafter whose whole proposal can run as one computation with other drafters' (Medusa's
+    // heads: one matmul per head over every sequence's hidden row) returns a key that all the
+    // drafters it can join share (null: none). DraftBatch (draft_batch.h) then proposes for all
+    // the jobs of one key with ONE propose_joint() call on any of them instead of their start();
+    // each job gets what its own drafter's start() would give it.
+    virtual const void* joint_key() const { return nullptr; }
+    virtual void propose_joint(std::span<DraftJob* const> jobs) {}
 
   protected:
     Constraints* guide_ = nullptr;

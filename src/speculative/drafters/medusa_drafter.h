@@ -4,7 +4,9 @@
 // output norm, Session::hidden) at the position before the history's last token, from the
 // target's last pass: the row of the last accepted draft (accept(n_kept): row n_kept), or after
 // the prompt the pass's last row. Drafts are greedy (one-hot q); verification keeps sampling exact
-// whatever they are.
+// whatever they are. In a batched step (`serve`) the Medusa drafters of one set of heads propose
+// together (Drafter::propose_joint): each head runs once over every slot's hidden row
+// (medusa_draft_rows), with the drafts each slot would get alone.
 #pragma once
 
 #include "speculative/drafters/drafter.h"
@@ -22,11 +24,20 @@ class MedusaDrafter final : public Drafter {
     std::span<const token_id> start(std::span<const token_id> history, int n_max,
                                     Draft& out) override;
     void accept(int n_kept) override { row_ = n_kept; }
+    const void* joint_key() const override { return &heads_; }
+    void propose_joint(std::span<DraftJob* const> jobs) override;
 
   private:
+    // The target's hidden row this step drafts from; null: nothing to draft from.
+    const float* hidden_row(int n_max) const;
+
     const MedusaHeads& heads_;
     Session* target_ = nullptr;
     MedusaState st_;
+    // propose_joint's lists (kept: a running step does not allocate).
+    std::vector<const float*> rows_;
+    std::vector<int> ns_;
+    std::vector<std::vector<token_id>*> outs_;
     int row_ = -1;  // the captured row to draft from; -1: the last pass's last row
 };
 

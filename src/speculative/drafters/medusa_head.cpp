@@ -1,6 +1,7 @@
 // MedusaHeads: see medusa_head.h.
 #include "speculative/drafters/medusa_head.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -69,31 +70,74 @@ std::unique_ptr<MedusaHeads> MedusaHeads::load(const std::string& path, const Mo
     return m;
 }
 
-void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, int n,
-                  std::vector<token_id>& out, ThreadPool& pool, std::vector<float>* logits) {
-    const Model& t = *m.target;
+namespace {
+
+// Head i over the rows of st.active: st.x (one row each, gathered from hidden) through its blocks,
+// then its output into st.logits (n_vocab per row).
+void run_head(const MedusaHeads& m, MedusaState& st, int i, std::span<const float* const> hidden,
+              ThreadPool& pool) {
+    const MedusaHeads::Head& h = m.heads[size_t(i)];
     const int64_t d = m.n_embd;
-    const int nv = t.hparams().n_vocab;
-    st.h.assign(hidden, hidden + d);
-    st.x.resize(size_t(d));
-    st.y.resize(size_t(d));
-    st.logits.resize(size_t(nv));
-    out.clear();
-    if (logits) logits->clear();
-    n = std::min(n, int(m.heads.size()));
-    for (int i = 0; i < n; ++i) {
-        const MedusaHeads::Head& h = m.heads[size_t(i)];
-        st.x = st.h;
-        for (size_t j = 0; j < h.w.size(); ++j) {
-            matmul(h.w[j], st.x.data(), d, 1, st.y.data(), d, pool, st.mm);
+    const int rows = int(st.active.size());
+    const int nv = m.target->hparams().n_vocab;
+    st.x.resize(size_t(d * rows));
+    st.y.resize(size_t(d * rows));
+    st.logits.resize(size_t(nv) * size_t(rows));
+    for (int r = 0; r < rows; ++r)
+        std::copy(hidden[size_t(st.active[size_t(r)])], hidden[size_t(st.active[size_t(r)])] + d,
+                  st.x.begin() + d * r);
+    for (size_t j = 0; j < h.w.size(); ++j) {
+        matmul(h.w[j], st.x.data(), d, rows, st.y.data(), d, pool, st.mm);
+        for (int r = 0; r < rows; ++r) {
+            float* x = st.x.data() + d * r;
+            const float* y = st.y.data() + d * r;
             for (int64_t c = 0; c < d; ++c) {
-                const float z = st.y[size_t(c)] + h.b[j][c];
-                st.x[size_t(c)] += z / (1.0f + std::exp(-z));  // SiLU
+                const float z = y[c] + h.b[j][c];
+                x[c] += z / (1.0f + std::exp(-z));  // SiLU
             }
         }
-        matmul(h.output, st.x.data(), d, 1, st.logits.data(), nv, pool, st.mm);
-        out.push_back(argmax(st.logits.data(), nv));
-        if (logits) logits->insert(logits->end(), st.logits.begin(), st.logits.end());
+    }
+    matmul(h.output, st.x.data(), d, rows, st.logits.data(), nv, pool, st.mm);
+}
+
+}  // namespace
+
+void medusa_draft_rows(const MedusaHeads& m, MedusaState& st, std::span<const float* const> hidden,
+                       std::span<const int> n, std::span<std::vector<token_id>* const> out,
+                       ThreadPool& pool) {
+    const int nv = m.target->hparams().n_vocab;
+    int n_heads = 0;
+    for (size_t s = 0; s < hidden.size(); ++s) {
+        out[s]->clear();
+        n_heads = std::max(n_heads, std::min(n[s], int(m.heads.size())));
+    }
+    for (int i = 0; i < n_heads; ++i) {
+        st.active.clear();
+        for (size_t s = 0; s < hidden.size(); ++s)
+            if (n[s] > i) st.active.push_back(int(s));
+        run_head(m, st, i, hidden, pool);
+        for (size_t r = 0; r < st.active.size(); ++r)
+            out[size_t(st.active[r])]->push_back(argmax(st.logits.data() + size_t(nv) * r, nv));
+    }
+}
+
+void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, int n,
+                  std::vector<token_id>& out, ThreadPool& pool, std::vector<float>* logits) {
+    const float* const rows[] = {hidden};
+    std::vector<token_id>* const outs[] = {&out};
+    if (!logits) {
+        medusa_draft_rows(m, st, rows, std::span<const int>(&n, 1), outs, pool);
+        return;
+    }
+    logits->clear();
+    // One head at a time, keeping each head's logits (tests).
+    out.clear();
+    n = std::min(n, int(m.heads.size()));
+    st.active.assign(1, 0);
+    for (int i = 0; i < n; ++i) {
+        run_head(m, st, i, rows, pool);
+        out.push_back(argmax(st.logits.data(), int(st.logits.size())));
+        logits->insert(logits->end(), st.logits.begin(), st.logits.end());
     }
 }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,11 @@ struct MedusaHeads {
     ModelWeights owned;  // F32 copies of vectors stored in other types
 };
 
-// Scratch of one drafter's forward (grows once).
+// Scratch of one forward over one or more sequences' rows (grows once).
 struct MedusaState {
     MatmulScratch mm;
     std::vector<float> h, x, y, logits;
+    std::vector<int> active;  // the rows still drafting at the current head
 };
 
 // The heads' greedy drafts from one final hidden state (n_embd floats, after the target's output
@@ -61,5 +63,14 @@ struct MedusaState {
 void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, int n,
                   std::vector<token_id>& out, ThreadPool& pool,
                   std::vector<float>* logits = nullptr);
+
+// medusa_draft for several sequences at once (a server's slots): sequence s drafts up to n[s]
+// tokens from hidden[s] into *out[s]. Each head's blocks and output matrix run as ONE matmul over
+// the rows of every sequence still drafting at that head, so the weights are read once per step
+// instead of once per sequence; each sequence gets the drafts medusa_draft gives it alone (the
+// kernels are batch-invariant).
+void medusa_draft_rows(const MedusaHeads& m, MedusaState& st, std::span<const float* const> hidden,
+                       std::span<const int> n, std::span<std::vector<token_id>* const> out,
+                       ThreadPool& pool);
 
 }  // namespace specula
