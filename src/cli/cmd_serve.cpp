@@ -135,6 +135,8 @@ void resolve(ServeOptions& o) {
     }
     if (o.service.runtime.kv_pool < 0)
         fail("--kv-pool must be >= 0 positions, got ", o.service.runtime.kv_pool);
+    if (o.service.prefix_min_tokens < 0)
+        fail("--prefix-min-tokens must be >= 0, got ", o.service.prefix_min_tokens);
     if (!(o.service.kv_wait_s > 0 && o.service.kv_wait_s <= 86400))
         fail("--kv-wait-timeout must be in (0, 86400] seconds, got ", o.service.kv_wait_s);
     if (o.ctx_total >= 0 && o.max_model_len >= 0)
@@ -223,6 +225,9 @@ void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("--kv-wait-timeout", o.service.kv_wait_s,
                    "seconds a request waits for room in the KV pool before it ends with an "
                    "error (default 600)");
+    cmd.add_option("--prefix-min-tokens", o.service.prefix_min_tokens,
+                   "prompts sharing at least this many tokens (a system prompt and tools) share "
+                   "one copy of their KV rows, evaluated once (default 64; 0: off)");
     cmd.add_flag("--kv-unified", o.kv_unified,
                  "llama-server's; always: the slots share one KV pool");
 }

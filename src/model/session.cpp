@@ -139,6 +139,11 @@ void Session::rollback(int n_past) {
     impl_->kv.truncate(n_past);
 }
 
+void Session::unshare() {
+    rollback(0);
+    impl_->kv.unshare();
+}
+
 const float* Session::hidden(int i) const {
     if (!impl_->keep_hidden) {
         fail("hidden(", i, "): ", impl_->model.file().path(),

@@ -68,6 +68,7 @@ class Session {
     // n_past - 1 (model/state/recurrent_state.h), and common_prefix() reports only such positions.
     // The logits of the last eval stay readable (a verifier samples from them after rollback).
     void rollback(int n_past);
+    // rollback(0): a session building a prefix block from position 0 keeps building it.
     void reset() { rollback(0); }
     // Whether rollback(n_past) is possible.
     bool can_rollback(int n_past) const;
@@ -92,6 +93,8 @@ class Session {
     void share_prefix(std::shared_ptr<KVCache> block, int limit);
     // Positions [0, shared_prefix()) are read from a block (0: none); a rollback below shrinks it.
     int shared_prefix() const;
+    // Holds nothing and reads no block any more.
+    void unshare();
 
     const Model& model() const;
     // What this session's pass buffers and kept logits (and MTP hidden rows) take now, in bytes:

@@ -128,6 +128,8 @@ TEST(SharedPrefix, ABaseIsBuiltByOneCacheAndNeverRewritten) {
     KVCache builder(2, kRows, n, KVType::F16, KVType::F16, {}, 0, hd);
     builder.share_prefix(base, 40);  // builds [0, 40) into the base
     EXPECT_EQ(builder.n_past(), 0);
+    builder.truncate(0);  // a rollback to where it is (a generation's start) keeps it building
+    EXPECT_EQ(builder.shared(), 40);
     fill(builder, r, n, 0, 30);
     EXPECT_EQ(base->n_past(), 30);
     fill(builder, r, n, 30, 50);  // crosses the limit: 10 more into the base, 10 of its own

@@ -82,8 +82,11 @@ TEST(ServerPromptCache, AReturningPromptIsRestoredNotRecomputed) {
     EXPECT_GT(metric(cached, "specula:prompt_cache_bytes"), 0);
     EXPECT_EQ(metric(cached, "specula:prompt_cache_max_bytes"), 64.0 * 1024 * 1024);
 
-    // The same sequence without the pool: A is evaluated again, to the same text.
-    ServerProcess cold(server_args("0", true), "cache-ram-off");
+    // The same sequence without the pool (nor shared prefix blocks, which would keep A's
+    // prefix too: test_server_prefix_sharing): A is evaluated again, to the same text.
+    std::vector<std::string> cold_args = server_args("0", true);
+    cold_args.insert(cold_args.end(), {"--prefix-min-tokens", "0"});
+    ServerProcess cold(cold_args, "cache-ram-off");
     const Returning c = returning_a(cold);
     EXPECT_GT(c.again["timings"]["prompt_n"].get<int>(), n_prompt - 5) << c.again.dump();
     EXPECT_EQ(c.again["choices"][0]["text"], r.again["choices"][0]["text"]);
@@ -96,7 +99,8 @@ TEST(ServerPromptCache, TheLeastRecentlyUsedEntryIsEvicted) {
     const std::string long_a = repeat("Once upon a time there was a little girl named Lily. ", 33);
     ServerProcess s(
         {"-m", specula::test::server_target_path(), "--max-model-len", "512", "-t", "1",
-         "--parallel", "1", "--cache-ram", "1", "--cache-type-k", "f32", "--cache-type-v", "f32"},
+         "--parallel", "1", "--cache-ram", "1", "--cache-type-k", "f32", "--cache-type-v", "f32",
+         "--prefix-min-tokens", "0"},  // the RAM pool alone (a prefix block would keep A)
         "cache-ram-lru");
     const json first = complete(s, long_a);
     ASSERT_GT(first["usage"]["prompt_tokens"].get<int>(), 400);

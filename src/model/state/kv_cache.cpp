@@ -236,7 +236,7 @@ void KVCache::restore(const KVSnapshot& s) {
     if (has_ring() || n > size_t(n_ctx_) || s.k.size() != snapshot_bytes(int(n), true) ||
         s.v.size() != snapshot_bytes(int(n), false))
         fail("KVCache::restore: the snapshot (", n, " positions) is not of this cache's shape");
-    truncate(0);  // a shared prefix is left: every row becomes this cache's own
+    unshare();  // a shared prefix is left: every row becomes this cache's own
     const uint8_t* k = s.k.data();
     const uint8_t* v = s.v.data();
     for (int il = 0; il < n_layer_; ++il) {

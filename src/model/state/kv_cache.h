@@ -210,11 +210,18 @@ class KVCache {
     // rings here are never written and never limit can_keep.
     void set_device_layers(int n) { n_device_ = n; }
     // Rollback: positions >= n stop being valid (n <= n_past(); can_keep(n)). A shared prefix
-    // longer than n shrinks to n (the base is left as it is).
+    // longer than n shrinks to n when n < n_past() (the base is left as it is; truncating to
+    // n_past() changes nothing, so a cache that builds its base keeps building it).
     void truncate(int n) {
+        if (n < limit_ && n < n_past()) limit_ = n;
         tokens_.resize(size_t(n));
-        if (n < limit_) limit_ = n;
         if (limit_ == 0) base_.reset();
+    }
+    // Holds no position and shares nothing any more.
+    void unshare() {
+        tokens_.clear();
+        limit_ = 0;
+        base_.reset();
     }
 
     // Makes positions [0, limit) those of `base` (see the header). The cache must hold no

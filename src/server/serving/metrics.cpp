@@ -242,7 +242,7 @@ void Metrics::render_set(std::string& out, bool vllm) const {
     double usage = kv_capacity_ > 0 ? double(used) / double(kv_capacity_) : 0.0;
     if (kv_pool_) {
         const KvPoolGauges g = kv_pool_();
-        usage = g.capacity > 0 ? double(g.used) / double(g.capacity) : 0.0;
+        if (g.capacity > 0) usage = double(g.used) / double(g.capacity);
     }
     scalar(P + "kv_cache_usage_perc", "gauge",
            "Fraction of the KV cache positions in use (1 = full): the slots', or the KV pool's.",
@@ -268,8 +268,18 @@ std::string Metrics::render() const {
         header(out, name, type, help);
         out += std::string(name) + " " + num(v) + "\n";
     };
-    if (kv_pool_) {
-        const KvPoolGauges g = kv_pool_();
+    const KvPoolGauges g = kv_pool_ ? kv_pool_() : KvPoolGauges{};
+    if (g.prefixes) {
+        line("specula:prefix_shared_positions", "gauge",
+             "KV positions of shared prompt prefixes, held once for every slot that reads them.",
+             double(g.shared));
+        line("specula:prefix_blocks", "gauge", "Shared prompt prefix blocks.",
+             double(g.shared_blocks));
+        line("specula:prefix_block_readers", "gauge",
+             "Slots reading a shared prompt prefix block (running or idle).",
+             double(g.shared_readers));
+    }
+    if (g.capacity > 0) {
         line("specula:kv_pool_positions", "gauge", "KV positions of the pool all slots share.",
              double(g.capacity));
         line("specula:kv_pool_used_positions", "gauge",

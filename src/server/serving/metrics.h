@@ -64,6 +64,11 @@ struct KvPoolGauges {
     int64_t cached = 0;  // held by idle slots' prefixes (evictable)
     int waiting = 0;
     long timeouts = 0, evictions = 0;
+    // Shared prompt prefixes (server/serving/prefix_blocks.h), when on: the positions their
+    // blocks hold (each once), the blocks, the slots reading one.
+    bool prefixes = false;
+    int64_t shared = 0;
+    long shared_blocks = 0, shared_readers = 0;
 };
 
 class Metrics {

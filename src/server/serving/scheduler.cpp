@@ -66,6 +66,9 @@ Scheduler::Scheduler(const Runtime& rt, const SchedulerConfig& config)
         fail("a KV pool of ", cfg_.kv_pool, " positions cannot hold one sequence of ",
              slots_[0]->target->n_ctx());
     pool_state_.capacity = cfg_.kv_pool;
+    if (cfg_.prefix_min_tokens > 0 && slots_[0]->target->can_snapshot())
+        prefixes_ = std::make_unique<PrefixBlocks>(cfg_.prefix_min_tokens, cfg_.n_slots);
+    pool_state_.prefixes = prefixes_ != nullptr;
     for (auto& s : slots_) free_.push_back(s.get());
     thread_ = std::thread([this] { loop(); });
 }
@@ -221,7 +224,14 @@ void Scheduler::run_slot_actions() {
 // whose KV pool reservation fits (first come, first served: one that does not fit holds the
 // ones behind it back; after kv_wait_s it ends with an error naming the pool).
 void Scheduler::admit() {
-    std::vector<std::pair<std::shared_ptr<Job>, SlotMatch>> starting;
+    struct Starting {
+        std::shared_ptr<Job> job;
+        Slot* slot;
+        PrefixPlan plan;
+    };
+    std::vector<Starting> starting;
+    std::vector<std::vector<token_id>> building;  // the prefixes jobs of this round will build
+    pinned_.clear();
     int waiting = 0;
     {
         std::lock_guard lock(mu_);
@@ -240,7 +250,14 @@ void Scheduler::admit() {
                 continue;
             }
             const SlotMatch m = best_slot(free_, j.prompt);
-            if (blocked || (cfg_.kv_pool > 0 && !fits_pool(j, *m.slot))) {
+            PrefixPlan plan;
+            const std::span<const token_id> prefix(j.prompt.data(), j.prompt.size() - 1);
+            if (prefixes_ && !j.echo_logprobs) plan = prefixes_->plan(prefix, m.n_prefix, building);
+            if (plan.kind == PrefixPlan::wait) {  // its prefix is being evaluated: not again
+                ++it;
+                continue;
+            }
+            if (blocked || (cfg_.kv_pool > 0 && !fits_pool(j, *m.slot, plan))) {
                 blocked = true;
                 if (ms_since(j.t_arrival) > 1000 * cfg_.kv_wait_s) {
                     pool_timeout(j);
@@ -254,74 +271,15 @@ void Scheduler::admit() {
             free_.erase(std::find(free_.begin(), free_.end(), m.slot));
             m.slot->busy = true;
             m.slot->last_used = ++slot_uses_;
-            starting.emplace_back(std::move(*it), m);
+            if (plan.kind == PrefixPlan::join) pinned_.push_back(plan.block);
+            if (plan.kind == PrefixPlan::build) building.emplace_back(prefix.begin(), prefix.end());
+            starting.push_back({std::move(*it), m.slot, plan});
             it = queue_.erase(it);
         }
     }
-    for (auto& [job, m] : starting) start(std::move(job), m.slot);
+    for (Starting& st : starting) start(std::move(st.job), st.slot, st.plan);
+    pinned_.clear();
     update_pool_state(waiting);
-}
-
-int64_t Scheduler::need(const Job& j) const {
-    const int draft =
-        std::max({j.gen.n_draft, j.gen.n_forced, j.draft_auto ? DraftLengthParams{}.n_max : 0});
-    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, draft + 1,
-                       slots_[0]->target->n_ctx());
-}
-
-std::vector<PoolSlot> Scheduler::pool_slots() const {
-    std::vector<PoolSlot> ps;
-    for (const auto& s : slots_)
-        ps.push_back({s->busy.load(), s->reserved, s->busy ? 0 : slot_held(*s), s->last_used});
-    return ps;
-}
-
-bool Scheduler::fits_pool(const Job& job, Slot& slot) {
-    const std::vector<PoolSlot> ps = pool_slots();
-    int target = 0;
-    while (slots_[size_t(target)].get() != &slot) ++target;
-    const int64_t n = need(job);
-    const Admission a = plan_admission(ps, target, n, cfg_.kv_pool);
-    if (!a.fits) return false;
-    for (int i : a.evict) evict_slot(*slots_[size_t(i)]);
-    slot.reserved = n;
-    std::lock_guard lk(pool_mu_);
-    pool_state_.evictions += long(a.evict.size());
-    return true;
-}
-
-void Scheduler::pool_timeout(Job& j) {
-    const int64_t used = pool_used(pool_slots());
-    {
-        std::lock_guard lk(j.mu);
-        char waited[32];
-        std::snprintf(waited, sizeof waited, "%g", cfg_.kv_wait_s);
-        j.error = std::string("the KV pool stayed full for ") + waited +
-                  " s (--kv-wait-timeout): this request needs " + std::to_string(need(j)) +
-                  " of its " + std::to_string(cfg_.kv_pool) + " positions and " +
-                  std::to_string(used) +
-                  " are held by running requests; retry later, or start the server with a "
-                  "larger --kv-pool (or a smaller max_tokens)";
-        j.error_code = "kv_pool_full";
-        j.done = true;
-        j.cv.notify_all();
-    }
-    std::lock_guard lk(pool_mu_);
-    ++pool_state_.timeouts;
-}
-
-void Scheduler::update_pool_state(int waiting) {
-    int64_t used = 0, cached = 0;
-    for (const PoolSlot& s : pool_slots()) (s.busy ? used : cached) += s.busy ? s.reserved : s.held;
-    std::lock_guard lk(pool_mu_);
-    pool_state_.used = used;
-    pool_state_.cached = cached;
-    if (waiting >= 0) pool_state_.waiting = waiting;
-}
-
-KvPoolGauges Scheduler::pool_state() const {
-    std::lock_guard lk(pool_mu_);
-    return pool_state_;
 }
 
 // Greedy drafting does not depend on the request, so greedy requests share the slot's drafter
@@ -345,7 +303,7 @@ Drafter* Scheduler::drafter_for(Slot& slot, const SamplingParams& sp,
     return own.get();
 }
 
-void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
+void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& plan) {
     auto a = std::make_unique<Active>();
     a->job = job;
     a->slot = slot;
@@ -370,6 +328,7 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot) {
     }
     a->text = std::make_unique<TextStream>(job->stops, job->include_stop_str);
     if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, job->prompt);
+    if (prefixes_) share_prefix(*slot, q.drafter, job->prompt, plan);
     // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
     if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
     engine_.start(q, job->prompt, /*reuse_cache=*/true);
@@ -522,6 +481,7 @@ void Scheduler::finish(Active& a, const char* why) {
         s.target->release_kv();
         if (Session* d = s.drafter ? s.drafter->session() : nullptr) d->release_kv();
     }
+    if (prefixes_) prefixes_->built(s.target.get());  // a block it built holds what it holds
     s.reserved = 0;
     s.busy = false;  // likewise for GET /slots
     if (cfg_.kv_pool > 0) update_pool_state();

@@ -32,6 +32,7 @@
 #include "server/serving/kv_pool.h"
 #include "server/serving/logprobs.h"
 #include "server/serving/metrics.h"
+#include "server/serving/prefix_blocks.h"
 #include "server/serving/prompt_cache.h"
 #include "server/serving/slots.h"
 #include "server/serving/text_stream.h"
@@ -59,6 +60,10 @@ struct SchedulerConfig {
     // pool, each slot may fill its whole context at any time.
     int64_t kv_pool = 0;
     double kv_wait_s = 600;
+    // Shared prompt prefixes (server/serving/prefix_blocks.h): prompts that share at least this
+    // many tokens read one block's KV rows, evaluated once (0: off; also off where the target's
+    // cache cannot share: sliding-window layers, a recurrent state, -ngl). At most n_slots blocks.
+    int prefix_min_tokens = 0;
 };
 
 // One generation: the service fills the inputs, submits it, and reads the outputs under `mu`.
@@ -153,14 +158,21 @@ class Scheduler {
     void admit();
     // Whether the job may start on the slot now (kv_pool): evicts the idle slots it needs; false
     // (it waits) when its reservation does not fit.
-    bool fits_pool(const Job& job, Slot& slot);
+    bool fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan);
+    // An entry of pool_slots() emptied: an idle slot, or a block with its idle readers.
+    void evict_entry(std::span<const int> which);
+    // The slot's target joins or builds a prefix block as planned (after the prompt cache).
+    void share_prefix(Slot& slot, Drafter* drafter, std::span<const token_id> prompt,
+                      const PrefixPlan& plan);
     int64_t need(const Job& job) const;
-    std::vector<PoolSlot> pool_slots() const;  // the slots as the pool counts them
+    // The slots as the pool counts them, then the prefix blocks (busy: a running request reads
+    // or builds it, or one admitted in this round will: pinned_).
+    std::vector<PoolSlot> pool_slots() const;
     void pool_timeout(Job& job);
     // Recounts pool_state_.used; waiting >= 0 sets the waiting count too.
     void update_pool_state(int waiting = -1);
     void run_slot_actions();
-    void start(std::shared_ptr<Job> job, Slot* slot);
+    void start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& plan);
     void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt);
     void echo_logprobs(Job& job, Session& target);
     void step();
@@ -179,6 +191,8 @@ class Scheduler {
     Engine engine_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;
+    std::unique_ptr<PrefixBlocks> prefixes_;  // null: prefix sharing off
+    std::vector<const PrefixBlock*> pinned_;  // blocks joined by jobs admitted this round
     std::vector<std::unique_ptr<Active>> active_;
     std::vector<Sequence*> seqs_;
     std::atomic<long> draft_passes_{0}, draft_seqs_{0};

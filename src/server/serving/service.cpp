@@ -142,10 +142,11 @@ void Service::load() {
     sc.type_v = rt_.type_v;
     sc.kv_pool = rt_.plan.kv_pool;
     sc.kv_wait_s = cfg.kv_wait_s;
+    sc.prefix_min_tokens = cfg.prefix_min_tokens;
     scheduler_ = std::make_unique<Scheduler>(rt_, sc);
     sampling_ = std::make_unique<RequestSampling>(target);
     metrics_.set_kv_capacity(cfg.runtime.n_seqs, rt_.n_ctx);
-    if (rt_.plan.kv_pool > 0)
+    if (rt_.plan.kv_pool > 0 || scheduler_->pool_state().prefixes)
         metrics_.set_kv_pool([s = scheduler_.get()] { return s->pool_state(); });
     metrics_.set_model_name(served_name_);
 }

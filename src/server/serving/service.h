@@ -45,7 +45,10 @@ struct ServiceConfig {
     RuntimeOptions runtime = serve_runtime_options();
     std::string slot_save_path;  // --slot-save-path: where /slots/{id}?action=save writes ("": off)
     double kv_wait_s = 600;      // --kv-wait-timeout: how long a request waits for pool room
-    std::string served_name;     // "" : the model file's name without .gguf
+    // --prefix-min-tokens: prompts sharing at least this many tokens share one copy of their KV
+    // rows, evaluated once (server/serving/prefix_blocks.h; 0: off).
+    int prefix_min_tokens = 64;
+    std::string served_name;  // "" : the model file's name without .gguf
     // --cache-ram's default (runtime.cache_ram_mib): llama-server's 8192 MiB, but at most half
     // of the memory the plan leaves unless given, so the default never stops a start.
     static constexpr long kDefaultCacheRamMib = 8192;

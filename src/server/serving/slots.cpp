@@ -16,10 +16,10 @@ int64_t slot_held(const Slot& s) {
 }
 
 void evict_slot(Slot& s) {
-    s.target->reset();
+    s.target->unshare();  // a prefix block it read is let go
     s.target->release_kv();
     if (Session* d = s.drafter ? s.drafter->session() : nullptr) {
-        d->reset();
+        d->unshare();
         d->release_kv();
     }
 }

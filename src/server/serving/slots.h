@@ -28,7 +28,8 @@ struct Slot {
 };
 
 // The KV positions an idle slot keeps committed (its target's and its drafter's caches), and
-// emptying it: both caches reset and their memory given back (server/serving/kv_pool.h).
+// emptying it: both caches reset, any prefix block they read let go, and their memory given back
+// (server/serving/kv_pool.h).
 int64_t slot_held(const Slot& s);
 void evict_slot(Slot& s);
 
