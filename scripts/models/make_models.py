@@ -22,6 +22,7 @@ sys.path.insert(0, HERE)
 import arch_deepseek2  # noqa: E402
 import arch_gemma  # noqa: E402
 import arch_gemma4  # noqa: E402
+import arch_gemma4_assistant  # noqa: E402
 import arch_glm4moe  # noqa: E402
 import arch_nemotron_h  # noqa: E402
 import arch_gpt_oss  # noqa: E402
@@ -32,8 +33,8 @@ import gguf_writer as g  # noqa: E402
 import model_file  # noqa: E402
 import sidecar  # noqa: E402
 
-FAMILIES = [arch_qwen3, arch_gemma, arch_gemma4, arch_phi_mistral, arch_qwen35, arch_gpt_oss,
-            arch_glm4moe, arch_deepseek2, arch_nemotron_h]
+FAMILIES = [arch_qwen3, arch_gemma, arch_gemma4, arch_gemma4_assistant, arch_phi_mistral,
+            arch_qwen35, arch_gpt_oss, arch_glm4moe, arch_deepseek2, arch_nemotron_h]
 BENCH = {arch: (m, h) for m in FAMILIES for arch, h in getattr(m, "BENCH", {}).items()}
 DEFAULT_SHARED = os.path.join(HERE, "../../../shared")
 

@@ -10,7 +10,14 @@
 // last row (draft row 1: [t_n, h_{n-1}], row 2: [draft 1, the head's own output], ...). Written
 // per prompt: the prompt's tokens, t_n ("next"), the drafts, and the top-10 logits of the last
 // draft row ("last"; ik_llama.cpp keeps only that row's logits).
-//   usage: mtp_ref_dump MODEL.gguf PROMPTS.json K > OUT.json
+//   usage: mtp_ref_dump MODEL.gguf PROMPTS.json K [ASSISTANT.gguf] > OUT.json
+// With ASSISTANT.gguf (Gemma 4's assistant, a gemma4-assistant or gemma4_mtp file, loaded as
+// ik_llama.cpp's -md MTP companion) the same for the assistant: no warm-up (it reads the target's
+// KV cache), every draft row at position n (ik_llama.cpp holds the assistant's positions
+// constant), row 1 from [t_n, h_{n-1}], each further row from [the draft before, the assistant's
+// own projected output]; with flash attention and an F16 K cache (ik_llama.cpp's gemma4 runs its
+// reference configuration there: without flash attention its target's greedy token differs from
+// its own architecture reference's).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -47,8 +54,8 @@ int argmax(const float* x, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: mtp_ref_dump MODEL.gguf PROMPTS.json K\n");
+    if (argc != 4 && argc != 5) {
+        std::fprintf(stderr, "usage: mtp_ref_dump MODEL.gguf PROMPTS.json K [ASSISTANT.gguf]\n");
         return 2;
     }
     const int k = std::atoi(argv[3]);
@@ -64,15 +71,16 @@ int main(int argc, char** argv) {
                                      "-ub",
                                      "512",
                                      "-ctk",
-                                     "f32",
+                                     argc == 5 ? "f16" : "f32",
                                      "-ctv",
                                      "f16",
                                      "-fa",
-                                     "off",
+                                     argc == 5 ? "on" : "off",
                                      "--temp",
                                      "0",
                                      "--spec-type",
                                      "mtp:n_max=" + std::to_string(k) + ",p_min=0.0"};
+    if (argc == 5) args.insert(args.end(), {"-md", argv[4]});
     std::vector<char*> av;
     for (auto& a : args) av.push_back(a.data());
     gpt_params params;
@@ -99,10 +107,18 @@ int main(int argc, char** argv) {
         std::printf("%s\n{\"tokens\": [", p ? "," : "");
         for (int i = 0; i < n; ++i) std::printf("%s%d", i ? ", " : "", toks[size_t(i)]);
         std::printf("]");
-        common_speculative_clear_sequence_kv(spec, ctx, 0);
-        llama_set_embeddings(ctx, true);
         llama_batch b = llama_batch_init(n, 0, 1);
         for (int i = 0; i < n; ++i) common_batch_add(b, toks[size_t(i)], i, {0}, true);
+        // A target without nextn layers extracts no logits while it returns embeddings: the
+        // assistant's t_n comes from a pass of its own first.
+        llama_token next_plain = -1;
+        if (argc == 5) {
+            common_speculative_clear_sequence_kv(spec, ctx, 0);
+            if (llama_decode(ctx, b) != 0) return 1;
+            next_plain = argmax(llama_get_logits_ith(ctx, n - 1), nv);
+        }
+        common_speculative_clear_sequence_kv(spec, ctx, 0);
+        llama_set_embeddings(ctx, true);
         if (llama_decode(ctx, b) != 0 ||
             common_speculative_on_target_seq_batch(spec, ctx, b, 0, true) != 0)
             return 1;
@@ -110,8 +126,11 @@ int main(int argc, char** argv) {
         common_speculative_begin(spec, {});
         if (!common_speculative_capture_output_hidden(spec, ctx, n - 1, 0, n - 1)) return 1;
         llama_set_embeddings(ctx, false);
-        const llama_token next = argmax(llama_get_logits_ith(ctx, n - 1), nv);
-        const llama_tokens drafts = common_speculative_draft(spec, params.speculative, {}, next);
+        const llama_token next =
+            argc == 5 ? next_plain : argmax(llama_get_logits_ith(ctx, n - 1), nv);
+        const llama_tokens drafts =
+            argc == 5 ? common_speculative_draft(spec, params.speculative, toks, next, n, 0)
+                      : common_speculative_draft(spec, params.speculative, {}, next);
         if (int(drafts.size()) != k) return 1;
         std::printf(", \"next\": %d, \"drafts\": [", next);
         for (size_t i = 0; i < drafts.size(); ++i) std::printf("%s%d", i ? ", " : "", drafts[i]);
