@@ -211,63 +211,65 @@ std::vector<std::string> words_of(const std::vector<uint32_t>& cps,
     return words;
 }
 
-std::vector<std::string> random_texts(uint32_t seed, int count) {
-    const std::vector<std::string> atoms = {"a",
-                                            "B",
-                                            "xyz",
-                                            "S",
-                                            "s",
-                                            "t",
-                                            "RE",
-                                            "ll",
-                                            "Ve",
-                                            "m",
-                                            "d",
-                                            "'",
-                                            "'",
-                                            "1",
-                                            "22",
-                                            "333",
-                                            "4444",
-                                            " ",
-                                            " ",
-                                            "  ",
-                                            "   ",
-                                            "\t",
-                                            "\n",
-                                            "\r",
-                                            "\r\n",
-                                            "\n\n",
-                                            ".",
-                                            ",",
-                                            "!!",
-                                            "?",
-                                            "-",
-                                            "(",
-                                            ")",
-                                            "\"",
-                                            "#",
-                                            "$",
-                                            "\xC3\xA9",
-                                            "\xC3\x9F",
-                                            "\xD0\x96\xD1\x8B",
-                                            "\xE4\xB8\xAD",
-                                            "\xE3\x81\x82",
-                                            "\xF0\x9F\xA6\x99",
-                                            "\xE2\x80\x8D",
-                                            "\xCC\x81",
-                                            "\xC2\xA0",
-                                            "\xE3\x80\x80",
-                                            "\xC2\x85",
-                                            "\xE1\xA0\x8E",
-                                            "\xD9\xA3",
-                                            "\xC2\xBD",
-                                            "\xE2\x85\xA0",
-                                            "\xEF\xBC\x81",
-                                            "\xE2\x80\xA8",
-                                            "\x0B",
-                                            "\x0C",
-                                            "\x1F"};
+std::vector<std::string> random_texts(uint32_t seed, int count,
+                                      const std::vector<std::string>& more_atoms = {}) {
+    std::vector<std::string> atoms = {"a",
+                                      "B",
+                                      "xyz",
+                                      "S",
+                                      "s",
+                                      "t",
+                                      "RE",
+                                      "ll",
+                                      "Ve",
+                                      "m",
+                                      "d",
+                                      "'",
+                                      "'",
+                                      "1",
+                                      "22",
+                                      "333",
+                                      "4444",
+                                      " ",
+                                      " ",
+                                      "  ",
+                                      "   ",
+                                      "\t",
+                                      "\n",
+                                      "\r",
+                                      "\r\n",
+                                      "\n\n",
+                                      ".",
+                                      ",",
+                                      "!!",
+                                      "?",
+                                      "-",
+                                      "(",
+                                      ")",
+                                      "\"",
+                                      "#",
+                                      "$",
+                                      "\xC3\xA9",
+                                      "\xC3\x9F",
+                                      "\xD0\x96\xD1\x8B",
+                                      "\xE4\xB8\xAD",
+                                      "\xE3\x81\x82",
+                                      "\xF0\x9F\xA6\x99",
+                                      "\xE2\x80\x8D",
+                                      "\xCC\x81",
+                                      "\xC2\xA0",
+                                      "\xE3\x80\x80",
+                                      "\xC2\x85",
+                                      "\xE1\xA0\x8E",
+                                      "\xD9\xA3",
+                                      "\xC2\xBD",
+                                      "\xE2\x85\xA0",
+                                      "\xEF\xBC\x81",
+                                      "\xE2\x80\xA8",
+                                      "\x0B",
+                                      "\x0C",
+                                      "\x1F"};
+    atoms.insert(atoms.end(), more_atoms.begin(), more_atoms.end());
     std::mt19937 rng(seed);
     std::vector<std::string> out;
     for (int i = 0; i < count; ++i) {
@@ -301,10 +303,12 @@ void check_against(const char* pre,
 // ---------------------------------------------------------------------------------------------
 // llama.cpp's std::regex path
 
-constexpr char kNumber = '\xD1', kLetter = '\xD2', kPunct = '\xD3', kOther = '\xD0';
+constexpr char kNumber = '\xD1', kLetter = '\xD2', kPunct = '\xD3', kMark = '\xD4',
+               kSymbol = '\xD5', kOther = '\xD0';
 
 std::string collapse_text(const std::vector<uint32_t>& cps) {
-    static const CharClass letter("^\\p{L}$"), number("^\\p{N}$"), punct("^\\p{P}$");
+    static const CharClass letter("^\\p{L}$"), number("^\\p{N}$"), punct("^\\p{P}$"),
+        mark("^\\p{M}$"), symbol("^\\p{S}$");
     std::string out;
     for (uint32_t c : cps) {
         if (c < 128) {
@@ -317,6 +321,10 @@ std::string collapse_text(const std::vector<uint32_t>& cps) {
             out += kNumber;
         } else if (punct(c)) {
             out += kPunct;
+        } else if (mark(c)) {
+            out += kMark;
+        } else if (symbol(c)) {
+            out += kSymbol;
         } else {
             out += kOther;
         }
@@ -324,13 +332,15 @@ std::string collapse_text(const std::vector<uint32_t>& cps) {
     return out;
 }
 
-// \p{N}, \p{L}, \p{P} -> the class byte plus the ASCII members, bracketed unless already inside
-// a bracket expression.
+// \p{N}, \p{L}, \p{P}, \p{M}, \p{S} -> the class byte plus llama.cpp's ASCII members (its \p{S}
+// lacks '~'), bracketed unless already inside a bracket expression.
 std::string collapse_regex(const std::string& re) {
     const std::pair<std::string, std::string> cats[] = {
         {"\\p{N}", std::string(1, kNumber) + "0-9"},
         {"\\p{L}", std::string(1, kLetter) + "A-Za-z"},
-        {"\\p{P}", std::string(1, kPunct) + "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"}};
+        {"\\p{P}", std::string(1, kPunct) + "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"},
+        {"\\p{M}", std::string(1, kMark)},
+        {"\\p{S}", std::string(1, kSymbol) + "\\$\\+<->^`\\|"}};
     std::string out;
     bool inside = false;
     for (size_t i = 0; i < re.size(); ++i) {
@@ -471,6 +481,58 @@ TEST(PreTokenizer, Gpt4oMatchesLlamaCppCollapsedRegex) {
     EXPECT_EQ(ok, n) << "gpt-4o: first differing text '" << first_bad << "'";
 }
 
+// deepseek-v3: ik_llama.cpp 8337e4c runs the first and third regexes on the collapsed text, the
+// second (literal kana and CJK ranges) through std::wregex; Specula's are PCRE2 UTF regexes
+// with '~' taken out of \p{S} as the collapsed ASCII table does.
+TEST(PreTokenizer, DeepseekV3MatchesLlamaCppRegexes) {
+    const std::vector<std::string> ik_regexes = {
+        "\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+        "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"};
+    const PreTokenizerSpec spec = pre_tokenizer_spec("deepseek-v3");
+    EXPECT_FALSE(spec.clean_spaces);
+    PreTokenizer pt(spec.regexes);
+    // '~' and ASCII symbols, kana, a symbol and a mark outside ASCII, a fullwidth digit
+    const std::vector<std::string> more = {"~",
+                                           "~~",
+                                           "+",
+                                           "^",
+                                           "`",
+                                           "|",
+                                           "<=",
+                                           "\xE3\x81\x8B",
+                                           "\xE3\x82\xAB",
+                                           "\xE2\x82\xAC",
+                                           "\xE2\x88\x91",
+                                           "\xE0\xA4\x95\xE0\xA5\x8D",
+                                           "\xEF\xBC\x91",
+                                           "12345"};
+    int ok = 0, n = 0;
+    std::string first_bad;
+    for (const std::string& t : random_texts(17, 1500, more)) {
+        const auto cps = unicode::decode_utf8(t);
+        ++n;
+        if (pt.split(t) == words_of(cps, split_like_llama_cpp(cps, ik_regexes))) {
+            ++ok;
+        } else if (first_bad.empty()) {
+            first_bad = t;
+        }
+    }
+    EXPECT_EQ(ok, n) << "deepseek-v3: first differing text '" << first_bad << "'";
+}
+
+// gemma4: lines and runs of newlines, in raw UTF-8 (ik_llama.cpp splits at '\n' only).
+TEST(PreTokenizer, Gemma4SplitsOnlyAtNewlines) {
+    const PreTokenizerSpec spec = pre_tokenizer_spec("gemma4");
+    EXPECT_FALSE(spec.byte_encode);
+    EXPECT_TRUE(spec.escape_spaces);
+    EXPECT_TRUE(spec.force_add_bos);
+    PreTokenizer pt(spec.regexes, spec.collapsed, spec.byte_encode);
+    const std::vector<std::string> want = {"a b\t\xC3\xA9 ", "\n\n", "\r x\xE2\x80\x83", "\n"};
+    EXPECT_EQ(pt.split("a b\t\xC3\xA9 \n\n\r x\xE2\x80\x83\n"), want);
+    EXPECT_TRUE(pt.split("").empty());
+}
+
 TEST(PreTokenizer, Gpt2RegexMatchesLlamaCppSplitter) {
     check_against("gpt-2", split_gpt2);
 }
@@ -485,6 +547,9 @@ TEST(PreTokenizer, UnknownPreIsAnError) {
     EXPECT_TRUE(pre_tokenizer_spec("llama-bpe").ignore_merges);
     EXPECT_FALSE(pre_tokenizer_spec("qwen2").clean_spaces);
     EXPECT_TRUE(pre_tokenizer_spec("gpt-2").clean_spaces);
+    EXPECT_EQ(pre_tokenizer_spec("chatglm-bpe").name, "glm4");
+    EXPECT_TRUE(pre_tokenizer_spec("glm4").no_default_bos);
+    EXPECT_FALSE(pre_tokenizer_spec("glm4").ignore_merges);
 }
 
 }  // namespace
