@@ -332,6 +332,26 @@ TEST(Cli, InfoDescribesPerLayerShapes) {
         << r.out;
 }
 
+// nemotron_h: info names its three layer kinds and what each keeps (the Mamba-2 state, the
+// attention layer's cache, nothing for the MLP layers), the state counted in the cache line.
+TEST(Cli, InfoDescribesNemotronHLayerKinds) {
+    const std::string path = std::string(SPECULA_SOURCE_DIR) +
+                             "/tests/data/arch/rand-nemotron_h-tok512-d128-l6-F16.gguf";
+    const auto r = run_specula({"info", path, "-c", "256"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const std::string layers = line_with(r.out, "layer kinds:");
+    for (const char* s : {"3 Mamba-2 (a recurrent state each: 8 heads of 16 x state 16, no cache)",
+                          "1 attention (the KV cache, heads of 32)", "2 MLP (nothing kept)"})
+        EXPECT_NE(layers.find(s), std::string::npos) << "'" << s << "' not in: " << layers;
+    // 256 positions x 64 K and V values in F16 for the one attention layer, plus the state.
+    EXPECT_NE(line_with(r.out, "kv cache (f16, as run allocates):").find("323.50 KiB at n_ctx 256"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(line_with(r.out, "recurrent state (f32").find("for 3 Mamba-2 layers"),
+              std::string::npos)
+        << r.out;
+}
+
 TEST(Cli, VersionAndHelp) {
     const auto v = run_specula({"--version"});
     EXPECT_EQ(v.status, 0);
