@@ -1,6 +1,7 @@
 // nemotron_h beyond parity (test_model_parity_arch checks the logits of its two files against
 // scripts/models/ref_nemotron_h.py's float64 numpy forward): the layer kinds as the file's arrays
-// say; the Mamba-2 state makes a split of the tokens into passes change no bit; a rollback to any
+// say; the Mamba-2 state makes a split of the tokens into passes change no bit (nor its update in
+// place, without rollback support); a rollback to any
 // position of the last pass leaves the state exactly as after that position; sequences batched in
 // one pass equal each alone; greedy speculative decoding (a qwen3 draft, the hybrid Q8_0 file as
 // the draft, n-gram lookup) equals plain greedy decoding; the memory plan counts the state and a
@@ -75,6 +76,24 @@ TEST(NemotronH, LayerKindsAsTheFileSays) {
 TEST(NemotronH, PassesOfAnySizeGiveTheSameLogits) {
     for (const auto& path : {kF16, kQ8})
         expect_batch_invariant(path, random_tokens(40, 7), {{9}, {5, 1, 3}});
+    // 100 tokens in one pass: the conv split over the pool's threads, no inputs kept (> kKeepMax).
+    expect_batch_invariant(kF16, random_tokens(100, 8), {{9}});
+}
+
+// Without rollback support (one state updated in place: the conv and scan read and write the
+// same buffers) the logits are the same bits.
+TEST(NemotronH, StateUpdatedInPlaceGivesTheSameLogits) {
+    const auto m = Model::load(kF16);
+    const auto ids = random_tokens(30, 9);
+    SessionParams sp{128, 2};
+    Session a(*m, sp);
+    sp.recurrent_rollback = false;
+    Session b(*m, sp);
+    for (Session* s : {&a, &b}) {
+        s->eval(std::span(ids).first(21));
+        s->eval(std::span(ids).subspan(21, 9));
+    }
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(row(a, i), row(b, i)) << "row " << i;
 }
 
 // After a pass over [last, d1..d8], rollback to each position of it and the next token's
