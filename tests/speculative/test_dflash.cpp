@@ -64,8 +64,9 @@ double expect_rows_near(const DFlashState& st, const Draft& d, const json& rows,
             max_err =
                 std::max(max_err, std::abs(double(got[e[0].get<int>()]) - e[1].get<double>()));
         const double gap = rows[r][0][1].get<double>() - rows[r][1][1].get<double>();
-        if (gap > 2 * kTol)
+        if (gap > 2 * kTol) {
             EXPECT_EQ(d.tokens[r], drafts[r].get<token_id>()) << what << " row " << r;
+        }
     }
     EXPECT_LT(max_err, kTol) << what;
     return max_err;
@@ -190,8 +191,8 @@ TEST(DFlash, SamplingKeepsTheTargetDistribution) {
     const auto head = DFlashHead::load(kDraft, *m);
     const int nv = m->hparams().n_vocab;
     SamplingParams sp;
-    sp.temp = 1.5f;
-    sp.top_k = 20;
+    sp.temp = 3.0f;  // the random target's logits are peaked
+    sp.top_k = 8;
     const std::vector<token_id> prompt = {1, 291, 410, 456, 425};
     std::map<std::pair<token_id, token_id>, double> exact;
     {
@@ -207,7 +208,7 @@ TEST(DFlash, SamplingKeepsTheTargetDistribution) {
             for (const TokenProb& b : p2) exact[{a.id, b.id}] = double(a.p) * b.p;
         }
     }
-    const int kTrials = 1200;
+    const int kTrials = 600;  // ~6 ms a trial under ASan
     std::map<std::pair<token_id, token_id>, long> counts;
     Session target(*m, capturing(*head));
     SamplingParams dsp = sp;
