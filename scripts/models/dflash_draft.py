@@ -3,6 +3,7 @@
 qwen3 target they draft for:
 
   python3 scripts/models/dflash_draft.py [OUT_DIR] [--shared SHARED_DIR]
+  python3 scripts/models/dflash_draft.py --bench TARGET.gguf OUT.gguf [--type f16|q8_0]
 
 writes OUT_DIR (default tests/data/dflash), a rerun the same bytes:
   rand-qwen3-tok512-d128-l4-F16.gguf      the target: scripts/models/arch_qwen3.py's test shape
@@ -14,6 +15,11 @@ writes OUT_DIR (default tests/data/dflash), a rerun the same bytes:
                                           its own rope base 1e6 and the backbone's 1e4; no
                                           token_embd / output (the target's, as the published
                                           drafters share them); tok512's tokenizer keys
+
+--bench writes a timing drafter for any qwen3-style target from its metadata alone, shaped as the
+published Qwen3 DFlash drafters (z-lab's Qwen3-8B-DFlash-b16: 5 layers of the target's width, its
+heads and FFN, block 16, target layers 1, n/4 + 1, ... spread over the target, mask token 0), one
+random stream (seed 16), its tokenizer keys copied from the target.
 
 The schema (ik_llama.cpp's src/llama-arch.cpp, llama-hparams.cpp, llama-load-tensors.cpp):
   general.architecture            dflash-draft
@@ -92,11 +98,33 @@ def write_draft(path, h, vocab_kv):
     model_file.write(path, h, KEYS, [], vocab_kv, rows(h))
 
 
+def write_bench(target, out, wtype):
+    """A timing drafter shaped for `target` (its metadata only)."""
+    meta = g.read_metadata(target)
+    a = meta["general.architecture"][1]
+    k = lambda key: meta[f"{a}.{key}"][1]  # noqa: E731
+    n = k("block_count")
+    layers = [1 + i * (n - 4) // 4 for i in range(5)]  # 1, 9, 17, 25, 33 for 36 layers
+    h = dict(arch=ARCH, name="dflash-bench-" + os.path.basename(target).removesuffix(".gguf"),
+             ctx=k("context_length"), d=k("embedding_length"), n_layer=5,
+             ff=k("feed_forward_length"), n_head=k("attention.head_count"),
+             n_kv=k("attention.head_count_kv"), head_dim=k("attention.key_length"),
+             eps=k("attention.layer_norm_rms_epsilon"), rope_base=k("rope.freq_base"), block=16,
+             mask=0, layers=layers, n_features=len(layers) * k("embedding_length"),
+             layer_ids=(I32, layers), wtype=wtype, stream=16)
+    model_file.write(out, h, KEYS, [], model_file.tokenizer_keys(target), rows(h))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", default=os.path.join(HERE, "../../tests/data/dflash"))
     ap.add_argument("--shared", default=os.path.join(HERE, "../../../shared"))
+    ap.add_argument("--bench", nargs=2, metavar=("TARGET", "OUT"))
+    ap.add_argument("--type", choices=("f16", "q8_0"), default="q8_0")
     args = ap.parse_args()
+    if args.bench:
+        write_bench(*args.bench, {"f16": g.GGML_F16, "q8_0": g.GGML_Q8_0}[args.type])
+        return
     os.makedirs(args.out, exist_ok=True)
     vocab = model_file.tok512(args.shared)
     arch_qwen3.write(os.path.join(args.out, TARGET_NAME), TARGET, vocab)
