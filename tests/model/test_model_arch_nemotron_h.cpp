@@ -1,12 +1,12 @@
 // nemotron_h beyond parity (test_model_parity_arch checks the logits of its two files against
 // scripts/models/ref_nemotron_h.py's float64 numpy forward): the layer kinds as the file's arrays
 // say; the Mamba-2 state makes a split of the tokens into passes change no bit (nor its update in
-// place, without rollback support); a rollback to any
-// position of the last pass leaves the state exactly as after that position; sequences batched in
-// one pass equal each alone; greedy speculative decoding (a qwen3 draft, the hybrid Q8_0 file as
-// the draft, n-gram lookup) equals plain greedy decoding; the memory plan counts the state and a
-// cache for the attention layer only; files whose SSM sizes or layer kinds contradict each other
-// or their tensors fail to load with an Error naming the key or tensor and the file.
+// place, without rollback support); a rollback to any position of the last pass leaves the state
+// exactly as after that position; sequences batched in one pass equal each alone; greedy
+// speculative decoding (a qwen3 draft, the hybrid Q8_0 file as the draft, n-gram lookup) equals
+// plain greedy decoding; the memory plan counts the state and a cache for the attention layer
+// only; files whose SSM sizes or layer kinds contradict each other or their tensors fail to load
+// with an Error naming the key or tensor and the file.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -216,9 +216,11 @@ void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     }
 }
 
-// The pass's own buffer: ssm_in's output rows.
+// The pass's own buffer: ssm_in's output rows (none without a Mamba-2 layer, whatever the ssm
+// keys say).
 enum Scratch { kProj };
 std::vector<int64_t> scratch(const HParams& hp) {
+    if (hp.n_recurrent() == 0) return {0};
     return {2 * int64_t(hp.ssm_d_inner) + 2 * hp.ssm_key_dim() + hp.ssm_dt_rank};
 }
 
