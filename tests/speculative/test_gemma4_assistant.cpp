@@ -5,11 +5,13 @@
 //     scripts/models/make_mtp_refs.sh: the target evaluates each prompt, the assistant drafts K
 //     tokens greedily; the drafts and the top-10 logits of the last draft row), in both schemas
 //     (gemma4-assistant K = 1..3, gemma4_mtp K = 3);
-//   - greedy speculative output equal to plain decoding with either file, and drafts read from
-//     the right row of the target's last pass (an "echo" assistant);
+//   - greedy speculative output equal to plain decoding with either file, sampling that keeps the
+//     target's distribution, and drafts read from the right row of the target's last pass (an
+//     "echo" assistant);
 //   - an assistant for another target refused naming the key or tensor and both files.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "arch_parity.h"
+#include "chi_square.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -197,6 +200,59 @@ TEST(Gemma4Assistant, GreedySpeculativeEqualsPlain) {
             EXPECT_EQ(st.drafter, "gemma4-assistant");
         }
     }
+}
+
+// Sampling with the assistant's drafts keeps the target's distribution: the first two generated
+// tokens, with drafts of 3 drawn from the assistant's q and rejection sampling over fresh seeds,
+// follow p(t1) p(t2 | t1) (chi-square).
+TEST(Gemma4Assistant, SamplingKeepsTheTargetDistribution) {
+    const auto m = Model::load(kTarget);
+    const auto a = Gemma4Assistant::load(kAssistant, *m);
+    const int nv = m->hparams().n_vocab;
+    SamplingParams sp;
+    sp.temp = 3.0f;  // the random target's logits are peaked
+    sp.top_k = 8;
+    const std::vector<token_id> prompt = {1, 291, 410, 456, 425};
+    std::map<std::pair<token_id, token_id>, double> exact;
+    {
+        Sampler smp(sp);
+        Session sess(*m, target_params());
+        std::vector<TokenProb> p1, p2;
+        sess.eval(prompt);
+        smp.distribution(sess.logits(sess.n_logits() - 1), nv, p1);
+        for (const TokenProb& t1 : p1) {
+            sess.rollback(int(prompt.size()));
+            sess.eval(std::vector<token_id>{t1.id});
+            smp.distribution(sess.logits(0), nv, p2);
+            for (const TokenProb& t2 : p2) exact[{t1.id, t2.id}] = double(t1.p) * t2.p;
+        }
+    }
+    const int kTrials = 500;
+    std::map<std::pair<token_id, token_id>, long> counts;
+    Session target(*m, target_params());
+    SamplingParams dsp = sp;
+    dsp.seed = 77;
+    Gemma4AssistantDrafter drafter(*a, dsp);
+    long drafted = 0;
+    for (int t = 0; t < kTrials; ++t) {
+        sp.seed = 9000 + uint64_t(t);
+        Sampler sampler(sp);
+        GenParams gp;
+        gp.n_predict = 2;
+        gp.ignore_eos = true;
+        gp.n_draft = 3;
+        SpecStats st;
+        const auto out = generate_tokens(target, sampler, &drafter, prompt, gp, &st);
+        ASSERT_EQ(out.size(), 2u);
+        ++counts[{out[0], out[1]}];
+        drafted += st.n_drafted;
+    }
+    EXPECT_GE(drafted, kTrials);
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
+    std::printf("gemma4 assistant sampling: chi2 = %.1f, df = %d, critical = %.1f\n", c.stat, c.df,
+                c.critical);
+    ASSERT_GE(c.df, 5);
+    EXPECT_LT(c.stat, c.critical);
 }
 
 // The echo assistant drafts the token the target just chose (its logits are a multiple of the
