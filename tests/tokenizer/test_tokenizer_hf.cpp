@@ -17,6 +17,7 @@
 
 #include "cli_process.h"
 #include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -201,6 +202,45 @@ TEST(HfConverter, Qwen3EqualsLlamaCppConverter) {
     }
     EXPECT_EQ(ours->get_bool_or("tokenizer.ggml.add_bos_token", true),
               theirs->get_bool_or("tokenizer.ggml.add_bos_token", false));
+}
+
+// A tiny "gemma4" vocabulary with a run of newlines that no merge builds ("\n\n\n"), byte tokens
+// for 'é' only and add_bos_token false. The ids are ik_llama.cpp 8337e4c's (tok_ref_dump.cpp on
+// the same keys): the run stays whole, "\n\n" and "\n\n\n\n" (no tokens) fall to single
+// newlines, characters without a token or byte token are dropped, BOS is added anyway.
+TEST(Gemma4Model, NewlineRunsByteFallbackAndBos) {
+    GGUFWriter w;
+    w.set_string("general.architecture", "gemma4");
+    w.set_string("tokenizer.ggml.model", "gemma4");
+    const std::vector<std::string> tokens = {
+        "<pad>",   "<eos>", "<bos>",    "<unk>",   "<0x0A>",    "<0xC3>",
+        "<0xA9>",  "\n",    "\n\n\n",   "a",       "b",         "\u2581",
+        "\u2581a", "ab",    "\u2581ab", "<turn|>", "<|channel>"};
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_f32_array("tokenizer.ggml.scores", std::vector<float>(tokens.size(), -1000.f));
+    w.set_i32_array("tokenizer.ggml.token_type",
+                    {3, 3, 3, 2, 6, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4});
+    w.set_string_array("tokenizer.ggml.merges", {"\u2581 a", "a b", "\u2581a b"});
+    w.set_u32("tokenizer.ggml.bos_token_id", 2);
+    w.set_u32("tokenizer.ggml.eos_token_id", 1);
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+    const std::string path = specula::test::temp_dir("tokenizer_gemma4") + "/tiny.gguf";
+    w.write(path);
+    auto f = GGUFFile::open(path);
+    auto tok = Tokenizer::from_gguf(*f);
+    EXPECT_EQ(tok->model(), "gemma4");
+    EXPECT_TRUE(tok->add_bos());
+    EXPECT_EQ(tok->eog_ids(), (std::vector<token_id>{1, 15}));
+    using Ids = std::vector<token_id>;
+    EXPECT_EQ(tok->encode("a\n\n\nab", false, false), (Ids{9, 8, 13}));
+    EXPECT_EQ(tok->encode("\n\n", true, true), (Ids{2, 7, 7}));
+    EXPECT_EQ(tok->encode("ab ab  a", false, false), (Ids{13, 14, 11, 12}));
+    EXPECT_EQ(tok->encode("\xC3\xA9\n\n\n\n", false, false), (Ids{5, 6, 7, 7, 7, 7}));
+    const std::string chat = " a<|channel>b<turn|>\n\n\n";
+    EXPECT_EQ(tok->encode(chat, false, false), (Ids{12, 16, 10, 8}));
+    EXPECT_EQ(tok->encode(chat, true, true), (Ids{2, 12, 16, 10, 15, 8}));
+    EXPECT_EQ(tok->decode({12, 16, 10, 8}), " a<|channel>b\n\n\n");
+    EXPECT_EQ(tok->decode({2, 5, 6, 7}), "<bos>\xC3\xA9\n");
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
