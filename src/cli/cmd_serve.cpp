@@ -54,7 +54,8 @@ struct ServeOptions {
     std::string tool_call_parser, reasoning_parser, kv_cache_dtype;
     bool no_context_shift = false, auto_tool_choice = false, enforce_eager = false;
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
-    double drain_timeout = 30;  // --drain-timeout
+    bool no_prefix_caching = false;  // vLLM's --no-enable-prefix-caching: no shared blocks
+    double drain_timeout = 30;       // --drain-timeout
     std::string tool_call_format = "auto";
 };
 
@@ -137,6 +138,7 @@ void resolve(ServeOptions& o) {
         fail("--kv-pool must be >= 0 positions, got ", o.service.runtime.kv_pool);
     if (o.service.prefix_min_tokens < 0)
         fail("--prefix-min-tokens must be >= 0, got ", o.service.prefix_min_tokens);
+    if (o.no_prefix_caching) o.service.prefix_min_tokens = 0;
     if (!(o.service.kv_wait_s > 0 && o.service.kv_wait_s <= 86400))
         fail("--kv-wait-timeout must be in (0, 86400] seconds, got ", o.service.kv_wait_s);
     if (o.ctx_total >= 0 && o.max_model_len >= 0)
@@ -272,7 +274,10 @@ void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("--dtype", o.dtype, "vLLM's; only auto (the GGUF file's own types)")
         ->capture_default_str();
     cmd.add_flag("--enable-prefix-caching", o.prefix_caching,
-                 "vLLM's; always on (a slot reuses the longest cached prefix)");
+                 "vLLM's; on by default (shared prefix blocks, --prefix-min-tokens; a slot "
+                 "reuses the longest cached prefix)");
+    cmd.add_flag("--no-enable-prefix-caching", o.no_prefix_caching,
+                 "vLLM's; no shared prefix blocks (= --prefix-min-tokens 0)");
     cmd.add_flag("--trust-remote-code", o.trust_remote_code, "vLLM's; accepted (no remote code)");
     cmd.add_flag("--disable-log-requests", o.disable_log_requests,
                  "vLLM's; accepted (one log line per request is kept)");

@@ -153,3 +153,24 @@ TEST(PrefixSharing, OffEveryRequestEvaluatesItsPrompt) {
     EXPECT_FALSE(sched.pool_state().prefixes);
     EXPECT_EQ(sched.pool_state().shared_blocks, 0);
 }
+
+TEST(PrefixSharing, ACancelledBuilderLeavesTheOthersCorrect) {
+    SchedulerConfig c = config(32);
+    c.prefill_chunk = 16;  // the builder takes ~12 steps over the prefix
+    Scheduler sched(models(), c);
+    auto builder = submit(sched, prompt(0));
+    {
+        std::unique_lock lock(builder->mu);
+        builder->cv.wait(lock, [&] { return builder->started || builder->done; });
+    }
+    auto joiner = submit(sched, prompt(1));
+    builder->cancel = true;  // mid-prompt, most likely: the joiner reads what was written
+    EXPECT_EQ(wait_text(*joiner), text_of(alone(prompt(1))));
+    {
+        std::unique_lock lock(builder->mu);
+        builder->cv.wait(lock, [&] { return builder->done; });
+    }
+    auto later = submit(sched, prompt(2));
+    EXPECT_EQ(wait_text(*later), text_of(alone(prompt(2))));
+    EXPECT_EQ(sched.pool_state().used, 0);
+}

@@ -481,7 +481,14 @@ void Scheduler::finish(Active& a, const char* why) {
         s.target->release_kv();
         if (Session* d = s.drafter ? s.drafter->session() : nullptr) d->release_kv();
     }
-    if (prefixes_) prefixes_->built(s.target.get());  // a block it built holds what it holds
+    if (prefixes_) {
+        prefixes_->built(s.target.get());  // a block it built holds what it holds
+        // A builder cut short (cancelled mid-prompt) stops writing into its block: the slot lets
+        // it go rather than go on adding rows to it for a later request.
+        Session* d = s.drafter ? s.drafter->session() : nullptr;
+        if (s.target->shared_prefix() > s.target->n_past()) s.target->unshare();
+        if (d && d->shared_prefix() > d->n_past()) d->unshare();
+    }
     s.reserved = 0;
     s.busy = false;  // likewise for GET /slots
     if (cfg_.kv_pool > 0) update_pool_state();
