@@ -163,8 +163,12 @@ void bind_output(Gemma4Assistant& a, TensorBinder& b) {
 }  // namespace
 
 bool Gemma4Assistant::is_assistant_file(const std::string& path) {
-    const auto f = GGUFFile::open(path);
-    return find_schema(f->get_string_or("general.architecture", "")) != nullptr;
+    try {
+        const auto f = GGUFFile::open(path);
+        return find_schema(f->get_string_or("general.architecture", "")) != nullptr;
+    } catch (const Error&) {
+        return false;  // whoever loads it next names what is wrong with it
+    }
 }
 
 std::unique_ptr<Gemma4Assistant> Gemma4Assistant::load(const std::string& path,

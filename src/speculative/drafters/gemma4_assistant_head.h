@@ -62,7 +62,8 @@ struct Gemma4Assistant {
     // Throws Error naming the key / tensor, `path` and the target's file when they do not fit.
     static std::unique_ptr<Gemma4Assistant> load(const std::string& path, const Model& target);
     // Whether the GGUF at `path` is an assistant (general.architecture gemma4-assistant or
-    // gemma4_mtp): `--spec-type mtp -md FILE` drafts with it. Error when it cannot be read.
+    // gemma4_mtp): `--spec-type mtp -md FILE` drafts with it. False for a file that cannot be
+    // read (its loader names the problem).
     static bool is_assistant_file(const std::string& path);
 
     std::unique_ptr<GGUFFile> file;
