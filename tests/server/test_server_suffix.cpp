@@ -2,7 +2,9 @@
 // concurrent greedy requests with `specula run --temp 0`'s text, and a request that repeats an
 // earlier one drafts its output from the server-wide tree (more accepted drafts the second time,
 // in the trace and usage). `run --spec-type suffix` gives plain decoding's text too, and a memory
-// bound too small is refused naming its flag.
+// bound too small is refused naming its flag. With a draft model and `--draft auto` (the tree or
+// the model chosen by cost each step, with the draft length by load) the text stays plain
+// decoding's.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -70,6 +72,26 @@ TEST(ServerSuffix, GreedyEqualsPlainAndRepeatsAreDrafted) {
     EXPECT_GT(second, first);
     EXPECT_GE(second, kTokens / 2) << again["choices"][0]["speculative_trace"].dump();
     EXPECT_EQ(again["choices"][0]["speculative_trace"][0]["drafter"], "suffix");
+}
+
+TEST(ServerSuffix, DraftAutoWithADraftModelEqualsPlain) {
+    const std::string a = "Lily had a red ball. She liked the red ball. Lily had a red",
+                      b = "Lily and Ben went to the park";
+    const std::string plain_a = run_text(a, ""), plain_b = run_text(b, "");
+    ServerProcess s(
+        {"-m", specula::test::server_target_path(), "-md", specula::test::server_draft_path(),
+         "--spec-type", "suffix", "--draft", "auto", "--parallel", "2", "-t", "1"},
+        "suffix-auto");
+    json ra, rb;
+    std::thread other([&] { rb = complete(s, b); });
+    ra = complete(s, a);
+    other.join();
+    EXPECT_EQ(ra["choices"][0]["text"], plain_a);
+    EXPECT_EQ(rb["choices"][0]["text"], plain_b);
+    const json again = complete(s, a);
+    EXPECT_EQ(again["choices"][0]["text"], plain_a);
+    EXPECT_EQ(again["choices"][0]["speculative_trace"][0]["drafter"], "suffix+draft-model");
+    EXPECT_GT(long(again["usage"]["speculative"]["accepted"]), 0);
 }
 
 TEST(ServerSuffix, ATooSmallMemoryBoundIsNamed) {
