@@ -271,6 +271,9 @@ TEST(NemotronHBadInput, SsmSizesThatDoNotDivideNameTheKey) {
     GgufEdit ed4;
     ed4.drop_keys = {"nemotron_h.ssm.state_size"};
     expect_load_error(write_variant(kQ8, "nostate", ed4), {"nemotron_h.ssm.state_size"});
+    GgufEdit ed5;  // MTP layers would run as main layers: refused
+    ed5.set_u32 = {{"nemotron_h.nextn_predict_layers", 1}};
+    expect_load_error(write_variant(kQ8, "nextn", ed5), {"nemotron_h.nextn_predict_layers"});
 }
 
 TEST(NemotronHBadInput, SsmSizesThatContradictTheTensorsNameTheTensor) {

@@ -13,7 +13,7 @@
 //            (both > 0 is refused); ssm.conv_kernel, ssm.inner_size (d_inner),
 //            ssm.state_size, ssm.time_step_rank (the Mamba-2 heads, dividing d_inner),
 //            ssm.group_count (the B/C groups, dividing the heads)}. Experts (nemotron_h_moe's) are
-//            refused.
+//            refused, as are MTP (nextn) layers.
 //   tensors: token_embd, output_norm, output (optional: tied); per layer attn_norm, and
 //            Mamba-2: ssm_in [n_embd -> 2 d_inner + 2 n_group d_state + n_head], ssm_conv1d
 //            [d_conv x conv_dim] with its optional bias, ssm_dt.bias, ssm_a and ssm_d [1 x n_head],
@@ -120,6 +120,11 @@ void read_hparams(const GGUFFile& f, HParams& hp) {
         fail(f.path(), ": key '", p,
              "expert_count' is set: Nemotron-H's mixture of experts (nemotron_h_moe) is not "
              "supported");
+    }
+    if (f.get_int_or(p + "nextn_predict_layers", 0) != 0) {
+        fail(f.path(), ": key '", p,
+             "nextn_predict_layers' is set: Nemotron-H's MTP layers are not supported (they would "
+             "run as main layers)");
     }
     hp.n_rot = 0;  // no rope
     read_kinds(f, hp);
