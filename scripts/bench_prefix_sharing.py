@@ -42,7 +42,8 @@ def metrics(port):
 
 def run(args, min_tokens, port):
     cmd = [args.bin, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads),
-           "--parallel", str(args.n), "-c", str(args.ctx), "--prefix-min-tokens", str(min_tokens)]
+           "--parallel", str(args.n), "-c", str(args.ctx), "--kv-pool", str(args.n * args.ctx),
+           "--prefix-min-tokens", str(min_tokens)]
     srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in srv.stderr:
@@ -90,7 +91,7 @@ def main():
     p.add_argument("--bin", default=os.path.join(ROOT, "build/bin/specula"))
     p.add_argument("-n", type=int, default=8)
     p.add_argument("-t", "--threads", type=int, default=2)
-    p.add_argument("-c", "--ctx", type=int, default=2048)
+    p.add_argument("-c", "--ctx", type=int, default=1536)
     p.add_argument("--prefix-words", type=int, default=400)
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--port", type=int, default=18431)

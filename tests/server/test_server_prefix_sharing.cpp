@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "server/serving/prefix_blocks.h"
 #include "server/serving/scheduler.h"
 #include "speculative/generator.h"
 #include "speculative/make_drafter.h"
@@ -173,4 +174,41 @@ TEST(PrefixSharing, ACancelledBuilderLeavesTheOthersCorrect) {
     auto later = submit(sched, prompt(2));
     EXPECT_EQ(wait_text(*later), text_of(alone(prompt(2))));
     EXPECT_EQ(sched.pool_state().used, 0);
+}
+
+// The plan alone (no model): join what a block holds, wait for what is still being built or
+// admitted in the same round, build when nothing shares enough; room is made only by dropping a
+// block nothing reads and no admitted request keeps.
+TEST(PrefixSharing, PlansJoinWaitBuildAndRoom) {
+    PrefixBlocks blocks(4, 2);
+    const std::vector<token_id> sys = {1, 10, 11, 12, 13, 14, 15, 16, 17};
+    auto kv = std::make_shared<KVCache>(1, 64, 32);
+    const Session* builder = reinterpret_cast<const Session*>(&sys);  // identity only
+    PrefixBlock* b = blocks.add(kv, nullptr, sys, builder, 1);
+    std::vector<token_id> p = {1, 10, 11, 12, 13, 14, 15, 99};
+    EXPECT_EQ(blocks.plan(p, 0, {}).kind, PrefixPlan::wait);  // nothing written yet
+    std::vector<float> row(32, 0.5f);
+    for (int i = 0; i < 7; ++i) kv->write(0, i, row.data(), row.data());
+    kv->append(std::span(sys).first(7));
+    PrefixPlan plan = blocks.plan(p, 0, {});
+    EXPECT_EQ(plan.kind, PrefixPlan::join);
+    EXPECT_EQ(plan.block, b);
+    EXPECT_EQ(plan.n, 7);
+    EXPECT_EQ(blocks.plan(p, 7, {}).kind, PrefixPlan::none);  // its slot holds as much
+    const std::vector<token_id> other = {1, 50, 51, 52, 53, 54};
+    EXPECT_EQ(blocks.plan(other, 0, {}).kind, PrefixPlan::build);
+    const std::vector<std::vector<token_id>> starting = {{1, 50, 51, 52, 53, 60}};
+    EXPECT_EQ(blocks.plan(other, 0, starting).kind, PrefixPlan::wait);
+    EXPECT_EQ(blocks.plan(std::vector<token_id>{1, 50}, 0, {}).kind, PrefixPlan::none);
+    blocks.built(builder);
+    EXPECT_EQ(b->rows(), 7);
+    blocks.add(std::make_shared<KVCache>(1, 64, 32), nullptr, other, nullptr, 2);
+    // `kv`, held here, stands for a session reading the first block.
+    const PrefixBlock* none[] = {nullptr};
+    const PrefixBlock* second[] = {blocks.blocks()[1].get()};
+    EXPECT_FALSE(blocks.make_room(second));  // the first is read, the second kept
+    EXPECT_TRUE(blocks.make_room(none));     // the second goes
+    ASSERT_EQ(blocks.blocks().size(), 1u);
+    EXPECT_EQ(blocks.blocks()[0].get(), b);
+    EXPECT_EQ(b->readers(), 1);
 }

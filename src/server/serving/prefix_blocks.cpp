@@ -32,11 +32,13 @@ PrefixPlan PrefixBlocks::plan(std::span<const token_id> prefix, int have,
     return {};
 }
 
-bool PrefixBlocks::make_room() {
+bool PrefixBlocks::make_room(std::span<const PrefixBlock* const> keep) {
     if (int(blocks_.size()) < max_) return true;
     const PrefixBlock* lru = nullptr;
     for (const auto& b : blocks_)
-        if (b->readers() == 0 && (!lru || b->last_used < lru->last_used)) lru = b.get();
+        if (b->readers() == 0 && std::find(keep.begin(), keep.end(), b.get()) == keep.end() &&
+            (!lru || b->last_used < lru->last_used))
+            lru = b.get();
     if (!lru) return false;
     drop(lru);
     return true;

@@ -63,9 +63,9 @@ class PrefixBlocks {
     // many; otherwise build, if the prompt has min_tokens beyond `have` and `have` < min_tokens.
     PrefixPlan plan(std::span<const token_id> prefix, int have,
                     std::span<const std::vector<token_id>> starting) const;
-    // Makes room for one more block (drops the least recently used block nothing reads when
-    // max_blocks exist); false when none can be dropped.
-    bool make_room();
+    // Makes room for one more block (drops the least recently used block nothing reads and not
+    // in `keep` when max_blocks exist); false when none can be dropped.
+    bool make_room(std::span<const PrefixBlock* const> keep);
     // A new block that `builder` fills with `planned`.
     PrefixBlock* add(std::shared_ptr<KVCache> kv, std::shared_ptr<KVCache> draft,
                      std::span<const token_id> planned, const Session* builder, long stamp);

@@ -136,7 +136,7 @@ void Scheduler::share_prefix(Slot& slot, Drafter* drafter, std::span<const token
             d->share_prefix(plan.block->draft, std::min(plan.n, plan.block->draft->n_past()));
         plan.block->last_used = ++slot_uses_;
     } else if (plan.kind == PrefixPlan::build && have < prefixes_->min_tokens() &&
-               prefixes_->make_room()) {
+               prefixes_->make_room(pinned_)) {  // a block joined in this round stays
         std::shared_ptr<KVCache> kv = t.new_prefix_block();
         std::shared_ptr<KVCache> dkv = d ? d->new_prefix_block() : nullptr;
         prefixes_->add(kv, dkv, p, &t, ++slot_uses_);
