@@ -155,6 +155,7 @@ std::string canonical_pre(const std::string& pre) {
     if (pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3") return "llama3";
     if (pre == "phi-2") return "gpt-2";
     if (pre == "chatglm-bpe") return "glm4";
+    if (pre == "hunyuan-dense" || pre == "joyai-llm") return "deepseek-v3";
     if (pre == "llama4" || pre == "kanana2") return "gpt-4o";
     return pre;
 }
@@ -163,9 +164,10 @@ std::string canonical_pre(const std::string& pre) {
 
 std::string supported_pre_tokenizers() {
     return "default, llama3, llama-bpe, llama-v3, falcon3, dbrx, smaug-bpe, qwen2, "
-           "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, deepseek-v3, falcon, "
-           "starcoder, refact, codeshell, exaone, minerva-7b, command-r, smollm, gpt-2, phi-2, "
-           "mpt, olmo, gpt-4o, llama4, kanana2, glm4, chatglm-bpe, gemma4";
+           "deepseek-r1-qwen, stablelm2, deepseek-llm, deepseek-coder, deepseek-v3, "
+           "hunyuan-dense, joyai-llm, falcon, starcoder, refact, codeshell, exaone, minerva-7b, "
+           "command-r, smollm, gpt-2, phi-2, mpt, olmo, gpt-4o, llama4, kanana2, glm4, "
+           "chatglm-bpe, gemma4";
 }
 
 PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {

@@ -548,6 +548,7 @@ TEST(PreTokenizer, UnknownPreIsAnError) {
     EXPECT_FALSE(pre_tokenizer_spec("qwen2").clean_spaces);
     EXPECT_TRUE(pre_tokenizer_spec("gpt-2").clean_spaces);
     EXPECT_EQ(pre_tokenizer_spec("chatglm-bpe").name, "glm4");
+    EXPECT_EQ(pre_tokenizer_spec("hunyuan-dense").name, "deepseek-v3");
     EXPECT_TRUE(pre_tokenizer_spec("glm4").no_default_bos);
     EXPECT_FALSE(pre_tokenizer_spec("glm4").ignore_merges);
 }
