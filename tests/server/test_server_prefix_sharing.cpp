@@ -135,6 +135,16 @@ TEST(PrefixSharing, ConcurrentRequestsEvaluateTheSharedPrefixOnce) {
     EXPECT_LT(g.shared, shared + 8);
     EXPECT_EQ(g.shared_readers, 8);
     EXPECT_EQ(g.used, 0);
+    // /metrics shows them (server/serving/metrics.h).
+    Metrics metrics;
+    metrics.set_kv_pool([&] { return sched.pool_state(); });
+    const std::string text = metrics.render();
+    metrics.set_kv_pool({});
+    EXPECT_NE(text.find("\nspecula:prefix_shared_positions " + std::to_string(g.shared) + "\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("\nspecula:prefix_blocks 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nspecula:prefix_block_readers 8\n"), std::string::npos) << text;
     // Idle: the block once plus each slot's own rows (its question and answer), not 8 prefixes.
     EXPECT_LT(g.cached, g.shared + 8 * 40);
     // A later request with the same prefix reads the block too.
