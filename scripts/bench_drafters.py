@@ -35,7 +35,9 @@ repetition to the next), with a private copy of build/bin/specula:
   specula bench --synthetic-acceptance A --draft-list K --no-auto: plain tg tok/s, tok/s with
       the drafter where each draft token is accepted with probability A (the output is not the
       target's: a timing study), and one target pass over 1 token (--batches 1).
-Columns: draft ms / pass(1) ms = ratio; medians over the repetitions. The machine's CPU (from
+Columns: draft / pass = draft ms over the pass(1) ms of the bench run next to it, speedup = spec
+over plain tok/s of one bench run; each the median of those per-repetition ratios, the other
+columns medians over the repetitions. The machine's CPU (from
 /proc/cpuinfo), the threads and the load average are printed with the table. On a shared
 machine the numbers are indicative.
 """
@@ -66,7 +68,7 @@ TARGETS = {
                drafters=["draft", "ngram", "suffix", "eagle3", "medusa", "dflash"]),
     "8b": dict(label="Qwen3-8B-shaped (Q4_K_M)", file="rand-qwen3-8b-Q4_K_M.gguf",
                short="qwen3-8b", draft=os.path.join(MODELS, "rand-qwen3-0.6b-Q8_0.gguf"),
-               ctx=512, n=12,
+               ctx=512, n=8,
                drafters=["draft", "ngram", "suffix", "eagle3", "medusa", "dflash"]),
     "gemma4": dict(label="Gemma-4-12B-shaped, 12 of 48 layers (Q8_0)",
                    file="gemma4-12b-shape-l12-Q8_0.gguf", short="gemma4-12b", draft=None,
@@ -251,19 +253,20 @@ def table(res, a, loads):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for tkey, per in res.items():
         t = TARGETS[tkey]
-        pass1 = med([m["pass1_ms"] for ms in per.values() for m in ms])
         for name, ms in per.items():
             if not ms:
                 continue
-            dms = med([m["draft_ms"] for m in ms])
-            plain, spec = med([m["plain_tps"] for m in ms]), med([m["spec_tps"] for m in ms])
-            ratio = dms / pass1 if dms is not None and pass1 else None
-            speed = spec / plain if spec and plain else None
+            # Ratios within one measurement (the draft beside its own pass, spec beside its own
+            # plain run), then their median: the machine's load moves both alike.
+            ratio = med([m["draft_ms"] / m["pass1_ms"] if m["draft_ms"] is not None else None
+                         for m in ms])
+            speed = med([m["spec_tps"] / m["plain_tps"] if m["spec_tps"] else None for m in ms])
             print(f"| {t['label']} | {name} | {fmt(med([m['per_draft'] for m in ms]))} | "
-                  f"{fmt(dms, 2)} | {fmt(pass1, 1)} | {fmt(ratio, 3)} | {fmt(plain)} | "
-                  f"{fmt(spec)} | {fmt(speed, 2, 'x')} | "
+                  f"{fmt(med([m['draft_ms'] for m in ms]), 2)} | "
+                  f"{fmt(med([m['pass1_ms'] for m in ms]), 1)} | {fmt(ratio, 3)} | "
+                  f"{fmt(med([m['plain_tps'] for m in ms]))} | "
+                  f"{fmt(med([m['spec_tps'] for m in ms]))} | {fmt(speed, 2, 'x')} | "
                   f"{fmt(med([m['spec_len'] for m in ms]), 2)} |")
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
