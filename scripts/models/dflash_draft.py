@@ -108,7 +108,10 @@ def write_bench(target, out, wtype):
     h = dict(arch=ARCH, name="dflash-bench-" + os.path.basename(target).removesuffix(".gguf"),
              ctx=k("context_length"), d=k("embedding_length"), n_layer=5,
              ff=k("feed_forward_length"), n_head=k("attention.head_count"),
-             n_kv=k("attention.head_count_kv"), head_dim=k("attention.key_length"),
+             n_kv=k("attention.head_count_kv"),
+             # llama files have no key_length: the width over the heads
+             head_dim=meta.get(f"{a}.attention.key_length",
+                               (0, k("embedding_length") // k("attention.head_count")))[1],
              eps=k("attention.layer_norm_rms_epsilon"), rope_base=k("rope.freq_base"), block=16,
              mask=0, layers=layers, n_features=len(layers) * k("embedding_length"),
              layer_ids=(I32, layers), wtype=wtype, stream=16)
