@@ -58,9 +58,16 @@ std::vector<token_id> prompt(int i) {
 }
 
 std::vector<token_id> alone(const std::vector<token_id>& p) {
-    Session s(*models().target, SessionParams{kCtx, 2});
+    SessionParams sp;
+    sp.n_ctx = kCtx;
+    sp.n_threads = 2;
+    Session s(*models().target, sp);
     Sampler sampler(kGreedy);
-    auto drafter = make_drafter(models().speculative, DrafterParams{kCtx, 2, kGreedy});
+    DrafterParams dp;
+    dp.n_ctx = kCtx;
+    dp.n_threads = 2;
+    dp.sampling = kGreedy;
+    auto drafter = make_drafter(models().speculative, dp);
     return generate_tokens(s, sampler, drafter.get(), p, gen_params());
 }
 
