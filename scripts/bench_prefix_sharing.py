@@ -34,7 +34,7 @@ def metrics(port):
         text = r.read().decode()
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^([a-z_:]+) ([0-9.e+-]+)$", line)
+        m = re.match(r"^([a-z_:]+)(?:\{[^}]*\})? ([0-9.e+-]+)$", line)
         if m:
             out[m.group(1)] = float(m.group(2))
     return out
