@@ -16,8 +16,8 @@ layers'), key_length_swa / value_length_swa, attention.sliding_window and slidin
 rope_freqs (the full layers' frequency factors), blk.N.{attn_norm, attn_q, attn_q_norm,
 attn_output, post_attention_norm, ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffw_norm,
 layer_output_scale} (ik_llama.cpp loads rope_freqs for gemma4-assistant only: a gemma4_mtp file's
-full layers rotate without factors); the tokenizer of the target (ik_llama.cpp loads a vocabulary with every
-model).
+full layers rotate without factors); the tokenizer of the target (ik_llama.cpp loads a vocabulary
+with every model).
 
   tests/data/arch (make_models.py arch; seed 2026 per tensor, seed names prefixed
   "gemma4-assistant|" whatever the schema, so both files hold the same values):
@@ -123,8 +123,8 @@ def rows(h):
 
 
 BASE = dict(ctx=2048, d=64, n_layer=2, swa=[1, 0], n_head=4, n_kv=1, n_kv_swa=2, head_dim=64,
-            head_dim_swa=32, ff=128, eps=1e-6, window=16, backbone=128, vocab_size=512, seed=2026, res=0.5,
-            wtype=g.GGML_F16)
+            head_dim_swa=32, ff=128, eps=1e-6, window=16, backbone=128, vocab_size=512, seed=2026,
+            res=0.5, wtype=g.GGML_F16)
 TEST_FILES = {
     "rand-gemma4-assistant-tok512-d64-l2-F16.gguf":
         dict(BASE, arch="gemma4-assistant", name="rand-gemma4-assistant-tok512-d64-l2"),
@@ -139,5 +139,5 @@ TEST_FILES = {
 def write(path, h, vocab_kv, quiet=False):
     kv = [h["n_kv_swa"] if s else h["n_kv"] for s in h["swa"]]
     h = dict(h, swa_arr=(g.T_BOOL, [bool(s) for s in h["swa"]]), kv_arr=(U32, kv))
-    model_file.write(path, h, keys(h["arch"]), [], vocab_kv, (echo_rows if "echo" in h else rows)(h),
-                     quiet)
+    table = echo_rows(h) if "echo" in h else rows(h)
+    model_file.write(path, h, keys(h["arch"]), [], vocab_kv, table, quiet)
