@@ -65,7 +65,9 @@ void add_speculative_options(CLI::App& cmd, SpeculativeFlags& f) {
         "drafter: draft / draft_model (needs -md), ngram (prompt lookup), suffix (suffix "
         "decoding, with -md: combined with the draft model), medusa (-md HEADS.gguf), mtp / "
         "draft-mtp (the model's own nextn head, or an MTP sidecar's given with -md), eagle3 / "
-        "draft-eagle3 (-md HEAD.gguf: an EAGLE-3 head)");
+        "draft-eagle3 (-md HEAD.gguf: an EAGLE-3 head), dflash (-md DRAFT.gguf: a DFlash block "
+        "drafter), gemma4-assistant (-md ASSISTANT.gguf: Gemma 4's assistant; mtp with such a "
+        "file too)");
     cmd.add_flag("--lookup", f.lookup, "n-gram prompt-lookup drafting (= --spec-type ngram)");
     cmd.add_option("--spec-ngram-min", f.ngram_min, "shortest n-gram to look up")
         ->capture_default_str();

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "speculative/draft_length/draft_length.h"
+#include "speculative/drafters/gemma4_assistant_head.h"
 
 namespace specula {
 
@@ -23,7 +24,12 @@ SpecMethod parse_method(const std::string& name, const char* where) {
     if (name == "eagle3" || name == "draft-eagle3") return SpecMethod::eagle3;
     if (name == "suffix") return SpecMethod::suffix;
     if (name == "medusa") return SpecMethod::medusa;
-    fail(where, ": the speculative method must be draft, draft_model, ngram, mtp or eagle3, got '",
+    if (name == "dflash") return SpecMethod::dflash;
+    if (name == "gemma4-assistant" || name == "gemma4_assistant")
+        return SpecMethod::gemma4_assistant;
+    fail(where,
+         ": the speculative method must be draft, draft_model, ngram, mtp, eagle3, suffix, medusa, "
+         "dflash or gemma4-assistant, got '",
          name, "'");
 }
 
@@ -106,6 +112,11 @@ void apply_vllm_json(const std::string& text, SpeculativeFlags& f, bool& method_
 
 }  // namespace
 
+std::string mtp_sidecar(const SpeculativeConfig& c) {
+    if (c.method != SpecMethod::mtp || c.draft_model.empty()) return {};
+    return Gemma4Assistant::is_assistant_file(c.draft_model) ? std::string() : c.draft_model;
+}
+
 int max_verify_rows(const SpeculativeConfig& c) {
     int draft = 0;
     if (c.method != SpecMethod::none) draft = c.draft_auto ? DraftLengthParams{}.n_max : c.n_draft;
@@ -126,6 +137,10 @@ const char* method_name(SpecMethod method) {
             return "suffix";
         case SpecMethod::medusa:
             return "medusa";
+        case SpecMethod::dflash:
+            return "dflash";
+        case SpecMethod::gemma4_assistant:
+            return "gemma4-assistant";
         case SpecMethod::none:
             break;
     }
@@ -173,6 +188,14 @@ SpeculativeConfig parse_speculative_flags(const SpeculativeFlags& flags) {
         fail(where,
              ": the speculative method medusa needs the Medusa heads (-md HEADS.gguf, or "
              "vLLM's \"model\")");
+    if (c.method == SpecMethod::dflash && c.draft_model.empty())
+        fail(where,
+             ": the speculative method dflash needs the DFlash drafter (-md DRAFT.gguf, or vLLM's "
+             "\"model\")");
+    if (c.method == SpecMethod::gemma4_assistant && c.draft_model.empty())
+        fail(where,
+             ": the speculative method gemma4-assistant needs Gemma 4's assistant (-md "
+             "ASSISTANT.gguf, or vLLM's \"model\")");
     if (c.method == SpecMethod::ngram && !c.draft_model.empty())
         fail(
             "n-gram drafting (--spec-type ngram) takes no draft model: drop -md, or use "

@@ -5,12 +5,16 @@
 //   -md, --model-draft, --md, --speculative-model FILE   draft model (method draft_model), or
 //                               with method mtp an MTP sidecar (model.h's
 //                               LoadOptions::mtp_sidecar), with method eagle3 the EAGLE-3 head
-//                               (drafters/eagle3_head.h)
+//                               (drafters/eagle3_head.h), with method dflash the DFlash drafter
+//                               (drafters/dflash_head.h)
 //   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
 //   --spec-type draft|draft_model|ngram|mtp|draft-mtp|eagle3|draft-eagle3, --lookup (= ngram)
 //   --spec-ngram-min N, --spec-ngram-max N
+//   --spec-type dflash -md DRAFT: a DFlash block drafter (drafters/dflash.h)
+//   --spec-type gemma4-assistant -md ASSISTANT: Gemma 4's assistant (drafters/gemma4_assistant.h);
+//                        --spec-type mtp with a gemma4_mtp / gemma4-assistant file drafts with it
 //   --spec-type suffix [-md DRAFT]: suffix decoding (drafters/suffix_drafter.h), --spec-suffix-*
 //   --draft-trace FILE   run: one JSON line per step, what was drafted and kept (draft_trace.h)
 //   --speculative-config JSON   vLLM's {"method", "model", "num_speculative_tokens",
@@ -28,7 +32,17 @@
 
 namespace specula {
 
-enum class SpecMethod { none, draft_model, ngram, mtp, eagle3, suffix, medusa };
+enum class SpecMethod {
+    none,
+    draft_model,
+    ngram,
+    mtp,
+    eagle3,
+    suffix,
+    medusa,
+    dflash,
+    gemma4_assistant
+};
 
 struct SpeculativeConfig {
     SpecMethod method = SpecMethod::none;
@@ -63,17 +77,16 @@ struct SpeculativeFlags {
 };
 
 // The MTP sidecar the target is to be loaded with (LoadOptions::mtp_sidecar): -md with method
-// mtp, else "".
-inline std::string mtp_sidecar(const SpeculativeConfig& c) {
-    return c.method == SpecMethod::mtp ? c.draft_model : std::string();
-}
+// mtp, else "" (also when -md is Gemma 4's assistant: load_speculative drafts with it).
+std::string mtp_sidecar(const SpeculativeConfig& c);
 
 // The most rows one verify pass of a sequence takes (its last token, the longest draft: --draft
 // or the adaptive length's bound, and the tokens a grammar may force): the logits rows its
 // target session keeps at most (model/memory_plan.h's CachePlan::logit_rows).
 int max_verify_rows(const SpeculativeConfig& config);
 
-// "none", "draft_model", "ngram", "mtp" or "eagle3".
+// "none", "draft_model", "ngram", "mtp", "eagle3", "suffix", "medusa", "dflash" or
+// "gemma4-assistant".
 const char* method_name(SpecMethod method);
 
 // Checks the flags and turns them into a config; Error naming the flag otherwise.

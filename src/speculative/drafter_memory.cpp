@@ -22,6 +22,17 @@ std::vector<DrafterPart> drafter_memory(const SpeculativeSetup& setup, int n_ctx
         parts.push_back(
             {"EAGLE-3 head KV", KVCache::bytes(1, n_ctx, h->hp.n_embd_kv(), type_k, type_v), true});
     }
+    if (const DFlashHead* h = setup.dflash.get()) {
+        // Its cache: the context plus one block, every layer (DFlashDrafter's).
+        parts.push_back(
+            {"DFlash drafter", head_weight_bytes(*h->file, h->packed, h->owned), false});
+        parts.push_back({"DFlash drafter KV",
+                         KVCache::bytes(h->hp.n_layer, n_ctx + h->block_size, h->hp.n_embd_kv(),
+                                        type_k, type_v),
+                         true});
+    }
+    if (const Gemma4Assistant* a = setup.gemma4_assistant.get())  // no cache: the target's
+        parts.push_back({"Gemma 4 assistant", head_weight_bytes(*a->file, {}, a->owned), false});
     if (const MedusaHeads* m = setup.medusa.get())
         parts.push_back({"Medusa heads", head_weight_bytes(*m->file, {}, m->owned), false});
     if (setup.suffix_cache) {

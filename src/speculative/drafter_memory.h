@@ -4,6 +4,9 @@
 //   - an EAGLE-3 head: its weights (the file's tensors, mapped, with the repacked copies and the
 //     F32 norms made at load), and per sequence its one-layer KV cache over the context (the
 //     target's -ctk / -ctv);
+//   - a DFlash drafter: its weights (as an EAGLE-3 head's), and per sequence its KV cache of every
+//     layer over the context plus one block;
+//   - Gemma 4's assistant: its weights (it attends over the target's cache: none of its own);
 //   - Medusa heads: their weights;
 //   - suffix decoding: the shared tree's bound (--spec-suffix-cache-mb), and per sequence its own
 //     tree over its prompt and output, at most max_depth nodes per token of the context.

@@ -2,8 +2,10 @@
 #include "speculative/make_drafter.h"
 
 #include "common/error.h"
+#include "speculative/drafters/dflash.h"
 #include "speculative/drafters/draft_model_drafter.h"
 #include "speculative/drafters/eagle3.h"
+#include "speculative/drafters/gemma4_assistant.h"
 #include "speculative/drafters/medusa_drafter.h"
 #include "speculative/drafters/mtp_drafter.h"
 #include "speculative/drafters/ngram_drafter.h"
@@ -15,7 +17,15 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
                                   const std::string& target_name) {
     SpeculativeSetup s;
     s.config = config;
-    if (config.method == SpecMethod::mtp) {
+    // Gemma 4's assistant: its own method, or ik_llama.cpp's way, an MTP companion (-md).
+    const bool assistant = config.method == SpecMethod::gemma4_assistant ||
+                           (config.method == SpecMethod::mtp && !config.draft_model.empty() &&
+                            Gemma4Assistant::is_assistant_file(config.draft_model));
+    if (assistant) {
+        s.gemma4_assistant = Gemma4Assistant::load(config.draft_model, target);
+        s.config.method = SpecMethod::gemma4_assistant;
+    }
+    if (config.method == SpecMethod::mtp && !assistant) {
         if (!target.has_mtp()) {
             fail(target.file().path(), ": --spec-type mtp needs the model's MTP head, and it has ",
                  "none (key '", target.hparams().arch, ".nextn_predict_layers' is 0 or missing, ",
@@ -32,10 +42,16 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
         s.eagle3 = Eagle3Head::load(config.draft_model, target);
     if (config.method == SpecMethod::medusa)
         s.medusa = MedusaHeads::load(config.draft_model, target);
+    if (config.method == SpecMethod::dflash)
+        s.dflash = DFlashHead::load(config.draft_model, target);
     if (config.method == SpecMethod::suffix)
         s.suffix_cache = std::make_shared<SuffixCache>(config.suffix);
     if (config.method == SpecMethod::draft_model ||
         (config.method == SpecMethod::suffix && !config.draft_model.empty())) {
+        if (Gemma4Assistant::is_assistant_file(config.draft_model))
+            fail(config.draft_model,
+                 ": Gemma 4's assistant is not a draft model: use "
+                 "--spec-type gemma4-assistant (or mtp) with it");
         s.draft_model = Model::load(config.draft_model, LoadOptions{.gpu = config.draft_gpu});
         check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
                                config.draft_model);
@@ -81,6 +97,13 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
             return std::make_unique<Eagle3Drafter>(*setup.eagle3, params.sampling, params.n_ctx,
                                                    params.type_k, params.type_v,
                                                    setup.config.p_min);
+        case SpecMethod::dflash:
+            return std::make_unique<DFlashDrafter>(*setup.dflash, params.sampling, params.n_ctx,
+                                                   params.type_k, params.type_v,
+                                                   setup.config.p_min);
+        case SpecMethod::gemma4_assistant:
+            return std::make_unique<Gemma4AssistantDrafter>(*setup.gemma4_assistant,
+                                                            params.sampling, setup.config.p_min);
         case SpecMethod::none:
             break;
     }
@@ -88,11 +111,12 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeSetup& setup, const Draft
 }
 
 std::vector<int> capture_layers(const SpeculativeSetup& setup) {
+    if (setup.dflash) return setup.dflash->capture;
     return setup.eagle3 ? setup.eagle3->capture : std::vector<int>{};
 }
 
 bool keeps_hidden(const SpeculativeSetup& setup) {
-    return setup.medusa != nullptr;
+    return setup.medusa != nullptr || setup.gemma4_assistant != nullptr;
 }
 
 }  // namespace specula

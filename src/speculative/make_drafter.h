@@ -12,8 +12,10 @@
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
 #include "speculative/config.h"
+#include "speculative/drafters/dflash_head.h"
 #include "speculative/drafters/drafter.h"
 #include "speculative/drafters/eagle3_head.h"
+#include "speculative/drafters/gemma4_assistant_head.h"
 #include "speculative/drafters/medusa_head.h"
 #include "speculative/drafters/suffix_drafter.h"
 
@@ -27,13 +29,17 @@ struct SpeculativeSetup {
     // method suffix: the tree over recent outputs its drafters share (with -md, draft_model too)
     std::shared_ptr<SuffixCache> suffix_cache;
     std::unique_ptr<MedusaHeads> medusa;  // method medusa: the heads, fitted to the target
+    std::unique_ptr<DFlashHead> dflash;   // method dflash: the drafter, fitted to the target
+    // method gemma4_assistant (also mtp with a gemma4_mtp / gemma4-assistant -md, which
+    // load_speculative turns into it): Gemma 4's assistant, fitted to the target
+    std::unique_ptr<Gemma4Assistant> gemma4_assistant;
 };
 
 // The layers whose outputs the target's sessions must capture for the setup's drafter
-// (SessionParams::capture_layers: an EAGLE-3 head's); empty for the others.
+// (SessionParams::capture_layers: an EAGLE-3 head's, a DFlash drafter's); empty for the others.
 std::vector<int> capture_layers(const SpeculativeSetup& setup);
 // Whether the target's sessions keep their final hidden rows (SessionParams::keep_hidden: Medusa's
-// heads read them).
+// heads and Gemma 4's assistant read them).
 bool keeps_hidden(const SpeculativeSetup& setup);
 
 // Where one drafter runs and what it drafts for.
