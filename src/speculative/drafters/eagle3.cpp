@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "model/session.h"
+#include "speculative/drafters/captured_features.h"
 
 namespace specula {
 
@@ -26,17 +27,9 @@ void Eagle3Drafter::attach(Session* target) {
 }
 
 void Eagle3Drafter::features(int pos, int L) {
-    Session& t = *target_;
+    const Session& t = *target_;
     const int last = last_row_ >= 0 ? last_row_ : t.n_captured() - 1;
-    const int n = L - pos;
-    const size_t td = size_t(head_.target_embd), w = size_t(head_.n_features());
-    feat_.resize(w * size_t(n));
-    for (int i = 0; i < n; ++i) {
-        const float* row = t.captured(last - (L - 1 - (pos + i)));
-        for (size_t k = 0; k < head_.column.size(); ++k)
-            std::memcpy(feat_.data() + w * size_t(i) + td * k, row + td * size_t(head_.column[k]),
-                        sizeof(float) * td);
-    }
+    gather_captured_features(t, last, pos, L, head_.column, head_.target_embd, feat_);
 }
 
 std::span<const token_id> Eagle3Drafter::start(std::span<const token_id> history, int n_max,
