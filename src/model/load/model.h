@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,11 @@ class Model : public ModelWeights {
 // copy. MoE expert matrices keep the row layout. Model::load calls it when LoadOptions::repack.
 // It runs on n_threads threads (0: the hardware threads).
 void pack_weights(Model& m, int n_threads = 0);
+
+// A drafter head's own dense matrices (EAGLE-3, DFlash) packed the same way, on this thread, into
+// buffers appended to `packed`: those of a repackable type whose width is whole 256-column blocks,
+// not the target's own output matrix (packed with the target), none under SPECULA_REPACK=0.
+void pack_head_weights(std::span<WeightView* const> ws, const Model& target,
+                       std::vector<PackedBuffer>& packed);
 
 }  // namespace specula

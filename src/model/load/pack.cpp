@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <mutex>
 
+#include "common/env.h"
 #include "common/threadpool.h"
 #include "kernels/layout/repack_float.h"
 #include "model/load/model.h"
@@ -103,6 +104,17 @@ void pack_weights(Model& m, int n_threads) {
         pool.run(work);
     }
     if (err) std::rethrow_exception(err);
+}
+
+void pack_head_weights(std::span<WeightView* const> ws, const Model& target,
+                       std::vector<PackedBuffer>& packed) {
+    if (!env_settings().repack) return;
+    for (WeightView* w : ws) {
+        if (!packs(*w) || w->cols % 256 != 0 || w->data == target.output.data) continue;
+        uint8_t* dst = packed.emplace_back(packed_size(*w)).data();
+        repack(*w, dst);
+        w->packed = dst;
+    }
 }
 
 }  // namespace specula

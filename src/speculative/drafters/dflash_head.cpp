@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/env.h"
 #include "common/error.h"
-#include "kernels/layout/repack_float.h"
 
 namespace specula {
 
@@ -160,22 +158,13 @@ void bind_tensors(DFlashHead& h, const Model& target) {
     h.output = own("output.weight", target.output);
 }
 
-// Repacks the drafter's own dense matrices into the multi-token kernels' tiles, as Model::load
-// does the target's (SPECULA_REPACK=0: not), where their widths are whole 256-column blocks.
+// The drafter's own dense matrices repacked (pack_head_weights).
 void pack(DFlashHead& h) {
-    if (!env_settings().repack) return;
     std::vector<WeightView*> ws = {&h.fc, &h.output};
     for (DFlashLayer& l : h.blk)
         for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
             ws.push_back(w);
-    for (WeightView* w : ws) {
-        if (!w->data || w->packed || !repackable(w->type) || w->cols % 256 != 0) continue;
-        if (w->data == h.target->output.data) continue;  // the target's own (packed there)
-        if (float_repackable(w->type) && !float_repack_at_load()) continue;
-        uint8_t* dst = h.packed.emplace_back(packed_size(*w)).data();
-        repack(*w, dst);
-        w->packed = dst;
-    }
+    pack_head_weights(ws, *h.target, h.packed);
 }
 
 }  // namespace

@@ -5,9 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/env.h"
 #include "common/error.h"
-#include "kernels/layout/repack_float.h"
 
 namespace specula {
 
@@ -169,19 +167,11 @@ void bind_tensors(Eagle3Head& h, const Model& target) {
     h.att.scale = 1.0f / std::sqrt(float(hp.head_dim));
 }
 
-// Repacks the head's own dense matrices into the multi-token kernels' tiles, as Model::load does
-// the target's (SPECULA_REPACK=0: not), where their widths are whole 256-column blocks.
+// The head's own dense matrices repacked (pack_head_weights).
 void pack(Eagle3Head& h) {
-    if (!env_settings().repack) return;
-    for (WeightView* w :
-         {&h.fc, &h.wq, &h.wk, &h.wv, &h.wo, &h.ffn_gate, &h.ffn_up, &h.ffn_down, &h.output}) {
-        if (!w->data || w->packed || !repackable(w->type) || w->cols % 256 != 0) continue;
-        if (w->data == h.target->output.data) continue;  // the target's own (packed there)
-        if (float_repackable(w->type) && !float_repack_at_load()) continue;
-        uint8_t* dst = h.packed.emplace_back(packed_size(*w)).data();
-        repack(*w, dst);
-        w->packed = dst;
-    }
+    WeightView* const ws[] = {&h.fc,       &h.wq,     &h.wk,       &h.wv,    &h.wo,
+                              &h.ffn_gate, &h.ffn_up, &h.ffn_down, &h.output};
+    pack_head_weights(ws, *h.target, h.packed);
 }
 
 }  // namespace
