@@ -59,25 +59,6 @@ namespace {
 // router input and expert output.
 enum Scratch { kPle, kPleGate, kMoeIn, kMoeRouter, kMoeOut };
 
-// attention.sliding_window_pattern: one flag per layer (ik_llama.cpp reads one value as the
-// flag of every layer, and so do we).
-void read_swa_pattern(const GGUFFile& f, HParams& hp) {
-    const std::string key = hp.arch + ".attention.sliding_window_pattern";
-    const GGUFValue* v = f.find(key);
-    if (!v) fail(f.path(), ": missing key '", key, "'");
-    hp.swa_layers.assign(size_t(hp.n_layer), 0);
-    if (v->type != GGUFType::ARRAY) {
-        std::fill(hp.swa_layers.begin(), hp.swa_layers.end(), v->as_int(key) != 0);
-        return;
-    }
-    const std::vector<int32_t> flags = f.get_int_array(key);
-    if (flags.size() != size_t(hp.n_layer)) {
-        fail(f.path(), ": key '", key, "' has ", flags.size(), " flags for ", hp.n_layer,
-             " layers (block_count)");
-    }
-    for (size_t il = 0; il < flags.size(); ++il) hp.swa_layers[il] = flags[il] != 0;
-}
-
 // The last shared_kv_layers layers read the cache of the last earlier layer of their kind.
 void read_shared_kv(const GGUFFile& f, HParams& hp) {
     const std::string key = hp.arch + ".attention.shared_kv_layers";
@@ -131,7 +112,7 @@ void read_gemma4(const GGUFFile& f, HParams& hp) {
         hp.moe_dense_ffn = true;
     }
     read_sliding_window(f, hp, -1);
-    read_swa_pattern(f, hp);
+    read_swa_flags(f, hp);
     read_head_sizes(f, hp);
     read_shared_kv(f, hp);
     hp.rope_neox = true;

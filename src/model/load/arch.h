@@ -102,6 +102,11 @@ const ArchSpec& find_arch(std::string_view name, const std::string& path);
 // range otherwise (model/load/hparams.cpp, where the shared readers use it too).
 int read_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo, int64_t hi);
 
+// hp.swa_layers from `<arch>.attention.sliding_window_pattern`: one flag per layer, or one value
+// for every layer (as ik_llama.cpp reads it); an Error naming the key and the file when it is
+// missing or has another count of flags than hp.n_layer (Gemma 4 and its assistant).
+void read_swa_flags(const GGUFFile& f, HParams& hp);
+
 // Llama's pieces (model/arch/llama.cpp), which other architectures reuse.
 // The llama hyperparameters: base, attention, rope and expert keys; normal rope.
 void read_llama_hparams(const GGUFFile& f, HParams& hp);

@@ -31,23 +31,6 @@ const Schema* find_schema(const std::string& arch) {
     return nullptr;
 }
 
-// attention.sliding_window_pattern: one flag per layer, or one value for every layer.
-void read_swa_flags(const GGUFFile& f, HParams& hp) {
-    const std::string key = hp.arch + ".attention.sliding_window_pattern";
-    const GGUFValue* v = f.find(key);
-    if (!v) fail(f.path(), ": missing key '", key, "'");
-    hp.swa_layers.assign(size_t(hp.n_layer), 0);
-    if (v->type != GGUFType::ARRAY) {
-        std::fill(hp.swa_layers.begin(), hp.swa_layers.end(), v->as_int(key) != 0);
-        return;
-    }
-    const std::vector<int32_t> flags = f.get_int_array(key);
-    if (flags.size() != size_t(hp.n_layer))
-        fail(f.path(), ": key '", key, "' has ", flags.size(), " flags for ", hp.n_layer,
-             " layers (block_count)");
-    for (size_t il = 0; il < flags.size(); ++il) hp.swa_layers[il] = flags[il] != 0;
-}
-
 const Schema& read_hparams(Gemma4Assistant& a, const Model& target) {
     const GGUFFile& f = *a.file;
     const std::string arch = f.get_string_or("general.architecture", "");
