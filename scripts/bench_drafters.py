@@ -68,7 +68,7 @@ TARGETS = {
                drafters=["draft", "ngram", "suffix", "eagle3", "medusa", "dflash"]),
     "8b": dict(label="Qwen3-8B-shaped (Q4_K_M)", file="rand-qwen3-8b-Q4_K_M.gguf",
                short="qwen3-8b", draft=os.path.join(MODELS, "rand-qwen3-0.6b-Q8_0.gguf"),
-               ctx=512, n=8,
+               ctx=512, n=16,
                drafters=["draft", "ngram", "suffix", "eagle3", "medusa", "dflash"]),
     "gemma4": dict(label="Gemma-4-12B-shaped, 12 of 48 layers (Q8_0)",
                    file="gemma4-12b-shape-l12-Q8_0.gguf", short="gemma4-12b", draft=None,
