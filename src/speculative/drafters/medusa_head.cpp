@@ -72,24 +72,21 @@ std::unique_ptr<MedusaHeads> MedusaHeads::load(const std::string& path, const Mo
 
 namespace {
 
-// Head i over the rows of st.active: st.x (one row each, gathered from hidden) through its blocks,
-// then its output into st.logits (n_vocab per row).
-void run_head(const MedusaHeads& m, MedusaState& st, int i, std::span<const float* const> hidden,
-              ThreadPool& pool) {
+// Head i's blocks over `rows` rows gathered from hidden (sequence seq[r] for row r), into st.x
+// from row `first` on (n_embd each); st.y is the scratch.
+void run_blocks(const MedusaHeads& m, MedusaState& st, int i, std::span<const float* const> hidden,
+                std::span<const int> seq, int first, ThreadPool& pool) {
     const MedusaHeads::Head& h = m.heads[size_t(i)];
     const int64_t d = m.n_embd;
-    const int rows = int(st.active.size());
-    const int nv = m.target->hparams().n_vocab;
-    st.x.resize(size_t(d * rows));
+    const int rows = int(seq.size());
+    float* x0 = st.x.data() + d * first;
     st.y.resize(size_t(d * rows));
-    st.logits.resize(size_t(nv) * size_t(rows));
     for (int r = 0; r < rows; ++r)
-        std::copy(hidden[size_t(st.active[size_t(r)])], hidden[size_t(st.active[size_t(r)])] + d,
-                  st.x.begin() + d * r);
+        std::copy(hidden[size_t(seq[size_t(r)])], hidden[size_t(seq[size_t(r)])] + d, x0 + d * r);
     for (size_t j = 0; j < h.w.size(); ++j) {
-        matmul(h.w[j], st.x.data(), d, rows, st.y.data(), d, pool, st.mm);
+        matmul(h.w[j], x0, d, rows, st.y.data(), d, pool, st.mm);
         for (int r = 0; r < rows; ++r) {
-            float* x = st.x.data() + d * r;
+            float* x = x0 + d * r;
             const float* y = st.y.data() + d * r;
             for (int64_t c = 0; c < d; ++c) {
                 const float z = y[c] + h.b[j][c];
@@ -97,7 +94,41 @@ void run_head(const MedusaHeads& m, MedusaState& st, int i, std::span<const floa
             }
         }
     }
-    matmul(h.output, st.x.data(), d, rows, st.logits.data(), nv, pool, st.mm);
+}
+
+// The first n_heads heads over the sequences still drafting at each (st.active, st.head: row r is
+// head st.head[r] of sequence st.active[r]): every head's blocks, then the output matrices, ONE
+// matmul over the rows of the heads that share one (the target's, when the file has none of its
+// own: 4 heads on a 152k vocabulary read it once, not 4 times). st.logits: n_vocab per row.
+void run_heads(const MedusaHeads& m, MedusaState& st, int n_heads, std::span<const int> n,
+               std::span<const float* const> hidden, ThreadPool& pool) {
+    const int64_t d = m.n_embd;
+    const int nv = m.target->hparams().n_vocab;
+    st.active.clear();
+    st.head.clear();
+    for (int i = 0; i < n_heads; ++i) {
+        for (size_t s = 0; s < hidden.size(); ++s) {
+            if (n[s] > i) st.active.push_back(int(s)), st.head.push_back(i);
+        }
+    }
+    const int rows = int(st.active.size());
+    st.x.resize(size_t(d * rows));
+    st.logits.resize(size_t(nv) * size_t(rows));
+    for (int first = 0, i = 0; i < n_heads; ++i) {
+        int end = first;
+        while (end < rows && st.head[size_t(end)] == i) ++end;
+        run_blocks(m, st, i, hidden,
+                   std::span(st.active).subspan(size_t(first), size_t(end - first)), first, pool);
+        first = end;
+    }
+    for (int first = 0; first < rows;) {  // runs of rows whose heads share an output matrix
+        const WeightView& out = m.heads[size_t(st.head[size_t(first)])].output;
+        int end = first;
+        while (end < rows && m.heads[size_t(st.head[size_t(end)])].output.data == out.data) ++end;
+        matmul(out, st.x.data() + d * first, d, end - first,
+               st.logits.data() + size_t(nv) * size_t(first), nv, pool, st.mm);
+        first = end;
+    }
 }
 
 }  // namespace
@@ -111,34 +142,17 @@ void medusa_draft_rows(const MedusaHeads& m, MedusaState& st, std::span<const fl
         out[s]->clear();
         n_heads = std::max(n_heads, std::min(n[s], int(m.heads.size())));
     }
-    for (int i = 0; i < n_heads; ++i) {
-        st.active.clear();
-        for (size_t s = 0; s < hidden.size(); ++s)
-            if (n[s] > i) st.active.push_back(int(s));
-        run_head(m, st, i, hidden, pool);
-        for (size_t r = 0; r < st.active.size(); ++r)
-            out[size_t(st.active[r])]->push_back(argmax(st.logits.data() + size_t(nv) * r, nv));
-    }
+    run_heads(m, st, n_heads, n, hidden, pool);
+    for (size_t r = 0; r < st.active.size(); ++r)  // head order: each sequence's drafts in order
+        out[size_t(st.active[r])]->push_back(argmax(st.logits.data() + size_t(nv) * r, nv));
 }
 
 void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, int n,
                   std::vector<token_id>& out, ThreadPool& pool, std::vector<float>* logits) {
     const float* const rows[] = {hidden};
     std::vector<token_id>* const outs[] = {&out};
-    if (!logits) {
-        medusa_draft_rows(m, st, rows, std::span<const int>(&n, 1), outs, pool);
-        return;
-    }
-    logits->clear();
-    // One head at a time, keeping each head's logits (tests).
-    out.clear();
-    n = std::min(n, int(m.heads.size()));
-    st.active.assign(1, 0);
-    for (int i = 0; i < n; ++i) {
-        run_head(m, st, i, rows, pool);
-        out.push_back(argmax(st.logits.data(), int(st.logits.size())));
-        logits->insert(logits->end(), st.logits.begin(), st.logits.end());
-    }
+    medusa_draft_rows(m, st, rows, std::span<const int>(&n, 1), outs, pool);
+    if (logits) logits->assign(st.logits.begin(), st.logits.end());  // head i's at i * n_vocab
 }
 
 }  // namespace specula

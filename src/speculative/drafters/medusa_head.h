@@ -54,7 +54,7 @@ struct MedusaHeads {
 struct MedusaState {
     MatmulScratch mm;
     std::vector<float> h, x, y, logits;
-    std::vector<int> active;  // the rows still drafting at the current head
+    std::vector<int> active, head;  // row r: head head[r] of sequence active[r]
 };
 
 // The heads' greedy drafts from one final hidden state (n_embd floats, after the target's output
@@ -65,10 +65,11 @@ void medusa_draft(const MedusaHeads& m, MedusaState& st, const float* hidden, in
                   std::vector<float>* logits = nullptr);
 
 // medusa_draft for several sequences at once (a server's slots): sequence s drafts up to n[s]
-// tokens from hidden[s] into *out[s]. Each head's blocks and output matrix run as ONE matmul over
-// the rows of every sequence still drafting at that head, so the weights are read once per step
-// instead of once per sequence; each sequence gets the drafts medusa_draft gives it alone (the
-// kernels are batch-invariant).
+// tokens from hidden[s] into *out[s]. Each head's blocks run as ONE matmul over the rows of every
+// sequence still drafting at that head, and an output matrix the heads share (the target's, when
+// the file has none of its own) as ONE matmul over every head's rows, so the weights are read once
+// per step instead of once per sequence and head; each sequence gets the drafts medusa_draft
+// gives it alone (the kernels are batch-invariant).
 void medusa_draft_rows(const MedusaHeads& m, MedusaState& st, std::span<const float* const> hidden,
                        std::span<const int> n, std::span<std::vector<token_id>* const> out,
                        ThreadPool& pool);
