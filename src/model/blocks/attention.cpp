@@ -83,7 +83,8 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
                  int kv_off, int head, const float* q, float* out, const AttentionShape& s,
                  float* scores, float* buf) {
     const int hd = s.head_dim;
-    const bool v32 = kv.type_v() == KVType::F32;
+    // In place where the V rows are rows of their own (a v_is_k layer's transposed K: read_v).
+    const bool v32 = kv.type_v(layer) == KVType::F32 && kv.v_in_place(layer);
     for (int j = j0; j < j1; ++j) {
         kv.read_k(layer, j, kv_off, hd, buf);
         scores[j] = kern.dot(q, buf, hd) * s.scale;
@@ -153,7 +154,12 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
 
 void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int off, int hd, int j0,
              int j1, const float* const* p, int nq, float* const* out, float* buf) {
-    if (kv.type_v() == KVType::Q8_0 && bk.pv_q8 && off % QK8_0 == 0) {  // in place, run by run
+    // A v_is_k layer's V rows are its K rows (model/state/kv_cache.h): in place where K is not
+    // transposed (Q8_0), else widened through read_v_rows below, the same values (pv_h and
+    // pv_q8 give pv's results on the widened rows).
+    const KVType tv = kv.type_v(layer);
+    const bool in_place = kv.v_in_place(layer);
+    if (tv == KVType::Q8_0 && bk.pv_q8 && off % QK8_0 == 0) {  // in place, run by run
         const float* shifted[kBlockQueries];
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
@@ -162,26 +168,26 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         }
         return;
     }
-    if (kv.rows(layer) < kv.n_ctx() && kv.type_v() != KVType::Q8_0) {
+    if (kv.rows(layer) < kv.n_ctx() && tv != KVType::Q8_0 && in_place) {
         const float* shifted[kBlockQueries];
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
-            if (kv.type_v() == KVType::F32)
+            if (tv == KVType::F32)
                 bk.pv(kv.v(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
             else
                 bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
         }
         return;
     }
-    if (kv.type_v() != KVType::Q8_0) {
+    if (tv != KVType::Q8_0 && in_place) {
         // In place from row 0's pointer: a shared prefix's rows from its base's, then the rest,
         // in row order (the split changes no result).
         for (int a = j0, e = 0; a < j1; a = e) {
             e = a < kv.shared() ? std::min(j1, kv.shared()) : j1;
             const KVCache& src = kv.source(a);
             const uint8_t* v0 = src.v_own(layer, off);
-            if (kv.type_v() == KVType::F32)
+            if (tv == KVType::F32)
                 bk.pv(reinterpret_cast<const float*>(v0), size_t(kv.stride(layer)), a, e, p, nq,
                       out);
             else

@@ -135,8 +135,9 @@ double KVCache::bytes(std::span<const KVLayerShape> shapes, int n_ctx, KVType ty
     double b = 0;
     for (size_t il = 0; il < shapes.size(); ++il) {
         const int w = shapes[il].n_embd_kv;
+        const size_t v = shapes[il].v_is_k ? 0 : kv_row_bytes(type_v, w);  // V reads K's rows
         b += double(whole_blocks(size_t(window_rows(window_of(windows, il), max_pass, n_ctx)))) *
-             double(kv_row_bytes(type_k, w) + kv_row_bytes(type_v, w));
+             double(kv_row_bytes(type_k, w) + v);
     }
     return b;
 }
@@ -150,11 +151,12 @@ KVCache::KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k,
                  std::span<const int> windows, int max_pass, bool small_pages)
     : n_layer_(int(shapes.size())), n_ctx_(n_ctx), type_k_(type_k), type_v_(type_v) {
     if (n_ctx < 1) fail("n_ctx must be >= 1, got ", n_ctx);
-    const bool q8 = type_k == KVType::Q8_0 || type_v == KVType::Q8_0;
     size_t k_bytes = 0, v_bytes = 0;
     for (int il = 0; il < n_layer_; ++il) {
         const KVLayerShape sh = shapes[size_t(il)];
+        const bool q8 = type_k == KVType::Q8_0 || (!sh.v_is_k && type_v == KVType::Q8_0);
         Layer l;
+        l.v_is_k = sh.v_is_k;
         l.width = sh.n_embd_kv;
         l.window = window_of(windows, size_t(il));
         l.rows = window_rows(l.window, max_pass, n_ctx);
@@ -168,7 +170,7 @@ KVCache::KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k,
         l.slice = split ? hd : std::max(l.width, 1);
         l.n_slices = std::max(l.width, 1) / l.slice;
         l.k_slice = kv_row_bytes(type_k, l.slice);
-        l.v_slice = kv_row_bytes(type_v, l.slice);
+        l.v_slice = kv_row_bytes(sh.v_is_k ? type_k : type_v, l.slice);
         l.k_base = k_bytes;
         l.v_base = v_bytes;
         l.ring_first = ring_pos_.size();
@@ -223,7 +225,8 @@ KVSnapshot KVCache::save(int n) const {
                                  es, l.slice);
                 else
                     std::memcpy(k + size_t(h) * l.k_slice, k_bytes(il, p, h * l.slice), l.k_slice);
-                std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice), l.v_slice);
+                if (!l.v_is_k)
+                    std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice), l.v_slice);
             }
         }
     }
@@ -250,8 +253,9 @@ void KVCache::restore(const KVSnapshot& s) {
                 else
                     std::memcpy(k_ + offset(il, p, h * l.slice, true), k + size_t(h) * l.k_slice,
                                 l.k_slice);
-                std::memcpy(v_ + offset(il, p, h * l.slice, false), v + size_t(h) * l.v_slice,
-                            l.v_slice);
+                if (!l.v_is_k)
+                    std::memcpy(v_ + offset(il, p, h * l.slice, false), v + size_t(h) * l.v_slice,
+                                l.v_slice);
             }
         }
     }
@@ -292,7 +296,7 @@ void KVCache::release_unused() {
             const size_t k0 = l.k_base + size_t(h) * span(il) * l.k_slice;
             const size_t v0 = l.v_base + size_t(h) * span(il) * l.v_slice;
             k_buf_->release(k0 + from * l.k_slice, k0 + span(il) * l.k_slice);
-            v_buf_->release(v0 + from * l.v_slice, v0 + span(il) * l.v_slice);
+            if (!l.v_is_k) v_buf_->release(v0 + from * l.v_slice, v0 + span(il) * l.v_slice);
         }
     }
     touched_ = n_past();
@@ -305,7 +309,7 @@ void KVCache::share_prefix(std::shared_ptr<KVCache> base, int limit) {
                 base->type_v_ == type_v_;
     for (int il = 0; same && il < n_layer_; ++il)
         same = L(il).width == base->L(il).width && L(il).slice == base->L(il).slice &&
-               L(il).rows == base->L(il).rows;
+               L(il).rows == base->L(il).rows && L(il).v_is_k == base->L(il).v_is_k;
     if (!same) fail("KVCache::share_prefix: the base is of another shape, type or context");
     if (has_ring() || base->has_ring())
         fail("KVCache::share_prefix: a cache with sliding-window layers cannot share rows");
@@ -349,7 +353,7 @@ void KVCache::write(int layer, int pos, const float* k, const float* v) {
         } else {
             store_row(type_k_, k + off, k_ + offset(layer, pos, off, true), l.slice);
         }
-        store_row(type_v_, v + off, v_ + offset(layer, pos, off, false), l.slice);
+        if (!l.v_is_k) store_row(type_v_, v + off, v_ + offset(layer, pos, off, false), l.slice);
     }
 }
 
@@ -399,7 +403,8 @@ void q8_rows(RowFn row, int j0, int j1, int off, int n, float* out) {
 }  // namespace
 
 void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const {
-    if (j0 < limit_) {  // a shared prefix's rows from its base, then the rest
+    is_k = is_k || L(layer).v_is_k;  // a v_is_k layer's V rows are K's
+    if (j0 < limit_) {               // a shared prefix's rows from its base, then the rest
         const int m = std::min(j1, limit_);
         base_->read_rows(is_k, layer, j0, m, off, n, out);
         out += size_t(m - j0) * size_t(n);
@@ -418,6 +423,7 @@ void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, fl
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).
 void KVCache::read(bool is_k, int layer, int pos, int off, int n, float* out) const {
     if (pos < limit_) return base_->read(is_k, layer, pos, off, n, out);
+    is_k = is_k || L(layer).v_is_k;  // a v_is_k layer's V rows are K's
     const KVType t = is_k ? type_k_ : type_v_;
     const int slice = L(layer).slice;
     if (is_k && k_transposed()) {  // one value per line of the row's block

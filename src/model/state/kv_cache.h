@@ -33,6 +33,10 @@
 // records which position each ring row holds); a rollback where they do not is refused
 // (Session::rollback) and common_prefix() reports 0 instead.
 //
+// A layer may declare its V rows to be its K rows (KVLayerShape::v_is_k: deepseek2's MLA, whose
+// one cache row per position is both): it keeps K's rows only, so it takes half the memory and
+// a pass writes each row once; its V readers read K's rows (of K's type, whatever -ctv says).
+//
 // A shared prefix (share_prefix): positions [0, shared()) may live in another cache of the same
 // shape, types and n_ctx, the `base`, which several caches read at once (the server's prefix
 // blocks: server/serving/prefix_blocks.h). Every reader (the pointers, run(), read_*, save) takes
@@ -71,8 +75,8 @@ inline size_t kv_row_bytes(KVType t, int n) {
 }
 
 // Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
-// the cache stores them (its types), each row whole (n_embd_kv values, whatever the layout). The
-// server's host-RAM prompt cache keeps these.
+// the cache stores them (its types), each row whole (n_embd_kv values, whatever the layout; no V
+// rows for a layer whose V is its K). The server's host-RAM prompt cache keeps these.
 struct KVSnapshot {
     std::vector<token_id> tokens;
     std::vector<uint8_t> k, v;
@@ -82,9 +86,14 @@ struct KVSnapshot {
 // One layer's K/V shape: the values of one position (n_embd_kv, for K and for V alike) and of
 // one KV head (head_dim; 0: the whole row is one head). Layers may differ (Gemma 4's
 // full-attention layers have wider heads than its sliding-window ones).
+// v_is_k: the layer's V rows are its K rows (deepseek2's MLA: the values are the latent part of
+// the one cache row). The layer then keeps K's rows only, once: write() stores no V, and every V
+// reader (the pointers, run(), read_v*, save / restore, a shared prefix) reads K's rows, of K's
+// type (type_v(layer); the cache's V type, -ctv, does not apply to it).
 struct KVLayerShape {
     int n_embd_kv = 0;
     int head_dim = 0;
+    bool v_is_k = false;
 };
 
 class KVCache {
@@ -100,7 +109,7 @@ class KVCache {
     KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k, KVType type_v,
             std::span<const int> windows, int max_pass, bool small_pages = false);
 
-    // Bytes the cache takes (K and V, every layer and position).
+    // Bytes the cache takes (K and V, every layer and position; a v_is_k layer's rows once).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v);
     // The same for sliding-window layers: each layer's rows (window_rows for a windowed one).
     static double bytes(int n_layer, int n_ctx, int n_embd_kv, KVType type_k, KVType type_v,
@@ -112,13 +121,14 @@ class KVCache {
     static int window_rows(int window, int max_pass, int n_ctx);
 
     // Stores the K row (after RoPE) and the V row of `pos` in `layer` (n_embd_kv(layer) floats),
-    // rounded to the cache's types.
+    // rounded to the cache's types (a v_is_k layer: K only; v is not read).
     void write(int layer, int pos, const float* k, const float* v);
 
     // In place, value `off` of position `pos` (off within one head; a Q8_0 side: off a multiple
     // of 32, the block it starts): the values of the same head at the next positions are stride()
     // values (F32 / F16) or k_stride_bytes() / v_stride_bytes() bytes (any type) apart. k_bytes:
-    // a Q8_0 key side only (the others are transposed: k_t).
+    // a Q8_0 key side only (the others are transposed: k_t). The V pointers of a v_is_k layer point
+    // into K's rows, so they exist only where K is not transposed (v_in_place).
     const float* v(int layer, int pos, int off) const {
         return reinterpret_cast<const float*>(v_bytes(layer, pos, off));
     }
@@ -131,8 +141,12 @@ class KVCache {
     }
     const uint8_t* v_bytes(int layer, int pos, int off) const {
         const KVCache& c = source(pos);
-        return c.v_ + c.offset(layer, pos, off, false);
+        return (v_is_k(layer) ? c.k_ : c.v_) + c.offset(layer, pos, off, false);
     }
+    // Whether the layer's V rows are its K rows (KVLayerShape::v_is_k), and whether its V side can
+    // be read in place through the pointers (otherwise through read_v / read_v_rows only).
+    bool v_is_k(int layer) const { return L(layer).v_is_k; }
+    bool v_in_place(int layer) const { return !v_is_k(layer) || !k_transposed(); }
     // A transposed (F32 / F16) key side: value `off` of row 0 of the layer (of this cache's own
     // rows: source(pos).k_t for a position of a shared prefix), row j's at
     // [(j / kKeyBlock) * k_block_stride() + kKeyBlock * d + j % kKeyBlock] from it for value
@@ -140,7 +154,9 @@ class KVCache {
     bool k_transposed() const { return type_k_ != KVType::Q8_0; }
     // Value `off` of row 0 of the layer's V side in this cache's own memory (no shared prefix's
     // base): a head's rows step by stride() / v_stride_bytes() from it.
-    const uint8_t* v_own(int layer, int off) const { return v_ + offset(layer, 0, off, false); }
+    const uint8_t* v_own(int layer, int off) const {
+        return (v_is_k(layer) ? k_ : v_) + offset(layer, 0, off, false);
+    }
     const float* k_t(int layer, int off) const {
         return reinterpret_cast<const float*>(k_ + k_offset(layer, 0, off));
     }
@@ -180,6 +196,8 @@ class KVCache {
 
     KVType type_k() const { return type_k_; }
     KVType type_v() const { return type_v_; }
+    // The type of a layer's V rows: type_v(), or type_k() for a v_is_k layer.
+    KVType type_v(int layer) const { return v_is_k(layer) ? type_k_ : type_v_; }
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_embd_kv(int layer) const { return L(layer).width; }
@@ -252,12 +270,14 @@ class KVCache {
     struct Layer {
         int width = 0;                    // values per position
         int slice = 0, n_slices = 1;      // values per head slice; slices per position
-        size_t k_slice = 0, v_slice = 0;  // bytes per slice
+        size_t k_slice = 0, v_slice = 0;  // bytes per slice (v_is_k: K's)
         int window = 0, rows = 0;         // its window (0, or -1: no cache) and rows kept
         size_t k_base = 0, v_base = 0;    // its first byte in k_ / v_
         size_t ring_first = 0;            // its ring's first entry in ring_pos_
+        bool v_is_k = false;              // KVLayerShape::v_is_k: no V rows of its own
         size_t k_row() const { return k_slice * size_t(n_slices); }  // bytes of a whole row
-        size_t v_row() const { return v_slice * size_t(n_slices); }
+        // Bytes of a whole V row in v_ (0: V reads K's rows).
+        size_t v_row() const { return v_is_k ? 0 : v_slice * size_t(n_slices); }
     };
     const Layer& L(int layer) const { return layers_[size_t(layer)]; }
     size_t snapshot_bytes(int n, bool is_k) const;  // every layer's n whole rows
@@ -273,9 +293,11 @@ class KVCache {
         return pos < r ? pos : pos % r;
     }
     // Byte offset of value `off` of position `pos` in row-major slices: the layer's first byte,
-    // then the head's run of span() slices, the position's slice, the value.
+    // then the head's run of span() slices, the position's slice, the value (of K's rows for a
+    // v_is_k layer's V).
     size_t offset(int layer, int pos, int off, bool is_k) const {
         const Layer& l = L(layer);
+        is_k = is_k || l.v_is_k;  // a v_is_k layer's V rows are K's
         const int head = off / l.slice, in = off % l.slice;
         const size_t slice = is_k ? l.k_slice : l.v_slice;
         return (is_k ? l.k_base : l.v_base) +
