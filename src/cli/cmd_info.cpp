@@ -182,7 +182,10 @@ void print_support(const std::string& path, int n_ctx) {
                  "MLA: the cache keeps a latent row of " + std::to_string(hp.mla_kv_lora_rank) +
                      " + " + std::to_string(hp.n_rot) + " rope values per position (for " +
                      std::to_string(hp.n_head) + " heads of " + std::to_string(hp.mla_head_k) +
-                     " / " + std::to_string(hp.mla_head_v) + ")");
+                     " / " + std::to_string(hp.mla_head_v) + ")" +
+                     (hp.kv_v_is_k ? ", stored once: V reads K's rows (of -ctk's type; -ctv "
+                                     "does not apply)"
+                                   : ""));
         }
         if (const std::string l = layer_shapes(model->hparams()); !l.empty())
             line("layer kinds", l);

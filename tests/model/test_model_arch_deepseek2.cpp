@@ -1,6 +1,7 @@
 // deepseek2 beyond parity (test_model_parity_arch checks the logits against ik_llama.cpp): the
 // MLA shapes the file implies (the cache keeps one latent row of kv_lora + rope values per
-// position, and the memory plan counts exactly that), a pass over b tokens gives bit-identical
+// position, once: V reads K's rows, and the memory plan, `run` and `info` count exactly that;
+// -ctv changes nothing), a pass over b tokens gives bit-identical
 // logits to b one-token passes, greedy speculative decoding equals plain, expert groups narrow
 // the routing (and all groups used changes nothing), and files whose metadata contradicts their
 // tensors fail with an Error naming the key or tensor and the file.
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "arch_test_util.h"
+#include "cli_process.h"
 #include "common/error.h"
+#include "common/format.h"
+#include "model/memory_plan.h"
 #include "model/session.h"
 #include "model/state/kv_cache.h"
 #include "model/state/sequence_state.h"
@@ -62,23 +66,70 @@ TEST(Deepseek2, HyperparametersAsWritten) {
     EXPECT_EQ(q8->layers[1].ffn_exp_probs_b, nullptr);
 }
 
-// The cache holds latent rows: 64 + 32 values per position and layer (for K, and V reads the
-// same row), against 4 heads x (64 + 32) that the expanded K and V would take.
-TEST(Deepseek2, CacheHoldsLatentRows) {
+// The cache holds latent rows, once: 64 + 32 values per position and layer as K, which V reads
+// (HParams::kv_v_is_k), against 4 heads x (64 + 32) that the expanded K and V would take. The
+// memory plan counts K's rows only, half of a K and a V copy, whatever -ctv says, and `run` and
+// `info` print that.
+TEST(Deepseek2, CacheHoldsLatentRowsOnce) {
     const auto m = Model::load(kF16);
     const auto shapes = specula::kv_shapes(m->hparams());
     ASSERT_EQ(shapes.size(), 3u);
     for (const auto& s : shapes) {
         EXPECT_EQ(s.n_embd_kv, 96);
         EXPECT_EQ(s.head_dim, 96);
+        EXPECT_TRUE(s.v_is_k);
     }
     const int n_ctx = 256;
-    const double want = 3.0 * n_ctx * 96 * 2 * 2;  // F16 K and V rows
-    EXPECT_EQ(KVCache::bytes(shapes, n_ctx, KVType::F16, KVType::F16,
-                             specula::kv_windows(m->hparams()), 0),
-              want);
+    const double want = 3.0 * n_ctx * 96 * 2;  // F16 K rows
+    const auto windows = specula::kv_windows(m->hparams());
+    for (KVType tv : {KVType::F16, KVType::F32, KVType::Q8_0})
+        EXPECT_EQ(KVCache::bytes(shapes, n_ctx, KVType::F16, tv, windows, 0), want);
+    auto twice = shapes;
+    for (auto& s : twice) s.v_is_k = false;
+    EXPECT_EQ(KVCache::bytes(twice, n_ctx, KVType::F16, KVType::F16, windows, 0), 2 * want);
     const double expanded = 3.0 * n_ctx * (4 * 64 + 4 * 32) * 2;
     EXPECT_LT(want, expanded);
+    specula::CachePlan cp;
+    cp.n_ctx = n_ctx;
+    cp.n_threads = 1;
+    cp.type_v = KVType::F32;  // does not apply: V is K
+    const specula::MemoryPlan plan = specula::plan_memory(*m, nullptr, cp, 0);
+    EXPECT_EQ(plan.target_kv, want);
+    const std::string kv = "KV " + specula::format_bytes(uint64_t(want));
+    EXPECT_NE(specula::describe(plan).find(kv + " +"), std::string::npos)
+        << specula::describe(plan);
+    const auto run = run_specula({"run", "-m", kF16, "-p", "hi", "-n", "2", "--temp", "0", "-t",
+                                  "1", "-c", std::to_string(n_ctx), "-ctv", "f32"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find(kv + " +"), std::string::npos) << run.err;
+    const auto info = run_specula({"info", "-m", kF16, "-c", std::to_string(n_ctx)});
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_NE(info.out.find(specula::format_bytes(uint64_t(want)) + " at n_ctx 256"),
+              std::string::npos)
+        << info.out;
+    EXPECT_NE(info.out.find("stored once: V reads K's rows"), std::string::npos) << info.out;
+}
+
+// V reads K's rows of K's type: -ctv changes nothing (llama.cpp's MLA cache has no V of its own).
+TEST(Deepseek2, ValueTypeFollowsTheKeyType) {
+    const auto m = Model::load(kF16);
+    const auto ids = random_tokens(20, 3);
+    for (KVType tk : {KVType::F16, KVType::Q8_0}) {
+        std::vector<std::vector<float>> got;
+        for (KVType tv : {tk, KVType::F32, KVType::Q8_0}) {
+            SessionParams p;
+            p.n_ctx = 64;
+            p.n_threads = 1;
+            p.type_k = tk;
+            p.type_v = tv;
+            Session s(*m, p);
+            s.eval(ids);
+            const float* last = s.logits(s.n_logits() - 1);
+            got.emplace_back(last, last + m->hparams().n_vocab);
+        }
+        EXPECT_EQ(got[1], got[0]) << specula::kv_type_name(tk);
+        EXPECT_EQ(got[2], got[0]) << specula::kv_type_name(tk);
+    }
 }
 
 TEST(Deepseek2, BatchOfTokensEqualsOneAtATime) {

@@ -23,7 +23,8 @@
 //            width).
 //   block:   h = rms_norm(x) * attn_norm; q = Wq_b(rms_norm(Wq_a h) * q_a_norm) (or Wq h), per
 //            head [q_nope | q_pe]; [c | k_pe] = Wkv_a h, c = rms_norm(c) * kv_a_norm;
-//            the cache row (one KV head of kv_lora + rope values) is [rope(k_pe) | c], and query
+//            the cache row (one KV head of kv_lora + rope values) is [rope(k_pe) | c], kept once
+//            as K and read as V too (HParams::kv_v_is_k: -ctv does not apply), and query
 //            head i is [rope(q_pe_i) | K_b,i^T q_nope_i] (K_b,i, V_b,i: head i's rows of Wkv_b),
 //            so q.k over the row equals the expanded q_i . k_i; the attention's output o_i over
 //            the rows' c part gives head i's value V_b,i o_i; x += Wo [values];
@@ -75,6 +76,7 @@ void read_attention(const GGUFFile& f, HParams& hp) {
     // The cache: one KV head of the latent and the rope dims per position.
     hp.head_dim = hp.mla_kv_lora_rank + hp.n_rot;
     hp.n_head_kv = 1;
+    hp.kv_v_is_k = true;  // the values are the row's latent part: the cache keeps the row once
     hp.rope_neox = false;
 }
 
@@ -222,8 +224,8 @@ void expand_values(PassState& st, const LayerWeights& l) {
     }
 }
 
-// The queries and the cache rows of every row of the pass (st.q, st.k; st.v = st.k, of which the
-// attention's values are the latent part).
+// The queries and the cache rows of every row of the pass (st.q, st.k; no st.v: the cache's V
+// rows are its K rows, HParams::kv_v_is_k, of which the attention's values are the latent part).
 void mla_input(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int ntok = st.n_rows, r = hp.mla_kv_lora_rank, rot = hp.n_rot, hd = hp.head_dim;
@@ -246,7 +248,6 @@ void mla_input(PassState& st, const LayerWeights& l) {
         float* k = st.k.data() + int64_t(t) * hd;
         std::memcpy(k, a + r, sizeof(float) * rot);
         rms_norm(a, l.kv_a_norm, r, hp.rms_eps, k + rot);
-        std::memcpy(st.v.data() + int64_t(t) * hd, k, sizeof(float) * hd);
     }
     absorb_queries(st, l);
 }

@@ -97,6 +97,9 @@ struct HParams {
     // keeps with the n_rot decoupled rope dims as its one head (head_dim = kv_lora_rank + n_rot);
     // each query head's q.k has mla_head_k dims (nope + rope), its value mla_head_v.
     int mla_kv_lora_rank = 0, mla_q_lora_rank = 0, mla_head_k = 0, mla_head_v = 0;
+    // Every layer's V rows are its K rows (MLA: the attention's values are the latent part of the
+    // cache row): the cache keeps them once, of K's type (KVLayerShape::v_is_k).
+    bool kv_v_is_k = false;
     // DeepSeek-style routing (model/blocks/moe.h): sigmoid instead of softmax gating, the
     // renormalisation of the chosen weights optional, a scale on them, expert groups (the
     // n_group_used groups of the highest top-2 sums compete; 0: none) and the first

@@ -18,7 +18,7 @@ int resolve_ctx(const HParams& hp, int n_ctx) {
 std::vector<KVLayerShape> kv_shapes(const HParams& hp) {
     std::vector<KVLayerShape> s(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il)
-        s[size_t(il)] = {hp.layer_n_embd_kv(il), hp.layer_head_dim(il)};
+        s[size_t(il)] = {hp.layer_n_embd_kv(il), hp.layer_head_dim(il), hp.kv_v_is_k};
     return s;
 }
 

@@ -19,7 +19,8 @@ namespace specula {
 
 // The cache a model's sequence keeps, layer by layer: each layer's shape, and its window
 // (KVCache's: 0 whole, n a sliding window, -1 no cache: a recurrent layer, one that reads
-// another layer's cache, HParams::kv_src, or one without KV heads: nemotron_h's MLP layers).
+// another layer's cache, HParams::kv_src, or one without KV heads: nemotron_h's MLP layers);
+// HParams::kv_v_is_k makes every layer's V its K (KVLayerShape::v_is_k).
 std::vector<KVLayerShape> kv_shapes(const HParams& hp);
 std::vector<int> kv_windows(const HParams& hp);
 
