@@ -2,6 +2,7 @@
 // the GGUF container alone (version, metadata, the `{arch}.*` hyperparameters, a tensor-type
 // histogram, parameter count and memory needs), so it also works for architectures the engine
 // cannot run; the last section says whether the engine can load the model, and if not, why.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -81,7 +82,7 @@ int64_t info_ctx(const GGUFFile& f, const std::string& arch, int n_ctx) {
 }
 
 // F16 K and V (the default cache type of run, chat and serve, as llama.cpp's) for every layer at
-// n_ctx positions, from the GGUF keys; 0 when unknown.
+// n_ctx positions, from the GGUF keys (an MLA file's latent row once); 0 when unknown.
 uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ctx) {
     // Per-layer shapes (Gemma 4's arrays): the engine's line below says what the cache takes.
     for (const char* k : {".attention.head_count", ".attention.head_count_kv"}) {
@@ -93,6 +94,13 @@ uint64_t kv_cache_bytes(const GGUFFile& f, const std::string& arch, int64_t n_ct
     const int64_t n_head = f.get_int_or(arch + ".attention.head_count", 0);
     const int64_t n_head_kv = f.get_int_or(arch + ".attention.head_count_kv", n_head);
     if (n_ctx <= 0 || n_layer <= 0 || n_embd <= 0 || n_head <= 0) return 0;
+    // MLA (deepseek2): one latent row of kv_lora_rank + rope dims per position, kept once.
+    if (const int64_t lora = f.get_int_or(arch + ".attention.kv_lora_rank", 0); lora > 0) {
+        const int64_t rope = f.get_int_or(arch + ".rope.dimension_count", 0);
+        const int64_t nextn = f.get_int_or(arch + ".nextn_predict_layers", 0);
+        return static_cast<uint64_t>(std::max<int64_t>(0, n_layer - nextn) * n_ctx *
+                                     (lora + std::max<int64_t>(0, rope)) * 2);
+    }
     const int64_t k_dim = f.get_int_or(arch + ".attention.key_length", n_embd / n_head);
     const int64_t v_dim = f.get_int_or(arch + ".attention.value_length", k_dim);
     return static_cast<uint64_t>(n_layer * n_ctx * n_head_kv * (k_dim + v_dim) * 2);
