@@ -78,16 +78,19 @@ void round_query(const float* q, int hd, KeyQueryQ8* qq, float* qf) {
 }
 
 // One query head of one token: softmax(q . K^T * scale) . V over positions [j0, j1). Rows of a
-// typed cache are dequantized into `buf` (head_dim floats) one at a time. scores[j] is row j's.
+// typed cache are widened into `buf` (kChunkRows rows of head_dim floats) a chunk at a time, the
+// same values row by row as one at a time. scores[j] is row j's.
 void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j0, int j1,
                  int kv_off, int head, const float* q, float* out, const AttentionShape& s,
                  float* scores, float* buf) {
     const int hd = s.head_dim;
     // In place where the V rows are rows of their own (a v_is_k layer's transposed K: read_v).
     const bool v32 = kv.type_v(layer) == KVType::F32 && kv.v_in_place(layer);
-    for (int j = j0; j < j1; ++j) {
-        kv.read_k(layer, j, kv_off, hd, buf);
-        scores[j] = kern.dot(q, buf, hd) * s.scale;
+    for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
+        const int c1 = std::min(j1, c0 + kChunkRows);
+        kv.read_k_rows(layer, c0, c1, kv_off, hd, buf);
+        for (int j = c0; j < c1; ++j)
+            scores[j] = kern.dot(q, buf + size_t(j - c0) * hd, hd) * s.scale;
     }
     if (s.softcap > 0) softcap(scores + j0, j1 - j0, s.softcap);
     if (s.sinks)
@@ -95,13 +98,11 @@ void attend_head(const AttentionEntry& kern, const KVCache& kv, int layer, int j
     else
         softmax(scores + j0, j1 - j0);
     std::memset(out, 0, sizeof(float) * hd);
-    for (int j = j0; j < j1; ++j) {
-        const float* vj = buf;
-        if (v32)
-            vj = kv.v(layer, j, kv_off);
-        else
-            kv.read_v(layer, j, kv_off, hd, buf);
-        kern.axpy(scores[j], vj, out, hd);
+    for (int c0 = j0; c0 < j1; c0 += kChunkRows) {
+        const int c1 = std::min(j1, c0 + kChunkRows);
+        if (!v32) kv.read_v_rows(layer, c0, c1, kv_off, hd, buf);
+        for (int j = c0; j < c1; ++j)
+            kern.axpy(scores[j], v32 ? kv.v(layer, j, kv_off) : buf + size_t(j - c0) * hd, out, hd);
     }
 }
 

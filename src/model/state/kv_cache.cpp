@@ -412,12 +412,44 @@ void KVCache::read_rows(bool is_k, int layer, int j0, int j1, int off, int n, fl
         if (j0 >= j1) return;
     }
     const int slice = L(layer).slice, base = off / slice * slice;
+    if (is_k && k_transposed() && off + n <= base + slice)
+        return read_t_rows(layer, j0, j1, off, n, out);
     if ((is_k ? type_k_ : type_v_) != KVType::Q8_0 || off + n > base + slice) {
         for (int j = j0; j < j1; ++j) read(is_k, layer, j, off, n, out + size_t(j - j0) * n);
         return;
     }
     q8_rows([&](int j) { return is_k ? k_bytes(layer, j, base) : v_bytes(layer, j, base); }, j0, j1,
             off - base, n, out);
+}
+
+// Key block by key block: each line of kKeyBlock values (one value of the block's rows) widened at
+// once (exactly, as read() widens one value) and spread over the rows (a v_is_k layer's V rows,
+// the attention's rows of a head too wide for the blocked kernels).
+void KVCache::read_t_rows(int layer, int j0, int j1, int off, int n, float* out) const {
+    const size_t es = kv_row_bytes(type_k_, 1), line_bytes = es * kKeyBlock;
+    const auto widen = row_kernels().fp16_to_f32;
+    float line[kKeyBlock];
+    for (int j = j0; j < j1;) {
+        const int lane = row(layer, j) % kKeyBlock;
+        const int m = std::min(run(layer, j, j1 - j), kKeyBlock - lane);  // rows of this block
+        const uint8_t* e = k_ + k_offset(layer, j, off);
+        float* o = out + size_t(j - j0) * size_t(n);
+        for (int d = 0; d < n; ++d, e += line_bytes) {
+            if (type_k_ == KVType::F32) {
+                std::memcpy(line, e, sizeof(float) * size_t(m));
+            } else if (widen) {
+                widen(reinterpret_cast<const fp16_t*>(e), line, m);
+            } else {
+                for (int i = 0; i < m; ++i) {
+                    fp16_t h;
+                    std::memcpy(&h, e + size_t(i) * es, sizeof(h));
+                    line[i] = fp16_to_fp32(h);
+                }
+            }
+            for (int i = 0; i < m; ++i) o[size_t(i) * size_t(n) + size_t(d)] = line[i];
+        }
+        j += m;
+    }
 }
 
 // Head by head (a read may span several), each from its head's start (a Q8_0 block's).

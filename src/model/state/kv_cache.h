@@ -284,6 +284,8 @@ class KVCache {
     void append_base(std::span<const token_id> t);  // append()'s part below shared()
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
+    // read_rows of a transposed key side's own rows, [off, off + n) in one head.
+    void read_t_rows(int layer, int j0, int j1, int off, int n, float* out) const;
     // Rows allocated for r rows: whole key blocks.
     static size_t whole_blocks(size_t r) { return (r + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
     // Rows of a layer's allocation.
