@@ -76,9 +76,10 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
 TEST(KVVIsK, AttentionGivesTheBitsOfSeparateVRows) {
     ThreadPool pool(2);
     // 96: deepseek2's test file (blocked kernels); 288: past the blocked kernels' 256.
-    for (const Case c : {Case{4, 1, 96, KVType::F32}, Case{4, 1, 96, KVType::F16},
-                         Case{4, 1, 96, KVType::Q8_0}, Case{2, 1, 288, KVType::F16},
-                         Case{2, 1, 288, KVType::Q8_0}, Case{4, 2, 32, KVType::F16}}) {
+    for (const Case c :
+         {Case{4, 1, 96, KVType::F32}, Case{4, 1, 96, KVType::F16}, Case{4, 1, 96, KVType::Q8_0},
+          Case{2, 1, 288, KVType::F32}, Case{2, 1, 288, KVType::F16}, Case{2, 1, 288, KVType::Q8_0},
+          Case{4, 2, 32, KVType::F16}}) {
         const int n = c.n_head_kv * c.hd;
         const std::string what = std::to_string(c.hd) + " " + kv_type_name(c.type);
         const std::vector<float> k = random_floats(size_t(2) * kRows * n, unsigned(c.hd));
