@@ -91,7 +91,11 @@ TEST(ServerSuffix, DraftAutoWithADraftModelEqualsPlain) {
     const json again = complete(s, a);
     EXPECT_EQ(again["choices"][0]["text"], plain_a);
     EXPECT_EQ(again["choices"][0]["speculative_trace"][0]["drafter"], "suffix+draft-model");
-    EXPECT_GT(long(again["usage"]["speculative"]["accepted"]), 0);
+    // How much auto drafts depends on the pass times it measures (under a loaded ctest -j2 it
+    // once chose no draft for the whole request): test_draft_source checks the choice on given
+    // costs; here the output and the accounting.
+    EXPECT_GE(long(again["usage"]["speculative"]["drafted"]),
+              long(again["usage"]["speculative"]["accepted"]));
 }
 
 TEST(ServerSuffix, ATooSmallMemoryBoundIsNamed) {
