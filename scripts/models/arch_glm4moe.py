@@ -23,6 +23,8 @@ as tables, and the files made of them.
   (0, 1), not saturated), the selection bias a std of 0.1; with these seeds no choice of the top
   2 in the F16 file is a near tie against ik_llama.cpp (at 2.5 one was). output_norm at 2x
   (logit std ~2).
+
+  make_models.py bench glm4moe: a GLM-4.5-Air-shaped timing target (BENCH below).
 """
 import numpy as np
 
@@ -59,6 +61,34 @@ TEST_FILES = {
         dict(TEST, n_layer=1, wtype=Q8, name="rand-glm4moe-tok512-d128-l1-draft"),
 }
 
+# A GLM-4.5-Air-shaped timing target: d 4096, 96 query heads of 128 and 8 KV heads (Q/K/V biases,
+# no Q/K norms), rope on 64 of the 128 dims, layer 0 dense (ffn 10944), then MoE layers of 128
+# experts of 1408 (8 used, sigmoid with exp_probs_b, normalised, scale 1) and one shared expert;
+# the real model's 46 layers shrunk to 3 (1 dense + 2 MoE) plus its nextn layer (blk.3, MoE):
+# Q8_0 7.8 GB (each MoE layer ~2.5 GB; ~9 minutes and 12.6 GB of RAM at peak on a 2-core EPYC).
+# tok512 vocabulary; one random stream (seed 45).
+BENCH = {"glm4moe": dict(
+    TEST, ctx=32768, d=4096, n_layer=4, n_nextn=1, n_head=96, n_kv=8, head_dim=128, n_rot=64,
+    ff=10944, n_expert=128, n_used=8, ff_exp=1408, w_scale=1.0, rope_base=1e6, res=1.0,
+    router_gain=1.0, out_scale=1.0, qk_norm=False, wtype=Q8,
+    name="glm4moe-air-e128x8-d4096-l3-mtp1-Q8_0", stream=45)}
+
+
+def _experts(row, name, shape, std, stream):
+    """An experts tensor's row; in a timing file (stream) drawn expert by expert into one float32
+    array (3 GB at GLM-4.5-Air's shape: no temporaries of its size)."""
+    r = row(name, shape, std)
+    if not stream:
+        return r
+    one = r[1]._replace(shape=shape[1:])
+
+    def make(gen):
+        out = np.empty(shape, np.float32)
+        for i in range(shape[0]):
+            out[i] = weights.value(gen, one)
+        return out
+    return name, make, True
+
 
 def _ffn(h, il, p, row, r):
     """Block il's FFN rows: dense in the leading layers, else the routed and shared experts."""
@@ -70,15 +100,16 @@ def _ffn(h, il, p, row, r):
                 row(p + "ffn_down.weight", (d, ff), fan_in(ff, 1, r))]
     e, fe = h["n_expert"], h["ff_exp"]
     fs = fe * h["n_shared"]
+    st = "stream" in h
     bias = row(p + "exp_probs_b.bias", (e,), h["bias_std"], kind=False)
     if h.get("fixed_route"):  # +2 on two experts per layer: the top 2, whatever the sigmoids say
         lift = [2.0 if x in (il % e, (il + 3) % e) else 0.0 for x in range(e)]
         bias = (bias[0], lambda gen, b=bias[1]: weights.value(gen, b) + np.float32(lift), False)
     return [row(p + "ffn_gate_inp.weight", (e, d), fan_in(d, h["router_gain"]), kind=False),
             bias,
-            row(p + "ffn_gate_exps.weight", (e, fe, d), fan_in(d)),
-            row(p + "ffn_up_exps.weight", (e, fe, d), fan_in(d)),
-            row(p + "ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r)),
+            _experts(row, p + "ffn_gate_exps.weight", (e, fe, d), fan_in(d), st),
+            _experts(row, p + "ffn_up_exps.weight", (e, fe, d), fan_in(d), st),
+            _experts(row, p + "ffn_down_exps.weight", (e, d, fe), fan_in(fe, 1, r), st),
             row(p + "ffn_gate_shexp.weight", (fs, d), fan_in(d)),
             row(p + "ffn_up_shexp.weight", (fs, d), fan_in(d)),
             row(p + "ffn_down_shexp.weight", (d, fs), fan_in(fs, 1, r))]
