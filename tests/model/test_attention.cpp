@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/threadpool.h"
 #include "kernels/attention.h"
+#include "kernels/layout/blocks.h"
 #include "kernels/layout/fp16.h"
 #include "kernels/policy.h"
 #include "kernels/table.h"
@@ -84,15 +85,18 @@ struct Shape {
 
 class AttentionInvariance : public ::testing::TestWithParam<Shape> {};
 
-// q rounded as llama.cpp's reference quantizer rounds a row to Q8_0: blocks of 32, d = max |x| /
-// 127 kept as F16, each x * (1 / d) rounded to the nearest integer (halves away from zero).
+// q rounded to Q8_0 by the kernel table's quantizer, block by block, as the attention rounds a
+// query for a Q8_0 key cache (as llama.cpp rounds Q to its keys' dot type). Its rule is
+// llama.cpp's (d = max |x| / 127 kept as F16, each x * (1 / d) rounded), but the vector levels'
+// x * (127 / max) can differ from x * (1 / d) by an ulp, which moves a value that falls within
+// an ulp of a half to the other integer: the reference takes the same rounding, not a copy of it.
 std::vector<float> rounded_q8(const float* q, int n) {
+    static const QuantizeRowFn quantize = best_quantize_row(GGMLType::Q8_0);
     std::vector<float> out(static_cast<size_t>(n));
     for (int b = 0; b < n / 32; ++b) {
-        float amax = 0;
-        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(q[b * 32 + i]));
-        const float d = amax / 127, id = d != 0 ? 1 / d : 0, dh = fp16_to_fp32(fp32_to_fp16(d));
-        for (int i = 0; i < 32; ++i) out[b * 32 + i] = dh * std::round(q[b * 32 + i] * id);
+        block_q8_0 blk;
+        quantize(q + b * 32, &blk, 32);
+        for (int i = 0; i < 32; ++i) out[b * 32 + i] = fp16_to_fp32(blk.d) * blk.qs[i];
     }
     return out;
 }
@@ -178,12 +182,15 @@ std::vector<Shape> shapes_and_types() {
                             {6, 3, 40},    // 40: not a multiple of 16 (AVX2's kernels again)
                             {4, 2, 12},    // 12: no blocked kernel at any level
                             {4, 2, 96},    // Phi-3: whole Q8_0 blocks, not an even number of them
-                            {4, 1, 256}};  // Gemma 3 and Qwen3.5's full-attention layers
+                            {4, 1, 256},   // Gemma 3 and Qwen3.5's full-attention layers
+                            {6, 1, 576}};  // MLA's latent rows: the run-time kernels for wide heads
     std::vector<Shape> out;
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
         for (Shape s : shapes)
             if (t != KVType::Q8_0 || s.n_head_kv * s.hd % 32 == 0)
                 out.push_back({s.n_head, s.n_head_kv, s.hd, t});
+    // A wide head whose pieces leave a rest in every slice size (33 of 16 lanes, 66 of 8).
+    out.push_back({4, 2, 528, KVType::F32});
     // Sliding windows: of one row, shorter than a block's positions, and longer (blocked and
     // not blocked head sizes, grouped and not).
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
@@ -220,13 +227,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance, ::testing::ValuesIn(shapes
 TEST(BlockedKernels, CoverEveryMultipleOfEight) {
     const bool vector =
         active_simd_level() == SimdLevel::AVX512 || active_simd_level() == SimdLevel::AVX2;
-    for (int hd : {8, 24, 40, 64, 256}) {
+    for (int hd : {8, 24, 40, 64, 256, 512, 576, 2048}) {
         BlockAttentionKernels k{};
         EXPECT_EQ(best_blocked_attention(hd, &k), vector) << hd;
         if (vector) EXPECT_TRUE(k.qk && k.pv && k.qk_t && k.qk_th && k.pv_h) << hd;
     }
     BlockAttentionKernels k{};
     EXPECT_FALSE(best_blocked_attention(12, &k));
+    EXPECT_FALSE(best_blocked_attention(2056, &k)) << "over the widest head the kernels take";
 }
 
 // The integer kernels for Q8_0 keys (BlockAttentionKernels::qk_q8) give their formula's bits:
@@ -273,7 +281,7 @@ TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
                 qp[size_t(i)] = q.data() + i * nb;
                 sp[size_t(i)] = out.data() + size_t(i) * rows;
             }
-            bk.qk_q8(k.data(), stride, 3, 42, qp.data(), nq, 0.125f, sp.data());
+            bk.qk_q8(k.data(), stride, hd, 3, 42, qp.data(), nq, 0.125f, sp.data());
             for (int i = 0; i < nq; ++i) {
                 for (int j = 0; j < rows; ++j) {
                     float want = -1.f;  // rows outside [3, 42) untouched
@@ -308,7 +316,7 @@ TEST(KeyDotQ8, IntegerKernelGivesItsFormulasBits) {
 TEST(KeyDotTransposed, KernelsGiveTheirFormulasBits) {
     std::mt19937 rng(11);
     std::normal_distribution<float> nd(0.f, 1.f);
-    for (const int hd : {8, 16, 24, 64, 128, 256}) {
+    for (const int hd : {8, 16, 24, 64, 128, 256, 576}) {
         BlockAttentionKernels bk{};
         if (!best_blocked_attention(hd, &bk)) {
             EXPECT_EQ(active_simd_level(), SimdLevel::Scalar) << "no blocked kernels for " << hd;
@@ -334,9 +342,9 @@ TEST(KeyDotTransposed, KernelsGiveTheirFormulasBits) {
                     sp[size_t(i)] = out.data() + size_t(i) * rows;
                 }
                 if (half)
-                    bk.qk_th(kh.data(), bs, 3, 42, qp.data(), nq, 0.125f, sp.data());
+                    bk.qk_th(kh.data(), bs, hd, 3, 42, qp.data(), nq, 0.125f, sp.data());
                 else
-                    bk.qk_t(kf.data(), bs, 3, 42, qp.data(), nq, 0.125f, sp.data());
+                    bk.qk_t(kf.data(), bs, hd, 3, 42, qp.data(), nq, 0.125f, sp.data());
                 for (int i = 0; i < nq; ++i) {
                     for (int j = 0; j < rows; ++j) {
                         float want = -1.f;  // rows outside [3, 42) untouched

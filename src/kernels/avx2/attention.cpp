@@ -187,8 +187,8 @@ SPECULA_INLINE void transpose8x8(__m256i (&r)[8]) {
 
 // NB blocks of 32 per head.
 template <int NB>
-void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
-                float scale, float* const* s) {
+void qk_q8_rows(const uint8_t* k, size_t ks, int /*hd*/, int j0, int j1, const KeyQueryQ8* const* q,
+                int nq, float scale, float* const* s) {
     // kt[8b + g]: values 4g .. 4g + 3 of block b of the 8 rows; ka: their magnitudes.
     __m256i kt[NB * 8], ka[NB * 8];
     __m256 dk[NB];

@@ -160,8 +160,8 @@ SPECULA_INLINE void transpose16x16(__m512i (&r)[16]) {
 
 // NB blocks of 32 per head (an odd count's last block is transposed beside zeros).
 template <int NB>
-void qk_q8_rows(const uint8_t* k, size_t ks, int j0, int j1, const KeyQueryQ8* const* q, int nq,
-                float scale, float* const* s) {
+void qk_q8_rows(const uint8_t* k, size_t ks, int /*hd*/, int j0, int j1, const KeyQueryQ8* const* q,
+                int nq, float scale, float* const* s) {
     constexpr int kPairs = (NB + 1) / 2;
     __m512i kt[kPairs * 16];  // kt[8b + g]: values 4g .. 4g + 3 of block b of the 16 rows, + 128
     alignas(64) float dk[NB][16];

@@ -122,7 +122,7 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + a;
-            bk.qk_q8(kv.k_bytes(layer, a, off), kv.k_stride_bytes(layer), 0, m, qq, nq, scale,
+            bk.qk_q8(kv.k_bytes(layer, a, off), kv.k_stride_bytes(layer), hd, 0, m, qq, nq, scale,
                      shifted);
         }
         return;
@@ -138,9 +138,9 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             for (int i = 0; i < nq; ++i) shifted[i] = s[i] + (a - r);
             const KVCache& src = kv.source(a);  // a shared prefix's rows are its base's
             if (kv.type_k() == KVType::F32)
-                bk.qk_t(src.k_t(layer, off), bs, r, r + m, q, nq, scale, shifted);
+                bk.qk_t(src.k_t(layer, off), bs, hd, r, r + m, q, nq, scale, shifted);
             else
-                bk.qk_th(src.k_t_f16(layer, off), bs, r, r + m, q, nq, scale, shifted);
+                bk.qk_th(src.k_t_f16(layer, off), bs, hd, r, r + m, q, nq, scale, shifted);
         }
         return;
     }
@@ -149,7 +149,7 @@ void qk_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         const int c1 = std::min(j1, c0 + kChunkRows);
         kv.read_k_rows(layer, c0, c1, off, hd, buf);
         for (int i = 0; i < nq; ++i) shifted[i] = s[i] + c0;
-        bk.qk(buf, size_t(hd), 0, c1 - c0, q, nq, scale, shifted);
+        bk.qk(buf, size_t(hd), hd, 0, c1 - c0, q, nq, scale, shifted);
     }
 }
 
@@ -165,7 +165,8 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         for (int a = j0, m = 0; a < j1; a += m) {
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
-            bk.pv_q8(kv.v_bytes(layer, a, off), kv.v_stride_bytes(layer), 0, m, shifted, nq, out);
+            bk.pv_q8(kv.v_bytes(layer, a, off), kv.v_stride_bytes(layer), hd, 0, m, shifted, nq,
+                     out);
         }
         return;
     }
@@ -175,9 +176,10 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             m = kv.run(layer, a, j1 - a);
             for (int i = 0; i < nq; ++i) shifted[i] = p[i] + a;
             if (tv == KVType::F32)
-                bk.pv(kv.v(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
+                bk.pv(kv.v(layer, a, off), size_t(kv.stride(layer)), hd, 0, m, shifted, nq, out);
             else
-                bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride(layer)), 0, m, shifted, nq, out);
+                bk.pv_h(kv.v_f16(layer, a, off), size_t(kv.stride(layer)), hd, 0, m, shifted, nq,
+                        out);
         }
         return;
     }
@@ -189,11 +191,11 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
             const KVCache& src = kv.source(a);
             const uint8_t* v0 = src.v_own(layer, off);
             if (tv == KVType::F32)
-                bk.pv(reinterpret_cast<const float*>(v0), size_t(kv.stride(layer)), a, e, p, nq,
+                bk.pv(reinterpret_cast<const float*>(v0), size_t(kv.stride(layer)), hd, a, e, p, nq,
                       out);
             else
-                bk.pv_h(reinterpret_cast<const uint16_t*>(v0), size_t(kv.stride(layer)), a, e, p,
-                        nq, out);
+                bk.pv_h(reinterpret_cast<const uint16_t*>(v0), size_t(kv.stride(layer)), hd, a, e,
+                        p, nq, out);
         }
         return;
     }
@@ -202,7 +204,7 @@ void pv_rows(const BlockAttentionKernels& bk, const KVCache& kv, int layer, int 
         const int c1 = std::min(j1, c0 + kChunkRows);
         kv.read_v_rows(layer, c0, c1, off, hd, buf);
         for (int i = 0; i < nq; ++i) shifted[i] = p[i] + c0;
-        bk.pv(buf, size_t(hd), 0, c1 - c0, shifted, nq, out);
+        bk.pv(buf, size_t(hd), hd, 0, c1 - c0, shifted, nq, out);
     }
 }
 
@@ -213,15 +215,19 @@ struct BlockShape {
 };
 
 // The largest blocks that still give every thread two items or more (items of equal size are
-// not equal work: their positions see different numbers of rows). Results never depend on it.
+// not equal work: their positions see different numbers of rows): fewer positions first, then
+// fewer heads of the group (MLA's one KV head of 20 or more query heads in a 1-token pass), each
+// item reading the rows again. Results never depend on it.
 BlockShape block_shape(const AttentionShape& s, int ntok, int n_threads) {
     const int group = s.n_head / s.n_head_kv;
-    const int h = std::min(group, kBlockQueries);
-    const int chunks = (group + h - 1) / h;
+    int h = std::min(group, kBlockQueries);
     int p = std::max(1, kBlockQueries / h);
-    auto items = [&](int pp) { return int64_t(s.n_head_kv) * chunks * ((ntok + pp - 1) / pp); };
-    while (p > 1 && items(p) < 2 * n_threads) p = (p + 1) / 2;
-    return {h, p, chunks};
+    auto items = [&](int pp, int hh) {
+        return int64_t(s.n_head_kv) * ((group + hh - 1) / hh) * ((ntok + pp - 1) / pp);
+    };
+    while (p > 1 && items(p, h) < 2 * n_threads) p = (p + 1) / 2;
+    while (h > 1 && items(p, h) < n_threads) h = (h + 1) / 2;
+    return {h, p, (group + h - 1) / h};
 }
 
 // The first ISA's blocked kernels that cover head_dim (kernels/table.h).
