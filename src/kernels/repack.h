@@ -42,6 +42,11 @@ size_t packed_tile_bytes(int64_t cols);
 size_t packed_tile_bytes(GGMLType t, int64_t cols);
 size_t packed_size(const WeightView& W);
 
+// Matrix i of a stack of n matrices of equal height along W's rows (a stacked expert tensor, MLA's
+// per-head matrices): its rows of W.data, and of W.packed where the stack is packed (each matrix
+// is then whole tiles: model/load/pack.cpp packs a stack only then).
+WeightView stack_slice(const WeightView& W, int i, int n);
+
 // Writes W (row layout, W.data) in the tiled layout to dst (packed_size(W) bytes, 64-byte
 // aligned). W must be repackable with cols a multiple of its block size.
 void repack(const WeightView& W, uint8_t* dst);

@@ -50,6 +50,15 @@ size_t packed_size(const WeightView& W) {
            packed_tile_bytes(W.type, W.cols);
 }
 
+WeightView stack_slice(const WeightView& W, int i, int n) {
+    WeightView v = W;
+    v.rows = W.rows / n;
+    v.data = W.data + static_cast<size_t>(i) * v.rows * W.row_bytes();
+    if (W.packed)
+        v.packed = W.packed + (i * v.rows / kPackRows) * packed_tile_bytes(W.type, W.cols);
+    return v;
+}
+
 void repack(const WeightView& W, uint8_t* dst) {
     if (kq_repackable(W.type)) return kq_repack(W, dst);
     if (float_repackable(W.type)) return float_repack(W, dst);

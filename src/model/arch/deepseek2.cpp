@@ -32,6 +32,8 @@
 //            (model/blocks/moe.h: softmax or sigmoid probabilities, the top k by probability +
 //            exp_probs_b within the best groups, weights optionally renormalised, times
 //            expert_weights_scale) plus the shared experts' SwiGLU. The nextn layers are skipped.
+//   K_b,i^T (made at load) is rounded to Q8_0 where attn_kv_b is quantized, as ik_llama.cpp's
+//   is; both per-head stacks are packed for the GEMM kernels (model/load/pack.cpp).
 //   The attention scale is mscale^2 / sqrt(key_length), mscale = attn_factor (1 +
 //   yarn_log_multiplier ln(1 / freq_scale)); rope (normal, not NEOX) magnitude 1 / (1 + 0.1
 //   ln(1 / freq_scale)), as ik_llama.cpp.
@@ -39,8 +41,10 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kernels/layout/blocks.h"
 #include "kernels/ops.h"
 #include "kernels/quants.h"
+#include "kernels/repack.h"
 #include "model/blocks/blocks.h"
 #include "model/load/arch.h"
 #include "model/load/model.h"
@@ -121,21 +125,52 @@ void read_deepseek2(const GGUFFile& f, HParams& hp) {
     hp.n_layer_dense_lead = std::min(hp.n_layer_dense_lead, hp.n_layer);
 }
 
-// Each head's K rows of Wkv_b (nope x kv_lora) transposed into kv_lora x nope, F32, kept in
-// w.owned: the query absorption is then one matmul per head (q_lat = K_b,h^T q_nope).
+// Storage in w.owned for `bytes` bytes of a matrix made at load (float storage: 4-byte aligned
+// and more, as the allocator aligns).
+uint8_t* owned_bytes(ModelWeights& w, size_t bytes) {
+    return reinterpret_cast<uint8_t*>(w.owned.emplace_back((bytes + 3) / 4).data());
+}
+
+// Each head's K rows of Wkv_b (nope x kv_lora) transposed into kv_lora x nope, stacked head after
+// head: the query absorption is one matmul per head (q_lat = K_b,h^T q_nope). Rounded to Q8_0 by
+// llama.cpp's CPU rounding where Wkv_b is quantized and nope is whole blocks (as ik_llama.cpp
+// requantizes them), else kept as F32.
 WeightView transpose_k_b(const HParams& hp, const WeightView& kvb, ModelWeights& w) {
     const int nh = hp.n_head, r = hp.mla_kv_lora_rank, nope = hp.mla_head_k - hp.n_rot;
     const int per_head = nope + hp.mla_head_v;
-    std::vector<float>& t = w.owned.emplace_back(size_t(nh) * r * nope);
-    std::vector<float> row(static_cast<size_t>(r));
+    const bool floats =
+        kvb.type == GGMLType::F32 || kvb.type == GGMLType::F16 || kvb.type == GGMLType::BF16;
+    const bool q8 = !floats && nope % QK8_0 == 0;
+    const GGMLType type = q8 ? GGMLType::Q8_0 : GGMLType::F32;
+    WeightView t{type, int64_t(nh) * r, nope, nullptr};
+    uint8_t* dst = owned_bytes(w, size_t(t.rows) * t.row_bytes());
+    t.data = dst;
+    std::vector<float> rows(size_t(nope) * r), line(static_cast<size_t>(nope));
     for (int h = 0; h < nh; ++h) {
-        for (int i = 0; i < nope; ++i) {
-            dequantize_row(kvb.type, kvb.row(int64_t(h) * per_head + i), row.data(), r);
-            for (int c = 0; c < r; ++c) t[(size_t(h) * r + c) * nope + i] = row[size_t(c)];
+        for (int i = 0; i < nope; ++i)
+            dequantize_row(kvb.type, kvb.row(int64_t(h) * per_head + i), &rows[size_t(i) * r], r);
+        for (int c = 0; c < r; ++c) {
+            for (int i = 0; i < nope; ++i) line[size_t(i)] = rows[size_t(i) * r + size_t(c)];
+            uint8_t* out = dst + (size_t(h) * r + size_t(c)) * t.row_bytes();
+            if (q8)
+                quantize_row_ggml_cpu(GGMLType::Q8_0, line.data(), out, nope);
+            else
+                std::memcpy(out, line.data(), sizeof(float) * size_t(nope));
         }
     }
-    return WeightView{GGMLType::F32, int64_t(nh) * r, nope,
-                      reinterpret_cast<const uint8_t*>(t.data())};
+    return t;
+}
+
+// Each head's V rows of Wkv_b (head_v x kv_lora), stacked head after head, in Wkv_b's type.
+WeightView gather_v_b(const HParams& hp, const WeightView& kvb, ModelWeights& w) {
+    const int nh = hp.n_head, nope = hp.mla_head_k - hp.n_rot, hv = hp.mla_head_v;
+    WeightView v{kvb.type, int64_t(nh) * hv, kvb.cols, nullptr};
+    const size_t rb = kvb.row_bytes();
+    uint8_t* dst = owned_bytes(w, size_t(v.rows) * rb);
+    v.data = dst;
+    for (int h = 0; h < nh; ++h)
+        std::memcpy(dst + size_t(h) * hv * rb, kvb.row(int64_t(h) * (nope + hv) + nope), hv * rb);
+    return v;
 }
 
 void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l, ModelWeights& w) {
@@ -154,6 +189,7 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l, Mod
     l.kv_a_norm = b.vector(pre + "attn_kv_a_norm.weight", r);
     l.wkv_b = b.matrix(pre + "attn_kv_b.weight", {r, nh * (nope + hp.mla_head_v)});
     l.wk_b_t = transpose_k_b(hp, l.wkv_b, w);
+    l.wv_b = gather_v_b(hp, l.wkv_b, w);
     l.wo = b.matrix(pre + "attn_output.weight", {nh * hp.mla_head_v, d});
     l.ffn_norm = b.vector(pre + "ffn_norm.weight", d);
     if (il < hp.n_layer_dense_lead) {
@@ -181,21 +217,11 @@ void bind_deepseek2(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     for (int il = 0; il < hp.n_layer; ++il) bind_layer(b, hp, il, w.layers[size_t(il)], w);
 }
 
-// Rows [first, first + n) of a row-layout matrix (attn_kv_b and the transposed K_b are never
-// repacked: model/load/pack.cpp).
-WeightView row_block(const WeightView& w, int64_t first, int64_t n) {
-    WeightView v = w;
-    v.rows = n;
-    v.data = w.row(first);
-    v.packed = nullptr;
-    return v;
-}
-
 // q (the pass's query rows, n_head heads of rope + kv_lora) from the expanded queries in
 // arch[kQ]: each head's rope part, then K_b,h^T q_nope,h (one matmul per head).
 void absorb_queries(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int nh = hp.n_head, r = hp.mla_kv_lora_rank, rot = hp.n_rot, hk = hp.mla_head_k;
+    const int nh = hp.n_head, rot = hp.n_rot, hk = hp.mla_head_k;
     const int hd = hp.head_dim, ntok = st.n_rows, nope = hk - rot;
     const float* qf = st.arch[kQ].data();
     float* q = st.q.data();
@@ -206,21 +232,19 @@ void absorb_queries(PassState& st, const LayerWeights& l) {
         }
     }
     for (int h = 0; h < nh; ++h) {
-        matmul(row_block(l.wk_b_t, int64_t(h) * r, r), qf + int64_t(h) * hk, int64_t(nh) * hk, ntok,
+        matmul(stack_slice(l.wk_b_t, h, nh), qf + int64_t(h) * hk, int64_t(nh) * hk, ntok,
                q + int64_t(h) * hd + rot, int64_t(nh) * hd, *st.pool, st.mm);
     }
 }
 
 // arch[kVOut] = each head's value V_b,h o_h for the attention's output rows (o_h: the latent
-// part of head h's output in att; one matmul per head over V_b,h, rows of attn_kv_b).
+// part of head h's output in att; one matmul per head over V_b,h).
 void expand_values(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
-    const int nh = hp.n_head, rot = hp.n_rot, hv = hp.mla_head_v;
-    const int hd = hp.head_dim, nope = hp.mla_head_k - rot;
+    const int nh = hp.n_head, rot = hp.n_rot, hv = hp.mla_head_v, hd = hp.head_dim;
     for (int h = 0; h < nh; ++h) {
-        matmul(row_block(l.wkv_b, int64_t(h) * (nope + hv) + nope, hv),
-               st.att.data() + int64_t(h) * hd + rot, int64_t(nh) * hd, st.rows,
-               st.arch[kVOut].data() + int64_t(h) * hv, int64_t(nh) * hv, *st.pool, st.mm);
+        matmul(stack_slice(l.wv_b, h, nh), st.att.data() + int64_t(h) * hd + rot, int64_t(nh) * hd,
+               st.rows, st.arch[kVOut].data() + int64_t(h) * hv, int64_t(nh) * hv, *st.pool, st.mm);
     }
 }
 

@@ -12,14 +12,9 @@ namespace specula {
 
 namespace {
 
-// Rows [e * rows_per, (e+1) * rows_per) of a stacked expert tensor.
+// Expert e of a stacked expert tensor.
 WeightView expert_view(const WeightView& w, int e, int n_expert) {
-    WeightView v = w;
-    v.rows = w.rows / n_expert;
-    v.data = w.data + static_cast<size_t>(e) * v.rows * w.row_bytes();
-    if (w.packed)
-        v.packed = w.packed + (e * v.rows / kPackRows) * packed_tile_bytes(w.type, w.cols);
-    return v;
+    return stack_slice(w, e, n_expert);
 }
 
 // Expert e's gate (half 0) or up (half 1) rows of a fused [gate | up] stacked expert tensor.

@@ -31,20 +31,29 @@ bool packs(const WeightView& w) {
 struct PackJob {
     WeightView* w;
     uint8_t* dst;
+    bool mapped;  // w.data lies in the file mapping, whose pages are released once packed
 };
 
 }  // namespace
 
 void pack_weights(Model& m, int n_threads) {
     std::vector<WeightView*> todo;
+    std::vector<const WeightView*> made;  // matrices made at load (heap memory: kept as they are)
     for (LayerWeights& l : m.layers) {
         // Hybrid layers' DeltaNet projections and the shared expert (qwen35) too: left in the
         // row layout, they ran on the 1-token kernels (a 9-token verify of a Qwen3.5-2B-shaped
         // file spent 29% of its time there).
-        for (WeightView* w :
-             {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_gate_up,
-              &l.ffn_down, &l.ssm_qkv, &l.ssm_gate, &l.ssm_beta, &l.ssm_alpha, &l.ssm_out,
-              &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp, &l.ple_gate, &l.ple_proj}) {
+        for (WeightView* w : {&l.wq,           &l.wk,
+                              &l.wv,           &l.wqkv,
+                              &l.wo,           &l.wq_a,
+                              &l.wq_b,         &l.wkv_a_mqa,
+                              &l.ffn_gate,     &l.ffn_up,
+                              &l.ffn_gate_up,  &l.ffn_down,
+                              &l.ssm_qkv,      &l.ssm_gate,
+                              &l.ssm_beta,     &l.ssm_alpha,
+                              &l.ssm_out,      &l.ffn_gate_shexp,
+                              &l.ffn_up_shexp, &l.ffn_down_shexp,
+                              &l.ple_gate,     &l.ple_proj}) {
             if (packs(*w)) todo.push_back(w);
         }
         if (packs(l.ssm_in)) todo.push_back(&l.ssm_in);  // Mamba-2's projection (nemotron_h)
@@ -56,6 +65,17 @@ void pack_weights(Model& m, int n_threads) {
     for (LayerWeights& l : m.layers) {
         for (WeightView* w : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}) {
             if (ne > 0 && packs(*w) && (w->rows / ne) % kPackRows == 0) todo.push_back(w);
+        }
+    }
+    // MLA's per-head stacks (deepseek2's K_b^T and V_b, made at load) the same way: head h is
+    // stack_slice(w, h, n_head).
+    const int nh = m.hparams().n_head;
+    for (LayerWeights& l : m.layers) {
+        for (WeightView* w : {&l.wk_b_t, &l.wv_b}) {
+            if (packs(*w) && (w->rows / nh) % kPackRows == 0) {
+                todo.push_back(w);
+                made.push_back(w);
+            }
         }
     }
     if (packs(m.output)) todo.push_back(&m.output);
@@ -72,7 +92,10 @@ void pack_weights(Model& m, int n_threads) {
     // Buffers are reserved here, on this thread (an allocation may throw); their pages are
     // touched by whichever thread repacks into them.
     std::vector<PackJob> jobs;
-    for (WeightView* w : todo) jobs.push_back({w, m.packed.emplace_back(packed_size(*w)).data()});
+    for (WeightView* w : todo) {
+        const bool mapped = std::find(made.begin(), made.end(), w) == made.end();
+        jobs.push_back({w, m.packed.emplace_back(packed_size(*w)).data(), mapped});
+    }
     std::stable_sort(jobs.begin(), jobs.end(), [](const PackJob& a, const PackJob& b) {
         return packed_size(*a.w) > packed_size(*b.w);
     });
@@ -92,7 +115,8 @@ void pack_weights(Model& m, int n_threads) {
                 continue;
             }
             w.packed = jobs[i].dst;
-            if (w.data != embd) release_mapped_pages(w.data, w.row_bytes() * w.rows);
+            if (jobs[i].mapped && w.data != embd)
+                release_mapped_pages(w.data, w.row_bytes() * w.rows);
         }
     };
     const int n =

@@ -43,7 +43,11 @@ struct LayerWeights {
     // (else wq), kv_a_mqa [n_embd -> kv_lora + n_rot] with kv_a_norm [kv_lora], and kv_b
     // [kv_lora -> n_head * (nope + head_v)]; the router's selection bias exp_probs_b [n_expert].
     WeightView wq_a, wq_b, wkv_a_mqa, wkv_b;
-    WeightView wk_b_t;  // MLA: each head's K rows of wkv_b transposed, F32, made at load
+    // Made at load from kv_b, each a stack of n_head matrices (stack_slice(w, h, n_head), packed
+    // where each is whole tiles): wk_b_t, head h's K rows transposed [nope -> kv_lora] (Q8_0 where
+    // kv_b is quantized, as ik_llama.cpp requantizes them, else F32), and wv_b, head h's V rows
+    // [kv_lora -> head_v] (kv_b's type).
+    WeightView wk_b_t, wv_b;
     const float *q_a_norm = nullptr, *kv_a_norm = nullptr, *ffn_exp_probs_b = nullptr;
     // Gated DeltaNet (qwen35's recurrent layers, HParams::is_recurrent): the mixed Q/K/V input of
     // the conv (attn_qkv, conv_dim rows), the output gate z (attn_gate, value_dim rows), the
@@ -92,8 +96,10 @@ struct ModelWeights {
     // LongRoPE (phi3 rope_factors_long / _short, empty if none): a session whose context
     // exceeds hp.n_ctx_orig uses the long factors, any other the short (rope_freqs wins).
     std::vector<float> rope_factors_long, rope_factors_short;
-    std::vector<std::vector<float>> owned;  // F32 copies made at load (norms of other types)
-    MtpWeights mtp;                         // eh_proj empty: the file has no MTP head
+    // Copies made at load: F32 (norms of other types) or, in a float vector's storage, the bytes
+    // of a quantized matrix (MLA's per-head stacks).
+    std::vector<std::vector<float>> owned;
+    MtpWeights mtp;  // eh_proj empty: the file has no MTP head
     // Gemma 4's per-layer inputs: per token n_layer x ple values, and the projection of the
     // embedding added to them (model/arch/gemma4.cpp). Empty: none.
     WeightView tok_embd_per_layer, per_layer_model_proj;
