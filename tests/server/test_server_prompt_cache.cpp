@@ -70,7 +70,11 @@ std::vector<std::string> server_args(const std::string& cache_ram, bool draft) {
 }
 
 TEST(ServerPromptCache, AReturningPromptIsRestoredNotRecomputed) {
-    ServerProcess cached(server_args("64", true), "cache-ram");
+    // The RAM pool alone: A's prefix block would serve A again in place, before the pool
+    // (test_server_prefix_sharing: the pool feeds a block when there is none).
+    std::vector<std::string> args = server_args("64", true);
+    args.insert(args.end(), {"--prefix-min-tokens", "0"});
+    ServerProcess cached(args, "cache-ram");
     const Returning r = returning_a(cached);
     const int n_prompt = r.again["usage"]["prompt_tokens"].get<int>();
     ASSERT_GT(n_prompt, 100);

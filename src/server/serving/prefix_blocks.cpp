@@ -17,7 +17,8 @@ int common(std::span<const token_id> a, std::span<const token_id> b) {
 }  // namespace
 
 PrefixPlan PrefixBlocks::plan(std::span<const token_id> prefix, int have,
-                              std::span<const std::vector<token_id>> starting) const {
+                              std::span<const std::vector<token_id>> starting,
+                              std::span<const std::span<const token_id>> queued) const {
     PrefixPlan best;
     for (const auto& b : blocks_) {
         const int c = common(b->planned, prefix);
@@ -27,6 +28,17 @@ PrefixPlan PrefixBlocks::plan(std::span<const token_id> prefix, int have,
     }
     for (const auto& s : starting)
         if (const int c = common(s, prefix); c > best.n) best = {PrefixPlan::wait, nullptr, c};
+    const bool more = int(prefix.size()) - best.n >= min_;  // rows worth sharing beyond it
+    // Worth it where the slot holds less than min_tokens past the block's rows (it evaluates
+    // those again).
+    if (best.kind == PrefixPlan::join && best.n >= min_ && have < best.n + min_ && more) {
+        const PrefixBlock& b = *best.block;
+        if (!b.builder && best.n == b.kv->n_past()) return {PrefixPlan::extend, best.block, best.n};
+        if (best.n < b.kv->n_past())
+            for (const auto& q : queued)
+                if (q.data() != prefix.data() && common(q, prefix) >= best.n + min_)
+                    return {PrefixPlan::branch, best.block, best.n};
+    }
     if (best.n >= min_ && best.n > have) return best;
     if (have < min_ && int(prefix.size()) - have >= min_) return {PrefixPlan::build, nullptr, 0};
     return {};
@@ -55,6 +67,13 @@ PrefixBlock* PrefixBlocks::add(std::shared_ptr<KVCache> kv, std::shared_ptr<KVCa
     b->last_used = stamp;
     blocks_.push_back(std::move(b));
     return blocks_.back().get();
+}
+
+void PrefixBlocks::extend(PrefixBlock* b, std::span<const token_id> planned, const Session* builder,
+                          long stamp) {
+    b->planned.assign(planned.begin(), planned.end());
+    b->builder = builder;
+    b->last_used = stamp;
 }
 
 void PrefixBlocks::built(const Session* builder) {

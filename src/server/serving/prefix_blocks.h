@@ -9,10 +9,21 @@
 //    cache keeps only what comes after; with a draft model, its draft session does the same into
 //    the block's draft cache.
 //  - Joining: a request whose prompt shares at least min_tokens with a block's rows (more than
-//    its slot holds) reads the block's first rows and evaluates only the rest of its prompt. One
+//    its slot holds) reads the block's first rows and evaluates only the rest of its prompt: any
+//    common prefix, however much longer the block is (rows are causal: a block's first n rows
+//    are those of its first n tokens, whatever follows), read in place, not copied. One
 //    that shares them with a block still being built, or with a prompt admitted in the same round,
 //    waits in the queue until the builder has written them: the prefix is evaluated once,
 //    whatever arrives at the same time.
+//  - Extending: a request whose prompt holds ALL of a block's rows (no builder) and min_tokens
+//    more (a later turn of a conversation, a system prompt block and a tool list after it)
+//    becomes the block's builder again: its rows past the block's go into the block, so later
+//    and concurrent requests sharing them read them too. Nothing is copied; the rows others read
+//    are not touched.
+//  - Branching: a request that shares only part of a block (at least min_tokens) and min_tokens
+//    more with another queued request (agents: the same preamble, then the same other tools)
+//    builds a new block whose first rows are a copy of the shared rows (a copy once, not an
+//    evaluation), and the rest as a builder: the requests behind it read that block.
 //  - Immutability: a block's valid rows are never written again (the cache refuses it); its
 //    builder stops adding rows when its prompt is done, cancelled or rolled back.
 //  - Lifetime: the sessions reading a block hold it (shared_ptr); the KV pool counts each
@@ -47,9 +58,9 @@ struct PrefixBlock {
 
 // What a request does with the blocks.
 struct PrefixPlan {
-    enum Kind { none, join, build, wait } kind = none;
-    PrefixBlock* block = nullptr;  // join: the block
-    int n = 0;                     // join: its rows read
+    enum Kind { none, join, build, wait, extend, branch } kind = none;
+    PrefixBlock* block = nullptr;  // join / extend: the block; branch: the block copied from
+    int n = 0;                     // join / extend / branch: its rows read (or copied)
 };
 
 class PrefixBlocks {
@@ -61,14 +72,23 @@ class PrefixBlocks {
     // of them (at least min_tokens, more than `have`); wait where that many are still being
     // built, or where a prompt in `starting` (admitted in this round, about to build) shares as
     // many; otherwise build, if the prompt has min_tokens beyond `have` and `have` < min_tokens.
+    // A join with min_tokens of prompt beyond the block's n rows, on a slot holding less than
+    // n + min_tokens of them (it evaluates what it holds past n again), becomes:
+    // extend, where those are all the block's rows and nothing writes it; branch, where the
+    // block holds more and a prompt in `queued` (the requests waiting, this one among them: it
+    // is told apart by its data pointer) shares n + min_tokens with this one.
     PrefixPlan plan(std::span<const token_id> prefix, int have,
-                    std::span<const std::vector<token_id>> starting) const;
+                    std::span<const std::vector<token_id>> starting,
+                    std::span<const std::span<const token_id>> queued = {}) const;
     // Makes room for one more block (drops the least recently used block nothing reads and not
     // in `keep` when max_blocks exist); false when none can be dropped.
     bool make_room(std::span<const PrefixBlock* const> keep);
-    // A new block that `builder` fills with `planned`.
+    // A new block that `builder` fills with `planned` (kv may hold a prefix of it already).
     PrefixBlock* add(std::shared_ptr<KVCache> kv, std::shared_ptr<KVCache> draft,
                      std::span<const token_id> planned, const Session* builder, long stamp);
+    // `builder` writes `planned` on into b, which holds a prefix of it and has no builder.
+    void extend(PrefixBlock* b, std::span<const token_id> planned, const Session* builder,
+                long stamp);
     // The blocks `builder` writes are done: they hold what they hold (empty ones are dropped).
     void built(const Session* builder);
     // Drops a block (its readers must have let it go, or be about to).

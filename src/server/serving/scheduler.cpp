@@ -236,6 +236,12 @@ void Scheduler::admit() {
     {
         std::lock_guard lock(mu_);
         bool blocked = false;
+        // The prompts waiting (a branch is planned for a prefix that others share too), held
+        // for the round: a job leaving the queue may be freed by its service thread.
+        std::vector<std::shared_ptr<Job>> held;
+        std::vector<std::span<const token_id>> queued;
+        if (prefixes_ && !free_.empty()) held.assign(queue_.begin(), queue_.end());
+        for (const auto& q : held) queued.emplace_back(q->prompt.data(), q->prompt.size() - 1);
         for (auto it = queue_.begin(); it != queue_.end();) {
             Job& j = **it;
             if (j.cancel) {
@@ -252,7 +258,8 @@ void Scheduler::admit() {
             const SlotMatch m = best_slot(free_, j.prompt);
             PrefixPlan plan;
             const std::span<const token_id> prefix(j.prompt.data(), j.prompt.size() - 1);
-            if (prefixes_ && !j.echo_logprobs) plan = prefixes_->plan(prefix, m.n_prefix, building);
+            if (prefixes_ && !j.echo_logprobs)
+                plan = prefixes_->plan(prefix, m.n_prefix, building, queued);
             if (plan.kind == PrefixPlan::wait) {  // its prefix is being evaluated: not again
                 ++it;
                 continue;
@@ -271,8 +278,10 @@ void Scheduler::admit() {
             free_.erase(std::find(free_.begin(), free_.end(), m.slot));
             m.slot->busy = true;
             m.slot->last_used = ++slot_uses_;
-            if (plan.kind == PrefixPlan::join) pinned_.push_back(plan.block);
-            if (plan.kind == PrefixPlan::build) building.emplace_back(prefix.begin(), prefix.end());
+            if (plan.block) pinned_.push_back(plan.block);  // joined, extended or copied from
+            if (plan.kind == PrefixPlan::build || plan.kind == PrefixPlan::extend ||
+                plan.kind == PrefixPlan::branch)
+                building.emplace_back(prefix.begin(), prefix.end());
             starting.push_back({std::move(*it), m.slot, plan});
             it = queue_.erase(it);
         }
@@ -327,7 +336,7 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& pl
         };
     }
     a->text = std::make_unique<TextStream>(job->stops, job->include_stop_str);
-    if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, job->prompt);
+    if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, job->prompt, plan);
     if (prefixes_) share_prefix(*slot, q.drafter, job->prompt, plan);
     // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
     if (job->echo_logprobs) echo_logprobs(*job, *slot->target);
@@ -343,8 +352,11 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& pl
 }
 
 // --cache-ram (before the sequence starts on the slot): what the slot holds beyond the prefix this
-// prompt shares goes to the pool; a pooled entry sharing more comes back into the slot.
-void Scheduler::use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt) {
+// prompt shares goes to the pool; a pooled entry sharing more comes back into the slot, or, where
+// the prompt is to build a prefix block, into the block (its rows are not evaluated again, and
+// the requests that share them read them).
+void Scheduler::use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt,
+                                 const PrefixPlan& plan) {
     Session& t = *slot.target;
     if (!t.can_snapshot()) return;
     const std::span<const token_id> p = prompt.first(prompt.size() - 1);
@@ -356,8 +368,12 @@ void Scheduler::use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const t
         if (slot_draft && slot_draft->n_past() > 0) e.draft = slot_draft->snapshot();
         cfg_.prompt_cache->put(std::move(e));
     }
-    std::optional<PromptCacheEntry> hit = cfg_.prompt_cache->take(prompt, have);
+    // A block the request reads in place serves as much without a copy.
+    const bool reads = plan.kind == PrefixPlan::join || plan.kind == PrefixPlan::extend;
+    std::optional<PromptCacheEntry> hit =
+        cfg_.prompt_cache->take(prompt, std::max(have, reads ? plan.n : 0));
     if (!hit) return;
+    if (plan.kind == PrefixPlan::build && block_from_cache(slot, drafter, p, *hit)) return;
     t.restore(hit->target);
     Session* d = drafter ? drafter->session() : nullptr;
     if (d && hit->draft && d->can_snapshot()) {

@@ -161,9 +161,14 @@ class Scheduler {
     bool fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan);
     // An entry of pool_slots() emptied: an idle slot, or a block with its idle readers.
     void evict_entry(std::span<const int> which);
-    // The slot's target joins or builds a prefix block as planned (after the prompt cache).
+    // The slot's target joins, builds, extends or branches a prefix block as planned (after the
+    // prompt cache).
     void share_prefix(Slot& slot, Drafter* drafter, std::span<const token_id> prompt,
                       const PrefixPlan& plan);
+    // A new block holding kv's rows (and the draft session's dkv's), built on by the slot with
+    // prefix p (all of a prompt but its last token); the block counts p's rows from now on.
+    void new_block(Slot& slot, Session* d, std::span<const token_id> p, std::shared_ptr<KVCache> kv,
+                   std::shared_ptr<KVCache> dkv);
     int64_t need(const Job& job) const;
     // The slots as the pool counts them, then the prefix blocks (busy: a running request reads
     // or builds it, or one admitted in this round will: pinned_).
@@ -173,7 +178,12 @@ class Scheduler {
     void update_pool_state(int waiting = -1);
     void run_slot_actions();
     void start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& plan);
-    void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt);
+    void use_prompt_cache(Slot& slot, Drafter* drafter, std::span<const token_id> prompt,
+                          const PrefixPlan& plan);
+    // A prompt cache entry sharing at least prefix_min_tokens with p becomes a new prefix block
+    // holding those rows, which the slot builds on (false: it does not, or there is no room).
+    bool block_from_cache(Slot& slot, Drafter* drafter, std::span<const token_id> p,
+                          const PromptCacheEntry& hit);
     void echo_logprobs(Job& job, Session& target);
     void step();
     void finish(Active& a, const char* why);

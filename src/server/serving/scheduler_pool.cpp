@@ -4,11 +4,22 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/error.h"
 #include "server/serving/kv_pool.h"
 #include "server/serving/scheduler.h"
 #include "speculative/draft_length/draft_length.h"
 
 namespace specula {
+
+namespace {
+
+int common_tokens(std::span<const token_id> a, std::span<const token_id> b) {
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    return int(i);
+}
+
+}  // namespace
 
 int64_t Scheduler::need(const Job& j) const {
     const int draft =
@@ -53,8 +64,10 @@ bool Scheduler::fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan) {
     int64_t n = need(job);
     // The block it reads (joins, or its slot reads for the prefix it keeps) is counted once, as the
     // block's, and stays.
-    const PrefixBlock* keep = plan.kind == PrefixPlan::join ? plan.block : nullptr;
-    int kept = plan.kind == PrefixPlan::join ? plan.n : 0;
+    // A branch's block is copied from, so it stays too; its rows are the new block's, counted.
+    const bool reads = plan.kind == PrefixPlan::join || plan.kind == PrefixPlan::extend;
+    const PrefixBlock* keep = reads || plan.kind == PrefixPlan::branch ? plan.block : nullptr;
+    int kept = reads ? plan.n : 0;
     if (prefixes_ && !keep && slot.target->shared_prefix() > 0) {
         const std::span<const token_id> p(job.prompt.data(), job.prompt.size() - 1);
         kept = std::min(slot.target->common_prefix(p), slot.target->shared_prefix());
@@ -129,23 +142,75 @@ void Scheduler::share_prefix(Slot& slot, Drafter* drafter, std::span<const token
     if (d && !d->can_snapshot()) d = nullptr;
     const std::span<const token_id> p = prompt.first(prompt.size() - 1);
     const int have = t.common_prefix(p);  // the slot's own, or the prompt cache's
-    if (plan.kind == PrefixPlan::join && plan.n > have) {
-        t.share_prefix(plan.block->kv, plan.n);
-        // The draft session reads the block's draft rows and catches up from there (resume).
-        if (d && plan.block->draft && d->common_prefix(p) < plan.n)
-            d->share_prefix(plan.block->draft, std::min(plan.n, plan.block->draft->n_past()));
-        plan.block->last_used = ++slot_uses_;
-    } else if (plan.kind == PrefixPlan::build && have < prefixes_->min_tokens() &&
-               prefixes_->make_room(pinned_)) {  // a block joined in this round stays
+    PrefixBlock* b = plan.block;
+    const int worth = plan.n + prefixes_->min_tokens();  // prefix_blocks.h: plan()
+    if (plan.kind == PrefixPlan::extend && have < worth && !b->builder &&
+        b->kv->n_past() == plan.n) {
+        // Its rows past the block's go into the block (the rows others read stay as they are).
+        prefixes_->extend(b, p, &t, ++slot_uses_);
+        t.share_prefix(b->kv, int(p.size()));
+        if (d && b->draft && d->common_prefix(p) <= b->draft->n_past())
+            d->share_prefix(b->draft, int(p.size()));
+        slot.reserved = std::max<int64_t>(0, slot.reserved - int64_t(p.size()) + plan.n);
+    } else if (plan.kind == PrefixPlan::branch && have < worth && prefixes_->make_room(pinned_)) {
+        // A new block: a copy of the rows it shares with b (not evaluated again), then its own.
         std::shared_ptr<KVCache> kv = t.new_prefix_block();
+        kv->restore(b->kv->save(plan.n));
         std::shared_ptr<KVCache> dkv = d ? d->new_prefix_block() : nullptr;
-        prefixes_->add(kv, dkv, p, &t, ++slot_uses_);
-        t.share_prefix(std::move(kv), int(p.size()));
-        // The draft session evaluates the prompt into its block as the drafter begins.
-        if (d) d->share_prefix(std::move(dkv), int(p.size()));
-        // The block counts the prompt's rows from now on.
-        slot.reserved = std::max<int64_t>(0, slot.reserved - int64_t(p.size()));
+        if (dkv && b->draft) dkv->restore(b->draft->save(std::min(plan.n, b->draft->n_past())));
+        new_block(slot, d, p, std::move(kv), std::move(dkv));
+    } else if ((plan.kind == PrefixPlan::join || plan.kind == PrefixPlan::extend ||
+                plan.kind == PrefixPlan::branch) &&
+               plan.n > have) {  // read its first rows
+        t.share_prefix(b->kv, plan.n);
+        // The draft session reads the block's draft rows and catches up from there (resume).
+        if (d && b->draft && d->common_prefix(p) < plan.n)
+            d->share_prefix(b->draft, std::min(plan.n, b->draft->n_past()));
+        b->last_used = ++slot_uses_;
+    } else if (plan.kind == PrefixPlan::build && have < prefixes_->min_tokens()) {
+        // The few rows the slot holds of a block (a chat template's start) do not keep it.
+        if (t.shared_prefix() > 0) t.reset();
+        if (prefixes_->make_room(pinned_))  // a block joined in this round stays
+            new_block(slot, d, p, t.new_prefix_block(), d ? d->new_prefix_block() : nullptr);
     }
+}
+
+bool Scheduler::block_from_cache(Slot& slot, Drafter* drafter, std::span<const token_id> p,
+                                 const PromptCacheEntry& hit) {
+    const int n = common_tokens(hit.target.tokens, p);
+    Session& t = *slot.target;
+    if (n < prefixes_->min_tokens()) return false;
+    if (t.shared_prefix() > 0) t.reset();  // the block it read does not keep it (it gets the hit)
+    if (!prefixes_->make_room(pinned_)) return false;
+    Session* d = drafter ? drafter->session() : nullptr;
+    if (d && !d->can_snapshot()) d = nullptr;
+    std::shared_ptr<KVCache> kv = t.new_prefix_block();
+    kv->restore(hit.target);
+    kv->truncate(n);  // the rows past what the prompt shares are not the block's
+    kv->release_unused();
+    std::shared_ptr<KVCache> dkv = d ? d->new_prefix_block() : nullptr;
+    if (dkv && hit.draft) {
+        try {
+            dkv->restore(*hit.draft);
+            dkv->truncate(std::min(n, common_tokens(hit.draft->tokens, p)));
+            dkv->release_unused();
+        } catch (const Error&) {  // another draft shape: the draft session evaluates its rows
+            dkv = d->new_prefix_block();
+        }
+    }
+    new_block(slot, d, p, std::move(kv), std::move(dkv));
+    return true;
+}
+
+void Scheduler::new_block(Slot& slot, Session* d, std::span<const token_id> p,
+                          std::shared_ptr<KVCache> kv, std::shared_ptr<KVCache> dkv) {
+    Session& t = *slot.target;
+    prefixes_->add(kv, dkv, p, &t, ++slot_uses_);
+    t.share_prefix(std::move(kv), int(p.size()));
+    // The draft session evaluates the prompt into its block as the drafter begins.
+    if (d && dkv) d->share_prefix(std::move(dkv), int(p.size()));
+    // The block counts the prompt's rows from now on.
+    slot.reserved = std::max<int64_t>(0, slot.reserved - int64_t(p.size()));
 }
 
 }  // namespace specula
