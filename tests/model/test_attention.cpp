@@ -183,14 +183,14 @@ std::vector<Shape> shapes_and_types() {
                             {4, 2, 12},    // 12: no blocked kernel at any level
                             {4, 2, 96},    // Phi-3: whole Q8_0 blocks, not an even number of them
                             {4, 1, 256},   // Gemma 3 and Qwen3.5's full-attention layers
-                            {6, 1, 576}};  // MLA's latent rows: the run-time kernels for wide heads
+                            {3, 1, 576}};  // MLA's latent rows: the run-time kernels for wide heads
     std::vector<Shape> out;
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
         for (Shape s : shapes)
             if (t != KVType::Q8_0 || s.n_head_kv * s.hd % 32 == 0)
                 out.push_back({s.n_head, s.n_head_kv, s.hd, t});
     // A wide head whose pieces leave a rest in every slice size (33 of 16 lanes, 66 of 8).
-    out.push_back({4, 2, 528, KVType::F32});
+    out.push_back({2, 1, 528, KVType::F32});
     // Sliding windows: of one row, shorter than a block's positions, and longer (blocked and
     // not blocked head sizes, grouped and not).
     for (KVType t : {KVType::F32, KVType::F16, KVType::Q8_0})
