@@ -13,6 +13,11 @@ the DeepSeek V3 distills): its keys and tensors as tables, and the files made of
                         output_norm x3, not x4: ik_llama.cpp's Q8_0 path (flash attention) drifts
                         1.1 from a float64 forward at x4, past the doubled tolerance of 1 (0.78
                         at x3, with logit gaps enough for 100 argmax checks)
+    rand-deepseek2-mtp1-e8x2-tok512-d128-l3-F16.gguf  the F16 file's shapes and routing with a
+                        4th block, blk.3, its nextn (MTP) layer (block_count 4,
+                        nextn_predict_layers 1): an MLA + MoE layer with nextn.{eh_proj, enorm,
+                        hnorm, shared_head_norm} (GLM-4.7-Flash's head). No reference: ik_llama.cpp
+                        runs a deepseek2 nextn head for GLM-DSA files only.
   make_models.py bench deepseek2: a GLM-4.7-Flash-shaped timing target (BENCH below).
   ik_llama.cpp reads its ik-style MLA files: head_count_kv = head_count, key_length = nope +
   rope, value_length = the value head, one attn_kv_b (not attn_k_b / attn_v_b). Later blocks
@@ -45,6 +50,7 @@ KEYS = [("context_length", U32, "ctx"),
         ("expert_weights_norm", BOOL, "w_norm"),
         ("expert_gating_func", U32, "gating"),
         ("vocab_size", U32, "vocab_size")]
+TAIL = [("nextn_predict_layers", U32, "n_nextn")]  # after general.file_type (MTP files only)
 
 F16, Q8 = g.GGML_F16, g.GGML_Q8_0
 TEST = dict(arch="deepseek2", ctx=2048, d=128, n_layer=3, n_dense=1, ff=256, n_head=4, head_k=64,
@@ -58,6 +64,9 @@ TEST_FILES = {
                                                         out_scale=4.0),
     "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf": dict(TEST, **V2_ROUTING, wtype=Q8,
                                                          out_scale=3.0),
+    "rand-deepseek2-mtp1-e8x2-tok512-d128-l3-F16.gguf": dict(
+        TEST, **GLM_ROUTING, wtype=F16, out_scale=4.0, n_layer=4, n_nextn=1,
+        name="rand-deepseek2-mtp1-e8x2-tok512-d128-l3"),
 }
 
 # make_models.py bench deepseek2: GLM-4.7-Flash's shapes (d2048, 20 heads of 192 nope + 64 rope
@@ -116,6 +125,12 @@ def rows(h):
         p = f"blk.{il}."
         r = 1.0 if il == 0 else h["res"]
         out += _attention(h, p, row, r) + _ffn(h, p, row, r, il)
+        if il >= h["n_layer"] - h.get("n_nextn", 0):
+            out += [row(p + "nextn.eh_proj.weight", (d, 2 * d), fan_in(2 * d)),
+                    row(p + "nextn.enorm.weight", (d,), *NORM, kind=False),
+                    row(p + "nextn.hnorm.weight", (d,), *NORM, kind=False),
+                    row(p + "nextn.shared_head_norm.weight", (d,), *NORM, h["out_scale"],
+                        kind=False)]
     out.append(row("output_norm.weight", (d,), 0.1, 1.0, h["out_scale"], kind=False))
     head = Draw(sd("output.weight"), (V, d), fan_in(d))
     out.append(("output.weight", row_scaled(head, sd("output.rownorm"), 0.25), True))
@@ -123,4 +138,4 @@ def rows(h):
 
 
 def write(path, h, vocab_kv, quiet=False):
-    model_file.write(path, h, KEYS, [], vocab_kv, rows(h), quiet)
+    model_file.write(path, h, KEYS, TAIL if h.get("n_nextn") else [], vocab_kv, rows(h), quiet)

@@ -46,7 +46,9 @@ double kv_bytes(const Model& m, int n_ctx, KVType k, KVType v) {
     return KVCache::bytes(kv_shapes(hp), n_ctx, k, v, kv_windows(hp),
                           SessionParams::kDefaultSwaMaxPass) +
            RecurrentState::bytes(hp) +
-           (m.has_mtp() ? KVCache::bytes(1, n_ctx, hp.n_embd_kv(), k, v) : 0.0);
+           (m.has_mtp()
+                ? KVCache::bytes(std::vector<KVLayerShape>{mtp_kv_shape(hp)}, n_ctx, k, v, {}, 0)
+                : 0.0);
 }
 
 // A model's pass buffers: a pass of at most n_ubatch rows (never more than the context), with

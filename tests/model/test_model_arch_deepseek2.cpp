@@ -3,8 +3,12 @@
 // position, once: V reads K's rows, and the memory plan, `run` and `info` count exactly that;
 // -ctv changes nothing), a pass over b tokens gives bit-identical
 // logits to b one-token passes, greedy speculative decoding equals plain, expert groups narrow
-// the routing (and all groups used changes nothing), and files whose metadata contradicts their
-// tensors fail with an Error naming the key or tensor and the file.
+// the routing (and all groups used changes nothing), the nextn (MTP) head drafts for greedy
+// speculative decoding equal to plain (ik_llama.cpp runs no deepseek2 head but GLM-DSA's, so there
+// is no reference for its logits: it is the main layers' block over its own latent cache, whose
+// glue forward_mtp shares with glm4moe's, checked against ik_llama.cpp in test_mtp_parity), and
+// files whose metadata contradicts their tensors fail with an Error naming the key or tensor and
+// the file.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -21,6 +25,7 @@
 #include "model/state/kv_cache.h"
 #include "model/state/sequence_state.h"
 #include "speculative/drafters/draft_model_drafter.h"
+#include "speculative/drafters/mtp_drafter.h"
 #include "speculative/generator.h"
 #include "test_util.h"
 
@@ -39,6 +44,8 @@ const std::string kDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
 const std::string kF16 = kDir + "rand-deepseek2-e8x2-tok512-d128-l3-F16.gguf";
 const std::string kQ8 = kDir + "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0.gguf";
 const std::string kDraft = kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
+// The F16 file's three layers (the same seeds) and a fourth block, its nextn head.
+const std::string kMtp = kDir + "rand-deepseek2-mtp1-e8x2-tok512-d128-l3-F16.gguf";
 
 TEST(Deepseek2, HyperparametersAsWritten) {
     const auto m = Model::load(kF16);
@@ -186,6 +193,57 @@ TEST(Deepseek2, SpeculativeGreedyEqualsPlain) {
 
 std::vector<float> logits_of(const std::string& path, const std::vector<token_id>& ids) {
     return run_split(*Model::load(path), ids, {int(ids.size())}, 1);
+}
+
+// The head's own cache keeps latent rows once too (the plan counts 3 + 1 layers of 96 values), and
+// the main pass is the F16 file's.
+TEST(Deepseek2Mtp, HeadCacheKeepsLatentRowsAndTheMainPassIsUnchanged) {
+    const auto m = Model::load(kMtp);
+    ASSERT_TRUE(m->has_mtp());
+    EXPECT_EQ(m->hparams().n_layer, 3);
+    EXPECT_EQ(m->hparams().n_nextn, 1);
+    const specula::KVLayerShape head = specula::mtp_kv_shape(m->hparams());
+    EXPECT_EQ(head.n_embd_kv, 96);
+    EXPECT_TRUE(head.v_is_k);
+    specula::CachePlan cp;
+    cp.n_ctx = 256;
+    cp.n_threads = 1;
+    EXPECT_EQ(specula::plan_memory(*m, nullptr, cp, 0).target_kv, 4.0 * 256 * 96 * 2);
+    const auto ids = random_tokens(24, 5);
+    EXPECT_EQ(logits_of(kMtp, ids), logits_of(kF16, ids));
+}
+
+// The head drafting k = 1 and chained k = 3 in the library, and `run --spec-type mtp`: the same
+// tokens as plain greedy decoding, with drafts made.
+TEST(Deepseek2Mtp, GreedySpeculativeWithTheHeadEqualsPlain) {
+    const auto target = Model::load(kMtp);
+    Session session(*target, SessionParams{256, 1});
+    specula::SamplingParams greedy;
+    greedy.temp = 0.f;
+    specula::MtpDrafter mtp(*target, greedy);
+    const auto ref =
+        nlohmann::json::parse(specula::test::read_file(kF16.substr(0, kF16.size() - 5) + ".json"));
+    for (const auto& p : ref["prompts"]) {
+        const auto prompt = p["token_ids"].get<std::vector<token_id>>();
+        const auto plain = generate(session, nullptr, prompt, 0);
+        for (int n : {1, 3}) {
+            specula::SpecStats st;
+            EXPECT_EQ(generate(session, &mtp, prompt, n, &st), plain)
+                << "prompt " << p["name"] << ", N=" << n;
+            EXPECT_GT(st.n_drafted, 0);
+            EXPECT_LE(st.n_accepted, st.n_drafted);
+        }
+    }
+    const std::vector<std::string> cmd = {"run", "-m",     kMtp, "-p", "Once upon a time",
+                                          "-n",  "12",     "-t", "1",  "--temp",
+                                          "0",   "--seed", "1"};
+    const auto plain = run_specula(cmd);
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    auto with_head = cmd;
+    with_head.insert(with_head.end(), {"--spec-type", "mtp", "--draft-max", "3"});
+    const auto spec = run_specula(with_head);
+    ASSERT_EQ(spec.status, 0) << spec.err;
+    EXPECT_EQ(spec.out, plain.out);
 }
 
 // 8 experts in 4 groups of 2: with one group used, each token's 2 experts come from one group,

@@ -31,7 +31,10 @@
 //            x += FFN(rms_norm(x) * ffn_norm): SwiGLU in the leading dense layers, else the MoE
 //            (model/blocks/moe.h: softmax or sigmoid probabilities, the top k by probability +
 //            exp_probs_b within the best groups, weights optionally renormalised, times
-//            expert_weights_scale) plus the shared experts' SwiGLU. The nextn layers are skipped.
+//            expert_weights_scale) plus the shared experts' SwiGLU.
+//   mtp:     the last nextn layer (nextn_predict_layers > 0, or a sidecar) is the MTP head
+//            (--spec-type mtp: model/forward_mtp.cpp), the block above over the head's own cache
+//            of latent rows; earlier nextn layers are not run.
 //   K_b,i^T (made at load) is rounded to Q8_0 where attn_kv_b is quantized, as ik_llama.cpp's
 //   is; both per-head stacks are packed for the GEMM kernels (model/load/pack.cpp).
 //   The attention scale is mscale^2 / sqrt(key_length), mscale = attn_factor (1 +
@@ -211,10 +214,28 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l, Mod
     }
 }
 
+// The nextn (MTP) head, the file's last block: a layer as the main ones (MLA and, past the
+// leading dense layers, the MoE) with nextn.{eh_proj, enorm, hnorm, shared_head_norm (else
+// output_norm), shared_head_head (else output), embed_tokens (else token_embd)}.
+void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
+    const int64_t d = hp.n_embd;
+    const int il = hp.n_layer + hp.n_nextn - 1;
+    const std::string pre = layer_prefix(il);
+    MtpWeights& m = w.mtp;
+    bind_layer(b, hp, il, m.layer, w);
+    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
+    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
+    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
+    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
+    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
+    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
+}
+
 void bind_deepseek2(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     bind_io(b, hp, w);
     w.layers.resize(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il) bind_layer(b, hp, il, w.layers[size_t(il)], w);
+    if (hp.n_nextn > 0) bind_mtp(b, hp, w);
 }
 
 // q (the pass's query rows, n_head heads of rope + kv_lora) from the expanded queries in
@@ -333,6 +354,8 @@ const ArchSpec kDeepseek2Arch = {.name = "deepseek2",
                                  .bind = bind_deepseek2,
                                  .block = block,
                                  .device_block = false,
+                                 .bind_mtp = bind_mtp,
+                                 .mtp_block = block,
                                  .scratch = scratch};
 
 }  // namespace specula

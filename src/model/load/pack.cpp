@@ -34,30 +34,54 @@ struct PackJob {
     bool mapped;  // w.data lies in the file mapping, whose pages are released once packed
 };
 
+// A layer's dense matrices (a main layer's or the MTP head's) and, made at load, MLA's per-head
+// stacks (deepseek2's K_b^T and V_b; head h is stack_slice(w, h, n_head)), packed when each head
+// is whole tiles.
+void add_layer(LayerWeights& l, int n_head, std::vector<WeightView*>& todo,
+               std::vector<const WeightView*>& made) {
+    // Hybrid layers' DeltaNet projections and the shared expert (qwen35) too: left in the row
+    // layout, they ran on the 1-token kernels (a 9-token verify of a Qwen3.5-2B-shaped file spent
+    // 29% of its time there). Mamba-2's projection (nemotron_h) and MLA's projections the same.
+    for (WeightView* w : {&l.wq,
+                          &l.wk,
+                          &l.wv,
+                          &l.wqkv,
+                          &l.wo,
+                          &l.wq_a,
+                          &l.wq_b,
+                          &l.wkv_a_mqa,
+                          &l.ffn_gate,
+                          &l.ffn_up,
+                          &l.ffn_gate_up,
+                          &l.ffn_down,
+                          &l.ssm_in,
+                          &l.ssm_qkv,
+                          &l.ssm_gate,
+                          &l.ssm_beta,
+                          &l.ssm_alpha,
+                          &l.ssm_out,
+                          &l.ffn_gate_shexp,
+                          &l.ffn_up_shexp,
+                          &l.ffn_down_shexp,
+                          &l.ple_gate,
+                          &l.ple_proj}) {
+        if (packs(*w)) todo.push_back(w);
+    }
+    for (WeightView* w : {&l.wk_b_t, &l.wv_b}) {
+        if (packs(*w) && (w->rows / n_head) % kPackRows == 0) {
+            todo.push_back(w);
+            made.push_back(w);
+        }
+    }
+}
+
 }  // namespace
 
 void pack_weights(Model& m, int n_threads) {
     std::vector<WeightView*> todo;
     std::vector<const WeightView*> made;  // matrices made at load (heap memory: kept as they are)
-    for (LayerWeights& l : m.layers) {
-        // Hybrid layers' DeltaNet projections and the shared expert (qwen35) too: left in the
-        // row layout, they ran on the 1-token kernels (a 9-token verify of a Qwen3.5-2B-shaped
-        // file spent 29% of its time there).
-        for (WeightView* w : {&l.wq,           &l.wk,
-                              &l.wv,           &l.wqkv,
-                              &l.wo,           &l.wq_a,
-                              &l.wq_b,         &l.wkv_a_mqa,
-                              &l.ffn_gate,     &l.ffn_up,
-                              &l.ffn_gate_up,  &l.ffn_down,
-                              &l.ssm_qkv,      &l.ssm_gate,
-                              &l.ssm_beta,     &l.ssm_alpha,
-                              &l.ssm_out,      &l.ffn_gate_shexp,
-                              &l.ffn_up_shexp, &l.ffn_down_shexp,
-                              &l.ple_gate,     &l.ple_proj}) {
-            if (packs(*w)) todo.push_back(w);
-        }
-        if (packs(l.ssm_in)) todo.push_back(&l.ssm_in);  // Mamba-2's projection (nemotron_h)
-    }
+    const int nh = m.hparams().n_head;
+    for (LayerWeights& l : m.layers) add_layer(l, nh, todo, made);
     // Stacked experts pack as one matrix when each expert is whole tiles: expert e is then tiles
     // [e * rows / kPackRows, ...) of it (model/blocks/moe.cpp's expert_view), and a pass over many
     // tokens (a prompt) runs each expert on the packed GEMM kernels.
@@ -67,24 +91,12 @@ void pack_weights(Model& m, int n_threads) {
             if (ne > 0 && packs(*w) && (w->rows / ne) % kPackRows == 0) todo.push_back(w);
         }
     }
-    // MLA's per-head stacks (deepseek2's K_b^T and V_b, made at load) the same way: head h is
-    // stack_slice(w, h, n_head).
-    const int nh = m.hparams().n_head;
-    for (LayerWeights& l : m.layers) {
-        for (WeightView* w : {&l.wk_b_t, &l.wv_b}) {
-            if (packs(*w) && (w->rows / nh) % kPackRows == 0) {
-                todo.push_back(w);
-                made.push_back(w);
-            }
-        }
-    }
     if (packs(m.output)) todo.push_back(&m.output);
     if (packs(m.per_layer_model_proj)) todo.push_back(&m.per_layer_model_proj);
-    // The MTP head's dense matrices (its experts, if any, keep the row layout).
+    // The MTP head's layer and its own matrices (its experts, if any, keep the row layout).
     MtpWeights& h = m.mtp;
-    for (WeightView* w : {&h.layer.wq, &h.layer.wk, &h.layer.wv, &h.layer.wo, &h.layer.ffn_gate,
-                          &h.layer.ffn_up, &h.layer.ffn_down, &h.layer.ffn_gate_shexp,
-                          &h.layer.ffn_up_shexp, &h.layer.ffn_down_shexp, &h.eh_proj, &h.head}) {
+    add_layer(h.layer, nh, todo, made);
+    for (WeightView* w : {&h.eh_proj, &h.head}) {
         if (packs(*w)) todo.push_back(w);
     }
     if (todo.empty()) return;

@@ -22,6 +22,10 @@ std::vector<KVLayerShape> kv_shapes(const HParams& hp) {
     return s;
 }
 
+KVLayerShape mtp_kv_shape(const HParams& hp) {
+    return {hp.n_embd_kv(), hp.head_dim, hp.kv_v_is_k};
+}
+
 std::vector<int> kv_windows(const HParams& hp) {
     std::vector<int> w(size_t(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il)
@@ -82,9 +86,9 @@ SequenceState::SequenceState(const Model& m, const SessionParams& p)
     if (offload && !capture_layers.empty())
         fail("capture_layers: the captured layers must run on the CPU (n_gpu_layers = 0)");
     if (m.has_mtp()) {
-        mtp_kv = std::make_unique<KVCache>(1, kv.n_ctx(), m.hparams().n_embd_kv(), p.type_k,
-                                           p.type_v, std::span<const int>{}, 0,
-                                           m.hparams().head_dim, p.kv_small_pages);
+        const KVLayerShape head[] = {mtp_kv_shape(m.hparams())};
+        mtp_kv = std::make_unique<KVCache>(head, kv.n_ctx(), p.type_k, p.type_v,
+                                           std::span<const int>{}, 0, p.kv_small_pages);
     }
 }
 

@@ -22,6 +22,8 @@ namespace specula {
 // another layer's cache, HParams::kv_src, or one without KV heads: nemotron_h's MLP layers);
 // HParams::kv_v_is_k makes every layer's V its K (KVLayerShape::v_is_k).
 std::vector<KVLayerShape> kv_shapes(const HParams& hp);
+// The shape of an MTP head's one-layer cache (the main layers' KV heads; MLA's latent rows once).
+KVLayerShape mtp_kv_shape(const HParams& hp);
 std::vector<int> kv_windows(const HParams& hp);
 
 struct SequenceState {
