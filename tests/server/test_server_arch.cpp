@@ -1,10 +1,10 @@
 // The architectures of 2026 through `specula serve`, batched: qwen35 / qwen35moe (hybrid layers,
 // whose recurrent state rolls back exactly; with an MTP head, built in or from a sidecar, that head
-// drafting too) and gemma3
-// (sliding-window ring caches), plainly, with a draft model and with n-gram drafting, two requests
-// at once on two slots: each reply's greedy text equals `specula run --temp 0` on the same prompt
-// (as JSON carries it: bytes that are not UTF-8, which random weights produce, replaced as the
-// server replaces them).
+// drafting too), gemma3 (sliding-window ring caches), gemma4, deepseek2 and glm4moe (with their
+// nextn heads) and nemotron_h (Mamba-2 state), plainly, with a draft model and with n-gram
+// drafting, two requests at once on two slots: each reply's greedy text equals `specula run --temp
+// 0` on the same prompt (as JSON carries it: bytes that are not UTF-8, which random weights
+// produce, replaced as the server replaces them).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -105,4 +105,22 @@ TEST(ServerArch, Gemma3SlidingWindowBatchedEqualsRun) {
 TEST(ServerArch, Gemma4SharedKvBatchedEqualsRun) {
     expect_served_equals_run(kDir + "rand-gemma4-tok512-d128-l6-F16.gguf",
                              kDir + "rand-gemma4-tok512-d128-l3-draft-Q8_0.gguf");
+}
+
+// deepseek2 (MLA over a latent cache, MoE with shared experts) with its nextn head drafting too.
+TEST(ServerArch, Deepseek2MtpBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-deepseek2-mtp1-e8x2-tok512-d128-l3-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf", /*mtp=*/true);
+}
+
+// glm4moe with its nextn head drafting too.
+TEST(ServerArch, Glm4MoeMtpBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-glm4moe-mtp1-e8x2-tok512-d128-l3-F16.gguf",
+                             kDir + "rand-glm4moe-tok512-d128-l1-draft-Q8_0.gguf", /*mtp=*/true);
+}
+
+// nemotron_h: Mamba-2 layers whose state rolls back exactly, attention and MLP layers.
+TEST(ServerArch, NemotronHHybridBatchedEqualsRun) {
+    expect_served_equals_run(kDir + "rand-nemotron_h-tok512-d128-l6-F16.gguf",
+                             kDir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf");
 }
