@@ -17,13 +17,10 @@ WeightView expert_view(const WeightView& w, int e, int n_expert) {
     return stack_slice(w, e, n_expert);
 }
 
-// Expert e's gate (half 0) or up (half 1) rows of a fused [gate | up] stacked expert tensor.
+// Expert e's gate (half 0) or up (half 1) rows of a fused [gate | up] stacked expert tensor (a
+// packed one's halves are whole tiles: model/load/pack.cpp packs it only then).
 WeightView fused_half(const WeightView& w, int e, int n_expert, int half) {
-    WeightView v = expert_view(w, e, n_expert);
-    v.rows /= 2;
-    v.data += static_cast<size_t>(half) * v.rows * w.row_bytes();
-    v.packed = nullptr;  // fused expert tensors stay in the row layout (model/load/pack.cpp)
-    return v;
+    return stack_slice(expert_view(w, e, n_expert), half, 2);
 }
 
 template <class T>

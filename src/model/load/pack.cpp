@@ -85,11 +85,14 @@ void pack_weights(Model& m, int n_threads) {
     // Stacked experts pack as one matrix when each expert is whole tiles: expert e is then tiles
     // [e * rows / kPackRows, ...) of it (model/blocks/moe.cpp's expert_view), and a pass over many
     // tokens (a prompt) runs each expert on the packed GEMM kernels.
+    // A fused [gate | up] stack (gemma4's MoE) the same way when each half is whole tiles.
     const int ne = m.hparams().n_expert;
     for (LayerWeights& l : m.layers) {
         for (WeightView* w : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}) {
             if (ne > 0 && packs(*w) && (w->rows / ne) % kPackRows == 0) todo.push_back(w);
         }
+        WeightView* gu = &l.ffn_gate_up_exps;
+        if (ne > 0 && packs(*gu) && (gu->rows / ne / 2) % kPackRows == 0) todo.push_back(gu);
     }
     if (packs(m.output)) todo.push_back(&m.output);
     if (packs(m.per_layer_model_proj)) todo.push_back(&m.per_layer_model_proj);
