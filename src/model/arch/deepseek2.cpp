@@ -218,17 +218,11 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l, Mod
 // leading dense layers, the MoE) with nextn.{eh_proj, enorm, hnorm, shared_head_norm (else
 // output_norm), shared_head_head (else output), embed_tokens (else token_embd)}.
 void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
-    const int64_t d = hp.n_embd;
     const int il = hp.n_layer + hp.n_nextn - 1;
     const std::string pre = layer_prefix(il);
     MtpWeights& m = w.mtp;
     bind_layer(b, hp, il, m.layer, w);
-    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
-    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
-    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
-    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
-    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
-    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
+    bind_nextn_tensors(b, hp, pre, m);
 }
 
 void bind_deepseek2(TensorBinder& b, const HParams& hp, ModelWeights& w) {

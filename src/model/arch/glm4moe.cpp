@@ -151,17 +151,11 @@ void bind_layer(TensorBinder& b, const HParams& hp, int il, LayerWeights& l) {
 }
 
 void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
-    const int64_t d = hp.n_embd;
     const int il = hp.n_layer + hp.n_nextn - 1;
     const std::string pre = layer_prefix(il);
     MtpWeights& m = w.mtp;
     bind_layer(b, hp, il, m.layer);
-    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
-    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
-    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
-    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
-    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
-    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
+    bind_nextn_tensors(b, hp, pre, m);
 }
 
 void bind_tensors(TensorBinder& b, const HParams& hp, ModelWeights& w) {

@@ -221,15 +221,7 @@ void bind_mtp(TensorBinder& b, const HParams& hp, ModelWeights& w) {
     } else {
         bind_moe_ffn(b, hp, pre, l);
     }
-    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
-    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
-    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
-    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
-    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
-    // Else ik_llama.cpp's output_extra.weight (llama-quantize's extra output: a copy of the
-    // output matrix, usually in a smaller type, that only the MTP head reads), else the output.
-    if (!m.head.data) m.head = b.matrix("output_extra.weight", {d, hp.n_vocab}, Need::Optional);
-    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
+    bind_nextn_tensors(b, hp, pre, m);
 }
 
 // qwen35's own pass buffers: the gated Q rows (each head's q then its gate) and the gate.

@@ -47,6 +47,17 @@ int kv_source_layer_for(const ArchSpec& a, const HParams& hp, bool swa) {
     return a.kv_source_layer ? a.kv_source_layer(hp, swa) : default_kv_source_layer(hp, swa);
 }
 
+void bind_nextn_tensors(TensorBinder& b, const HParams& hp, const std::string& pre, MtpWeights& m) {
+    const int64_t d = hp.n_embd;
+    m.eh_proj = b.matrix(pre + "nextn.eh_proj.weight", {2 * d, d});
+    m.enorm = b.vector(pre + "nextn.enorm.weight", d);
+    m.hnorm = b.vector(pre + "nextn.hnorm.weight", d);
+    m.shared_head_norm = b.vector(pre + "nextn.shared_head_norm.weight", d, Need::Optional);
+    m.head = b.matrix(pre + "nextn.shared_head_head.weight", {d, hp.n_vocab}, Need::Optional);
+    if (!m.head.data) m.head = b.matrix("output_extra.weight", {d, hp.n_vocab}, Need::Optional);
+    m.embed = b.matrix(pre + "nextn.embed_tokens.weight", {d, hp.n_vocab}, Need::Optional);
+}
+
 int default_kv_source_layer(const HParams& hp, bool swa) {
     for (int il = hp.n_layer - 1; il >= 0; --il)
         if (!hp.is_recurrent(il) && hp.own_kv(il) && hp.is_swa(il) == swa) return il;

@@ -107,6 +107,13 @@ int read_int(const GGUFFile& f, const std::string& key, int64_t def, int64_t lo,
 // missing or has another count of flags than hp.n_layer (Gemma 4 and its assistant).
 void read_swa_flags(const GGUFFile& f, HParams& hp);
 
+// An MTP head's own tensors in its block `pre` ("blk.N."; qwen35, glm4moe, deepseek2; the caller
+// binds its layer): nextn.{eh_proj [2 n_embd -> n_embd], enorm, hnorm}, optional
+// nextn.shared_head_norm, nextn.shared_head_head (else ik_llama.cpp's output_extra.weight:
+// llama-quantize's extra copy of the output matrix, usually smaller, that only the head reads;
+// else the model's output) and nextn.embed_tokens (else token_embd).
+void bind_nextn_tensors(TensorBinder& b, const HParams& hp, const std::string& pre, MtpWeights& m);
+
 // Llama's pieces (model/arch/llama.cpp), which other architectures reuse.
 // The llama hyperparameters: base, attention, rope and expert keys; normal rope.
 void read_llama_hparams(const GGUFFile& f, HParams& hp);
