@@ -54,18 +54,26 @@ void rope_and_cache(PassState& st) {
     const RopeParams& rp = swa ? st.rope_swa : st.rope;
     const float* angles = swa ? st.rope_cs_swa.data() : st.rope_cs.data();
     const size_t stride = static_cast<size_t>(hp.max_n_rot());
-    for (size_t s = 0; s < st.segs.size(); ++s) {
-        KVCache& kv = st.kv_of(s);
-        const int pos0 = kv.n_past();
-        for (int t = st.off[s]; t < st.off[s] + st.n[s]; ++t) {
+    // Rows [t0, t1) of the pass, each on its own (its rotations, its K/V row written at its own
+    // position): split over the pool, each row's bits are the ones it gets on one thread.
+    auto rows = [&](int64_t t0, int64_t t1) {
+        if (t0 >= t1) return;
+        size_t s = 0;
+        while (st.off[s] + st.n[s] <= t0) ++s;  // segments are in row order (empty ones skipped)
+        for (int t = int(t0); t < int(t1); ++t) {
+            while (t >= st.off[s] + st.n[s]) ++s;
             const float* cs = angles + static_cast<size_t>(t) * stride;
             rope_apply(rp, cs, st.q.data() + t * dq, hp.layer_n_head(il), hd);
             if (!own) continue;  // it reads another layer's rows
             rope_apply(rp, cs, kc + t * dkv, hp.layer_n_head_kv(il), hd);
             // Every K/V row enters the cache through write() (the cache decides its storage).
-            kv.write(st.kv_layer(), pos0 + t - st.off[s], kc + t * dkv, vc + t * dkv);
+            KVCache& kv = st.kv_of(s);
+            kv.write(st.kv_layer(), kv.n_past() + t - st.off[s], kc + t * dkv, vc + t * dkv);
         }
-    }
+    };
+    // A row costs a few operations per value (rotations, the cache's conversions and scattered
+    // stores), more than the element-wise ops kParallelElems is set for: counted 4 times.
+    over_items(*st.pool, st.n_rows, 4 * (dq + 2 * dkv), rows);
 }
 
 AttendedRows attended_rows(const PassState& st, size_t s) {

@@ -19,7 +19,8 @@ void attention_input(PassState& st, const LayerWeights& l);
 void qk_norm(PassState& st, const LayerWeights& l);
 // Rotates q and k at each row's position (with the sliding-window rope in a sliding-window layer
 // that has its own) and writes k, v into each segment's cache (q only, in a layer that reads
-// another's cache).
+// another's cache). The rows are split over the pass's threads when there are enough of them
+// (each row's bits as on one thread).
 void rope_and_cache(PassState& st);
 // Where segment s's attention reads its queries and writes its outputs: rows [src, src + n) of
 // q give rows [dst, dst + n) of att (in the last layer only the output rows, moved to the front).
