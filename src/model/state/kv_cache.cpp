@@ -210,23 +210,27 @@ KVSnapshot KVCache::save(int n) const {
     const size_t es = kv_row_bytes(type_k_, 1);
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
-    s.k.resize(snapshot_bytes(n, true));
-    s.v.resize(snapshot_bytes(n, false));
-    uint8_t* k = s.k.data();
-    uint8_t* v = s.v.data();
+    // Appended in order into reserved vectors: the bytes are written once (a resize would zero
+    // them all first: the server's prompt cache takes a snapshot as a request waits to start).
+    s.k.reserve(snapshot_bytes(n, true));
+    s.v.reserve(snapshot_bytes(n, false));
+    std::vector<uint8_t> line;  // a transposed key slice, gathered
     for (int il = 0; il < n_layer_; ++il) {
         const Layer& l = L(il);
         if (l.rows == 0) continue;
-        for (int p = 0; p < n; ++p, k += l.k_row(), v += l.v_row()) {
+        line.resize(l.k_slice);
+        for (int p = 0; p < n; ++p) {
             const KVCache& c = source(p);  // a shared prefix's rows from its base
             for (int h = 0; h < l.n_slices; ++h) {
+                const uint8_t* k = line.data();
                 if (k_transposed())
-                    gather_lines(c.k_ + c.k_offset(il, p, h * l.slice), k + size_t(h) * l.k_slice,
-                                 es, l.slice);
+                    gather_lines(c.k_ + c.k_offset(il, p, h * l.slice), line.data(), es, l.slice);
                 else
-                    std::memcpy(k + size_t(h) * l.k_slice, k_bytes(il, p, h * l.slice), l.k_slice);
-                if (!l.v_is_k)
-                    std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice), l.v_slice);
+                    k = k_bytes(il, p, h * l.slice);
+                s.k.insert(s.k.end(), k, k + l.k_slice);
+                if (l.v_is_k) continue;
+                const uint8_t* v = v_bytes(il, p, h * l.slice);
+                s.v.insert(s.v.end(), v, v + l.v_slice);
             }
         }
     }
