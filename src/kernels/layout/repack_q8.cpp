@@ -69,7 +69,14 @@ void repack(const WeightView& W, uint8_t* dst) {
     const size_t tb = packed_tile_bytes(W.cols);
     for (int64_t ti = 0; ti < tiles; ++ti) {
         uint8_t* tile = dst + ti * tb;
-        std::memset(tile, 0, tb);
+        // Every byte is written below (rows past the end as zero scales and quants) but an odd
+        // block count's unused half of the last pair: zeroed here, not the whole tile first (a
+        // second pass over every packed byte: 8-17% of a load's samples).
+        if (nb % 2 == 1) {
+            uint8_t* last = tile + (nb >> 1) * kPackPairBytes;
+            std::memset(last + 32, 0, 32);
+            std::memset(last + 64 + 512, 0, 512);
+        }
         for (int r = 0; r < kPackRows; ++r) {
             const int64_t row = ti * kPackRows + r;
             const auto* src =
