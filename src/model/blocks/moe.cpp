@@ -77,8 +77,8 @@ void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f) {
     f(m.w_, n * k);
     f(m.slots_, n * k);
     f(m.xg_, n * hp.n_embd);
-    f(m.g_, n * hp.n_ff_expert);
-    f(m.u_, n * hp.n_ff_expert);
+    f(m.g_, std::max(n, k) * hp.n_ff_expert);  // a one-token pass: one row per chosen expert
+    f(m.u_, std::max(n, k) * hp.n_ff_expert);
     f(m.d_, n * hp.n_embd);
     f(m.eo_, n * k * hp.n_embd);
     f(m.score_, static_cast<size_t>(hp.n_expert));
@@ -140,6 +140,45 @@ void MoeFFN::route(const LayerWeights& l, const HParams& hp, const float* x, int
     }
 }
 
+namespace {
+
+// Expert e's gate (half 0) or up (half 1) rows, from the separate stacks or the fused one.
+WeightView gate_or_up(const LayerWeights& l, const HParams& hp, int e, int half) {
+    if (l.ffn_gate_up_exps.data) return fused_half(l.ffn_gate_up_exps, e, hp.n_expert, half);
+    return expert_view(half == 0 ? l.ffn_gate_exps : l.ffn_up_exps, e, hp.n_expert);
+}
+
+// g[i] = act(g[i] + gate bias, u[i] + up bias) for n rows of expert e's intermediates.
+void activate(const LayerWeights& l, const HParams& hp, int e, float* g0, float* u0, int n) {
+    const int ff = hp.n_ff_expert;
+    const float* gb = l.ffn_gate_exps_b ? l.ffn_gate_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    const float* ub = l.ffn_up_exps_b ? l.ffn_up_exps_b + static_cast<size_t>(e) * ff : nullptr;
+    for (int i = 0; i < n; ++i) {
+        float* g = g0 + static_cast<size_t>(i) * ff;
+        float* u = u0 + static_cast<size_t>(i) * ff;
+        if (gb) add_into(g, gb, ff);
+        if (ub) add_into(u, ub, ff);
+        if (hp.moe_act == HParams::MoeAct::SwigluOai)
+            swiglu_oai(g, u, ff);
+        else if (hp.moe_act == HParams::MoeAct::Gelu)
+            gelu_mul(g, u, ff);
+        else
+            silu_mul(g, u, ff);
+    }
+}
+
+// y[i] = down_e(g[i]) + down bias for n rows.
+void down(const LayerWeights& l, const HParams& hp, int e, const float* g, int n, float* y,
+          ThreadPool& pool, MatmulScratch& scratch) {
+    const int ff = hp.n_ff_expert, d = hp.n_embd;
+    matmul(expert_view(l.ffn_down_exps, e, hp.n_expert), g, ff, n, y, d, pool, scratch);
+    if (!l.ffn_down_exps_b) return;
+    const float* db = l.ffn_down_exps_b + static_cast<size_t>(e) * d;
+    for (int i = 0; i < n; ++i) add_into(y + static_cast<size_t>(i) * d, db, d);
+}
+
+}  // namespace
+
 bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
                         ThreadPool& pool, MatmulScratch& scratch) {
     const int k = hp.n_expert_used, d = hp.n_embd, ff = hp.n_ff_expert;
@@ -152,34 +191,11 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
         ++n;
     }
     if (n == 0) return false;
-    const bool fused = l.ffn_gate_up_exps.data != nullptr;
-    const MatmulJob gate_up[] = {{fused ? fused_half(l.ffn_gate_up_exps, e, hp.n_expert, 0)
-                                        : expert_view(l.ffn_gate_exps, e, hp.n_expert),
-                                  g_.data(), ff},
-                                 {fused ? fused_half(l.ffn_gate_up_exps, e, hp.n_expert, 1)
-                                        : expert_view(l.ffn_up_exps, e, hp.n_expert),
-                                  u_.data(), ff}};
+    const MatmulJob gate_up[] = {{gate_or_up(l, hp, e, 0), g_.data(), ff},
+                                 {gate_or_up(l, hp, e, 1), u_.data(), ff}};
     matmul_multi(gate_up, xg_.data(), d, n, pool, scratch);
-    const float* gb = l.ffn_gate_exps_b ? l.ffn_gate_exps_b + static_cast<size_t>(e) * ff : nullptr;
-    const float* ub = l.ffn_up_exps_b ? l.ffn_up_exps_b + static_cast<size_t>(e) * ff : nullptr;
-    const float* db = l.ffn_down_exps_b ? l.ffn_down_exps_b + static_cast<size_t>(e) * d : nullptr;
-    for (int i = 0; i < n; ++i) {
-        float* g = g_.data() + static_cast<size_t>(i) * ff;
-        float* u = u_.data() + static_cast<size_t>(i) * ff;
-        if (gb) add_into(g, gb, ff);
-        if (ub) add_into(u, ub, ff);
-        if (hp.moe_act == HParams::MoeAct::SwigluOai)
-            swiglu_oai(g, u, ff);
-        else if (hp.moe_act == HParams::MoeAct::Gelu)
-            gelu_mul(g, u, ff);
-        else
-            silu_mul(g, u, ff);
-    }
-    matmul(expert_view(l.ffn_down_exps, e, hp.n_expert), g_.data(), ff, n, d_.data(), d, pool,
-           scratch);
-    if (db) {
-        for (int i = 0; i < n; ++i) add_into(d_.data() + static_cast<size_t>(i) * d, db, d);
-    }
+    activate(l, hp, e, g_.data(), u_.data(), n);
+    down(l, hp, e, g_.data(), n, d_.data(), pool, scratch);
     for (int i = 0; i < n; ++i) {
         std::memcpy(eo_.data() + static_cast<size_t>(slots_[i]) * d,
                     d_.data() + static_cast<size_t>(i) * d, sizeof(float) * d);
@@ -187,13 +203,37 @@ bool MoeFFN::run_expert(const LayerWeights& l, const HParams& hp, int e, const f
     return true;
 }
 
+void MoeFFN::run_one_token(const LayerWeights& l, const HParams& hp, const float* x,
+                           ThreadPool& pool, MatmulScratch& scratch) {
+    const int k = hp.n_expert_used, ff = hp.n_ff_expert, d = hp.n_embd;
+    jobs_.resize(2 * static_cast<size_t>(k));
+    for (int r = 0; r < k; ++r) {
+        for (int half = 0; half < 2; ++half) {
+            float* y = (half == 0 ? g_.data() : u_.data()) + static_cast<size_t>(r) * ff;
+            jobs_[2 * static_cast<size_t>(r) + half] = {gate_or_up(l, hp, sel_[r], half), y, ff};
+        }
+    }
+    matmul_multi(jobs_, x, d, 1, pool, scratch);
+    for (int r = 0; r < k; ++r) {
+        const size_t o = static_cast<size_t>(r) * ff;
+        activate(l, hp, sel_[r], g_.data() + o, u_.data() + o, 1);
+        down(l, hp, sel_[r], g_.data() + o, 1, eo_.data() + static_cast<size_t>(r) * d, pool,
+             scratch);
+    }
+    experts_run_ = k;
+}
+
 void MoeFFN::forward(const LayerWeights& l, const HParams& hp, const float* x, int ntok, float* out,
                      ThreadPool& pool, MatmulScratch& scratch, const float* router_x) {
     reserve(hp, ntok);
     route(l, hp, router_x ? router_x : x, ntok, pool, scratch);
     experts_run_ = 0;
-    for (int e = 0; e < hp.n_expert; ++e)
-        experts_run_ += run_expert(l, hp, e, x, ntok, pool, scratch);
+    if (ntok == 1) {
+        run_one_token(l, hp, x, pool, scratch);
+    } else {
+        for (int e = 0; e < hp.n_expert; ++e)
+            experts_run_ += run_expert(l, hp, e, x, ntok, pool, scratch);
+    }
     const int k = hp.n_expert_used, d = hp.n_embd;
     for (int t = 0; t < ntok; ++t) {
         float* o = out + static_cast<size_t>(t) * d;

@@ -47,6 +47,11 @@ class MoeFFN {
     // Runs expert e over the tokens that chose it; false (nothing read) when none did.
     bool run_expert(const LayerWeights& l, const HParams& hp, int e, const float* x, int ntok,
                     ThreadPool& pool, MatmulScratch& scratch);
+    // A one-token pass: its k experts' gate and up rows in one matmul_multi (they share the
+    // input: bit-identical to one call per expert, one pool barrier instead of k), then each
+    // expert's down rows.
+    void run_one_token(const LayerWeights& l, const HParams& hp, const float* x, ThreadPool& pool,
+                       MatmulScratch& scratch);
 
     std::vector<float> logits_;          // [ntok][n_expert]
     std::vector<int> sel_;               // [ntok][n_used] chosen experts, most probable first
@@ -55,6 +60,7 @@ class MoeFFN {
     std::vector<float> xg_, g_, u_, d_;  // gathered inputs and the expert's intermediates
     std::vector<float> eo_;              // [ntok][n_used][n_embd] expert outputs
     std::vector<float> score_;           // [n_expert] one token's selection scores
+    std::vector<MatmulJob> jobs_;        // run_one_token's gate and up weights
     int experts_run_ = 0;
 };
 
