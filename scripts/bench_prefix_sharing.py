@@ -15,6 +15,9 @@ engine runs any -c; the outputs of both runs are compared, not judged).
 --partial: the first request's prompt is the prefix and a long tail of its own; the N others
 arrive once it is done and share only the prefix with it (agents: the same system prompt and
 tools, other messages): they read the first rows of its block.
+--turn: the first request's prompt is the first half of the prefix; the N others hold all of it
+and the second half (a later turn, or tools after a system prompt): one extends its block, the
+others read it (--bin of an older build shows the cost without extending).
 """
 import argparse
 import json
@@ -109,6 +112,10 @@ def run(args, caching, port):
         if args.partial:  # its own long tail: its block holds more than the others share
             first = concurrent(port, [prefix + " " + " ".join(SENTENCES[::-1] * 2)],
                                args.max_tokens)[0]
+        elif args.turn:  # the first half of the prefix: its block holds less than they share
+            parts = prefix.split(". ")
+            first = concurrent(port, [". ".join(parts[:len(parts) // 2]) + "."],
+                               args.max_tokens)[0]
         replies = concurrent(port, [prefix + " " + TAILS[i % len(TAILS)] + f" {i}"
                                     for i in range(args.n)], args.max_tokens)
         wall = time.time() - t0
@@ -149,6 +156,7 @@ def main():
     p.add_argument("--kv-type", default="f16", help="-ctk / -ctv")
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--partial", action="store_true")
+    p.add_argument("--turn", action="store_true")
     p.add_argument("--only", choices=["on", "off"], help="one run only")
     p.add_argument("--port", type=int, default=18431)
     args = p.parse_args()
