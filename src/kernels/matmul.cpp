@@ -358,6 +358,35 @@ void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, 
     });
 }
 
+void matmul_stack(const WeightView& W, int n, const float* x, int64_t xs, int ntok, float* y,
+                  int64_t ldy, int64_t ys, ThreadPool& pool, MatmulScratch& scratch) {
+    check_weight(W);
+    if (n <= 0 || W.rows % n != 0)
+        fail("matmul_stack: ", W.rows, " rows are not a stack of ", n, " matrices");
+    if (ntok <= 0 || W.rows == 0) return;
+    if (x == nullptr || xs < W.cols) {
+        fail("matmul_stack: input stride ", xs, " is smaller than the ", W.cols, " columns");
+    }
+    // Row t * n + i of the rounded activations is matrix i's input for token t.
+    const size_t s = quantize_acts(W.type, x, xs, W.cols, ntok * n, scratch, pool);
+    const uint8_t* acts = scratch.acts.data();
+    // Work items: whole matrices, or parts of whole tiles when there are fewer matrices than
+    // twice the threads.
+    const int64_t rows = W.rows / n;
+    const int64_t parts = std::min<int64_t>((2 * pool.size() + n - 1) / n, rows);
+    const int64_t chunk =
+        std::max<int64_t>(1, ((rows + parts - 1) / parts + kPackRows - 1) / kPackRows * kPackRows);
+    const int64_t per = (rows + chunk - 1) / chunk, total = per * n;
+    std::atomic<int64_t> next{0};
+    pool.run([&](int, int) {
+        for (int64_t id; (id = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
+            const int i = static_cast<int>(id / per);
+            const int64_t b = id % per * chunk, e = std::min(rows, b + chunk);
+            matmul_rows(stack_slice(W, i, n), acts + i * s, n * s, ntok, b, e, y + i * ys + b, ldy);
+        }
+    });
+}
+
 void matmul(const WeightView& W, const float* x, int64_t ldx, int ntok, float* y, int64_t ldy,
             ThreadPool& pool, MatmulScratch& scratch) {
     const MatmulJob job{W, y, ldy};

@@ -58,6 +58,14 @@ struct MatmulJob {
 void matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t ldx, int ntok,
                   ThreadPool& pool, MatmulScratch& scratch);
 
+// The n matrices of a stack of equal height along W's rows (matrix i: rows [i, i + 1) * W.rows / n,
+// as kernels/repack.h's stack_slice takes them), each applied to its own input, the inputs
+// interleaved: y[t * ldy + i * ys + r] = sum_c W_i[r][c] * x[(t * n + i) * xs + c], for t < ntok.
+// The activations are rounded once and every matrix's rows share one pool.run (one barrier for
+// the stack, not one per matrix: MLA's per-head matrices). Bit-identical to n matmul() calls.
+void matmul_stack(const WeightView& W, int n, const float* x, int64_t xs, int ntok, float* y,
+                  int64_t ldy, int64_t ys, ThreadPool& pool, MatmulScratch& scratch);
+
 // Same as matmul, restricted to rows [r0, r1) of W (MoE experts, or a caller doing its own
 // threading): single-threaded, writes y[t * ldy + (r - r0)]. `acts` must come from quantize_acts().
 // For a packed W it allocates the per-block activation sums on each call.

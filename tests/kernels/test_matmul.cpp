@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/quants.h"
+#include "kernels/repack.h"
 #include "test_util.h"
 
 using namespace specula;
@@ -334,6 +336,52 @@ TEST(Matmul, MultiEqualsSeparateCalls) {
     EXPECT_THROW(matmul_multi(mismatched, x.data(), 64, 1, pool2, scratch), Error);
     const MatmulJob no_output[] = {{WeightView{GGMLType::Q8_0, 1, 64, w.data()}, nullptr, 1}};
     EXPECT_THROW(matmul_multi(no_output, x.data(), 64, 1, pool2, scratch), Error);
+}
+
+// matmul_stack gives each matrix of the stack the bits of its own matmul over its interleaved
+// input rows (row layout and packed, Q8_0 / Q4_K / F32; whole and split matrices: 3 of 32 rows
+// on 2 threads are split in tiles, 20 are not), and refuses rows that are no stack of n.
+TEST(Matmul, StackEqualsOneMatmulPerMatrix) {
+    ThreadPool pool1(1), pool2(2);
+    MatmulScratch scratch;
+    std::mt19937 rng(33);
+    constexpr int64_t kCols = 256, kMatRows = 32;
+    for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::F32}) {
+        for (int n : {3, 20}) {
+            const std::vector<uint8_t> w = random_weights(rng, t, kMatRows * n, kCols);
+            WeightView W{t, kMatRows * n, kCols, w.data()};
+            std::unique_ptr<PackedBuffer> buf;
+            for (bool packed : {false, true}) {
+                if (packed) {
+                    if (!repackable(t)) continue;
+                    buf = std::make_unique<PackedBuffer>(packed_size(W));
+                    repack(W, buf->data());
+                    W.packed = buf->data();
+                }
+                for (int ntok : {1, 7}) {
+                    const int64_t xs = kCols + 8, ys = kMatRows + 5, ldy = ys * n + 2;
+                    const auto x = random_floats(rng, size_t(ntok) * n * xs);
+                    for (ThreadPool* pool : {&pool1, &pool2}) {
+                        std::vector<float> got(size_t(ntok) * ldy, -1.f), want = got;
+                        for (int i = 0; i < n; ++i) {
+                            matmul(stack_slice(W, i, n), x.data() + i * xs, n * xs, ntok,
+                                   want.data() + i * ys, ldy, *pool, scratch);
+                        }
+                        matmul_stack(W, n, x.data(), xs, ntok, got.data(), ldy, ys, *pool, scratch);
+                        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)),
+                                  0)
+                            << type_name(t) << " n " << n << (packed ? " packed" : " rows")
+                            << " ntok " << ntok << " threads " << pool->size();
+                    }
+                }
+            }
+        }
+    }
+    std::vector<uint8_t> w(row_size(GGMLType::Q8_0, 64) * 5);
+    std::vector<float> x(64 * 2), y(8);
+    EXPECT_THROW(matmul_stack(WeightView{GGMLType::Q8_0, 5, 64, w.data()}, 2, x.data(), 64, 1,
+                              y.data(), 8, 4, pool2, scratch),
+                 Error);
 }
 
 // For the Q8_0-activation formats matmul takes the kernels' VecDotQ8Fn entry (the tokens' scales

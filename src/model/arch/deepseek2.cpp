@@ -233,7 +233,7 @@ void bind_deepseek2(TensorBinder& b, const HParams& hp, ModelWeights& w) {
 }
 
 // q (the pass's query rows, n_head heads of rope + kv_lora) from the expanded queries in
-// arch[kQ]: each head's rope part, then K_b,h^T q_nope,h (one matmul per head).
+// arch[kQ]: each head's rope part, then K_b,h^T q_nope,h (the heads as one stacked matmul).
 void absorb_queries(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int nh = hp.n_head, rot = hp.n_rot, hk = hp.mla_head_k;
@@ -246,21 +246,16 @@ void absorb_queries(PassState& st, const LayerWeights& l) {
                         sizeof(float) * rot);
         }
     }
-    for (int h = 0; h < nh; ++h) {
-        matmul(stack_slice(l.wk_b_t, h, nh), qf + int64_t(h) * hk, int64_t(nh) * hk, ntok,
-               q + int64_t(h) * hd + rot, int64_t(nh) * hd, *st.pool, st.mm);
-    }
+    matmul_stack(l.wk_b_t, nh, qf, hk, ntok, q + rot, int64_t(nh) * hd, hd, *st.pool, st.mm);
 }
 
 // arch[kVOut] = each head's value V_b,h o_h for the attention's output rows (o_h: the latent
-// part of head h's output in att; one matmul per head over V_b,h).
+// part of head h's output in att; the heads as one stacked matmul over the V_b,h).
 void expand_values(PassState& st, const LayerWeights& l) {
     const HParams& hp = st.hp;
     const int nh = hp.n_head, rot = hp.n_rot, hv = hp.mla_head_v, hd = hp.head_dim;
-    for (int h = 0; h < nh; ++h) {
-        matmul(stack_slice(l.wv_b, h, nh), st.att.data() + int64_t(h) * hd + rot, int64_t(nh) * hd,
-               st.rows, st.arch[kVOut].data() + int64_t(h) * hv, int64_t(nh) * hv, *st.pool, st.mm);
-    }
+    matmul_stack(l.wv_b, nh, st.att.data() + rot, hd, st.rows, st.arch[kVOut].data(),
+                 int64_t(nh) * hv, hv, *st.pool, st.mm);
 }
 
 // The queries and the cache rows of every row of the pass (st.q, st.k; no st.v: the cache's V
