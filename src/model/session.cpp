@@ -100,7 +100,7 @@ bool Session::can_snapshot() const {
     return !impl_->offload && !impl_->kv.has_ring() && impl_->model.hparams().n_recurrent() == 0;
 }
 KVSnapshot Session::snapshot() const {
-    return impl_->kv.save(impl_->kv.n_past());
+    return impl_->kv.save(impl_->kv.n_past(), impl_->pool);
 }
 void Session::restore(const KVSnapshot& s) {
     if (!can_snapshot()) fail("this session's KV cache cannot be restored from host memory");

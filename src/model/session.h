@@ -76,8 +76,8 @@ class Session {
     // The host-RAM prompt cache's way in and out (server/serving/prompt_cache.h): whether this
     // session's whole KV cache lives in host memory as plain rows (no device layers, no
     // sliding-window rings), a copy of its cached positions [0, n_past()), and making it hold a
-    // copy again (the logits are stale until the next eval). restore throws Error for a snapshot of
-    // another shape.
+    // copy again (the logits are stale until the next eval; the copy out runs on the session's
+    // pool). restore throws Error for a snapshot of another shape.
     bool can_snapshot() const;
     KVSnapshot snapshot() const;
     void restore(const KVSnapshot& s);

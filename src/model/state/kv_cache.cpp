@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/threadpool.h"
 #include "kernels/layout/blocks.h"
 #include "kernels/layout/fp16.h"
 #include "kernels/quants.h"
@@ -204,36 +205,48 @@ size_t KVCache::snapshot_bytes(int n, bool is_k) const {
     return b;
 }
 
-KVSnapshot KVCache::save(int n) const {
+KVSnapshot KVCache::save(int n, ThreadPool* pool) const {
     if (has_ring()) fail("a KV cache with sliding-window layers cannot be copied out");
     if (n < 0 || n > n_past()) fail("KVCache::save: ", n, " positions of ", n_past());
     const size_t es = kv_row_bytes(type_k_, 1);
     KVSnapshot s;
     s.tokens.assign(tokens_.begin(), tokens_.begin() + n);
-    // Appended in order into reserved vectors: the bytes are written once (a resize would zero
-    // them all first: the server's prompt cache takes a snapshot as a request waits to start).
-    s.k.reserve(snapshot_bytes(n, true));
-    s.v.reserve(snapshot_bytes(n, false));
-    std::vector<uint8_t> line;  // a transposed key slice, gathered
-    for (int il = 0; il < n_layer_; ++il) {
+    // Uninitialised (SnapshotBytes), every byte written below: the server's prompt cache takes a
+    // snapshot as a request waits to start, so it is not zeroed first and the pool copies it.
+    s.k.resize(snapshot_bytes(n, true));
+    s.v.resize(snapshot_bytes(n, false));
+    std::vector<size_t> k_at(size_t(n_layer_) + 1, 0), v_at(size_t(n_layer_) + 1, 0);
+    for (int il = 0; il < n_layer_; ++il) {  // layer il's rows follow the layers before it
         const Layer& l = L(il);
-        if (l.rows == 0) continue;
-        line.resize(l.k_slice);
-        for (int p = 0; p < n; ++p) {
-            const KVCache& c = source(p);  // a shared prefix's rows from its base
-            for (int h = 0; h < l.n_slices; ++h) {
-                const uint8_t* k = line.data();
-                if (k_transposed())
-                    gather_lines(c.k_ + c.k_offset(il, p, h * l.slice), line.data(), es, l.slice);
-                else
-                    k = k_bytes(il, p, h * l.slice);
-                s.k.insert(s.k.end(), k, k + l.k_slice);
-                if (l.v_is_k) continue;
-                const uint8_t* v = v_bytes(il, p, h * l.slice);
-                s.v.insert(s.v.end(), v, v + l.v_slice);
+        k_at[size_t(il) + 1] = k_at[size_t(il)] + (l.rows > 0 ? size_t(n) * l.k_row() : 0);
+        v_at[size_t(il) + 1] = v_at[size_t(il)] + (l.rows > 0 ? size_t(n) * l.v_row() : 0);
+    }
+    auto layers = [&](int64_t l0, int64_t l1) {
+        for (int il = int(l0); il < int(l1); ++il) {
+            const Layer& l = L(il);
+            if (l.rows == 0) continue;
+            uint8_t* k = s.k.data() + k_at[size_t(il)];
+            uint8_t* v = s.v.data() + v_at[size_t(il)];
+            for (int p = 0; p < n; ++p, k += l.k_row(), v += l.v_row()) {
+                const KVCache& c = source(p);  // a shared prefix's rows from its base
+                for (int h = 0; h < l.n_slices; ++h) {
+                    if (k_transposed())
+                        gather_lines(c.k_ + c.k_offset(il, p, h * l.slice),
+                                     k + size_t(h) * l.k_slice, es, l.slice);
+                    else
+                        std::memcpy(k + size_t(h) * l.k_slice, k_bytes(il, p, h * l.slice),
+                                    l.k_slice);
+                    if (!l.v_is_k)
+                        std::memcpy(v + size_t(h) * l.v_slice, v_bytes(il, p, h * l.slice),
+                                    l.v_slice);
+                }
             }
         }
-    }
+    };
+    if (pool && pool->size() > 1 && n > 0)
+        pool->parallel_for(n_layer_, layers);
+    else
+        layers(0, n_layer_);
     return s;
 }
 

@@ -53,6 +53,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -61,6 +62,8 @@
 #include "tokenizer/tokenizer.h"
 
 namespace specula {
+
+class ThreadPool;
 
 enum class KVType { F32, F16, Q8_0 };
 
@@ -74,12 +77,34 @@ inline size_t kv_row_bytes(KVType t, int n) {
                               : sizeof(block_q8_0) * size_t(n / QK8_0);
 }
 
+// Bytes that grow uninitialised (resize() writes nothing): a snapshot's, every one of which
+// KVCache::save writes right after.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <class U>
+    UninitAllocator(const UninitAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+using SnapshotBytes = std::vector<uint8_t, UninitAllocator<uint8_t>>;
+
 // Positions [0, tokens.size()) of a cache, copied out: every layer's K rows, then its V rows, as
 // the cache stores them (its types), each row whole (n_embd_kv values, whatever the layout; no V
 // rows for a layer whose V is its K). The server's host-RAM prompt cache keeps these.
 struct KVSnapshot {
     std::vector<token_id> tokens;
-    std::vector<uint8_t> k, v;
+    SnapshotBytes k, v;
     size_t bytes() const { return k.size() + v.size() + tokens.size() * sizeof(token_id); }
 };
 
@@ -260,7 +285,8 @@ class KVCache {
     int common_prefix(std::span<const token_id> t) const;
 
     // Copies out positions [0, n) (n <= n_past()). Only a cache without ring layers (Error).
-    KVSnapshot save(int n) const;
+    // `pool`: its threads copy a share of the layers each (the same bytes).
+    KVSnapshot save(int n, ThreadPool* pool = nullptr) const;
     // Makes the cache hold exactly what `s` holds (rows and tokens). `s` must come from a cache of
     // this shape and types (Error otherwise) and fit n_ctx.
     void restore(const KVSnapshot& s);
