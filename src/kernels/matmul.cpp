@@ -370,6 +370,21 @@ void matmul_stack(const WeightView& W, int n, const float* x, int64_t xs, int nt
     // Row t * n + i of the rounded activations is matrix i's input for token t.
     const size_t s = quantize_acts(W.type, x, xs, W.cols, ntok * n, scratch, pool);
     const uint8_t* acts = scratch.acts.data();
+    const Chosen k = kernel_for(stack_slice(W, 0, n));  // every matrix's: the same type and layout
+    if (W.packed) {  // each matrix's own sums (the vectors only grow: none after a warm-up)
+        const size_t un = static_cast<size_t>(n);
+        if (scratch.stack_acts.size() < un) {
+            scratch.stack_d.resize(un);
+            scratch.stack_corr.resize(un);
+            scratch.stack_q.resize(un);
+            scratch.stack_acts.resize(un);
+        }
+        for (size_t i = 0; i < un; ++i) {
+            scratch.stack_acts[i] =
+                packed_acts(W.type, acts + i * s, un * s, W.cols, ntok, scratch.stack_d[i],
+                            scratch.stack_corr[i], scratch.stack_q[i]);
+        }
+    }
     // Work items: whole matrices, or parts of whole tiles when there are fewer matrices than
     // twice the threads.
     const int64_t rows = W.rows / n;
@@ -382,7 +397,10 @@ void matmul_stack(const WeightView& W, int n, const float* x, int64_t xs, int nt
         for (int64_t id; (id = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
             const int i = static_cast<int>(id / per);
             const int64_t b = id % per * chunk, e = std::min(rows, b + chunk);
-            matmul_rows(stack_slice(W, i, n), acts + i * s, n * s, ntok, b, e, y + i * ys + b, ldy);
+            // No float scales (the VecDotFn kernel, which gives the same bits as dot_q8).
+            Acts a{acts + i * s, static_cast<size_t>(n) * s, nullptr, ntok, {}};
+            if (W.packed) a.packed = scratch.stack_acts[static_cast<size_t>(i)];
+            rows_with_kernel(k, stack_slice(W, i, n), a, b, e, y + i * ys + b, ldy);
         }
     });
 }

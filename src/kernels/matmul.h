@@ -13,6 +13,7 @@
 
 #include "common/threadpool.h"
 #include "gguf/ggml_types.h"
+#include "kernels/kernel_types.h"
 
 namespace specula {
 
@@ -37,6 +38,12 @@ struct MatmulScratch {
     std::vector<float> packed_d;       // the same per token and block, for packed weights
     std::vector<int32_t> packed_corr;  // -128 * the sum of each block's quants (PackedActs)
     std::vector<uint8_t> packed_q;     // Q8_K quants rearranged for packed K-quants (repack_k.h)
+    // matmul_stack's per-matrix copies of the three above (a packed stack's matrices each read
+    // their own tokens' sums).
+    std::vector<std::vector<float>> stack_d;
+    std::vector<std::vector<int32_t>> stack_corr;
+    std::vector<std::vector<uint8_t>> stack_q;
+    std::vector<PackedActs> stack_acts;
 };
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t * ldx + c], for r < W.rows, t < ntok.

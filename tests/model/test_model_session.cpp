@@ -13,6 +13,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc_counter.h"  // replaces global new/delete: include from one file per test
@@ -148,12 +149,22 @@ TEST(Session, RollbackThenReevalIsIdentical) {
 }
 
 // After one eval of the largest batch size, further evals (decode steps and smaller batches)
-// allocate nothing.
+// allocate nothing: a dense model, a MoE one (its one-token pass too) and deepseek2's MLA (its
+// packed per-head stacks).
 TEST(Session, NoAllocationAfterWarmup) {
-    for (const std::string stem :
-         {"rand-llama-tok512-d256-l2-Q4_K_M", "rand-llama-moe4x2-tok512-d256-l2-Q8_0"}) {
-        const auto model = specula::Model::load(model_path(stem));
-        const auto ids = first_prompt_ids(stem);
+    const std::string arch = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
+    const std::string mla = "rand-deepseek2-e8x2-tok512-d128-l3-Q8_0";
+    const std::pair<std::string, std::vector<token_id>> cases[] = {
+        {model_path("rand-llama-tok512-d256-l2-Q4_K_M"),
+         first_prompt_ids("rand-llama-tok512-d256-l2-Q4_K_M")},
+        {model_path("rand-llama-moe4x2-tok512-d256-l2-Q8_0"),
+         first_prompt_ids("rand-llama-moe4x2-tok512-d256-l2-Q8_0")},
+        {arch + mla + ".gguf",
+         json::parse(specula::test::read_file(arch + mla + ".json"))["prompts"][0]["token_ids"]
+             .get<std::vector<token_id>>()}};
+    for (const auto& [stem, ids] : cases) {
+        ASSERT_GE(ids.size(), 20u) << stem;
+        const auto model = specula::Model::load(stem);
         specula::test::g_allocs = 0;
         specula::test::g_counting = true;
         auto s = make_session(*model);

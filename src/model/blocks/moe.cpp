@@ -86,6 +86,7 @@ void each_moe_buffer(M& m, const HParams& hp, int ntok, F&& f) {
 
 void MoeFFN::reserve(const HParams& hp, int ntok) {
     each_moe_buffer(*this, hp, ntok, [](auto& v, size_t n) { grow(v, n); });
+    jobs_.reserve(2 * static_cast<size_t>(hp.n_expert_used));  // run_one_token's
 }
 
 double MoeFFN::bytes(const HParams& hp, int ntok) {
