@@ -29,11 +29,14 @@ PrefixPlan PrefixBlocks::plan(std::span<const token_id> prefix, int have,
     for (const auto& s : starting)
         if (const int c = common(s, prefix); c > best.n) best = {PrefixPlan::wait, nullptr, c};
     const bool more = int(prefix.size()) - best.n >= min_;  // rows worth sharing beyond it
-    // Worth it where the slot holds less than min_tokens past the block's rows (it evaluates
-    // those again).
+    // Extending costs this request nothing only where its slot holds no more than the block's
+    // rows (a slot holding more, e.g. the previous turn of its own conversation, keeps them: the
+    // rows past the block would be evaluated again, and its own cache hit would shrink to the
+    // block's). A branch copies the shared rows, so it is worth it below min_ rows past them.
     if (best.kind == PrefixPlan::join && best.n >= min_ && have < best.n + min_ && more) {
         const PrefixBlock& b = *best.block;
-        if (!b.builder && best.n == b.kv->n_past()) return {PrefixPlan::extend, best.block, best.n};
+        if (!b.builder && best.n == b.kv->n_past() && have <= best.n)
+            return {PrefixPlan::extend, best.block, best.n};
         if (best.n < b.kv->n_past())
             for (const auto& q : queued)
                 if (q.data() != prefix.data() && common(q, prefix) >= best.n + min_)
