@@ -79,9 +79,12 @@ class PackedBuffer {
     // Gives the pages lying wholly inside bytes [from, to) back to the system (they read as
     // zeros afterwards and cost no memory until written again).
     void release(size_t from, size_t to);
+    // Asks for 2 MiB pages over the huge pages lying wholly inside bytes [from, to) of a
+    // Pages::small buffer (where transparent huge pages are on): a part that is written whole.
+    void advise_huge(size_t from, size_t to);
+    static constexpr size_t kHugePage = size_t{2} << 20;
 
   private:
-    static constexpr size_t kHugePage = size_t{2} << 20;
     uint8_t* p_ = nullptr;
     size_t n_ = 0;
     void* map_ = nullptr;  // the mapping: p_ rounded up to a huge page inside it

@@ -140,6 +140,15 @@ void PackedBuffer::release(size_t from, size_t to) {
     if (p_ && from < to) release_mapped_pages(p_ + from, to - from);
 }
 
+void PackedBuffer::advise_huge(size_t from, size_t to) {
+    to = std::min(to, n_);
+    if (!p_ || from >= to) return;
+    const auto a = reinterpret_cast<uintptr_t>(p_);
+    const uintptr_t lo = (a + from + kHugePage - 1) / kHugePage * kHugePage;
+    const uintptr_t hi = (a + to) / kHugePage * kHugePage;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
+
 void release_mapped_pages(const void* p, size_t n) {
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const auto a = reinterpret_cast<uintptr_t>(p);

@@ -11,6 +11,7 @@
 #include "common/threadpool.h"
 #include "kernels/layout/blocks.h"
 #include "kernels/layout/fp16.h"
+#include "kernels/policy.h"
 #include "kernels/quants.h"
 #include "kernels/table.h"
 
@@ -189,11 +190,11 @@ KVCache::KVCache(std::span<const KVLayerShape> shapes, int n_ctx, KVType type_k,
         fail("n_ctx = ", n_ctx, " needs a ", total / (1 << 30), " GiB KV cache, more than the ",
              limit / (1 << 30), " GiB of memory");
     }
-    const auto pages = small_pages ? PackedBuffer::Pages::small : PackedBuffer::Pages::policy;
-    k_buf_ = std::make_unique<PackedBuffer>(k_bytes, pages);
-    v_buf_ = std::make_unique<PackedBuffer>(v_bytes, pages);
+    k_buf_ = std::make_unique<PackedBuffer>(k_bytes, PackedBuffer::Pages::small);
+    v_buf_ = std::make_unique<PackedBuffer>(v_bytes, PackedBuffer::Pages::small);
     k_ = k_buf_->data();
     v_ = v_buf_->data();
+    if (!small_pages && kernel_policy().hugepages) advise_huge_pages();
     tokens_.reserve(size_t(n_ctx));  // appends never allocate (test_speculative_noalloc)
 }
 
@@ -299,6 +300,25 @@ bool KVCache::can_keep(int n) const {
             if (held[p % r] != p) return false;
     }
     return true;
+}
+
+// A head's run of rows fills from its start, so a huge page there would be committed (zeroed) whole
+// by the first position written: with head-major rows that is one 2 MiB page per head, layer and
+// side (an 8B model's 576: 1.15 GB zeroed and resident for a one-token prompt). The first 2 MiB of
+// each run stay on 4 KiB pages (committed as positions are written: 8,192 positions of a 128-value
+// F16 head); past them, where a long context streams the run, huge pages.
+void KVCache::advise_huge_pages() {
+    for (int il = 0; il < n_layer_; ++il) {
+        const Layer& l = L(il);
+        const size_t rows = span(il);
+        for (int h = 0; h < l.n_slices; ++h) {
+            const size_t k0 = l.k_base + size_t(h) * rows * l.k_slice;
+            k_buf_->advise_huge(k0 + PackedBuffer::kHugePage, k0 + rows * l.k_slice);
+            if (l.v_is_k) continue;
+            const size_t v0 = l.v_base + size_t(h) * rows * l.v_slice;
+            v_buf_->advise_huge(v0 + PackedBuffer::kHugePage, v0 + rows * l.v_slice);
+        }
+    }
 }
 
 // Every layer without a ring keeps each head's rows in one run (row-major, or blocks of

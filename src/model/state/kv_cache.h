@@ -126,7 +126,8 @@ class KVCache {
     // `windows`: each layer's sliding window (0: the whole context; -1: no cache at all, a hybrid
     // model's recurrent layer; empty: every layer whole).
     // `head_dim`: the values of one KV head (head-major layout, above; 0: whole rows).
-    // `small_pages`: 4 KiB pages, so the memory committed follows the positions written.
+    // `small_pages`: 4 KiB pages, so the memory committed follows the positions written (without
+    // it, 2 MiB pages past the first 2 MiB of each head's rows: the kernel policy's hugepages).
     KVCache(int n_layer, int n_ctx, int n_embd_kv, KVType type_k = KVType::F32,
             KVType type_v = KVType::F32, std::span<const int> windows = {}, int max_pass = 0,
             int head_dim = 0, bool small_pages = false);
@@ -307,6 +308,7 @@ class KVCache {
     };
     const Layer& L(int layer) const { return layers_[size_t(layer)]; }
     size_t snapshot_bytes(int n, bool is_k) const;  // every layer's n whole rows
+    void advise_huge_pages();  // 2 MiB pages past the first 2 MiB of each head's run of rows
     void append_base(std::span<const token_id> t);  // append()'s part below shared()
     void read(bool is_k, int layer, int pos, int off, int n, float* out) const;
     void read_rows(bool is_k, int layer, int j0, int j1, int off, int n, float* out) const;
