@@ -41,42 +41,27 @@ int high_shift(int e) {
     return 2 * ((e % 16) / 4);
 }
 
-// Row r's 4-bit values of a super-block (v: 256 values, each < 16) into the quant lines: line j
-// holds elements 8j..8j+3 in the low nibbles of its row's 4 bytes and 8j+4..8j+7 in the high ones
-// (nibble_byte / nibble_shift). Every byte of the row is written whole, once.
-void pack_nibbles(const uint8_t* v, int r, uint8_t* sb) {
-    for (int j = 0; j < kLines; ++j) {
-        uint8_t* line = sb + nibble_byte(r, 8 * j);
-        for (int k = 0; k < 4; ++k) {
-            line[k] = static_cast<uint8_t>(v[8 * j + k] | (v[8 * j + 4 + k] << 4));
-        }
-    }
+uint32_t load_u32(const uint8_t* p) {
+    uint32_t x;
+    std::memcpy(&x, p, 4);
+    return x;
+}
+void store_u32(uint8_t* p, uint32_t x) {
+    std::memcpy(p, &x, 4);
 }
 
-// The values a block holds, all 256 at once (ref::q4_K_value / q6_K_value one by one were 2/3 of
-// the time an 8B Q4_K_M file took to load).
-void q4_K_values(const block_q4_K& b, uint8_t* v) {
-    for (int g = 0; g < QK_K / 64; ++g) {
-        for (int i = 0; i < 32; ++i) {
-            const uint8_t q = b.qs[32 * g + i];
-            v[64 * g + i] = q & 0x0F;
-            v[64 * g + 32 + i] = q >> 4;
-        }
-    }
-}
-void q6_K_values(const block_q6_K& b, uint8_t* u) {  // u = q + 32, 0..63
-    for (int half = 0; half < 2; ++half) {
-        for (int k = 0; k < 4; ++k) {
-            for (int i = 0; i < 32; ++i) {
-                const uint8_t ql = b.ql[64 * half + (k % 2) * 32 + i];
-                const int low = k < 2 ? (ql & 0x0F) : (ql >> 4);
-                const int high = (b.qh[32 * half + i] >> (2 * k)) & 3;
-                u[128 * half + 32 * k + i] = static_cast<uint8_t>(low | (high << 4));
-            }
-        }
-    }
+// One quant line of row r (nibble_byte / nibble_shift): elements 8j..8j+3 in the low nibbles of
+// its 4 bytes, 8j+4..8j+7 in the high ones, from 8 consecutive elements that a block keeps in the
+// low (high == false) or high nibbles of 8 consecutive bytes at src. Four bytes at a time (one
+// element at a time, repacking was most of the time an 8B Q4_K_M file took to load).
+uint32_t nibble_line(const uint8_t* src, bool high) {
+    const uint32_t a = load_u32(src), b = load_u32(src + 4);
+    return high ? ((a >> 4) & 0x0F0F0F0Fu) | (b & 0xF0F0F0F0u)
+                : (a & 0x0F0F0F0Fu) | ((b & 0x0F0F0F0Fu) << 4);
 }
 
+// Q4_K: group g of 64 elements is bytes qs[32g, 32g + 32): elements 64g + i in their low nibbles,
+// 64g + 32 + i in their high ones.
 void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
     std::memcpy(sb + 2 * r, &b.d, 2);
     std::memcpy(sb + 32 + 2 * r, &b.dmin, 2);
@@ -86,28 +71,31 @@ void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
         sb[64 + 16 * s + r] = static_cast<uint8_t>(sc);
         sb[192 + 16 * s + r] = static_cast<uint8_t>(m);
     }
-    uint8_t v[QK_K];
-    q4_K_values(b, v);
-    pack_nibbles(v, r, sb);
+    for (int j = 0; j < kLines; ++j) {
+        const int e = 8 * j % 64;
+        store_u32(sb + nibble_byte(r, 8 * j), nibble_line(b.qs + 32 * (j / 8) + e % 32, e >= 32));
+    }
 }
 
+// Q6_K: element 128h + 32k + i (u = q + 32) has its low 4 bits in the low (k < 2) or high nibble
+// of ql[64h + 32(k % 2) + i] and its top 2 bits at bits 2k of qh[32h + i]. In the tile, group c
+// of 16 elements keeps the top bits in row r's 4 bytes at high_byte(r, 16c): element 16c + 4q + k
+// in bits 2q..2q+1 of byte k (high_byte / high_shift).
 void pack_q6_K(const block_q6_K& b, int r, uint8_t* sb) {
     std::memcpy(sb + 2 * r, &b.d, 2);
     std::memset(sb + 32 + 2 * r, 0, 2);  // the layout's zeros (no dmin)
     for (int g = 0; g < 16; ++g) sb[64 + 16 * g + r] = static_cast<uint8_t>(b.scales[g]);
-    uint8_t u[QK_K], low[QK_K];
-    q6_K_values(b, u);
-    for (int e = 0; e < QK_K; ++e) low[e] = u[e] & 0x0F;
-    pack_nibbles(low, r, sb);
-    // The top 2 bits: group h of 16 elements in row r's 4 bytes at high_byte(r, 16h), element
-    // 16h + 4q + k in bits 2q..2q+1 of byte k (high_byte / high_shift).
-    for (int h = 0; h < QK_K / 16; ++h) {
-        uint8_t* hb = sb + high_byte(r, 16 * h);
-        for (int k = 0; k < 4; ++k) {
-            int byte = 0;
-            for (int q = 0; q < 4; ++q) byte |= (u[16 * h + 4 * q + k] >> 4) << (2 * q);
-            hb[k] = static_cast<uint8_t>(byte);
-        }
+    for (int j = 0; j < kLines; ++j) {
+        const int e = 8 * j, h = e / 128, k = e % 128 / 32, i = e % 32;
+        store_u32(sb + nibble_byte(r, e), nibble_line(b.ql + 64 * h + 32 * (k % 2) + i, k >= 2));
+    }
+    for (int c = 0; c < QK_K / 16; ++c) {
+        const int e = 16 * c, h = e / 128, k = e % 128 / 32, i = e % 32;
+        const uint8_t* qh = b.qh + 32 * h + i;
+        uint32_t bits = 0;
+        for (int q = 0; q < 4; ++q)
+            bits |= ((load_u32(qh + 4 * q) >> (2 * k)) & 0x03030303u) << (2 * q);
+        store_u32(sb + high_byte(r, e), bits);
     }
 }
 
