@@ -158,6 +158,7 @@ int cmd_bench(const BenchOptions& o) {
     RuntimeOptions& rt = p.runtime;
     rt.model_path = o.model;
     rt.gpu = o.placement.target;
+    rt.repack_cache = o.repack_cache;
     rt.speculative = parse_speculative_cli(o.spec, "bench");  // parsed once: every flag honoured
     rt.speculative.draft_gpu = o.placement.draft;
     rt.n_ctx = o.n_ctx;  // 0: the training context; not given: the default (or --depth's need)

@@ -18,13 +18,14 @@ class App;
 namespace specula::cli {
 
 struct BenchOptions {
-    std::string model;        // -m
-    Placement placement;      // -ngl / -ngld / --device (cli/gpu_flags.h)
-    SpeculativeFlags spec;    // -md, --spec-type ngram / --lookup, --draft-p-min, ...
-    std::string prompt;       // -p
-    std::string prompt_file;  // -f: one prompt per non-empty line
-    int n_predict = 128;      // -n
-    int reps = 3;             // -r
+    std::string model;         // -m
+    Placement placement;       // -ngl / -ngld / --device (cli/gpu_flags.h)
+    std::string repack_cache;  // --repack-cache DIR
+    SpeculativeFlags spec;     // -md, --spec-type ngram / --lookup, --draft-p-min, ...
+    std::string prompt;        // -p
+    std::string prompt_file;   // -f: one prompt per non-empty line
+    int n_predict = 128;       // -n
+    int reps = 3;              // -r
     std::string draft_list = "1,2,3,4,5,6,7,8";
     bool no_auto = false;
     float temp = 0.0f;

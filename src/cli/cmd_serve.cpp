@@ -363,9 +363,10 @@ CLI::App* add_serve_command(CLI::App& app) {
     return cmd;
 }
 
-int cmd_serve(const Placement& placement) {
+int cmd_serve(const Placement& placement, const std::string& repack_cache) {
     ServeOptions& o = serve_options();
     resolve(o);
+    o.service.runtime.repack_cache = repack_cache;
     o.service.runtime.gpu = placement.target;
     o.service.runtime.speculative.draft_gpu = placement.draft;
     std::signal(SIGPIPE, SIG_IGN);

@@ -60,8 +60,9 @@ struct RunOptions {
     // model's too.
     std::string cache_type_k = "f16";
     std::string cache_type_v = "f16";
-    std::string stats_json;  // --stats-json FILE
-    Placement placement;     // -ngl / -ngld / --device (cli/gpu_flags.h)
+    std::string stats_json;    // --stats-json FILE
+    Placement placement;       // -ngl / -ngld / --device (cli/gpu_flags.h)
+    std::string repack_cache;  // --repack-cache DIR
 };
 
 // `specula info FILE`: what the GGUF holds and what running it needs.
@@ -88,6 +89,6 @@ int cmd_tokenize(const TokenizeOptions& opt);
 
 // `specula serve`: cli/cmd_serve.cpp declares its options on `app` and runs the server.
 CLI::App* add_serve_command(CLI::App& app);
-int cmd_serve(const Placement& placement);
+int cmd_serve(const Placement& placement, const std::string& repack_cache);
 
 }  // namespace specula::cli

@@ -214,6 +214,12 @@ int run_cli(int argc, char** argv) {
     for (size_t i = 0; i < compat.size(); ++i) add_compat_options(*commands[i], compat[i]);
     GpuFlags gpu;  // -ngl / -ngld / --device (cli/gpu_flags.h), the same in every command
     for (CLI::App* c : commands) add_gpu_options(*c, gpu);
+    std::string repack_cache;  // --repack-cache DIR, the same in every command that loads
+    for (CLI::App* c : {run, chat, bench, serve}) {
+        c->add_option("--repack-cache", repack_cache,
+                      "keep the weights packed at load in a file per model in DIR and map it on "
+                      "later loads instead of repacking (as large as the packed matrices)");
+    }
 
     if (argc > 1 && argv[1][0] != '-') check_command(app, argv[1]);
     if (argc > 1 && argv[1][0] == '-' && std::string(argv[1]) != "--help" &&
@@ -244,6 +250,7 @@ int run_cli(int argc, char** argv) {
         if (commands[i]->parsed()) report_compat(compat[i]);
     const specula::Placement placement = parse_gpu_flags(gpu);
     run_opt.placement = chat_opt.placement = bench_opt.placement = placement;
+    run_opt.repack_cache = chat_opt.repack_cache = bench_opt.repack_cache = repack_cache;
     if (run->parsed()) {
         run_opt.seed = parse_seed(seed, /*allow_random=*/true);
         log_set_enabled(!run_opt.quiet);
@@ -261,7 +268,7 @@ int run_cli(int argc, char** argv) {
         return cmd_info(info_opt);
     }
     if (bench->parsed()) return cmd_bench(bench_opt);
-    if (serve->parsed()) return cmd_serve(placement);
+    if (serve->parsed()) return cmd_serve(placement, repack_cache);
     if (bench_serve->parsed()) return cmd_bench_serve(bench_serve_opt);
     if (quantize->parsed()) return cmd_quantize(quantize_opt);
     return cmd_tokenize(tok_opt);

@@ -71,6 +71,7 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
     RuntimeOptions ro;
     ro.model_path = o.model;
     ro.gpu = o.placement.target;
+    ro.repack_cache = o.repack_cache;
     ro.speculative = spec;
     ro.speculative.draft_gpu = o.placement.draft;
     ro.n_ctx = o.n_ctx;  // 0: the training context

@@ -31,10 +31,7 @@ double weight_bytes(const Model& m) {
     for (const GGUFTensor& t : m.file().tensors()) b += double(t.nbytes);
     if (m.mtp_file())
         for (const GGUFTensor& t : m.mtp_file()->tensors()) b += double(t.nbytes);
-    if (m.output.packed && m.output.data == m.tok_embd.data)
-        for (const PackedBuffer& p : m.packed)
-            if (m.output.packed >= p.data() && m.output.packed < p.data() + p.size())
-                b += double(p.size());
+    if (m.output.packed && m.output.data == m.tok_embd.data) b += double(packed_size(m.output));
     return b;
 }
 
@@ -118,6 +115,7 @@ double weights_resident(const Model& m) {
         r += mapped_rss(lo, hi);
     }
     for (const PackedBuffer& b : m.packed) r += resident_bytes(b.data(), b.size());
+    if (m.packed_file) r += resident_bytes(m.packed_file->data(), m.packed_file->size());
     return r;
 }
 

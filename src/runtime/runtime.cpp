@@ -167,7 +167,8 @@ Runtime open_runtime(const RuntimeOptions& o) {
     rt.target = Model::load(o.model_path, LoadOptions{.n_threads = rt.n_threads,
                                                       .gpu = o.gpu,
                                                       .mtp_sidecar = mtp_sidecar(o.speculative),
-                                                      .check_tensors = o.check_tensors});
+                                                      .check_tensors = o.check_tensors,
+                                                      .repack_cache = o.repack_cache});
     rt.load_ms = ms_since(t0);
     // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
     rt.speculative = load_speculative(o.speculative, *rt.target, o.model_path);

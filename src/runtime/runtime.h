@@ -76,6 +76,7 @@ struct RuntimeOptions {
     // MemAvailable (scripts/cluster.sh gives each local replica its share of the host); 0: none.
     long memory_budget_mib = 0;
     bool check_tensors = false;  // --check-tensors: the target's weights scanned for NaN / inf
+    std::string repack_cache;    // --repack-cache DIR (model/load/pack_cache.h): the target's
 
     std::string log_prefix;  // before each stderr line: "serve: ", "bench: ", "" (run)
     bool quiet = false;      // no stderr lines (run --log-disable); errors still throw

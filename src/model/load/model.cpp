@@ -58,7 +58,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     TensorBinder binder(*m->file_, *m);
     m->arch_->bind(binder, m->hp_, *m);
     if (!opts.mtp_sidecar.empty()) m->attach_mtp_sidecar(opts.mtp_sidecar);
-    if (opts.repack) pack_weights(*m, opts.n_threads);
+    if (opts.repack) pack_weights(*m, opts.n_threads, opts.repack_cache);
     m->placement_ = opts.gpu;
     return m;
 }

@@ -21,6 +21,7 @@
 #include "kernels/repack.h"
 #include "model/load/hparams.h"
 #include "model/load/offload.h"
+#include "model/load/pack_cache.h"
 #include "model/load/weights.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,6 +48,9 @@ struct LoadOptions {
     // --check-tensors: every tensor's values scanned for NaN / infinity at load
     // (model/load/file_checks.h; the file's own consistency is always checked).
     bool check_tensors = false;
+    // --repack-cache: a directory keeping the packed weights in a file per model
+    // (model/load/pack_cache.h): a later load maps it instead of repacking. Empty: none.
+    std::string repack_cache;
 };
 
 class Model : public ModelWeights {
@@ -75,6 +79,7 @@ class Model : public ModelWeights {
 
     // The weights (ModelWeights: public to the forward pass) and their repacked copies.
     std::vector<PackedBuffer> packed;  // repacked matrices (pack_weights), W.packed points in
+    std::unique_ptr<PackCacheMap> packed_file;  // or the --repack-cache file they were mapped from
 
   private:
     void attach_mtp_sidecar(const std::string& path);  // model/load/mtp_sidecar.cpp
@@ -92,8 +97,9 @@ class Model : public ModelWeights {
 // releases the mapped pages of their originals, so resident memory stays that of the file. The
 // token embedding keeps its row layout (get_rows reads it); a tied output matrix gets a packed
 // copy. MoE expert matrices keep the row layout. Model::load calls it when LoadOptions::repack.
-// It runs on n_threads threads (0: the hardware threads).
-void pack_weights(Model& m, int n_threads = 0);
+// It runs on n_threads threads (0: the hardware threads). With a cache directory it maps the packed
+// matrices from their cache file, or writes that file after packing (model/load/pack_cache.h).
+void pack_weights(Model& m, int n_threads = 0, const std::string& cache_dir = {});
 
 // A drafter head's own dense matrices (EAGLE-3, DFlash) packed the same way, on this thread, into
 // buffers appended to `packed`: those of a repackable type whose width is whole 256-column blocks,

@@ -18,6 +18,7 @@
 #include "common/threadpool.h"
 #include "kernels/layout/repack_float.h"
 #include "model/load/model.h"
+#include "model/load/pack_cache.h"
 
 namespace specula {
 
@@ -77,7 +78,7 @@ void add_layer(LayerWeights& l, int n_head, std::vector<WeightView*>& todo,
 
 }  // namespace
 
-void pack_weights(Model& m, int n_threads) {
+void pack_weights(Model& m, int n_threads, const std::string& cache_dir) {
     std::vector<WeightView*> todo;
     std::vector<const WeightView*> made;  // matrices made at load (heap memory: kept as they are)
     const int nh = m.hparams().n_head;
@@ -104,12 +105,29 @@ void pack_weights(Model& m, int n_threads) {
     }
     if (todo.empty()) return;
 
+    // With a cache directory: its file of these matrices, mapped, or written once they are packed.
+    std::vector<PackedMatrixDesc> descs;
+    for (const WeightView* w : todo)
+        descs.push_back({uint32_t(w->type), w->rows, w->cols, packed_size(*w)});
+    uint64_t key = 0;
+    std::string cache;
+    if (!cache_dir.empty()) {
+        key = pack_cache_key(m.file(), m.mtp_file(), descs);
+        cache = pack_cache_path(cache_dir, m.file().path(), key);
+        if ((m.packed_file = map_pack_cache(cache, key, descs))) {
+            for (size_t i = 0; i < todo.size(); ++i) todo[i]->packed = m.packed_file->matrix(i);
+            return;
+        }
+    }
+
     // Buffers are reserved here, on this thread (an allocation may throw); their pages are
     // touched by whichever thread repacks into them.
     std::vector<PackJob> jobs;
+    std::vector<const uint8_t*> dst;  // in todo's order (the cache file's)
     for (WeightView* w : todo) {
         const bool mapped = std::find(made.begin(), made.end(), w) == made.end();
         jobs.push_back({w, m.packed.emplace_back(packed_size(*w)).data(), mapped});
+        dst.push_back(jobs.back().dst);
     }
     std::stable_sort(jobs.begin(), jobs.end(), [](const PackJob& a, const PackJob& b) {
         return packed_size(*a.w) > packed_size(*b.w);
@@ -143,6 +161,7 @@ void pack_weights(Model& m, int n_threads) {
         pool.run(work);
     }
     if (err) std::rethrow_exception(err);
+    if (!cache.empty()) write_pack_cache(cache, key, descs, dst);
 }
 
 void pack_head_weights(std::span<WeightView* const> ws, const Model& target,
