@@ -5,19 +5,23 @@ draft that scripts/models/make_shaped.py writes to models/. Rows:
 
   tg128         plain decoding, tokens/s
   pp512         a 512-token prompt, tokens/s
-  pp512@D, tg@D the same after D cached positions (--depth D; Specula only: ik_llama.cpp's
-                llama-bench has no depth, its llama-sweep-bench is not built by build.sh)
+  pp512@D, tg@D the same after D cached positions (--depth D, a multiple of 512; ik_llama.cpp:
+                its llama-sweep-bench's row at D, -ub 512, tg of 32 tokens, when the --ik folder
+                has it: `cmake --build . --target llama-sweep-bench` in its build folder)
   pass b        one target pass over b = 1, 5, 9 tokens, ms (ik_llama.cpp: its pp1/pp5/pp9), and
                 tau(9) = pass 9 / pass 1
   load          Specula's load time (`run`'s "load:"), ms, and for both engines the wall time of
-                a whole 1-token `run` / llama-cli (-c 4096), ms, the file in the page cache
+                a whole 1-token `run` / llama-cli (-c 4096), ms, the file in the page cache;
+                with --repack-cache DIR the same for Specula mapping its packed cache file
+                (written by one untimed run first; the file is as large as the packed weights)
   RSS           peak resident memory of the tg/pp run, MiB (both map the file: its pages count)
   spec k@a      with --draft: speculative decoding with k drafts at a synthetic acceptance a
                 (`--synthetic-acceptance`), Specula's speedup over its own plain decoding, and the
                 speedup its cost model predicts from the measured pass and draft costs
 
 usage: scripts/bench_real_shapes.py MODEL.gguf [--draft DRAFT.gguf] [--specula build/bin/specula]
-           [--ik DIR] [--threads 2] [--reps 1] [--depth 0] [--accept 0.7] [--k 4] [--json FILE]
+           [--ik DIR] [--threads 2] [--reps 1] [--depth 0] [--accept 0.7] [--k 4]
+           [--repack-cache DIR] [--json FILE]
 The machine is usually shared: run nothing else meanwhile and say how noisy it was.
 """
 import argparse
@@ -74,6 +78,31 @@ def specula_load(a, model):
     return (float(m.group(1)) if m else float("nan")), wall_ms(out)
 
 
+def specula_load_cached(a, model):
+    """specula_load with --repack-cache: one run writes the cache, the next one is timed."""
+    cmd = [a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0", "-c", "4096",
+           "-t", str(a.threads), "--repack-cache", a.repack_cache]
+    run(cmd, must="load: ")
+    out, _ = run(cmd, must="load: ")
+    m = re.search(r"load: (\d+) ms", out)
+    return (float(m.group(1)) if m else float("nan")), wall_ms(out)
+
+
+def ik_depth(a, model):
+    """ik_llama.cpp's llama-sweep-bench row at --depth: pp512 and tg32 tok/s, or None."""
+    sweep = os.path.join(a.ik, "llama-sweep-bench")
+    if not os.path.exists(sweep):
+        return None
+    out, _ = run([sweep, "-m", model, "-c", str(a.depth + 512), "-ub", "512", "-b", "512",
+                  "-n", "32", "-t", str(a.threads), "--sweep-stride", str(a.depth // 512)],
+                 must="|")
+    for line in out.splitlines():
+        f = [x.strip() for x in line.strip().strip("|").split("|")]
+        if len(f) >= 7 and f[2] == str(a.depth):
+            return {"pp": float(f[4]), "tg": float(f[6])}
+    return None
+
+
 def specula_spec(a, model):
     k = str(a.k)
     out, _ = run([a.specula, "bench", "-m", model, "-md", a.draft, "--synthetic-acceptance",
@@ -119,15 +148,21 @@ def table(s, ik, a):
     rows = [("tg128 tok/s", s.get("tg"), ik.get("tg"), True),
             ("pp512 tok/s", s.get("pp"), ik.get("pp"), True)]
     if "depth" in s:
-        rows += [(f"pp512@{a.depth} tok/s", s["depth"]["pp"], None, True),
-                 (f"tg@{a.depth} tok/s", s["depth"]["tg"], None, True)]
+        d = ik.get("depth") or {}
+        rows += [(f"pp512@{a.depth} tok/s", s["depth"]["pp"], d.get("pp"), True),
+                 (f"tg@{a.depth} tok/s", s["depth"]["tg"], d.get("tg"), True)]
     for b in (1, 5, 9):
         rows.append((f"pass {b} ms", s["passes"].get(b), ik.get("passes", {}).get(b), False))
     tau = lambda p: p.get(9, 0) / p[1] if p and p.get(1) else None  # noqa: E731
     rows.append(("tau(9)", tau(s["passes"]), tau(ik.get("passes")), False))
     load = s.get("load", (None, None))
     rows += [("load ms (Specula's own)", load[0], None, False),
-             ("1-token run, wall ms", load[1], ik.get("load"), False),
+             ("1-token run, wall ms", load[1], ik.get("load"), False)]
+    if "load_cached" in s:
+        rows += [("load ms, --repack-cache mapped", s["load_cached"][0], None, False),
+                 ("1-token run, wall ms, --repack-cache", s["load_cached"][1], ik.get("load"),
+                  False)]
+    rows += [
              ("RSS MiB", s.get("rss"), ik.get("rss"), False)]
     print(f"| {os.path.basename(a.model)} | Specula | ik_llama.cpp | Specula / ik |")
     print("|---|---|---|---|")
@@ -152,6 +187,7 @@ def main():
     ap.add_argument("--depth", type=int, default=0, help="also measure after this many positions")
     ap.add_argument("--accept", type=float, default=0.7)
     ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--repack-cache", help="also time Specula's load mapping a cache in this folder")
     ap.add_argument("--json")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -163,7 +199,10 @@ def main():
                  (ik, None, lambda: ik_plain(a, a.model) if a.ik else {}),
                  (s, "depth", lambda: specula_plain(a, a.model, a.depth, 32, "1")
                   if a.depth else None),
+                 (ik, "depth", lambda: ik_depth(a, a.model) if a.ik and a.depth else None),
                  (s, "load", lambda: specula_load(a, a.model)),
+                 (s, "load_cached",
+                  lambda: specula_load_cached(a, a.model) if a.repack_cache else None),
                  (ik, "load", lambda: ik_load(a, a.model) if a.ik else None),
                  (s, "spec", lambda: specula_spec(a, a.model) if a.draft else None)]
         for into, key, step in steps:
