@@ -171,7 +171,9 @@ Runtime open_runtime(const RuntimeOptions& o) {
                                                       .repack_cache = o.repack_cache});
     rt.load_ms = ms_since(t0);
     // Both models are loaded (mapped) before any cache is allocated: the plan sees them all.
-    rt.speculative = load_speculative(o.speculative, *rt.target, o.model_path);
+    SpeculativeConfig spec = o.speculative;
+    spec.draft_repack_cache = o.repack_cache;
+    rt.speculative = load_speculative(spec, *rt.target, o.model_path);
     rt.n_ctx = resolve_context(o, rt.target->hparams());
     if (o.before_caches) o.before_caches(rt);
     rt.plan = plan_runtime(o, rt, available);

@@ -56,8 +56,9 @@ struct SpeculativeConfig {
     NgramParams ngram;   // method ngram
     // Where the draft model runs its layers (-ngld; default: the environment's).
     OffloadParams draft_gpu = env_placement().draft;
-    std::string draft_trace;  // --draft-trace FILE (run only); "": none
-    SuffixParams suffix;      // method suffix (drafters/suffix_params.h lists its flags)
+    std::string draft_repack_cache;  // --repack-cache DIR for the draft model too (pack_cache.h)
+    std::string draft_trace;         // --draft-trace FILE (run only); "": none
+    SuffixParams suffix;             // method suffix (drafters/suffix_params.h lists its flags)
 };
 
 // The speculative options as a command line gives them, before they are checked.

@@ -52,7 +52,9 @@ SpeculativeSetup load_speculative(const SpeculativeConfig& config, const Model& 
             fail(config.draft_model,
                  ": Gemma 4's assistant is not a draft model: use "
                  "--spec-type gemma4-assistant (or mtp) with it");
-        s.draft_model = Model::load(config.draft_model, LoadOptions{.gpu = config.draft_gpu});
+        s.draft_model = Model::load(
+            config.draft_model,
+            LoadOptions{.gpu = config.draft_gpu, .repack_cache = config.draft_repack_cache});
         check_vocab_compatible(target.tokenizer(), s.draft_model->tokenizer(), target_name,
                                config.draft_model);
     }
