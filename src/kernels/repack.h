@@ -63,8 +63,9 @@ void dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 // memory is added.
 class PackedBuffer {
   public:
-    // Pages::small: 4 KiB pages whatever the policy, so the memory committed follows the bytes
-    // written (a KV cache of a server's pool, model/state/kv_cache.h).
+    // Pages::small: 4 KiB pages whatever the policy (MADV_NOHUGEPAGE, which holds where
+    // transparent huge pages are "always" too), so the memory committed follows the bytes
+    // written (a KV cache, model/state/kv_cache.h); advise_huge() asks for huge pages over parts.
     enum class Pages { policy, small };
     explicit PackedBuffer(size_t bytes, Pages pages = Pages::policy);
     ~PackedBuffer();

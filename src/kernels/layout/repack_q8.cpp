@@ -127,6 +127,8 @@ PackedBuffer::PackedBuffer(size_t bytes, Pages pages) : n_(bytes) {
     if (huge) {
         a = (a + kHugePage - 1) / kHugePage * kHugePage;
         madvise(reinterpret_cast<void*>(a), bytes, MADV_HUGEPAGE);
+    } else if (pages == Pages::small) {
+        madvise(p, bytes, MADV_NOHUGEPAGE);  // also where transparent huge pages are "always"
     }
     p_ = reinterpret_cast<uint8_t*>(a);  // page aligned, zero-filled
 }
