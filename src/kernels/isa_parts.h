@@ -36,6 +36,9 @@ namespace amx {
 // Asks the OS for the tile data and runs the hardware kernels against the references: whether
 // they can be used (only called where the CPU probe found AMX).
 bool grant_and_self_test();
+// The self-test itself, over the hardware tiles or their emulation (any AVX-512 CPU): true when
+// the kernels equal the references; throws where it cannot run.
+bool self_test(bool emulated);
 }  // namespace amx
 
 }  // namespace specula

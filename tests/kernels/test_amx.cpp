@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "kernel_test_util.h"
 #include "kernels/amx/amx_tiles.h"
+#include "kernels/isa_parts.h"
 #include "kernels/layout/repack_k.h"
 #include "kernels/matmul.h"
 #include "kernels/policy.h"
@@ -189,6 +190,15 @@ TEST(Amx, ModelLogitsEqualAvx512) {
             EXPECT_TRUE(same_bits(base, logits(true))) << "12 one-token passes";
         }
     }
+}
+
+// The self-test that decides at the first use whether the hardware kernels may run: it runs to
+// a verdict (it once threw on a weight type it could not make, and every command failed on AMX
+// CPUs), over the emulation on any AVX-512 CPU and over the tiles where the CPU has them.
+TEST(Amx, SelfTestPasses) {
+    if (!has_avx512()) GTEST_SKIP() << "needs AVX-512 (for the emulated AMX kernel)";
+    EXPECT_TRUE(amx::self_test(true));
+    if (cpu_has_amx()) EXPECT_TRUE(amx::self_test(false));
 }
 
 TEST(Amx, Switches) {
