@@ -64,10 +64,13 @@ namespace simd {
 
 namespace {
 
-// Fewer tokens run on the VNNI tile kernel (same bits): a TDPBSUD costs the same for 1 or 16
-// rows of A, and with few tokens a pass is bound by memory either way. An estimate: no CPU this
-// project has run on so far exposed AMX, so this threshold is not measured.
-constexpr int kAmxMinTokens = 4;
+// Fewer tokens run on the VNNI tile kernel (same bits): the tile loads, stores and TDPBSUD cost
+// the same for 1 or 16 rows of A, and the float steps per (token, block) are the same work on
+// either path. Measured on an Intel Xeon with AMX (2 cores of a VM, bench_kernels'
+// BM_matmul_packed_amx_hot, a cache-resident 512 x 2048 matrix on one thread): Q8_0 on AMX was
+// slower at 5 tokens (45-68 against 32-45 us) and even at 9, 7-25% faster at 16, 64 and 512;
+// Q4_K on AMX 2x slower at 5 and 9 tokens and within the noise of VNNI at 16 to 512.
+constexpr int kAmxMinTokens = 16;
 constexpr int kAheadPairs = 8;  // block pairs to prefetch ahead, as the VNNI kernel
 
 // The AVX-512 VNNI tile kernels the AMX ones hand passes of fewer than kAmxMinTokens tokens to
@@ -98,38 +101,47 @@ void configure(int m) {
     Ops::configure(config_for(m));
 }
 
-// Rows lo..hi-1 of the tile for m (1..16) tokens.
+// Rows lo..hi-1 of the tile for m (1..16) tokens. Software-pipelined: the tiles of block pair
+// j + 1 are multiplied and stored before the float steps read pair j's sums, so the vector loads
+// never wait on a tile store that has just been issued (a tile store is not forwarded to loads).
 template <class Ops>
 void amx_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, float* y,
                int64_t ldy) {
     configure<Ops>(m);
-    alignas(64) int32_t c[2][16][16];
+    alignas(64) int32_t c[2][2][16][16];  // [pair parity][block of the pair][token][row]
     __m512 acc[16];
     for (int t = 0; t < m; ++t) acc[t] = _mm512_setzero_ps();
     const uint8_t* q0 = a.q + 2;  // token 0's block 0 quants, after its fp16 scale
-    for (int64_t b = 0; b < a.nb; b += 2) {
-        const uint8_t* pair = tile + (b >> 1) * kPackPairBytes;
+    const int64_t npairs = (a.nb + 1) / 2;
+    auto multiply = [&](int64_t j) {
+        const int64_t b = 2 * j;
+        const uint8_t* pair = tile + j * kPackPairBytes;
         const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * kPackPairBytes;
         for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
-        const int nblk = b + 1 < a.nb ? 2 : 1;
         Ops::template zero<0>();
         Ops::template load<2>(q0 + b * sizeof(block_q8_0), a.stride);
         Ops::template load<4>(pair + 64, 64);
         Ops::template dpbsud<0, 2, 4>();
-        if (nblk == 2) {
+        Ops::template store<0>(c[j & 1][0], 64);
+        if (b + 1 < a.nb) {
             Ops::template zero<1>();
             Ops::template load<3>(q0 + (b + 1) * sizeof(block_q8_0), a.stride);
             Ops::template load<5>(pair + 64 + 512, 64);
             Ops::template dpbsud<1, 3, 5>();
+            Ops::template store<1>(c[j & 1][1], 64);
         }
-        Ops::template store<0>(c[0], 64);
-        if (nblk == 2) Ops::template store<1>(c[1], 64);
+    };
+    multiply(0);
+    for (int64_t j = 0; j < npairs; ++j) {
+        if (j + 1 < npairs) multiply(j + 1);
+        const uint8_t* pair = tile + j * kPackPairBytes;
+        const int nblk = 2 * j + 1 < a.nb ? 2 : 1;
         for (int h = 0; h < nblk; ++h) {
-            const int64_t bb = b + h;
+            const int64_t bb = 2 * j + h;
             const __m512 dw =
                 _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(pair + h * 32)));
             for (int t = 0; t < m; ++t) {
-                const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[h][t]),
+                const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[j & 1][h][t]),
                                                    _mm512_set1_epi32(a.corr[t * a.nb + bb]));
                 const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t * a.nb + bb]));
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[t]);
@@ -151,16 +163,35 @@ void amx_tile(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi
 }
 
 // Rows lo..hi-1 of a packed Q4_K tile for m (1..16) tokens. The tiles of a Q8_0 block serve:
-// C in tmm0, A in tmm2 (m x 32 bytes), B in tmm4 (8 x 64 bytes).
+// C in tmm0, A in tmm2 (m x 32 bytes), B in tmm4 (8 x 64 bytes). Pipelined as amx_group, over
+// the sub-blocks of all super-blocks: sub-block k + 1's nibbles are spread, multiplied and its sums
+// stored (double-buffered) before sub-block k's sums are read.
 template <class Ops>
 void q4k_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, float* y,
                int64_t ldy) {
     configure<Ops>(m);
-    alignas(64) uint8_t bt[8][64];
-    alignas(64) int32_t c[16][16];
+    alignas(64) uint8_t bt[2][8][64];
+    alignas(64) int32_t c[2][16][16];
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[16];
     for (int t = 0; t < m; ++t) acc[t] = _mm512_setzero_ps();
+    const int64_t nsub = a.nb * 8;
+    auto multiply = [&](int64_t k) {
+        const int64_t b = k >> 3, s = k & 7;
+        const uint8_t* sb = tile + b * kQ4KSuperBytes;
+        for (int i = 0; i < 4; ++i) {
+            const __m512i raw = _mm512_load_si512(sb + 320 + 64 * (4 * s + i));
+            _mm512_store_si512(bt[k & 1][2 * i], _mm512_and_si512(raw, low4));
+            _mm512_store_si512(bt[k & 1][2 * i + 1],
+                               _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
+        }
+        Ops::template zero<0>();
+        Ops::template load<2>(a.q + b * a.stride + 32 * s, 256);
+        Ops::template load<4>(bt[k & 1], 64);
+        Ops::template dpbsud<0, 2, 4>();
+        Ops::template store<0>(c[k & 1], 64);
+    };
+    multiply(0);
     for (int64_t b = 0; b < a.nb; ++b) {
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
         for (size_t o = 0; o < kQ4KSuperBytes; o += 64)
@@ -170,22 +201,13 @@ void q4k_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, 
         __m512i isum[16];
         for (int t = 0; t < m; ++t) isum[t] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
-            for (int i = 0; i < 4; ++i) {
-                const __m512i raw = _mm512_load_si512(sb + 320 + 64 * (4 * s + i));
-                _mm512_store_si512(bt[2 * i], _mm512_and_si512(raw, low4));
-                _mm512_store_si512(bt[2 * i + 1],
-                                   _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
-            }
-            Ops::template zero<0>();
-            Ops::template load<2>(x.q + 32 * s, 256);
-            Ops::template load<4>(bt, 64);
-            Ops::template dpbsud<0, 2, 4>();
-            Ops::template store<0>(c, 64);
+            const int64_t k = b * 8 + s;
+            if (k + 1 < nsub) multiply(k + 1);
             const __m512i sc = _mm512_cvtepu8_epi32(
                 _mm_load_si128(reinterpret_cast<const __m128i*>(sb + 64 + 16 * s)));
             for (int t = 0; t < m; ++t) {
-                isum[t] =
-                    _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_load_si512(c[t]), sc));
+                isum[t] = _mm512_add_epi32(isum[t],
+                                           _mm512_mullo_epi32(_mm512_load_si512(c[k & 1][t]), sc));
             }
         }
         q4k_finish(sb, x, m, isum, acc);
