@@ -2,10 +2,13 @@
 // one file, a later load maps it and packs nothing, and both give the logits of a load without a
 // cache bit for bit, their packed bytes equal; a cache that is cut short or whose header is
 // changed is not used (the load packs and writes it again); a directory that cannot be written
-// costs the cache, not the load. On a dense Q4_K_M / Q6_K file, a tied-embedding Q8_0 file (the
-// output packed from the embedding's rows) and a MoE file (stacked experts packed).
+// costs the cache, not the load; a changed model file's old cache is removed. On a dense Q4_K_M /
+// Q6_K file, a tied-embedding Q8_0 file (the output packed from the embedding's rows) and a MoE
+// file (stacked experts packed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -98,6 +101,39 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values("models/synthetic/rand-llama-tok512-d256-l2-Q4_K_M.gguf",
                     "models/synthetic/rand-llama-llama3vocab-d64-l1-tied-Q8_0.gguf",
                     "models/synthetic/rand-llama-moe4x2-tok512-d256-l2-Q8_0.gguf"));
+
+// A model file that changes (re-downloaded, re-quantized: here its modification time) is packed
+// again under a new key and its old cache removed; a file of the same name in another folder
+// keeps its own.
+TEST(PackCacheDir, ChangedFileReplacesItsOldCache) {
+    const std::string src =
+        test::shared_path("models/synthetic/rand-llama-tok512-d256-l2-Q8_0.gguf");
+    const fs::path root = fs::path(testing::TempDir()) / "pack_cache_stale";
+    fs::remove_all(root);
+    const fs::path a = root / "a" / "model.gguf", b = root / "b" / "model.gguf";
+    const fs::path dir = root / "cache";
+    for (const fs::path& p : {a, b}) {
+        fs::create_directories(p.parent_path());
+        fs::copy_file(src, p);
+    }
+    const LoadOptions opts{.repack_cache = dir.string()};
+    Model::load(a.string(), opts);
+    Model::load(b.string(), opts);
+    const auto before = cache_files(dir);
+    ASSERT_EQ(before.size(), 2u) << "one cache per model file path";
+
+    fs::last_write_time(a, fs::last_write_time(a) + std::chrono::hours(1));
+    const auto changed = Model::load(a.string(), opts);
+    EXPECT_EQ(changed->packed_file, nullptr) << "a changed file maps no old cache";
+    const auto after = cache_files(dir);
+    ASSERT_EQ(after.size(), 2u) << "the old cache of a was not removed";
+    int kept = 0;
+    for (const fs::path& f : after) kept += std::count(before.begin(), before.end(), f);
+    EXPECT_EQ(kept, 1) << "b's cache stays, a's is a new file";
+    EXPECT_NE(Model::load(a.string(), opts)->packed_file, nullptr);
+    EXPECT_NE(Model::load(b.string(), opts)->packed_file, nullptr);
+    fs::remove_all(root);
+}
 
 TEST(PackCacheDir, UnwritableDirectoryCostsOnlyTheCache) {
     const std::string path =

@@ -17,6 +17,8 @@
 
 namespace specula {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'C', 'P', 'A', 'C', 'K', '1'};
@@ -49,11 +51,12 @@ FileLayout layout(uint64_t key, std::span<const PackedMatrixDesc> ms) {
     return l;
 }
 
+uint64_t fnv_byte(uint64_t h, uint8_t b) {
+    return (h ^ b) * 1099511628211ull;
+}
+
 uint64_t fnv(uint64_t h, uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-        h ^= (v >> (8 * i)) & 0xFF;
-        h *= 1099511628211ull;
-    }
+    for (int i = 0; i < 8; ++i) h = fnv_byte(h, (v >> (8 * i)) & 0xFF);
     return h;
 }
 
@@ -81,8 +84,8 @@ bool write_all(int fd, const void* p, size_t n) {
 // Qwen3-8B-shaped Q4_K_M file decoded at a third of the speed on a 2-core VM). Null on failure.
 void* map_aligned(int fd, size_t bytes) {
     constexpr size_t kHuge = size_t{2} << 20;
-    void* r = mmap(nullptr, bytes + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* r =
+        mmap(nullptr, bytes + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r == MAP_FAILED) return nullptr;
     const auto a = reinterpret_cast<uintptr_t>(r);
     const uintptr_t at = (a + kHuge - 1) / kHuge * kHuge;
@@ -117,10 +120,39 @@ uint64_t pack_cache_key(const GGUFFile& model, const GGUFFile* sidecar,
 }
 
 std::string pack_cache_path(const std::string& dir, const std::string& model_path, uint64_t key) {
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
-    const std::string name = std::filesystem::path(model_path).filename().string();
-    return (std::filesystem::path(dir) / (name + "." + hex + ".packed")).string();
+    std::error_code ec;
+    fs::path abs = fs::weakly_canonical(fs::absolute(model_path, ec), ec);
+    if (abs.empty()) abs = model_path;
+    uint64_t h = 14695981039346656037ull;
+    for (const char c : abs.string()) h = fnv_byte(h, static_cast<uint8_t>(c));
+    char hex[32];
+    std::snprintf(hex, sizeof hex, ".%08llx.%016llx", static_cast<unsigned long long>(h >> 32),
+                  static_cast<unsigned long long>(key));
+    return (fs::path(dir) / (abs.filename().string() + hex + ".packed")).string();
+}
+
+int remove_stale_pack_caches(const std::string& path) {
+    // <name>.<path hash>.<key>.packed: the siblings that differ only in the key.
+    const fs::path p(path);
+    const std::string name = p.filename().string();
+    constexpr size_t kTail = 1 + 16 + 7;  // ".<key>.packed"
+    if (name.size() <= kTail) return 0;
+    const std::string prefix = name.substr(0, name.size() - kTail);
+    int removed = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(p.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string other = it->path().filename().string();
+        if (other == name || other.size() != name.size() || other.rfind(prefix, 0) != 0 ||
+            !other.ends_with(".packed") || !it->is_regular_file(ec))
+            continue;
+        std::error_code rm;
+        if (fs::remove(it->path(), rm)) {
+            std::fprintf(stderr, "--repack-cache: removed %s (an older cache of the same file)\n",
+                         it->path().c_str());
+            ++removed;
+        }
+    }
+    return removed;
 }
 
 std::unique_ptr<PackCacheMap> map_pack_cache(const std::string& path, uint64_t key,
@@ -145,7 +177,7 @@ bool write_pack_cache(const std::string& path, uint64_t key,
     const FileLayout l = layout(key, matrices);
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    fs::create_directories(fs::path(path).parent_path(), ec);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     bool ok = fd >= 0;
     const std::vector<uint8_t> zeros(kPage, 0);
@@ -170,6 +202,8 @@ bool write_pack_cache(const std::string& path, uint64_t key,
         std::fprintf(stderr, "warning: --repack-cache: cannot write %s: %s (the load goes on)\n",
                      path.c_str(), std::strerror(err ? err : errno));
         ::unlink(tmp.c_str());
+    } else {
+        remove_stale_pack_caches(path);
     }
     return ok;
 }

@@ -4,7 +4,7 @@
 // Repacking at load (pack_weights) writes every packed matrix into new anonymous memory: for an
 // 8B Q4_K_M file 4.7 GB read, rearranged and written, on a VM whose host backs memory only when it
 // is first touched most of a load's time. With a cache directory the first load writes its packed
-// matrices to DIR/<model file name>.<key>.packed; a later load of the same file maps that file
+// matrices to DIR/<model file name>.<path hash>.<key>.packed; a later load of the same file maps it
 // read-only (shared page cache pages: replicas of a server on one host hold one copy) and packs
 // nothing. The key hashes the model file's identity (size, modification time, device, inode and
 // sampled content: gguf/file_identity.h), an MTP sidecar's, the layout's version and every packed
@@ -16,7 +16,10 @@
 //    used (the load repacks); one that cannot be written (no space, no permission) costs a
 //    warning naming the path, never the load.
 //  - A cache is written under a temporary name and renamed into place, so no reader ever maps a
-//    half-written file and Specula never truncates a file that another process maps.
+//    half-written file and Specula never truncates a file that another process maps. Once it is
+//    in place, the older caches of the same model file (other keys) are removed: a re-downloaded
+//    or re-quantized model does not leave its old packed copy behind (a process that maps one
+//    keeps its pages until it unmaps it).
 //  - The packed bytes are those pack_weights makes (the same bits whether mapped or packed).
 #pragma once
 
@@ -63,8 +66,13 @@ struct PackedMatrixDesc {
 uint64_t pack_cache_key(const GGUFFile& model, const GGUFFile* sidecar,
                         std::span<const PackedMatrixDesc> matrices);
 
-// DIR/<model file name>.<key, 16 hex digits>.packed
+// DIR/<model file name>.<hash of its absolute path, 8 hex digits>.<key, 16 hex digits>.packed
 std::string pack_cache_path(const std::string& dir, const std::string& model_path, uint64_t key);
+
+// Removes the caches beside `path` (a pack_cache_path) of the same model file path under another
+// key: those a changed file, layout or matrix set left. A file of the same name in another folder
+// hashes another path and keeps its cache. Returns how many it removed (each named on stderr).
+int remove_stale_pack_caches(const std::string& path);
 
 // The cache at `path` mapped, or null when it is missing or does not hold exactly these matrices
 // under this key.
