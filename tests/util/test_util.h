@@ -3,12 +3,15 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "common/env.h"
 
@@ -46,11 +49,37 @@ inline std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-// A fresh temporary directory for files a test writes (corrupted GGUF copies, ...).
+// The directories temp_dir made, removed when the test process exits (by the process that made
+// them: a forked child that exits leaves them to its parent). A crashed test leaves its own.
+class TempDirs {
+  public:
+    void add(const std::filesystem::path& p) {
+        for (const auto& d : dirs_)
+            if (d == p) return;
+        dirs_.push_back(p);
+    }
+    ~TempDirs() {
+        if (::getpid() != owner_) return;
+        std::error_code ec;
+        for (const auto& d : dirs_) std::filesystem::remove_all(d, ec);
+    }
+
+  private:
+    pid_t owner_ = ::getpid();
+    std::vector<std::filesystem::path> dirs_;
+};
+inline TempDirs& temp_dirs() {
+    static TempDirs dirs;
+    return dirs;
+}
+
+// A fresh temporary directory for files a test writes (corrupted GGUF copies, ...), removed with
+// its contents when the test process exits.
 inline std::string temp_dir(const std::string& tag) {
     auto p = std::filesystem::temp_directory_path() /
              ("specula-test-" + tag + "-" + std::to_string(::getpid()));
     std::filesystem::create_directories(p);
+    temp_dirs().add(p);
     return p.string();
 }
 
