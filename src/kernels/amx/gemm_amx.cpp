@@ -186,7 +186,7 @@ void q4k_group(const uint8_t* tile, const PackedActs& a, int m, int lo, int hi, 
                                _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
         }
         Ops::template zero<0>();
-        Ops::template load<2>(a.q + b * a.stride + 32 * s, 256);
+        Ops::template load<2>(ActsAt(a, b).q + 32 * s, 256);
         Ops::template load<4>(bt[k & 1], 64);
         Ops::template dpbsud<0, 2, 4>();
         Ops::template store<0>(c[k & 1], 64);

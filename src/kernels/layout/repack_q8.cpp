@@ -93,9 +93,11 @@ void repack(const WeightView& W, uint8_t* dst) {
                 const fp16_t d = src[r] ? src[r][b].d : fp16_t{0};
                 std::memcpy(sc + 2 * r, &d, 2);
             }
+            // Each line stored in place, 4 bytes at a time (a line built on the stack and copied
+            // whole stalls on store forwarding).
             for (int g = 0; g < QK8_0 / 4; ++g) {
-                for (int r = 0; r < kPackRows; ++r) {  // stored in place: a line on the stack
-                    uint32_t v = 0;                    // read back whole stalls on forwarding
+                for (int r = 0; r < kPackRows; ++r) {
+                    uint32_t v = 0;
                     if (src[r]) std::memcpy(&v, src[r][b].qs + 4 * g, 4);
                     v ^= 0x80808080u;
                     std::memcpy(q + 64 * g + 4 * r, &v, 4);

@@ -51,6 +51,8 @@ FileLayout layout(uint64_t key, std::span<const PackedMatrixDesc> ms) {
     return l;
 }
 
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;  // FNV-1a, 64-bit
+
 uint64_t fnv_byte(uint64_t h, uint8_t b) {
     return (h ^ b) * 1099511628211ull;
 }
@@ -109,7 +111,7 @@ PackCacheMap::~PackCacheMap() {
 
 uint64_t pack_cache_key(const GGUFFile& model, const GGUFFile* sidecar,
                         std::span<const PackedMatrixDesc> matrices) {
-    uint64_t h = fnv(14695981039346656037ull, kLayoutVersion);
+    uint64_t h = fnv(kFnvBasis, kLayoutVersion);
     h = hash_identity(h, model.identity());
     if (sidecar) h = hash_identity(h, sidecar->identity());
     for (const PackedMatrixDesc& m : matrices) {
@@ -123,7 +125,7 @@ std::string pack_cache_path(const std::string& dir, const std::string& model_pat
     std::error_code ec;
     fs::path abs = fs::weakly_canonical(fs::absolute(model_path, ec), ec);
     if (abs.empty()) abs = model_path;
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = kFnvBasis;
     for (const char c : abs.string()) h = fnv_byte(h, static_cast<uint8_t>(c));
     char hex[32];
     std::snprintf(hex, sizeof hex, ".%08llx.%016llx", static_cast<unsigned long long>(h >> 32),
