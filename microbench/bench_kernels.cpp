@@ -335,7 +335,7 @@ BENCHMARK_CAPTURE(BM_matmul_packed_k, Q6_K, GGMLType::Q6_K)->Apply(packed_shapes
 // compute ceiling (next to BM_matmul_hot's row-layout kernels).
 void packed_hot_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols", "ntok", "thr"});
-    for (int ntok : {1, 2, 5, 9, 512}) b->Args({512, 2048, ntok, 1});
+    for (int ntok : {1, 2, 5, 9, 16, 64, 512}) b->Args({512, 2048, ntok, 1});
 }
 BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, Q4_K, GGMLType::Q4_K)->Apply(packed_hot_shapes);
 // Packed Q8_0 and Q4_K the same way, on AVX-512 VNNI (the policy's AMX off) and on AMX tiles

@@ -37,8 +37,8 @@ CpuFeatures probe() {
     const bool tile_state = (xlo & (3u << 17)) == (3u << 17);  // XTILECFG, XTILEDATA
     __cpuid_count(7, 0, a, b, c, d);
     const bool avx2 = bit(b, 5), avx512f = bit(b, 16), avx512dq = bit(b, 17), avx512bw = bit(b, 30),
-               avx512vl = bit(b, 31), avx512vnni = bit(c, 11), amx_tile = bit(d, 24),
-               amx_int8 = bit(d, 25);
+               avx512vl = bit(b, 31), avx512vbmi = bit(c, 1), avx512vnni = bit(c, 11),
+               amx_tile = bit(d, 24), amx_int8 = bit(d, 25);
     unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
     __cpuid_count(7, 1, a1, b1, c1, d1);
     const bool avx_vnni = bit(a1, 4), avx512bf16 = bit(a1, 5);
@@ -46,7 +46,8 @@ CpuFeatures probe() {
     f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni &&
                avx512bf16;
     f.avx_vnni = f.avx2 && avx_vnni;
-    f.amx = f.avx512 && tile_state && amx_tile && amx_int8;
+    f.avx512vbmi = f.avx512 && avx512vbmi;
+    f.amx = f.avx512vbmi && tile_state && amx_tile && amx_int8;
     return f;
 }
 #else
