@@ -6,6 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/error.h"
 #include "kernels/layout/blocks.h"
 #include "kernels/layout/fp16.h"
@@ -78,6 +82,72 @@ void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
     }
 }
 
+#if defined(__SSE2__)
+// 4 rows' vectors whose dwords 0 and 2 hold 4 bytes of two lines (or high-bit groups) each: the
+// 4-row stretches (row r0's first) of the first to p and of the second to p + dist.
+void store_rows4(const __m128i* v, uint8_t* p, size_t dist) {
+    const __m128i lo01 = _mm_unpacklo_epi32(v[0], v[1]), lo23 = _mm_unpacklo_epi32(v[2], v[3]);
+    const __m128i hi01 = _mm_unpackhi_epi32(v[0], v[1]), hi23 = _mm_unpackhi_epi32(v[2], v[3]);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_unpacklo_epi64(lo01, lo23));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + dist), _mm_unpacklo_epi64(hi01, hi23));
+}
+
+// Lines (2v, 2v + 1) of a 16-byte vector of nibbles n (0..15 each): byte k of a line is
+// n[k] | n[k + 4] << 4 (nibble_line's), in dwords 0 and 2.
+__m128i nibble_lines(__m128i n) {
+    return _mm_or_si128(n, _mm_slli_epi16(_mm_srli_epi64(n, 32), 4));
+}
+#endif
+
+// The same record for all 16 rows at once (a whole tile), 4 rows at a time with SSE2 (x86-64's
+// baseline): a row's 16 quant bytes give two lines of low and two of high nibbles in dwords 0 and
+// 2 of a vector, and 4 rows' vectors transpose into the 4-row stretches of those lines (the
+// row-at-a-time packing, 4-byte stores 64 bytes apart, was most of an 8B Q4_K_M file's load).
+void pack_q4_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
+    for (int r = 0; r < kPackRows; ++r) {
+        const block_q4_K& blk = reinterpret_cast<const block_q4_K*>(rows[r])[b];
+        std::memcpy(sb + 2 * r, &blk.d, 2);
+        std::memcpy(sb + 32 + 2 * r, &blk.dmin, 2);
+        const uint8_t* q = blk.scales;
+        for (int s = 0; s < 4; ++s) {
+            sb[64 + 16 * s + r] = q[s] & 63;
+            sb[192 + 16 * s + r] = q[s + 4] & 63;
+            sb[64 + 16 * (s + 4) + r] = (q[s + 8] & 0x0F) | ((q[s] >> 6) << 4);
+            sb[192 + 16 * (s + 4) + r] = (q[s + 8] >> 4) | ((q[s + 4] >> 6) << 4);
+        }
+    }
+#if defined(__SSE2__)
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    for (int r0 = 0; r0 < kPackRows; r0 += 4) {
+        for (int G = 0; G < 4; ++G) {
+            __m128i v[4][4];  // [A low, A high, B low, B high][row]
+            for (int i = 0; i < 4; ++i) {
+                const uint8_t* qs =
+                    reinterpret_cast<const block_q4_K*>(rows[r0 + i])[b].qs + 32 * G;
+                const __m128i A = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+                const __m128i B = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16));
+                v[0][i] = nibble_lines(_mm_and_si128(A, low4));
+                v[1][i] = nibble_lines(_mm_and_si128(_mm_srli_epi16(A, 4), low4));
+                v[2][i] = nibble_lines(_mm_and_si128(B, low4));
+                v[3][i] = nibble_lines(_mm_and_si128(_mm_srli_epi16(B, 4), low4));
+            }
+            static constexpr int kFirstLine[4] = {0, 4, 2, 6};  // of each, within the group
+            for (int k = 0; k < 4; ++k)
+                store_rows4(v[k], sb + nibble_byte(r0, 64 * G + 8 * kFirstLine[k]), 64);
+        }
+    }
+#else
+    for (int r = 0; r < kPackRows; ++r) {
+        const block_q4_K& blk = reinterpret_cast<const block_q4_K*>(rows[r])[b];
+        for (int j = 0; j < kLines; ++j) {
+            const int e = 8 * j % 64;
+            store_u32(sb + nibble_byte(r, 8 * j),
+                      nibble_line(blk.qs + 32 * (j / 8) + e % 32, e >= 32));
+        }
+    }
+#endif
+}
+
 // Q6_K: element 128h + 32k + i (u = q + 32) has its low 4 bits in the low (k < 2) or high nibble
 // of ql[64h + 32(k % 2) + i] and its top 2 bits at bits 2k of qh[32h + i]. In the tile, group c
 // of 16 elements keeps the top bits in row r's 4 bytes at high_byte(r, 16c): element 16c + 4q + k
@@ -98,6 +168,66 @@ void pack_q6_K(const block_q6_K& b, int r, uint8_t* sb) {
             bits |= ((load_u32(qh + 4 * q) >> (2 * k)) & 0x03030303u) << (2 * q);
         store_u32(sb + high_byte(r, e), bits);
     }
+}
+
+// pack_q6_K for all 16 rows at once, 4 rows at a time with SSE2 as pack_q4_K_tile: 16 bytes of
+// ql give two lines of low and two of high nibbles, and 16 bytes of qh (the top bits of 16
+// elements of 4 groups) each group's 4 bytes of high bits.
+void pack_q6_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
+    for (int r = 0; r < kPackRows; ++r) {
+        const block_q6_K& blk = reinterpret_cast<const block_q6_K*>(rows[r])[b];
+        std::memcpy(sb + 2 * r, &blk.d, 2);
+        std::memset(sb + 32 + 2 * r, 0, 2);
+        for (int g = 0; g < 16; ++g) sb[64 + 16 * g + r] = static_cast<uint8_t>(blk.scales[g]);
+    }
+#if defined(__SSE2__)
+    const __m128i low4 = _mm_set1_epi8(0x0F), two = _mm_set1_epi8(0x03);
+    for (int r0 = 0; r0 < kPackRows; r0 += 4) {
+        const block_q6_K* blk[4];
+        for (int i = 0; i < 4; ++i) blk[i] = reinterpret_cast<const block_q6_K*>(rows[r0 + i]) + b;
+        for (int h = 0; h < 2; ++h) {
+            // ql bytes 64h + 16c .. + 15: elements 128h + 32(c / 2) + 16(c % 2) + 0..15 in the low
+            // nibbles (lines 16h + 4(c / 2) + 2(c % 2) and + 1), + 64 in the high ones (+ 8).
+            for (int c = 0; c < 4; ++c) {
+                __m128i lo[4], hi[4];
+                for (int i = 0; i < 4; ++i) {
+                    const __m128i q = _mm_loadu_si128(
+                        reinterpret_cast<const __m128i*>(blk[i]->ql + 64 * h + 16 * c));
+                    lo[i] = nibble_lines(_mm_and_si128(q, low4));
+                    hi[i] = nibble_lines(_mm_and_si128(_mm_srli_epi16(q, 4), low4));
+                }
+                const int line = 16 * h + 4 * (c / 2) + 2 * (c % 2);
+                store_rows4(lo, sb + nibble_byte(r0, 8 * line), 64);
+                store_rows4(hi, sb + nibble_byte(r0, 8 * (line + 8)), 64);
+            }
+            // qh bytes 32h + 16j .. + 15: bits 2k of element 128h + 32k + 16j + x; group 8h + 2k
+            // + j keeps them as byte x % 4, bits 2(x / 4).
+            for (int j = 0; j < 2; ++j) {
+                for (int k = 0; k < 4; k += 2) {
+                    __m128i v[4];
+                    for (int i = 0; i < 4; ++i) {
+                        const __m128i q = _mm_loadu_si128(
+                            reinterpret_cast<const __m128i*>(blk[i]->qh + 32 * h + 16 * j));
+                        // groups of k (dword 0) and k + 1 (dword 2)
+                        const __m128i y0 = _mm_and_si128(_mm_srli_epi16(q, 2 * k), two);
+                        const __m128i y1 = _mm_and_si128(_mm_srli_epi16(q, 2 * k + 2), two);
+                        auto fold = [](__m128i y) {  // dword 0 = sum_q y[4q .. 4q + 3] << 2q
+                            const __m128i a =
+                                _mm_or_si128(y, _mm_slli_epi16(_mm_srli_si128(y, 4), 2));
+                            return _mm_or_si128(a, _mm_slli_epi16(_mm_srli_si128(a, 8), 4));
+                        };
+                        v[i] = _mm_unpacklo_epi64(fold(y0), fold(y1));
+                    }
+                    // groups 8h + 2k + j (dword 0) and 8h + 2(k + 1) + j, 128 bytes apart
+                    store_rows4(v, sb + high_byte(r0, 16 * (8 * h + 2 * k + j)), 128);
+                }
+            }
+        }
+    }
+#else
+    for (int r = 0; r < kPackRows; ++r)
+        pack_q6_K(reinterpret_cast<const block_q6_K*>(rows[r])[b], r, sb);
+#endif
 }
 
 int q4_value(const uint8_t* sb, int r, int e) {
@@ -144,10 +274,20 @@ void kq_repack(const WeightView& W, uint8_t* dst) {
         // is in L1, and the tile written once, front to back (row by row, each record was
         // revisited 16 times across a tile of up to ~100 KB).
         const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, W.rows - ti * kPackRows));
+        const uint8_t* rows[kPackRows];
+        for (int r = 0; r < nrows; ++r) rows[r] = W.row(ti * kPackRows + r);
         for (int64_t b = 0; b < nb; ++b) {
             uint8_t* sb = tile + b * sbytes;
+            if (nrows == kPackRows) {
+                if (W.type == GGMLType::Q4_K) {
+                    pack_q4_K_tile(rows, b, sb);
+                } else {
+                    pack_q6_K_tile(rows, b, sb);
+                }
+                continue;
+            }
             for (int r = 0; r < nrows; ++r) {
-                const uint8_t* src = W.row(ti * kPackRows + r);
+                const uint8_t* src = rows[r];
                 if (W.type == GGMLType::Q4_K) {
                     pack_q4_K(reinterpret_cast<const block_q4_K*>(src)[b], r, sb);
                 } else {
