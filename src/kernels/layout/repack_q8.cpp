@@ -6,6 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/error.h"
 #include "kernels/layout/blocks.h"
 #include "kernels/layout/fp16.h"
@@ -29,6 +33,38 @@ const uint8_t* block_scales(const uint8_t* tile, int64_t b) {
 const uint8_t* block_quants(const uint8_t* tile, int64_t b) {
     return tile + (b >> 1) * kPackPairBytes + 64 + (b & 1) * 512;
 }
+
+// Block b's 8 quant lines of a whole tile (16 rows at src) to q, offset by 128: 4 rows at a time
+// with SSE2 (x86-64's baseline), a row's 16 bytes being 4 lines' 4 bytes, so 4 rows' vectors
+// transpose (4 x 4 dwords) into 4 lines' 16-byte stretches (4-byte moves: most of a Q8_0 8B load's
+// repacking).
+#if defined(__SSE2__)
+constexpr bool kQuantLinesSse2 = true;
+void quant_lines_sse2(const block_q8_0* const* src, int64_t b, uint8_t* q) {
+    const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
+    for (int r0 = 0; r0 < kPackRows; r0 += 4) {
+        for (int h = 0; h < 2; ++h) {  // lines 4h .. 4h + 3
+            __m128i v[4];
+            for (int i = 0; i < 4; ++i) {
+                v[i] = _mm_xor_si128(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[r0 + i][b].qs + 16 * h)),
+                    bias);
+            }
+            const __m128i a = _mm_unpacklo_epi32(v[0], v[1]), c = _mm_unpacklo_epi32(v[2], v[3]);
+            const __m128i e = _mm_unpackhi_epi32(v[0], v[1]), f = _mm_unpackhi_epi32(v[2], v[3]);
+            const __m128i line[4] = {_mm_unpacklo_epi64(a, c), _mm_unpackhi_epi64(a, c),
+                                     _mm_unpacklo_epi64(e, f), _mm_unpackhi_epi64(e, f)};
+            for (int g = 0; g < 4; ++g) {
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 64 * (4 * h + g) + 4 * r0),
+                                 line[g]);
+            }
+        }
+    }
+}
+#else
+constexpr bool kQuantLinesSse2 = false;
+void quant_lines_sse2(const block_q8_0* const*, int64_t, uint8_t*) {}
+#endif
 
 }  // namespace
 
@@ -82,6 +118,7 @@ void repack(const WeightView& W, uint8_t* dst) {
         // row, 4 bytes per line, each line was stored to 16 times and repacking took 62% of a
         // Q8_0 8B load's samples.
         const block_q8_0* src[kPackRows];
+        const bool full = (ti + 1) * kPackRows <= W.rows && kQuantLinesSse2;
         for (int r = 0; r < kPackRows; ++r) {
             const int64_t row = ti * kPackRows + r;
             src[r] = row < W.rows ? reinterpret_cast<const block_q8_0*>(W.row(row)) : nullptr;
@@ -92,6 +129,10 @@ void repack(const WeightView& W, uint8_t* dst) {
             for (int r = 0; r < kPackRows; ++r) {
                 const fp16_t d = src[r] ? src[r][b].d : fp16_t{0};
                 std::memcpy(sc + 2 * r, &d, 2);
+            }
+            if (full) {
+                quant_lines_sse2(src, b, q);
+                continue;
             }
             // Each line stored in place, 4 bytes at a time (a line built on the stack and copied
             // whole stalls on store forwarding).
