@@ -7,20 +7,12 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/fnv.h"
+
 namespace specula {
 
-namespace {
-
-uint64_t fnv1a(uint64_t h, const unsigned char* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-}  // namespace
-
 uint64_t sampled_hash(int fd, uint64_t size) {
-    uint64_t h = 14695981039346656037ull;
-    h = fnv1a(h, reinterpret_cast<const unsigned char*>(&size), sizeof size);
+    uint64_t h = fnv1a(kFnv1aBasis, &size, sizeof size);
     std::vector<unsigned char> buf(kSampleBytes);
     const uint64_t last = size > kSampleBytes ? size - kSampleBytes : 0;
     for (int b = 0; b < kSampleBlocks; ++b) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/fnv.h"
 #include "gguf/gguf.h"
 
 namespace specula {
@@ -51,20 +52,9 @@ FileLayout layout(uint64_t key, std::span<const PackedMatrixDesc> ms) {
     return l;
 }
 
-constexpr uint64_t kFnvBasis = 14695981039346656037ull;  // FNV-1a, 64-bit
-
-uint64_t fnv_byte(uint64_t h, uint8_t b) {
-    return (h ^ b) * 1099511628211ull;
-}
-
-uint64_t fnv(uint64_t h, uint64_t v) {
-    for (int i = 0; i < 8; ++i) h = fnv_byte(h, (v >> (8 * i)) & 0xFF);
-    return h;
-}
-
 uint64_t hash_identity(uint64_t h, const FileIdentity& id) {
     for (const uint64_t v : {id.size, uint64_t(id.mtime_ns), id.dev, id.ino, id.sample_hash})
-        h = fnv(h, v);
+        h = fnv1a_u64(h, v);
     return h;
 }
 
@@ -111,12 +101,12 @@ PackCacheMap::~PackCacheMap() {
 
 uint64_t pack_cache_key(const GGUFFile& model, const GGUFFile* sidecar,
                         std::span<const PackedMatrixDesc> matrices) {
-    uint64_t h = fnv(kFnvBasis, kLayoutVersion);
+    uint64_t h = fnv1a_u64(kFnv1aBasis, kLayoutVersion);
     h = hash_identity(h, model.identity());
     if (sidecar) h = hash_identity(h, sidecar->identity());
     for (const PackedMatrixDesc& m : matrices) {
         for (const uint64_t v : {uint64_t(m.type), uint64_t(m.rows), uint64_t(m.cols), m.bytes})
-            h = fnv(h, v);
+            h = fnv1a_u64(h, v);
     }
     return h;
 }
@@ -125,8 +115,8 @@ std::string pack_cache_path(const std::string& dir, const std::string& model_pat
     std::error_code ec;
     fs::path abs = fs::weakly_canonical(fs::absolute(model_path, ec), ec);
     if (abs.empty()) abs = model_path;
-    uint64_t h = kFnvBasis;
-    for (const char c : abs.string()) h = fnv_byte(h, static_cast<uint8_t>(c));
+    const std::string name = abs.string();
+    const uint64_t h = fnv1a(kFnv1aBasis, name.data(), name.size());
     char hex[32];
     std::snprintf(hex, sizeof hex, ".%08llx.%016llx", static_cast<unsigned long long>(h >> 32),
                   static_cast<unsigned long long>(key));
