@@ -65,9 +65,8 @@ uint32_t nibble_line(const uint8_t* src, bool high) {
                 : (a & 0x0F0F0F0Fu) | ((b & 0x0F0F0F0Fu) << 4);
 }
 
-// Q4_K: group g of 64 elements is bytes qs[32g, 32g + 32): elements 64g + i in their low nibbles,
-// 64g + 32 + i in their high ones.
-void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
+// Q4_K: row r's d, dmin, scales and mins (the record's first 320 bytes).
+void pack_q4_K_scales(const block_q4_K& b, int r, uint8_t* sb) {
     std::memcpy(sb + 2 * r, &b.d, 2);
     std::memcpy(sb + 32 + 2 * r, &b.dmin, 2);
     for (int s = 0; s < 8; ++s) {
@@ -76,6 +75,12 @@ void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
         sb[64 + 16 * s + r] = static_cast<uint8_t>(sc);
         sb[192 + 16 * s + r] = static_cast<uint8_t>(m);
     }
+}
+
+// Q4_K: group g of 64 elements is bytes qs[32g, 32g + 32): elements 64g + i in their low nibbles,
+// 64g + 32 + i in their high ones.
+void pack_q4_K(const block_q4_K& b, int r, uint8_t* sb) {
+    pack_q4_K_scales(b, r, sb);
     for (int j = 0; j < kLines; ++j) {
         const int e = 8 * j % 64;
         store_u32(sb + nibble_byte(r, 8 * j), nibble_line(b.qs + 32 * (j / 8) + e % 32, e >= 32));
@@ -105,16 +110,7 @@ __m128i nibble_lines(__m128i n) {
 // row-at-a-time packing, 4-byte stores 64 bytes apart, was most of an 8B Q4_K_M file's load).
 void pack_q4_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
     for (int r = 0; r < kPackRows; ++r) {
-        const block_q4_K& blk = reinterpret_cast<const block_q4_K*>(rows[r])[b];
-        std::memcpy(sb + 2 * r, &blk.d, 2);
-        std::memcpy(sb + 32 + 2 * r, &blk.dmin, 2);
-        const uint8_t* q = blk.scales;
-        for (int s = 0; s < 4; ++s) {
-            sb[64 + 16 * s + r] = q[s] & 63;
-            sb[192 + 16 * s + r] = q[s + 4] & 63;
-            sb[64 + 16 * (s + 4) + r] = (q[s + 8] & 0x0F) | ((q[s] >> 6) << 4);
-            sb[192 + 16 * (s + 4) + r] = (q[s + 8] >> 4) | ((q[s + 4] >> 6) << 4);
-        }
+        pack_q4_K_scales(reinterpret_cast<const block_q4_K*>(rows[r])[b], r, sb);
     }
 #if defined(__SSE2__)
     const __m128i low4 = _mm_set1_epi8(0x0F);
@@ -148,14 +144,19 @@ void pack_q4_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
 #endif
 }
 
+// Q6_K: row r's d, the layout's zeros in place of dmin and its group scales.
+void pack_q6_K_scales(const block_q6_K& b, int r, uint8_t* sb) {
+    std::memcpy(sb + 2 * r, &b.d, 2);
+    std::memset(sb + 32 + 2 * r, 0, 2);  // the layout's zeros (no dmin)
+    for (int g = 0; g < 16; ++g) sb[64 + 16 * g + r] = static_cast<uint8_t>(b.scales[g]);
+}
+
 // Q6_K: element 128h + 32k + i (u = q + 32) has its low 4 bits in the low (k < 2) or high nibble
 // of ql[64h + 32(k % 2) + i] and its top 2 bits at bits 2k of qh[32h + i]. In the tile, group c
 // of 16 elements keeps the top bits in row r's 4 bytes at high_byte(r, 16c): element 16c + 4q + k
 // in bits 2q..2q+1 of byte k (high_byte / high_shift).
 void pack_q6_K(const block_q6_K& b, int r, uint8_t* sb) {
-    std::memcpy(sb + 2 * r, &b.d, 2);
-    std::memset(sb + 32 + 2 * r, 0, 2);  // the layout's zeros (no dmin)
-    for (int g = 0; g < 16; ++g) sb[64 + 16 * g + r] = static_cast<uint8_t>(b.scales[g]);
+    pack_q6_K_scales(b, r, sb);
     for (int j = 0; j < kLines; ++j) {
         const int e = 8 * j, h = e / 128, k = e % 128 / 32, i = e % 32;
         store_u32(sb + nibble_byte(r, e), nibble_line(b.ql + 64 * h + 32 * (k % 2) + i, k >= 2));
@@ -174,13 +175,10 @@ void pack_q6_K(const block_q6_K& b, int r, uint8_t* sb) {
 // ql give two lines of low and two of high nibbles, and 16 bytes of qh (the top bits of 16
 // elements of 4 groups) each group's 4 bytes of high bits.
 void pack_q6_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
-    for (int r = 0; r < kPackRows; ++r) {
-        const block_q6_K& blk = reinterpret_cast<const block_q6_K*>(rows[r])[b];
-        std::memcpy(sb + 2 * r, &blk.d, 2);
-        std::memset(sb + 32 + 2 * r, 0, 2);
-        for (int g = 0; g < 16; ++g) sb[64 + 16 * g + r] = static_cast<uint8_t>(blk.scales[g]);
-    }
 #if defined(__SSE2__)
+    for (int r = 0; r < kPackRows; ++r) {
+        pack_q6_K_scales(reinterpret_cast<const block_q6_K*>(rows[r])[b], r, sb);
+    }
     const __m128i low4 = _mm_set1_epi8(0x0F), two = _mm_set1_epi8(0x03);
     for (int r0 = 0; r0 < kPackRows; r0 += 4) {
         const block_q6_K* blk[4];

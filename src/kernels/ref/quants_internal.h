@@ -48,8 +48,19 @@ void dequantize_q8_K(const block_q8_K* x, float* y, int64_t n);
 
 void quantize_q8_K(const float* x, block_q8_K* y, int64_t n);
 
-// Q4_K / Q5_K: scale and min of sub-block j (0..7) from the 12-byte packing.
-void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m);
+// Q4_K / Q5_K: scale and min of sub-block j (0..7) from the 12-byte packing: 8 pairs of 6 bits.
+// Pairs 0..3 sit in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); pairs 4..7 take their
+// low 4 bits from bytes 8..11 and their top 2 bits from the top bits of bytes 0..7. (Inline: the
+// Q4_K repack calls it for every row of every super-block at load.)
+inline void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
 // Q4_K: the 4-bit value (0..15) of element l (0..255) of a super-block.
 int q4_K_value(const block_q4_K& b, int l);
 // Q6_K: the signed 6-bit value (-32..31) of element l.

@@ -14,19 +14,6 @@
 
 namespace specula::ref {
 
-// Q4_K / Q5_K: 8 pairs of 6-bit (scale, min) packed in 12 bytes. Pairs 0..3 sit in the low 6 bits
-// of bytes 0..3 (scales) and 4..7 (mins); pairs 4..7 take their low 4 bits from bytes 8..11 and
-// their top 2 bits from the top bits of bytes 0..7.
-void get_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 // Q4_K: the 4-bit value of element l: 64-element groups use 32 bytes, low nibbles first.
 int q4_K_value(const block_q4_K& b, int l) {
     const uint8_t q = b.qs[32 * (l / 64) + l % 32];
