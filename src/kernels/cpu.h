@@ -9,13 +9,12 @@ namespace specula {
 struct CpuFeatures {
     bool avx2 = false;    // AVX2 + FMA + F16C, with the OS saving the AVX state
     bool avx512 = false;  // AVX-512 F/BW/VL/DQ/VNNI/BF16, with the OS saving its state (needs avx2)
-    bool avx_vnni = false;  // AVX-VNNI (VEX vpdpbusd; needs avx2)
-    bool avx512vbmi =
-        false;         // AVX-512 VBMI (vpermi2b: the AMX Q4_K kernel's lookups; needs avx512)
-    bool amx = false;  // AMX-TILE + AMX-INT8 with the OS saving the tile state (needs avx512
-                       // and avx512vbmi, which every AMX CPU has);
-                       // the process must still ask the kernel for the tile data (amx/)
-    bool amd = false;  // vendor AuthenticAMD (vdpbf16ps runs at the FMA's rate there)
+    bool avx_vnni = false;    // AVX-VNNI (VEX vpdpbusd; needs avx2)
+    bool avx512vbmi = false;  // AVX-512 VBMI (vpermi2b, for the AMX Q4_K kernel; needs avx512)
+    bool amx = false;         // AMX-TILE + AMX-INT8 with the OS saving the tile state (needs avx512
+                              // and avx512vbmi, which every AMX CPU has);
+                              // the process must still ask the kernel for the tile data (amx/)
+    bool amd = false;         // vendor AuthenticAMD (vdpbf16ps runs at the FMA's rate there)
 };
 
 const CpuFeatures& cpu_features();
