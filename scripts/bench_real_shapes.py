@@ -11,7 +11,8 @@ draft that scripts/models/make_shaped.py writes to models/. Rows:
   pass b        one target pass over b = 1, 5, 9 tokens, ms (ik_llama.cpp: its pp1/pp5/pp9), and
                 tau(9) = pass 9 / pass 1
   load          Specula's load time (`run`'s "load:"), ms, and for both engines the wall time of
-                a whole 1-token `run` / llama-cli (-c 4096), ms, the file in the page cache;
+                a whole 1-token `run` / llama-cli (-c 4096), ms, the file read into the page
+                cache just before each run; medians of 3 runs;
                 with --repack-cache DIR the same for Specula mapping its packed cache file
                 (written by one untimed run first; the file is as large as the packed weights)
   RSS           peak resident memory of the tg/pp run, MiB (both map the file: its pages count)
@@ -70,12 +71,34 @@ def specula_plain(a, model, depth, n, batches):
             "rss": rss}
 
 
+def warm(path):
+    """Reads the file once, so that a load timed next finds it in the page cache (on a machine
+    whose RAM barely holds two 8B files and a packed copy, the previous step may have evicted
+    part of it: the first load after the other file ran was 1.5-2x slower on both engines)."""
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+LOAD_RUNS = 3  # the load rows are the median of this many runs, the file read just before each
+
+
 def specula_load(a, model):
-    """(Specula's own load time, the wall time of the whole 1-token run), ms."""
-    out, _ = run([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
-                  "-c", "4096", "-t", str(a.threads)], must="load: ")
-    m = re.search(r"load: (\d+) ms", out)
-    return (float(m.group(1)) if m else float("nan")), wall_ms(out)
+    """(Specula's own load time, the wall time of the whole 1-token run), ms: medians."""
+    loads, walls = [], []
+    for _ in range(LOAD_RUNS):
+        warm(model)
+        out, _ = run([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
+                      "-c", "4096", "-t", str(a.threads)], must="load: ")
+        m = re.search(r"load: (\d+) ms", out)
+        loads.append(float(m.group(1)) if m else float("nan"))
+        walls.append(wall_ms(out))
+    return median(loads), median(walls)
 
 
 def specula_load_cached(a, model):
@@ -134,10 +157,15 @@ def ik_plain(a, model):
 
 
 def ik_load(a, model):
-    """The wall time of llama-cli's 1-token run, ms (it prints no load time of its own)."""
-    out, _ = run([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
-                  "--temp", "0", "-c", "4096", "-t", str(a.threads)], must="total time")
-    return wall_ms(out)
+    """The wall time of llama-cli's 1-token run, ms (it prints no load time of its own): the
+    median of LOAD_RUNS, the file read just before each."""
+    walls = []
+    for _ in range(LOAD_RUNS):
+        warm(model)
+        out, _ = run([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
+                      "--temp", "0", "-c", "4096", "-t", str(a.threads)], must="total time")
+        walls.append(wall_ms(out))
+    return median(walls)
 
 
 def fmt(x, digits=1):
