@@ -40,10 +40,12 @@ IK_DEFAULT = "/tmp/specula-peers/ik_llama.cpp/src/build/bin"
 
 def run(cmd, timeout=3600, must=None):
     """stdout + stderr of cmd under /usr/bin/time -v, and its peak RSS in MiB. A failed command
-    ends the script, unless its output has the text `must` (what is read from it)."""
+    ends the script, unless its output has the text `must` (what is read from it). It runs in a
+    temporary folder: llama-cli writes its main.log into the current one."""
     full = ["/usr/bin/time", "-v"] + cmd
-    r = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory() as cwd:
+        r = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=timeout, cwd=cwd)
     if r.returncode != 0 and not (must and must in r.stdout + r.stderr):
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-1500:]}")
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
@@ -218,6 +220,10 @@ def main():
     ap.add_argument("--repack-cache", help="also time Specula's load mapping a cache in this folder")
     ap.add_argument("--json")
     a = ap.parse_args()
+    # Commands run in a temporary folder (run()): every path absolute.
+    for k in ("model", "draft", "specula", "ik", "repack_cache"):
+        if getattr(a, k):
+            setattr(a, k, os.path.abspath(getattr(a, k)))
     with tempfile.TemporaryDirectory() as d:
         # A private copy: a rebuild of build/ during the run must not swap the binary under it.
         shutil.copy2(a.specula, os.path.join(d, "specula"))

@@ -5,9 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "bench/membw.h"
 #include "common/clock.h"
-#include "common/threadpool.h"
 
 namespace specula {
 
@@ -142,10 +140,7 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
     tp.depth = p.depth;
     if (p.pp > 0) tp.pp_tps = time_prompt(target, ctx, p.pp, p.pp_reps, p);
     tp.n_threads = session.n_threads();
-    if (p.read_test_bytes > 0) {
-        ThreadPool pool(tp.n_threads);
-        tp.read_gbs = measure_read_bandwidth(pool, p.read_test_bytes);
-    }
+    tp.read_gbs = p.read_gbs;
     return tp;
 }
 

@@ -18,8 +18,11 @@ struct ThroughputParams {
     int pp = 512;     // prompt-processing test length (0: skip)
     int depth = 0;    // cached positions before the pp pass (the passes sit on top of `ctx`)
     int pp_reps = 3;  // repetitions of the pp pass
-    std::vector<int> pass_sizes{1, 2, 5, 9};            // batch sizes of the timed target passes
-    size_t read_test_bytes = size_t{512} << 20;         // buffer of the bandwidth test (0: skip it)
+    std::vector<int> pass_sizes{1, 2, 5, 9};  // batch sizes of the timed target passes
+    // The machine's streaming-read bandwidth with the pool's threads, GB/s (measure_read_bandwidth,
+    // bench/membw.h), measured by the caller before the model was loaded, so that its buffer
+    // never adds to the model's peak resident memory; 0: not measured (no bandwidth columns).
+    double read_gbs = 0;
     int n_threads = 0;                                  // threads of the pp session (0: hardware)
     int n_ubatch = SessionParams::kDefaultUbatch;       // the pp session's longest pass (-ub)
     KVType type_k = KVType::F32, type_v = KVType::F32;  // the pp session's KV cache
