@@ -271,8 +271,10 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int n, int lo, int hi,
     for (int64_t b = 0; b < a.nb; ++b) {
         const ActsAt x(a, b);
         for (int g = 0; g < groups; g += 2) {
-            const int8_t* q1 = g + 1 < groups ? x.q + 256 * std::min(16 * g + 16, last) : nullptr;
-            q4k_multiply<Ops>(x.q + 256 * std::min(16 * g, last), q1, bt[b & 1], c[g], c[g + 1]);
+            const int8_t* q1 =
+                g + 1 < groups ? x.from_token(std::min(16 * g + 16, last)).q : nullptr;
+            q4k_multiply<Ops>(x.from_token(std::min(16 * g, last)).q, q1, bt[b & 1], c[g],
+                              c[g + 1]);
         }
         const uint8_t* sb = tile + b * kQ4KSuperBytes;
         for (size_t o = 0; o < kQ4KSuperBytes; o += 64)
@@ -281,8 +283,7 @@ void q4k_tokens(const uint8_t* tile, const PackedActs& a, int n, int lo, int hi,
         for (int g = 0; g < groups; ++g) {
             const int first = std::min(16 * g, last), t0 = 16 * g, nt = std::min(16, n - t0);
             const int skip = t0 - first;  // rows of C the group before took
-            ActsAt xt = x;
-            xt.q += 256 * t0, xt.d += t0, xt.corr += kKqCorr * t0;
+            const ActsAt xt = x.from_token(t0);
             __m512 acc[16];
             for (int t = 0; t < nt; ++t) acc[t] = _mm512_load_ps(acc_mem[t0 + t]);
             q4k_mins(sb, xt, nt, acc);

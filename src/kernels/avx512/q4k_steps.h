@@ -29,6 +29,12 @@ struct ActsAt {
         d = a.d + b * ntot;
         corr = a.corr + b * ntot * kKqCorr;
     }
+    // The same super-block from token t of the group on.
+    ActsAt from_token(int t) const {
+        ActsAt r = *this;
+        r.q += 256 * t, r.d += t, r.corr += kKqCorr * t;
+        return r;
+    }
 };
 
 __attribute__((always_inline)) inline __m512 fp16x16(const uint8_t* p) {

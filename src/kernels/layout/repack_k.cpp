@@ -109,10 +109,10 @@ __m128i nibble_lines(__m128i n) {
 // 2 of a vector, and 4 rows' vectors transpose into the 4-row stretches of those lines (the
 // row-at-a-time packing, 4-byte stores 64 bytes apart, was most of an 8B Q4_K_M file's load).
 void pack_q4_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
+#if defined(__SSE2__)
     for (int r = 0; r < kPackRows; ++r) {
         pack_q4_K_scales(reinterpret_cast<const block_q4_K*>(rows[r])[b], r, sb);
     }
-#if defined(__SSE2__)
     const __m128i low4 = _mm_set1_epi8(0x0F);
     for (int r0 = 0; r0 < kPackRows; r0 += 4) {
         for (int G = 0; G < 4; ++G) {
@@ -133,14 +133,8 @@ void pack_q4_K_tile(const uint8_t* const* rows, int64_t b, uint8_t* sb) {
         }
     }
 #else
-    for (int r = 0; r < kPackRows; ++r) {
-        const block_q4_K& blk = reinterpret_cast<const block_q4_K*>(rows[r])[b];
-        for (int j = 0; j < kLines; ++j) {
-            const int e = 8 * j % 64;
-            store_u32(sb + nibble_byte(r, 8 * j),
-                      nibble_line(blk.qs + 32 * (j / 8) + e % 32, e >= 32));
-        }
-    }
+    for (int r = 0; r < kPackRows; ++r)
+        pack_q4_K(reinterpret_cast<const block_q4_K*>(rows[r])[b], r, sb);
 #endif
 }
 
