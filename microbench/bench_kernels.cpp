@@ -524,6 +524,43 @@ void depth_batches(benchmark::internal::Benchmark* b) {
     b->UseRealTime();
 }
 BENCHMARK_CAPTURE(BM_attention_depth, F16, KVType::F16)->Apply(depth_batches);
+
+// A prompt's attention at depth at Qwen3-8B's shape (32 query heads over 8 KV heads of 128), one
+// layer, 2 threads: ntok new positions (512: llama-bench's pp512 after -d depth; 1 and 9: a
+// decoding step and a verify pass there) over an F16 cache.
+// GMAC/s: the multiply-adds of the scores and the weighted sums (each query against every
+// position up to its own), per second.
+void BM_attention_prompt_depth(benchmark::State& state) {
+    const int depth = static_cast<int>(state.range(0)), ntok = static_cast<int>(state.range(1));
+    const AttentionShape s{32, 8, 128, 0.08838835f};
+    KVCache kv(1, depth + ntok, 8 * 128, KVType::F16, KVType::F16, {}, 0, 128);
+    std::vector<float> kr(8 * 128), vr(8 * 128);
+    for (int p = 0; p < depth + ntok; ++p) {
+        for (int i = 0; i < 8 * 128; ++i) {
+            kr[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
+            vr[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
+        }
+        kv.write(0, p, kr.data(), vr.data());
+    }
+    ThreadPool& tp = threads(2);
+    std::vector<float> q(static_cast<size_t>(ntok) * 32 * 128, 0.25f), out(q.size());
+    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
+    for (auto _ : state) {
+        attention(kv, 0, depth, ntok, q.data(), out.data(), s, tp, scores.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    const double keys = static_cast<double>(ntok) * depth + ntok * (ntok + 1) / 2.0;
+    state.counters["GMAC/s"] = benchmark::Counter(2.0 * keys * 32 * 128 / 1e9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(simd_level_name(active_simd_level()));
+}
+BENCHMARK(BM_attention_prompt_depth)
+    ->ArgNames({"depth", "ntok"})
+    ->Args({8192, 512})
+    ->Args({0, 512})
+    ->Args({8192, 1})
+    ->Args({8192, 9})
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention_depth, Q8_0, KVType::Q8_0)->Apply(depth_batches);
 
 BENCHMARK_MAIN();
