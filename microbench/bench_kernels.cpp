@@ -448,6 +448,33 @@ BENCHMARK_CAPTURE(BM_matmul_packed_k_hot, BF16_panels_core, GGMLType::BF16)
 BENCHMARK_CAPTURE(BM_matmul_hot, BF16_core, GGMLType::BF16)->Apply(float_core_shapes);
 BENCHMARK_CAPTURE(BM_matmul_hot, F32_core, GGMLType::F32)->Apply(float_core_shapes);
 
+// Writes positions [0, n) of layers [0, n_layer) of a cache of `width` values per row with a
+// fixed pattern of values in [-0.5, 0.5) (shifted by the layer).
+void fill_kv(KVCache& kv, int n_layer, int n, int width) {
+    std::vector<float> kr(width), vr(width);
+    for (int il = 0; il < n_layer; ++il) {
+        for (int p = 0; p < n; ++p) {
+            for (int i = 0; i < width; ++i) {
+                kr[i] = static_cast<float>((p * 31 + i * 7 + il) % 97) / 97.f - 0.5f;
+                vr[i] = static_cast<float>((p * 13 + i * 5 + il) % 89) / 89.f - 0.5f;
+            }
+            kv.write(il, p, kr.data(), vr.data());
+        }
+    }
+}
+
+// Times attention() over ntok new positions after pos0 in layer 0 of kv, on 2 threads.
+void time_attention(benchmark::State& state, const KVCache& kv, const AttentionShape& s, int pos0,
+                    int ntok) {
+    ThreadPool& tp = threads(2);
+    std::vector<float> q(static_cast<size_t>(ntok) * s.n_head * s.head_dim, 0.25f), out(q.size());
+    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
+    for (auto _ : state) {
+        attention(kv, 0, pos0, ntok, q.data(), out.data(), s, tp, scores.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+}
+
 // One layer's attention at the ~1B target's shape (32 heads over 16 KV heads of 64), 2 threads:
 // ntok new positions after 512 cached ones, or (ntok 512) a whole prompt from position 0; an F32
 // cache, and an F16 one (llama.cpp's default, read in place by the blocked kernels).
@@ -456,21 +483,8 @@ void BM_attention(benchmark::State& state, KVType type) {
     const int pos0 = ntok >= 512 ? 0 : 512;
     const AttentionShape s{32, 16, 64, 0.125f};
     KVCache kv(1, 1024, 16 * 64, type, type, {}, 0, 64);
-    std::vector<float> kr(16 * 64), vr(16 * 64);
-    for (int p = 0; p < pos0 + ntok; ++p) {
-        for (int i = 0; i < 16 * 64; ++i) {
-            kr[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
-            vr[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
-        }
-        kv.write(0, p, kr.data(), vr.data());
-    }
-    ThreadPool& tp = threads(2);
-    std::vector<float> q(static_cast<size_t>(ntok) * 32 * 64, 0.25f), out(q.size());
-    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
-    for (auto _ : state) {
-        attention(kv, 0, pos0, ntok, q.data(), out.data(), s, tp, scores.data());
-        benchmark::DoNotOptimize(out.data());
-    }
+    fill_kv(kv, 1, pos0 + ntok, 16 * 64);
+    time_attention(state, kv, s, pos0, ntok);
     state.counters["tok/s"] =
         benchmark::Counter(ntok, benchmark::Counter::kIsIterationInvariantRate);
     state.SetLabel(simd_level_name(active_simd_level()));
@@ -492,16 +506,7 @@ void BM_attention_depth(benchmark::State& state, KVType type) {
     const int n_layer = 4;
     const AttentionShape s{32, 16, 64, 0.125f};
     KVCache kv(n_layer, depth + ntok, 16 * 64, type, type, {}, 0, 64);
-    std::vector<float> kr(16 * 64), vr(16 * 64);
-    for (int il = 0; il < n_layer; ++il) {
-        for (int p = 0; p < depth + ntok; ++p) {
-            for (int i = 0; i < 16 * 64; ++i) {
-                kr[i] = static_cast<float>((p * 31 + i * 7 + il) % 97) / 97.f - 0.5f;
-                vr[i] = static_cast<float>((p * 13 + i * 5 + il) % 89) / 89.f - 0.5f;
-            }
-            kv.write(il, p, kr.data(), vr.data());
-        }
-    }
+    fill_kv(kv, n_layer, depth + ntok, 16 * 64);
     ThreadPool& tp = threads(2);
     std::vector<float> q(static_cast<size_t>(ntok) * 32 * 64, 0.25f), out(q.size());
     std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
@@ -534,21 +539,8 @@ void BM_attention_prompt_depth(benchmark::State& state) {
     const int depth = static_cast<int>(state.range(0)), ntok = static_cast<int>(state.range(1));
     const AttentionShape s{32, 8, 128, 0.08838835f};
     KVCache kv(1, depth + ntok, 8 * 128, KVType::F16, KVType::F16, {}, 0, 128);
-    std::vector<float> kr(8 * 128), vr(8 * 128);
-    for (int p = 0; p < depth + ntok; ++p) {
-        for (int i = 0; i < 8 * 128; ++i) {
-            kr[i] = static_cast<float>((p * 31 + i * 7) % 97) / 97.f - 0.5f;
-            vr[i] = static_cast<float>((p * 13 + i * 5) % 89) / 89.f - 0.5f;
-        }
-        kv.write(0, p, kr.data(), vr.data());
-    }
-    ThreadPool& tp = threads(2);
-    std::vector<float> q(static_cast<size_t>(ntok) * 32 * 128, 0.25f), out(q.size());
-    std::vector<float> scores(attention_scratch_floats(s, kv.n_ctx(), tp.size()));
-    for (auto _ : state) {
-        attention(kv, 0, depth, ntok, q.data(), out.data(), s, tp, scores.data());
-        benchmark::DoNotOptimize(out.data());
-    }
+    fill_kv(kv, 1, depth + ntok, 8 * 128);
+    time_attention(state, kv, s, depth, ntok);
     const double keys = static_cast<double>(ntok) * depth + ntok * (ntok + 1) / 2.0;
     state.counters["GMAC/s"] = benchmark::Counter(2.0 * keys * 32 * 128 / 1e9,
                                                   benchmark::Counter::kIsIterationInvariantRate);
