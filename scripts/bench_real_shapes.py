@@ -90,17 +90,22 @@ def median(xs):
 LOAD_RUNS = 3  # the load rows are the median of this many runs, the file read just before each
 
 
-def specula_load(a, model):
-    """(Specula's own load time, the wall time of the whole 1-token run), ms: medians."""
-    loads, walls = [], []
+def warm_runs(cmd, model, must):
+    """The outputs of LOAD_RUNS runs of cmd, the model file read just before each."""
+    outs = []
     for _ in range(LOAD_RUNS):
         warm(model)
-        out, _ = run([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
-                      "-c", "4096", "-t", str(a.threads)], must="load: ")
-        m = re.search(r"load: (\d+) ms", out)
-        loads.append(float(m.group(1)) if m else float("nan"))
-        walls.append(wall_ms(out))
-    return median(loads), median(walls)
+        outs.append(run(cmd, must=must)[0])
+    return outs
+
+
+def specula_load(a, model):
+    """(Specula's own load time, the wall time of the whole 1-token run), ms: medians."""
+    outs = warm_runs([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
+                      "-c", "4096", "-t", str(a.threads)], model, "load: ")
+    loads = [float(m.group(1)) if (m := re.search(r"load: (\d+) ms", o)) else float("nan")
+             for o in outs]
+    return median(loads), median([wall_ms(o) for o in outs])
 
 
 def specula_load_cached(a, model):
@@ -161,13 +166,9 @@ def ik_plain(a, model):
 def ik_load(a, model):
     """The wall time of llama-cli's 1-token run, ms (it prints no load time of its own): the
     median of LOAD_RUNS, the file read just before each."""
-    walls = []
-    for _ in range(LOAD_RUNS):
-        warm(model)
-        out, _ = run([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
-                      "--temp", "0", "-c", "4096", "-t", str(a.threads)], must="total time")
-        walls.append(wall_ms(out))
-    return median(walls)
+    outs = warm_runs([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
+                      "--temp", "0", "-c", "4096", "-t", str(a.threads)], model, "total time")
+    return median([wall_ms(o) for o in outs])
 
 
 def fmt(x, digits=1):
