@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.h"
 #include "cli_process.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -22,24 +23,12 @@ namespace {
 using specula::test::read_file;
 using specula::test::shared_path;
 using json = nlohmann::json;
+using specula::test::describe;
+using specula::test::expect_clean_error;
+using specula::test::kStoriesRel;
+using specula::test::line_with;
 using specula::test::ProcResult;
 using specula::test::run_specula;
-
-std::string describe(const ProcResult& r) {
-    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
-           "\n--- stderr ---\n" + r.err;
-}
-
-// A failure as the CLI promises it: status 1, nothing on stdout, one `error: ` line on stderr.
-void expect_clean_error(const ProcResult& r, const std::string& must_contain) {
-    EXPECT_EQ(r.status, 1) << describe(r);
-    EXPECT_EQ(r.out, "") << describe(r);
-    ASSERT_FALSE(r.err.empty());
-    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << describe(r);
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not exactly one line: " << describe(r);
-    EXPECT_NE(r.err.find(must_contain), std::string::npos)
-        << "expected '" << must_contain << "' in: " << r.err;
-}
 
 json load_json(const std::string& rel) {
     return json::parse(read_file(shared_path(rel)));
@@ -58,18 +47,6 @@ std::string join_ids(const json& ids) {
     for (const auto& id : ids) s += (s.empty() ? "" : " ") + std::to_string(id.get<int>());
     return s;
 }
-
-// The line of `text` that contains `key` ("" if none).
-std::string line_with(const std::string& text, const std::string& key) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.find(key) != std::string::npos) return line;
-    }
-    return "";
-}
-
-const std::string kStoriesRel = "models/tinystories/stories260K.gguf";
 
 // llama2.c's published greedy story: the lines after the `./run ... -t 0.0` command in the
 // markdown's code block.
@@ -173,97 +150,6 @@ TEST(Cli, UnlimitedGenerationStopsAtAFullContext) {
     EXPECT_NE(r.err.find("context is full"), std::string::npos) << r.err;
     EXPECT_FALSE(r.out.empty());
     EXPECT_EQ(golden_story().rfind(r.out, 0), 0u) << "not a prefix of the golden story: " << r.out;
-}
-
-// Every spelling of the speculative options (llama.cpp's, the aliases, vLLM's JSON) gives the
-// target's greedy text, and run, bench and serve accept the same ones.
-TEST(Cli, SpeculativeOptionSpellings) {
-    const std::string model = shared_path(kStoriesRel);
-    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
-    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
-                                        "-n",  "40", "--temp", "0"};
-    const auto plain = run_specula(base);
-    ASSERT_EQ(plain.status, 0) << describe(plain);
-    const std::vector<std::vector<std::string>> spellings{
-        {"-md", draft, "--draft", "3"},
-        {"--model-draft", draft, "--draft-max", "5", "--spec-type", "draft"},
-        {"--speculative-model", draft, "--num-speculative-tokens", "2", "--spec-type",
-         "draft_model"},
-        {"--speculative-config",
-         R"({"method": "draft_model", "model": ")" + draft + R"(", "num_speculative_tokens": 4})"},
-        {"--spec-type", "ngram", "--draft-n", "auto"},
-        {"--lookup", "--spec-ngram-min", "1", "--spec-ngram-max", "3"},
-        {"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 3})"},
-    };
-    for (const auto& extra : spellings) {
-        std::vector<std::string> args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        const auto r = run_specula(args);
-        ASSERT_EQ(r.status, 0) << extra[0] << ": " << describe(r);
-        EXPECT_EQ(r.out, plain.out) << extra[0];
-        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[0] << ": " << r.err;
-    }
-    expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "eagle"}), "--spec-type");
-    expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "ngram", "-md", draft}),
-                       "-md");
-    expect_clean_error(
-        run_specula({"bench", "-m", model, "--speculative-config", R"({"method": "medusa"})"}),
-        "--speculative-config");
-    expect_clean_error(run_specula({"serve", "-m", model, "--draft", "x"}), "--draft");
-    for (const std::string cmd : {"run", "bench", "serve"})
-        for (const char* p : {"nan", "-0.1", "1.5"})
-            expect_clean_error(
-                run_specula({cmd, "-m", model, "--spec-type", "ngram", "--draft-p-min", p}),
-                "--draft-p-min must be in [0, 1]");
-}
-
-// MTP self-speculation (the qwen35 file with one nextn layer): k = 1 and k > 1, every spelling,
-// print the plain greedy text; a file without the head is one clear error naming the file.
-TEST(Cli, MtpSelfSpeculation) {
-    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
-    const std::string model = dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.gguf";
-    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
-                                        "-n",  "24", "--temp", "0",  "--ignore-eos"};
-    const auto plain = run_specula(base);
-    ASSERT_EQ(plain.status, 0) << describe(plain);
-    for (const auto& extra : std::vector<std::vector<std::string>>{
-             {"--spec-type", "mtp", "--draft", "1"},
-             {"--spec-type", "draft-mtp", "--draft", "3"},
-             {"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 2})"}}) {
-        std::vector<std::string> args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        const auto r = run_specula(args);
-        ASSERT_EQ(r.status, 0) << extra[1] << ": " << describe(r);
-        EXPECT_EQ(r.out, plain.out) << extra[1];
-        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[1] << ": " << r.err;
-    }
-    const std::string no_head = dir + "rand-qwen35-tok512-d128-l4-F16.gguf";
-    const auto bad = run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp"});
-    expect_clean_error(bad, "nextn_predict_layers");
-    EXPECT_NE(bad.err.find(no_head), std::string::npos) << bad.err;
-    // The same head from a sidecar (the MTP layer split off, make_models.py sidecar) on the
-    // file without it: the plain greedy text again.
-    const std::string sidecar = dir + "rand-qwen35-mtp1-tok512-d128-l4-F16.sidecar.gguf";
-    std::vector<std::string> args = base;
-    args[2] = no_head;
-    args.insert(args.end(), {"--spec-type", "mtp", "-md", sidecar, "--draft", "3"});
-    const auto side = run_specula(args);
-    ASSERT_EQ(side.status, 0) << describe(side);
-    EXPECT_EQ(side.out, plain.out);
-    EXPECT_NE(side.err.find("speculative ("), std::string::npos) << side.err;
-    EXPECT_NE(side.err.find("speculative: mtp (head from " + sidecar + ")"), std::string::npos)
-        << side.err;
-    // A sidecar that does not fit (another architecture's; a file without nextn layers): one
-    // clear error naming the key and the sidecar.
-    const std::string moe_sidecar =
-        dir + "rand-qwen35moe-mtp1-e8x2-tok512-d128-l3-F16.sidecar.gguf";
-    const auto foreign =
-        run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp", "-md", moe_sidecar});
-    expect_clean_error(foreign, "general.architecture");
-    EXPECT_NE(foreign.err.find(moe_sidecar), std::string::npos) << foreign.err;
-    const auto no_nextn =
-        run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp", "-md", no_head});
-    expect_clean_error(no_nextn, "qwen35.nextn_predict_layers");
 }
 
 // -ngl 99 runs stories260K on the Vulkan device (lavapipe in CI) and prints the same greedy
@@ -572,115 +458,6 @@ TEST(Cli, LlamaCppFlagSpellings) {
     }
 }
 
-// --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty and --logit-bias
-// change greedy output, and speculative decoding (a draft model, n-gram lookup, --draft auto)
-// gives exactly the plain output with the same penalties: the verifier sees, at each draft
-// position, the row penalised by the history including the drafts before it.
-TEST(Cli, PenaltiesKeepSpeculativeExact) {
-    const std::string model = shared_path(kStoriesRel);
-    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
-    const std::vector<std::string> base{"run", "-m", model,    "-p", "Once upon a time",
-                                        "-n",  "80", "--temp", "0",  "--ignore-eos"};
-    const std::vector<std::string> pen{
-        "--repeat-penalty",    "1.3", "--repeat-last-n", "32",      "--presence-penalty", "0.4",
-        "--frequency-penalty", "0.2", "--logit-bias",    "263-inf", "--logit-bias",       "29+0.5"};
-    auto run = [&](std::vector<std::string> extra, bool with_pen) {
-        std::vector<std::string> args = base;
-        if (with_pen) args.insert(args.end(), pen.begin(), pen.end());
-        args.insert(args.end(), extra.begin(), extra.end());
-        const auto r = run_specula(args);
-        EXPECT_EQ(r.status, 0) << describe(r);
-        return r.out;
-    };
-    const std::string unpenalised = run({}, false);
-    const std::string plain = run({}, true);
-    ASSERT_FALSE(plain.empty());
-    EXPECT_NE(plain, unpenalised) << "the penalties changed nothing";
-    for (const std::vector<std::string>& spec :
-         {std::vector<std::string>{"-md", draft, "--draft", "4"},
-          {"-md", draft, "--draft", "auto"},
-          {"--spec-type", "ngram", "--draft", "3"}})
-        EXPECT_EQ(run(spec, true), plain) << spec[0] << " " << spec.back();
-    expect_clean_error(run_specula({"run", "-m", model, "--repeat-penalty", "0"}),
-                       "--repeat-penalty");
-    expect_clean_error(run_specula({"run", "-m", model, "--repeat-last-n", "-2"}),
-                       "--repeat-last-n");
-    expect_clean_error(run_specula({"run", "-m", model, "--presence-penalty", "nan"}),
-                       "--presence-penalty");
-    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "99999+1"}),
-                       "--logit-bias");
-    expect_clean_error(run_specula({"run", "-m", model, "--logit-bias", "abc"}), "--logit-bias");
-}
-
-// qwen35 / qwen35moe (recurrent DeltaNet layers, rolled back inside each verify pass): `run`
-// with a draft model (the 1-layer qwen3 draft of the same vocabulary, and the qwen35 file
-// itself) and with n-gram lookup prints the same text as plain greedy decoding.
-TEST(Cli, Qwen35SpeculativeEqualsPlain) {
-    const std::string dir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch/";
-    const std::string draft = dir + "rand-qwen3-tok512-d256-l1-draft-Q8_0.gguf";
-    for (const std::string& model : {dir + "rand-qwen35-tok512-d128-l4-F16.gguf",
-                                     dir + "rand-qwen35moe-e8x2-tok512-d128-l3-F16.gguf"}) {
-        auto run = [&](std::vector<std::string> extra) {
-            std::vector<std::string> args{"run", "-m", model,    "-p", "Once upon a time there was",
-                                          "-n",  "48", "--temp", "0",  "--ignore-eos",
-                                          "-t",  "1"};
-            args.insert(args.end(), extra.begin(), extra.end());
-            const auto r = run_specula(args);
-            EXPECT_EQ(r.status, 0) << describe(r);
-            return r.out;
-        };
-        const std::string plain = run({});
-        ASSERT_FALSE(plain.empty());
-        for (const std::vector<std::string>& spec :
-             {std::vector<std::string>{"-md", draft, "--draft", "4"},
-              {"-md", dir + "rand-qwen35-tok512-d128-l4-F16.gguf", "--draft", "3"},
-              {"--spec-type", "ngram", "--draft", "3"}})
-            EXPECT_EQ(run(spec), plain) << model << ": " << spec[0] << " " << spec[1];
-    }
-}
-
-// --draft 15 with a draft as large as the target is slower than plain decoding: the run says so
-// in one line with a suggestion (measured against one-token target passes at the end).
-// The plain step's cost comes from the few one-token passes near the end, so one of them
-// descheduled on a loaded machine (ctest -j) can hide the note: up to three runs, one thread.
-TEST(Cli, SlowSpeculationIsReported) {
-    std::string err;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        const auto r = run_specula({"run", "-m", shared_path(kStoriesRel), "-md",
-                                    shared_path("models/tinystories/llama2xs.gguf"), "--draft",
-                                    "15", "-p", "Once upon a time", "-n", "200", "--temp", "0",
-                                    "--ignore-eos", "-t", "1"});
-        ASSERT_EQ(r.status, 0) << describe(r);
-        err = r.err;
-        if (err.find("note: speculation was slower than plain decoding") != std::string::npos)
-            break;
-    }
-    EXPECT_NE(err.find("note: speculation was slower than plain decoding"), std::string::npos)
-        << err;
-}
-
-// bench says plainly when no draft length beats plain decoding. Medians of 5 repetitions: a
-// single sub-millisecond repetition is too noisy on a shared machine. Without --draft auto: it
-// may fall back to plain steps, and then ties plain decoding within that noise (CI once had it
-// at 1.09x). The plain runs last well under a millisecond, so a loaded machine (ctest -j) can
-// still slow them more than the draft's: up to three runs, as SlowSpeculationIsReported.
-TEST(Cli, BenchSaysWhenPlainIsFaster) {
-    std::string all, err;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-        const auto r = run_specula({"bench", "-m", shared_path(kStoriesRel), "-md",
-                                    shared_path("models/tinystories/llama2xs.gguf"), "-n", "32",
-                                    "-r", "5", "--pp", "8", "--batches", "1,2", "--no-auto"});
-        ASSERT_EQ(r.status, 0) << describe(r);
-        all = r.out + r.err;
-        err = r.err;
-        if (all.find("no draft length beats plain decoding") != std::string::npos) break;
-    }
-    EXPECT_NE(all.find("no draft length beats plain decoding"), std::string::npos) << all;
-    // bench plans memory as run does, before any cache.
-    EXPECT_NE(err.find("bench: memory: runtime "), std::string::npos) << err;
-    EXPECT_NE(err.find(" + weights 1.12 MiB + KV "), std::string::npos) << err;
-}
-
 // tokenize prints `id -> 'piece'` per token by default (llama-tokenize), ids only with --ids;
 // info -c N gives the KV cache for N positions.
 TEST(Cli, TokenizePiecesAndInfoContext) {
@@ -755,206 +532,6 @@ TEST_F(CliErrors, BadOptions) {
                        "-t (--threads) must be at most");
     expect_clean_error(run_specula({"explode"}), "explode");
     expect_clean_error(run_specula({}), "subcommand");
-}
-
-}  // namespace
-
-namespace {
-
-// -ctk / -ctv: each KV cache type runs (the log line names them), greedy speculative output
-// equals plain output with that type, a bad type is one error line in run, bench and serve.
-TEST(Cli, CacheTypes) {
-    const std::string model = shared_path(kStoriesRel);
-    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
-    for (const std::string t : {"f32", "f16", "q8_0"}) {
-        const std::vector<std::string> base = {"run", "-m",   model,    "-p",   "Once upon a time",
-                                               "-n",  "96",   "--temp", "0",    "-t",
-                                               "1",   "-ctk", t,        "-ctv", t};
-        const auto plain = run_specula(base);
-        ASSERT_EQ(plain.status, 0) << describe(plain);
-        EXPECT_NE(plain.err.find("kv cache: k " + t + ", v " + t), std::string::npos) << plain.err;
-        EXPECT_GT(plain.out.size(), 200u);
-        std::vector<std::string> spec = base;
-        spec.insert(spec.end(), {"-md", draft, "--draft", "4"});
-        const auto s = run_specula(spec);
-        ASSERT_EQ(s.status, 0) << describe(s);
-        EXPECT_EQ(s.out, plain.out) << "speculative != plain with a " << t << " cache";
-    }
-    const auto mixed = run_specula({"run", "-m", model, "-n", "4", "-ctk", "f32", "-ctv", "q8_0"});
-    ASSERT_EQ(mixed.status, 0) << describe(mixed);
-    EXPECT_NE(mixed.err.find("kv cache: k f32, v q8_0"), std::string::npos) << mixed.err;
-    const auto def = run_specula({"run", "-m", model, "-n", "4"});
-    EXPECT_NE(def.err.find("kv cache: k f16, v f16"), std::string::npos) << def.err;
-
-    expect_clean_error(run_specula({"run", "-m", model, "-ctk", "q4_0"}),
-                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'q4_0'");
-    expect_clean_error(run_specula({"bench", "-m", model, "--no-spec", "-ctv", "bf16"}),
-                       "-ctv (--cache-type-v) must be f32, f16 or q8_0, got 'bf16'");
-    expect_clean_error(run_specula({"serve", "-m", model, "-ctk", "x", "--port", "1"}),
-                       "-ctk (--cache-type-k) must be f32, f16 or q8_0, got 'x'");
-    const auto b = run_specula({"bench", "-m", model, "--no-spec", "--pp", "8", "-n", "4", "-r",
-                                "1", "-ctk", "q8_0", "-ctv", "q8_0"});
-    EXPECT_EQ(b.status, 0) << describe(b);
-}
-
-}  // namespace
-
-namespace {
-
-// "19.32 MiB ..." (common/format.h's format_bytes) as bytes; 0 when it is not one.
-double parse_bytes(const std::string& s) {
-    std::istringstream in(s);
-    double v = 0;
-    std::string unit;
-    if (!(in >> v >> unit)) return 0;
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    for (int u = 0; u < 5; ++u, v *= 1024)
-        if (unit == units[u]) return v;
-    return 0;
-}
-
-double mem_available() {
-    std::ifstream f("/proc/meminfo");
-    std::string key, unit;
-    double kib = 0;
-    while (f >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
-}
-
-// The memory plan: weights, target KV, draft KV and their total against MemAvailable on one
-// stderr line; a target and a draft cache that each fit but not together are refused before
-// anything is allocated, naming both.
-TEST(Cli, MemoryPlan) {
-    const std::string model = shared_path(kStoriesRel);
-    const std::string draft = shared_path("models/tinystories/llama2xs.gguf");
-    const auto r =
-        run_specula({"run", "-m", model, "-md", draft, "-n", "4", "-c", "256", "-t", "1"});
-    ASSERT_EQ(r.status, 0) << describe(r);
-    // 5 layers x 256 positions x 32 values x (2 + 2) bytes (F16 K and V) = 160 KiB each.
-    // Then each model's pass buffers (with one thread's attention scratch: (64 x 256 scores +
-    // 64 x 8 rows + 64 x 8 queries) floats = 68 KiB) and the kept logits, and before them what
-    // the process holds besides the weights (code, metadata, tokenizers).
-    EXPECT_NE(r.err.find("memory: runtime "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(" + weights 1.12 MiB + KV 160.00 KiB + draft weights 1.19 MiB + "
-                         "draft KV 160.00 KiB + passes "),
-              std::string::npos)
-        << r.err;
-    EXPECT_NE(r.err.find(" + logits "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(" available"), std::string::npos) << r.err;
-
-    const double avail = mem_available();
-    ASSERT_GT(avail, 0);
-    // Each cache takes 0.6 of the available memory (640 bytes per position with F16, 64 more of
-    // scratch with one thread).
-    const long n_ctx = long(0.6 * avail / 704);
-    const auto big = run_specula(
-        {"run", "-m", model, "-md", draft, "-n", "4", "-t", "1", "-c", std::to_string(n_ctx)});
-    EXPECT_EQ(big.status, 1) << describe(big);
-    EXPECT_EQ(big.out, "");
-    EXPECT_NE(big.err.find("error: not enough memory for this run (runtime "), std::string::npos)
-        << big.err;
-    EXPECT_NE(big.err.find(" + weights 1.12 MiB + KV "), std::string::npos) << big.err;
-    EXPECT_NE(big.err.find("+ draft KV "), std::string::npos) << big.err;
-    EXPECT_NE(big.err.find("use a smaller -c, -ctk q8_0 -ctv q8_0"), std::string::npos) << big.err;
-
-    // serve's slots share one KV pool: with -c the pool is the context (llama-server's unified
-    // cache), so a context that does not fit `run` does not fit two slots either, and the
-    // refusal, naming the pool, comes before the server listens.
-    const auto two = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
-                                  "--port", "0", "-c", std::to_string(n_ctx)});
-    EXPECT_EQ(two.status, 1) << describe(two);
-    EXPECT_NE(two.err.find("serve: memory: runtime "), std::string::npos) << two.err;
-    EXPECT_NE(
-        two.err.find(" + weights 1.12 MiB + KV pool " + std::to_string(n_ctx) + " positions "),
-        std::string::npos)
-        << two.err;
-    EXPECT_NE(two.err.find("error: not enough memory for this run (runtime "), std::string::npos)
-        << two.err;
-    EXPECT_NE(two.err.find("a smaller --kv-pool"), std::string::npos) << two.err;
-    // vLLM's --max-model-len: the pool takes --gpu-memory-utilization of the memory, which
-    // cannot hold one such sequence: refused naming the flags.
-    const auto vllm = run_specula({"serve", "-m", model, "-md", draft, "-t", "1", "--parallel", "2",
-                                   "--port", "0", "--max-model-len", std::to_string(n_ctx)});
-    EXPECT_EQ(vllm.status, 1) << describe(vllm);
-    EXPECT_NE(vllm.err.find("--gpu-memory-utilization 0.9"), std::string::npos) << vllm.err;
-    EXPECT_NE(vllm.err.find("cannot hold one sequence"), std::string::npos) << vllm.err;
-}
-
-// A long prompt on a 128k vocabulary (Llama 3's) peaks within 10% of the memory plan `run`
-// prints: the prompt keeps one logits row, its passes are n_ubatch rows, and the plan counts
-// what the process holds besides the weights. The same with the model as its own draft: the
-// draft's prefill keeps one row too. (Before, a 6k-token prompt kept 6k rows of 128k logits:
-// 3 GB against a plan of 18 MiB.)
-TEST(Cli, LongPromptPeaksWithinThePlan) {
-    const std::string model =
-        shared_path("models/synthetic/rand-llama-llama3vocab-d64-l1-tied-Q8_0.gguf");
-    // ~6k tokens of varied words.
-    std::string text;
-    const char* words[] = {"system", "tool",   "file",   "path",    "read",
-                           "write",  "search", "agent",  "request", "context",
-                           "cache",  "prefix", "output", "value",   "string"};
-    for (int i = 0; text.size() < 30000; ++i) {
-        text += words[(i * 7 + i / 5) % 15];
-        text += i % 11 == 10 ? ". " : " ";
-    }
-    const std::string prompt = testing::TempDir() + "long_prompt.txt";
-    {
-        std::ofstream f(prompt);
-        f << text;
-    }
-    for (const bool with_draft : {false, true}) {
-        std::vector<std::string> args = {"run", "-m",   model,    "-f", prompt, "-n", "4",
-                                         "-c",  "8192", "--temp", "0",  "-t",   "2"};
-        if (with_draft) args.insert(args.end(), {"-md", model, "--draft", "4"});
-        const auto r = run_specula(args);
-        ASSERT_EQ(r.status, 0) << describe(r);
-        const size_t at = r.err.find("memory: ");
-        ASSERT_NE(at, std::string::npos) << r.err;
-        const size_t eq = r.err.find(" = ", at);
-        ASSERT_NE(eq, std::string::npos) << r.err;
-        const double plan = parse_bytes(r.err.substr(eq + 3));
-        ASSERT_GT(plan, 0) << r.err;
-        const size_t np = r.err.find("prompt: ");
-        ASSERT_NE(np, std::string::npos) << r.err;
-        EXPECT_GT(std::atoi(r.err.c_str() + np + 8), 4000) << r.err;
-        EXPECT_LE(double(r.max_rss_kib) * 1024, 1.10 * plan)
-            << (with_draft ? "with -md: " : "") << "peak RSS " << r.max_rss_kib
-            << " KiB against the plan: " << r.err;
-    }
-}
-
-// -ub (llama.cpp's --ubatch-size) splits a prompt into passes of that many tokens: the output is
-// the same (batch invariance), with and without a draft model, and the memory plan's pass
-// buffers shrink with it; -ub 0 is an error naming the flag.
-TEST(Cli, UbatchSplitsThePassesNotTheOutput) {
-    const std::string model = shared_path(kStoriesRel);
-    std::string prompt;
-    for (int i = 0; i < 12; ++i) prompt += "Once upon a time there was a little girl named Lily. ";
-    const auto passes = [](const std::string& err) {
-        const size_t at = err.find(" + passes ");
-        return at == std::string::npos ? -1.0 : parse_bytes(err.substr(at + 10));
-    };
-    for (const bool with_draft : {false, true}) {
-        std::vector<double> pass_bytes;
-        std::string first;
-        for (const char* ub : {"512", "7", "1"}) {
-            std::vector<std::string> args = {"run", "-m",     model, "-p",  prompt, "-n",
-                                             "24",  "--temp", "0",   "-ub", ub};
-            if (with_draft) args.insert(args.end(), {"-md", model, "--draft", "4"});
-            const auto r = run_specula(args);
-            ASSERT_EQ(r.status, 0) << r.err;
-            if (first.empty()) first = r.out;
-            EXPECT_EQ(r.out, first) << "-ub " << ub << (with_draft ? " with a draft" : "");
-            pass_bytes.push_back(passes(r.err));
-            ASSERT_GT(pass_bytes.back(), 0) << r.err;
-        }
-        EXPECT_GT(pass_bytes[0], pass_bytes[1]);
-        EXPECT_GE(pass_bytes[1], pass_bytes[2]);
-    }
-    const auto bad = run_specula({"run", "-m", model, "-p", "hi", "-n", "2", "-ub", "0"});
-    EXPECT_NE(bad.status, 0);
-    EXPECT_NE(bad.err.find("-ub"), std::string::npos) << bad.err;
 }
 
 }  // namespace

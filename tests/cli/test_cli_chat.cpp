@@ -19,11 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli_checks.h"
 #include "cli_process.h"
 #include "test_util.h"
 
 namespace {
 
+using specula::test::describe;
 using specula::test::ProcResult;
 using specula::test::read_file;
 using specula::test::run_specula;
@@ -33,11 +35,6 @@ namespace fs = std::filesystem;
 const std::string kStories = "models/tinystories/stories260K.gguf";
 const std::string kDraft = "models/tinystories/llama2xs.gguf";
 const std::string kLlama3 = "models/synthetic/rand-llama-llama3vocab-d64-l1-tied-Q8_0.gguf";
-
-std::string describe(const ProcResult& r) {
-    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
-           "\n--- stderr ---\n" + r.err;
-}
 
 fs::path temp_dir() {
     const fs::path d = fs::temp_directory_path() /

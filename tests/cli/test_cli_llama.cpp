@@ -10,19 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.h"
 #include "cli_process.h"
 #include "test_util.h"
 
 namespace {
 
+using specula::test::describe;
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
-
-std::string describe(const ProcResult& r) {
-    return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
-           "\n--- stderr ---\n" + r.err;
-}
 
 std::string stories() {
     return shared_path("models/tinystories/stories260K.gguf");

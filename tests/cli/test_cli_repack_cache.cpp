@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.h"
 #include "cli_process.h"
 #include "test_util.h"
 
 namespace {
 
+using specula::test::describe;
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
@@ -22,10 +24,6 @@ namespace fs = std::filesystem;
 
 const char* const kTarget = "models/synthetic/rand-llama-tok512-d256-l2-Q4_K_M.gguf";
 const char* const kDraft = "models/synthetic/rand-llama-tok512-d256-l1-draft-Q8_0.gguf";
-
-std::string describe(const ProcResult& r) {
-    return "status " + std::to_string(r.status) + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
 
 int packed_files(const fs::path& dir) {
     int n = 0;
