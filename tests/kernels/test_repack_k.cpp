@@ -100,40 +100,49 @@ TEST(RepackK, EqualsReferenceAtEveryLevelBitForBit) {
     }
 }
 
-TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
-    // The AVX2 level's two builds (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) against the
-    // scalar reference, called directly: the AVX2 level picks the VNNI one on CPUs with it.
+namespace {
+
+// The AVX2 level's two builds (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) against the
+// scalar reference for ntok tokens of x (cols each), called directly: the AVX2 level picks the
+// VNNI one on CPUs with it, so neither is otherwise reached on every CPU.
+void expect_avx2_builds_equal_scalar(GGMLType t, const Packed& p, const std::vector<float>& x,
+                                     int64_t cols, int ntok) {
     std::vector<Isa> builds;  // those this CPU runs
     if (cpu_features().avx2) builds.push_back(Isa::AVX2);
     if (cpu_features().avx_vnni) builds.push_back(Isa::AVXVNNI);
+    MatmulScratch s;
+    const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, s);
+    std::vector<uint8_t> q(kq_act_bytes(cols, ntok));
+    std::vector<float> d(kq_act_floats(cols, ntok));
+    std::vector<int32_t> corr(kq_act_corrs(cols, ntok));
+    const PackedActs a =
+        kq_prepare_acts(s.acts.data(), stride, cols, ntok, q.data(), d.data(), corr.data());
+    std::vector<float> ref(16 * ntok), got(16 * ntok);
+    packed_tile_at(t, Isa::Scalar)(p.buf->data(), a, ntok, 0, 16, ref.data(), 16);
+    for (Isa isa : builds) {
+        const PackedTileFn fn = packed_tile_at(t, isa);
+        ASSERT_NE(fn, nullptr) << isa_name(isa);
+        std::fill(got.begin(), got.end(), NAN);
+        fn(p.buf->data(), a, ntok, 0, 16, got.data(), 16);
+        EXPECT_TRUE(same_bits(ref, got)) << isa_name(isa);
+        // Rows 3 .. 12 only: the same values, shifted.
+        std::vector<float> part(9 * ntok, NAN);
+        fn(p.buf->data(), a, ntok, 3, 12, part.data(), 9);
+        for (int tk = 0; tk < ntok; ++tk) {
+            for (int r = 3; r < 12; ++r) ASSERT_EQ(part[tk * 9 + r - 3], ref[tk * 16 + r]);
+        }
+    }
+}
+
+}  // namespace
+
+TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
     for (GGMLType t : kTypes) {
         Packed p = make_packed(t, 16, 1024, 77);
         for (int ntok : {1, 2, 3, 5, 9}) {
             SCOPED_TRACE(testing::Message() << type_name(t) << " ntok " << ntok);
             std::mt19937 rng(ntok);
-            const std::vector<float> x = random_floats(rng, ntok * 1024);
-            MatmulScratch s;
-            const size_t stride = quantize_acts(t, x.data(), 1024, 1024, ntok, s);
-            std::vector<uint8_t> q(kq_act_bytes(1024, ntok));
-            std::vector<float> d(kq_act_floats(1024, ntok));
-            std::vector<int32_t> corr(kq_act_corrs(1024, ntok));
-            const PackedActs a =
-                kq_prepare_acts(s.acts.data(), stride, 1024, ntok, q.data(), d.data(), corr.data());
-            std::vector<float> ref(16 * ntok), got(16 * ntok);
-            packed_tile_at(t, Isa::Scalar)(p.buf->data(), a, ntok, 0, 16, ref.data(), 16);
-            for (Isa isa : builds) {
-                const PackedTileFn fn = packed_tile_at(t, isa);
-                ASSERT_NE(fn, nullptr) << isa_name(isa);
-                std::fill(got.begin(), got.end(), NAN);
-                fn(p.buf->data(), a, ntok, 0, 16, got.data(), 16);
-                EXPECT_TRUE(same_bits(ref, got)) << isa_name(isa);
-                // Rows 3 .. 12 only: the same values, shifted.
-                std::vector<float> part(9 * ntok, NAN);
-                fn(p.buf->data(), a, ntok, 3, 12, part.data(), 9);
-                for (int tk = 0; tk < ntok; ++tk) {
-                    for (int r = 3; r < 12; ++r) ASSERT_EQ(part[tk * 9 + r - 3], ref[tk * 16 + r]);
-                }
-            }
+            expect_avx2_builds_equal_scalar(t, p, random_floats(rng, ntok * 1024), 1024, ntok);
         }
     }
 }
@@ -157,6 +166,7 @@ TEST(RepackK, ExtremeValuesStayExact) {
             x[c] = c % 2 ? 1.0f : -1.0f;
             x[cols + c] = -1.0f;
         }
+        expect_avx2_builds_equal_scalar(t, p, x, cols, 2);
         std::vector<std::vector<float>> per_level;
         for (SimdLevel l : runnable_levels()) {
             SimdCap cap(l);
