@@ -19,6 +19,19 @@ using specula::test::kStoriesRel;
 using specula::test::run_specula;
 using specula::test::shared_path;
 
+// `base` with `extra` appended runs speculatively ("speculative (" in its log) and prints
+// `plain_out`, the text of `base` alone.
+void expect_speculative_run(const std::vector<std::string>& base,
+                            const std::vector<std::string>& extra, const std::string& plain_out,
+                            const std::string& label) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_specula(args);
+    ASSERT_EQ(r.status, 0) << label << ": " << describe(r);
+    EXPECT_EQ(r.out, plain_out) << label;
+    EXPECT_NE(r.err.find("speculative ("), std::string::npos) << label << ": " << r.err;
+}
+
 // Every spelling of the speculative options (llama.cpp's, the aliases, vLLM's JSON) gives the
 // target's greedy text, and run, bench and serve accept the same ones.
 TEST(Cli, SpeculativeOptionSpellings) {
@@ -39,14 +52,7 @@ TEST(Cli, SpeculativeOptionSpellings) {
         {"--lookup", "--spec-ngram-min", "1", "--spec-ngram-max", "3"},
         {"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 3})"},
     };
-    for (const auto& extra : spellings) {
-        std::vector<std::string> args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        const auto r = run_specula(args);
-        ASSERT_EQ(r.status, 0) << extra[0] << ": " << describe(r);
-        EXPECT_EQ(r.out, plain.out) << extra[0];
-        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[0] << ": " << r.err;
-    }
+    for (const auto& extra : spellings) expect_speculative_run(base, extra, plain.out, extra[0]);
     expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "eagle"}), "--spec-type");
     expect_clean_error(run_specula({"run", "-m", model, "--spec-type", "ngram", "-md", draft}),
                        "-md");
@@ -74,12 +80,7 @@ TEST(Cli, MtpSelfSpeculation) {
              {"--spec-type", "mtp", "--draft", "1"},
              {"--spec-type", "draft-mtp", "--draft", "3"},
              {"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 2})"}}) {
-        std::vector<std::string> args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        const auto r = run_specula(args);
-        ASSERT_EQ(r.status, 0) << extra[1] << ": " << describe(r);
-        EXPECT_EQ(r.out, plain.out) << extra[1];
-        EXPECT_NE(r.err.find("speculative ("), std::string::npos) << extra[1] << ": " << r.err;
+        expect_speculative_run(base, extra, plain.out, extra[1]);
     }
     const std::string no_head = dir + "rand-qwen35-tok512-d128-l4-F16.gguf";
     const auto bad = run_specula({"run", "-m", no_head, "-p", "hi", "--spec-type", "mtp"});
