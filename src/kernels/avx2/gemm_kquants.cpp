@@ -21,15 +21,7 @@ SPECULA_INLINE __m256i dpbusd256(__m256i s, __m256i w, const int8_t* p) {
     return _mm256_add_epi32(s, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
 }
 
-// The pair sums times a scale instead (sc16: a 16-bit scale in both halves of each lane), for
-// Q4_K's lines: |pair| <= 2 * 15 * 128 and the scale 6 bits, so s += pairs * scale is exact and a
-// sub-block's scale costs no vpmulld (kScaleEachLine256).
-SPECULA_INLINE __m256i scaled_dpbusd256(__m256i s, __m256i w, const int8_t* p, __m256i sc16) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_add_epi32(s,
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_set1_epi32(v)), sc16));
-}
+// Q4_K: the scale goes into the vpmaddwd, line by line (gemm_kquants_256.inc).
 constexpr bool kScaleEachLine256 = true;
 
 #include "kernels/x86/gemm_kquants_256.inc"

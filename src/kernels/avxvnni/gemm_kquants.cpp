@@ -24,13 +24,8 @@ SPECULA_INLINE __m256i dpbusd256(__m256i s, __m256i w, const int8_t* p) {
     return _mm256_dpbusd_avx_epi32(s, w, _mm256_set1_epi32(v));
 }
 
-// Scaling each line (the AVX2 build's way) would take two instructions per line where vpdpbusd
-// takes one: this build scales each sub-block's sum once instead (kScaleEachLine256 false).
-SPECULA_INLINE __m256i scaled_dpbusd256(__m256i s, __m256i w, const int8_t* p, __m256i sc16) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_dpwssd_avx_epi32(s, _mm256_maddubs_epi16(w, _mm256_set1_epi32(v)), sc16);
-}
+// Q4_K: scaling each line (the AVX2 build's way) would take two instructions per line where
+// vpdpbusd takes one: each sub-block's sum is scaled once instead (gemm_kquants_256.inc).
 constexpr bool kScaleEachLine256 = false;
 
 #include "kernels/x86/gemm_kquants_256.inc"
