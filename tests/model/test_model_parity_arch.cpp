@@ -8,7 +8,7 @@
 // qwen35moe (F16: Gated DeltaNet layers with their recurrent state, gated attention, IMROPE; the
 // MoE with a shared expert; scripts/models/arch_qwen35.py) and gemma4 (F16: layers of their own
 // shapes, shared KV, V = K, per-layer inputs; referenced with ik_llama.cpp's flash attention, so
-// at twice the tolerance, arch_parity.h) and deepseek2 (F16 and Q8_0: MLA over a latent cache,
+// at a wider tolerance, arch_parity.h) and deepseek2 (F16 and Q8_0: MLA over a latent cache,
 // DeepSeek-style routing with a shared expert; flash-attention references too) and glm4moe (F16
 // with its MTP layer, Q8_0: attention biases, partial rope, sigmoid-routed experts beside an
 // ungated shared one, a leading dense layer; scripts/models/arch_glm4moe.py) and nemotron_h (F16

@@ -22,16 +22,21 @@ namespace specula::test {
 inline const std::string kArchDataDir = std::string(SPECULA_SOURCE_DIR) + "/tests/data/arch";
 
 // A reference made with ik_llama.cpp's flash attention (eval.flash_attn: gemma4, whose graph is
-// right only there) carries that path's own rounding (an F16 K cache, Q rounded to F16 for the
-// dot products, its one-row kernels for the greedy steps): on the gemma4 files ik_llama.cpp
-// itself lies up to 0.017 (F16) and 0.55 (Q8_0) from a float64 forward of the same weights, and
-// Specula up to 0.021 and 0.41, so the two may differ by the sum. Those files get twice the
-// type's tolerance, and fewer argmax checks (their gaps must exceed twice that).
+// right only there; deepseek2) carries that path's own rounding (an F16 K cache, Q rounded to F16
+// for the dot products, its one-row kernels for the greedy steps), and Specula its F16 cache's:
+// on the gemma4 files ik_llama.cpp itself lay up to 0.017 (F16) and 0.55 (Q8_0) from a float64
+// forward of the same weights when they were made, and Specula up to 0.021 and 0.41, so the two
+// may differ by the sum: those files get twice the type's tolerance, and F16 ones 2.5 times,
+// as measured since on rand-gemma4-tok512-d128-l6-F16 (the reference's top-10 entries): the
+// reference lies up to 0.074 from Specula's forward with F32 K and V caches, Specula's F16-cache
+// run (the test's) 0.048 from that forward on any logit, and 0.062 from the reference at
+// SPECULA_SIMD=scalar (0.059 at avx2 and avx512, the levels' summation orders). Fewer argmax
+// checks there too (their gaps must exceed twice the tolerance).
 inline double arch_tolerance(const nlohmann::json& ref) {
     const std::string ft = ref["model"]["general.file_type"].get<std::string>();
-    const double scale = ref["eval"].value("flash_attn", false) ? 2.0 : 1.0;
-    if (ft == "1") return 0.03 * scale;  // F16
-    return 0.5 * scale;                  // quantised (Q8_0, MXFP4)
+    const bool flash = ref["eval"].value("flash_attn", false);
+    if (ft == "1") return flash ? 0.075 : 0.03;  // F16
+    return flash ? 1.0 : 0.5;                    // quantised (Q8_0, MXFP4)
 }
 
 inline void check_arch_parity(const std::string& stem, int n_gpu_layers = -1) {
