@@ -24,6 +24,14 @@ void load_context(Session& s, const std::vector<token_id>& ctx) {
     if (keep < int(ctx.size())) s.eval(std::span<const token_id>(ctx).subspan(size_t(keep)), false);
 }
 
+// The tokens of a timed `batch`-token pass: distinct ones, as a draft's are (a MoE routes them to
+// different experts; one token repeated would read the experts of one token only).
+std::vector<token_id> pass_tokens(const std::vector<token_id>& ctx, int batch) {
+    std::vector<token_id> toks;
+    for (int i = 0; i < batch; ++i) toks.push_back(ctx[size_t(i) % ctx.size()]);
+    return toks;
+}
+
 // Median tokens/s of one pass over `n` prompt tokens (the prompt's tokens repeated), with only the
 // last position's logits, as a prompt is evaluated; at depth on top of the first `depth` tokens
 // of ctx (evaluated once). Needs its own session for the context.
@@ -50,8 +58,7 @@ double time_prompt(const Model& m, const std::vector<token_id>& ctx, int n, int 
 // Pass + rollback rows of a hybrid model (RollbackRow), on top of ctx.
 std::vector<RollbackRow> time_rollbacks(const Model& m, Session& s,
                                         const std::vector<token_id>& ctx, int batch, int reps) {
-    std::vector<token_id> toks;
-    for (int i = 0; i < batch; ++i) toks.push_back(ctx[size_t(i) % ctx.size()]);
+    const std::vector<token_id> toks = pass_tokens(ctx, batch);
     const int n0 = int(ctx.size());
     SessionParams bp{n0 + batch + 8, s.n_threads()};
     bp.recurrent_rollback = false;
@@ -95,6 +102,37 @@ int64_t kv_read_bytes(const Model& m, int depth, KVType k, KVType v) {
     return rows * row;
 }
 
+// The PassRows of `sizes`: `reps` rounds of one pass per size in turn, so that a machine whose
+// speed drifts (a shared VM's does, by 2x over seconds) weighs on every size alike. tau is the
+// median over the rounds of each pass's time over the same round's 1-token pass (paired, not a
+// ratio of medians taken at different times); without 1 among the sizes, over t1.
+std::vector<PassRow> time_passes(Session& s, const std::vector<token_id>& ctx,
+                                 const std::vector<int>& sizes, double t1, int reps) {
+    std::vector<std::vector<double>> ms(sizes.size()), tau(sizes.size());
+    load_context(s, ctx);
+    const auto one = std::find(sizes.begin(), sizes.end(), 1);
+    for (int r = 0; r < reps; ++r) {
+        std::vector<double> round;
+        for (int b : sizes) {
+            const auto t0 = clock_type::now();
+            s.eval(pass_tokens(ctx, b));
+            round.push_back(
+                std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+            s.rollback(int(ctx.size()));
+        }
+        const double base = one != sizes.end() ? round[size_t(one - sizes.begin())] : t1;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            ms[i].push_back(round[i]);
+            if (base > 0) tau[i].push_back(round[i] / base);
+        }
+    }
+    std::vector<PassRow> rows;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        rows.push_back({sizes[i], median(ms[i]), tau[i].empty() ? 0 : median(tau[i])});
+    }
+    return rows;
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -106,10 +144,7 @@ double median(std::vector<double> v) {
 
 double time_eval(Session& s, const std::vector<token_id>& ctx, int batch, int reps) {
     std::vector<double> t;
-    // Distinct tokens, as a draft's are: a MoE routes them to different experts (one token
-    // repeated would read the experts of one token only).
-    std::vector<token_id> toks;
-    for (int i = 0; i < batch; ++i) toks.push_back(ctx[size_t(i) % ctx.size()]);
+    const std::vector<token_id> toks = pass_tokens(ctx, batch);
     load_context(s, ctx);
     for (int r = 0; r < reps; ++r) {
         const auto t0 = clock_type::now();
@@ -127,10 +162,7 @@ Throughput measure_throughput(const ThroughputParams& p, const Model& target, Se
     tp.kv_bytes = kv_read_bytes(target, p.depth, p.type_k, p.type_v);
     tp.tg = tg;
     tp.tg_tps = tg_tps;
-    for (int b : p.pass_sizes) {
-        const double ms = b == 1 ? t1 : time_eval(session, ctx, b, 9);
-        tp.passes.push_back({b, ms, t1 > 0 ? ms / t1 : 0});
-    }
+    tp.passes = time_passes(session, ctx, p.pass_sizes, t1, 9);
     const auto& rec = target.hparams().recurrent_layers;
     if (!p.pass_sizes.empty() && std::find(rec.begin(), rec.end(), 1) != rec.end()) {
         const int b = *std::max_element(p.pass_sizes.begin(), p.pass_sizes.end());

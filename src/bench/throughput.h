@@ -32,7 +32,7 @@ struct ThroughputParams {
 struct PassRow {
     int batch = 0;
     double ms = 0;   // median wall time of the pass
-    double tau = 0;  // ms / ms of the batch-1 pass
+    double tau = 0;  // the median of ms / the batch-1 pass's ms, each over one round (paired)
 };
 
 // A hybrid model's (recurrent layers) verify pass over `batch` tokens that then rolls back to

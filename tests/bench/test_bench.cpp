@@ -111,7 +111,10 @@ TEST(SpecBench, ThroughputWithoutDraft) {
     EXPECT_DOUBLE_EQ(tp.passes[0].tau, 1.0);
     for (const PassRow& pr : tp.passes) {
         EXPECT_GT(pr.ms, 0.0) << pr.batch;
-        EXPECT_NEAR(pr.tau, pr.ms / tp.passes[0].ms, 1e-9) << pr.batch;
+        // The median of each round's ratio to its own 1-token pass: not the ratio of the medians,
+        // but on the same scale.
+        EXPECT_GT(pr.tau, 0.25 * pr.ms / tp.passes[0].ms) << pr.batch;
+        EXPECT_LT(pr.tau, 4.0 * pr.ms / tp.passes[0].ms) << pr.batch;
     }
     const std::string table = table_of(r, true);
     EXPECT_NE(table.find("| pp40"), std::string::npos) << table;
