@@ -148,17 +148,24 @@ TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
 }
 
 TEST(RepackK, ExtremeValuesStayExact) {
-    // All-63 Q6_K / all-15 Q4_K quants with the largest scales against activations of -128 and
-    // 127 (Q8_K's range): the int32 sums and the SIMD byte products must not saturate.
-    for (GGMLType t : kTypes) {
-        SCOPED_TRACE(type_name(t));
+    // All-63 and all-0 Q6_K / all-15 and all-0 Q4_K quants with the largest scales (Q6_K's of
+    // either sign) against activations of -127 and 127 (Q8_K's range: its quantiser never gives
+    // -128): the int32 sums, the SIMD byte products and the int16 half sums (Q6_K's centred
+    // halves of 8 reach 8 * 32 * 127) must not saturate.
+    for (auto [t, fill] : {std::pair{GGMLType::Q4_K, 0xFF},
+                           {GGMLType::Q4_K, 0x00},
+                           {GGMLType::Q6_K, 0xFF},
+                           {GGMLType::Q6_K, 0x00}}) {
+        SCOPED_TRACE(testing::Message() << type_name(t) << " quants 0x" << std::hex << fill);
         const int64_t rows = 16, cols = 512;
         std::mt19937 rng(1);
         Packed p = make_packed(t, rows, cols, 5);
         for (size_t i = 0; i < p.w.size(); ++i) {
             const size_t off = i % type_traits(t).type_size;
-            const bool scale_field = t == GGMLType::Q4_K ? off < 4 : off >= 208;
-            if (!scale_field) p.w[i] = t == GGMLType::Q6_K && off >= 192 ? 0x7F : 0xFF;
+            if (t == GGMLType::Q4_K && off >= 4) p.w[i] = off < 16 ? 0xFF : fill;  // scales, qs
+            if (t == GGMLType::Q6_K && off < 208) {
+                p.w[i] = off < 192 ? fill : (fill ? 0x7F : 0x80);  // ql and qh, scales
+            }
         }
         repack(p.rowwise, p.buf->data());
         std::vector<float> x(2 * cols);

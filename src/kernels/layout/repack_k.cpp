@@ -339,6 +339,11 @@ PackedActs kq_prepare_acts(const uint8_t* acts, size_t stride, int64_t cols, int
                 sums[s] = static_cast<int16_t>(blk[b].bsums[2 * s] + blk[b].bsums[2 * s + 1]);
             }
             std::memcpy(c + kKqMinPairs, sums, sizeof sums);
+            for (int h = 0; h < 32; ++h) {
+                int32_t sum8 = 0;
+                for (int e = 8 * h; e < 8 * h + 8; ++e) sum8 += blk[b].qs[e];
+                c[kKqQ6Halves + h] = -32 * sum8;
+            }
         }
     }
     return {q, static_cast<size_t>(QK_K) * ntok, d, corr, nb};

@@ -34,7 +34,10 @@
 // the ntok tokens' 256 quants one after the other (a kernel reaches every token of its group from
 // one pointer), the scales d[b][t] and kKqCorr int32 per (b, t): Q6_K's -32 * bsum_g (16), then
 // Q4_K's sub-block sums c_s = bsum_2s + bsum_2s+1 as int16 pairs (c_2j, c_2j+1) (4; |c_s| <=
-// 32 * 128 fits int16), which one vpdpwssd / vpmaddwd meets with the mins (m_2j, m_2j+1).
+// 32 * 127 fits int16), which one vpdpwssd / vpmaddwd meets with the mins (m_2j, m_2j+1), then
+// Q6_K's -32 * the sum of each 8 quants (32): a dot over 8 elements that starts there is
+// sum (u - 32) * x, |.| <= 8 * 32 * 127 = 32512, an int16 (Q8_K's quants lie in [-127, 127]:
+// its quantiser never gives -128).
 #pragma once
 
 #include <cstddef>
@@ -59,8 +62,9 @@ void kq_repack(const WeightView& W, uint8_t* dst);
 // Row r of a packed K-quant matrix as floats: the values dequantize_row gives for the row layout.
 void kq_dequantize_packed_row(const WeightView& W, int64_t r, float* out);
 
-constexpr int kKqCorr = 20;      // int32 per (super-block, token) in PackedActs::corr
+constexpr int kKqCorr = 52;      // int32 per (super-block, token) in PackedActs::corr
 constexpr int kKqMinPairs = 16;  // where the Q4_K sub-block sum pairs start in them
+constexpr int kKqQ6Halves = 20;  // where Q6_K's -32 * (sum of 8 quants) start
 
 // The rearranged activations: bytes of quants, floats of scales and int32 of corr for ntok tokens
 // of a `cols`-column row.
