@@ -125,8 +125,8 @@ void q6k_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float*
             // 8 quants: each ends as sum (u - 32) * x, an int16 sign-extended in its lane
             // (repack_k.h), so one vpdpwssd with the scale (an int16, its high half zero) adds
             // half * scale to isum exactly. (One dot of 16 needs 17 bits and a vpmulld, two
-            // uops on port 0, and an add: 9 to 17% slower at 2 to 10 tokens, 6% at one,
-            // measured hot on an Intel Xeon, the two alternated in one process.)
+            // uops on port 0, and an add: that kernel took 6-20% longer at 1 to 10 tokens, hot
+            // on an Intel Xeon, the two alternated in one process.)
             __m512i dot[2][NT];
             for (int t = 0; t < NT; ++t) {
                 const int32_t* c = x.corr + kKqCorr * t + kKqQ6Halves + 2 * g;
