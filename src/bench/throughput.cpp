@@ -109,13 +109,15 @@ int64_t kv_read_bytes(const Model& m, int depth, KVType k, KVType v) {
 std::vector<PassRow> time_passes(Session& s, const std::vector<token_id>& ctx,
                                  const std::vector<int>& sizes, double t1, int reps) {
     std::vector<std::vector<double>> ms(sizes.size()), tau(sizes.size());
+    std::vector<std::vector<token_id>> toks;
+    for (int b : sizes) toks.push_back(pass_tokens(ctx, b));
     load_context(s, ctx);
     const auto one = std::find(sizes.begin(), sizes.end(), 1);
     for (int r = 0; r < reps; ++r) {
         std::vector<double> round;
-        for (int b : sizes) {
+        for (const std::vector<token_id>& t : toks) {
             const auto t0 = clock_type::now();
-            s.eval(pass_tokens(ctx, b));
+            s.eval(t);
             round.push_back(
                 std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
             s.rollback(int(ctx.size()));
