@@ -12,7 +12,8 @@ draft that scripts/models/make_shaped.py writes to models/. Rows:
                 tau(9) = pass 9 / pass 1
   load          Specula's load time (`run`'s "load:"), ms, and for both engines the wall time of
                 a whole 1-token `run` / llama-cli (-c 4096), ms, the file read into the page
-                cache just before each run; medians of 3 runs;
+                cache just before each run; 5 pairs of runs, the engines in turn: medians, and
+                the ratio the median of each pair's (the machine's drift cancels within a pair);
                 with --repack-cache DIR the same for Specula mapping its packed cache file
                 (written by one untimed run first; the file is as large as the packed weights)
   RSS           peak resident memory of the tg/pp run, MiB (both map the file: its pages count)
@@ -87,31 +88,44 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
-LOAD_RUNS = 3  # the load rows are the median of this many runs, the file read just before each
+LOAD_PAIRS = 5  # the 1-token runs: this many pairs, Specula's run and ik_llama.cpp's in turn
 
 
-def warm_runs(cmd, model, must):
-    """The outputs of LOAD_RUNS runs of cmd, the model file read just before each."""
-    outs = []
-    for _ in range(LOAD_RUNS):
+def specula_run_cmd(a, model):
+    return [a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0", "-c", "4096",
+            "-t", str(a.threads)]
+
+
+def ik_run_cmd(a, model):
+    return [os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
+            "-c", "4096", "-t", str(a.threads)]
+
+
+def loads(a, model):
+    """The 1-token runs, timed in pairs: Specula's `run`, then (with --ik) llama-cli's, the file
+    read into the page cache just before each, LOAD_PAIRS times. This machine's speed drifts by up
+    to 2x over seconds, so a ratio is taken within each pair (the two runs seconds apart) and the
+    row is the median of those ratios, beside the median of each engine's wall times (its own
+    `load:` too for Specula). Returns ({"load": (load ms, wall ms)}, {"load": wall ms},
+    median ratio ik / Specula or None)."""
+    spec_out, ik_walls, ratios = [], [], []
+    for _ in range(LOAD_PAIRS):
         warm(model)
-        outs.append(run(cmd, must=must)[0])
-    return outs
-
-
-def specula_load(a, model):
-    """(Specula's own load time, the wall time of the whole 1-token run), ms: medians."""
-    outs = warm_runs([a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0",
-                      "-c", "4096", "-t", str(a.threads)], model, "load: ")
-    loads = [float(m.group(1)) if (m := re.search(r"load: (\d+) ms", o)) else float("nan")
-             for o in outs]
-    return median(loads), median([wall_ms(o) for o in outs])
+        spec_out.append(run(specula_run_cmd(a, model), must="load: ")[0])
+        if a.ik:
+            warm(model)
+            ik_walls.append(wall_ms(run(ik_run_cmd(a, model), must="total time")[0]))
+            ratios.append(ik_walls[-1] / wall_ms(spec_out[-1]))
+    own = [float(m.group(1)) if (m := re.search(r"load: (\d+) ms", o)) else float("nan")
+           for o in spec_out]
+    return ({"load": (median(own), median([wall_ms(o) for o in spec_out]))},
+            {"load": median(ik_walls)} if ik_walls else {},
+            median(ratios) if ratios else None)
 
 
 def specula_load_cached(a, model):
-    """specula_load with --repack-cache: one run writes the cache, the next one is timed."""
-    cmd = [a.specula, "run", "-m", model, "-p", "Hello", "-n", "1", "--temp", "0", "-c", "4096",
-           "-t", str(a.threads), "--repack-cache", a.repack_cache]
+    """The 1-token run with --repack-cache: one run writes the cache, the next one is timed."""
+    cmd = specula_run_cmd(a, model) + ["--repack-cache", a.repack_cache]
     run(cmd, must="load: ")
     out, _ = run(cmd, must="load: ")
     m = re.search(r"load: (\d+) ms", out)
@@ -163,14 +177,6 @@ def ik_plain(a, model):
     return res
 
 
-def ik_load(a, model):
-    """The wall time of llama-cli's 1-token run, ms (it prints no load time of its own): the
-    median of LOAD_RUNS, the file read just before each."""
-    outs = warm_runs([os.path.join(a.ik, "llama-cli"), "-m", model, "-p", "Hello", "-n", "1",
-                      "--temp", "0", "-c", "4096", "-t", str(a.threads)], model, "total time")
-    return median([wall_ms(o) for o in outs])
-
-
 def fmt(x, digits=1):
     return "-" if x is None or x != x else f"{x:.{digits}f}"
 
@@ -188,7 +194,8 @@ def table(s, ik, a):
     rows.append(("tau(9)", tau(s["passes"]), tau(ik.get("passes")), False))
     load = s.get("load", (None, None))
     rows += [("load ms (Specula's own)", load[0], None, False),
-             ("1-token run, wall ms", load[1], ik.get("load"), False)]
+             ("1-token run, wall ms (ratio: median of paired runs)", load[1], ik.get("load"),
+              False, s.get("load_ratio"))]
     if "load_cached" in s:
         rows += [("load ms, --repack-cache mapped", s["load_cached"][0], None, False),
                  ("1-token run, wall ms, --repack-cache", s["load_cached"][1], ik.get("load"),
@@ -197,8 +204,10 @@ def table(s, ik, a):
              ("RSS MiB", s.get("rss"), ik.get("rss"), False)]
     print(f"| {os.path.basename(a.model)} | Specula | ik_llama.cpp | Specula / ik |")
     print("|---|---|---|---|")
-    for name, x, y, higher in rows:
+    for name, x, y, higher, *paired in rows:
         ratio = (x / y if higher else y / x) if x and y else None
+        if paired and paired[0]:
+            ratio = paired[0]
         print(f"| {name} | {fmt(x, 2)} | {fmt(y, 2)} | {fmt(ratio, 2)}{'x' if ratio else ''} |")
     if "spec" in s:
         sp = s["spec"]
@@ -235,10 +244,9 @@ def main():
                  (s, "depth", lambda: specula_plain(a, a.model, a.depth, 32, "1")
                   if a.depth else None),
                  (ik, "depth", lambda: ik_depth(a, a.model) if a.ik and a.depth else None),
-                 (s, "load", lambda: specula_load(a, a.model)),
+                 (None, "load", lambda: loads(a, a.model)),
                  (s, "load_cached",
                   lambda: specula_load_cached(a, a.model) if a.repack_cache else None),
-                 (ik, "load", lambda: ik_load(a, a.model) if a.ik else None),
                  (s, "spec", lambda: specula_spec(a, a.model) if a.draft else None)]
         for into, key, step in steps:
             try:  # a failed step leaves its rows empty; the others still run
@@ -246,7 +254,11 @@ def main():
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"bench_real_shapes.py: {e}", file=sys.stderr)
                 continue
-            if r is not None and key is None:
+            if key == "load":  # both engines' rows and the paired ratio
+                s.update(r[0])
+                ik.update(r[1])
+                s["load_ratio"] = r[2]
+            elif r is not None and key is None:
                 into.update(r)
             elif r is not None:
                 into[key] = r
