@@ -22,11 +22,22 @@ const ActivationEntry& activations() {
 }  // namespace
 
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+    // Sixteen partial double sums (they vectorise), combined in a fixed tree: the order depends
+    // on n only. (One running sum waits on each add: 9 rows of 4096 took 41-42 us against 25-26
+    // us this way, on an Intel Xeon at x86-64's baseline; a 9-token pass of an 8B-shaped model
+    // makes 648 such rows and 12,960 of 128, with the pool's other thread idle meanwhile.)
+    double acc[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int k = 0; k < 16; ++k) acc[k] += static_cast<double>(x[i + k] * x[i + k]);
+    }
+    for (int k = 0; i < n; ++i, ++k) acc[k] += static_cast<double>(x[i] * x[i]);
+    for (int k = 0; k < 8; ++k) acc[k] += acc[k + 8];
+    const double sum =
+        ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     const float mean = static_cast<float>(sum / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(mean + eps);
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] * scale) * w[j];
 }
 
 void softmax(float* x, int64_t n) {
