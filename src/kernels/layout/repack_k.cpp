@@ -290,6 +290,28 @@ ActBlock act_block(const PackedActs& a, int t, int64_t b) {
             a.corr + i * kKqCorr};
 }
 
+// Q6_K's corr entries for a Q8_K block's 32 groups of 8 quants: -32 * each group's sum. With
+// SSE2, psadbw sums 8 bytes biased to unsigned (q + 128, exact: sum - 8 * 128) two groups at a
+// time (one at a time: 22-23 us for the 144 blocks of 9 rows of 4096, 3.1-3.4 us this way, on an
+// Intel Xeon).
+void q6_half_sums(const int8_t* qs, int32_t* out) {
+#if defined(__SSE2__)
+    const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
+    for (int j = 0; j < 16; ++j) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * j));
+        const __m128i s = _mm_sad_epu8(_mm_xor_si128(v, bias), zero);  // two sums of 8 (q + 128)
+        out[2 * j] = -32 * (_mm_cvtsi128_si32(s) - 8 * 128);
+        out[2 * j + 1] = -32 * (_mm_extract_epi16(s, 4) - 8 * 128);
+    }
+#else
+    for (int h = 0; h < 32; ++h) {
+        int32_t sum8 = 0;
+        for (int e = 8 * h; e < 8 * h + 8; ++e) sum8 += qs[e];
+        out[h] = -32 * sum8;
+    }
+#endif
+}
+
 }  // namespace
 
 bool kq_repackable(GGMLType t) {
@@ -387,11 +409,7 @@ PackedActs kq_prepare_acts(const uint8_t* acts, size_t stride, int64_t cols, int
                 sums[s] = static_cast<int16_t>(blk[b].bsums[2 * s] + blk[b].bsums[2 * s + 1]);
             }
             std::memcpy(c + kKqMinPairs, sums, sizeof sums);
-            for (int h = 0; h < 32; ++h) {
-                int32_t sum8 = 0;
-                for (int e = 8 * h; e < 8 * h + 8; ++e) sum8 += blk[b].qs[e];
-                c[kKqQ6Halves + h] = -32 * sum8;
-            }
+            q6_half_sums(blk[b].qs, c + kKqQ6Halves);
         }
     }
     return {q, static_cast<size_t>(QK_K) * ntok, d, corr, nb};
