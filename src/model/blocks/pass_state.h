@@ -89,10 +89,13 @@ struct PassState {
     int pos(size_t s, int t) const { return kv_of(s).n_past() + t; }
 };
 
-// Elements from which an elementwise op of the pass is split over the pool: prompt-sized passes
-// only (a decode step's or a 9-token verify's silu_mul takes microseconds, about what one more
-// wake-up of the pool costs on a loaded machine).
-inline constexpr int64_t kParallelElems = 1 << 17;
+// Elements from which an elementwise op of the pass is split over the pool: a verify's rows
+// (a 9-token pass of d4096 is 36,864 per norm), never a decode step's (a few microseconds, about
+// what one more wake-up of the pool costs on a loaded machine). The caller claims items itself,
+// so a worker that does not wake costs nothing but the claim. (At 1 << 17, a 9-token pass of an
+// 8B-shaped model ran its norms, silu and adds on one thread while the other waited: ~4% of that
+// pass's time in a profile, on an Intel Xeon with 2 threads.)
+inline constexpr int64_t kParallelElems = 1 << 15;
 
 // fn(b, e) over [0, n) in items of `width` elements: on the pool's threads when the whole is big
 // enough, else on this one. Every element goes through the same operations either way, so the
