@@ -59,8 +59,11 @@ __attribute__((always_inline)) inline void q4k_mins(const uint8_t* sb, const Act
         const int32_t* cp = x.corr + kKqCorr * t + kKqMinPairs;  // (c_2j, c_2j+1)
         __m512i im = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) im = _mm512_dpwssd_epi32(im, mp[j], _mm512_set1_epi32(cp[j]));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im),
-                                 _mm512_mul_ps(dmin, _mm512_set1_ps(-x.d[t])), acc[t]);
+        // fma(imin, -(dmin * d), acc) as fnmadd(imin, dmin * d, acc): the same value (negation
+        // is exact), and d broadcast from memory (-d was a scalar negation and a broadcast from a
+        // register per token and super-block, on the vector ports the kernel is bound by).
+        acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(im),
+                                  _mm512_mul_ps(dmin, _mm512_set1_ps(x.d[t])), acc[t]);
     }
 }
 
