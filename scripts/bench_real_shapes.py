@@ -9,7 +9,9 @@ draft that scripts/models/make_shaped.py writes to models/. Rows:
                 its llama-sweep-bench's row at D, -ub 512, tg of 32 tokens, when the --ik folder
                 has it: `cmake --build . --target llama-sweep-bench` in its build folder)
   pass b        one target pass over b = 1, 5, 9 tokens, ms (ik_llama.cpp: its pp1/pp5/pp9), and
-                tau(9) = pass 9 / pass 1
+                tau(9) = pass 9 / pass 1: Specula's as `bench` prints it (the median of each
+                round's ratio, the two passes timed in turn), ik_llama.cpp's the ratio of its
+                medians (llama-bench times each size on its own)
   load          Specula's load time (`run`'s "load:"), ms, and for both engines the wall time of
                 a whole 1-token `run` / llama-cli (-c 4096), ms, the file read into the page
                 cache just before each run; 5 pairs of runs, the engines in turn: medians, and
@@ -70,8 +72,9 @@ def specula_plain(a, model, depth, n, batches):
                         "--batches", batches, "--json", j])
         th = json.load(open(j))["throughput"]
     passes = {p["batch"]: p["ms"] for p in th["passes"]}
+    taus = {p["batch"]: p["tau"] for p in th["passes"]}
     return {"tg": th["tg_tokens_per_s"], "pp": th["pp_tokens_per_s"], "passes": passes,
-            "rss": rss}
+            "tau9": taus.get(9), "rss": rss}
 
 
 def warm(path):
@@ -191,7 +194,8 @@ def table(s, ik, a):
     for b in (1, 5, 9):
         rows.append((f"pass {b} ms", s["passes"].get(b), ik.get("passes", {}).get(b), False))
     tau = lambda p: p.get(9, 0) / p[1] if p and p.get(1) else None  # noqa: E731
-    rows.append(("tau(9)", tau(s["passes"]), tau(ik.get("passes")), False))
+    rows.append(("tau(9) (Specula's paired, as `bench` prints it)", s.get("tau9"),
+                 tau(ik.get("passes")), False))
     load = s.get("load", (None, None))
     rows += [("load ms (Specula's own)", load[0], None, False),
              ("1-token run, wall ms (ratio: median of paired runs)", load[1], ik.get("load"),
