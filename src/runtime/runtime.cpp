@@ -93,7 +93,8 @@ int64_t kv_pool_positions(const RuntimeOptions& o, int n_ctx, const MemoryPlan& 
         const double f = o.memory_fraction >= 0 ? o.memory_fraction : 0.9;
         const int64_t most = int64_t(o.n_seqs) * n_ctx;
         if (plan.available <= 0 || per_pos <= 0) return most;
-        const double rest = plan.total() - (plan.target_kv + plan.draft_kv);
+        // The plan without a pool counts every sequence's whole cache (kv_seqs of them).
+        const double rest = plan.total() - plan.kv_seqs * (plan.target_kv + plan.draft_kv);
         pool = std::min<int64_t>(most, int64_t(std::max(0.0, f * plan.available - rest) / per_pos));
         why = "--gpu-memory-utilization " + std::to_string(f) + " of " +
               std::to_string(int64_t(plan.available / (1 << 20))) + " MiB available, less " +
@@ -120,7 +121,9 @@ MemoryPlan plan_runtime(const RuntimeOptions& o, const Runtime& rt, double avail
     MemoryPlan plan = plan_memory(*rt.target, draft, cp, available);
     if (o.n_seqs > 1) {
         cp.kv_pool = kv_pool_positions(o, rt.n_ctx, plan);
+        const double runtime = plan.runtime;  // the pool was sized against this measurement
         plan = plan_memory(*rt.target, draft, cp, available);
+        plan.runtime = runtime;
         say(o, "%d slots share a KV pool of %lld positions; one request may use up to %d (%s)",
             o.n_seqs, static_cast<long long>(cp.kv_pool), rt.n_ctx,
             o.kv_pool > 0    ? "--kv-pool"

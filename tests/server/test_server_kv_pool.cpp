@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -208,6 +209,42 @@ TEST(KvPool, VllmMaxNumSeqs256ServesFullLengthRequests) {
         ServerProcess({server_target_path(), "--parallel", "2", "-c", "512", "--kv-pool", "100"},
                       "kvpoolsmall"),
         std::runtime_error);
+}
+
+// A size as the memory plan prints it ("40.00 MiB") in bytes.
+double plan_bytes(const std::string& number, const std::string& unit) {
+    const double v = std::stod(number);
+    if (unit == "KiB") return v * 1024;
+    if (unit == "MiB") return v * 1024 * 1024;
+    if (unit == "GiB") return v * 1024 * 1024 * 1024;
+    return v;  // B
+}
+
+// vLLM's sizing (--max-model-len, --gpu-memory-utilization): the pool takes what the fraction of
+// the memory leaves after the rest of the plan, where the rest counts the weights, passes and
+// logits once, not every slot's whole cache. With --memory-budget as the available memory, the
+// planned total reaches the budget less at most one position's rows (256 whole contexts would
+// be 640 MiB: the pool is the budget's, not the cap's).
+TEST(KvPool, MemoryFractionPoolFillsWhatTheRestLeaves) {
+    ServerProcess s({server_target_path(), "--max-num-seqs", "256", "--max-model-len", "4096",
+                     "--memory-budget", "400", "--gpu-memory-utilization", "1", "--cache-ram", "0"},
+                    "kvpoolfraction");
+    const std::string log = s.log();
+    const std::string size = R"(([0-9.]+) (B|KiB|MiB|GiB))";
+    std::smatch pool, total;
+    ASSERT_TRUE(std::regex_search(log, pool, std::regex("KV pool ([0-9]+) positions " + size)))
+        << log;
+    ASSERT_TRUE(std::regex_search(log, total, std::regex("= " + size + " of " + size))) << log;
+    const double positions = std::stod(pool[1]), kv = plan_bytes(pool[2], pool[3]);
+    const double planned = plan_bytes(total[1], total[2]), budget = plan_bytes(total[3], total[4]);
+    EXPECT_EQ(budget, 400.0 * 1024 * 1024) << log;
+    EXPECT_LT(positions, 256.0 * 4096) << log;  // not the cap
+    EXPECT_GE(positions, 4096) << log;
+    const double per_position = kv / positions, printing = 0.01 * 1024 * 1024;
+    EXPECT_LE(planned, budget + printing) << log;
+    EXPECT_GT(planned, budget - 2 * per_position - 2 * printing) << log;
+    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+    EXPECT_EQ(r.status, 200) << r.text;
 }
 
 }  // namespace
