@@ -47,6 +47,8 @@ struct ServeOptions {
     static constexpr long kCacheRamNotGiven = -1000000;
     std::string reasoning_format = "auto";
     int ctx_total = -1, max_model_len = -1;  // -c (llama-server: the total), --max-model-len (vLLM)
+    int max_num_seqs = -1;                   // vLLM's --max-num-seqs (= --parallel)
+    CLI::Option* parallel_opt = nullptr;     // --parallel (-np), to tell whether it was given
     std::string dtype = "auto";
     bool kv_unified = false;  // -kvu: what the pool always is
     // llama-server's sampling defaults and vLLM's launch-line flags (resolve_launch_flags).
@@ -147,9 +149,21 @@ void resolve(ServeOptions& o) {
             "not both");
     // -c 0: the model's training context (runtime/runtime.h); not given: at most 4096.
     RuntimeOptions& rt = o.service.runtime;
+    if (o.max_model_len == 0) fail("--max-model-len must be >= 1, got 0");
+    if (o.max_num_seqs >= 0) {
+        if (o.max_num_seqs < 1) fail("--max-num-seqs must be >= 1, got ", o.max_num_seqs);
+        if (o.parallel_opt && o.parallel_opt->count() > 0 && rt.n_seqs != o.max_num_seqs)
+            fail("give --parallel (-np) or --max-num-seqs (vLLM's name for it), not both");
+        rt.n_seqs = o.max_num_seqs;
+    }
+    // A launch line in vLLM's words (`serve MODEL`, --max-num-seqs, --gpu-memory-utilization)
+    // with no context flag: vLLM's sizing, each request up to the model's training context (its
+    // max_model_len default) and the pool from the memory fraction, not llama-server's -c total.
+    const bool vllm_line =
+        !o.model_positional.empty() || o.max_num_seqs >= 0 || o.gpu_memory_utilization >= 0;
+    if (o.max_model_len < 0 && o.ctx_total < 0 && vllm_line) o.max_model_len = 0;
     if (o.max_model_len >= 0) {
-        if (o.max_model_len == 0) fail("--max-model-len must be >= 1, got 0");
-        rt.n_ctx = o.max_model_len;
+        rt.n_ctx = o.max_model_len;  // 0 (vLLM's line without it): the training context
         rt.ctx_is_total = false;
     } else {
         if (o.ctx_total < -1) fail("-c (--ctx-size) must be >= 0, got ", o.ctx_total);
@@ -267,10 +281,13 @@ void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
                  "refusing the request (Codex sends some)");
     cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                    "vLLM's: auto (f16), or fp8 -> q8_0, the 8-bit cache specula has");
-    cmd.add_option("--parallel,--max-num-seqs", o.service.runtime.n_seqs,
-                   "generation slots (default 1: a lone request gets every thread; "
-                   "vLLM's --max-num-seqs)")
-        ->capture_default_str();
+    o.parallel_opt =
+        cmd.add_option("--parallel", o.service.runtime.n_seqs,
+                       "generation slots (default 1: a lone request gets every thread)")
+            ->capture_default_str();
+    cmd.add_option("--max-num-seqs", o.max_num_seqs,
+                   "vLLM's --parallel; without -c, the KV pool as vLLM sizes it "
+                   "(--gpu-memory-utilization)");
     cmd.add_option("--dtype", o.dtype, "vLLM's; only auto (the GGUF file's own types)")
         ->capture_default_str();
     cmd.add_flag("--enable-prefix-caching", o.prefix_caching,

@@ -247,4 +247,30 @@ TEST(KvPool, MemoryFractionPoolFillsWhatTheRestLeaves) {
     EXPECT_EQ(r.status, 200) << r.text;
 }
 
+// A launch line in vLLM's words with no context flag (`serve MODEL --max-num-seqs N`) sizes as
+// vLLM does: each request up to the training context, the pool from the memory fraction; with
+// llama-server's --parallel the pool is -c (default: the context). Both spellings at once with
+// different counts are refused.
+TEST(KvPool, VllmLaunchLineWithoutAContextFlagSizesAsVllm) {
+    {
+        ServerProcess s({server_target_path(), "--max-num-seqs", "4", "--memory-budget", "400"},
+                        "kvpoolvllmline");
+        EXPECT_NE(s.log().find("4 slots share a KV pool of 2048 positions; one request may use up "
+                               "to 512 (--gpu-memory-utilization"),
+                  std::string::npos)
+            << s.log();
+    }
+    {
+        ServerProcess s({"-m", server_target_path(), "--parallel", "4"}, "kvpoolllamaline");
+        EXPECT_NE(s.log().find("4 slots share a KV pool of 512 positions; one request may use up "
+                               "to 512 (-c"),
+                  std::string::npos)
+            << s.log();
+    }
+    EXPECT_THROW(
+        ServerProcess({"-m", server_target_path(), "--parallel", "2", "--max-num-seqs", "3"},
+                      "kvpoolboth"),
+        std::runtime_error);
+}
+
 }  // namespace
