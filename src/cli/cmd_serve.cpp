@@ -195,7 +195,9 @@ void resolve(ServeOptions& o) {
     if (!(o.drain_timeout >= 0 && o.drain_timeout <= 86400))
         fail("--drain-timeout must be in [0, 86400] seconds, got ", o.drain_timeout);
     if (o.service.runtime.n_seqs < 1 || o.service.runtime.n_seqs > 256)
-        fail("--parallel must be in [1, 256], got ", o.service.runtime.n_seqs);
+        fail(o.max_num_seqs >= 0 ? "--max-num-seqs must be in [1, 256], got "
+                                 : "--parallel must be in [1, 256], got ",
+             o.service.runtime.n_seqs);
     if (o.service.runtime.n_threads < 0)
         fail("-t (--threads) must be >= 1, got ", o.service.runtime.n_threads);
     check_http_config(o.http);  // before any model loads
