@@ -161,9 +161,8 @@ void resolve(ServeOptions& o) {
     // max_model_len default) and the pool from the memory fraction, not llama-server's -c total.
     const bool vllm_line =
         !o.model_positional.empty() || o.max_num_seqs >= 0 || o.gpu_memory_utilization >= 0;
-    if (o.max_model_len < 0 && o.ctx_total < 0 && vllm_line) o.max_model_len = 0;
-    if (o.max_model_len >= 0) {
-        rt.n_ctx = o.max_model_len;  // 0 (vLLM's line without it): the training context
+    if (o.max_model_len >= 0 || (o.ctx_total < 0 && vllm_line)) {
+        rt.n_ctx = std::max(o.max_model_len, 0);  // 0: the training context
         rt.ctx_is_total = false;
     } else {
         if (o.ctx_total < -1) fail("-c (--ctx-size) must be >= 0, got ", o.ctx_total);
