@@ -51,6 +51,7 @@ EnvSettings read_env() {
     if (e.amx == "1") e.amx = "";
     e.packed_pair = on_unless_zero("SPECULA_PACKED_PAIR");
     if (const auto v = env_value("SPECULA_BF16_DOT")) e.bf16_dot = *v != "0";
+    if (const auto v = env_value("SPECULA_KQ_MULLD")) e.kq_mulld = *v != "0";
     e.hugepages = on_unless_zero("SPECULA_HUGEPAGES");
     e.repack = on_unless_zero("SPECULA_REPACK");
     e.repack_float = on_unless_zero("SPECULA_REPACK_FLOAT");

@@ -16,6 +16,7 @@ struct EnvSettings {
     std::string amx;          // SPECULA_AMX: "", 0 (off), emulate
     bool packed_pair = true;  // SPECULA_PACKED_PAIR=0: no Q8_0 pair kernel
     int bf16_dot = -1;        // SPECULA_BF16_DOT: 1 / 0 force vdpbf16ps on / off; -1: by vendor
+    int kq_mulld = -1;        // SPECULA_KQ_MULLD: 1 / 0 force vpmulld K-quant tiles; -1: by vendor
     bool hugepages = true;    // SPECULA_HUGEPAGES=0: packed weights on 4 KiB pages
     // Model loading.
     bool repack = true;        // SPECULA_REPACK=0: keep every weight in its file layout

@@ -30,6 +30,7 @@ KernelPolicy kernel_policy_from_env(const EnvSettings& env) {
     }
     p.packed_pair = env.packed_pair;
     p.bf16_dot = env.bf16_dot < 0 ? Bf16Dot::Auto : env.bf16_dot ? Bf16Dot::On : Bf16Dot::Off;
+    p.kq_mulld = env.kq_mulld < 0 ? KqMulld::Auto : env.kq_mulld ? KqMulld::On : KqMulld::Off;
     p.hugepages = env.hugepages;
     p.repack_float = env.repack_float;
     return p;
@@ -72,6 +73,18 @@ bool bf16_dot_at_avx512() {
         case Bf16Dot::Off:
             return false;
         case Bf16Dot::Auto:
+            return cpu_features().amd;
+    }
+    return false;
+}
+
+bool kq_mulld_at_avx512() {
+    switch (kernel_policy().kq_mulld) {
+        case KqMulld::On:
+            return true;
+        case KqMulld::Off:
+            return false;
+        case KqMulld::Auto:
             return cpu_features().amd;
     }
     return false;

@@ -36,6 +36,7 @@ IsaChain base_chain(SimdLevel level) {
     IsaChain c;
     if (level == SimdLevel::AVX512) {
         if (bf16_dot_at_avx512()) c.isa[c.n++] = Isa::AVX512BF16Dot;
+        if (kq_mulld_at_avx512()) c.isa[c.n++] = Isa::AVX512Mulld;
         c.isa[c.n++] = Isa::AVX512;
     }
     if (level >= SimdLevel::AVX2) {
@@ -63,8 +64,9 @@ Isa amx_isa(SimdLevel level) {
 }  // namespace
 
 const char* isa_name(Isa i) {
-    static const char* const names[] = {"scalar",         "avx2", "avxvnni",     "avx512",
-                                        "avx512-bf16dot", "amx",  "amx-emulated"};
+    static const char* const names[] = {"scalar", "avx2",           "avxvnni",
+                                        "avx512", "avx512-bf16dot", "avx512-mulld",
+                                        "amx",    "amx-emulated"};
     return idx(i) < idx(Isa::kCount) ? names[idx(i)] : "unknown";
 }
 

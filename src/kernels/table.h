@@ -8,7 +8,8 @@
 // best first; the first ISA with an entry for the key answers (a weight kernel entry is whole:
 // an ISA that registers one registers every kernel of it).
 //
-//   AVX-512 chain: [AMX | AMX emulated] [AVX-512 vdpbf16ps for BF16] AVX-512, AVX2, scalar
+//   AVX-512 chain: [AMX | AMX emulated] [AVX-512 vdpbf16ps for BF16] [AVX-512 vpmulld K-quants]
+//                  AVX-512, AVX2, scalar
 //   AVX2 chain:    [AVX-VNNI] AVX2, scalar
 //
 // The bits each ISA gives are the README's (its Kernels section): the packed layouts give the
@@ -45,6 +46,7 @@ enum class Isa : uint8_t {
     AVXVNNI,  // AVX2 + AVX-VNNI: the AVX2 level's packed K-quant tiles where the CPU has it
     AVX512,
     AVX512BF16Dot,  // AVX-512 BF16 panels on vdpbf16ps (the policy's bf16_dot)
+    AVX512Mulld,    // AVX-512 packed Q4_K / Q6_K tiles scaled by vpmulld (the policy's kq_mulld)
     AMX,
     AMXEmulated,  // the AMX kernels over a scalar emulation of the tile instructions
     kCount,

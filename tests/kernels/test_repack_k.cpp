@@ -102,14 +102,18 @@ TEST(RepackK, EqualsReferenceAtEveryLevelBitForBit) {
 
 namespace {
 
-// The AVX2 level's two builds (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) against the
-// scalar reference for ntok tokens of x (cols each), called directly: the AVX2 level picks the
-// VNNI one on CPUs with it, so neither is otherwise reached on every CPU.
-void expect_avx2_builds_equal_scalar(GGMLType t, const Packed& p, const std::vector<float>& x,
-                                     int64_t cols, int ntok) {
+// Every build of a level against the scalar reference for ntok tokens of x (cols each), called
+// directly: the AVX2 level's two (vpmaddubsw + vpmaddwd, and AVX-VNNI's vpdpbusd) and the AVX-512
+// level's two (sub-block scales by vpdpwssd on int16 halves, and by vpmulld): a level picks one
+// of its builds by the CPU (AVX-VNNI where the CPU has it, vpmulld on AMD), so the other is not
+// otherwise reached on every CPU.
+void expect_builds_equal_scalar(GGMLType t, const Packed& p, const std::vector<float>& x,
+                                int64_t cols, int ntok) {
     std::vector<Isa> builds;  // those this CPU runs
     if (cpu_features().avx2) builds.push_back(Isa::AVX2);
     if (cpu_features().avx_vnni) builds.push_back(Isa::AVXVNNI);
+    if (cpu_features().avx512) builds.push_back(Isa::AVX512);
+    if (cpu_features().avx512) builds.push_back(Isa::AVX512Mulld);
     MatmulScratch s;
     const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, s);
     std::vector<uint8_t> q(kq_act_bytes(cols, ntok));
@@ -136,13 +140,13 @@ void expect_avx2_builds_equal_scalar(GGMLType t, const Packed& p, const std::vec
 
 }  // namespace
 
-TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
+TEST(RepackK, EveryBuildOfALevelAgrees) {
     for (GGMLType t : kTypes) {
         Packed p = make_packed(t, 16, 1024, 77);
-        for (int ntok : {1, 2, 3, 5, 9}) {
+        for (int ntok : {1, 2, 3, 5, 9, 10, 17}) {
             SCOPED_TRACE(testing::Message() << type_name(t) << " ntok " << ntok);
             std::mt19937 rng(ntok);
-            expect_avx2_builds_equal_scalar(t, p, random_floats(rng, ntok * 1024), 1024, ntok);
+            expect_builds_equal_scalar(t, p, random_floats(rng, ntok * 1024), 1024, ntok);
         }
     }
 }
@@ -150,8 +154,8 @@ TEST(RepackK, AvxVnniAndPlainAvx2BuildsAgree) {
 TEST(RepackK, ExtremeValuesStayExact) {
     // All-63 and all-0 Q6_K / all-15 and all-0 Q4_K quants with the largest scales (Q6_K's of
     // either sign) against activations of -127 and 127 (Q8_K's range: its quantiser never gives
-    // -128): the int32 sums, the SIMD byte products and the int16 half sums (Q6_K's centred
-    // halves of 8 reach 8 * 32 * 127) must not saturate.
+    // -128): the int32 sums, the SIMD byte products, the int16 half sums (Q6_K's centred halves of
+    // 8 reach 8 * 32 * 127) and the vpmulld products must not saturate.
     for (auto [t, fill] : {std::pair{GGMLType::Q4_K, 0xFF},
                            {GGMLType::Q4_K, 0x00},
                            {GGMLType::Q6_K, 0xFF},
@@ -173,7 +177,12 @@ TEST(RepackK, ExtremeValuesStayExact) {
             x[c] = c % 2 ? 1.0f : -1.0f;
             x[cols + c] = -1.0f;
         }
-        expect_avx2_builds_equal_scalar(t, p, x, cols, 2);
+        expect_builds_equal_scalar(t, p, x, cols, 2);
+        // Nine tokens (the vpmulld build's one chain per token) of the same two rows in turn.
+        std::vector<float> x9;
+        for (int tk = 0; tk < 9; ++tk)
+            x9.insert(x9.end(), x.begin() + (tk % 2) * cols, x.begin() + (tk % 2 + 1) * cols);
+        expect_builds_equal_scalar(t, p, x9, cols, 9);
         std::vector<std::vector<float>> per_level;
         for (SimdLevel l : runnable_levels()) {
             SimdCap cap(l);
