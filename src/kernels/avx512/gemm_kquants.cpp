@@ -60,8 +60,9 @@ SPECULA_INLINE void prefetch_part(const uint8_t* sb, size_t bytes, int part, int
 //  - Mulld (the policy's kq_mulld: AMD, where vpmulld costs what vpdpwssd does): the whole dot,
 //    |.| <= 32 * 15 * 127 (17 bits), in int32, then isum += dot * scale by one vpmulld per token
 //    (measured on Zen 4: vpmulld, vpdpwssd and vpdpbusd each one per cycle, all on the same two
-//    pipes; the add and the decode's and / shift go to the other two). One or two tokens keep two
-//    chains each, added (a chain of 8 dependent vpdpbusd would wait on their latency).
+//    pipes; the add and the decode's and / shift go to the other two). Two tokens keep two chains
+//    each, added (a chain of 8 dependent vpdpbusd would wait on their latency); one token takes
+//    the other build (tile_q4_K).
 //  - else (Intel, where vpmulld is two uops on port 0): the sum in two halves, the low nibbles'
 //    and the high nibbles': 16 products each, |half| <= 16 * 15 * 127 = 30480, an int16
 //    sign-extended in its lane, so one vpdpwssd with the scale (its high half zero) adds half *
