@@ -66,28 +66,22 @@ SimdLevel active_simd_level() {
     return static_cast<int>(cap) < static_cast<int>(cpu) ? cap : cpu;
 }
 
+namespace {
+
+// A by-vendor switch (Bf16Dot, KqMulld): as set, or where Auto, on AMD CPUs.
+template <class Choice>
+bool on_or_amd(Choice c) {
+    return c == Choice::Auto ? cpu_features().amd : c == Choice::On;
+}
+
+}  // namespace
+
 bool bf16_dot_at_avx512() {
-    switch (kernel_policy().bf16_dot) {
-        case Bf16Dot::On:
-            return true;
-        case Bf16Dot::Off:
-            return false;
-        case Bf16Dot::Auto:
-            return cpu_features().amd;
-    }
-    return false;
+    return on_or_amd(kernel_policy().bf16_dot);
 }
 
 bool kq_mulld_at_avx512() {
-    switch (kernel_policy().kq_mulld) {
-        case KqMulld::On:
-            return true;
-        case KqMulld::Off:
-            return false;
-        case KqMulld::Auto:
-            return cpu_features().amd;
-    }
-    return false;
+    return on_or_amd(kernel_policy().kq_mulld);
 }
 
 }  // namespace specula
