@@ -232,7 +232,10 @@ TEST(Amx, Switches) {
                   packed_tile_at(GGMLType::Q8_0, Isa::AMXEmulated));
         EXPECT_EQ(best_packed_tile(GGMLType::Q4_K),
                   packed_tile_at(GGMLType::Q4_K, Isa::AMXEmulated));
-        EXPECT_EQ(best_packed_tile(GGMLType::Q6_K), packed_tile_at(GGMLType::Q6_K, Isa::AVX512));
+        // Q6_K has no AMX kernel: the AVX-512 level's build for this CPU (vpmulld on AMD).
+        EXPECT_EQ(
+            best_packed_tile(GGMLType::Q6_K),
+            packed_tile_at(GGMLType::Q6_K, kq_mulld_at_avx512() ? Isa::AVX512Mulld : Isa::AVX512));
         EXPECT_EQ(packed_tile_at(GGMLType::Q6_K, Isa::AMXEmulated), nullptr);
         EXPECT_EQ(best_packed_pair(GGMLType::Q8_0), nullptr);  // the AMX kernel takes prompts
     }

@@ -16,6 +16,7 @@
 #include "kernels/cpu.h"
 #include "kernels/layout/repack_k.h"
 #include "kernels/matmul.h"
+#include "kernels/policy.h"
 #include "kernels/quants.h"
 #include "kernels/repack.h"
 #include "kernels/table.h"
@@ -139,6 +140,22 @@ void expect_builds_equal_scalar(GGMLType t, const Packed& p, const std::vector<f
 }
 
 }  // namespace
+
+TEST(RepackK, MulldSwitchPicksTheAvx512Build) {
+    if (!cpu_features().avx512) GTEST_SKIP() << "needs AVX-512";
+    for (KqMulld m : {KqMulld::On, KqMulld::Off, KqMulld::Auto}) {
+        KernelPolicy p;
+        p.amx = AmxMode::Off;
+        p.kq_mulld = m;
+        const ScopedKernelPolicy scope(p);
+        const bool on = m == KqMulld::On || (m == KqMulld::Auto && cpu_features().amd);
+        EXPECT_EQ(kq_mulld_at_avx512(), on);
+        for (GGMLType t : kTypes) {
+            EXPECT_EQ(best_packed_tile(t), packed_tile_at(t, on ? Isa::AVX512Mulld : Isa::AVX512))
+                << type_name(t) << " kq_mulld " << static_cast<int>(m);
+        }
+    }
+}
 
 TEST(RepackK, EveryBuildOfALevelAgrees) {
     for (GGMLType t : kTypes) {
