@@ -27,8 +27,7 @@ struct KernelPolicy {
 
 // SPECULA_SIMD (scalar|avx2|avx512|amx: the cap; a cap below `amx` turns the AMX hardware off),
 // SPECULA_AMX (0: off, emulate), SPECULA_PACKED_PAIR, SPECULA_BF16_DOT, SPECULA_KQ_MULLD,
-// SPECULA_HUGEPAGES and
-// SPECULA_REPACK_FLOAT, as EnvSettings holds them.
+// SPECULA_HUGEPAGES and SPECULA_REPACK_FLOAT, as EnvSettings holds them.
 KernelPolicy kernel_policy_from_env(const EnvSettings& env);
 
 // The policy in force (the environment's until set_kernel_policy is called).

@@ -129,7 +129,7 @@ struct IsaChain {
     Isa isa[8];
     int n = 0;
 };
-// For a level as the CPU and the policy refine it (AVX-VNNI, vdpbf16ps, AMX as above).
+// For a level as the CPU and the policy refine it (AVX-VNNI, vdpbf16ps, vpmulld, AMX as above).
 IsaChain isa_chain(SimdLevel level);
 IsaChain active_isa_chain();  // isa_chain(active_simd_level())
 
