@@ -113,8 +113,7 @@ void expect_builds_equal_scalar(GGMLType t, const Packed& p, const std::vector<f
     std::vector<Isa> builds;  // those this CPU runs
     if (cpu_features().avx2) builds.push_back(Isa::AVX2);
     if (cpu_features().avx_vnni) builds.push_back(Isa::AVXVNNI);
-    if (cpu_features().avx512) builds.push_back(Isa::AVX512);
-    if (cpu_features().avx512) builds.push_back(Isa::AVX512Mulld);
+    if (cpu_features().avx512) builds.insert(builds.end(), {Isa::AVX512, Isa::AVX512Mulld});
     MatmulScratch s;
     const size_t stride = quantize_acts(t, x.data(), cols, cols, ntok, s);
     std::vector<uint8_t> q(kq_act_bytes(cols, ntok));
