@@ -129,6 +129,12 @@ MemoryPlan plan_runtime(const RuntimeOptions& o, const Runtime& rt, double avail
             o.kv_pool > 0    ? "--kv-pool"
             : o.ctx_is_total ? "-c: the cache all slots share, as llama-server's -kvu"
                              : "--gpu-memory-utilization of the available memory");
+    } else if (o.kv_pool > 0) {
+        // One slot keeps a plain cache of the whole context; a --kv-pool too small for it is
+        // refused as with several slots, never ignored.
+        kv_pool_positions(o, rt.n_ctx, plan);
+        say(o, "one slot: its cache holds the whole context, %d positions (--kv-pool %lld)",
+            rt.n_ctx, static_cast<long long>(o.kv_pool));
     }
     plan.prompt_cache = prompt_cache_bytes(o, rt, plan);
     say(o, "%s", describe(plan).c_str());

@@ -97,6 +97,18 @@ TEST(Cli, MemoryPlan) {
     EXPECT_EQ(vllm.status, 1) << describe(vllm);
     EXPECT_NE(vllm.err.find("--gpu-memory-utilization 0.9"), std::string::npos) << vllm.err;
     EXPECT_NE(vllm.err.find("cannot hold one sequence"), std::string::npos) << vllm.err;
+
+    // One slot keeps a plain cache of the whole context: a --kv-pool that cannot hold it is
+    // refused all the same (it was ignored), before the server listens.
+    const std::string stories = shared_path(kStoriesRel);
+    const auto one = run_specula(
+        {"serve", "-m", stories, "-t", "1", "--port", "0", "-c", "512", "--kv-pool", "256"});
+    EXPECT_EQ(one.status, 1) << describe(one);
+    EXPECT_NE(one.err.find("the KV pool of 256 positions (--kv-pool 256) cannot hold one "
+                           "sequence of the context, 512 positions"),
+              std::string::npos)
+        << one.err;
+    EXPECT_EQ(one.err.find("listening"), std::string::npos) << one.err;
 }
 
 // A long prompt on a 128k vocabulary (Llama 3's) peaks within 10% of the memory plan `run`
