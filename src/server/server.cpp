@@ -99,6 +99,13 @@ json shutdown_error() {
         "server_error");
 }
 
+// Choice i of a request; the first was admitted before the status line (HttpServer::admit).
+Completion run_choice(Service& service, Service::Ticket& first, const PreparedRequest& p, int i,
+                      const PieceSink& sink, const std::function<bool()>& keep_waiting) {
+    return i == 0 ? service.follow(first, p, sink, keep_waiting)
+                  : service.run(p, sink, keep_waiting, i);
+}
+
 std::atomic<long> g_request_id{0};
 
 // Response ids: a prefix drawn once per process (time and randomness), then a counter, so that ids
@@ -253,11 +260,40 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->responses = responses_request;
     head->trace = p.req.trace;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
+    std::shared_ptr<Service::Ticket> first = admit(res, *head, *prepared);
+    if (!first) return;
     if (prepared->req.stream) {
-        send_stream(res, head, prepared, std::move(busy));
+        send_stream(res, head, prepared, std::move(first), std::move(busy));
     } else {
-        send_whole(res, head, prepared, std::move(busy));
+        send_whole(res, head, prepared, std::move(first), std::move(busy));
     }
+}
+
+std::shared_ptr<Service::Ticket> HttpServer::admit(httplib::Response& res, const ResponseHead& head,
+                                                   const PreparedRequest& prepared) {
+    std::shared_ptr<Service::Ticket> t = service_.submit(prepared, 0);
+    try {
+        if (service_.wait_started(*t, prepared, [] { return !LimitedServer::client_gone(); }))
+            return t;
+    } catch (const ApiError& e) {  // the KV pool stayed full: retry later
+        service_.metrics().record_failure(e.status());
+        head.anthropic ? send_json(res, e.status(), anthropic_error(e)) : send_error(res, e);
+        res.set_header("Retry-After", "1");
+        return nullptr;
+    } catch (const std::exception& e) {
+        service_.metrics().record_failure(500);
+        const ApiError err(500, std::string("generation failed: ") + e.what(), "", "server_error");
+        head.anthropic ? send_json(res, 500, anthropic_error(err)) : send_error(res, err);
+        return nullptr;
+    }
+    if (service_.cancelling_all()) {  // the drain deadline passed while it was queued
+        send_json(res, 503, shutdown_error());
+        res.set_header("Retry-After", "1");
+    } else {  // the client left: nothing reads an answer
+        res.status = 499;
+        LimitedServer::close_after_response();
+    }
+    return nullptr;
 }
 
 // SSE, choice after choice: a start chunk (chat: the role; completions: the echo), a chunk per
@@ -265,9 +301,9 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
 // chunk with "choices": [] and the usage; then [DONE].
 void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                              std::shared_ptr<const PreparedRequest> prepared,
-                             std::shared_ptr<void> busy) {
+                             std::shared_ptr<Service::Ticket> first, std::shared_ptr<void> busy) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [this, head, prepared, busy](
+    res.set_chunked_content_provider("text/event-stream", [this, head, prepared, first, busy](
                                                               size_t, httplib::DataSink& sink) {
         static const std::string waiting = ": waiting for a free slot\n\n";  // SSE comment
         const Tokenizer& tok = service_.target().tokenizer();
@@ -300,8 +336,8 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                 return head->native || write_sse(sink, stream_start_chunk(*head, i, so_far, tok));
             };
             try {
-                c = service_.run(
-                    *prepared,
+                c = run_choice(
+                    service_, *first, *prepared, i,
                     [&](const Completion& so_far, const std::vector<TokenPiece>& pieces) {
                         if (!started && !start(so_far)) return false;
                         json chunk = head->native
@@ -311,7 +347,7 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
                             chunk["timings"] = timings_json({so_far});
                         return emit(chunk);
                     },
-                    [&] { return sink.write(waiting.data(), waiting.size()); }, i);
+                    [&] { return sink.write(waiting.data(), waiting.size()); });
             } catch (const ApiError& e) {  // a refusal after the status line (kv_pool_full)
                 head->anthropic
                     ? write_raw("event: error\ndata: " + dump(anthropic_error(e)) + "\n\n")
@@ -364,16 +400,17 @@ void HttpServer::send_stream(httplib::Response& res, std::shared_ptr<const Respo
     });
 }
 
-// One JSON object, preceded by whitespace written while queued or generating (disconnect probe).
+// One JSON object, preceded by whitespace written while generating or while a later choice is
+// queued (disconnect probe).
 // Sent uncompressed whatever Accept-Encoding says: a compressor would hold the probe's bytes back
 // and a client that left would go unnoticed. httplib compresses "application/json" exactly, so
 // the charset parameter keeps this reply out of it.
 void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
                             std::shared_ptr<const PreparedRequest> prepared,
-                            std::shared_ptr<void> busy) {
+                            std::shared_ptr<Service::Ticket> first, std::shared_ptr<void> busy) {
     res.set_chunked_content_provider(
         "application/json; charset=utf-8",
-        [this, head, prepared, busy](size_t, httplib::DataSink& sink) {
+        [this, head, prepared, first, busy](size_t, httplib::DataSink& sink) {
             auto last_write = clock_type::now();
             auto probe = [&] {
                 last_write = clock_type::now();
@@ -383,14 +420,14 @@ void HttpServer::send_whole(httplib::Response& res, std::shared_ptr<const Respon
             for (int i = 0; i < prepared->req.n; ++i) {
                 Completion c;
                 try {
-                    c = service_.run(
-                        *prepared,
+                    c = run_choice(
+                        service_, *first, *prepared, i,
                         [&](const Completion&, const std::vector<TokenPiece>&) {
                             return clock_type::now() - last_write <
                                        std::chrono::milliseconds(100) ||
                                    probe();
                         },
-                        probe, i);
+                        probe);
                 } catch (const ApiError& e) {  // a refusal after the status line: whole
                     const std::string body = dump(head->anthropic ? anthropic_error(e) : e.body());
                     sink.write(body.data(), body.size());

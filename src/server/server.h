@@ -121,10 +121,16 @@ class HttpServer {
     void handle_completion(const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader, Api api);
     // `busy` (held by the response until it is written) counts the request in in_flight_.
+    // The first choice waits for a slot here, before the status line, so that what the queue
+    // refuses gets its own status (503 with Retry-After); null when the reply is made.
+    std::shared_ptr<Service::Ticket> admit(httplib::Response& res, const ResponseHead& head,
+                                           const PreparedRequest& prepared);
     void send_stream(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                     std::shared_ptr<const PreparedRequest> prepared, std::shared_ptr<void> busy);
+                     std::shared_ptr<const PreparedRequest> prepared,
+                     std::shared_ptr<Service::Ticket> first, std::shared_ptr<void> busy);
     void send_whole(httplib::Response& res, std::shared_ptr<const ResponseHead> head,
-                    std::shared_ptr<const PreparedRequest> prepared, std::shared_ptr<void> busy);
+                    std::shared_ptr<const PreparedRequest> prepared,
+                    std::shared_ptr<Service::Ticket> first, std::shared_ptr<void> busy);
     bool wait_idle(double timeout_s);
 
     Service& service_;

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -451,10 +452,11 @@ TEST_F(ServerTest, MetricsCountExactlyWhatUsageReports) {
     }
 }
 
-// Opens a raw connection, sends a long completion request and reads its first bytes (the
-// response has started, or the request is queued and probed). Returns the socket; closing it hangs
-// up.
-int open_request(int port, int max_tokens, bool stream = true, const std::string& headers = "") {
+// Opens a raw connection, sends a long completion request and, with wait_for_reply, reads its
+// first bytes (the response has started: the request holds a slot). Returns the socket; closing
+// it hangs up.
+int open_request(int port, int max_tokens, bool stream = true, const std::string& headers = "",
+                 bool wait_for_reply = true) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) throw std::runtime_error("socket failed");
     sockaddr_in addr{};
@@ -474,7 +476,7 @@ int open_request(int port, int max_tokens, bool stream = true, const std::string
     if (write(fd, req.data(), req.size()) != ssize_t(req.size()))
         throw std::runtime_error("write failed");
     char buf[512];
-    if (read(fd, buf, sizeof buf) <= 0) throw std::runtime_error("no response");
+    if (wait_for_reply && read(fd, buf, sizeof buf) <= 0) throw std::runtime_error("no response");
     return fd;
 }
 
@@ -511,17 +513,20 @@ TEST_F(ServerTest, DisconnectCancelsGeneration) {
         }
 }
 
-// One slot: a second request queues; when its client leaves it leaves the queue at once, while
-// the first keeps generating.
+// One slot: a second request queues, its status line not sent until it has a slot (so that a
+// refusal from the queue can have its own); when its client leaves it leaves the queue at once,
+// while the first keeps generating.
 TEST(ServerQueue, AClientThatLeavesTheQueueIsDropped) {
     ServerProcess s({"-m", target_path(), "--parallel", "1", "-c", "4096"}, "queue");
     const int a = open_request(s.port(), 4000);
-    const int b = open_request(s.port(), 4000);  // its first bytes are the queue probe
+    const int b = open_request(s.port(), 4000, true, "", /*wait_for_reply=*/false);
     auto m = wait_metrics(s, [](auto& m) {
         return m["specula:num_requests_waiting"] == 1 && m["specula:num_requests_running"] == 1;
     });
     EXPECT_EQ(m["specula:num_requests_waiting"], 1);
     EXPECT_EQ(m["specula:num_requests_running"], 1);
+    pollfd p{b, POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 200), 0) << "a queued request's reply waits for its slot";
     close(b);
     m = wait_metrics(s, [](auto& m) { return m["specula:num_requests_waiting"] == 0; });
     EXPECT_EQ(m["specula:num_requests_waiting"], 0);

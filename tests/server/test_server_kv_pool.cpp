@@ -60,12 +60,13 @@ struct Reply {
     int status = 0;
     json body;
     std::string text;
+    httplib::Headers headers;
 };
 
 Reply post(const ServerProcess& s, const json& body) {
     auto res = s.client().Post("/v1/completions", body.dump(), "application/json");
     if (!res) throw std::runtime_error("no response");
-    return {res->status, json::parse(res->body, nullptr, false), res->body};
+    return {res->status, json::parse(res->body, nullptr, false), res->body, res->headers};
 }
 
 // The specula:kv_pool_* lines of /metrics.
@@ -148,9 +149,9 @@ TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
     EXPECT_EQ(m.at("vllm:kv_cache_usage_perc"), 0);
 }
 
-// A request that cannot get room within --kv-wait-timeout ends with an error naming the pool
-// (in-band: the reply's status line went out while it waited), counted in /metrics; the server
-// goes on serving.
+// A request that cannot get room within --kv-wait-timeout is answered 503 with Retry-After and
+// an error naming the pool (the status line waits for a slot), streamed or not, counted in
+// /metrics; the server goes on serving.
 TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
     ServerProcess s({"-m", server_target_path(), "--max-model-len", "8192", "--kv-pool", "8192",
                      "--parallel", "2", "--kv-wait-timeout", "0.2"},
@@ -182,12 +183,20 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
     ASSERT_TRUE(started);
     // 8011 positions are reserved: 500 more do not fit the 8192.
     Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}});
+    Reply streamed =
+        post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"stream", true}});
     stop = true;
     hog.join();
-    EXPECT_EQ(r.body["error"]["code"], "kv_pool_full") << r.text;
-    EXPECT_NE(r.text.find("KV pool stayed full for 0.2 s"), std::string::npos) << r.text;
-    EXPECT_NE(r.text.find("--kv-pool"), std::string::npos) << r.text;
-    EXPECT_EQ(pool_metrics(s).at("specula:kv_pool_timeouts_total"), 1);
+    for (const Reply* x : {&r, &streamed}) {
+        EXPECT_EQ(x->status, 503) << x->text;
+        EXPECT_EQ(x->body["error"]["code"], "kv_pool_full") << x->text;
+        EXPECT_NE(x->text.find("KV pool stayed full for 0.2 s"), std::string::npos) << x->text;
+        EXPECT_NE(x->text.find("--kv-pool"), std::string::npos) << x->text;
+        const auto retry = x->headers.find("Retry-After");
+        ASSERT_NE(retry, x->headers.end()) << x->text;
+        EXPECT_EQ(retry->second, "1");
+    }
+    EXPECT_EQ(pool_metrics(s).at("specula:kv_pool_timeouts_total"), 2);
     Reply after = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
     EXPECT_EQ(after.status, 200) << after.text;
 }

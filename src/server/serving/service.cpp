@@ -339,8 +339,17 @@ std::string Service::echo_text(const PreparedRequest& p) const {
     return tok.decode(ids, /*remove_special=*/false, /*unparse_special=*/true);
 }
 
-Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
-                        const std::function<bool()>& keep_waiting, int choice) {
+Service::Ticket::~Ticket() {
+    leave();
+    job->cancel = true;  // followed no further: a queued or running request stops
+}
+
+void Service::Ticket::leave() {
+    if (!left) started ? metrics.add_running(-1) : metrics.add_waiting(-1);
+    left = true;
+}
+
+std::shared_ptr<Service::Ticket> Service::submit(const PreparedRequest& p, int choice) {
     const CompletionRequest& r = p.req;
     auto job = std::make_shared<Job>();
     job->prompt = p.prompt;
@@ -359,19 +368,62 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
     job->running_stats = r.timings_per_token;
 
     metrics_.add_waiting(1);
-    bool started = false, cancelled = false;
-    struct Gauges {  // the request leaves the waiting or running gauge once, before it is recorded
-        Metrics& m;
-        bool& started;
-        bool left = false;
-        void leave() {
-            if (!left) started ? m.add_running(-1) : m.add_waiting(-1);
-            left = true;
-        }
-        ~Gauges() { leave(); }
-    } gauges{metrics_, started};
+    auto t = std::make_shared<Ticket>(metrics_, job);
     scheduler_->submit(job);
+    return t;
+}
 
+// The scheduler's failure as the exception the HTTP layer answers: the KV pool's wait timing out
+// is 503 kv_pool_full, anything else an Error.
+static void throw_job_error(const Job& job) {
+    if (job.error_code == "kv_pool_full")
+        throw ApiError(503, job.error, "", "server_error", "kv_pool_full");
+    throw Error(job.error);
+}
+
+// Moves the request from the waiting gauge to the running one, once; job.mu held.
+void Service::mark_started(Ticket& t, const PreparedRequest& p) {
+    if (t.started) return;
+    t.started = true;
+    metrics_.add_waiting(-1);
+    metrics_.add_running(1);
+    metrics_.record_queue_time(seconds_since(p.t_arrival));
+}
+
+bool Service::wait_started(Ticket& t, const PreparedRequest& p,
+                           const std::function<bool()>& keep_waiting) {
+    Job& job = *t.job;
+    std::unique_lock lock(job.mu);
+    for (;;) {
+        job.cv.wait_for(lock, std::chrono::milliseconds(100),
+                        [&] { return job.done || job.started; });
+        if (job.started) {
+            mark_started(t, p);
+            return true;
+        }
+        if (job.done) break;
+        lock.unlock();
+        if ((keep_waiting && !keep_waiting()) || cancel_all_.load()) job.cancel = true;
+        lock.lock();
+    }
+    if (!job.error.empty()) throw_job_error(job);
+    lock.unlock();
+    t.leave();
+    abandoned_in_queue(p);
+    return false;
+}
+
+Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
+                        const std::function<bool()>& keep_waiting, int choice) {
+    const std::shared_ptr<Ticket> t = submit(p, choice);
+    return follow(*t, p, sink, keep_waiting);
+}
+
+Completion Service::follow(Ticket& t, const PreparedRequest& p, const PieceSink& sink,
+                           const std::function<bool()>& keep_waiting) {
+    const CompletionRequest& r = p.req;
+    Job* job = t.job.get();
+    bool started = false, cancelled = false;
     Completion c;
     if (r.echo) c.echo = echo_text(p);
     std::vector<TokenPiece> pieces;
@@ -382,9 +434,7 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
         });
         if (job->started && !started) {
             started = true;
-            metrics_.add_waiting(-1);
-            metrics_.add_running(1);
-            metrics_.record_queue_time(seconds_since(p.t_arrival));
+            mark_started(t, p);
             c.prompt_logprobs = job->prompt_logprobs;  // set before started
             c.slot_id = job->slot_id;
         }
@@ -412,12 +462,8 @@ Completion Service::run(const PreparedRequest& p, const PieceSink& sink,
         lock.lock();
         if (done && job->pieces.empty()) break;
     }
-    if (!job->error.empty()) {
-        if (job->error_code == "kv_pool_full")
-            throw ApiError(503, job->error, "", "server_error", "kv_pool_full");
-        throw Error(job->error);
-    }
-    gauges.leave();
+    if (!job->error.empty()) throw_job_error(*job);
+    t.leave();
     if (!started) return abandoned_in_queue(p);
     c.stats = job->stats;
     c.ttft_s = job->ttft_s;

@@ -150,6 +150,27 @@ class Service {
     // `choice`: which of the request's n choices (it advances a given seed).
     Completion run(const PreparedRequest& p, const PieceSink& sink,
                    const std::function<bool()>& keep_waiting = {}, int choice = 0);
+
+    // run() in steps, so that the HTTP layer can wait for a slot before its status line:
+    // submit() hands the choice to the scheduler; wait_started() returns true once it holds a
+    // slot, false when it ended in the queue (keep_waiting said no, or the server is shutting
+    // down; counted as aborted), and throws what the queue refused (ApiError 503 kv_pool_full:
+    // the KV pool stayed full for --kv-wait-timeout); follow() is the rest of run(). A Ticket
+    // dropped unfollowed cancels its request.
+    struct Ticket {
+        Ticket(Metrics& m, std::shared_ptr<Job> j) : metrics(m), job(std::move(j)) {}
+        ~Ticket();
+        void leave();  // the request leaves the waiting or running gauge, once
+
+        Metrics& metrics;
+        std::shared_ptr<Job> job;
+        bool started = false, left = false;
+    };
+    std::shared_ptr<Ticket> submit(const PreparedRequest& p, int choice);
+    bool wait_started(Ticket& t, const PreparedRequest& p,
+                      const std::function<bool()>& keep_waiting);
+    Completion follow(Ticket& t, const PreparedRequest& p, const PieceSink& sink,
+                      const std::function<bool()>& keep_waiting);
     // Shutting down (the drain deadline passed): every run(), queued or generating, ends within
     // ~100 ms as cancelled (finish_reason "abort", what it generated so far), and so do later ones.
     void cancel_all() { cancel_all_.store(true); }
@@ -162,6 +183,7 @@ class Service {
     std::vector<token_id> tokenize(const std::string& text,
                                    std::span<const TextSpan> plain = {}) const;
     Completion abandoned_in_queue(const PreparedRequest& p);
+    void mark_started(Ticket& t, const PreparedRequest& p);
     std::string echo_text(const PreparedRequest& p) const;
 
     ServiceConfig cfg_;
