@@ -259,6 +259,8 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     head->hide_thinking = hide_thinking;
     head->responses = responses_request;
     head->trace = p.req.trace;
+    head->echo = p.req.echo;
+    head->prompt_logprobs = p.req.prompt_logprobs;
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     std::shared_ptr<Service::Ticket> first = admit(res, *head, *prepared);
     if (!first) return;

@@ -53,8 +53,8 @@ json logprobs_json(const ResponseHead& h, const Completion& c, size_t from, size
     const std::vector<TokenLogprob> part(c.logprobs.begin() + long(from),
                                          c.logprobs.begin() + long(to));
     if (h.chat) return chat_logprobs_json(part, tok);
-    static const std::vector<TokenLogprob> none;
-    return completion_logprobs_json(with_prompt ? c.prompt_logprobs : none, part, tok);
+    if (!with_prompt || !h.echo) return completion_logprobs_json({}, part, tok);
+    return completion_logprobs_json(with_top(c.prompt_logprobs, h.logprobs), part, tok);
 }
 
 // A chat delta of reasoning and/or content (an empty object when both are empty).
@@ -215,8 +215,9 @@ json stream_start_chunk(const ResponseHead& h, int index, const Completion& c,
         choice["delta"] = {{"role", "assistant"}, {"content", ""}};
     } else {
         choice["text"] = c.echo;
-        if (h.logprobs >= 0 && !c.prompt_logprobs.empty())
-            choice["logprobs"] = completion_logprobs_json(c.prompt_logprobs, {}, tok);
+        if (h.echo && h.logprobs >= 0 && !c.prompt_logprobs.empty())
+            choice["logprobs"] =
+                completion_logprobs_json(with_top(c.prompt_logprobs, h.logprobs), {}, tok);
     }
     return with_choice(h, choice);
 }
@@ -282,12 +283,18 @@ json full_response(const ResponseHead& h, const std::vector<Completion>& choices
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         } else {
             choice["text"] = c.echo + c.text;
+            if (h.prompt_logprobs >= 0)
+                choice["prompt_logprobs"] =
+                    prompt_logprobs_json(c.prompt_logprobs, h.prompt_logprobs, tok);
         }
         if (h.trace) choice["speculative_trace"] = draft_trace_json(c.stats.trace, c.stats.drafter);
         list.push_back(choice);
     }
     json j = h.make();
     j["choices"] = list;
+    if (h.chat && h.prompt_logprobs >= 0 && !choices.empty())  // vLLM: once, beside the choices
+        j["prompt_logprobs"] =
+            prompt_logprobs_json(choices[0].prompt_logprobs, h.prompt_logprobs, tok);
     j["usage"] = usage_json(choices);
     j["timings"] = timings_json(choices);
     return j;

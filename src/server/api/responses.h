@@ -22,7 +22,9 @@ struct ResponseHead {
     long created;
     std::string model;
     bool chat;
-    int logprobs = -1;  // the request's (req.logprobs)
+    int logprobs = -1;         // the request's (req.logprobs)
+    bool echo = false;         // completions: the prompt comes first (with logprobs, theirs too)
+    int prompt_logprobs = -1;  // vLLM's (req.prompt_logprobs): completions per choice, chat once
     // chat: the text's <think> block goes to reasoning_content (PreparedRequest's flags).
     bool split_reasoning = false, reasoning_open = false;
     // chat with tools: calls in the content (in tool_format, chat/tool_calls.h) become

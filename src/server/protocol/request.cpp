@@ -211,6 +211,19 @@ bool get_include_usage(const json& body, bool stream) {
     return u->get<bool>();
 }
 
+// vLLM's prompt_logprobs: null or false (-1), N in 0..20, or true (1, as vLLM reads it);
+// refused with stream, as vLLM does.
+int get_prompt_logprobs(const json& body, bool stream) {
+    const json* v = field(body, "prompt_logprobs");
+    if (!v) return -1;
+    const int n = v->is_boolean() ? (v->get<bool>() ? 1 : -1)
+                                  : int(get_int(body, "prompt_logprobs", -1, 0, 20));
+    if (stream)
+        bad_request("'prompt_logprobs' is not available with stream: true (as in vLLM)",
+                    "prompt_logprobs");
+    return n;
+}
+
 // chat: logprobs (bool) + top_logprobs (0..20, only with logprobs); completions: logprobs N.
 // llama-server's n_probs N > 0 asks for the same (N alternatives) when logprobs is not given.
 int get_logprobs(const json& body, bool chat) {
@@ -338,6 +351,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.trace = get_trace(body);
     r.echo = !chat && get_bool(body, "echo", false);
     r.logprobs = get_logprobs(body, chat);
+    r.prompt_logprobs = get_prompt_logprobs(body, r.stream);
     r.penalties = get_penalties(body, d);
     if (const json* b = field(body, "logit_bias")) {
         if (!b->is_object() && !b->is_array())

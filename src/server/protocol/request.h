@@ -64,6 +64,9 @@ struct CompletionRequest {
     // Logprobs of each generated token and this many alternatives (chat: top_logprobs;
     // completions: logprobs N); -1: no logprobs.
     int logprobs = -1;
+    // vLLM's prompt_logprobs N: each prompt token's logprob, rank and N alternatives (the first
+    // token has none); -1: not asked. Not with stream (as vLLM).
+    int prompt_logprobs = -1;
     // Penalties (sampling/penalties.h); logit_bias is filled in by the Service from
     // logit_bias_json, which needs the vocabulary to check token ids.
     PenaltyParams penalties{};

@@ -41,6 +41,7 @@ const Implemented kImplemented[] = {
     {"logprobs", Endpoint::both},
     {"top_logprobs", Endpoint::chat},
     {"echo", Endpoint::completions},
+    {"prompt_logprobs", Endpoint::both},  // vLLM's
     {"response_format", Endpoint::both},
     {"tools", Endpoint::chat},  // server/protocol/request_tools.h
     {"tool_choice", Endpoint::chat},
@@ -179,7 +180,6 @@ const Neutral kNeutral[] = {
     {"guided_decoding_backend", is_string, "must be a string"},
     {"use_beam_search", is_false, "beam search is not supported"},
     {"length_penalty", is_one, "length_penalty applies to beam search, which is not supported"},
-    {"prompt_logprobs", nullptr, "prompt logprobs are not supported (use echo with logprobs)"},
     {"truncate_prompt_tokens", nullptr, "prompts are never truncated (a long one is refused)"},
     {"allowed_token_ids", nullptr, "allowed_token_ids is not supported (use logit_bias)"},
     {"bad_words", empty_array, "bad_words is not supported (use logit_bias)"},

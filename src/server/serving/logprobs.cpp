@@ -45,6 +45,8 @@ TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top)
     TokenLogprob out;
     out.id = id;
     out.logprob = lp(id);
+    out.rank = 1;
+    for (int i = 0; i < n_vocab; ++i) out.rank += row[i] > row[id];
     if (n_top > 0) {
         std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
         for (int i = 0; i < n_vocab; ++i) ids[size_t(i)] = i;
@@ -52,9 +54,44 @@ TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top)
         std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(), [&](int32_t a, int32_t b) {
             return row[a] != row[b] ? row[a] > row[b] : a < b;
         });
-        for (size_t i = 0; i < k; ++i) out.top.push_back({ids[i], lp(ids[i])});
+        for (size_t i = 0; i < k; ++i) {
+            const bool tie = i > 0 && row[ids[i]] == row[ids[i - 1]];
+            out.top.push_back({ids[i], lp(ids[i]), tie ? out.top.back().rank : int(i) + 1});
+        }
     }
     return out;
+}
+
+json prompt_logprobs_json(const std::vector<TokenLogprob>& prompt, int n_top,
+                          const Tokenizer& tok) {
+    json out = json::array();
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        if (i == 0) {
+            out.push_back(nullptr);
+            continue;
+        }
+        const TokenLogprob& t = prompt[i];
+        const auto entry = [&](int32_t id, float lp, int rank) {
+            return json{{"logprob", lp},
+                        {"rank", rank},
+                        {"decoded_token", tok.token_to_piece(id, /*special=*/true)}};
+        };
+        json e = json::object();
+        e[std::to_string(t.id)] = entry(t.id, t.logprob, t.rank);
+        const size_t k = std::min(t.top.size(), size_t(std::max(n_top, 0)));
+        for (size_t r = 0; r < k; ++r)
+            if (t.top[r].id != t.id)
+                e[std::to_string(t.top[r].id)] =
+                    entry(t.top[r].id, t.top[r].logprob, t.top[r].rank);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<TokenLogprob> with_top(std::vector<TokenLogprob> tokens, int n_top) {
+    for (TokenLogprob& t : tokens)
+        if (t.top.size() > size_t(std::max(n_top, 0))) t.top.resize(size_t(std::max(n_top, 0)));
+    return tokens;
 }
 
 json chat_logprobs_json(const std::vector<TokenLogprob>& tokens, const Tokenizer& tok) {

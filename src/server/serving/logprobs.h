@@ -17,11 +17,13 @@ namespace specula {
 struct TopLogprob {
     int32_t id = -1;
     float logprob = 0;
+    int rank = 0;  // as TokenLogprob's
 };
 
 struct TokenLogprob {
     int32_t id = -1;
     float logprob = 0;
+    int rank = 0;                 // 1 + the tokens more likely than it (vLLM's rank; ties share it)
     std::vector<TopLogprob> top;  // the n_top most likely tokens, most likely first
 };
 
@@ -36,5 +38,14 @@ nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& tokens, const
 nlohmann::json completion_logprobs_json(const std::vector<TokenLogprob>& prompt,
                                         const std::vector<TokenLogprob>& tokens,
                                         const Tokenizer& tok, size_t offset0 = 0);
+
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one
+// entry per prompt token (the first has no logprob), each the token itself, then up to n_top
+// alternatives (the most likely first) other than it.
+nlohmann::json prompt_logprobs_json(const std::vector<TokenLogprob>& prompt, int n_top,
+                                    const Tokenizer& tok);
+
+// The same logprobs with at most n_top alternatives each.
+std::vector<TokenLogprob> with_top(std::vector<TokenLogprob> tokens, int n_top);
 
 }  // namespace specula

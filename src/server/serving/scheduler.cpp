@@ -401,7 +401,7 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
         target.eval(prompt.subspan(b, n), /*all_logits=*/true);
         for (size_t i = 0; i < n; ++i)
             out.push_back(
-                token_logprob(target.logits(int(i)), nv, prompt[b + i + 1], job.n_logprobs));
+                token_logprob(target.logits(int(i)), nv, prompt[b + i + 1], job.n_prompt_top));
     }
     std::lock_guard lk(job.mu);
     job.prompt_logprobs = std::move(out);

@@ -80,7 +80,8 @@ struct Job {
     std::unique_ptr<Constraints>
         constraints;             // the request's (server/protocol/sampling_setup.h), or null
     int n_logprobs = -1;         // >= 0: a TokenLogprob per generated token, with this many top
-    bool echo_logprobs = false;  // also one per prompt token (echo with logprobs)
+    bool echo_logprobs = false;  // also one per prompt token (echo with logprobs, prompt_logprobs)
+    int n_prompt_top = 0;        // ... with this many top
     bool running_stats = false;  // keep `stats` current at every token (timings_per_token)
 
     std::atomic<bool> cancel{false};  // set by the service: the client left

@@ -360,7 +360,9 @@ std::shared_ptr<Service::Ticket> Service::submit(const PreparedRequest& p, int c
     job->sampling = sampling_->sampling(r, choice);
     job->constraints = sampling_->constraints(r);
     job->n_logprobs = r.logprobs;
-    job->echo_logprobs = r.echo && r.logprobs >= 0;
+    const bool echo_logprobs = r.echo && r.logprobs >= 0;
+    job->echo_logprobs = echo_logprobs || r.prompt_logprobs >= 0;
+    job->n_prompt_top = std::max(echo_logprobs ? r.logprobs : 0, r.prompt_logprobs);
     job->stops = r.stop;
     job->include_stop_str = r.include_stop_str;
     job->stop_token_ids = r.stop_token_ids;
