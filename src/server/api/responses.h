@@ -22,9 +22,7 @@ struct ResponseHead {
     long created;
     std::string model;
     bool chat;
-    int logprobs = -1;         // the request's (req.logprobs)
-    bool echo = false;         // completions: the prompt comes first (with logprobs, theirs too)
-    int prompt_logprobs = -1;  // vLLM's (req.prompt_logprobs): completions per choice, chat once
+    int logprobs = -1;  // the request's (req.logprobs)
     // chat: the text's <think> block goes to reasoning_content (PreparedRequest's flags).
     bool split_reasoning = false, reasoning_open = false;
     // chat with tools: calls in the content (in tool_format, chat/tool_calls.h) become
@@ -44,6 +42,8 @@ struct ResponseHead {
     // "speculative": {"trace": true}: each choice carries "speculative_trace" (the whole response's
     // choices; when streaming, the choice's finish chunk), speculative/draft_trace.h's steps.
     bool trace = false;
+    bool echo = false;         // completions: the prompt comes first (with logprobs, theirs too)
+    int prompt_logprobs = -1;  // vLLM's (req.prompt_logprobs): completions per choice, chat once
     nlohmann::json make() const;
 };
 
