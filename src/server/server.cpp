@@ -247,20 +247,30 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         return;
     }
     const long n = ++g_request_id;
-    auto head = std::make_shared<ResponseHead>(ResponseHead{
-        (chat ? "chatcmpl-" : "cmpl-") + id_prefix() + std::to_string(n),
-        chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion",
-        long(std::time(nullptr)), service_.served_name(), chat, p.req.logprobs, p.split_reasoning,
-        p.reasoning_open, p.parse_tools, p.req.parallel_tool_calls, native, int(p.prompt.size())});
-    if (native) head->settings = generation_settings(p.req, service_.n_ctx());
-    head->tool_format = p.tool_format;
-    head->tools = p.req.tools;
-    head->anthropic = anthropic;
-    head->hide_thinking = hide_thinking;
-    head->responses = responses_request;
-    head->trace = p.req.trace;
-    head->echo = p.req.echo;
-    head->prompt_logprobs = p.req.prompt_logprobs;
+    // Every field by name (a field added to ResponseHead cannot shift the others).
+    auto head = std::make_shared<ResponseHead>(
+        ResponseHead{.id = (chat ? "chatcmpl-" : "cmpl-") + id_prefix() + std::to_string(n),
+                     .object = chat ? (p.req.stream ? "chat.completion.chunk" : "chat.completion")
+                                    : "text_completion",
+                     .created = long(std::time(nullptr)),
+                     .model = service_.served_name(),
+                     .chat = chat,
+                     .logprobs = p.req.logprobs,
+                     .split_reasoning = p.split_reasoning,
+                     .reasoning_open = p.reasoning_open,
+                     .parse_tools = p.parse_tools,
+                     .parallel_tool_calls = p.req.parallel_tool_calls,
+                     .native = native,
+                     .n_prompt = int(p.prompt.size()),
+                     .settings = native ? generation_settings(p.req, service_.n_ctx()) : json(),
+                     .tool_format = p.tool_format,
+                     .tools = p.req.tools,
+                     .anthropic = anthropic,
+                     .hide_thinking = hide_thinking,
+                     .responses = responses_request,
+                     .trace = p.req.trace,
+                     .echo = p.req.echo,
+                     .prompt_logprobs = p.req.prompt_logprobs});
     auto prepared = std::make_shared<PreparedRequest>(std::move(p));
     std::shared_ptr<Service::Ticket> first = admit(res, *head, *prepared);
     if (!first) return;
