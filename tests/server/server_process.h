@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -134,6 +135,22 @@ class ServerProcess {
     pid_t pid_ = -1;
     int port_ = 0;
     std::string log_path_;
+};
+
+// A test suite whose tests share one server, started before its first test and stopped after its
+// last. Suite, the fixture deriving from it, gives the server's flags and log tag as static
+// server_args() and server_tag().
+template <class Suite>
+class SharedServerTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        server_ = std::make_unique<ServerProcess>(Suite::server_args(), Suite::server_tag());
+    }
+    static void TearDownTestSuite() { server_.reset(); }
+    static ServerProcess& s() { return *server_; }
+
+  private:
+    static inline std::unique_ptr<ServerProcess> server_;
 };
 
 }  // namespace specula::test

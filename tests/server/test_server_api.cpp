@@ -70,21 +70,14 @@ json spec(int n) {
     return {{"num_speculative_tokens", n}};
 }
 
-class ServerApiTest : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        server_ = new ServerProcess(
-            {"-m", server_target_path(), "-md", server_draft_path(), "--draft", "4", "-c", "1024"},
-            "api");
+class ServerApiTest : public specula::test::SharedServerTest<ServerApiTest> {
+  public:
+    static std::vector<std::string> server_args() {
+        return {"-m",  server_target_path(), "-md", server_draft_path(), "--draft", "4", "-c",
+                "1024"};
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    static ServerProcess& s() { return *server_; }
-    static ServerProcess* server_;
+    static const char* server_tag() { return "api"; }
 };
-ServerProcess* ServerApiTest::server_ = nullptr;
 
 // OpenAI's request fields, each with a value a client would send.
 struct Field {

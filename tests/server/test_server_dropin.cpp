@@ -69,21 +69,14 @@ void expect_timings(const json& t, int predicted_n) {
     EXPECT_LE(t["draft_n_accepted"].get<int>(), t["draft_n"].get<int>());
 }
 
-class DropIn : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        server_ = new ServerProcess({"-m", server_target_path(), "-md", server_draft_path(),
-                                     "--draft", "4", "-c", "512", "--parallel", "2"},
-                                    "dropin");
+class DropIn : public specula::test::SharedServerTest<DropIn> {
+  public:
+    static std::vector<std::string> server_args() {
+        return {"-m",  server_target_path(), "-md", server_draft_path(), "--draft", "4", "-c",
+                "512", "--parallel",         "2"};
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    static ServerProcess& s() { return *server_; }
-    static ServerProcess* server_;
+    static const char* server_tag() { return "dropin"; }
 };
-ServerProcess* DropIn::server_ = nullptr;
 
 TEST_F(DropIn, AnyModelNameIsServedAndTheReplyNamesTheRealOne) {
     // LangChain JS's default, an OpenAI name, and the path a vLLM user gave --model.
@@ -288,8 +281,9 @@ TEST_F(DropIn, VllmExtraBodyGuidedJsonAndPromptShaping) {
         const size_t first = out.find_first_not_of(" \t\r\n");
         ASSERT_NE(first, std::string::npos) << out;
         EXPECT_EQ(out[first], '{') << field << ": " << out;
-        if (r.body["choices"][0]["finish_reason"] == "stop")
+        if (r.body["choices"][0]["finish_reason"] == "stop") {
             EXPECT_TRUE(json::parse(out)["name"].is_string()) << out;
+        }
     }
     const json convo = json::array({{{"role", "user"}, {"content", "Tell a story"}},
                                     {{"role", "assistant"}, {"content", "Once upon"}}});

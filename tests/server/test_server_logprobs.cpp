@@ -35,21 +35,14 @@ json ok(const ServerProcess& s, const std::string& path, const json& body) {
     return r.body;
 }
 
-class ServerPromptLogprobs : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        server_ = new ServerProcess(
-            {"-m", server_target_path(), "-md", server_draft_path(), "--draft", "4", "-c", "1024"},
-            "logprobs");
+class ServerPromptLogprobs : public specula::test::SharedServerTest<ServerPromptLogprobs> {
+  public:
+    static std::vector<std::string> server_args() {
+        return {"-m",  server_target_path(), "-md", server_draft_path(), "--draft", "4", "-c",
+                "1024"};
     }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    static ServerProcess& s() { return *server_; }
-    static ServerProcess* server_;
+    static const char* server_tag() { return "logprobs"; }
 };
-ServerProcess* ServerPromptLogprobs::server_ = nullptr;
 
 TEST_F(ServerPromptLogprobs, CompletionLogprobsWithEcho) {
     const json r = ok(s(), "/v1/completions",
