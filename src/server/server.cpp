@@ -285,7 +285,10 @@ std::shared_ptr<Service::Ticket> HttpServer::admit(httplib::Response& res, const
                                                    const PreparedRequest& prepared) {
     std::shared_ptr<Service::Ticket> t = service_.submit(prepared, 0);
     try {
-        if (service_.wait_started(*t, prepared, [] { return !LimitedServer::client_gone(); }))
+        // One that got its slot as the drain deadline passed has sent nothing: it is refused as
+        // if still queued (the dropped ticket cancels it).
+        if (service_.wait_started(*t, prepared, [] { return !LimitedServer::client_gone(); }) &&
+            !service_.cancelling_all())
             return t;
     } catch (const ApiError& e) {  // the KV pool stayed full: retry later
         service_.metrics().record_failure(e.status());
@@ -299,6 +302,7 @@ std::shared_ptr<Service::Ticket> HttpServer::admit(httplib::Response& res, const
         return nullptr;
     }
     if (service_.cancelling_all()) {  // the drain deadline passed while it was queued
+        service_.metrics().record_failure(503);
         send_json(res, 503, shutdown_error());
         res.set_header("Retry-After", "1");
     } else {  // the client left: nothing reads an answer

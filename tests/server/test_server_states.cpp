@@ -1,7 +1,8 @@
 // HttpServer's states (server/server.h), in process over loopback HTTP: while the model loads
 // every path answers llama-server's 503 "Loading model"; ready: /health 200; draining: /health
 // 503 "draining", a new completion 503 with Retry-After, while the stream in flight finishes
-// with [DONE]; past the drain deadline the stream in flight ends with an error event.
+// with [DONE]; past the drain deadline the stream in flight ends with an error event and a
+// request queued for a slot is answered 503.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -20,12 +21,12 @@ namespace {
 using namespace specula;
 using json = nlohmann::json;
 
-ServiceConfig service_config() {
+ServiceConfig service_config(int n_ctx) {
     ServiceConfig c;
     c.runtime.model_path = test::shared_path("models/tinystories/stories260K.gguf");
     c.runtime.n_seqs = 1;
     c.runtime.n_threads = 1;
-    c.runtime.n_ctx = 512;
+    c.runtime.n_ctx = n_ctx;
     return c;
 }
 
@@ -37,11 +38,11 @@ HttpConfig http_config() {
 
 // A server bound and serving on its own thread; the service is not loaded yet.
 struct Running {
-    Service service{service_config()};
+    Service service;
     HttpServer server{service, http_config()};
     std::thread thread;
 
-    Running() {
+    explicit Running(int n_ctx = 512) : service(service_config(n_ctx)) {
         server.bind();
         thread = std::thread([this] { server.serve(); });
     }
@@ -69,13 +70,13 @@ struct Stream {
     std::atomic<bool> started{false};
     std::thread thread;
 
-    explicit Stream(const Running& r) {
-        thread = std::thread([this, &r] {
+    explicit Stream(const Running& r, const char* request = kLongStream) {
+        thread = std::thread([this, &r, request] {
             httplib::Client c = r.client();
             httplib::Request req;
             req.method = "POST";
             req.path = "/v1/completions";
-            req.body = kLongStream;
+            req.body = request;
             req.set_header("Content-Type", "application/json");
             req.content_receiver = [this](const char* data, size_t n, uint64_t, uint64_t) {
                 body.append(data, n);
@@ -163,18 +164,39 @@ TEST(ServerStates, DrainRefusesNewRequestsAndLetsTheStreamFinish) {
     EXPECT_EQ(r.server.in_flight(), 0);
 }
 
+// The stream holds the one slot; a second request waits for it in the queue. Past the deadline
+// the stream ends with an error event, and the queued one, which has sent nothing, is answered
+// 503 with Retry-After (a balancer retries it elsewhere).
 TEST(ServerStates, PastTheDrainDeadlineTheStreamEndsWithAnErrorEvent) {
-    Running r;
+    Running r(8192);
     r.load();
-    Stream s(r);
+    // One choice (between choices the queued request could take the slot), longer than the wait.
+    Stream s(r, R"({"prompt": "Once", "max_tokens": 8000, "ignore_eos": true, "stream": true})");
     ASSERT_TRUE(s.started);
+    int queued_status = 0;
+    std::string queued_body, queued_retry;
+    std::thread second([&] {
+        auto res = r.client().Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 8})",
+                                   "application/json");
+        if (!res) return;
+        queued_status = res->status;
+        queued_body = res->body;
+        queued_retry = res->get_header_value("Retry-After");
+    });
+    for (int i = 0; i < 400 && r.server.in_flight() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(r.server.in_flight(), 2);
     const auto t0 = std::chrono::steady_clock::now();
     const int cancelled = r.server.drain(0.05);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
     const std::string body = s.wait();
-    EXPECT_EQ(cancelled, 1);
+    second.join();
+    EXPECT_EQ(cancelled, 2);
     EXPECT_EQ(body.find("data: [DONE]"), std::string::npos) << body.substr(body.size() - 300);
     EXPECT_NE(body.find("drain deadline"), std::string::npos) << body.substr(body.size() - 300);
+    EXPECT_EQ(queued_status, 503) << queued_body;
+    EXPECT_EQ(queued_retry, "1");
+    EXPECT_NE(queued_body.find("drain deadline"), std::string::npos) << queued_body;
 }
 
 }  // namespace
