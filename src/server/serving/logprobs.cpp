@@ -33,7 +33,7 @@ json chat_entry(const Tokenizer& tok, int32_t id, float lp) {
 
 }  // namespace
 
-TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top) {
+TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top, bool with_rank) {
     float m = -INFINITY;
     for (int i = 0; i < n_vocab; ++i) m = std::max(m, row[i]);
     double sum = 0;
@@ -45,8 +45,10 @@ TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top)
     TokenLogprob out;
     out.id = id;
     out.logprob = lp(id);
-    out.rank = 1;
-    for (int i = 0; i < n_vocab; ++i) out.rank += row[i] > row[id];
+    if (with_rank) {
+        out.rank = 1;
+        for (int i = 0; i < n_vocab; ++i) out.rank += row[i] > row[id];
+    }
     if (n_top > 0) {
         std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
         for (int i = 0; i < n_vocab; ++i) ids[size_t(i)] = i;

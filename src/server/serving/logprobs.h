@@ -23,12 +23,15 @@ struct TopLogprob {
 struct TokenLogprob {
     int32_t id = -1;
     float logprob = 0;
-    int rank = 0;                 // 1 + the tokens more likely than it (vLLM's rank; ties share it)
+    int rank =
+        0;  // 1 + the tokens more likely than it (vLLM's rank; ties share it); 0: not counted
     std::vector<TopLogprob> top;  // the n_top most likely tokens, most likely first
 };
 
-// From one logit row of n_vocab values.
-TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top);
+// From one logit row of n_vocab values; with_rank also counts the token's rank (one more pass
+// over the row: prompt_logprobs report it, generated tokens' logprobs do not).
+TokenLogprob token_logprob(const float* row, int n_vocab, int32_t id, int n_top,
+                           bool with_rank = false);
 
 // Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...], "refusal": null}.
 nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& tokens, const Tokenizer& tok);

@@ -394,14 +394,15 @@ void Scheduler::echo_logprobs(Job& job, Session& target) {
     const std::span<const token_id> prompt(job.prompt);
     const int nv = target_.hparams().n_vocab;
     std::vector<TokenLogprob> out;
-    out.push_back({prompt[0], 0.f, {}});
+    out.push_back({prompt[0], 0.f, 0, {}});
     target.reset();
     for (size_t b = 0; b + 1 < prompt.size(); b += kChunk) {
         const size_t n = std::min(kChunk, prompt.size() - 1 - b);
         target.eval(prompt.subspan(b, n), /*all_logits=*/true);
         for (size_t i = 0; i < n; ++i)
-            out.push_back(
-                token_logprob(target.logits(int(i)), nv, prompt[b + i + 1], job.n_prompt_top));
+            out.push_back(token_logprob(target.logits(int(i)), nv, prompt[b + i + 1],
+                                        job.n_prompt_top,
+                                        /*with_rank=*/true));
     }
     std::lock_guard lk(job.mu);
     job.prompt_logprobs = std::move(out);
