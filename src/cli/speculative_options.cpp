@@ -13,7 +13,7 @@ namespace specula::cli {
 
 namespace {
 
-// The flag sets whose --draft was given on the command line (its default is "4").
+// The flag sets whose --draft was given on the command line (its default is "auto").
 std::set<const SpeculativeFlags*>& draft_given() {
     static std::set<const SpeculativeFlags*> s;
     return s;

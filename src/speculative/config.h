@@ -7,7 +7,7 @@
 //                               LoadOptions::mtp_sidecar), with method eagle3 the EAGLE-3 head
 //                               (drafters/eagle3_head.h), with method dflash the DFlash drafter
 //                               (drafters/dflash_head.h)
-//   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto
+//   --draft, --draft-max, --draft-n, --num-speculative-tokens N|auto (default auto)
 //   --draft-min N        a proposal shorter than N is not verified
 //   --draft-p-min P      stop drafting when the draft's top probability drops below P
 //   --spec-type draft|draft_model|ngram|mtp|draft-mtp|eagle3|draft-eagle3, --lookup (= ngram)
@@ -64,8 +64,11 @@ struct SpeculativeConfig {
 // The speculative options as a command line gives them, before they are checked.
 struct SpeculativeFlags {
     std::string model_draft;
-    std::string draft = "4";  // N or "auto"
-    std::string spec_type;    // "", "draft", "draft_model", "ngram", "mtp" or "draft-mtp"
+    // N or "auto" (the default, as llama.cpp's adapts its drafts by the draft's confidence:
+    // the length is chosen every step from the measured acceptance and pass costs, 0 where
+    // drafting loses; docs/speculative.md)
+    std::string draft = "auto";
+    std::string spec_type;  // "", "draft", "draft_model", "ngram", "mtp" or "draft-mtp"
     bool lookup = false;
     int draft_min = 0;
     float p_min = 0.0f;

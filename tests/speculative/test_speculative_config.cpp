@@ -40,11 +40,19 @@ TEST(SpecConfig, ParsesDraftLength) {
         EXPECT_THROW(parse_draft_length(bad, c), Error) << bad;
 }
 
-TEST(SpecConfig, DefaultsArePlainDecodingWithLengthFour) {
+// Without --draft the length is chosen every step (auto); a length given stays fixed.
+TEST(SpecConfig, DefaultsArePlainDecodingWithAnAutoLength) {
     const SpeculativeConfig c = parse_speculative_flags(SpeculativeFlags{});
     EXPECT_EQ(c.method, SpecMethod::none);
-    EXPECT_EQ(c.n_draft, 4);
-    EXPECT_FALSE(c.draft_auto);
+    EXPECT_TRUE(c.draft_auto);
+    EXPECT_EQ(draft_length_name(c), "auto");
+    SpeculativeFlags md;
+    md.model_draft = "draft.gguf";
+    EXPECT_EQ(parse_speculative_flags(md).method, SpecMethod::draft_model);
+    EXPECT_TRUE(parse_speculative_flags(md).draft_auto);
+    md.draft = "4";
+    EXPECT_FALSE(parse_speculative_flags(md).draft_auto);
+    EXPECT_EQ(parse_speculative_flags(md).n_draft, 4);
     EXPECT_EQ(c.draft_min, 0);
     EXPECT_EQ(c.p_min, 0.0f);
     EXPECT_EQ(c.n_forced, 8);
