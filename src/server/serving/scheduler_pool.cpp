@@ -94,6 +94,10 @@ bool Scheduler::fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan) {
 
 void Scheduler::pool_timeout(Job& j) {
     const int64_t used = pool_used(pool_slots());
+    {  // counted before the job is answered: a client that reads /metrics next sees it
+        std::lock_guard lk(pool_mu_);
+        ++pool_state_.timeouts;
+    }
     {
         std::lock_guard lk(j.mu);
         char waited[32];
@@ -108,8 +112,6 @@ void Scheduler::pool_timeout(Job& j) {
         j.done = true;
         j.cv.notify_all();
     }
-    std::lock_guard lk(pool_mu_);
-    ++pool_state_.timeouts;
 }
 
 void Scheduler::update_pool_state(int waiting) {
