@@ -26,10 +26,12 @@ function portFree(port) {
   });
 }
 
-// `n` consecutive free loopback ports.
+// `n` consecutive free loopback ports, below Linux's ephemeral range (32768-60999): a port in it
+// that is free when probed can still be taken before HAProxy binds it, by the local end of any
+// connection a test running beside this one opens (a full run failed so: "cannot bind socket").
 export async function freePorts(n) {
   for (let attempt = 0; attempt < 50; ++attempt) {
-    const base = 20000 + Math.floor(Math.random() * 30000);
+    const base = 20000 + Math.floor(Math.random() * (12000 - n));
     let ok = true;
     for (let p = base; p < base + n && ok; ++p) ok = await portFree(p);
     if (ok) return base;
