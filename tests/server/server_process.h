@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -140,6 +141,21 @@ class ServerProcess {
 // A test suite whose tests share one server, started before its first test and stopped after its
 // last. Suite, the fixture deriving from it, gives the server's flags and log tag as static
 // server_args() and server_tag().
+// A POST of a JSON body and its answer: the status, the body parsed (discarded when it is not
+// JSON), its text and the headers. Throws when no answer comes.
+struct JsonReply {
+    int status = 0;
+    nlohmann::json body;
+    std::string text;
+    httplib::Headers headers;
+};
+inline JsonReply post_json(const ServerProcess& s, const std::string& path,
+                           const nlohmann::json& body) {
+    auto res = s.client().Post(path.c_str(), body.dump(), "application/json");
+    if (!res) throw std::runtime_error("no response from " + path);
+    return {res->status, nlohmann::json::parse(res->body, nullptr, false), res->body, res->headers};
+}
+
 template <class Suite>
 class SharedServerTest : public ::testing::Test {
   protected:

@@ -28,24 +28,14 @@ namespace {
 
 using json = nlohmann::json;
 using specula::test::ServerProcess;
+using Reply = specula::test::JsonReply;
+using specula::test::post_json;
 
 using specula::test::server_draft_path;
 using specula::test::server_target_path;
 
-struct Reply {
-    int status = 0;
-    json body;
-    httplib::Headers headers;
-};
-
-Reply post(const ServerProcess& s, const std::string& path, const json& body) {
-    auto res = s.client().Post(path.c_str(), body.dump(), "application/json");
-    if (!res) throw std::runtime_error("no response from " + path);
-    return {res->status, json::parse(res->body, nullptr, false), res->headers};
-}
-
 json ok(const ServerProcess& s, const std::string& path, const json& body) {
-    Reply r = post(s, path, body);
+    Reply r = post_json(s, path, body);
     EXPECT_EQ(r.status, 200) << body.dump() << " -> " << r.body.dump();
     return r.body;
 }
@@ -165,7 +155,7 @@ TEST_F(ServerApiTest, EveryOpenAIFieldIsHonouredOrRefusedByName) {
                 body["prompt"] = "Once upon a time";
             }
             body[f.name] = f.value;
-            Reply r = post(s(), path, body);
+            Reply r = post_json(s(), path, body);
             if (f.implemented) {
                 EXPECT_EQ(r.status, 200) << path << " " << f.name << ": " << r.body.dump();
             } else {
@@ -177,11 +167,11 @@ TEST_F(ServerApiTest, EveryOpenAIFieldIsHonouredOrRefusedByName) {
 }
 
 TEST_F(ServerApiTest, StreamOptionsNeedStream) {
-    Reply r = post(s(), "/v1/completions",
-                   {{"prompt", "a"}, {"stream_options", {{"include_usage", true}}}});
+    Reply r = post_json(s(), "/v1/completions",
+                        {{"prompt", "a"}, {"stream_options", {{"include_usage", true}}}});
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.body["error"]["param"], "stream_options");
-    r = post(
+    r = post_json(
         s(), "/v1/chat/completions",
         {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"top_logprobs", 2}});
     EXPECT_EQ(r.status, 400);
@@ -392,17 +382,18 @@ TEST_F(ServerApiTest, JsonObjectModeAndBadSchemas) {
         EXPECT_TRUE(v.is_object()) << out;
     }
     Reply bad =
-        post(s(), "/v1/completions",
-             {{"prompt", "x"},
-              {"response_format",
-               {{"type", "json_schema"},
-                {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "(a)\\1"}}}}}}}});
+        post_json(s(), "/v1/completions",
+                  {{"prompt", "x"},
+                   {"response_format",
+                    {{"type", "json_schema"},
+                     {"json_schema", {{"schema", {{"type", "string"}, {"pattern", "(a)\\1"}}}}}}}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_NE(
         bad.body["error"]["message"].get<std::string>().find("'pattern' at /: a backreference"),
         std::string::npos)
         << bad.body.dump();
-    bad = post(s(), "/v1/completions", {{"prompt", "x"}, {"response_format", {{"type", "yaml"}}}});
+    bad = post_json(s(), "/v1/completions",
+                    {{"prompt", "x"}, {"response_format", {{"type", "yaml"}}}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "response_format.type");
 }
@@ -438,10 +429,11 @@ TEST_F(ServerApiTest, PenaltiesAndLogitBiasAreAppliedAndExactUnderSpeculation) {
     const json pen_spec = ok(s(), "/v1/completions", req);
     EXPECT_EQ(pen_spec["choices"][0]["text"], pen["choices"][0]["text"]);
     EXPECT_EQ(pen_spec["choices"][0]["logprobs"], pen["choices"][0]["logprobs"]);
-    Reply bad = post(s(), "/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"99999", 1}}}});
+    Reply bad =
+        post_json(s(), "/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"99999", 1}}}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "logit_bias");
-    bad = post(s(), "/v1/completions", {{"prompt", "x"}, {"presence_penalty", 3}});
+    bad = post_json(s(), "/v1/completions", {{"prompt", "x"}, {"presence_penalty", 3}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "presence_penalty");
 }
@@ -475,12 +467,12 @@ TEST_F(ServerApiTest, TokenizeDetokenizeEmbeddings) {
     const json with_bos = ok(s(), "/tokenize", {{"content", "Hello world"}, {"add_special", true}});
     EXPECT_EQ(with_bos["tokens"].size(), ids.size() + 1);
     EXPECT_EQ(ok(s(), "/detokenize", {{"tokens", ids}})["content"], "Hello world");
-    Reply bad = post(s(), "/detokenize", {{"tokens", json::array({-1})}});
+    Reply bad = post_json(s(), "/detokenize", {{"tokens", json::array({-1})}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "tokens");
-    bad = post(s(), "/tokenize", {{"text", "x"}});
+    bad = post_json(s(), "/tokenize", {{"text", "x"}});
     EXPECT_EQ(bad.status, 400);
-    Reply emb = post(s(), "/v1/embeddings", {{"input", "x"}, {"model", "m"}});
+    Reply emb = post_json(s(), "/v1/embeddings", {{"input", "x"}, {"model", "m"}});
     EXPECT_EQ(emb.status, 501);
     EXPECT_TRUE(emb.body["error"]["message"].is_string());
 }

@@ -27,18 +27,8 @@ using json = nlohmann::json;
 using specula::test::server_draft_path;
 using specula::test::server_target_path;
 using specula::test::ServerProcess;
-
-struct Reply {
-    int status = 0;
-    json body;
-    std::string text;
-};
-
-Reply post(const ServerProcess& s, const std::string& path, const json& body) {
-    auto res = s.client().Post(path.c_str(), body.dump(), "application/json");
-    if (!res) throw std::runtime_error("no response from " + path);
-    return {res->status, json::parse(res->body, nullptr, false), res->body};
-}
+using Reply = specula::test::JsonReply;
+using specula::test::post_json;
 
 // The data events of an SSE body ([DONE] as the string "[DONE]").
 std::vector<json> sse(const std::string& body) {
@@ -82,8 +72,8 @@ TEST_F(DropIn, AnyModelNameIsServedAndTheReplyNamesTheRealOne) {
     // LangChain JS's default, an OpenAI name, and the path a vLLM user gave --model.
     for (const std::string& name :
          std::vector<std::string>{"gpt-3.5-turbo", "gpt-4o", server_target_path()}) {
-        Reply r = post(s(), "/v1/chat/completions",
-                       {{"model", name}, {"messages", user("Hi")}, {"max_tokens", 2}});
+        Reply r = post_json(s(), "/v1/chat/completions",
+                            {{"model", name}, {"messages", user("Hi")}, {"max_tokens", 2}});
         ASSERT_EQ(r.status, 200) << name << ": " << r.text;
         EXPECT_EQ(r.body["model"], "stories260K");
     }
@@ -97,9 +87,9 @@ TEST_F(DropIn, UnknownPathIsA404NamingThePathAndEveryRequestIsLogged) {
     EXPECT_NE(e["error"]["message"].get<std::string>().find("GET /v1/no-such-thing"),
               std::string::npos)
         << res->body;
-    Reply bad = post(s(), "/v1/completions", {{"prompt", "a"}, {"mirostat", 2}});
+    Reply bad = post_json(s(), "/v1/completions", {{"prompt", "a"}, {"mirostat", 2}});
     EXPECT_EQ(bad.status, 400);
-    post(s(), "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}});
+    post_json(s(), "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}});
     // A reply is logged once it is sent, by the thread that served it: a line may come after the
     // client has the reply, and after a later request's line (each request is its own connection).
     const std::vector<std::string> lines = {"request: GET /v1/no-such-thing 404",
@@ -147,7 +137,7 @@ TEST_F(DropIn, LlamaCppWebUiRequestStreamsWithTimings) {
         {"dry_penalty_last_n", -1},
         {"max_tokens", 12},
         {"timings_per_token", true}};
-    Reply r = post(s(), "/v1/chat/completions", body);
+    Reply r = post_json(s(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.text;
     const auto events = sse(r.text);
     ASSERT_GE(events.size(), 3u);
@@ -171,7 +161,7 @@ TEST_F(DropIn, LlamaCppWebUiRequestStreamsWithTimings) {
     }
     EXPECT_GE(n_timed, 1);  // a small model may send all its text in one chunk
     body["timings_per_token"] = false;
-    const auto plain = sse(post(s(), "/v1/chat/completions", body).text);
+    const auto plain = sse(post_json(s(), "/v1/chat/completions", body).text);
     ASSERT_GE(plain.size(), 3u);
     for (size_t i = 0; i + 2 < plain.size(); ++i)
         EXPECT_FALSE(plain[i].contains("timings")) << plain[i].dump();
@@ -233,7 +223,7 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         for (const char* path : {"/v1/completions", "/completion"}) {
             json body = {{"prompt", "Once upon a time"}, {"n_predict", 2}};
             body[c.name] = c.value;
-            Reply r = post(s(), path, body);
+            Reply r = post_json(s(), path, body);
             if (c.ok) {
                 EXPECT_EQ(r.status, 200)
                     << path << " " << c.name << "=" << c.value << ": " << r.text;
@@ -246,13 +236,14 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
 }
 
 TEST_F(DropIn, NPredictIsMaxTokensAndNProbsIsLogprobs) {
-    Reply r = post(s(), "/v1/completions",
-                   {{"prompt", "Once upon a time"}, {"n_predict", 5}, {"temperature", 0}});
+    Reply r = post_json(s(), "/v1/completions",
+                        {{"prompt", "Once upon a time"}, {"n_predict", 5}, {"temperature", 0}});
     ASSERT_EQ(r.status, 200) << r.text;
     EXPECT_EQ(r.body["usage"]["completion_tokens"], 5);
     expect_timings(r.body["timings"], 5);
-    r = post(s(), "/v1/chat/completions",
-             {{"messages", user("Hi")}, {"max_tokens", 4}, {"n_probs", 2}, {"temperature", 0}});
+    r = post_json(
+        s(), "/v1/chat/completions",
+        {{"messages", user("Hi")}, {"max_tokens", 4}, {"n_probs", 2}, {"temperature", 0}});
     ASSERT_EQ(r.status, 200) << r.text;
     const json& content = r.body["choices"][0]["logprobs"]["content"];
     ASSERT_EQ(content.size(), 4u) << r.text;
@@ -266,14 +257,14 @@ TEST_F(DropIn, VllmExtraBodyGuidedJsonAndPromptShaping) {
                          {"properties", {{"name", {{"type", "string"}}}}},
                          {"required", json::array({"name"})}};
     for (const char* field : {"guided_json", "json_schema"}) {
-        Reply r = post(s(), "/v1/chat/completions",
-                       {{"messages", user("Give JSON")},
-                        {"max_tokens", 48},
-                        {"temperature", 0},
-                        {field, schema},
-                        {"chat_template_kwargs", {{"enable_thinking", false}}},
-                        {"skip_special_tokens", true},
-                        {"include_stop_str_in_output", false}});
+        Reply r = post_json(s(), "/v1/chat/completions",
+                            {{"messages", user("Give JSON")},
+                             {"max_tokens", 48},
+                             {"temperature", 0},
+                             {field, schema},
+                             {"chat_template_kwargs", {{"enable_thinking", false}}},
+                             {"skip_special_tokens", true},
+                             {"include_stop_str_in_output", false}});
         ASSERT_EQ(r.status, 200) << r.text;
         // The schema's object starts the output (after JSON whitespace), complete or cut by
         // max_tokens; unconstrained, stories260K writes prose.
@@ -287,20 +278,20 @@ TEST_F(DropIn, VllmExtraBodyGuidedJsonAndPromptShaping) {
     }
     const json convo = json::array({{{"role", "user"}, {"content", "Tell a story"}},
                                     {{"role", "assistant"}, {"content", "Once upon"}}});
-    Reply open = post(
+    Reply open = post_json(
         s(), "/apply-template",
         {{"messages", convo}, {"continue_final_message", true}, {"add_generation_prompt", false}});
     ASSERT_EQ(open.status, 200) << open.text;
     const std::string p = open.body["prompt"];
     EXPECT_TRUE(p.ends_with("Once upon")) << p;
-    Reply closed = post(s(), "/apply-template", {{"messages", user("Hi")}});
-    Reply no_gen =
-        post(s(), "/apply-template", {{"messages", user("Hi")}, {"add_generation_prompt", false}});
+    Reply closed = post_json(s(), "/apply-template", {{"messages", user("Hi")}});
+    Reply no_gen = post_json(s(), "/apply-template",
+                             {{"messages", user("Hi")}, {"add_generation_prompt", false}});
     EXPECT_GT(closed.body["prompt"].get<std::string>().size(),
               no_gen.body["prompt"].get<std::string>().size())
         << closed.text << " vs " << no_gen.text;
-    Reply bad = post(s(), "/v1/chat/completions",
-                     {{"messages", user("Hi")}, {"continue_final_message", true}});
+    Reply bad = post_json(s(), "/v1/chat/completions",
+                          {{"messages", user("Hi")}, {"continue_final_message", true}});
     EXPECT_EQ(bad.status, 400);
     EXPECT_EQ(bad.body["error"]["param"], "continue_final_message");
 }
@@ -308,7 +299,7 @@ TEST_F(DropIn, VllmExtraBodyGuidedJsonAndPromptShaping) {
 // llama-server's /completion (its README's example request), whole and streamed.
 TEST_F(DropIn, NativeCompletionWholeAndStreamed) {
     const json body = {{"prompt", "Once upon a time"}, {"n_predict", 16}, {"temperature", 0}};
-    Reply whole = post(s(), "/completion", body);
+    Reply whole = post_json(s(), "/completion", body);
     ASSERT_EQ(whole.status, 200) << whole.text;
     const json& w = whole.body;
     EXPECT_TRUE(w["content"].is_string());
@@ -319,12 +310,12 @@ TEST_F(DropIn, NativeCompletionWholeAndStreamed) {
     EXPECT_GT(w["tokens_evaluated"].get<int>(), 0);
     EXPECT_EQ(w["generation_settings"]["n_predict"], 16);
     expect_timings(w["timings"], 16);
-    Reply v1 = post(s(), "/v1/completions", body);
+    Reply v1 = post_json(s(), "/v1/completions", body);
     EXPECT_EQ(w["content"], v1.body["choices"][0]["text"]) << "same greedy text as /v1";
 
     json sbody = body;
     sbody["stream"] = true;
-    Reply streamed = post(s(), "/completion", sbody);
+    Reply streamed = post_json(s(), "/completion", sbody);
     ASSERT_EQ(streamed.status, 200);
     const auto events = sse(streamed.text);
     ASSERT_GE(events.size(), 2u);
@@ -339,8 +330,9 @@ TEST_F(DropIn, NativeCompletionWholeAndStreamed) {
     expect_timings(last["timings"], 16);
     EXPECT_EQ(text, w["content"]);
 
-    Reply probs = post(s(), "/completion",
-                       {{"prompt", "Once"}, {"n_predict", 3}, {"n_probs", 2}, {"temperature", 0}});
+    Reply probs =
+        post_json(s(), "/completion",
+                  {{"prompt", "Once"}, {"n_predict", 3}, {"n_probs", 2}, {"temperature", 0}});
     ASSERT_EQ(probs.status, 200) << probs.text;
     const json& cp = probs.body["completion_probabilities"];
     ASSERT_EQ(cp.size(), 3u) << probs.text;
@@ -353,30 +345,30 @@ TEST_F(DropIn, NativeCompletionWholeAndStreamed) {
 // token (kept, as vLLM keeps a non-special stop token); llama-server's stopping_word names it.
 TEST_F(DropIn, StopStringKeptAndStopTokenIds) {
     const json base = {{"prompt", "Once upon a time"}, {"n_predict", 16}, {"temperature", 0}};
-    Reply whole = post(s(), "/completion", base);
+    Reply whole = post_json(s(), "/completion", base);
     const std::string text = whole.body["content"];
     ASSERT_NE(text.find(" was"), std::string::npos) << text;  // the greedy story has "there was"
     json stop = base;
     stop["stop"] = json::array({" was"});
-    Reply cut = post(s(), "/completion", stop);
+    Reply cut = post_json(s(), "/completion", stop);
     EXPECT_EQ(cut.body["content"], text.substr(0, text.find(" was")));
     EXPECT_EQ(cut.body["stop_type"], "word");
     EXPECT_EQ(cut.body["stopping_word"], " was");
     stop["include_stop_str_in_output"] = true;
-    Reply kept = post(s(), "/completion", stop);
+    Reply kept = post_json(s(), "/completion", stop);
     EXPECT_EQ(kept.body["content"], text.substr(0, text.find(" was") + 4)) << kept.text;
 
     // The third generated token as a stop token id: three tokens, the text of those three.
     json probs = base;
     probs["n_probs"] = 1;
-    Reply p = post(s(), "/completion", probs);
+    Reply p = post_json(s(), "/completion", probs);
     const json& cp = p.body["completion_probabilities"];
     ASSERT_GE(cp.size(), 4u) << p.text;
     json by_id = base;
     by_id["stop_token_ids"] = json::array({cp[2]["id"]});
     for (const json& t : {cp[0], cp[1]})
         if (t["id"] == cp[2]["id"]) GTEST_SKIP() << "the stop token came earlier";
-    Reply ended = post(s(), "/v1/completions", by_id);
+    Reply ended = post_json(s(), "/v1/completions", by_id);
     ASSERT_EQ(ended.status, 200) << ended.text;
     EXPECT_EQ(ended.body["usage"]["completion_tokens"], 3) << ended.text;
     EXPECT_EQ(ended.body["choices"][0]["finish_reason"], "stop");
@@ -409,7 +401,7 @@ TEST_F(DropIn, PropsAndSlots) {
 }
 
 TEST_F(DropIn, ContextOverflowIsContextLengthExceeded) {
-    Reply r = post(s(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 600}});
+    Reply r = post_json(s(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 600}});
     // Both numbers: the request's and the context's.
     EXPECT_NE(r.body["error"]["message"].get<std::string>().find("512"), std::string::npos)
         << r.text;
@@ -417,7 +409,7 @@ TEST_F(DropIn, ContextOverflowIsContextLengthExceeded) {
     EXPECT_EQ(r.body["error"]["code"], "context_length_exceeded") << r.text;
     std::string long_prompt;
     for (int i = 0; i < 400; ++i) long_prompt += "the cat ";
-    r = post(s(), "/v1/chat/completions", {{"messages", user(long_prompt)}});
+    r = post_json(s(), "/v1/chat/completions", {{"messages", user(long_prompt)}});
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.body["error"]["code"], "context_length_exceeded") << r.text;
 }
@@ -479,16 +471,17 @@ TEST(DropInFlags, ModelCardLaunchLinesSetTheDefaults) {
     EXPECT_NE(s.log().find("--kv-cache-dtype fp8: the KV cache is q8_0"), std::string::npos)
         << s.log();
     // -n 24: a request without max_tokens generates 24 (ignore_eos keeps it going).
-    Reply a = post(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"ignore_eos", true}});
+    Reply a =
+        post_json(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"ignore_eos", true}});
     ASSERT_EQ(a.status, 200) << a.text;
     EXPECT_EQ(a.body["usage"]["completion_tokens"], 24) << a.text;
     // --temp 0: greedy by default, the same text as an explicit temperature 0.
-    Reply b = post(s, "/v1/completions",
-                   {{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}});
+    Reply b = post_json(s, "/v1/completions",
+                        {{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}});
     ASSERT_EQ(b.status, 200) << b.text;
     EXPECT_EQ(a.body["choices"][0]["text"], b.body["choices"][0]["text"]);
     // The request's own fields win: max_tokens, and a temperature that samples.
-    Reply c = post(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
+    Reply c = post_json(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
     EXPECT_EQ(c.body["usage"]["completion_tokens"].get<int>(), 5) << c.text;
     s.stop();
     // Names vLLM does not have, or fp16 caches: refused naming the flag.
@@ -505,7 +498,7 @@ TEST(DropInFlags, ModelCardLaunchLinesSetTheDefaults) {
 TEST(DropInFlags, ServeChatTemplate) {
     const json convo = {{"messages", user("Hi")}};
     ServerProcess named({"-m", server_target_path(), "--chat-template", "chatml"}, "chatml");
-    Reply r = post(named, "/apply-template", convo);
+    Reply r = post_json(named, "/apply-template", convo);
     EXPECT_EQ(r.body["prompt"], "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
         << r.text;
     named.stop();
@@ -513,7 +506,7 @@ TEST(DropInFlags, ServeChatTemplate) {
                                "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
                                "{% if add_generation_prompt %}[assistant] {% endif %}"},
                               "jinja");
-    r = post(inline_tmpl, "/apply-template", convo);
+    r = post_json(inline_tmpl, "/apply-template", convo);
     EXPECT_EQ(r.body["prompt"], "[user] Hi\n[assistant] ") << r.text;
     inline_tmpl.stop();
     EXPECT_THROW(ServerProcess({"-m", server_target_path(), "--chat-template", "nonesuch"}, "bad"),
@@ -524,7 +517,7 @@ TEST(DropInIds, IdsDifferAcrossRestarts) {
     std::vector<std::string> ids;
     for (int run = 0; run < 2; ++run) {
         ServerProcess s({"-m", server_target_path(), "-c", "128"}, "ids");
-        Reply r = post(s, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}});
+        Reply r = post_json(s, "/v1/completions", {{"prompt", "a"}, {"max_tokens", 1}});
         ASSERT_EQ(r.status, 200);
         ids.push_back(r.body["id"]);
     }
@@ -545,31 +538,31 @@ TEST(DropInSlots, SaveEraseRestore) {
     const json req = {{"prompt", "Once upon a time there was a little girl named Lily"},
                       {"n_predict", 12},
                       {"temperature", 0}};
-    const Reply first = post(s, "/completion", req);
+    const Reply first = post_json(s, "/completion", req);
     ASSERT_EQ(first.status, 200) << first.text;
     const int slot = first.body["id_slot"].get<int>();
     const std::string at = "/slots/" + std::to_string(slot);
 
-    const Reply saved = post(s, at + "?action=save", {{"filename", "lily.bin"}});
+    const Reply saved = post_json(s, at + "?action=save", {{"filename", "lily.bin"}});
     ASSERT_EQ(saved.status, 200) << saved.text;
     const int n = saved.body["n_saved"].get<int>();
     EXPECT_GT(n, 10);
     EXPECT_EQ(saved.body["filename"], "lily.bin");
     EXPECT_GT(saved.body["n_written"].get<int64_t>(), 0);
-    const Reply erased = post(s, at + "?action=erase", json::object());
+    const Reply erased = post_json(s, at + "?action=erase", json::object());
     ASSERT_EQ(erased.status, 200) << erased.text;
     EXPECT_EQ(erased.body["n_erased"], n);
     // Erased: the same prompt is evaluated whole again.
-    const Reply cold = post(s, "/completion", req);
+    const Reply cold = post_json(s, "/completion", req);
     EXPECT_EQ(cold.body["content"], first.body["content"]);
-    for (int i = 0; i < 2; ++i) post(s, "/slots/" + std::to_string(i) + "?action=erase", {});
+    for (int i = 0; i < 2; ++i) post_json(s, "/slots/" + std::to_string(i) + "?action=erase", {});
 
     const std::string other = "/slots/" + std::to_string(1 - slot);
-    const Reply restored = post(s, other + "?action=restore", {{"filename", "lily.bin"}});
+    const Reply restored = post_json(s, other + "?action=restore", {{"filename", "lily.bin"}});
     ASSERT_EQ(restored.status, 200) << restored.text;
     EXPECT_EQ(restored.body["n_restored"], n);
     EXPECT_EQ(restored.body["n_read"], saved.body["n_written"]);
-    const Reply warm = post(s, "/completion", req);
+    const Reply warm = post_json(s, "/completion", req);
     ASSERT_EQ(warm.status, 200) << warm.text;
     EXPECT_EQ(warm.body["id_slot"], 1 - slot) << "the slot holding the restored prefix";
     EXPECT_EQ(warm.body["content"], first.body["content"]);
@@ -578,7 +571,7 @@ TEST(DropInSlots, SaveEraseRestore) {
     // Errors, each naming what is wrong.
     const auto expect_error = [&](const std::string& path, const json& body, int status,
                                   const std::string& needle) {
-        const Reply r = post(s, path, body);
+        const Reply r = post_json(s, path, body);
         EXPECT_EQ(r.status, status) << path << " " << r.text;
         EXPECT_NE(r.text.find(needle), std::string::npos) << path << " " << r.text;
     };
@@ -597,8 +590,8 @@ TEST(DropInSlots, SaveEraseRestore) {
         ServerProcess d(
             {"-m", server_draft_path(), "-np", "1", "-c", "512", "--slot-save-path", dir},
             "slots-draft");
-        ASSERT_EQ(post(d, "/completion", req).status, 200);
-        ASSERT_EQ(post(d, "/slots/0?action=save", {{"filename", "draft.bin"}}).status, 200);
+        ASSERT_EQ(post_json(d, "/completion", req).status, 200);
+        ASSERT_EQ(post_json(d, "/slots/0?action=save", {{"filename", "draft.bin"}}).status, 200);
     }
     expect_error(at + "?action=restore", {{"filename", "draft.bin"}}, 400,
                  "saved from another model");
@@ -607,8 +600,8 @@ TEST(DropInSlots, SaveEraseRestore) {
     expect_error(at + "?action=restore", {{"filename", "cut.bin"}}, 400, "truncated");
 
     ServerProcess plain({"-m", server_target_path(), "-np", "1", "-c", "256"}, "slots-off");
-    const Reply off = post(plain, "/slots/0?action=save", {{"filename", "x.bin"}});
+    const Reply off = post_json(plain, "/slots/0?action=save", {{"filename", "x.bin"}});
     EXPECT_EQ(off.status, 501) << off.text;
     EXPECT_NE(off.text.find("--slot-save-path"), std::string::npos) << off.text;
-    EXPECT_EQ(post(plain, "/slots/0?action=erase", json::object()).status, 200);
+    EXPECT_EQ(post_json(plain, "/slots/0?action=erase", json::object()).status, 200);
 }

@@ -56,17 +56,10 @@ TEST(KvPool, ReservationIsPromptPlusMaxTokensPlusAVerifyPassAtMostTheContext) {
     EXPECT_EQ(specula::reservation(90, 20, 5, 100), 100);  // never past the context
 }
 
-struct Reply {
-    int status = 0;
-    json body;
-    std::string text;
-    httplib::Headers headers;
-};
+using Reply = specula::test::JsonReply;
 
 Reply post(const ServerProcess& s, const json& body) {
-    auto res = s.client().Post("/v1/completions", body.dump(), "application/json");
-    if (!res) throw std::runtime_error("no response");
-    return {res->status, json::parse(res->body, nullptr, false), res->body, res->headers};
+    return specula::test::post_json(s, "/v1/completions", body);
 }
 
 // The specula:kv_pool_* lines of /metrics.

@@ -17,20 +17,11 @@ using json = nlohmann::json;
 using specula::test::server_draft_path;
 using specula::test::server_target_path;
 using specula::test::ServerProcess;
-
-struct Reply {
-    int status = 0;
-    json body;
-};
-
-Reply post(const ServerProcess& s, const std::string& path, const json& body) {
-    auto res = s.client().Post(path.c_str(), body.dump(), "application/json");
-    if (!res) throw std::runtime_error("no response from " + path);
-    return {res->status, json::parse(res->body, nullptr, false)};
-}
+using Reply = specula::test::JsonReply;
+using specula::test::post_json;
 
 json ok(const ServerProcess& s, const std::string& path, const json& body) {
-    Reply r = post(s, path, body);
+    Reply r = post_json(s, path, body);
     EXPECT_EQ(r.status, 200) << body.dump() << " -> " << r.body.dump();
     return r.body;
 }
@@ -164,7 +155,7 @@ TEST_F(ServerPromptLogprobs, VllmPromptLogprobs) {
     for (const json& bad : {json{{"prompt", "Lily"}, {"prompt_logprobs", 1}, {"stream", true}},
                             json{{"prompt", "Lily"}, {"prompt_logprobs", 21}},
                             json{{"prompt", "Lily"}, {"prompt_logprobs", "2"}}}) {
-        const Reply b = post(s(), "/v1/completions", bad);
+        const Reply b = post_json(s(), "/v1/completions", bad);
         EXPECT_EQ(b.status, 400) << bad.dump();
         EXPECT_EQ(b.body["error"]["param"], "prompt_logprobs") << b.body.dump();
     }
