@@ -69,19 +69,37 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
         s.constraints->push_prompt(prompt);
     }
     t.rollback(keep);
+    bind(s, keep);
+    if (s.decoding) {
+        s.stats.t_prompt_ms = ms_since(w.t_start);
+        w.t_gen = clock_type::now();
+    }
+}
+
+// The drafter follows the sequence's target, which holds history[0, keep); then whether the
+// target still has history to evaluate (all of it but the last token, which goes with the first
+// draft).
+void Engine::bind(Sequence& s, int keep) {
     // Set on every generation: a drafter shared between requests forgets an earlier one's guide.
     if (s.drafter) {
         s.drafter->guide(s.constraints);
         s.drafter->costs(s.auto_length ? &cost_ : nullptr);
         s.drafter->attach(s.target);
-        keep > 0 ? s.drafter->resume(prompt) : s.drafter->begin(prompt);
+        keep > 0 ? s.drafter->resume(s.history) : s.drafter->begin(s.history);
     }
-    // The target evaluates all of the prompt but its last token, which goes with the first draft.
-    s.decoding = t.n_past() + 1 >= int(prompt.size());
-    if (s.decoding) {
-        s.stats.t_prompt_ms = ms_since(w.t_start);
-        w.t_gen = clock_type::now();
-    }
+    s.decoding = s.target->n_past() + 1 >= int(s.history.size());
+}
+
+void Engine::resume(Sequence& s) {
+    if (!s.target || s.history.empty() || s.done())
+        fail("engine: resume needs a started, unfinished sequence with a target session");
+    Session& t = *s.target;
+    const std::span<const token_id> h(s.history);
+    if (int(h.size()) > t.n_ctx())
+        fail("history of ", h.size(), " tokens does not fit the context (n_ctx = ", t.n_ctx(), ")");
+    const int keep = t.common_prefix(h.first(h.size() - 1));
+    t.rollback(keep);
+    bind(s, keep);
 }
 
 void Engine::finish(Sequence& s, const char* why) {
@@ -232,7 +250,8 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
     item_owner_.clear();
     // The prefill budget goes to the prompts closest to their first token first, so a short
     // prompt is never stuck behind a long one.
-    auto left = [](const Sequence* s) { return s->n_prompt - 1 - s->target->n_past(); };
+    // (A resumed sequence evaluates all of its history, output included, as its prompt.)
+    auto left = [](const Sequence* s) { return int(s->history.size()) - 1 - s->target->n_past(); };
     std::stable_sort(prefilling_.begin(), prefilling_.end(),
                      [&](const Sequence* x, const Sequence* y) { return left(x) < left(y); });
     int budget = std::max(limits.prefill_tokens, 1);
@@ -267,10 +286,12 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
         Sequence& s = *item_owner_[k];
         if (items_[k].all_logits) {
             verify_step(s, report.pass_ms);
-        } else if (s.target->n_past() + 1 >= s.n_prompt) {  // the last prompt chunk
+        } else if (s.target->n_past() + 1 >= int(s.history.size())) {  // the last prompt chunk
             s.decoding = true;
-            s.stats.t_prompt_ms = ms_since(s.work.t_start);
-            s.work.t_gen = clock_type::now();
+            if (s.output.empty()) {  // not a resumed one: its times run on from its start
+                s.stats.t_prompt_ms = ms_since(s.work.t_start);
+                s.work.t_gen = clock_type::now();
+            }
         }
     }
     return report;

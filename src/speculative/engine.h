@@ -73,6 +73,15 @@ class Engine {
     // out of range.
     void start(Sequence& seq, std::span<const token_id> prompt, bool reuse_cache = false);
 
+    // Continues `seq` (started, not done) on its target session, which may be another one now or
+    // may have lost its rows: the server preempts a request when its KV pool runs out
+    // (server/serving/scheduler.h) and resumes it later, perhaps on another slot. The target keeps
+    // the longest prefix its cache shares with the history and evaluates the rest as a prompt; the
+    // output, statistics, sampler and constraints go on as they were, so greedy output is the
+    // same as without the pause. The drafter begins anew on the history (or resumes on what its
+    // session shares). Throws Error when the history no longer fits the target's context.
+    void resume(Sequence& seq);
+
     // One step over `seqs` (see the top of this file); sequences already done are skipped, and a
     // sequence that reaches n_predict or a full context is marked done before its step.
     StepReport step(std::span<Sequence* const> seqs, const StepLimits& limits = {});
@@ -86,6 +95,7 @@ class Engine {
     const Model& target() const { return target_; }
 
   private:
+    void bind(Sequence& s, int keep);
     int draft_length(const Sequence& s, int k_load) const;
     int choose_by_load(int prefill_rows);
     void draft(StepReport& report, int k_load);

@@ -54,6 +54,12 @@ TEST(KvPool, ReservationIsPromptPlusMaxTokensPlusAVerifyPassAtMostTheContext) {
     EXPECT_EQ(specula::reservation(10, 20, 5, 100), 35);
     EXPECT_EQ(specula::reservation(10, 0, 5, 100), 100);   // no max_tokens: the whole context
     EXPECT_EQ(specula::reservation(90, 20, 5, 100), 100);  // never past the context
+    // Admission reserves at most `ahead` generated positions; the scheduler grows it as it goes.
+    EXPECT_EQ(specula::reservation(10, 0, 5, 100, 30), 45);
+    EXPECT_EQ(specula::reservation(10, 20, 5, 100, 30), 35);
+    EXPECT_EQ(specula::reservation(80, 0, 5, 100, 30), 100);
+    EXPECT_EQ(specula::reserve_ahead(512), 64);  // an eighth of the context, at most 256
+    EXPECT_EQ(specula::reserve_ahead(32768), 256);
 }
 
 using Reply = specula::test::JsonReply;
@@ -70,7 +76,7 @@ std::map<std::string, double> pool_metrics(const ServerProcess& s) {
     std::istringstream in(res->body);
     for (std::string line; std::getline(in, line);) {
         if (line.rfind("specula:kv_pool_", 0) != 0 && line.rfind("vllm:kv_cache_usage", 0) != 0 &&
-            line.rfind("vllm:prefix_cache_", 0) != 0)
+            line.rfind("vllm:prefix_cache_", 0) != 0 && line.rfind("vllm:num_preemptions", 0) != 0)
             continue;
         const size_t sp = line.rfind(' ');
         std::string name = line.substr(0, sp);
@@ -114,7 +120,8 @@ TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
               n_prompt - 1)
         << "all but the last prompt token";
 
-    // Four requests of ~220 positions each: at most two fit the pool at a time.
+    // Four requests of ~220 positions each: all start (each reserves 64 generated positions
+    // ahead), and as they grow past what the pool holds the youngest wait (preempted) for room.
     std::vector<Reply> replies(4);
     std::vector<std::thread> ts;
     for (int i = 0; i < 4; ++i)
@@ -146,10 +153,11 @@ TEST(KvPool, WholeContextPerRequestAndConcurrentRequestsWaitForRoom) {
 // an error naming the pool (the status line waits for a slot), streamed or not, counted in
 // /metrics; the server goes on serving.
 TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
-    ServerProcess s({"-m", server_target_path(), "--max-model-len", "8192", "--kv-pool", "8192",
+    ServerProcess s({"-m", server_draft_path(), "--max-model-len", "8192", "--kv-pool", "8192",
                      "--parallel", "2", "--kv-wait-timeout", "0.2"},
                     "kvpoolwait");
-    // A long generation holds the whole pool (streamed, so it is running once data comes).
+    // A long generation on a long prompt (3,005 tokens) holds most of the pool: its prompt and
+    // what it generates (streamed, so it is running once data comes).
     std::atomic<bool> started{false}, stop{false};
     std::thread hog([&] {
         httplib::Client c("127.0.0.1", s.port());
@@ -158,8 +166,8 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
         req.method = "POST";
         req.path = "/v1/completions";
         req.body = json{
-            {"prompt", "Once"},
-            {"max_tokens", 8000},
+            {"prompt", words(1000)},
+            {"max_tokens", 5000},
             {"ignore_eos", true},
             {"stream", true},
             {"temperature",
@@ -174,10 +182,16 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
     for (int i = 0; i < 2000 && !started; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_TRUE(started);
-    // 8011 positions are reserved: 500 more do not fit the 8192.
-    Reply r = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}});
-    Reply streamed =
-        post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"stream", true}});
+    // Over 3,200 positions are reserved: a prompt of ~5,400 tokens that shares none of the hog's
+    // does not fit the 8192 beside them (a waiting request never takes a running one's room).
+    const std::string other = "Lily. " + words(1800);
+    Reply r, streamed;
+    std::thread t1([&] { r = post(s, {{"prompt", other}, {"max_tokens", 8}}); });
+    std::thread t2([&] {
+        streamed = post(s, {{"prompt", other}, {"max_tokens", 8}, {"stream", true}});
+    });
+    t1.join();
+    t2.join();
     stop = true;
     hog.join();
     for (const Reply* x : {&r, &streamed}) {
@@ -192,6 +206,49 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
     EXPECT_EQ(pool_metrics(s).at("specula:kv_pool_timeouts_total"), 2);
     Reply after = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
     EXPECT_EQ(after.status, 200) << after.text;
+}
+
+// More long generations than the pool holds at once (a 512-position context each, a pool of
+// 800): they all run, the youngest giving its slot and KV back whenever an older one's
+// reservation must grow (vLLM's preemption) and resuming later where it stopped, its rows copied
+// back from --cache-ram's pool or (--cache-ram 0) evaluated again; each greedy text is the one
+// the request gets alone.
+TEST(KvPool, PreemptedRequestsResumeWithTheirOwnGreedyOutput) {
+    const std::vector<std::string> prompts = {"Once upon a time", "Lily saw a big red",
+                                              "The little dog ran"};
+    for (const char* cache_ram : {"8192", "0"}) {
+        SCOPED_TRACE(std::string("--cache-ram ") + cache_ram);
+        ServerProcess s({"-m", server_target_path(), "-md", server_draft_path(), "-c", "512",
+                         "--parallel", "3", "--kv-pool", "800", "--cache-ram", cache_ram},
+                        "kvpreempt");
+        auto body = [](const std::string& p) {
+            return json{{"prompt", p}, {"ignore_eos", true}, {"temperature", 0}};
+        };
+        std::vector<Reply> alone;
+        for (const std::string& p : prompts) alone.push_back(post(s, body(p)));
+        EXPECT_EQ(pool_metrics(s).at("vllm:num_preemptions_total"), 0);
+        std::vector<Reply> together(prompts.size());
+        std::vector<std::thread> ts;
+        for (size_t i = 0; i < prompts.size(); ++i)
+            ts.emplace_back([&, i] { together[i] = post(s, body(prompts[i])); });
+        for (auto& t : ts) t.join();
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            ASSERT_EQ(alone[i].status, 200) << alone[i].text;
+            ASSERT_EQ(together[i].status, 200) << together[i].text;
+            const json& a = alone[i].body;
+            const json& b = together[i].body;
+            EXPECT_EQ(a["choices"][0]["finish_reason"], "length");
+            EXPECT_GT(a["usage"]["completion_tokens"].get<int>(), 450) << alone[i].text;
+            EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]);
+            EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompts[i];
+            EXPECT_EQ(b["choices"][0]["finish_reason"], "length");
+        }
+        const auto m = pool_metrics(s);
+        EXPECT_GT(m.at("vllm:num_preemptions_total"), 0);
+        EXPECT_EQ(m.at("specula:kv_pool_used_positions"), 0);
+        EXPECT_EQ(m.at("specula:kv_pool_waiting_requests"), 0);
+        EXPECT_EQ(m.at("specula:kv_pool_timeouts_total"), 0);
+    }
 }
 
 // vLLM's default --max-num-seqs 256 with a per-sequence --max-model-len: it starts (the pool,

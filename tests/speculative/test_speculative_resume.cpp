@@ -2,12 +2,15 @@
 // the caches share with the new prompt are evaluated, and the output is what a fresh generate()
 // of the whole prompt gives, token for token: plain and with a draft model, greedy, with
 // penalties on, for a prompt that extends the history and for one that leaves it part-way.
+// Engine::resume (the server's preemption): a generation whose target loses its rows part-way,
+// or moves to another session, goes on to the output of an uninterrupted one.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "model/session.h"
 #include "speculative/drafters/draft_model_drafter.h"
+#include "speculative/engine.h"
 #include "speculative/generator.h"
 #include "test_util.h"
 
@@ -79,7 +82,65 @@ void check_resume(const Model& target, const Model* draft) {
     EXPECT_EQ(chat.gen->output(), fresh3.gen->output());
 }
 
+// One generation stepped by an Engine: after step `cut` the target session is emptied (or, with
+// `move`, a second session takes over) and the generation resumes; the output it returns.
+std::vector<token_id> generate_preempted(const Model& target, const Model* draft, int cut,
+                                         bool move) {
+    Engine engine(target);
+    Session first(target, SessionParams{0, 1}), second(target, SessionParams{0, 1});
+    Sampler sampler(greedy());
+    Constraints constraints(PenaltyParams{1.3f, 32, 0.2f, 0.1f, {}}, target.hparams().n_vocab);
+    std::unique_ptr<DraftModelDrafter> drafter;
+    if (draft) {
+        DraftModelParams dp;
+        dp.n_threads = 1;
+        dp.sampling = greedy();
+        drafter = std::make_unique<DraftModelDrafter>(*draft, dp);
+    }
+    Sequence seq;
+    seq.target = &first;
+    seq.sampler = &sampler;
+    seq.drafter = drafter.get();
+    seq.constraints = &constraints;
+    seq.params.n_predict = 40;
+    seq.params.ignore_eos = true;
+    seq.params.n_draft = 3;
+    engine.start(seq, std::vector<token_id>{1, 403, 407, 261, 378});
+    Sequence* batch[] = {&seq};
+    for (int step = 0; !seq.done(); ++step) {
+        if (step == cut) {
+            if (move) {
+                seq.target = &second;
+            } else {
+                first.reset();
+            }
+            seq.decoding = false;
+            engine.resume(seq);
+            EXPECT_EQ(seq.target->n_past(), 0);
+        }
+        engine.step(batch);
+    }
+    engine.finish(seq);
+    return seq.output;
+}
+
+void check_preempt(const Model& target, const Model* draft) {
+    const std::vector<token_id> whole = generate_preempted(target, draft, -1, false);
+    ASSERT_EQ(whole.size(), 40u);
+    for (int cut : {1, 3, 6})
+        for (bool move : {false, true})
+            EXPECT_EQ(generate_preempted(target, draft, cut, move), whole)
+                << "preempted after step " << cut << (move ? ", moved" : ", emptied");
+}
+
 }  // namespace
+
+TEST(SpecResume, PreemptedGenerationResumesToTheSameOutput) {
+    auto target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));
+    auto draft = Model::load(test::shared_path("models/tinystories/llama2xs.gguf"));
+    check_preempt(*target, nullptr);
+    check_preempt(*target, draft.get());
+}
 
 TEST(SpecResume, PlainEqualsFreshGeneration) {
     auto target = Model::load(test::shared_path("models/tinystories/stories260K.gguf"));

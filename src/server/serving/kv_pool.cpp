@@ -36,9 +36,14 @@ Admission plan_admission(const std::vector<PoolSlot>& slots, int target, int64_t
     return a;
 }
 
-int64_t reservation(int64_t n_prompt, int64_t max_new, int lookahead, int n_ctx) {
-    const int64_t gen = max_new > 0 ? max_new : int64_t(n_ctx);
-    return std::min<int64_t>(n_ctx, n_prompt + gen + std::max(lookahead, 0));
+int64_t reserve_ahead(int n_ctx) {
+    return std::min<int64_t>(256, std::max(n_ctx / 8, 1));
+}
+
+int64_t reservation(int64_t n_have, int64_t max_new, int lookahead, int n_ctx, int64_t ahead) {
+    const int64_t gen =
+        std::min(max_new > 0 ? max_new : int64_t(n_ctx), std::max<int64_t>(ahead, 0));
+    return std::min<int64_t>(n_ctx, n_have + gen + std::max(lookahead, 0));
 }
 
 }  // namespace specula

@@ -240,15 +240,19 @@ void Metrics::render_set(std::string& out, bool vllm) const {
     long used = 0;
     for (long n : kv_tokens_) used += n;
     double usage = kv_capacity_ > 0 ? double(used) / double(kv_capacity_) : 0.0;
+    long preemptions = 0;
     if (kv_pool_) {
         const KvPoolGauges g = kv_pool_();
         if (g.capacity > 0) usage = double(g.used) / double(g.capacity);
+        preemptions = g.preemptions;
     }
     scalar(P + "kv_cache_usage_perc", "gauge",
            "Fraction of the KV cache positions in use (1 = full): the slots', or the KV pool's.",
            usage);
-    scalar(P + "num_preemptions_total", "counter", "Preempted requests (never: slots are fixed).",
-           0);
+    scalar(P + "num_preemptions_total", "counter",
+           "Running requests that gave their KV back to the pool for an older one's and resumed "
+           "later (only with a KV pool smaller than every slot's whole context).",
+           double(preemptions));
     req_prompt_.render(out, P + "request_prompt_tokens", "Prompt tokens per request.", model);
     req_gen_.render(out, P + "request_generation_tokens", "Generated tokens per request.", model);
 }

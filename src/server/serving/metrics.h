@@ -6,7 +6,7 @@
 //   vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0".."k"} (counters, summed over
 //   finished requests' SpecStats), vllm:spec_decode_draft_acceptance_rate (gauge: accepted /
 //   drafted so far); vllm:request_success_total{finished_reason}, vllm:prompt_tokens_total,
-//   vllm:generation_tokens_total, vllm:num_preemptions_total (always 0),
+//   vllm:generation_tokens_total, vllm:num_preemptions_total (the KV pool's),
 //   vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total (prompt tokens looked up in
 //   the slots' caches and found there) (counters);
 //   vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc (gauges; the
@@ -64,6 +64,7 @@ struct KvPoolGauges {
     int64_t cached = 0;  // held by idle slots' prefixes (evictable)
     int waiting = 0;
     long timeouts = 0, evictions = 0;
+    long preemptions = 0;  // running requests preempted (kv_pool.h), vLLM's num_preemptions
     // Shared prompt prefixes (server/serving/prefix_blocks.h), when on: the positions their
     // blocks hold (each once), the blocks, the slots reading one.
     bool prefixes = false;

@@ -35,19 +35,6 @@ SessionParams slot_params(const SchedulerConfig& c, ThreadPool& pool,
 
 }  // namespace
 
-// A job holding a slot: its Sequence, stepped by the engine.
-struct Scheduler::Active {
-    std::shared_ptr<Job> job;
-    Slot* slot = nullptr;
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<Drafter> own_drafter;  // a sampling request's own drafter
-    Sequence seq;
-    std::unique_ptr<TextStream> text;
-    bool stopped = false;        // a stop string or the client ended it
-    bool token_stopped = false;  // a stop token id ended it
-    int n_emitted = 0;           // tokens handed to the text stream (their index)
-};
-
 Scheduler::Scheduler(const Runtime& rt, const SchedulerConfig& config)
     : rt_(rt),
       target_(*rt.target),
@@ -96,7 +83,8 @@ void Scheduler::loop() {
             std::unique_lock lock(mu_);
             // Idle: sleep until a request comes; busy: look for cancelled waiters every step.
             cv_.wait_for(lock, std::chrono::milliseconds(100), [&] {
-                return stop_ || !queue_.empty() || !active_.empty() || !actions_.empty();
+                return stop_ || !queue_.empty() || !active_.empty() || !actions_.empty() ||
+                       !preempted_.empty();
             });
             if (stop_) break;
         }
@@ -119,6 +107,11 @@ void Scheduler::loop() {
     }
     for (auto& a : active_) finish(*a, "callback");
     active_.clear();
+    for (auto& a : preempted_) {
+        a->seq.stats.stop_reason = "callback";
+        complete(*a);
+    }
+    preempted_.clear();
     std::lock_guard lock(mu_);
     for (auto& act : actions_) {
         std::lock_guard lk(act->mu);
@@ -222,8 +215,10 @@ void Scheduler::run_slot_actions() {
 
 // Between steps: drops waiters whose clients left, and gives free slots to the oldest waiters
 // whose KV pool reservation fits (first come, first served: one that does not fit holds the
-// ones behind it back; after kv_wait_s it ends with an error naming the pool).
+// ones behind it back; after kv_wait_s it ends with an error naming the pool). Preempted
+// requests come first.
 void Scheduler::admit() {
+    const bool held_back = !resume_preempted();
     struct Starting {
         std::shared_ptr<Job> job;
         Slot* slot;
@@ -232,10 +227,10 @@ void Scheduler::admit() {
     std::vector<Starting> starting;
     std::vector<std::vector<token_id>> building;  // the prefixes jobs of this round will build
     pinned_.clear();
-    int waiting = 0;
+    int waiting = int(preempted_.size());
     {
         std::lock_guard lock(mu_);
-        bool blocked = false;
+        bool blocked = held_back;
         // The prompts waiting (a branch is planned for a prefix that others share too), held
         // for the round: a job leaving the queue may be freed by its service thread.
         std::vector<std::shared_ptr<Job>> held;
@@ -264,7 +259,7 @@ void Scheduler::admit() {
                 ++it;
                 continue;
             }
-            if (blocked || (cfg_.kv_pool > 0 && !fits_pool(j, *m.slot, plan))) {
+            if (blocked || (cfg_.kv_pool > 0 && !fits_pool(j.prompt, need(j), *m.slot, plan))) {
                 blocked = true;
                 if (ms_since(j.t_arrival) > 1000 * cfg_.kv_wait_s) {
                     pool_timeout(j);
@@ -336,6 +331,8 @@ void Scheduler::start(std::shared_ptr<Job> job, Slot* slot, const PrefixPlan& pl
         };
     }
     a->text = std::make_unique<TextStream>(job->stops, job->include_stop_str);
+    a->reach = need(*job);
+    a->full = full_need(*job);
     if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, job->prompt, plan);
     if (prefixes_) share_prefix(*slot, q.drafter, job->prompt, plan);
     // The echo pass evaluates the whole prompt; the start then keeps all of it but the last token.
@@ -451,7 +448,6 @@ bool Scheduler::on_token(Active& a, token_id id, bool drafted) {
 }
 
 void Scheduler::step() {
-    seqs_.clear();
     for (size_t i = 0; i < active_.size();) {
         Active& a = *active_[i];
         if (a.job->cancel) {
@@ -459,9 +455,11 @@ void Scheduler::step() {
             active_.erase(active_.begin() + long(i));
             continue;
         }
-        seqs_.push_back(&a.seq);
         ++i;
     }
+    if (cfg_.kv_pool > 0) grow_reservations();
+    seqs_.clear();
+    for (auto& a : active_) seqs_.push_back(&a->seq);
     const StepReport r = engine_.step(seqs_, StepLimits{cfg_.prefill_chunk});
     if (r.draft_rounds > 0) {
         draft_passes_ += r.draft_rounds;
@@ -509,6 +507,14 @@ void Scheduler::finish(Active& a, const char* why) {
     s.reserved = 0;
     s.busy = false;  // likewise for GET /slots
     if (cfg_.kv_pool > 0) update_pool_state();
+    complete(a);
+    {
+        std::lock_guard lock(mu_);
+        free_.push_back(&s);
+    }
+}
+
+void Scheduler::complete(Active& a) {
     Job& j = *a.job;
     {
         std::lock_guard lk(j.mu);
@@ -521,10 +527,6 @@ void Scheduler::finish(Active& a, const char* why) {
         j.stats = a.seq.stats;
         j.done = true;
         j.cv.notify_all();
-    }
-    {
-        std::lock_guard lock(mu_);
-        free_.push_back(&s);
     }
 }
 

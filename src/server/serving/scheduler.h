@@ -154,12 +154,37 @@ class Scheduler {
     std::string models_changed() const;
 
   private:
-    struct Active;
+    // A job holding a slot (or preempted, waiting to resume): its Sequence, stepped by the engine.
+    struct Active {
+        std::shared_ptr<Job> job;
+        Slot* slot = nullptr;  // null while preempted
+        std::unique_ptr<Sampler> sampler;
+        std::unique_ptr<Drafter> own_drafter;  // a sampling request's own drafter
+        Sequence seq;
+        std::unique_ptr<TextStream> text;
+        bool stopped = false;        // a stop string or the client ended it
+        bool token_stopped = false;  // a stop token id ended it
+        int n_emitted = 0;           // tokens handed to the text stream (their index)
+        // The KV pool (kv_pool.h): the positions its reservation reaches now, and the most it may
+        // (its prompt, max_tokens or the rest of the context, a verify pass).
+        int64_t reach = 0, full = 0;
+    };
     void loop();
     void admit();
     // Whether the job may start on the slot now (kv_pool): evicts the idle slots it needs; false
     // (it waits) when its reservation does not fit.
-    bool fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan);
+    // `prompt` (the job's, or a preempted one's history) and `n` its reservation (need()).
+    bool fits_pool(std::span<const token_id> prompt, int64_t n, Slot& slot, const PrefixPlan& plan);
+    // Before a step: each decoding request whose next pass would run past its reservation grows
+    // it, evicting idle slots, or else preempting the youngest running requests (kv_pool.h).
+    void grow_reservations();
+    // Active i gives its slot and KV back and waits in preempted_ to resume.
+    void preempt(size_t i);
+    // The oldest preempted requests take free slots while their reservations fit (admit()).
+    // False: the queue behind them waits.
+    bool resume_preempted();
+    // A job leaves its slot: the text held back for stop strings goes out, its stats, done.
+    void complete(Active& a);
     // An entry of pool_slots() emptied: an idle slot, or a block with its idle readers.
     void evict_entry(std::span<const int> which);
     // The slot's target joins, builds, extends or branches a prefix block as planned (after the
@@ -170,7 +195,11 @@ class Scheduler {
     // prefix p (all of a prompt but its last token); the block counts p's rows from now on.
     void new_block(Slot& slot, Session* d, std::span<const token_id> p, std::shared_ptr<KVCache> kv,
                    std::shared_ptr<KVCache> dkv);
+    // The reservation a job starts with (reserve_ahead() past its prompt), the most it may grow to,
+    // the rows one verify pass of it writes past its history.
     int64_t need(const Job& job) const;
+    int64_t full_need(const Job& job) const;
+    int lookahead(const Job& job) const;
     // The slots as the pool counts them, then the prefix blocks (busy: a running request reads
     // or builds it, or one admitted in this round will: pinned_).
     std::vector<PoolSlot> pool_slots() const;
@@ -202,9 +231,10 @@ class Scheduler {
     Engine engine_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;
-    std::unique_ptr<PrefixBlocks> prefixes_;  // null: prefix sharing off
-    std::vector<const PrefixBlock*> pinned_;  // blocks joined by jobs admitted this round
-    std::vector<std::unique_ptr<Active>> active_;
+    std::unique_ptr<PrefixBlocks> prefixes_;         // null: prefix sharing off
+    std::vector<const PrefixBlock*> pinned_;         // blocks joined by jobs admitted this round
+    std::vector<std::unique_ptr<Active>> active_;    // in the order they were admitted
+    std::deque<std::unique_ptr<Active>> preempted_;  // the oldest first
     std::vector<Sequence*> seqs_;
     std::atomic<long> draft_passes_{0}, draft_seqs_{0};
 

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "server/serving/kv_pool.h"
 #include "server/serving/scheduler.h"
+#include "server/serving/slots.h"
 #include "speculative/draft_length/draft_length.h"
 
 namespace specula {
@@ -21,10 +22,18 @@ int common_tokens(std::span<const token_id> a, std::span<const token_id> b) {
 
 }  // namespace
 
+int Scheduler::lookahead(const Job& j) const {
+    return std::max({j.gen.n_draft, j.gen.n_forced, j.draft_auto ? DraftLengthParams{}.n_max : 0}) +
+           1;
+}
+
 int64_t Scheduler::need(const Job& j) const {
-    const int draft =
-        std::max({j.gen.n_draft, j.gen.n_forced, j.draft_auto ? DraftLengthParams{}.n_max : 0});
-    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, draft + 1,
+    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, lookahead(j),
+                       slots_[0]->target->n_ctx(), reserve_ahead(slots_[0]->target->n_ctx()));
+}
+
+int64_t Scheduler::full_need(const Job& j) const {
+    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, lookahead(j),
                        slots_[0]->target->n_ctx());
 }
 
@@ -57,11 +66,10 @@ void Scheduler::evict_entry(std::span<const int> which) {
     for (const PrefixBlock* b : blocks) prefixes_->drop(b);
 }
 
-bool Scheduler::fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan) {
+bool Scheduler::fits_pool(std::span<const token_id> prompt, int64_t n, Slot& slot,
+                          const PrefixPlan& plan) {
     std::vector<PoolSlot> ps = pool_slots();
-    int target = 0;
-    while (slots_[size_t(target)].get() != &slot) ++target;
-    int64_t n = need(job);
+    const int target = slot.id;
     // The block it reads (joins, or its slot reads for the prefix it keeps) is counted once, as the
     // block's, and stays.
     // A branch's block is copied from, so it stays too; its rows are the new block's, counted.
@@ -69,7 +77,7 @@ bool Scheduler::fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan) {
     const PrefixBlock* keep = reads || plan.kind == PrefixPlan::branch ? plan.block : nullptr;
     int kept = reads ? plan.n : 0;
     if (prefixes_ && !keep && slot.target->shared_prefix() > 0) {
-        const std::span<const token_id> p(job.prompt.data(), job.prompt.size() - 1);
+        const std::span<const token_id> p = prompt.first(prompt.size() - 1);
         kept = std::min(slot.target->common_prefix(p), slot.target->shared_prefix());
         for (const auto& b : prefixes_->blocks())
             if (kept > 0 && b->kv == slot.target->kv().base()) keep = b.get();
@@ -89,6 +97,127 @@ bool Scheduler::fits_pool(const Job& job, Slot& slot, const PrefixPlan& plan) {
     slot.reserved = n;
     std::lock_guard lk(pool_mu_);
     pool_state_.evictions += long(a.evict.size());
+    return true;
+}
+
+void Scheduler::grow_reservations() {
+    const int n_ctx = slots_[0]->target->n_ctx();
+    bool changed = false;
+    for (size_t i = 0; i < active_.size(); ++i) {
+        Active& a = *active_[i];
+        if (!a.seq.decoding || a.seq.done()) continue;  // a prompt is reserved whole
+        const int64_t want =
+            std::min<int64_t>(n_ctx, int64_t(a.seq.history.size()) + lookahead(*a.job));
+        if (want <= a.reach) continue;
+        const int64_t ahead = std::min(a.full, want + reserve_ahead(n_ctx));
+        for (;;) {
+            const std::vector<PoolSlot> ps = pool_slots();
+            int64_t to = ahead;
+            Admission ad = plan_admission(ps, a.slot->id, to - a.reach, cfg_.kv_pool);
+            if (!ad.fits) {  // the next pass's rows alone
+                to = want;
+                ad = plan_admission(ps, a.slot->id, to - a.reach, cfg_.kv_pool);
+            }
+            changed = true;
+            if (ad.fits) {
+                evict_entry(ad.evict);
+                a.slot->reserved += to - a.reach;
+                a.reach = to;
+                std::lock_guard lk(pool_mu_);
+                pool_state_.evictions += long(ad.evict.size());
+                break;
+            }
+            const size_t youngest = active_.size() - 1;
+            preempt(youngest);
+            if (youngest == i) break;  // it was the youngest itself
+        }
+    }
+    if (changed) update_pool_state();
+}
+
+void Scheduler::preempt(size_t i) {
+    std::unique_ptr<Active> a = std::move(active_[i]);
+    active_.erase(active_.begin() + long(i));
+    Slot& s = *a->slot;
+    Session& t = *s.target;
+    Session* d = a->seq.drafter ? a->seq.drafter->session() : nullptr;
+    // --cache-ram keeps its rows: resuming copies them back rather than evaluating them again.
+    if (cfg_.prompt_cache && t.can_snapshot() && t.n_past() > 0) {
+        PromptCacheEntry e{t.snapshot(), std::nullopt};
+        if (d && d->can_snapshot() && d->n_past() > 0) e.draft = d->snapshot();
+        cfg_.prompt_cache->put(std::move(e));
+    }
+    if (prefixes_) prefixes_->built(&t);  // a block it was building holds what it holds
+    evict_slot(s);
+    if (Session* own = a->own_drafter ? a->own_drafter->session() : nullptr) {
+        own->unshare();
+        own->release_kv();
+    }
+    if (cfg_.metrics) cfg_.metrics->set_kv_tokens(s.id, 0);
+    s.reserved = 0;
+    s.busy = false;
+    a->slot = nullptr;
+    a->seq.decoding = false;
+    {
+        std::lock_guard lk(pool_mu_);
+        ++pool_state_.preemptions;
+    }
+    {
+        std::lock_guard lock(mu_);
+        free_.push_back(&s);
+    }
+    // In arrival order: the oldest resumes first.
+    auto at = std::find_if(preempted_.begin(), preempted_.end(),
+                           [&](const auto& p) { return p->job->t_arrival > a->job->t_arrival; });
+    preempted_.insert(at, std::move(a));
+}
+
+bool Scheduler::resume_preempted() {
+    const int n_ctx = slots_[0]->target->n_ctx();
+    while (!preempted_.empty()) {
+        Active& a = *preempted_.front();
+        Sequence& q = a.seq;
+        const Job& j = *a.job;
+        if (j.cancel) {
+            q.stats.stop_reason = "callback";
+            complete(a);
+            preempted_.pop_front();
+            continue;
+        }
+        Slot* slot = nullptr;
+        {
+            std::lock_guard lock(mu_);
+            if (free_.empty()) return false;
+            slot = best_slot(free_, q.history).slot;
+        }
+        const int64_t left = j.gen.n_predict > 0
+                                 ? std::max<int64_t>(1, j.gen.n_predict - int64_t(q.output.size()))
+                                 : 0;
+        const int64_t n =
+            reservation(int64_t(q.history.size()), left, lookahead(j), n_ctx, reserve_ahead(n_ctx));
+        if (!fits_pool(q.history, n, *slot, PrefixPlan{})) return false;
+        {
+            std::lock_guard lock(mu_);
+            free_.erase(std::find(free_.begin(), free_.end(), slot));
+        }
+        slot->busy = true;
+        slot->last_used = ++slot_uses_;
+        std::unique_ptr<Active> p = std::move(preempted_.front());
+        preempted_.pop_front();
+        p->slot = slot;
+        p->reach = n;
+        q.target = slot->target.get();
+        q.drafter =
+            p->own_drafter ? p->own_drafter.get() : drafter_for(*slot, j.sampling, p->own_drafter);
+        q.auto_length = j.draft_auto ? &slot->draft_length : nullptr;
+        if (cfg_.prompt_cache) use_prompt_cache(*slot, q.drafter, q.history, PrefixPlan{});
+        {
+            std::lock_guard lk(p->job->mu);
+            p->job->slot_id = slot->id;
+        }
+        active_.push_back(std::move(p));
+        engine_.resume(q);  // within the context: it was running (Engine::step's stop)
+    }
     return true;
 }
 
