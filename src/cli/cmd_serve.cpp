@@ -238,7 +238,8 @@ void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
                    "--gpu-memory-utilization of the available memory");
     cmd.add_option("--kv-pool", o.service.runtime.kv_pool,
                    "KV positions all --parallel slots share (at least one context); a request "
-                   "starts when its prompt + max_tokens fit");
+                   "starts when its prompt fits with room to grow, and the youngest running "
+                   "request is preempted (resumed later) when an older one needs its room");
     cmd.add_option("--kv-wait-timeout", o.service.kv_wait_s,
                    "seconds a request waits for room in the KV pool before it ends with an "
                    "error (default 600)");
