@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "server/raw_conn.h"
 #include "server/server_process.h"
 #include "server/serving/kv_pool.h"
 #include "test_util.h"
@@ -76,7 +78,8 @@ std::map<std::string, double> pool_metrics(const ServerProcess& s) {
     std::istringstream in(res->body);
     for (std::string line; std::getline(in, line);) {
         if (line.rfind("specula:kv_pool_", 0) != 0 && line.rfind("vllm:kv_cache_usage", 0) != 0 &&
-            line.rfind("vllm:prefix_cache_", 0) != 0 && line.rfind("vllm:num_preemptions", 0) != 0)
+            line.rfind("vllm:prefix_cache_", 0) != 0 &&
+            line.rfind("vllm:num_preemptions", 0) != 0 && line.rfind("vllm:num_requests_", 0) != 0)
             continue;
         const size_t sp = line.rfind(' ');
         std::string name = line.substr(0, sp);
@@ -249,6 +252,47 @@ TEST(KvPool, PreemptedRequestsResumeWithTheirOwnGreedyOutput) {
         EXPECT_EQ(m.at("specula:kv_pool_waiting_requests"), 0);
         EXPECT_EQ(m.at("specula:kv_pool_timeouts_total"), 0);
     }
+}
+
+// Streams that outgrow the pool, half of whose clients leave part-way (running, or preempted
+// and waiting to resume): the others finish, and nothing stays counted afterwards (the pool's
+// reservations, vLLM's running and waiting gauges, which count a preempted request as waiting).
+TEST(KvPool, ClientsLeavingWhilePreemptedLeaveNothingCounted) {
+    ServerProcess s({"-m", server_draft_path(), "-c", "512", "--parallel", "6"}, "kvleave");
+    std::vector<std::unique_ptr<specula::test::RawConn>> conns;
+    for (int i = 0; i < 6; ++i) {
+        const std::string body = json{
+            {"prompt", "Once upon a time " + std::to_string(i)},
+            {"ignore_eos", true},
+            {"temperature", 0},
+            {"stream", true}}.dump();
+        conns.push_back(std::make_unique<specula::test::RawConn>(s.port()));
+        ASSERT_TRUE(conns.back()->send_all(
+            "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            "Content-Type: application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body));
+    }
+    for (int i = 0; i < 6; i += 2) {  // a few chunks, then these clients leave
+        (void)conns[size_t(i)]->read_some(2.0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 * i));
+        conns[size_t(i)].reset();
+    }
+    for (int i = 1; i < 6; i += 2) {
+        const std::string got = conns[size_t(i)]->read_until_close(120);
+        EXPECT_NE(got.find("data: [DONE]"), std::string::npos) << got.substr(0, 300);
+    }
+    auto m = pool_metrics(s);
+    for (int i = 0; i < 100 && m.at("vllm:num_requests_running") > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        m = pool_metrics(s);
+    }
+    EXPECT_GT(m.at("vllm:num_preemptions_total"), 0);
+    EXPECT_EQ(m.at("vllm:num_requests_running"), 0);
+    EXPECT_EQ(m.at("vllm:num_requests_waiting"), 0);
+    EXPECT_EQ(m.at("specula:kv_pool_used_positions"), 0);
+    EXPECT_EQ(m.at("specula:kv_pool_waiting_requests"), 0);
+    Reply after = post(s, {{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+    EXPECT_EQ(after.status, 200) << after.text;
 }
 
 // vLLM's default --max-num-seqs 256 with a per-sequence --max-model-len: it starts (the pool,

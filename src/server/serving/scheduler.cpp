@@ -109,6 +109,7 @@ void Scheduler::loop() {
     active_.clear();
     for (auto& a : preempted_) {
         a->seq.stats.stop_reason = "callback";
+        count_waiting(false);
         complete(*a);
     }
     preempted_.clear();

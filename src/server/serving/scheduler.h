@@ -183,6 +183,9 @@ class Scheduler {
     // The oldest preempted requests take free slots while their reservations fit (admit()).
     // False: the queue behind them waits.
     bool resume_preempted();
+    // vLLM's gauges count a preempted request as waiting, not running: moves it (true) to the
+    // waiting count or back (the service counts it as running when it ends).
+    void count_waiting(bool preempted);
     // A job leaves its slot: the text held back for stop strings goes out, its stats, done.
     void complete(Active& a);
     // An entry of pool_slots() emptied: an idle slot, or a block with its idle readers.

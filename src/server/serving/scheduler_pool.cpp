@@ -162,6 +162,7 @@ void Scheduler::preempt(size_t i) {
         std::lock_guard lk(pool_mu_);
         ++pool_state_.preemptions;
     }
+    count_waiting(true);
     {
         std::lock_guard lock(mu_);
         free_.push_back(&s);
@@ -180,6 +181,7 @@ bool Scheduler::resume_preempted() {
         const Job& j = *a.job;
         if (j.cancel) {
             q.stats.stop_reason = "callback";
+            count_waiting(false);
             complete(a);
             preempted_.pop_front();
             continue;
@@ -202,6 +204,7 @@ bool Scheduler::resume_preempted() {
         }
         slot->busy = true;
         slot->last_used = ++slot_uses_;
+        count_waiting(false);
         std::unique_ptr<Active> p = std::move(preempted_.front());
         preempted_.pop_front();
         p->slot = slot;
@@ -219,6 +222,12 @@ bool Scheduler::resume_preempted() {
         engine_.resume(q);  // within the context: it was running (Engine::step's stop)
     }
     return true;
+}
+
+void Scheduler::count_waiting(bool preempted) {
+    if (!cfg_.metrics) return;
+    cfg_.metrics->add_running(preempted ? -1 : 1);
+    cfg_.metrics->add_waiting(preempted ? 1 : -1);
 }
 
 void Scheduler::pool_timeout(Job& j) {
