@@ -215,15 +215,24 @@ TEST(KvPool, WaitPastTheTimeoutEndsWithAnErrorNamingThePool) {
 // 800): they all run, the youngest giving its slot and KV back whenever an older one's
 // reservation must grow (vLLM's preemption) and resuming later where it stopped, its rows copied
 // back from --cache-ram's pool or (--cache-ram 0) evaluated again; each greedy text is the one
-// the request gets alone.
+// the request gets alone. With a draft model, and with drafters that read the target's own rows:
+// a hybrid model's MTP head (recurrent layers: no rows to copy back) and an EAGLE-3 head.
 TEST(KvPool, PreemptedRequestsResumeWithTheirOwnGreedyOutput) {
     const std::vector<std::string> prompts = {"Once upon a time", "Lily saw a big red",
                                               "The little dog ran"};
-    for (const char* cache_ram : {"8192", "0"}) {
-        SCOPED_TRACE(std::string("--cache-ram ") + cache_ram);
-        ServerProcess s({"-m", server_target_path(), "-md", server_draft_path(), "-c", "512",
-                         "--parallel", "3", "--kv-pool", "800", "--cache-ram", cache_ram},
-                        "kvpreempt");
+    const std::string data = std::string(SPECULA_SOURCE_DIR) + "/tests/data/";
+    const std::vector<std::vector<std::string>> setups = {
+        {"-m", server_target_path(), "-md", server_draft_path(), "--cache-ram", "8192"},
+        {"-m", server_target_path(), "-md", server_draft_path(), "--cache-ram", "0"},
+        {"-m", data + "arch/rand-qwen35-mtp1-tok512-d128-l4-F16.gguf", "--spec-type", "mtp",
+         "--draft", "2"},
+        {"-m", server_target_path(), "--spec-type", "eagle3", "-md",
+         data + "eagle3/stories260K-eagle3.gguf", "--draft", "3", "--cache-ram", "0"}};
+    for (const auto& setup : setups) {
+        std::vector<std::string> args = {"-c", "512", "--parallel", "3", "--kv-pool", "800"};
+        args.insert(args.end(), setup.begin(), setup.end());
+        SCOPED_TRACE(setup[1] + " " + setup[2] + " " + setup[3] + " " + setup.back());
+        ServerProcess s(args, "kvpreempt");
         auto body = [](const std::string& p) {
             return json{{"prompt", p}, {"ignore_eos", true}, {"temperature", 0}};
         };

@@ -12,7 +12,9 @@
 // New requests join between steps, taking the free slot whose cache shares the longest prefix
 // with their prompt (that prefix is not evaluated again: Job::n_cached) unless that would
 // overwrite another conversation's cache for a few shared tokens (then the least recently used
-// slot: server/serving/slots.h best_slot). A request is cancelled
+// slot: server/serving/slots.h best_slot). Under a KV pool, a request whose reservation cannot
+// grow takes the room of the youngest running one, which waits and resumes later where it
+// stopped (server/serving/kv_pool.h; Engine::resume). A request is cancelled
 // (Job::cancel) by its client leaving or by a stop string; a cancelled one that waits for a slot
 // leaves the queue.
 #pragma once
