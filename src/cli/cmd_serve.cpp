@@ -138,6 +138,9 @@ void resolve(ServeOptions& o) {
     }
     if (o.service.runtime.kv_pool < 0)
         fail("--kv-pool must be >= 0 positions, got ", o.service.runtime.kv_pool);
+    if (o.service.max_batched_tokens < 0)
+        fail("--max-num-batched-tokens must be >= 1 (0: the default), got ",
+             o.service.max_batched_tokens);
     if (o.service.prefix_min_tokens < 0)
         fail("--prefix-min-tokens must be >= 0, got ", o.service.prefix_min_tokens);
     if (o.no_prefix_caching) o.service.prefix_min_tokens = 0;
@@ -248,6 +251,10 @@ void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
                    "one copy of their KV rows, evaluated once (default 64; 0: off)");
     cmd.add_flag("--kv-unified", o.kv_unified,
                  "llama-server's; always: the slots share one KV pool");
+    cmd.add_option("--max-num-batched-tokens", o.service.max_batched_tokens,
+                   "vLLM's: prompt tokens one step evaluates over all prefilling requests, "
+                   "beside the decoding ones' rows (default: 64 while any request decodes, -ub "
+                   "while none does; at most -ub)");
 }
 
 // Every request's sampling defaults and vLLM's launch-line flags.

@@ -254,7 +254,12 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
     auto left = [](const Sequence* s) { return int(s->history.size()) - 1 - s->target->n_past(); };
     std::stable_sort(prefilling_.begin(), prefilling_.end(),
                      [&](const Sequence* x, const Sequence* y) { return left(x) < left(y); });
-    int budget = std::max(limits.prefill_tokens, 1);
+    // With nothing decoding there is nobody for a big prompt chunk to hold up.
+    const int full_budget =
+        std::max(decoding_.empty() ? std::max(limits.prefill_tokens, limits.prefill_tokens_idle)
+                                   : limits.prefill_tokens,
+                 1);
+    int budget = full_budget;
     for (Sequence* s : prefilling_) {
         if (budget == 0) break;
         const int n = std::min(budget, left(s));
@@ -263,7 +268,7 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
         items_.push_back({s->target, std::span(s->history).subspan(from, size_t(n)), false});
         item_owner_.push_back(s);
     }
-    const int prefill_rows = report.rows = std::max(limits.prefill_tokens, 1) - budget;
+    const int prefill_rows = report.rows = full_budget - budget;
     report.k_load = choose_by_load(prefill_rows);
     draft(report, report.k_load);
     for (Sequence* s : decoding_) {

@@ -3,7 +3,8 @@
 // slot. One step:
 //
 //   1. prompt chunks for the sequences still prefilling (at most StepLimits::prefill_tokens over
-//      all of them, shortest remaining prompt first, so a long prompt never stalls the others);
+//      all of them, shortest remaining prompt first, so a long prompt never stalls the others;
+//      prefill_tokens_idle when none decodes);
 //   2. drafts for every decoding sequence with a drafter: the drafters' rounds evaluated together,
 //      one draft-model pass (MTP drafters: one head pass) per round for all of them
 //      (speculative/drafters/draft_batch.h); then, under a grammar, the tokens it forces after each
@@ -41,6 +42,8 @@ namespace specula {
 
 struct StepLimits {
     int prefill_tokens = INT_MAX;  // prompt tokens evaluated per step, over all prefilling ones
+    // ... in a step where no sequence decodes (nothing waits on the pass), when more.
+    int prefill_tokens_idle = 0;
 };
 
 // What one step did (for metrics and tests).

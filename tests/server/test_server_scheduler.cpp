@@ -133,7 +133,9 @@ TEST(Scheduler, LongPromptIsPrefilledInChunksWhileOthersStream) {
     for (int i = 0; i < 12; ++i) long_text += " The cat sat on the mat and looked at the big tree.";
     const auto long_prompt = tokens(long_text);
     ASSERT_GT(long_prompt.size(), 120u);
-    Scheduler sched(models(), config(2, 8));
+    SchedulerConfig c = config(2, 8);
+    c.prefill_chunk_idle = 8;  // the first step too (nothing decodes yet)
+    Scheduler sched(models(), c);
     auto a = submit(sched, long_prompt, 8);
     auto b = submit(sched, tokens("The little dog"), 40);
     const std::string ta = wait_text(*a), tb = wait_text(*b);
@@ -143,6 +145,28 @@ TEST(Scheduler, LongPromptIsPrefilledInChunksWhileOthersStream) {
     // one streams from its second step on.
     EXPECT_LT(b->ttft_s, a->ttft_s);
     EXPECT_GT(a->stats.t_prompt_ms, 0);
+}
+
+// With nothing decoding, a step's prompt chunk is the idle one (-ub): a lone long prompt takes
+// one pass, not one per 8 tokens (while a slot decodes it is 8: the test above).
+TEST(Scheduler, ALonePromptIsPrefilledInOnePass) {
+    std::string long_text;
+    for (int i = 0; i < 12; ++i) long_text += " The cat sat on the mat and looked at the big tree.";
+    const auto long_prompt = tokens(long_text);
+    ASSERT_GT(long_prompt.size(), 120u);
+    Metrics metrics;
+    SchedulerConfig c = config(2, 8);
+    c.metrics = &metrics;
+    Scheduler sched(models(), c);
+    auto a = submit(sched, long_prompt, 1);
+    EXPECT_EQ(wait_text(*a), text_of(alone(long_prompt, 1)));
+    // The prompt's pass, then the pass that gives its first token (its last prompt token and
+    // drafts): 16 passes and more with 8 prompt tokens a step.
+    const std::string m = metrics.render();
+    const std::string key = "\nspecula:batch_passes_total ";
+    const size_t at = m.find(key);
+    ASSERT_NE(at, std::string::npos) << m;
+    EXPECT_EQ(std::stod(m.substr(at + key.size())), 2) << m;
 }
 
 TEST(Scheduler, PromptStartingWithASlotsTokensReusesThem) {

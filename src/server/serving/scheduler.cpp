@@ -461,7 +461,8 @@ void Scheduler::step() {
     if (cfg_.kv_pool > 0) grow_reservations();
     seqs_.clear();
     for (auto& a : active_) seqs_.push_back(&a->seq);
-    const StepReport r = engine_.step(seqs_, StepLimits{cfg_.prefill_chunk});
+    const StepReport r =
+        engine_.step(seqs_, StepLimits{cfg_.prefill_chunk, cfg_.prefill_chunk_idle});
     if (r.draft_rounds > 0) {
         draft_passes_ += r.draft_rounds;
         draft_seqs_ += r.draft_seqs;

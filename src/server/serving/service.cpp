@@ -135,6 +135,15 @@ void Service::load() {
     sc.n_ctx = rt_.n_ctx;
     sc.n_threads = cfg.runtime.n_threads;
     sc.n_ubatch = rt_.n_ubatch;
+    sc.prefill_chunk_idle = rt_.n_ubatch;
+    if (cfg.max_batched_tokens > 0) {
+        if (cfg.max_batched_tokens > rt_.n_ubatch)
+            std::fprintf(stderr,
+                         "serve: --max-num-batched-tokens %d is more than one pass takes (-ub "
+                         "%d): a step evaluates at most %d prompt tokens\n",
+                         cfg.max_batched_tokens, rt_.n_ubatch, rt_.n_ubatch);
+        sc.prefill_chunk = sc.prefill_chunk_idle = std::min(cfg.max_batched_tokens, rt_.n_ubatch);
+    }
     sc.metrics = &metrics_;
     sc.prompt_cache = prompt_cache_.get();
     metrics_.set_prompt_cache(prompt_cache_.get());
