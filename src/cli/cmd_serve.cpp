@@ -253,8 +253,8 @@ void add_serve_model_options(CLI::App& cmd, ServeOptions& o) {
                  "llama-server's; always: the slots share one KV pool");
     cmd.add_option("--max-num-batched-tokens", o.service.max_batched_tokens,
                    "vLLM's: prompt tokens one step evaluates over all prefilling requests, "
-                   "beside the decoding ones' rows (default: 64 while any request decodes, -ub "
-                   "while none does; at most -ub)");
+                   "beside the decoding ones' rows (default: 64, and -ub for a lone prompt while "
+                   "nothing decodes; at most -ub)");
 }
 
 // Every request's sampling defaults and vLLM's launch-line flags.

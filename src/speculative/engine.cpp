@@ -254,11 +254,13 @@ StepReport Engine::step(std::span<Sequence* const> seqs, const StepLimits& limit
     auto left = [](const Sequence* s) { return int(s->history.size()) - 1 - s->target->n_past(); };
     std::stable_sort(prefilling_.begin(), prefilling_.end(),
                      [&](const Sequence* x, const Sequence* y) { return left(x) < left(y); });
-    // With nothing decoding there is nobody for a big prompt chunk to hold up.
-    const int full_budget =
-        std::max(decoding_.empty() ? std::max(limits.prefill_tokens, limits.prefill_tokens_idle)
-                                   : limits.prefill_tokens,
-                 1);
+    // A lone prompt (nothing decodes, nothing else prefills) holds nobody up with a big chunk.
+    // (Several prompts starting together keep the small chunks: in a 16-client burst the big
+    // first pass measured ~3% less aggregate throughput.)
+    const bool lone = decoding_.empty() && prefilling_.size() == 1;
+    const int full_budget = std::max(
+        lone ? std::max(limits.prefill_tokens, limits.prefill_tokens_idle) : limits.prefill_tokens,
+        1);
     int budget = full_budget;
     for (Sequence* s : prefilling_) {
         if (budget == 0) break;

@@ -4,7 +4,7 @@
 //
 //   1. prompt chunks for the sequences still prefilling (at most StepLimits::prefill_tokens over
 //      all of them, shortest remaining prompt first, so a long prompt never stalls the others;
-//      prefill_tokens_idle when none decodes);
+//      prefill_tokens_idle for a lone prompt, when nothing decodes);
 //   2. drafts for every decoding sequence with a drafter: the drafters' rounds evaluated together,
 //      one draft-model pass (MTP drafters: one head pass) per round for all of them
 //      (speculative/drafters/draft_batch.h); then, under a grammar, the tokens it forces after each
@@ -42,7 +42,7 @@ namespace specula {
 
 struct StepLimits {
     int prefill_tokens = INT_MAX;  // prompt tokens evaluated per step, over all prefilling ones
-    // ... in a step where no sequence decodes (nothing waits on the pass), when more.
+    // ... in a step with one prompt and nothing decoding (nobody waits on the pass), when more.
     int prefill_tokens_idle = 0;
 };
 

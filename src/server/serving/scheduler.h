@@ -48,8 +48,8 @@ struct SchedulerConfig {
     int n_ctx = 0;
     int n_threads = 0;       // the one pool every pass runs on (0: hardware threads)
     int prefill_chunk = 64;  // prompt tokens evaluated per step, over all prefilling slots,
-                             // while some slot decodes (its tokens wait on the pass) ...
-    int prefill_chunk_idle = SessionParams::kDefaultUbatch;  // ... and while none does
+                             // (their tokens wait on the pass) ...
+    int prefill_chunk_idle = SessionParams::kDefaultUbatch;  // ... and for a lone prompt
     int n_ubatch = SessionParams::kDefaultUbatch;            // a slot session's longest pass (-ub)
     Metrics* metrics = nullptr;  // gets every pass (batch size, rows, cost, draft length by load)
     KVType type_k = KVType::F32, type_v = KVType::F32;  // the slots' and drafters' KV caches

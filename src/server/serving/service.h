@@ -49,7 +49,7 @@ struct ServiceConfig {
     // rows, evaluated once (server/serving/prefix_blocks.h; 0: off).
     int prefix_min_tokens = 64;
     // --max-num-batched-tokens (vLLM's): prompt tokens a step evaluates over all prefilling
-    // requests, at most -ub (0: 64 while a request decodes, -ub while none does).
+    // requests, at most -ub (0: 64, and -ub for a lone prompt while nothing decodes).
     int max_batched_tokens = 0;
     std::string served_name;  // "" : the model file's name without .gguf
     // --cache-ram's default (runtime.cache_ram_mib): llama-server's 8192 MiB, but at most half
