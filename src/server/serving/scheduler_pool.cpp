@@ -219,7 +219,16 @@ bool Scheduler::resume_preempted() {
             p->job->slot_id = slot->id;
         }
         active_.push_back(std::move(p));
-        engine_.resume(q);  // within the context: it was running (Engine::step's stop)
+        try {
+            engine_.resume(q);  // within the context: it was running (Engine::step's stop)
+        } catch (const std::exception& e) {  // not expected: the request ends with the error
+            {
+                std::lock_guard lk(active_.back()->job->mu);
+                active_.back()->job->error = e.what();
+            }
+            finish(*active_.back(), "callback");
+            active_.pop_back();
+        }
     }
     return true;
 }
