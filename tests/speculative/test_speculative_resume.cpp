@@ -24,18 +24,22 @@ SamplingParams greedy() {
     return p;
 }
 
+// A greedy drafter over `draft` on one thread (null: none).
+std::unique_ptr<DraftModelDrafter> greedy_drafter(const Model* draft) {
+    if (!draft) return nullptr;
+    DraftModelParams dp;
+    dp.n_threads = 1;
+    dp.sampling = greedy();
+    return std::make_unique<DraftModelDrafter>(*draft, dp);
+}
+
 // One target session, sampler, constraints and (optionally) draft model: what a chat keeps.
 struct Chat {
     Chat(const Model& target, const Model* draft)
         : session(target, SessionParams{0, 1}),
           sampler(greedy()),
           constraints(PenaltyParams{1.3f, 32, 0.2f, 0.1f, {}}, target.hparams().n_vocab) {
-        if (draft) {
-            DraftModelParams dp;
-            dp.n_threads = 1;
-            dp.sampling = greedy();
-            drafter = std::make_unique<DraftModelDrafter>(*draft, dp);
-        }
+        drafter = greedy_drafter(draft);
         GenParams gp;
         gp.n_predict = 24;
         gp.ignore_eos = true;
@@ -90,13 +94,7 @@ std::vector<token_id> generate_preempted(const Model& target, const Model* draft
     Session first(target, SessionParams{0, 1}), second(target, SessionParams{0, 1});
     Sampler sampler(greedy());
     Constraints constraints(PenaltyParams{1.3f, 32, 0.2f, 0.1f, {}}, target.hparams().n_vocab);
-    std::unique_ptr<DraftModelDrafter> drafter;
-    if (draft) {
-        DraftModelParams dp;
-        dp.n_threads = 1;
-        dp.sampling = greedy();
-        drafter = std::make_unique<DraftModelDrafter>(*draft, dp);
-    }
+    std::unique_ptr<DraftModelDrafter> drafter = greedy_drafter(draft);
     Sequence seq;
     seq.target = &first;
     seq.sampler = &sampler;
