@@ -107,11 +107,7 @@ void Scheduler::loop() {
     }
     for (auto& a : active_) finish(*a, "callback");
     active_.clear();
-    for (auto& a : preempted_) {
-        a->seq.stats.stop_reason = "callback";
-        count_waiting(false);
-        complete(*a);
-    }
+    for (auto& a : preempted_) drop_preempted(*a);
     preempted_.clear();
     std::lock_guard lock(mu_);
     for (auto& act : actions_) {

@@ -190,6 +190,8 @@ class Scheduler {
     // vLLM's gauges count a preempted request as waiting, not running: moves it (true) to the
     // waiting count or back (the service counts it as running when it ends).
     void count_waiting(bool preempted);
+    // A preempted job whose client left (or the server stops): ended as cancelled.
+    void drop_preempted(Active& a);
     // A job leaves its slot: the text held back for stop strings goes out, its stats, done.
     void complete(Active& a);
     // An entry of pool_slots() emptied: an idle slot, or a block with its idle readers.
@@ -202,9 +204,10 @@ class Scheduler {
     // prefix p (all of a prompt but its last token); the block counts p's rows from now on.
     void new_block(Slot& slot, Session* d, std::span<const token_id> p, std::shared_ptr<KVCache> kv,
                    std::shared_ptr<KVCache> dkv);
-    // The reservation a job starts with (reserve_ahead() past its prompt), the most it may grow to,
-    // the rows one verify pass of it writes past its history.
-    int64_t need(const Job& job) const;
+    // The reservation a job starts with (reserve_ahead() past its prompt), or resumes with after
+    // generating n_out tokens (past its prompt and those); the most it may grow to; the rows one
+    // verify pass of it writes past its history.
+    int64_t need(const Job& job, size_t n_out = 0) const;
     int64_t full_need(const Job& job) const;
     int lookahead(const Job& job) const;
     // The slots as the pool counts them, then the prefix blocks (busy: a running request reads

@@ -27,9 +27,13 @@ int Scheduler::lookahead(const Job& j) const {
            1;
 }
 
-int64_t Scheduler::need(const Job& j) const {
-    return reservation(int64_t(j.prompt.size()), j.gen.n_predict, lookahead(j),
-                       slots_[0]->target->n_ctx(), reserve_ahead(slots_[0]->target->n_ctx()));
+int64_t Scheduler::need(const Job& j, size_t n_out) const {
+    const int n_ctx = slots_[0]->target->n_ctx();
+    const int64_t left = j.gen.n_predict > 0
+                             ? std::max<int64_t>(1, j.gen.n_predict - int64_t(n_out))
+                             : 0;  // until the context is full
+    return reservation(int64_t(j.prompt.size() + n_out), left, lookahead(j), n_ctx,
+                       reserve_ahead(n_ctx));
 }
 
 int64_t Scheduler::full_need(const Job& j) const {
@@ -174,15 +178,12 @@ void Scheduler::preempt(size_t i) {
 }
 
 bool Scheduler::resume_preempted() {
-    const int n_ctx = slots_[0]->target->n_ctx();
     while (!preempted_.empty()) {
         Active& a = *preempted_.front();
         Sequence& q = a.seq;
         const Job& j = *a.job;
         if (j.cancel) {
-            q.stats.stop_reason = "callback";
-            count_waiting(false);
-            complete(a);
+            drop_preempted(a);
             preempted_.pop_front();
             continue;
         }
@@ -192,11 +193,7 @@ bool Scheduler::resume_preempted() {
             if (free_.empty()) return false;
             slot = best_slot(free_, q.history).slot;
         }
-        const int64_t left = j.gen.n_predict > 0
-                                 ? std::max<int64_t>(1, j.gen.n_predict - int64_t(q.output.size()))
-                                 : 0;
-        const int64_t n =
-            reservation(int64_t(q.history.size()), left, lookahead(j), n_ctx, reserve_ahead(n_ctx));
+        const int64_t n = need(j, q.output.size());
         if (!fits_pool(q.history, n, *slot, PrefixPlan{})) return false;
         {
             std::lock_guard lock(mu_);
@@ -231,6 +228,12 @@ bool Scheduler::resume_preempted() {
         }
     }
     return true;
+}
+
+void Scheduler::drop_preempted(Active& a) {
+    a.seq.stats.stop_reason = "callback";
+    count_waiting(false);
+    complete(a);
 }
 
 void Scheduler::count_waiting(bool preempted) {
