@@ -10,6 +10,7 @@
 #include "kernels/isa_parts.h"
 #include "kernels/layout/repack_float.h"
 #include "kernels/x86/hsum.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 namespace specula::simd {

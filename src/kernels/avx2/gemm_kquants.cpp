@@ -7,6 +7,7 @@
 
 #include "kernels/isa_parts.h"
 #include "kernels/layout/blocks.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 namespace specula::simd {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/isa_parts.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 namespace specula::simd {
@@ -36,7 +37,7 @@ void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float
         const uint8_t* pair = tile + (b >> 1) * 1088;
         if ((b & 1) == 0) {
             const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
-            for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+            for (int l = 0; l < 17; ++l) prefetch_weights<NT>(pf + 64 * l);
         }
         const uint8_t* scales = pair + (b & 1) * 32;
         const uint8_t* wq = pair + 64 + (b & 1) * 512;

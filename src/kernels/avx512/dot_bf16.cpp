@@ -23,6 +23,7 @@
 
 #include "kernels/isa_parts.h"
 #include "kernels/layout/repack_float.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"  // with_count
 
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
@@ -75,7 +76,7 @@ SPECULA_INLINE void pair_blocks(const uint16_t* w, const uint32_t* x, int64_t xs
     const char* next = reinterpret_cast<const char*>(w + (k0 + NB * len) * kRows);
     const int64_t pairs = len / 2;
     for (int64_t j = 0; j < pairs; ++j) {
-        for (int b = 0; b < NB; ++b) _mm_prefetch(next + (j * NB + b) * 64, _MM_HINT_T0);
+        for (int b = 0; b < NB; ++b) prefetch_weights<G>(next + (j * NB + b) * 64);
         step(k0 + 2 * j, false);
     }
     if (len % 2) step(k0 + len - 1, true);  // the row's last column, alone (NB == 1)

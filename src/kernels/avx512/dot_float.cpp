@@ -17,6 +17,7 @@
 #include "kernels/isa_parts.h"
 #include "kernels/layout/repack_float.h"
 #include "kernels/x86/hsum.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)

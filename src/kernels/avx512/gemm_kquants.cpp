@@ -15,6 +15,7 @@
 #include "kernels/avx512/tile512.h"
 #include "kernels/isa_parts.h"
 #include "kernels/layout/blocks.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
@@ -51,7 +52,7 @@ SPECULA_INLINE void prefetch_part(const uint8_t* sb, size_t bytes, int part, int
     const size_t lines = (bytes + 63) / 64, per = (lines + parts - 1) / parts;
     const size_t end = std::min(lines, per * (part + 1));
     for (size_t l = per * part; l < end; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(sb) + kAheadBytes<NT> + 64 * l, _MM_HINT_T0);
+        prefetch_weights<NT>(reinterpret_cast<const char*>(sb) + kAheadBytes<NT> + 64 * l);
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/avx512/tile512.h"
 #include "kernels/isa_parts.h"
+#include "kernels/x86/prefetch.h"
 #include "kernels/x86/token_groups.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__)
@@ -46,7 +47,7 @@ void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float
         const uint8_t* pair = tile + (b >> 1) * 1088;
         if (NT > 1 && (b & 1) == 0) {  // one token: see kAheadPairs
             const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
-            for (int l = 0; l < 17; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+            for (int l = 0; l < 17; ++l) prefetch_weights<NT>(pf + 64 * l);
         }
         const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
         const uint8_t* qb = q0 + b * 34;
@@ -98,8 +99,8 @@ void pair_tokens(const uint8_t* tile, size_t tb, const PackedActs& a, float* y, 
             const char* f0 = reinterpret_cast<const char*>(p0) + kAheadPairs * 1088;
             const char* f1 = reinterpret_cast<const char*>(p1) + kAheadPairs * 1088;
             for (int l = 0; l < 17; ++l) {
-                _mm_prefetch(f0 + 64 * l, _MM_HINT_T0);
-                _mm_prefetch(f1 + 64 * l, _MM_HINT_T0);
+                prefetch_weights<NT>(f0 + 64 * l);
+                prefetch_weights<NT>(f1 + 64 * l);
             }
         }
         const size_t half = 64 + (b & 1) * 512;
