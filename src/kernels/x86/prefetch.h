@@ -5,8 +5,8 @@
 // loads of the activations go to L2 and its arithmetic stops overlapping the memory stream.
 // Measured on Zen 4 (AMD EPYC, 2 threads): packed Q8_0 5632 x 2048, 9 tokens 709-759 -> 408-432 us
 // and 5 tokens 528-572 -> 276-389 (1 token 280-400 either way); an 8B-shaped Q8_0 file's 9-token
-// pass 460-480 -> 267 ms, its Q4_K_M's 5-token pass 182-195 -> 144-148 ms; 512-token prompts, F16
-// and the AVX2 builds (SPECULA_SIMD=avx2) unchanged or a few percent faster, within noise. A
+// pass 477-483 -> 261-271 ms, its Q4_K_M's 5-token pass 182-195 -> 144-148 ms; 512-token prompts,
+// F16 and the AVX2 builds (SPECULA_SIMD=avx2) unchanged or a few percent faster, within noise. A
 // 1-token pass keeps prefetcht0 (one row of activations leaves L1 room; no measured gain from L2).
 // The row-layout dots (x86/dot_common.h's prefetch_ahead) keep prefetcht0 at every token count:
 // L2 measured slower there (5 tokens: Q8_0 736-813 -> 910-916 us, Q4_K 491-505 -> 580-640).
