@@ -48,7 +48,18 @@ struct PackedActs {
     const float* d = nullptr;
     const int32_t* corr = nullptr;
     int64_t nb = 0;  // blocks per row
+    // Q8_0 passes of 2 to kBlockRecordTokens tokens also have the same values block-major:
+    // record b (block_record_bytes(n) bytes at records + b * that) holds the n tokens' corr
+    // (int32), then their d (float), then their 32 quants each, so a kernel walks one pointer
+    // with fixed offsets rather than a pointer per token. Null otherwise; n is record_tokens.
+    const uint8_t* records = nullptr;
+    int record_tokens = 0;
 };
+
+constexpr int kBlockRecordTokens = 9;
+constexpr size_t block_record_bytes(int ntok) {
+    return static_cast<size_t>(ntok) * (2 * sizeof(int32_t) + 32);
+}
 
 // A tile kernel: for tokens 0 .. ntok-1 and rows lo .. hi-1 of the tile (0 <= lo < hi <= 16),
 // y[t * ldy + (r - lo)] = the packed dot product of row r with token t.

@@ -89,6 +89,7 @@ void packed_rows(PackedTileFn fn, PackedPairFn pair, int pair_min, const WeightV
             pa.q += t0 * pa.stride;
             pa.d += t0 * pa.nb;
             pa.corr += t0 * pa.nb;
+            if (t0 > 0) pa.records = nullptr;  // they start at token 0
         }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
@@ -236,7 +237,14 @@ PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t 
     if (d.size() < need) d.resize(need);
     if (corr.size() < need) corr.resize(need);
     packed_act_sums(acts, stride, nb, ntok, d.data(), corr.data());
-    return {acts, stride, d.data(), corr.data(), nb};
+    PackedActs a{acts, stride, d.data(), corr.data(), nb};
+    if (ntok >= 2 && ntok <= kBlockRecordTokens) {  // one token has one pointer already
+        q.resize(std::max(q.size(), block_record_bytes(ntok) * static_cast<size_t>(nb)));
+        packed_act_records(a, ntok, q.data());
+        a.records = q.data();
+        a.record_tokens = ntok;
+    }
+    return a;
 }
 
 size_t quantize_acts(GGMLType weight_type, const float* x, int64_t ldx, int64_t cols, int ntok,

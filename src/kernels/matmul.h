@@ -37,7 +37,8 @@ struct MatmulScratch {
     std::vector<float> act_scales;     // their Q8_0 block scales as floats (for the SIMD kernels)
     std::vector<float> packed_d;       // the same per token and block, for packed weights
     std::vector<int32_t> packed_corr;  // -128 * the sum of each block's quants (PackedActs)
-    std::vector<uint8_t> packed_q;     // Q8_K quants rearranged for packed K-quants (repack_k.h)
+    std::vector<uint8_t> packed_q;     // Q8_K quants rearranged for packed K-quants (repack_k.h),
+                                       // or Q8_0's block records (PackedActs::records)
     // matmul_stack's per-matrix copies of the three above (a packed stack's matrices each read
     // their own tokens' sums).
     std::vector<std::vector<float>> stack_d;

@@ -101,13 +101,18 @@ void release_mapped_pages(const void* p, size_t n);
 // What a packed kernel of weight type wt reads for ntok rows of its activations (quantize_acts:
 // row t at acts + t * stride): Q8_0's per-block sums in d and corr, the Q8_K rows rearranged
 // (kq_prepare_acts) into q, d and corr, or F16 / BF16 rows widened to floats in q
-// (float_prepare_acts). The vectors grow as needed; the result points into them and into acts.
+// (float_prepare_acts); for Q8_0 passes of 2 to kBlockRecordTokens tokens, q also holds the block
+// records (packed_act_records). The vectors grow as needed; the result points into them and acts.
 PackedActs packed_acts(GGMLType wt, const uint8_t* acts, size_t stride, int64_t cols, int ntok,
                        std::vector<float>& d, std::vector<int32_t>& corr, std::vector<uint8_t>& q);
 
 // Fills d and corr (ntok * nb entries each) from ntok Q8_0 rows.
 void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, float* d,
                      int32_t* corr);
+
+// Writes a's values for its first ntok tokens (ntok <= kBlockRecordTokens) as the block records
+// PackedActs::records describes, into out (block_record_bytes(ntok) * a.nb bytes).
+void packed_act_records(const PackedActs& a, int ntok, uint8_t* out);
 
 // The scalar reference tile kernel (the same float operations as the SIMD kernels).
 void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,

@@ -3,7 +3,8 @@
 // same bits; results are bit-identical whatever the number of tokens (1..17, 512), the thread
 // count or the row sub-range; odd row counts and tiny matrices work; and a loaded Q8_0 model
 // (tied output included) is packed with its logits unchanged in shape and close to the unpacked
-// ones, and batch invariant.
+// ones, and batch invariant; passes of 2-9 tokens' block records hold their values and give the
+// same bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,6 +117,67 @@ TEST(Repack, BatchAndThreadInvariant) {
                     const std::vector<float> y = run(p.W, x, n, threads);
                     ASSERT_EQ(0, std::memcmp(y.data(), all.data(), y.size() * sizeof(float)))
                         << "ntok " << n << " threads " << threads;
+                }
+            }
+        }
+    }
+}
+
+// Passes of 2 to 9 tokens also carry their activations as block records (PackedActs::records):
+// each record holds exactly the rows' corr, d and quants, and the tile kernel of every level gives
+// the same bits with the records as without them (and as the scalar reference).
+TEST(Repack, BlockRecordsHoldTheTokensValues) {
+    const int64_t rows = 48, cols = 160;
+    Packed p = make_packed(rows, cols, 17);
+    const size_t tb = packed_tile_bytes(GGMLType::Q8_0, cols);
+    std::mt19937 rng(9);
+    for (int ntok = 1; ntok <= kBlockRecordTokens + 2; ++ntok) {
+        SCOPED_TRACE(testing::Message() << ntok << " tokens");
+        const std::vector<float> x = random_floats(rng, ntok * cols);
+        MatmulScratch scratch;
+        const size_t stride = quantize_acts(GGMLType::Q8_0, x.data(), cols, cols, ntok, scratch);
+        std::vector<float> d;
+        std::vector<int32_t> corr;
+        std::vector<uint8_t> q;
+        const PackedActs a =
+            packed_acts(GGMLType::Q8_0, scratch.acts.data(), stride, cols, ntok, d, corr, q);
+        if (ntok < 2 || ntok > kBlockRecordTokens) {
+            EXPECT_EQ(a.records, nullptr);
+            continue;
+        }
+        ASSERT_NE(a.records, nullptr);
+        ASSERT_EQ(a.record_tokens, ntok);
+        for (int64_t b = 0; b < a.nb; ++b) {
+            const uint8_t* rec = a.records + b * block_record_bytes(ntok);
+            for (int t = 0; t < ntok; ++t) {
+                int32_t c;
+                float dv;
+                std::memcpy(&c, rec + 4 * t, 4);
+                std::memcpy(&dv, rec + 4 * (ntok + t), 4);
+                ASSERT_EQ(c, a.corr[t * a.nb + b]) << "b " << b << " t " << t;
+                ASSERT_EQ(dv, a.d[t * a.nb + b]) << "b " << b << " t " << t;
+                const auto* blk = reinterpret_cast<const block_q8_0*>(a.q + t * a.stride) + b;
+                ASSERT_EQ(0, std::memcmp(rec + 8 * ntok + 32 * t, blk->qs, 32));
+            }
+        }
+        PackedActs rows_only = a;
+        rows_only.records = nullptr;
+        std::vector<float> ref(ntok * kPackRows), with(ref.size()), without(ref.size());
+        for (SimdLevel l : runnable_levels()) {
+            SCOPED_TRACE(simd_level_name(l));
+            SimdCap cap(l);
+            const PackedTileFn fn = best_packed_tile(GGMLType::Q8_0);
+            for (int64_t tile = 0; tile * kPackRows < rows; ++tile) {
+                const uint8_t* w = p.W.packed + tile * tb;
+                for (auto [lo, hi] : {std::pair{0, 16}, {3, 11}}) {
+                    packed_tile_ref(w, rows_only, ntok, lo, hi, ref.data(), kPackRows);
+                    fn(w, a, ntok, lo, hi, with.data(), kPackRows);
+                    fn(w, rows_only, ntok, lo, hi, without.data(), kPackRows);
+                    for (int t = 0; t < ntok; ++t) {
+                        const size_t o = size_t(t) * kPackRows, n = size_t(hi - lo);
+                        ASSERT_EQ(0, std::memcmp(&with[o], &ref[o], n * sizeof(float)));
+                        ASSERT_EQ(0, std::memcmp(&without[o], &ref[o], n * sizeof(float)));
+                    }
                 }
             }
         }

@@ -33,40 +33,67 @@ constexpr int kMaxTokens = 9;  // 2 x 9 accumulators, the scales and a weight li
 // pairs ahead, 15% than 4, 22% than 16). From 5 tokens on they pay (none: 13% slower).
 constexpr int kAheadPairs = 8;
 
+// Where tile_tokens finds token t's block b: the rows (a pointer per token, kept in registers or
+// spilled) ...
+struct RowActs {
+    const PackedActs& a;
+    const uint8_t* quants(int64_t b, int t) const { return a.q + 2 + b * 34 + t * a.stride; }
+    int32_t corr(int64_t b, int t) const { return a.corr[t * a.nb + b]; }
+    float d(int64_t b, int t) const { return a.d[t * a.nb + b]; }
+};
+
+// ... or the block records (PackedActs::records: one pointer, fixed offsets). On Zen 4 the nine
+// row pointers of a 9-token pass left the kernel short of registers: it parked them in vector
+// registers and moved them back every block (17 moves per block of 72 vpdpbusd).
+template <int NT>
+struct RecordActs {
+    const uint8_t* rec;
+    static constexpr size_t kBytes = block_record_bytes(NT);
+    const uint8_t* quants(int64_t b, int t) const { return rec + b * kBytes + 8 * NT + 32 * t; }
+    int32_t corr(int64_t b, int t) const {
+        int32_t v;
+        std::memcpy(&v, rec + b * kBytes + 4 * t, 4);
+        return v;
+    }
+    float d(int64_t b, int t) const {
+        float v;
+        std::memcpy(&v, rec + b * kBytes + 4 * (NT + t), 4);
+        return v;
+    }
+};
+
 // Rows lo..hi-1 of a tile against NT tokens. Per block the 8 weight lines are loaded once and
 // each meets every token (line-major order, so the tokens' int32 chains interleave); one or two
 // tokens get two chains each, so their chains are half as long.
-template <int NT>
-void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float* y, int64_t ldy) {
+template <int NT, class A>
+void tile_tokens(const uint8_t* tile, const A& acts, int64_t nb, int lo, int hi, float* y,
+                 int64_t ldy) {
     constexpr int CH = NT <= 4 ? 2 : 1;
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-    const size_t stride = a.stride;
-    const uint8_t* q0 = a.q + 2;  // the quants of token 0's block 0 (after its fp16 scale)
-    for (int64_t b = 0; b < a.nb; ++b) {
+    for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* pair = tile + (b >> 1) * 1088;
         if (NT > 1 && (b & 1) == 0) {  // one token: see kAheadPairs
             const char* pf = reinterpret_cast<const char*>(pair) + kAheadPairs * 1088;
             for (int l = 0; l < 17; ++l) prefetch_weights<NT>(pf + 64 * l);
         }
         const auto* wq = reinterpret_cast<const __m512i*>(pair + 64 + (b & 1) * 512);
-        const uint8_t* qb = q0 + b * 34;
         __m512i s[CH][NT];
         for (int t = 0; t < NT; ++t) {
-            s[0][t] = _mm512_set1_epi32(a.corr[t * a.nb + b]);
+            s[0][t] = _mm512_set1_epi32(acts.corr(b, t));
             if constexpr (CH == 2) s[1][t] = _mm512_setzero_si512();
         }
         for (int g = 0; g < 8; ++g) {
             const __m512i w = _mm512_load_si512(wq + g);
             for (int t = 0; t < NT; ++t) {
-                s[g % CH][t] = dpbusd_bcast(s[g % CH][t], w, qb + t * stride + 4 * g);
+                s[g % CH][t] = dpbusd_bcast(s[g % CH][t], w, acts.quants(b, t) + 4 * g);
             }
         }
         const __m512 dw = _mm512_cvtph_ps(
             _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + (b & 1) * 32)));
         for (int t = 0; t < NT; ++t) {
             const __m512i st = CH == 2 ? _mm512_add_epi32(s[0][t], s[CH - 1][t]) : s[0][t];
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t * a.nb + b]));
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(acts.d(b, t)));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), sc, acc[t]);
         }
     }
@@ -75,8 +102,14 @@ void tile_tokens(const uint8_t* tile, const PackedActs& a, int lo, int hi, float
 
 void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
                  int64_t ldy) {
+    static_assert(kBlockRecordTokens <= kMaxTokens);
+    if (a.records && ntok == a.record_tokens) {  // the same operations, one group
+        return with_count<kBlockRecordTokens>(ntok, [&](auto n) {
+            tile_tokens<n()>(tile, RecordActs<n()>{a.records}, a.nb, lo, hi, y, ldy);
+        });
+    }
     token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
-        tile_tokens<n()>(tile, at, lo, hi, y + t * ldy, ldy);
+        tile_tokens<n()>(tile, RowActs{at}, at.nb, lo, hi, y + t * ldy, ldy);
     });
 }
 

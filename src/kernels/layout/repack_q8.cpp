@@ -222,6 +222,18 @@ void packed_act_sums(const uint8_t* acts, size_t stride, int64_t nb, int ntok, f
     }
 }
 
+void packed_act_records(const PackedActs& a, int ntok, uint8_t* out) {
+    for (int64_t b = 0; b < a.nb; ++b, out += block_record_bytes(ntok)) {
+        uint8_t* q = out + 2 * sizeof(int32_t) * ntok;
+        for (int t = 0; t < ntok; ++t) {
+            std::memcpy(out + sizeof(int32_t) * t, &a.corr[t * a.nb + b], sizeof(int32_t));
+            std::memcpy(out + sizeof(int32_t) * (ntok + t), &a.d[t * a.nb + b], sizeof(float));
+            const auto* blk = reinterpret_cast<const block_q8_0*>(a.q + t * a.stride) + b;
+            std::memcpy(q + QK8_0 * t, blk->qs, QK8_0);
+        }
+    }
+}
+
 void packed_tile_ref(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int hi, float* y,
                      int64_t ldy) {
     for (int t = 0; t < ntok; ++t) {
