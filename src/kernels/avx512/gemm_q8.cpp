@@ -36,10 +36,16 @@ constexpr int kAheadPairs = 8;
 // Where tile_tokens finds token t's block b: the rows (a pointer per token, kept in registers or
 // spilled) ...
 struct RowActs {
-    const PackedActs& a;
-    const uint8_t* quants(int64_t b, int t) const { return a.q + 2 + b * 34 + t * a.stride; }
-    int32_t corr(int64_t b, int t) const { return a.corr[t * a.nb + b]; }
-    float d(int64_t b, int t) const { return a.d[t * a.nb + b]; }
+    const uint8_t* q;  // token 0's block 0 quants (after its fp16 scale)
+    size_t stride;
+    const int32_t* c;
+    const float* dd;
+    int64_t nb;
+    explicit RowActs(const PackedActs& a)
+        : q(a.q + 2), stride(a.stride), c(a.corr), dd(a.d), nb(a.nb) {}
+    const uint8_t* quants(int64_t b, int t) const { return q + b * 34 + t * stride; }
+    int32_t corr(int64_t b, int t) const { return c[t * nb + b]; }
+    float d(int64_t b, int t) const { return dd[t * nb + b]; }
 };
 
 // ... or the block records (PackedActs::records: one pointer, fixed offsets). On Zen 4 the nine
@@ -109,7 +115,7 @@ void tile_avx512(const uint8_t* tile, const PackedActs& a, int ntok, int lo, int
         });
     }
     token_groups<kMaxTokens>(a, ntok, [&](auto n, const PackedActs& at, int t) {
-        tile_tokens<n()>(tile, RowActs{at}, at.nb, lo, hi, y + t * ldy, ldy);
+        tile_tokens<n()>(tile, RowActs(at), at.nb, lo, hi, y + t * ldy, ldy);
     });
 }
 
