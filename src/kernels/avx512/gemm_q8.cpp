@@ -1,5 +1,5 @@
 // AVX-512 VNNI tile kernel for packed Q8_0 weights (kernels/repack.h): 16 rows in the 16 lanes of
-// a zmm register, up to 8 tokens per pass over the tile. Per block and token: vpdpbusd of the 8
+// a zmm register, up to 9 tokens per pass over the tile. Per block and token: vpdpbusd of the 8
 // weight lines (unsigned q + 128) with the token's 4-byte groups broadcast, starting from
 // -128 * sum(a), which gives the exact int32 dot product; then acc = fma(float(isum), d_w * d_a,
 // acc), the operations of packed_tile_ref, so the results equal it bit for bit.
@@ -50,7 +50,7 @@ struct RowActs {
 
 // ... or the block records (PackedActs::records: one pointer, fixed offsets). On Zen 4 the nine
 // row pointers of a 9-token pass left the kernel short of registers: it parked them in vector
-// registers and moved them back every block (17 moves per block of 72 vpdpbusd).
+// registers and moved them back every block (25 vmovq per block of 72 vpdpbusd).
 template <int NT>
 struct RecordActs {
     const uint8_t* rec;
