@@ -89,7 +89,6 @@ void packed_rows(PackedTileFn fn, PackedPairFn pair, int pair_min, const WeightV
             pa.q += t0 * pa.stride;
             pa.d += t0 * pa.nb;
             pa.corr += t0 * pa.nb;
-            if (t0 > 0) pa.records = nullptr;  // they start at token 0
         }
         for (int64_t tile = r0 / kPackRows; tile * kPackRows < r1; ++tile) {
             const int64_t base = tile * kPackRows;
