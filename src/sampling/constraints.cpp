@@ -15,6 +15,7 @@ Constraints::Constraints(PenaltyParams penalties, int n_vocab,
             fail("constraints: grammar vocabulary has ", vocab_->n_vocab(), " tokens, the model ",
                  n_vocab);
         grammar_.emplace(std::move(grammar));
+        start_ = grammar_;
     }
 }
 
@@ -31,6 +32,11 @@ bool Constraints::allows(int32_t token) const {
 void Constraints::rewind(const Mark& m) {
     pen_.truncate(m.n_history);
     if (grammar_ && m.grammar) *grammar_ = *m.grammar;
+}
+
+void Constraints::restart() {
+    pen_.truncate(0);
+    if (grammar_) *grammar_ = *start_;
 }
 
 const float* Constraints::apply(const float* logits, std::vector<float>& scratch) const {

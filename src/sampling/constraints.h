@@ -58,6 +58,9 @@ class Constraints {
     };
     Mark mark() const { return Mark{pen_.size(), grammar_}; }
     void rewind(const Mark& m);
+    // Forgets the history: no tokens counted, the grammar (if any) back at its start. A
+    // generation starts here (a conversation's next reply is a new JSON value under -j).
+    void restart();
 
     // The row to sample at the current position: `logits` itself when nothing is active, else
     // a copy in `scratch` with bias, penalties and the grammar mask (-inf) applied.
@@ -70,6 +73,7 @@ class Constraints {
   private:
     Penalizer pen_;
     std::optional<GrammarState> grammar_;
+    std::optional<GrammarState> start_;  // grammar_ before any token
     std::shared_ptr<const GrammarVocab> vocab_;
 };
 

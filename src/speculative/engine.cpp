@@ -65,7 +65,7 @@ void Engine::start(Sequence& s, std::span<const token_id> prompt, bool reuse_cac
     s.rec = StepRecord{};
     s.rec.emitted.reserve(max_batch);
     if (s.constraints) {
-        s.constraints->rewind(Constraints::Mark{});  // no history (penalties only: no grammar)
+        s.constraints->restart();  // no history, the grammar at its start
         s.constraints->push_prompt(prompt);
     }
     t.rollback(keep);

@@ -28,7 +28,7 @@ class Generator {
     // generate() that keeps the caches of the previous generate() / resume() (a conversation's
     // next turn): the target keeps the longest common prefix of `prompt` and the previous history
     // and evaluates only the rest, the drafter resumes (Drafter::resume) and the constraints
-    // restart from `prompt` (they must hold no grammar). SpecStats::n_prompt counts every prompt
+    // restart from `prompt` (a grammar from its start). SpecStats::n_prompt counts every prompt
     // token, n_prompt_cached the ones reused from the cache.
     SpecStats resume(std::span<const token_id> prompt, const TokenCallback& on_token = {});
 
