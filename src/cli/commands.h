@@ -39,6 +39,10 @@ struct RunOptions {
     // defaults: off) and --logit-bias ID(+|-)BIAS, repeatable.
     PenaltyParams penalties;
     std::vector<std::string> logit_bias;
+    // -j (--json-schema) / -jf (--json-schema-file): the output is JSON that the schema admits
+    // (the server's response_format subset, sampling/json_grammar.h); "{}" admits any JSON value.
+    std::string json_schema;
+    std::string json_schema_file;
     bool quiet = false;  // --log-disable: no logs or stats on stderr (errors still print)
     // llama-cli's -e (default on) / --no-escape: escape sequences in the prompt and -r.
     bool escape = true;

@@ -13,7 +13,8 @@ namespace specula::cli {
 
 namespace {
 
-// llama.cpp's multi-letter single-dash spellings and their long forms.
+// llama.cpp's multi-letter single-dash spellings (and -j, so that its refusal by serve and bench
+// names it) and their long forms.
 const std::map<std::string, std::string>& long_forms() {
     static const std::map<std::string, std::string> m = {
         {"-md", "--model-draft"},
@@ -48,6 +49,8 @@ const std::map<std::string, std::string>& long_forms() {
         {"-hft", "--hf-token"},
         {"-mu", "--model-url"},
         {"-sp", "--special"},
+        {"-j", "--json-schema"},
+        {"-jf", "--json-schema-file"},
         {"-cb", "--cont-batching"},
         {"-nocb", "--no-cont-batching"},
         {"-cv", "--control-vector"},
@@ -75,9 +78,8 @@ const MissingFeature kMissing[] = {
      "and the penalties)"},
     {{"--samplers", "--sampling-seq", "--sampler-seq"},
      "the sampler order is fixed (penalties, top-k, top-p, min-p, temperature)"},
-    {{"--grammar", "--grammar-file", "--json-schema"},
-     "grammars are not implemented in the CLI; `specula serve` constrains output to JSON with "
-     "response_format"},
+    {{"--grammar", "--grammar-file"},
+     "GBNF grammars are not implemented; -j (--json-schema) constrains the output to JSON"},
     {{"--lora", "--lora-scaled", "--lora-init-without-apply", "--control-vector",
       "--control-vector-scaled", "--control-vector-layer-range"},
      "LoRA adapters and control vectors are not supported"},
@@ -99,6 +101,11 @@ const char* missing_feature(const std::string& long_form, const std::string& com
         long_form == "--system-prompt" || (long_form == "--chat-template" && command != "serve");
     if (conversation_flag && command != "run" && command != "chat")
         return "conversation mode is `specula chat` (or `specula run -cnv`)";
+    if ((long_form == "--json-schema" || long_form == "--json-schema-file") && command != "run" &&
+        command != "chat")
+        return command == "serve" ? "a JSON schema is given per request (response_format, or "
+                                    "llama-server's json_schema field)"
+                                  : "a JSON schema constrains `specula run` and `specula chat`";
     if (long_form.rfind("--hf-", 0) == 0 || long_form == "--model-url")
         return "specula does not download models; give a local GGUF file with -m";
     if (long_form == "--interactive" || long_form == "-i" || long_form == "--interactive-first")

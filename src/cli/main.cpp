@@ -123,6 +123,11 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
         ->capture_default_str();
     cmd.add_option("--logit-bias", o.logit_bias,
                    "ID(+|-)BIAS, e.g. 15043+1 or 15043-inf (bans it); repeatable");
+    cmd.add_option("-j,--json-schema", o.json_schema,
+                   "constrain the output to JSON this schema admits, e.g. '{}' (any JSON value); "
+                   "the subset `serve` takes in response_format");
+    cmd.add_option("--json-schema-file", o.json_schema_file,
+                   "-jf: the same, the schema read from a file");
     cmd.add_flag("-q,--log-disable", o.quiet, "no logs or statistics on stderr");
     add_speculative_options(cmd, o.spec);
     cmd.add_option("--stats-json", o.stats_json, "write the generation statistics to this file");

@@ -3,10 +3,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "common/error.h"
 #include "common/threadpool.h"
+#include "sampling/json_grammar.h"
 #include "tokenizer/prompt.h"
 
 namespace specula::cli {
@@ -20,9 +22,41 @@ PenaltyParams penalty_params(const RunOptions& o) {
     return p;
 }
 
-// The target's constraints; Error names a bad value.
-std::unique_ptr<Constraints> make_constraints(const PenaltyParams& p, int n_vocab) {
+// The grammar of -j / -jf (null without them); an Error names the flag and what the schema asks
+// that the grammar does not support.
+std::shared_ptr<const JsonGrammar> schema_grammar(const RunOptions& o) {
+    if (o.json_schema.empty() && o.json_schema_file.empty()) return nullptr;
+    if (!o.json_schema.empty() && !o.json_schema_file.empty())
+        fail(
+            "give the JSON schema either with -j (--json-schema) or with -jf "
+            "(--json-schema-file), not both");
+    const bool from_file = !o.json_schema_file.empty();
+    const std::string flag =
+        from_file ? "-jf (--json-schema-file) " + o.json_schema_file : "-j (--json-schema)";
+    const nlohmann::json schema = nlohmann::json::parse(
+        from_file ? read_text_file(o.json_schema_file) : o.json_schema, nullptr, false);
+    if (schema.is_discarded()) fail(flag, ": not valid JSON");
+    if (!schema.is_object())
+        fail(flag,
+             ": a JSON schema is an object, e.g. '{}' (any JSON value) or "
+             "'{\"type\": \"object\"}'");
     try {
+        return json_schema_grammar(schema);
+    } catch (const Error& e) {
+        fail(flag, ": ", e.what());
+    } catch (const nlohmann::json::exception& e) {  // a keyword's value of an unexpected type
+        fail(flag, ": ", e.what());
+    }
+}
+
+// The target's constraints; Error names a bad value.
+std::unique_ptr<Constraints> make_constraints(const PenaltyParams& p, const Tokenizer& tok,
+                                              int n_vocab,
+                                              std::shared_ptr<const JsonGrammar> grammar) {
+    try {
+        if (grammar)
+            return std::make_unique<Constraints>(p, n_vocab, std::move(grammar),
+                                                 GrammarVocab::from_tokenizer(tok));
         return std::make_unique<Constraints>(p, n_vocab);
     } catch (const Error& e) {
         // The field names are the server's (repeat_penalty); say the flag as the user typed it.
@@ -66,6 +100,7 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
                                    const std::function<void(const Runtime&)>& before_caches) {
     auto e = std::make_unique<RunSetup>();
     const PenaltyParams penalties = penalty_params(o);
+    std::shared_ptr<const JsonGrammar> grammar = schema_grammar(o);  // before the model loads
     e->sampler =
         std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed});
     RuntimeOptions ro;
@@ -84,7 +119,8 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
     ro.quiet = !log_enabled();
     ro.before_caches = [&](const Runtime& rt) {
         if (before_caches) before_caches(rt);
-        e->constraints = make_constraints(penalties, rt.target->hparams().n_vocab);
+        e->constraints = make_constraints(penalties, rt.target->tokenizer(),
+                                          rt.target->hparams().n_vocab, grammar);
     };
     e->rt = open_runtime(ro);
     const Runtime& rt = e->rt;

@@ -1,7 +1,7 @@
 // What `run` and its conversation mode (`run -cnv`, `chat`) build alike from RunOptions over the
-// one runtime (runtime/runtime.h): the sampler and the constraints (penalties, logit bias) on
-// top of its model, session and drafter, all checked before any token is generated, plus the
-// piece writer that streams generated text to stdout.
+// one runtime (runtime/runtime.h): the sampler and the constraints (penalties, logit bias, -j's
+// grammar) on top of its model, session and drafter, all checked before any token is generated,
+// plus the piece writer that streams generated text to stdout.
 #pragma once
 
 #include <functional>
