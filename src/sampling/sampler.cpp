@@ -1,8 +1,10 @@
-// Sampler: llama.cpp's default chain (top-k -> top-p -> min-p -> temperature -> draw).
-// Top-p and min-p both keep a prefix of the candidates sorted by logit, so the work is: select
-// the top-k (one pass with a small heap), drop tokens under the min-p logit threshold, sort only
-// the part a softmax-mass histogram says top-p can reach, and finally take the tempered softmax
-// of the survivors. llama.cpp's LLAMA_DEFAULT_SEED (0xFFFFFFFF) asks for a random seed.
+// Sampler: llama.cpp's default chain (top-n-sigma -> top-k -> typical -> top-p -> min-p ->
+// temperature -> draw). Top-n-sigma is a logit floor, applied while the top-k are selected; top-p
+// and min-p both keep a prefix of the candidates sorted by logit, so the work is: select the
+// top-k (one pass with a small heap), keep the locally typical ones when asked, drop tokens under
+// the min-p logit threshold, sort only the part a softmax-mass histogram says top-p can reach, and
+// finally take the tempered softmax of the survivors. llama.cpp's LLAMA_DEFAULT_SEED (0xFFFFFFFF)
+// asks for a random seed.
 #include "sampling/sampler.h"
 
 #include <algorithm>
@@ -36,12 +38,36 @@ void check_logit(float l, int32_t id) {
     if (std::isnan(l)) fail("sampler: logit of token ", id, " is NaN");
 }
 
+constexpr float kBanned = -std::numeric_limits<float>::infinity();
+
+// Top-n-sigma's floor: the largest logit less n standard deviations of the row's logits (banned
+// ones left out), summed in double in index order; -inf (no floor) when fewer than 4 tokens count
+// or they are all equal.
+float top_n_sigma_floor(const float* logits, int n, float n_sigma) {
+    double sum = 0, sum2 = 0;
+    float max = kBanned;
+    int count = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        const float l = logits[i];
+        check_logit(l, i);
+        if (l == kBanned) continue;
+        max = std::max(max, l);
+        sum += l;
+        sum2 += double(l) * l;
+        ++count;
+    }
+    if (count < 4) return kBanned;
+    const double mean = sum / count, var = sum2 / count - mean * mean;
+    if (!(var > 0)) return kBanned;
+    return static_cast<float>(max - n_sigma * std::sqrt(var));
+}
+
 // Fills c with every token, or only the top_k best when 0 < top_k < n (unsorted). The top-k pass
 // keeps a heap whose front is the worst kept candidate, so most tokens cost one comparison.
 // Banned tokens (logit -inf: a logit bias or a grammar mask) are never candidates, so not even
-// the rounding leftover of a draw can pick one.
-void collect_candidates(const float* logits, int n, int top_k, std::vector<TokenProb>& c) {
-    constexpr float kBanned = -std::numeric_limits<float>::infinity();
+// the rounding leftover of a draw can pick one; nor are tokens under `floor` (top-n-sigma).
+void collect_candidates(const float* logits, int n, int top_k, float floor,
+                        std::vector<TokenProb>& c) {
     c.clear();
     if (top_k <= 0 || top_k >= n) {
         c.resize(static_cast<size_t>(n));
@@ -49,7 +75,7 @@ void collect_candidates(const float* logits, int n, int top_k, std::vector<Token
         for (int32_t i = 0; i < n; ++i) {
             check_logit(logits[i], i);
             c[k] = {i, logits[i]};
-            k += logits[i] != kBanned;
+            k += logits[i] != kBanned && logits[i] >= floor;
         }
         c.resize(k);
         return;
@@ -58,7 +84,7 @@ void collect_candidates(const float* logits, int n, int top_k, std::vector<Token
     for (int32_t i = 0; i < n; ++i) {
         const TokenProb t{i, logits[i]};
         check_logit(t.p, i);
-        if (t.p == kBanned) continue;
+        if (t.p == kBanned || t.p < floor) continue;
         if (c.size() < static_cast<size_t>(top_k)) {
             c.push_back(t);
             std::push_heap(c.begin(), c.end(), better);
@@ -68,6 +94,47 @@ void collect_candidates(const float* logits, int n, int top_k, std::vector<Token
             std::push_heap(c.begin(), c.end(), better);
         }
     }
+}
+
+// Locally typical sampling over the candidates (their softmax, in double): orders them by
+// |-log p - H| (H the entropy; ties: higher logit, then lower id) and keeps the fewest whose mass
+// exceeds typical_p, at least one. The order afterwards is unspecified (the caller sorts).
+void apply_typical(std::vector<TokenProb>& c, float typical_p) {
+    if (typical_p >= 1.f || c.size() <= 1) return;
+    float max_logit = kBanned;
+    for (const TokenProb& t : c) max_logit = std::max(max_logit, t.p);
+    double z = 0;
+    for (const TokenProb& t : c) z += std::exp(double(t.p) - max_logit);
+    const double log_z = std::log(z);
+    double entropy = 0;
+    for (const TokenProb& t : c) {
+        const double lp = double(t.p) - max_logit - log_z;
+        entropy -= std::exp(lp) * lp;
+    }
+    struct Scored {
+        double score, p;
+        TokenProb t;
+    };
+    std::vector<Scored> s;
+    s.reserve(c.size());
+    for (const TokenProb& t : c) {
+        const double lp = double(t.p) - max_logit - log_z;
+        s.push_back({std::abs(-lp - entropy), std::exp(lp), t});
+    }
+    std::sort(s.begin(), s.end(), [](const Scored& a, const Scored& b) {
+        return a.score < b.score || (a.score == b.score && better(a.t, b.t));
+    });
+    double cum = 0;
+    size_t keep = s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+        cum += s[i].p;
+        if (cum > typical_p) {
+            keep = i + 1;
+            break;
+        }
+    }
+    c.resize(keep);
+    for (size_t i = 0; i < keep; ++i) c[i] = s[i].t;
 }
 
 // Drops candidates whose probability is below min_p times the largest one; in logit space that
@@ -198,6 +265,8 @@ Sampler::Sampler(const SamplingParams& params)
     }
     if (std::isnan(params.top_p)) fail("sampler: top_p is NaN");
     if (std::isnan(params.min_p)) fail("sampler: min_p is NaN");
+    if (std::isnan(params.typical_p)) fail("sampler: typical_p is NaN");
+    if (!std::isfinite(params.top_n_sigma)) fail("sampler: top_n_sigma must be a finite number");
     rng_.seed(seed_);
 }
 
@@ -208,7 +277,11 @@ void Sampler::distribution(const float* logits, int n_vocab, std::vector<TokenPr
         out.push_back({argmax(logits, n_vocab), 1.0f});
         return;
     }
-    collect_candidates(logits, n_vocab, params_.top_k, out);
+    const float floor = params_.top_n_sigma > 0.f
+                            ? top_n_sigma_floor(logits, n_vocab, params_.top_n_sigma)
+                            : kBanned;
+    collect_candidates(logits, n_vocab, params_.top_k, floor, out);
+    apply_typical(out, params_.typical_p);
 
     float max_logit = -std::numeric_limits<float>::infinity();
     for (const TokenProb& t : out) max_logit = std::max(max_logit, t.p);

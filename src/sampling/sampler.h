@@ -1,6 +1,7 @@
-// Token sampling: greedy, or temperature with top-k / top-p / min-p, seeded and reproducible.
-// The transforms run in llama.cpp's default order (top-k, top-p, min-p, temperature).
-// distribution() exposes the final probabilities so speculative verification can use the exact same
+// Token sampling: greedy, or temperature with top-n-sigma / top-k / typical / top-p / min-p,
+// seeded and reproducible. The transforms run in llama.cpp's order (top-n-sigma, top-k, typical,
+// top-p, min-p, temperature); each is a deterministic function of the logit row, so
+// distribution() exposes the final probabilities and speculative verification uses the exact same
 // p and q.
 #pragma once
 
@@ -16,6 +17,14 @@ struct SamplingParams {
     float top_p = 0.95f;          // >= 1: off
     float min_p = 0.05f;          // <= 0: off
     uint64_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF (llama.cpp's LLAMA_DEFAULT_SEED): random seed
+    // Locally typical sampling (Meister et al.): keeps the tokens whose surprisal -log p is
+    // closest to the entropy of the top-k survivors, the fewest whose mass exceeds typical_p
+    // (at least one). >= 1: off.
+    float typical_p = 1.0f;
+    // Top-n-sigma (Tang et al.): keeps the tokens whose logit is within top_n_sigma standard
+    // deviations of the largest, the deviation taken over the whole row (tokens banned by a logit
+    // bias or a grammar mask left out); fewer than 4 such tokens: off. <= 0: off.
+    float top_n_sigma = -1.0f;
 };
 
 struct TokenProb {

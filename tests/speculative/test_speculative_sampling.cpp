@@ -1,7 +1,8 @@
 // Speculative sampling is exact: with the stories260K target and the llama2xs draft (which
 // disagree a lot), the first two generated tokens, drawn thousands of times with fixed seeds
 // through draft proposal + rejection sampling, follow the target's exact joint distribution
-// p(t1) p(t2 | t1) after the temp/top-k/top-p/min-p transforms (Pearson chi-square). The same
+// p(t1) p(t2 | t1) after the temp/top-k/top-p/min-p transforms, and with locally typical
+// sampling and top-n-sigma on too (Pearson chi-square). The same
 // statistic rejects a naive verifier that keeps a draft token when it equals the target's argmax
 // and otherwise takes a target sample, so the test has the power to see a biased verifier.
 #include <gtest/gtest.h>
@@ -24,8 +25,17 @@ namespace {
 using namespace specula::test;  // spec_sampling_fixture.h: kOneThread, kTrials, kDraft, ...
 using Pair = TokenPair;
 
-SamplingParams sampling(uint64_t seed) {  // min-p 0.05
-    return spec_sampling(0.05f, seed);
+// The transforms every draw of one test uses: min-p 0.05, and typical / top-n-sigma when set.
+struct Transforms {
+    float typical_p = 1.0f, top_n_sigma = -1.0f;
+};
+Transforms g_transforms;
+
+SamplingParams sampling(uint64_t seed) {
+    SamplingParams p = spec_sampling(0.05f, seed);
+    p.typical_p = g_transforms.typical_p;
+    p.top_n_sigma = g_transforms.top_n_sigma;
+    return p;
 }
 
 using Fixture = test::SpecModels;
@@ -115,6 +125,25 @@ TEST(SpecSampling, FirstTwoTokensFollowTheTargetDistribution) {
     std::printf("speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df,
                 c.critical);
     ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
+    EXPECT_LT(c.stat, c.critical);
+}
+
+// Typical sampling (which can drop the most likely token) and top-n-sigma reshape p; the
+// verifier takes the target's and the drafter's distributions through the same Sampler, so the
+// pairs still follow the target's transformed distribution.
+TEST(SpecSampling, TypicalAndTopNSigmaKeepTheTargetDistribution) {
+    g_transforms = {0.6f, 2.5f};
+    Fixture f;
+    const auto exact = exact_joint(*f.target, f.prompt);
+    const auto counts = sample_pairs(f, false);
+    // The transforms changed the distribution: fewer (t1, t2) pairs are possible.
+    g_transforms = {};
+    const auto plain = exact_joint(*f.target, f.prompt);
+    EXPECT_LT(exact.size(), plain.size());
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
+    std::printf("typical + top-n-sigma: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat,
+                c.df, c.critical);
+    ASSERT_GE(c.df, 3) << "too few bins for a meaningful test";
     EXPECT_LT(c.stat, c.critical);
 }
 
