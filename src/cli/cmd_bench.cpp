@@ -116,6 +116,8 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
     cmd.add_option("--top-k", o.top_k)->capture_default_str();
     cmd.add_option("--top-p", o.top_p)->capture_default_str();
     cmd.add_option("--min-p", o.min_p)->capture_default_str();
+    cmd.add_option("--typical", o.typical_p)->capture_default_str();
+    cmd.add_option("--top-nsigma", o.top_n_sigma)->capture_default_str();
     cmd.add_option("-s,--seed", o.seed)->capture_default_str();
     cmd.add_option("--synthetic-acceptance", o.synthetic_acceptance,
                    "accept each draft token with this probability (SYNTHETIC, timing only)");
@@ -150,6 +152,8 @@ int cmd_bench(const BenchOptions& o) {
         !(o.synthetic_acceptance >= 0.0 && o.synthetic_acceptance <= 1.0))
         fail("--synthetic-acceptance must be in [0, 1], got ", o.synthetic_acceptance);
     if (o.n_predict < 1) fail("-n must be >= 1 for bench, got ", o.n_predict);
+    if (!(o.typical_p >= 0.f && o.typical_p <= 1.f))
+        fail("--typical must be in [0, 1], got ", o.typical_p);
     const uint64_t seed = parse_seed(o.seed, /*allow_random=*/false);
     if (o.pp < 0 || o.pp > 65536) fail("--pp must be in [0, 65536], got ", o.pp);
     if (o.depth < 0 || o.depth > 1 << 20) fail("--depth must be in [0, 1048576], got ", o.depth);
@@ -171,7 +175,8 @@ int cmd_bench(const BenchOptions& o) {
     p.reps = o.reps;
     p.draft_list = parse_list(o.draft_list);
     p.with_auto = !o.no_auto;
-    p.sampling = SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, seed};
+    p.sampling =
+        SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, seed, o.typical_p, o.top_n_sigma};
     p.synthetic_accept = o.synthetic_acceptance;
     p.with_spec = !o.no_spec;
     p.pp = o.pp;

@@ -32,7 +32,9 @@ struct BenchOptions {
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
-    std::string seed = "42";  // cli_util parse_seed (no -1: bench is reproducible)
+    float typical_p = 1.0f;     // --typical
+    float top_n_sigma = -1.0f;  // --top-nsigma
+    std::string seed = "42";    // cli_util parse_seed (no -1: bench is reproducible)
     double synthetic_acceptance = -1.0;
     std::string plot;  // --plot FILE.svg
     std::string json;  // --json FILE

@@ -87,6 +87,10 @@ void resolve_launch_flags(ServeOptions& o) {
         fail("--temp must be in [0, 2], got ", d.temperature);
     if (!(d.top_p >= 0 && d.top_p <= 1)) fail("--top-p must be in [0, 1], got ", d.top_p);
     if (!(d.min_p >= 0 && d.min_p <= 1)) fail("--min-p must be in [0, 1], got ", d.min_p);
+    if (!(d.typical_p >= 0 && d.typical_p <= 1))
+        fail("--typical must be in [0, 1], got ", d.typical_p);
+    if (!(d.top_n_sigma >= -1e9 && d.top_n_sigma <= 1e9))
+        fail("--top-nsigma must be a finite number, got ", d.top_n_sigma);
     if (d.top_k < -1) fail("--top-k must be >= -1, got ", d.top_k);
     if (d.max_tokens < -1) fail("-n (--n-predict) must be >= -1, got ", d.max_tokens);
     if (!(d.repeat_penalty > 0)) fail("--repeat-penalty must be > 0, got ", d.repeat_penalty);
@@ -265,6 +269,8 @@ void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("--top-k", d.top_k, dflt)->capture_default_str()->group("Sampling");
     cmd.add_option("--top-p", d.top_p, dflt)->capture_default_str()->group("Sampling");
     cmd.add_option("--min-p", d.min_p, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--typical", d.typical_p, dflt)->capture_default_str()->group("Sampling");
+    cmd.add_option("--top-nsigma", d.top_n_sigma, dflt)->capture_default_str()->group("Sampling");
     cmd.add_option("--presence-penalty", d.presence_penalty, dflt)->group("Sampling");
     cmd.add_option("--frequency-penalty", d.frequency_penalty, dflt)->group("Sampling");
     cmd.add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");

@@ -109,6 +109,11 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
     cmd.add_option("--top-k", o.top_k, "top-k sampling (<= 0: off)")->capture_default_str();
     cmd.add_option("--top-p", o.top_p, "top-p sampling (1.0: off)")->capture_default_str();
     cmd.add_option("--min-p", o.min_p, "min-p sampling (0.0: off)")->capture_default_str();
+    cmd.add_option("--typical", o.typical_p, "locally typical sampling, p (1.0: off)")
+        ->capture_default_str();
+    cmd.add_option("--top-nsigma", o.top_n_sigma,
+                   "keep tokens within N standard deviations of the best logit (<= 0: off)")
+        ->capture_default_str();
     cmd.add_option("-s,--seed", seed, "RNG seed (-1: random)")->capture_default_str();
     cmd.add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
     specula::PenaltyParams& pen = o.penalties;

@@ -80,6 +80,10 @@ void check_run_options(const RunOptions& o) {
     if (!std::isfinite(o.temp)) fail("--temp must be a finite number, got ", o.temp);
     if (!(o.top_p >= 0.f && o.top_p <= 1.f)) fail("--top-p must be in [0, 1], got ", o.top_p);
     if (!(o.min_p >= 0.f && o.min_p <= 1.f)) fail("--min-p must be in [0, 1], got ", o.min_p);
+    if (!(o.typical_p >= 0.f && o.typical_p <= 1.f))
+        fail("--typical must be in [0, 1], got ", o.typical_p);
+    if (!std::isfinite(o.top_n_sigma))
+        fail("--top-nsigma must be a finite number, got ", o.top_n_sigma);
 }
 
 std::string prompt_text(const RunOptions& o) {
@@ -101,8 +105,8 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
     auto e = std::make_unique<RunSetup>();
     const PenaltyParams penalties = penalty_params(o);
     std::shared_ptr<const JsonGrammar> grammar = schema_grammar(o);  // before the model loads
-    e->sampler =
-        std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed});
+    e->sampler = std::make_unique<Sampler>(
+        SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed, o.typical_p, o.top_n_sigma});
     RuntimeOptions ro;
     ro.model_path = o.model;
     ro.gpu = o.placement.target;

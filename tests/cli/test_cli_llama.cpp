@@ -125,10 +125,8 @@ TEST(CliReversePrompt, GenerationStopsWhereTheOutputHasIt) {
 TEST(CliLlamaFlags, MissingFeaturesAreRefusedNamingTheFlag) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
         {{"--mirostat", "2"}, "--mirostat: this sampler is not implemented"},
-        {{"--typical", "0.9"}, "--typical: this sampler is not implemented"},
         {{"--dry-multiplier", "0.8"}, "--dry-multiplier: this sampler is not implemented"},
         {{"--xtc-probability", "0.5"}, "--xtc-probability: this sampler is not implemented"},
-        {{"--top-nsigma", "1"}, "--top-nsigma: this sampler is not implemented"},
         {{"--samplers", "top_k;temperature"}, "--samplers: the sampler order is fixed"},
         {{"--grammar", "root ::= \"a\""}, "--grammar: GBNF grammars are not implemented"},
         {{"--lora", "a.gguf"}, "--lora: LoRA adapters and control vectors are not supported"},
@@ -203,3 +201,34 @@ TEST(CliLlamaFlags, UnknownOptionsAreNamedInTheOrderTyped) {
 }
 
 }  // namespace
+
+// --typical and --top-nsigma (llama-cli's samplers) reshape sampled output, in plain and
+// speculative runs alike, leave greedy output alone, and refuse values out of range.
+TEST(CliLlamaFlags, TypicalAndTopNSigmaSample) {
+    auto sampled = [](std::vector<std::string> extra) {
+        std::vector<std::string> args{
+            "run",     "-m", llama2xs(), "-p", "Once upon a time", "-n", "48",     "--temp", "1.5",
+            "--top-k", "0",  "--top-p",  "1",  "--min-p",          "0",  "--seed", "11"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const ProcResult r = run_specula(args);
+        EXPECT_EQ(r.status, 0) << describe(r);
+        EXPECT_FALSE(r.out.empty()) << describe(r);
+        return r.out;
+    };
+    const std::string base = sampled({});
+    EXPECT_EQ(sampled({"--typical", "1"}), base);  // off
+    EXPECT_EQ(sampled({"--top-nsigma", "-1"}), base);
+    EXPECT_NE(sampled({"--typical", "0.3"}), base);
+    EXPECT_NE(sampled({"--top-nsigma", "1"}), base);
+    sampled({"--typical", "0.5", "--top-nsigma", "2", "-md", stories(), "--draft", "4"});
+    const std::string greedy_text = greedy("Once upon a time", 24).out;
+    EXPECT_EQ(greedy("Once upon a time", 24, {"--typical", "0.2", "--top-nsigma", "0.5"}).out,
+              greedy_text);
+    for (const std::vector<std::string>& bad : {std::vector<std::string>{"--typical", "1.5"},
+                                                {"--typical", "-0.1"},
+                                                {"--top-nsigma", "nan"}}) {
+        const ProcResult r = run_specula({"run", "-m", stories(), "-p", "x", bad[0], bad[1]});
+        EXPECT_EQ(r.status, 1) << describe(r);
+        EXPECT_NE(r.err.find("error: " + bad[0]), std::string::npos) << r.err;
+    }
+}

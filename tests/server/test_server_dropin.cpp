@@ -179,7 +179,8 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"cache_prompt", true, true},
         {"cache_prompt", false, true},
         {"typical_p", 1, true},
-        {"typical_p", 0.5, false},
+        {"typical_p", 0.5, true},  // locally typical sampling
+        {"typical_p", 1.5, false},
         {"mirostat", 0, true},
         {"mirostat", 2, false},
         {"mirostat_tau", 5.0, true},
@@ -195,8 +196,11 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"samplers", json::array({"top_k", "typ_p", "top_p", "min_p", "temperature"}), true},
         {"samplers", json::array({"temperature", "top_k", "top_p", "min_p"}), false},
         {"samplers", "kt", false},
+        {"samplers", "edskypmxt", true},
+        {"samplers", "ykpmt", false},  // typical before top-k: not Specula's order
         {"top_n_sigma", -1, true},
-        {"top_n_sigma", 1.5, false},
+        {"top_n_sigma", 1.5, true},
+        {"top_n_sigma", "1", false},
         {"dry_multiplier", 0.8, false},
         {"xtc_probability", 0.5, false},
         {"grammar", "", true},

@@ -330,6 +330,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.temperature = float(get_number(body, "temperature", d.temperature, 0.0, 2.0));
     r.top_p = float(get_number(body, "top_p", d.top_p, 0.0, 1.0));
     r.min_p = float(get_number(body, "min_p", d.min_p, 0.0, 1.0));
+    r.typical_p = float(get_number(body, "typical_p", d.typical_p, 0.0, 1.0));
+    r.top_n_sigma = float(get_number(body, "top_n_sigma", d.top_n_sigma, -1e9, 1e9));
     r.top_k = int(get_int(body, "top_k", d.top_k, -1, INT32_MAX));
     r.seed = get_seed(body, d.seed);
     r.stop = get_stop(body);

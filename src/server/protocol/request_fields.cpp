@@ -52,6 +52,8 @@ const Implemented kImplemented[] = {
     {"json_schema", Endpoint::both},  // = response_format json_schema
     {"top_k", Endpoint::both},
     {"min_p", Endpoint::both},
+    {"typical_p", Endpoint::both},
+    {"top_n_sigma", Endpoint::both},
     {"repeat_penalty", Endpoint::both},
     {"repeat_last_n", Endpoint::both},
     {"ignore_eos", Endpoint::both},
@@ -92,9 +94,6 @@ bool is_zero(const json& v) {
 bool is_one(const json& v) {
     return v.is_number() && v.get<double>() == 1;
 }
-bool at_most_zero(const json& v) {
-    return v.is_number() && v.get<double>() <= 0;
-}
 bool is_bool(const json& v) {
     return v.is_boolean();
 }
@@ -111,14 +110,18 @@ bool empty_text(const json& v) {
     return v.is_string() && v.get<std::string>().empty();
 }
 
-// llama-server's `samplers` (names, or its one-letter string such as "edkypmxt"): neutral when it
-// keeps top_k, top_p, min_p and temperature in Specula's order (sampling/sampler.h); the others
-// it lists (penalties, dry, typ_p, xtc, ...) do nothing at their neutral values, which their own
-// fields must have.
+// llama-server's `samplers` (names, or its one-letter string such as "edskypmxt"): neutral when
+// it keeps top_k, top_p, min_p and temperature, and top_n_sigma and typ_p where it lists them, in
+// Specula's order (sampling/sampler.h: top-n-sigma, top-k, typical, top-p, min-p, temperature);
+// the others it lists (penalties, dry, xtc, ...) do nothing at their neutral values, which their
+// own fields must have.
 bool default_sampler_order(const json& v) {
-    std::string order;  // k p m t in the order given
+    std::string order;  // s k y p m t in the order given
     const auto add = [&](std::string_view name) {
+        if (name == "top_n_sigma" || name == "s") order += 's';
         if (name == "top_k" || name == "k") order += 'k';
+        if (name == "typ_p" || name == "typical_p" || name == "typical" || name == "y")
+            order += 'y';
         if (name == "top_p" || name == "nucleus" || name == "p") order += 'p';
         if (name == "min_p" || name == "m") order += 'm';
         if (name == "temperature" || name == "temp" || name == "t") order += 't';
@@ -133,7 +136,7 @@ bool default_sampler_order(const json& v) {
     } else {
         return false;
     }
-    return order == "kpmt";
+    return order == "kpmt" || order == "skpmt" || order == "kypmt" || order == "skypmt";
 }
 
 const Neutral kNeutral[] = {
@@ -149,7 +152,6 @@ const Neutral kNeutral[] = {
     {"n_indent", is_zero, "indentation limits are not supported"},
     {"n_cmpl", is_one, "only one completion per request is supported this way (use n)"},
     // llama-server's samplers Specula does not have, at the values that turn them off.
-    {"typical_p", is_one, "typical sampling is not supported (only typical_p 1)"},
     {"tfs_z", is_one, "tail-free sampling is not supported (only tfs_z 1)"},
     {"mirostat", is_zero, "mirostat sampling is not supported (only mirostat 0)"},
     {"mirostat_tau", is_number, "must be a number (mirostat is off)"},
@@ -163,11 +165,11 @@ const Neutral kNeutral[] = {
     {"dry_allowed_length", is_number, "must be a number (DRY is off)"},
     {"dry_penalty_last_n", is_number, "must be a number (DRY is off)"},
     {"dry_sequence_breakers", any, ""},
-    {"top_n_sigma", at_most_zero, "top-n-sigma sampling is not supported (only top_n_sigma -1)"},
     {"penalize_nl", is_false, "penalize_nl is not supported (only false, llama.cpp's default)"},
     {"min_keep", is_zero, "min_keep is not supported (only 0)"},
     {"samplers", default_sampler_order,
-     "only the order top_k, top_p, min_p, temperature is supported (other samplers are off)"},
+     "only the order top_n_sigma, top_k, typ_p, top_p, min_p, temperature is supported (other "
+     "samplers are off)"},
     {"grammar", empty_text, "GBNF grammars are not supported (use json_schema)"},
     {"lora", empty_array, "LoRA adapters are not supported"},
     // vLLM's extra_body fields at their defaults.
