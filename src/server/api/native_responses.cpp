@@ -34,7 +34,8 @@ json generation_settings(const CompletionRequest& r, int n_ctx) {
             {"top_k", r.top_k},
             {"top_p", r.top_p},
             {"min_p", r.min_p},
-            {"typical_p", 1.0},
+            {"typical_p", r.typical_p},
+            {"top_n_sigma", r.top_n_sigma},
             {"repeat_penalty", r.penalties.repeat_penalty},
             {"repeat_last_n", r.penalties.repeat_last_n},
             {"presence_penalty", r.penalties.presence_penalty},
@@ -45,7 +46,8 @@ json generation_settings(const CompletionRequest& r, int n_ctx) {
             {"ignore_eos", r.ignore_eos},
             {"n_probs", std::max(r.logprobs, 0)},
             {"stream", r.stream},
-            {"samplers", json::array({"penalties", "top_k", "top_p", "min_p", "temperature"})},
+            {"samplers", json::array({"penalties", "top_n_sigma", "top_k", "typ_p", "top_p",
+                                      "min_p", "temperature"})},
             {"speculative.n_max", r.n_draft.value_or(-1)}};
 }
 
