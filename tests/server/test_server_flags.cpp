@@ -110,7 +110,26 @@ TEST(DropInFlags, ModelCardLaunchLinesSetTheDefaults) {
     // The request's own fields win: max_tokens, and a temperature that samples.
     Reply c = post_json(s, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
     EXPECT_EQ(c.body["usage"]["completion_tokens"].get<int>(), 5) << c.text;
+    // /props reports those defaults, as llama-server's web UI reads them.
+    auto props = s.client().Get("/props");
+    ASSERT_TRUE(props);
+    const json g = json::parse(props->body)["default_generation_settings"]["params"];
+    EXPECT_EQ(g["n_predict"], 24) << g.dump();
+    EXPECT_EQ(g["temperature"], 0.0) << g.dump();
+    EXPECT_EQ(g["top_k"], 20) << g.dump();
+    EXPECT_EQ(g["min_p"], 0.0) << g.dump();
+    EXPECT_EQ(g["seed"], 5) << g.dump();
     s.stop();
+    // --typical and --top-nsigma too.
+    ServerProcess t({server_target_path(), "--typical", "0.5", "--top-nsigma", "2"}, "typical");
+    auto tp = t.client().Get("/props");
+    ASSERT_TRUE(tp);
+    const json tg = json::parse(tp->body)["default_generation_settings"]["params"];
+    EXPECT_EQ(tg["typical_p"], 0.5) << tg.dump();
+    EXPECT_EQ(tg["top_n_sigma"], 2.0) << tg.dump();
+    t.stop();
+    EXPECT_THROW(ServerProcess({server_target_path(), "--typical", "1.5"}, "typ"),
+                 std::runtime_error);
     // Names vLLM does not have, or fp16 caches: refused naming the flag.
     EXPECT_THROW(ServerProcess({server_target_path(), "--tool-call-parser", "nonesuch"}, "tcp"),
                  std::runtime_error);
