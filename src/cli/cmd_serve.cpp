@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -89,7 +90,7 @@ void resolve_launch_flags(ServeOptions& o) {
     if (!(d.min_p >= 0 && d.min_p <= 1)) fail("--min-p must be in [0, 1], got ", d.min_p);
     if (!(d.typical_p >= 0 && d.typical_p <= 1))
         fail("--typical must be in [0, 1], got ", d.typical_p);
-    if (!(d.top_n_sigma >= -1e9 && d.top_n_sigma <= 1e9))
+    if (!std::isfinite(d.top_n_sigma))
         fail("--top-nsigma must be a finite number, got ", d.top_n_sigma);
     if (d.top_k < -1) fail("--top-k must be >= -1, got ", d.top_k);
     if (d.max_tokens < -1) fail("-n (--n-predict) must be >= -1, got ", d.max_tokens);

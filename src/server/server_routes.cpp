@@ -16,6 +16,7 @@
 #include "server/http_reply.h"
 #include "server/protocol/api_error.h"
 #include "server/protocol/json_depth.h"
+#include "server/protocol/request.h"
 #include "server/server.h"
 #include "server/serving/slot_files.h"
 #include "server/web_ui.h"
@@ -289,22 +290,9 @@ void add_info_routes(httplib::Server& s, const HttpServer& server, Service& serv
     }
     // llama-server's /props (what its web UI and dashboards read).
     s.Get("/props", [&service](const httplib::Request&, httplib::Response& res) {
-        // A request that sends no sampling field: the server's launch flags (--temp, ...).
-        const RequestDefaults& d = service.request_defaults();
-        CompletionRequest defaults;
-        defaults.max_tokens = d.max_tokens;
-        defaults.temperature = d.temperature;
-        defaults.top_k = d.top_k;
-        defaults.top_p = d.top_p;
-        defaults.min_p = d.min_p;
-        defaults.typical_p = d.typical_p;
-        defaults.top_n_sigma = d.top_n_sigma;
-        defaults.seed = d.seed;
-        defaults.penalties.presence_penalty = d.presence_penalty;
-        defaults.penalties.frequency_penalty = d.frequency_penalty;
-        defaults.penalties.repeat_penalty = d.repeat_penalty;
-        defaults.penalties.repeat_last_n =
-            d.repeat_last_n != RequestDefaults::kRepeatLastNUnset ? d.repeat_last_n : 64;
+        // What a request that sends no sampling field gets: the launch flags (--temp, ...).
+        const CompletionRequest defaults = parse_completion_request(
+            json{{"prompt", ""}}, /*chat=*/false, nullptr, service.request_defaults());
         const Tokenizer& tok = service.target().tokenizer();
         send_json(res, 200,
                   {{"default_generation_settings",
