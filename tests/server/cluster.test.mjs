@@ -212,7 +212,12 @@ test("kill -9 of a replica under load: only its started streams fail, as broken 
       // after the kill (a reset, not a refused connection): lost, not replayed, like those above.
       if ((r.status === 502 || r.t_head === null) && r.t_sent < t_kill + 200) continue;
       assert.equal(r.error, null);
-      if (r.t_sent < t_kill + 900) assert.notEqual(r.replica, victim);
+      // An answer from the victim's name came from its restarted process, which the supervisor
+      // starts 1 s after the exit at the soonest. Timed by the response head, not by t_sent: on a
+      // loaded machine the client's event loop may send a request well after it was made.
+      if (r.replica === victim) {
+        assert.ok(r.t_head - t_kill >= 1000, `the killed ${victim} answered ${r.t_head - t_kill} ms after the kill`);
+      }
     }
     await sleep(200);
     assert.match(c.log(), new RegExp(`replica ${victim} \\(pid \\d+\\) exited with status 137`));
