@@ -7,8 +7,17 @@ namespace specula {
 
 Constraints::Constraints(PenaltyParams penalties, int n_vocab,
                          std::shared_ptr<const JsonGrammar> grammar,
-                         std::shared_ptr<const GrammarVocab> vocab)
-    : pen_(std::move(penalties), n_vocab), vocab_(std::move(vocab)) {
+                         std::shared_ptr<const GrammarVocab> vocab,
+                         std::shared_ptr<const DryBreakers> dry_breakers)
+    : pen_(std::move(penalties), n_vocab), vocab_(std::move(vocab)), dry_(std::move(dry_breakers)) {
+    const DryParams& dry = pen_.params().dry;
+    if (!dry_) {
+        if (dry.on() && !dry.sequence_breakers.empty())
+            fail("constraints: DRY's sequence breakers need the vocabulary's DryBreakers");
+        static const auto none = std::make_shared<const DryBreakers>(std::span<const std::string>{},
+                                                                     0, nullptr, nullptr);
+        dry_ = none;
+    }
     if (grammar) {
         if (!vocab_) fail("constraints: a grammar needs the vocabulary's GrammarVocab");
         if (vocab_->n_vocab() != n_vocab)
@@ -43,6 +52,7 @@ const float* Constraints::apply(const float* logits, std::vector<float>& scratch
     if (!active()) return logits;
     scratch.assign(logits, logits + n_vocab());
     pen_.apply(scratch.data());
+    apply_dry(pen_.params().dry, *dry_, pen_.history(), scratch.data());
     if (grammar_) vocab_->mask(*grammar_, scratch.data());
     return scratch.data();
 }

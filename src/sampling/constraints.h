@@ -1,6 +1,7 @@
 // Constraints: everything that reshapes a logit row from the sequence so far, applied before the
-// Sampler's top-k / top-p / min-p / temperature: logit bias and penalties (penalties.h), then the
-// grammar mask (grammar_vocab.h). One object per sequence; a drafter keeps its own copy.
+// Sampler's top-k / top-p / min-p / temperature: logit bias and penalties (penalties.h), DRY
+// (dry.h), then the grammar mask (grammar_vocab.h). One object per sequence; a drafter keeps its
+// own copy.
 //
 // Plain decoding, per token:
 //     const float* row = c.apply(session.logits(last), scratch);
@@ -32,10 +33,13 @@ namespace specula {
 class Constraints {
   public:
     // grammar may be null (no structured output); vocab is required with a grammar and must
-    // have n_vocab tokens. Throws specula::Error for bad penalty values (naming the field).
+    // have n_vocab tokens. dry_breakers: penalties.dry's sequence breakers as tokens, required
+    // when DRY is on with breakers. Throws specula::Error for bad penalty values (naming the
+    // field).
     Constraints(PenaltyParams penalties, int n_vocab,
                 std::shared_ptr<const JsonGrammar> grammar = nullptr,
-                std::shared_ptr<const GrammarVocab> vocab = nullptr);
+                std::shared_ptr<const GrammarVocab> vocab = nullptr,
+                std::shared_ptr<const DryBreakers> dry_breakers = nullptr);
 
     bool active() const { return pen_.active() || grammar_.has_value(); }
     bool has_grammar() const { return grammar_.has_value(); }
@@ -63,7 +67,7 @@ class Constraints {
     void restart();
 
     // The row to sample at the current position: `logits` itself when nothing is active, else
-    // a copy in `scratch` with bias, penalties and the grammar mask (-inf) applied.
+    // a copy in `scratch` with bias, penalties, DRY and the grammar mask (-inf) applied.
     const float* apply(const float* logits, std::vector<float>& scratch) const;
 
     const Penalizer& penalties() const { return pen_; }
@@ -75,6 +79,7 @@ class Constraints {
     std::optional<GrammarState> grammar_;
     std::optional<GrammarState> start_;  // grammar_ before any token
     std::shared_ptr<const GrammarVocab> vocab_;
+    std::shared_ptr<const DryBreakers> dry_;  // never null (empty: no breakers)
 };
 
 }  // namespace specula

@@ -28,6 +28,7 @@ void validate(const PenaltyParams& p, int n_vocab) {
         if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
             fail("logit_bias: bias ", bias, " of token ", id, " must be a number or -inf");
     }
+    validate(p.dry);
 }
 
 void parse_logit_bias(std::string_view text, std::vector<std::pair<int32_t, float>>& out) {

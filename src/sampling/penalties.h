@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "sampling/dry.h"
+
 namespace specula {
 
 struct PenaltyParams {
@@ -38,17 +40,20 @@ struct PenaltyParams {
     float frequency_penalty = 0.f;  // subtracted per occurrence in the window
     // Additive bias per token id (any order; a repeated id adds up). -INFINITY bans the token.
     std::vector<std::pair<int32_t, float>> logit_bias;
+    // DRY over the same history (sampling/dry.h); Constraints applies it after the penalties.
+    DryParams dry;
 
     bool penalties_on() const {
         return repeat_last_n != 0 &&
                (repeat_penalty != 1.f || presence_penalty != 0.f || frequency_penalty != 0.f);
     }
-    bool active() const { return penalties_on() || !logit_bias.empty(); }
+    bool active() const { return penalties_on() || !logit_bias.empty() || dry.on(); }
 };
 
 // Throws specula::Error naming the field when a value is out of range: repeat_penalty <= 0 or not
 // finite, repeat_last_n < -1, a NaN / +inf penalty, a logit_bias id outside [0, n_vocab) or a NaN /
-// +inf bias. The field names are the request's (`repeat_penalty`, `logit_bias`, ...).
+// +inf bias, and DRY's values (validate(DryParams)). The field names are the request's
+// (`repeat_penalty`, `logit_bias`, `dry_base`, ...).
 void validate(const PenaltyParams& p, int n_vocab);
 
 // Parses a llama.cpp `--logit-bias` value: "ID(+|-)BIAS" (e.g. "15043+1", "15043-inf", "2-2.5");
@@ -83,6 +88,7 @@ class Penalizer {
     int count(int32_t token) const { return counts_[size_t(token)]; }
 
     // Applies bias and penalties for the current history to `logits` (n_vocab values) in place.
+    // Not DRY, which needs the vocabulary's breakers: Constraints applies it.
     void apply(float* logits) const;
     // Same on a const row: copies it into `scratch` and returns scratch.data(), or returns
     // `logits` itself when nothing is active (no copy).

@@ -1,6 +1,7 @@
 // Speculative sampling with Constraints stays exact: with the stories260K target and the llama2xs
 // draft, (a) repetition / presence / frequency penalties and a logit bias, (b) the same plus the
-// json_object grammar, the first two tokens drawn thousands of times through constrained drafting
+// json_object grammar, (c) DRY alone (sampling/dry.h, with llama.cpp's default breakers), the first
+// two tokens drawn thousands of times through constrained drafting
 // + rejection sampling follow the exact joint p(t1) p(t2 | t1) of the CONSTRAINED target
 // (Pearson chi-square), where verify position i sees the prompt + accepted tokens + d_1..d_{i-1}.
 // A verifier that constrains every position with the state before the draft (the natural
@@ -38,7 +39,10 @@ struct Fixture : test::SpecModels {
     PenaltyParams pen;
     std::shared_ptr<const JsonGrammar> grammar;
     std::shared_ptr<const GrammarVocab> vocab;
-    explicit Fixture(bool with_grammar) {
+    std::shared_ptr<const DryBreakers> breakers;
+    enum Mode { kPenalties, kGrammar, kDry };
+    explicit Fixture(Mode mode) {
+        const bool with_grammar = mode == kGrammar;
         // Negative presence / frequency penalties over a 2-token window reward repeating a recent
         // token, so the second token depends strongly on whether the first is in the history.
         pen.repeat_penalty = 1.1f;
@@ -54,11 +58,25 @@ struct Fixture : test::SpecModels {
             for (token_id t : target->tokenizer().encode(kJsonPrefix, false, false))
                 prompt.push_back(t);
         }
+        if (mode == kDry) {
+            // DRY, after a prompt that repeats itself: the second token is penalised by what
+            // followed the first one in the prompt.
+            prompt = target->tokenizer().encode("Tom saw a big dog. Tom saw a big cat. Tom saw a",
+                                                true, false);
+            // A logit bias makes " big" the likely first token (against DRY's penalty for
+            // repeating ". Tom saw a big"); DRY then pushes down " do(g)" and " c(at)", which
+            // followed it before: a verifier that forgot " big" would not.
+            pen = PenaltyParams{};
+            pen.logit_bias = {{target->tokenizer().encode("big", false, false).back(), 6.0f}};
+            pen.dry.multiplier = 4.0f;
+            pen.dry.allowed_length = 5;
+            breakers = DryBreakers::from_tokenizer(pen.dry.sequence_breakers, target->tokenizer());
+        }
     }
     static constexpr const char* kJsonPrefix = "{\"a\": [\"";
     size_t n_plain = SIZE_MAX;  // prompt tokens before the JSON output
     Constraints constraints() const {
-        Constraints c(pen, target->hparams().n_vocab, grammar, vocab);
+        Constraints c(pen, target->hparams().n_vocab, grammar, vocab, breakers);
         const size_t n = std::min(n_plain, prompt.size());
         c.push_prompt(std::span(prompt).first(n));
         for (size_t i = n; i < prompt.size(); ++i) EXPECT_TRUE(c.accept(prompt[i]));
@@ -176,36 +194,48 @@ std::map<Pair, long> sample_pairs(const Fixture& f, bool stale) {
     return counts;
 }
 
-void expect_exact(bool with_grammar) {
-    Fixture f(with_grammar);
+const char* name(Fixture::Mode m) {
+    return m == Fixture::kGrammar ? "grammar + penalties"
+           : m == Fixture::kDry   ? "DRY"
+                                  : "penalties";
+}
+
+void expect_exact(Fixture::Mode mode) {
+    Fixture f(mode);
     const auto exact = exact_joint(f);
     const test::ChiSquare c = test::chi_square(exact, sample_pairs(f, false), kTrials);
-    std::printf("%s speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
-                with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
+    std::printf("%s speculative: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", name(mode),
+                c.stat, c.df, c.critical);
     ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
     EXPECT_LT(c.stat, c.critical);
 }
 
-void expect_stale_rejected(bool with_grammar) {
-    Fixture f(with_grammar);
+void expect_stale_rejected(Fixture::Mode mode) {
+    Fixture f(mode);
     const auto exact = exact_joint(f);
     const test::ChiSquare c = test::chi_square(exact, sample_pairs(f, true), kTrials);
-    std::printf("%s, stale state: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n",
-                with_grammar ? "grammar + penalties" : "penalties", c.stat, c.df, c.critical);
+    std::printf("%s, stale state: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", name(mode),
+                c.stat, c.df, c.critical);
     EXPECT_GT(c.stat, c.critical);
 }
 
 }  // namespace
 
 TEST(SpecConstraints, PenalisedFirstTwoTokensFollowTheTarget) {
-    expect_exact(false);
+    expect_exact(Fixture::kPenalties);
 }
 TEST(SpecConstraints, PenaltiesChiSquareRejectsAStaleVerifier) {
-    expect_stale_rejected(false);
+    expect_stale_rejected(Fixture::kPenalties);
 }
 TEST(SpecConstraints, GrammarFirstTwoTokensFollowTheTarget) {
-    expect_exact(true);
+    expect_exact(Fixture::kGrammar);
 }
 TEST(SpecConstraints, GrammarChiSquareRejectsAStaleVerifier) {
-    expect_stale_rejected(true);
+    expect_stale_rejected(Fixture::kGrammar);
+}
+TEST(SpecConstraints, DryFirstTwoTokensFollowTheTarget) {
+    expect_exact(Fixture::kDry);
+}
+TEST(SpecConstraints, DryChiSquareRejectsAStaleVerifier) {
+    expect_stale_rejected(Fixture::kDry);
 }
