@@ -25,6 +25,7 @@
 #include "chat/tool_calls.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/dry_options.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
 #include "common/stop_signals.h"
@@ -54,6 +55,7 @@ struct ServeOptions {
     bool kv_unified = false;  // -kvu: what the pool always is
     // llama-server's sampling defaults and vLLM's launch-line flags (resolve_launch_flags).
     std::string seed = "-1";
+    std::vector<std::string> dry_breakers;  // --dry-sequence-breaker
     std::string tool_call_parser, reasoning_parser, kv_cache_dtype;
     bool no_context_shift = false, auto_tool_choice = false, enforce_eager = false;
     bool prefix_caching = false, trust_remote_code = false, disable_log_requests = false;
@@ -97,6 +99,7 @@ void resolve_launch_flags(ServeOptions& o) {
     if (!(d.repeat_penalty > 0)) fail("--repeat-penalty must be > 0, got ", d.repeat_penalty);
     if (d.repeat_last_n < -1 && d.repeat_last_n != RequestDefaults::kRepeatLastNUnset)
         fail("--repeat-last-n must be >= -1, got ", d.repeat_last_n);
+    resolve_dry_options(d.dry, o.dry_breakers, /*escape=*/true);
     d.seed = parse_seed(o.seed, /*allow_random=*/true);
     if (o.seed == "-1") d.seed = 0xFFFFFFFFu;  // each request draws its own
     if (!o.tool_call_parser.empty()) {
@@ -276,6 +279,7 @@ void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("--frequency-penalty", d.frequency_penalty, dflt)->group("Sampling");
     cmd.add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");
     cmd.add_option("--repeat-last-n", d.repeat_last_n, dflt)->group("Sampling");
+    add_dry_options(cmd, d.dry, o.dry_breakers, "Sampling");
     cmd.add_option("-s,--seed", o.seed, "every request's default seed (-1: each its own)")
         ->group("Sampling");
     cmd.add_option("-n,--n-predict", d.max_tokens,

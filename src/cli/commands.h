@@ -39,8 +39,12 @@ struct RunOptions {
     bool ignore_eos = false;
     // --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty (llama.cpp's
     // defaults: off) and --logit-bias ID(+|-)BIAS, repeatable.
+    // --dry-multiplier, --dry-base, --dry-allowed-length, --dry-penalty-last-n go to
+    // penalties.dry; --dry-sequence-breaker STRING, repeatable, replaces the default breakers
+    // ("none": no breakers).
     PenaltyParams penalties;
     std::vector<std::string> logit_bias;
+    std::vector<std::string> dry_breakers;
     // -j (--json-schema) / -jf (--json-schema-file): the output is JSON that the schema admits
     // (the server's response_format subset, sampling/json_grammar.h); "{}" admits any JSON value.
     std::string json_schema;

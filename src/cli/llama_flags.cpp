@@ -68,15 +68,12 @@ struct MissingFeature {
     const char* why;
 };
 const MissingFeature kMissing[] = {
-    {{"--mirostat", "--mirostat-lr", "--mirostat-ent", "--dynatemp-range", "--dynatemp-exp"},
+    {{"--mirostat", "--mirostat-lr", "--mirostat-ent", "--dynatemp-range", "--dynatemp-exp",
+      "--xtc-probability", "--xtc-threshold"},
      "this sampler is not implemented (specula samples with --temp, --top-k, --top-p, --min-p, "
-     "--typical, --top-nsigma and the penalties)"},
-    {{"--dry-multiplier", "--dry-base", "--dry-allowed-length", "--dry-penalty-last-n",
-      "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold"},
-     "this sampler is not implemented (specula samples with --temp, --top-k, --top-p, --min-p, "
-     "--typical, --top-nsigma and the penalties)"},
+     "--typical, --top-nsigma, the penalties and DRY)"},
     {{"--samplers", "--sampling-seq", "--sampler-seq"},
-     "the sampler order is fixed (penalties, top-n-sigma, top-k, typical, top-p, min-p, "
+     "the sampler order is fixed (penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, "
      "temperature)"},
     {{"--grammar", "--grammar-file"},
      "GBNF grammars are not implemented; -j (--json-schema) constrains the output to JSON"},

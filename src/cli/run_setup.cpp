@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "cli/dry_options.h"
 #include "common/error.h"
 #include "common/threadpool.h"
 #include "sampling/json_grammar.h"
@@ -19,6 +20,7 @@ namespace {
 PenaltyParams penalty_params(const RunOptions& o) {
     PenaltyParams p = o.penalties;
     for (const std::string& b : o.logit_bias) parse_logit_bias(b, p.logit_bias);
+    resolve_dry_options(p.dry, o.dry_breakers, o.escape);
     return p;
 }
 
@@ -54,10 +56,13 @@ std::unique_ptr<Constraints> make_constraints(const PenaltyParams& p, const Toke
                                               int n_vocab,
                                               std::shared_ptr<const JsonGrammar> grammar) {
     try {
-        if (grammar)
-            return std::make_unique<Constraints>(p, n_vocab, std::move(grammar),
-                                                 GrammarVocab::from_tokenizer(tok));
-        return std::make_unique<Constraints>(p, n_vocab);
+        validate(p, n_vocab);
+        std::shared_ptr<const GrammarVocab> vocab;
+        if (grammar) vocab = GrammarVocab::from_tokenizer(tok);
+        std::shared_ptr<const DryBreakers> breakers;
+        if (p.dry.on()) breakers = DryBreakers::from_tokenizer(p.dry.sequence_breakers, tok);
+        return std::make_unique<Constraints>(p, n_vocab, std::move(grammar), std::move(vocab),
+                                             std::move(breakers));
     } catch (const Error& e) {
         // The field names are the server's (repeat_penalty); say the flag as the user typed it.
         std::string msg = e.what();

@@ -201,7 +201,11 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"top_n_sigma", -1, true},
         {"top_n_sigma", 1.5, true},
         {"top_n_sigma", "1", false},
-        {"dry_multiplier", 0.8, false},
+        {"dry_multiplier", 0.8, true},  // DRY (test_server_dry)
+        {"dry_multiplier", -0.8, false},
+        {"dry_base", 0.5, true},  // DRY off: llama.cpp's "off" base is harmless
+        {"samplers", "dkypmt", true},
+        {"samplers", "kdpmt", false},  // DRY after top-k: not Specula's order
         {"xtc_probability", 0.5, false},
         {"grammar", "", true},
         {"grammar", "root ::= \"a\"", false},

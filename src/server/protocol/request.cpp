@@ -237,6 +237,46 @@ int get_logprobs(const json& body, bool chat) {
     return on ? top : -1;
 }
 
+// Whether llama-server's `samplers` lists dry (a name, or 'd' in its one-letter string).
+bool lists_dry(const json& samplers) {
+    if (samplers.is_string()) return samplers.get<std::string>().find('d') != std::string::npos;
+    for (const json& s : samplers)
+        if (s == "dry" || s == "d") return true;
+    return false;
+}
+
+// llama-server's dry_* fields (sampling/dry.h). dry_base < 1 is refused only with DRY on
+// (llama.cpp then resets it to its default); samplers that leave dry out while it is on would
+// have llama.cpp skip it, so that is refused rather than guessed.
+DryParams get_dry(const json& body, const DryParams& d) {
+    DryParams p = d;
+    p.multiplier = float(get_number(body, "dry_multiplier", d.multiplier, 0.0, 1e6));
+    p.base = float(get_number(body, "dry_base", d.base, -1e6, 1e6));
+    p.allowed_length = int(get_int(body, "dry_allowed_length", d.allowed_length, 0, INT32_MAX));
+    p.penalty_last_n = int(get_int(body, "dry_penalty_last_n", d.penalty_last_n, -1, INT32_MAX));
+    if (const json* b = field(body, "dry_sequence_breakers")) {
+        constexpr size_t kMax = 64;
+        if (!b->is_array() || b->empty() || b->size() > kMax)
+            wrong_type("dry_sequence_breakers", "a non-empty array of at most 64 strings");
+        p.sequence_breakers.clear();
+        for (const json& s : *b) {
+            if (!s.is_string() || s.get_ref<const std::string&>().empty())
+                bad_request("'dry_sequence_breakers' holds non-empty strings, got " + s.dump(),
+                            "dry_sequence_breakers");
+            p.sequence_breakers.push_back(s.get<std::string>());
+        }
+    }
+    if (p.on() && p.base < 1.f)
+        bad_request(
+            "'dry_base' must be >= 1 when dry_multiplier is not 0, got " + std::to_string(p.base),
+            "dry_base");
+    if (const json* s = field(body, "samplers"); s && p.on() && !lists_dry(*s))
+        bad_request("'samplers' leaves out dry while dry_multiplier is " +
+                        std::to_string(p.multiplier) + ": list dry (d) first, or set it to 0",
+                    "samplers");
+    return p;
+}
+
 PenaltyParams get_penalties(const json& body, const RequestDefaults& d) {
     PenaltyParams p;
     p.presence_penalty = float(get_number(body, "presence_penalty", d.presence_penalty, -2.0, 2.0));
@@ -251,6 +291,7 @@ PenaltyParams get_penalties(const json& body, const RequestDefaults& d) {
                        : openai_only                                         ? -1
                                                                              : 64;
     p.repeat_last_n = int(get_int(body, "repeat_last_n", window, -1, INT32_MAX));
+    p.dry = get_dry(body, d.dry);
     return p;
 }
 

@@ -90,6 +90,7 @@ struct RequestDefaults {
     // repeat_penalty (then 64, its window); given (--repeat-last-n): every request's window.
     int repeat_last_n = kRepeatLastNUnset;
     static constexpr int kRepeatLastNUnset = -2;
+    DryParams dry;  // --dry-multiplier, --dry-base, ... (off unless given)
 };
 
 // Throws ApiError (400) for anything malformed. `raw`: the same body parsed keeping its key

@@ -56,6 +56,11 @@ const Implemented kImplemented[] = {
     {"top_n_sigma", Endpoint::both},
     {"repeat_penalty", Endpoint::both},
     {"repeat_last_n", Endpoint::both},
+    {"dry_multiplier", Endpoint::both},  // DRY (sampling/dry.h)
+    {"dry_base", Endpoint::both},
+    {"dry_allowed_length", Endpoint::both},
+    {"dry_penalty_last_n", Endpoint::both},
+    {"dry_sequence_breakers", Endpoint::both},
     {"ignore_eos", Endpoint::both},
     {"timings_per_token", Endpoint::both},
     {"reasoning_format", Endpoint::chat},
@@ -79,9 +84,6 @@ struct Neutral {
     const char* why;
 };
 
-bool any(const json&) {
-    return true;
-}
 bool is_true(const json& v) {
     return v == true;
 }
@@ -112,12 +114,14 @@ bool empty_text(const json& v) {
 
 // llama-server's `samplers` (names, or its one-letter string such as "edskypmxt"): neutral when
 // it keeps top_k, top_p, min_p and temperature, and top_n_sigma and typ_p where it lists them, in
-// Specula's order (sampling/sampler.h: top-n-sigma, top-k, typical, top-p, min-p, temperature);
-// the others it lists (penalties, dry, xtc, ...) do nothing at their neutral values, which their
-// own fields must have.
+// Specula's order (sampling/sampler.h: top-n-sigma, top-k, typical, top-p, min-p, temperature),
+// dry (if listed) before them all; the others it lists (penalties, xtc, ...) do nothing at their
+// neutral values, which their own fields must have. With DRY on, samplers must list it
+// (server/protocol/request.cpp).
 bool default_sampler_order(const json& v) {
-    std::string order;  // s k y p m t in the order given
+    std::string order;  // d s k y p m t in the order given
     const auto add = [&](std::string_view name) {
+        if (name == "dry" || name == "d") order += 'd';
         if (name == "top_n_sigma" || name == "s") order += 's';
         if (name == "top_k" || name == "k") order += 'k';
         if (name == "typ_p" || name == "typical_p" || name == "typical" || name == "y")
@@ -136,6 +140,8 @@ bool default_sampler_order(const json& v) {
     } else {
         return false;
     }
+    // DRY goes with the penalties, before the Sampler's transforms (sampling/constraints.h).
+    if (!order.empty() && order[0] == 'd') order.erase(0, 1);
     return order == "kpmt" || order == "skpmt" || order == "kypmt" || order == "skypmt";
 }
 
@@ -160,16 +166,11 @@ const Neutral kNeutral[] = {
     {"dynatemp_exponent", is_number, "must be a number (dynamic temperature is off)"},
     {"xtc_probability", is_zero, "XTC sampling is not supported (only xtc_probability 0)"},
     {"xtc_threshold", is_number, "must be a number (XTC is off)"},
-    {"dry_multiplier", is_zero, "DRY sampling is not supported (only dry_multiplier 0)"},
-    {"dry_base", is_number, "must be a number (DRY is off)"},
-    {"dry_allowed_length", is_number, "must be a number (DRY is off)"},
-    {"dry_penalty_last_n", is_number, "must be a number (DRY is off)"},
-    {"dry_sequence_breakers", any, ""},
     {"penalize_nl", is_false, "penalize_nl is not supported (only false, llama.cpp's default)"},
     {"min_keep", is_zero, "min_keep is not supported (only 0)"},
     {"samplers", default_sampler_order,
-     "only the order top_n_sigma, top_k, typ_p, top_p, min_p, temperature is supported (other "
-     "samplers are off)"},
+     "only the order dry, top_n_sigma, top_k, typ_p, top_p, min_p, temperature is supported "
+     "(other samplers are off)"},
     {"grammar", empty_text, "GBNF grammars are not supported (use json_schema)"},
     {"lora", empty_array, "LoRA adapters are not supported"},
     // vLLM's extra_body fields at their defaults.

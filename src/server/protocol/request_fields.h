@@ -11,12 +11,13 @@
 //    server/protocol/request_tools.h); llama-server's n_predict (= max_tokens), n_probs (=
 //    logprobs), json_schema (= response_format json_schema), top_k, min_p, typical_p,
 //    top_n_sigma, repeat_penalty,
-//    repeat_last_n, ignore_eos, timings_per_token, reasoning_format, chat_template_kwargs; vLLM's
-//    repetition_penalty, guided_json (= a json_schema grammar), include_stop_str_in_output,
+//    repeat_last_n, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
+//    dry_sequence_breakers, ignore_eos, timings_per_token, reasoning_format, chat_template_kwargs;
+//    vLLM's repetition_penalty, guided_json (= a json_schema grammar), include_stop_str_in_output,
 //    stop_token_ids, add_generation_prompt and continue_final_message (chat), speculative.
 // 2. Neutral: accepted because their value changes nothing Specula outputs; refused by name (400)
 //    at any other value. E.g. cache_prompt (any: the slot's cache is always reused, which changes
-//    no token), tfs_z 1, mirostat 0, dry_multiplier 0, xtc_probability 0,
+//    no token), tfs_z 1, mirostat 0, xtc_probability 0,
 //    dynatemp_range 0, penalize_nl false, n_keep, id_slot,
 //    samplers (when it keeps Specula's order), min_tokens 0, skip_special_tokens true,
 //    identifiers (user, request_id, ...), store

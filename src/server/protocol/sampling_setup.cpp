@@ -18,8 +18,9 @@ void RequestSampling::check(CompletionRequest& req) const {
         // The messages of parse_logit_bias_json() and validate() start with the field's name.
         const std::string msg = e.what();
         std::string param = "logit_bias";
-        for (const char* f :
-             {"repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"})
+        for (const char* f : {"repeat_penalty", "repeat_last_n", "presence_penalty",
+                              "frequency_penalty", "dry_multiplier", "dry_base",
+                              "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers"})
             if (msg.rfind(f, 0) == 0) param = f;
         bad_request(msg, param);
     }
@@ -35,8 +36,21 @@ SamplingParams RequestSampling::sampling(const CompletionRequest& r, int choice)
 std::unique_ptr<Constraints> RequestSampling::constraints(const CompletionRequest& r) const {
     if (!r.penalties.active() && !r.grammar) return nullptr;
     const int nv = target_.hparams().n_vocab;
-    if (!r.grammar) return std::make_unique<Constraints>(r.penalties, nv);
-    return std::make_unique<Constraints>(r.penalties, nv, r.grammar, vocab());
+    return std::make_unique<Constraints>(r.penalties, nv, r.grammar, r.grammar ? vocab() : nullptr,
+                                         breakers(r.penalties.dry));
+}
+
+std::shared_ptr<const DryBreakers> RequestSampling::breakers(const DryParams& dry) const {
+    if (!dry.on()) return nullptr;
+    std::lock_guard lock(mu_);
+    for (const auto& [list, table] : breakers_)
+        if (list == dry.sequence_breakers) return table;
+    // Each list costs a pass over the vocabulary; the last few are kept (clients send one).
+    constexpr size_t kKept = 8;
+    if (breakers_.size() == kKept) breakers_.erase(breakers_.begin());
+    breakers_.emplace_back(dry.sequence_breakers,
+                           DryBreakers::from_tokenizer(dry.sequence_breakers, target_.tokenizer()));
+    return breakers_.back().second;
 }
 
 std::shared_ptr<const GrammarVocab> RequestSampling::vocab() const {
