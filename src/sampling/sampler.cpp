@@ -1,4 +1,4 @@
-// Sampler: llama.cpp's default chain (top-n-sigma -> top-k -> typical -> top-p -> min-p ->
+// Sampler: llama.cpp's default chain (top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC ->
 // temperature -> draw). Top-n-sigma is a logit floor, applied while the top-k are selected; top-p
 // and min-p both keep a prefix of the candidates sorted by logit, so the work is: select the
 // top-k (one pass with a small heap), keep the locally typical ones when asked, drop tokens under
@@ -211,6 +211,32 @@ void sort_and_apply_top_p(std::vector<TokenProb>& c, float max_logit, double z, 
     }
 }
 
+// XTC's cut on the sorted candidates (logits): how many of the best to remove when its coin comes
+// up, i.e. all but the last of those whose softmax probability (temperature 1, as llama.cpp's XTC
+// runs before temperature) reaches the threshold; 0 when fewer than two do.
+size_t xtc_cut(const std::vector<TokenProb>& c, float threshold) {
+    if (threshold > 0.5f || c.size() < 2) return 0;
+    double z = 0;
+    for (const TokenProb& t : c) z += std::exp(double(t.p) - c[0].p);
+    size_t m = 0;
+    while (m < c.size() && std::exp(double(c[m].p) - c[0].p) / z >= threshold) ++m;
+    return m >= 2 ? m - 1 : 0;
+}
+
+// The mixture of keeping the candidates (1 - prob) and removing the first `cut` (prob), on
+// tempered probabilities: removing renormalises the rest. Candidates left with p = 0 (prob 1)
+// are dropped; the result is sorted by probability again.
+void mix_xtc(std::vector<TokenProb>& c, size_t cut, float prob) {
+    double rest = 0;
+    for (size_t i = cut; i < c.size(); ++i) rest += c[i].p;
+    if (!(rest > 0)) return;  // the rest underflowed at a tiny temperature: nothing to move to
+    const double keep = 1.0 - double(prob);
+    for (size_t i = 0; i < c.size(); ++i)
+        c[i].p = float(keep * c[i].p + (i < cut ? 0.0 : double(prob) * c[i].p / rest));
+    if (prob >= 1.f) c.erase(c.begin(), c.begin() + long(cut));
+    std::stable_sort(c.begin(), c.end(), better);
+}
+
 // Replaces logits by softmax(logit / temp); the candidates are sorted, so c[0] is the max.
 void apply_temperature_softmax(std::vector<TokenProb>& c, float temp) {
     const double max_logit = c[0].p;
@@ -267,6 +293,10 @@ Sampler::Sampler(const SamplingParams& params)
     if (std::isnan(params.min_p)) fail("sampler: min_p is NaN");
     if (std::isnan(params.typical_p)) fail("sampler: typical_p is NaN");
     if (!std::isfinite(params.top_n_sigma)) fail("sampler: top_n_sigma must be a finite number");
+    if (!(params.xtc_probability >= 0.f && params.xtc_probability <= 1.f))
+        fail("sampler: xtc_probability ", params.xtc_probability, " must be in [0, 1]");
+    if (!(params.xtc_threshold >= 0.f && params.xtc_threshold <= 1.f))
+        fail("sampler: xtc_threshold ", params.xtc_threshold, " must be in [0, 1]");
     rng_.seed(seed_);
 }
 
@@ -301,7 +331,10 @@ void Sampler::distribution(const float* logits, int n_vocab, std::vector<TokenPr
 
     apply_min_p(out, max_logit, params_.min_p);
     sort_and_apply_top_p(out, max_logit, z, params_.top_p, use_hist ? &hist : nullptr);
+    const size_t cut =
+        params_.xtc_probability > 0.f ? xtc_cut(out, params_.xtc_threshold) : size_t(0);
     apply_temperature_softmax(out, params_.temp);
+    if (cut > 0) mix_xtc(out, cut, params_.xtc_probability);
 }
 
 int32_t Sampler::sample(const float* logits, int n_vocab) {

@@ -1,8 +1,8 @@
-// Token sampling: greedy, or temperature with top-n-sigma / top-k / typical / top-p / min-p,
+// Token sampling: greedy, or temperature with top-n-sigma / top-k / typical / top-p / min-p / XTC,
 // seeded and reproducible. The transforms run in llama.cpp's order (top-n-sigma, top-k, typical,
-// top-p, min-p, temperature); each is a deterministic function of the logit row, so
-// distribution() exposes the final probabilities and speculative verification uses the exact same
-// p and q.
+// top-p, min-p, XTC, temperature); each is a deterministic function of the logit row (XTC's coin
+// becomes a mixture of its two outcomes), so distribution() exposes the final probabilities and
+// speculative verification uses the exact same p and q.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,15 @@ struct SamplingParams {
     // deviations of the largest, the deviation taken over the whole row (tokens banned by a logit
     // bias or a grammar mask left out); fewer than 4 such tokens: off. <= 0: off.
     float top_n_sigma = -1.0f;
+    // XTC ("exclude top choices", llama.cpp's xtc): with probability xtc_probability, the
+    // candidates left after min-p whose probability (before temperature) is at least
+    // xtc_threshold are all removed but the least likely of them, when there are two or more.
+    // distribution() gives the mixture of both outcomes, so a draw is distributed as
+    // llama.cpp's coin-then-draw and speculative sampling stays exact. 0: off; a threshold over
+    // 0.5 can never remove anything (off). Greedy decoding (temp <= 0) takes the best token, as
+    // ik_llama.cpp's greedy path does.
+    float xtc_probability = 0.0f;
+    float xtc_threshold = 0.1f;
 };
 
 struct TokenProb {

@@ -2,11 +2,12 @@
 // disagree a lot), the first two generated tokens, drawn thousands of times with fixed seeds
 // through draft proposal + rejection sampling, follow the target's exact joint distribution
 // p(t1) p(t2 | t1) after the temp/top-k/top-p/min-p transforms, and with locally typical
-// sampling and top-n-sigma on too (Pearson chi-square). The same
+// sampling and top-n-sigma on too, and with XTC (Pearson chi-square). The same
 // statistic rejects a naive verifier that keeps a draft token when it equals the target's argmax
 // and otherwise takes a target sample, so the test has the power to see a biased verifier.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -28,6 +29,7 @@ using Pair = TokenPair;
 // The transforms every draw of one test uses: min-p 0.05, and typical / top-n-sigma when set.
 struct Transforms {
     float typical_p = 1.0f, top_n_sigma = -1.0f;
+    float xtc_probability = 0.0f, xtc_threshold = 0.1f;
 };
 Transforms g_transforms;
 
@@ -35,6 +37,8 @@ SamplingParams sampling(uint64_t seed) {
     SamplingParams p = spec_sampling(0.05f, seed);
     p.typical_p = g_transforms.typical_p;
     p.top_n_sigma = g_transforms.top_n_sigma;
+    p.xtc_probability = g_transforms.xtc_probability;
+    p.xtc_threshold = g_transforms.xtc_threshold;
     return p;
 }
 
@@ -144,6 +148,28 @@ TEST(SpecSampling, TypicalAndTopNSigmaKeepTheTargetDistribution) {
     std::printf("typical + top-n-sigma: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat,
                 c.df, c.critical);
     ASSERT_GE(c.df, 3) << "too few bins for a meaningful test";
+    EXPECT_LT(c.stat, c.critical);
+}
+
+// XTC's coin is a mixture in distribution(): the target's and the drafter's rows both carry it,
+// and the pairs follow the target's mixture.
+TEST(SpecSampling, XtcKeepsTheTargetDistribution) {
+    g_transforms = {};
+    g_transforms.xtc_probability = 0.6f;
+    g_transforms.xtc_threshold = 0.08f;
+    Fixture f;
+    const auto exact = exact_joint(*f.target, f.prompt);
+    const auto counts = sample_pairs(f, false);
+    g_transforms = {};
+    const auto plain = exact_joint(*f.target, f.prompt);
+    // XTC moved mass off the likeliest pair.
+    const auto top = std::max_element(plain.begin(), plain.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+    });
+    EXPECT_LT(exact.at(top->first), top->second * 0.9);
+    const test::ChiSquare c = test::chi_square(exact, counts, kTrials);
+    std::printf("xtc: chi2 = %.1f, df = %d, critical (p=1e-4) = %.1f\n", c.stat, c.df, c.critical);
+    ASSERT_GE(c.df, 5) << "too few bins for a meaningful test";
     EXPECT_LT(c.stat, c.critical);
 }
 
