@@ -25,7 +25,7 @@
 #include "chat/tool_calls.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/dry_options.h"
+#include "cli/repetition_options.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
 #include "common/stop_signals.h"
@@ -100,6 +100,7 @@ void resolve_launch_flags(ServeOptions& o) {
     if (d.repeat_last_n < -1 && d.repeat_last_n != RequestDefaults::kRepeatLastNUnset)
         fail("--repeat-last-n must be >= -1, got ", d.repeat_last_n);
     resolve_dry_options(d.dry, o.dry_breakers, /*escape=*/true);
+    check_xtc_options(d.xtc_probability, d.xtc_threshold);
     d.seed = parse_seed(o.seed, /*allow_random=*/true);
     if (o.seed == "-1") d.seed = 0xFFFFFFFFu;  // each request draws its own
     if (!o.tool_call_parser.empty()) {
@@ -280,6 +281,7 @@ void add_serve_request_options(CLI::App& cmd, ServeOptions& o) {
     cmd.add_option("--repeat-penalty", d.repeat_penalty, dflt)->group("Sampling");
     cmd.add_option("--repeat-last-n", d.repeat_last_n, dflt)->group("Sampling");
     add_dry_options(cmd, d.dry, o.dry_breakers, "Sampling");
+    add_xtc_options(cmd, d.xtc_probability, d.xtc_threshold, "Sampling");
     cmd.add_option("-s,--seed", o.seed, "every request's default seed (-1: each its own)")
         ->group("Sampling");
     cmd.add_option("-n,--n-predict", d.max_tokens,

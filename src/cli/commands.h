@@ -33,8 +33,9 @@ struct RunOptions {
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
-    float typical_p = 1.0f;       // --typical (1.0: off)
-    float top_n_sigma = -1.0f;    // --top-nsigma (<= 0: off)
+    float typical_p = 1.0f;                              // --typical (1.0: off)
+    float top_n_sigma = -1.0f;                           // --top-nsigma (<= 0: off)
+    float xtc_probability = 0.0f, xtc_threshold = 0.1f;  // --xtc-probability (0: off)
     uint64_t seed = 0xFFFFFFFFu;  // llama.cpp's LLAMA_DEFAULT_SEED: pick a random seed
     bool ignore_eos = false;
     // --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty (llama.cpp's

@@ -68,13 +68,12 @@ struct MissingFeature {
     const char* why;
 };
 const MissingFeature kMissing[] = {
-    {{"--mirostat", "--mirostat-lr", "--mirostat-ent", "--dynatemp-range", "--dynatemp-exp",
-      "--xtc-probability", "--xtc-threshold"},
+    {{"--mirostat", "--mirostat-lr", "--mirostat-ent", "--dynatemp-range", "--dynatemp-exp"},
      "this sampler is not implemented (specula samples with --temp, --top-k, --top-p, --min-p, "
-     "--typical, --top-nsigma, the penalties and DRY)"},
+     "--typical, --top-nsigma, --xtc-*, the penalties and DRY)"},
     {{"--samplers", "--sampling-seq", "--sampler-seq"},
      "the sampler order is fixed (penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, "
-     "temperature)"},
+     "XTC, temperature)"},
     {{"--grammar", "--grammar-file"},
      "GBNF grammars are not implemented; -j (--json-schema) constrains the output to JSON"},
     {{"--lora", "--lora-scaled", "--lora-init-without-apply", "--control-vector",

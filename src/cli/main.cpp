@@ -16,9 +16,9 @@
 #include "cli/cmd_bench_serve.h"
 #include "cli/cmd_quantize.h"
 #include "cli/commands.h"
-#include "cli/dry_options.h"
 #include "cli/gpu_flags.h"
 #include "cli/llama_flags.h"
+#include "cli/repetition_options.h"
 #include "cli/speculative_options.h"
 #include "common/error.h"
 #include "kernels/policy.h"
@@ -130,6 +130,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o, std::string& seed) {
     cmd.add_option("--logit-bias", o.logit_bias,
                    "ID(+|-)BIAS, e.g. 15043+1 or 15043-inf (bans it); repeatable");
     add_dry_options(cmd, pen.dry, o.dry_breakers);
+    add_xtc_options(cmd, o.xtc_probability, o.xtc_threshold);
     cmd.add_option("-j,--json-schema", o.json_schema,
                    "constrain the output to JSON this schema admits, e.g. '{}' (any JSON value); "
                    "the subset `serve` takes in response_format");

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
-#include "cli/dry_options.h"
+#include "cli/repetition_options.h"
 #include "common/error.h"
 #include "common/threadpool.h"
 #include "sampling/json_grammar.h"
@@ -89,6 +89,7 @@ void check_run_options(const RunOptions& o) {
         fail("--typical must be in [0, 1], got ", o.typical_p);
     if (!std::isfinite(o.top_n_sigma))
         fail("--top-nsigma must be a finite number, got ", o.top_n_sigma);
+    check_xtc_options(o.xtc_probability, o.xtc_threshold);
 }
 
 std::string prompt_text(const RunOptions& o) {
@@ -110,8 +111,9 @@ std::unique_ptr<RunSetup> open_run(const RunOptions& o, const SpeculativeConfig&
     auto e = std::make_unique<RunSetup>();
     const PenaltyParams penalties = penalty_params(o);
     std::shared_ptr<const JsonGrammar> grammar = schema_grammar(o);  // before the model loads
-    e->sampler = std::make_unique<Sampler>(
-        SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed, o.typical_p, o.top_n_sigma});
+    e->sampler = std::make_unique<Sampler>(SamplingParams{o.temp, o.top_k, o.top_p, o.min_p, o.seed,
+                                                          o.typical_p, o.top_n_sigma,
+                                                          o.xtc_probability, o.xtc_threshold});
     RuntimeOptions ro;
     ro.model_path = o.model;
     ro.gpu = o.placement.target;

@@ -3,7 +3,8 @@
 // (a draft model at fixed and auto lengths, n-gram lookup) gives the same bytes as plain decoding
 // with DRY on; sampled runs are reproducible per seed, plain and speculative (fixed k);
 // --dry-penalty-last-n 0 and --dry-multiplier 0 are off; bad values are one error line naming the
-// flag.
+// flag. XTC (--xtc-probability, --xtc-threshold) changes sampled output and not greedy output, is
+// off over a 0.5 threshold, and runs speculatively.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,5 +133,32 @@ TEST(CliDry, BadValuesAreOneErrorLine) {
             EXPECT_EQ(r.status, 1) << cmd << " " << flags[0] << ": " << describe(r);
             EXPECT_NE(r.err.find(msg), std::string::npos) << cmd << ": " << r.err;
         }
+    }
+}
+
+TEST(CliXtc, ChangesSampledOutputOnly) {
+    const std::vector<std::string> sampled = {"--temp", "1.0",     "--seed", "5",       "--top-k",
+                                              "0",      "--top-p", "1",      "--min-p", "0"};
+    const std::vector<std::string> on = {"--xtc-probability", "1", "--xtc-threshold", "0.05"};
+    const std::string base = generate(llama2xs(), sampled, 64);
+    const std::string xtc = generate(llama2xs(), cat(sampled, on), 64);
+    EXPECT_NE(xtc, base);
+    EXPECT_EQ(generate(llama2xs(), cat(sampled, on), 64), xtc);
+    // Over 0.5 nothing can be excluded.
+    EXPECT_EQ(generate(llama2xs(),
+                       cat(sampled, {"--xtc-probability", "1", "--xtc-threshold", "0.6"}), 64),
+              base);
+    const std::vector<std::string> md = cat(cat(sampled, on), {"-md", stories(), "--draft", "4"});
+    const std::string spec = generate(llama2xs(), md, 64);
+    EXPECT_EQ(generate(llama2xs(), md, 64), spec);
+    // Greedy takes the best token.
+    EXPECT_EQ(generate(llama2xs(), cat(kGreedy, on), 48), generate(llama2xs(), kGreedy, 48));
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--xtc-probability", "1.5"},
+          {"--xtc-threshold", "-0.1"},
+          {"--xtc-probability", "nan"}}) {
+        const ProcResult r = run_specula(cat({"run", "-m", stories(), "-p", "x"}, bad));
+        EXPECT_EQ(r.status, 1) << describe(r);
+        EXPECT_NE(r.err.find("error: " + bad[0]), std::string::npos) << r.err;
     }
 }

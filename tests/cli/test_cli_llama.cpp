@@ -125,7 +125,6 @@ TEST(CliReversePrompt, GenerationStopsWhereTheOutputHasIt) {
 TEST(CliLlamaFlags, MissingFeaturesAreRefusedNamingTheFlag) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
         {{"--mirostat", "2"}, "--mirostat: this sampler is not implemented"},
-        {{"--xtc-probability", "0.5"}, "--xtc-probability: this sampler is not implemented"},
         {{"--samplers", "top_k;temperature"}, "--samplers: the sampler order is fixed"},
         {{"--grammar", "root ::= \"a\""}, "--grammar: GBNF grammars are not implemented"},
         {{"--lora", "a.gguf"}, "--lora: LoRA adapters and control vectors are not supported"},

@@ -205,8 +205,11 @@ TEST_F(DropIn, LlamaServerAndVllmFieldsAreNeutralOrRefusedByName) {
         {"dry_multiplier", -0.8, false},
         {"dry_base", 0.5, true},  // DRY off: llama.cpp's "off" base is harmless
         {"samplers", "dkypmt", true},
-        {"samplers", "kdpmt", false},  // DRY after top-k: not Specula's order
-        {"xtc_probability", 0.5, false},
+        {"samplers", "kdpmt", false},    // DRY after top-k: not Specula's order
+        {"xtc_probability", 0.5, true},  // XTC (test_server_dry_xtc)
+        {"xtc_probability", 2, false},
+        {"samplers", "kypmxt", true},
+        {"samplers", "kypxmt", false},  // XTC before min-p: not Specula's order
         {"grammar", "", true},
         {"grammar", "root ::= \"a\"", false},
         {"n_probs", 0, true},

@@ -3,7 +3,8 @@
 // counts in DRY's history in both), also through the server's draft model; custom
 // dry_sequence_breakers match --dry-sequence-breaker; samplers must list dry first when it is
 // on; bad values are 400 naming the field; --dry-* launch flags become every request's default
-// and /props reports them.
+// and /props reports them. XTC's fields likewise: sampled output changes, samplers must list xtc
+// before temperature when it is on, bad values are 400s.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -115,4 +116,41 @@ TEST(ServerDry, LaunchFlagsAreEveryRequestsDefault) {
     // A request's own field wins.
     const JsonReply off = complete(s, {{"dry_multiplier", 0}});
     EXPECT_EQ(off.body["content"], cli_text(server_draft_path(), {}));
+}
+
+TEST(ServerXtc, FieldsSampleAndAreChecked) {
+    ServerProcess s({"-m", server_draft_path(), "--xtc-threshold", "0.05"}, "xtc");
+    const json sampled = {{"temperature", 1.0}, {"seed", 5},  {"top_k", 0},
+                          {"top_p", 1},         {"min_p", 0}, {"n_predict", 48}};
+    const JsonReply base = complete(s, sampled);
+    ASSERT_EQ(base.status, 200) << base.text;
+    json with = sampled;
+    with["xtc_probability"] = 1.0;  // the launch flag's threshold
+    const JsonReply xtc = complete(s, with);
+    ASSERT_EQ(xtc.status, 200) << xtc.text;
+    EXPECT_NE(xtc.body["content"], base.body["content"]);
+    EXPECT_EQ(complete(s, with).body["content"], xtc.body["content"]);  // the seed reproduces
+    EXPECT_EQ(xtc.body["generation_settings"]["xtc_threshold"].get<double>(), double(0.05f));
+    with["samplers"] = "edkypmxt";
+    EXPECT_EQ(complete(s, with).body["content"], xtc.body["content"]);
+    struct Bad {
+        json fields;
+        const char* param;
+    };
+    for (const Bad& b : std::vector<Bad>{
+             {{{"xtc_probability", 0.5}, {"samplers", "kypmt"}}, "samplers"},
+             {{{"xtc_probability", 0.5}, {"samplers", "xkypmt"}}, "samplers"},
+             {{{"xtc_probability", 1.5}}, "xtc_probability"},
+             {{{"xtc_threshold", -1}}, "xtc_threshold"},
+             {{{"xtc_probability", "0.5"}}, "xtc_probability"},
+         }) {
+        const JsonReply r = complete(s, b.fields);
+        EXPECT_EQ(r.status, 400) << b.fields.dump() << ": " << r.text;
+        EXPECT_EQ(r.body["error"]["param"], b.param) << b.fields.dump() << ": " << r.text;
+    }
+    auto props = s.client().Get("/props");
+    ASSERT_TRUE(props);
+    const json g = json::parse(props->body)["default_generation_settings"]["params"];
+    EXPECT_EQ(g["xtc_threshold"].get<double>(), double(0.05f)) << g.dump();
+    EXPECT_EQ(g["xtc_probability"], 0.0) << g.dump();
 }

@@ -36,6 +36,8 @@ json generation_settings(const CompletionRequest& r, int n_ctx) {
             {"min_p", r.min_p},
             {"typical_p", r.typical_p},
             {"top_n_sigma", r.top_n_sigma},
+            {"xtc_probability", r.xtc_probability},
+            {"xtc_threshold", r.xtc_threshold},
             {"repeat_penalty", r.penalties.repeat_penalty},
             {"repeat_last_n", r.penalties.repeat_last_n},
             {"presence_penalty", r.penalties.presence_penalty},
@@ -52,7 +54,7 @@ json generation_settings(const CompletionRequest& r, int n_ctx) {
             {"n_probs", std::max(r.logprobs, 0)},
             {"stream", r.stream},
             {"samplers", json::array({"penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p",
-                                      "min_p", "temperature"})},
+                                      "min_p", "xtc", "temperature"})},
             {"speculative.n_max", r.n_draft.value_or(-1)}};
 }
 

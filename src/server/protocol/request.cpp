@@ -237,11 +237,12 @@ int get_logprobs(const json& body, bool chat) {
     return on ? top : -1;
 }
 
-// Whether llama-server's `samplers` lists dry (a name, or 'd' in its one-letter string).
-bool lists_dry(const json& samplers) {
-    if (samplers.is_string()) return samplers.get<std::string>().find('d') != std::string::npos;
+// Whether llama-server's `samplers` lists a sampler (by `name`, or `letter` in its one-letter
+// string).
+bool lists(const json& samplers, const char* name, char letter) {
+    if (samplers.is_string()) return samplers.get<std::string>().find(letter) != std::string::npos;
     for (const json& s : samplers)
-        if (s == "dry" || s == "d") return true;
+        if (s == name || s == std::string(1, letter)) return true;
     return false;
 }
 
@@ -270,7 +271,7 @@ DryParams get_dry(const json& body, const DryParams& d) {
         bad_request(
             "'dry_base' must be >= 1 when dry_multiplier is not 0, got " + std::to_string(p.base),
             "dry_base");
-    if (const json* s = field(body, "samplers"); s && p.on() && !lists_dry(*s))
+    if (const json* s = field(body, "samplers"); s && p.on() && !lists(*s, "dry", 'd'))
         bad_request("'samplers' leaves out dry while dry_multiplier is " +
                         std::to_string(p.multiplier) + ": list dry (d) first, or set it to 0",
                     "samplers");
@@ -373,6 +374,14 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     r.min_p = float(get_number(body, "min_p", d.min_p, 0.0, 1.0));
     r.typical_p = float(get_number(body, "typical_p", d.typical_p, 0.0, 1.0));
     r.top_n_sigma = float(get_number(body, "top_n_sigma", d.top_n_sigma, -1e9, 1e9));
+    r.xtc_probability = float(get_number(body, "xtc_probability", d.xtc_probability, 0.0, 1.0));
+    r.xtc_threshold = float(get_number(body, "xtc_threshold", d.xtc_threshold, 0.0, 1.0));
+    if (const json* s = field(body, "samplers");
+        s && r.xtc_probability > 0 && r.xtc_threshold <= 0.5f && !lists(*s, "xtc", 'x'))
+        bad_request("'samplers' leaves out xtc while xtc_probability is " +
+                        std::to_string(r.xtc_probability) +
+                        ": list xtc (x) after min_p, or set it to 0",
+                    "samplers");
     r.top_k = int(get_int(body, "top_k", d.top_k, -1, INT32_MAX));
     r.seed = get_seed(body, d.seed);
     r.stop = get_stop(body);

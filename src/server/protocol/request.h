@@ -49,9 +49,10 @@ struct CompletionRequest {
     int top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
-    float typical_p = 1.0f;       // llama-server's (1: off)
-    float top_n_sigma = -1.0f;    // llama-server's (<= 0: off)
-    uint64_t seed = 0xFFFFFFFFu;  // random
+    float typical_p = 1.0f;                              // llama-server's (1: off)
+    float top_n_sigma = -1.0f;                           // llama-server's (<= 0: off)
+    float xtc_probability = 0.0f, xtc_threshold = 0.1f;  // llama-server's XTC (0: off)
+    uint64_t seed = 0xFFFFFFFFu;                         // random
     std::vector<std::string> stop;
     bool include_stop_str = false;        // vLLM's include_stop_str_in_output
     std::vector<int32_t> stop_token_ids;  // vLLM's (checked against the vocabulary later)
@@ -82,7 +83,8 @@ struct CompletionRequest {
 struct RequestDefaults {
     int64_t max_tokens = -1;  // -n
     float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f;
-    float typical_p = 1.0f, top_n_sigma = -1.0f;  // --typical, --top-nsigma
+    float typical_p = 1.0f, top_n_sigma = -1.0f;         // --typical, --top-nsigma
+    float xtc_probability = 0.0f, xtc_threshold = 0.1f;  // --xtc-probability, --xtc-threshold
     int top_k = 40;
     uint64_t seed = 0xFFFFFFFFu;  // random
     float presence_penalty = 0.0f, frequency_penalty = 0.0f, repeat_penalty = 1.0f;

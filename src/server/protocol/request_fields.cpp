@@ -61,6 +61,8 @@ const Implemented kImplemented[] = {
     {"dry_allowed_length", Endpoint::both},
     {"dry_penalty_last_n", Endpoint::both},
     {"dry_sequence_breakers", Endpoint::both},
+    {"xtc_probability", Endpoint::both},  // XTC (sampling/sampler.h)
+    {"xtc_threshold", Endpoint::both},
     {"ignore_eos", Endpoint::both},
     {"timings_per_token", Endpoint::both},
     {"reasoning_format", Endpoint::chat},
@@ -115,13 +117,14 @@ bool empty_text(const json& v) {
 // llama-server's `samplers` (names, or its one-letter string such as "edskypmxt"): neutral when
 // it keeps top_k, top_p, min_p and temperature, and top_n_sigma and typ_p where it lists them, in
 // Specula's order (sampling/sampler.h: top-n-sigma, top-k, typical, top-p, min-p, temperature),
-// dry (if listed) before them all; the others it lists (penalties, xtc, ...) do nothing at their
-// neutral values, which their own fields must have. With DRY on, samplers must list it
+// dry (if listed) before them all, xtc (if listed) right before temperature; the others it lists
+// (penalties, ...) do nothing. With DRY or XTC on, samplers must list it
 // (server/protocol/request.cpp).
 bool default_sampler_order(const json& v) {
-    std::string order;  // d s k y p m t in the order given
+    std::string order;  // d s k y p m x t in the order given
     const auto add = [&](std::string_view name) {
         if (name == "dry" || name == "d") order += 'd';
+        if (name == "xtc" || name == "x") order += 'x';
         if (name == "top_n_sigma" || name == "s") order += 's';
         if (name == "top_k" || name == "k") order += 'k';
         if (name == "typ_p" || name == "typical_p" || name == "typical" || name == "y")
@@ -142,6 +145,9 @@ bool default_sampler_order(const json& v) {
     }
     // DRY goes with the penalties, before the Sampler's transforms (sampling/constraints.h).
     if (!order.empty() && order[0] == 'd') order.erase(0, 1);
+    // XTC goes between min-p and temperature.
+    if (order.size() >= 2 && order.compare(order.size() - 2, 2, "xt") == 0)
+        order.erase(order.size() - 2, 1);
     return order == "kpmt" || order == "skpmt" || order == "kypmt" || order == "skypmt";
 }
 
@@ -164,12 +170,10 @@ const Neutral kNeutral[] = {
     {"mirostat_eta", is_number, "must be a number (mirostat is off)"},
     {"dynatemp_range", is_zero, "dynamic temperature is not supported (only dynatemp_range 0)"},
     {"dynatemp_exponent", is_number, "must be a number (dynamic temperature is off)"},
-    {"xtc_probability", is_zero, "XTC sampling is not supported (only xtc_probability 0)"},
-    {"xtc_threshold", is_number, "must be a number (XTC is off)"},
     {"penalize_nl", is_false, "penalize_nl is not supported (only false, llama.cpp's default)"},
     {"min_keep", is_zero, "min_keep is not supported (only 0)"},
     {"samplers", default_sampler_order,
-     "only the order dry, top_n_sigma, top_k, typ_p, top_p, min_p, temperature is supported "
+     "only the order dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature is supported "
      "(other samplers are off)"},
     {"grammar", empty_text, "GBNF grammars are not supported (use json_schema)"},
     {"lora", empty_array, "LoRA adapters are not supported"},

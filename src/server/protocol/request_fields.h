@@ -12,12 +12,13 @@
 //    logprobs), json_schema (= response_format json_schema), top_k, min_p, typical_p,
 //    top_n_sigma, repeat_penalty,
 //    repeat_last_n, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n,
-//    dry_sequence_breakers, ignore_eos, timings_per_token, reasoning_format, chat_template_kwargs;
+//    dry_sequence_breakers, xtc_probability, xtc_threshold, ignore_eos, timings_per_token,
+//    reasoning_format, chat_template_kwargs;
 //    vLLM's repetition_penalty, guided_json (= a json_schema grammar), include_stop_str_in_output,
 //    stop_token_ids, add_generation_prompt and continue_final_message (chat), speculative.
 // 2. Neutral: accepted because their value changes nothing Specula outputs; refused by name (400)
 //    at any other value. E.g. cache_prompt (any: the slot's cache is always reused, which changes
-//    no token), tfs_z 1, mirostat 0, xtc_probability 0,
+//    no token), tfs_z 1, mirostat 0,
 //    dynatemp_range 0, penalize_nl false, n_keep, id_slot,
 //    samplers (when it keeps Specula's order), min_tokens 0, skip_special_tokens true,
 //    identifiers (user, request_id, ...), store

@@ -29,8 +29,8 @@ void RequestSampling::check(CompletionRequest& req) const {
 SamplingParams RequestSampling::sampling(const CompletionRequest& r, int choice) const {
     uint64_t seed = r.seed;
     if (seed != 0xFFFFFFFFu) seed += uint64_t(choice);
-    return SamplingParams{r.temperature, r.top_k,     r.top_p,      r.min_p,
-                          seed,          r.typical_p, r.top_n_sigma};
+    return SamplingParams{r.temperature, r.top_k,       r.top_p,           r.min_p,        seed,
+                          r.typical_p,   r.top_n_sigma, r.xtc_probability, r.xtc_threshold};
 }
 
 std::unique_ptr<Constraints> RequestSampling::constraints(const CompletionRequest& r) const {

@@ -1,5 +1,6 @@
-// add_dry_options / resolve_dry_options: see dry_options.h.
-#include "cli/dry_options.h"
+// add_dry_options / resolve_dry_options / add_xtc_options / check_xtc_options: see
+// repetition_options.h.
+#include "cli/repetition_options.h"
 
 #include "cli/cli_util.h"
 #include "common/error.h"
@@ -48,6 +49,25 @@ void resolve_dry_options(DryParams& dry, const std::vector<std::string>& breaker
             if (msg[i] == '_') msg[i] = '-';
         fail("--", msg);
     }
+}
+
+void add_xtc_options(CLI::App& cmd, float& probability, float& threshold,
+                     const std::string& group) {
+    cmd.add_option("--xtc-probability", probability,
+                   "XTC: how often the top choices are excluded (0.0: off)")
+        ->capture_default_str()
+        ->group(group);
+    cmd.add_option("--xtc-threshold", threshold,
+                   "XTC: the probability a top choice reaches to be excluded (> 0.5: off)")
+        ->capture_default_str()
+        ->group(group);
+}
+
+void check_xtc_options(float probability, float threshold) {
+    if (!(probability >= 0.f && probability <= 1.f))
+        fail("--xtc-probability must be in [0, 1], got ", probability);
+    if (!(threshold >= 0.f && threshold <= 1.f))
+        fail("--xtc-threshold must be in [0, 1], got ", threshold);
 }
 
 }  // namespace specula::cli
