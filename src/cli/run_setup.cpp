@@ -56,7 +56,6 @@ std::unique_ptr<Constraints> make_constraints(const PenaltyParams& p, const Toke
                                               int n_vocab,
                                               std::shared_ptr<const JsonGrammar> grammar) {
     try {
-        validate(p, n_vocab);
         std::shared_ptr<const GrammarVocab> vocab;
         if (grammar) vocab = GrammarVocab::from_tokenizer(tok);
         std::shared_ptr<const DryBreakers> breakers;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.h"
 #include "cli_process.h"
 #include "test_util.h"
 
@@ -16,10 +17,7 @@ namespace {
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
-
-std::string stories() {
-    return shared_path("models/tinystories/stories260K.gguf");
-}
+using specula::test::stories;
 
 std::string write_file(const std::string& name, const std::string& text) {
     const std::string path = ::testing::TempDir() + "/" + name;

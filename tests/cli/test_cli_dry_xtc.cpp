@@ -20,16 +20,11 @@
 namespace {
 
 using specula::test::describe;
+using specula::test::llama2xs;
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
-
-std::string stories() {
-    return shared_path("models/tinystories/stories260K.gguf");
-}
-std::string llama2xs() {
-    return shared_path("models/tinystories/llama2xs.gguf");
-}
+using specula::test::stories;
 
 std::string generate(const std::string& model, std::vector<std::string> extra, int n = 160) {
     std::vector<std::string> args{

@@ -22,17 +22,12 @@ namespace {
 using json = nlohmann::json;
 using specula::test::describe;
 using specula::test::expect_clean_error;
+using specula::test::llama2xs;
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
+using specula::test::stories;
 namespace fs = std::filesystem;
-
-std::string stories() {
-    return shared_path("models/tinystories/stories260K.gguf");
-}
-std::string llama2xs() {
-    return shared_path("models/tinystories/llama2xs.gguf");
-}
 
 // A pet record: two required properties, nothing else.
 const char* const kPet =

@@ -17,16 +17,11 @@
 namespace {
 
 using specula::test::describe;
+using specula::test::llama2xs;
 using specula::test::ProcResult;
 using specula::test::run_specula;
 using specula::test::shared_path;
-
-std::string stories() {
-    return shared_path("models/tinystories/stories260K.gguf");
-}
-std::string llama2xs() {
-    return shared_path("models/tinystories/llama2xs.gguf");
-}
+using specula::test::stories;
 
 // stdout of a greedy run of `model` on `prompt`, -n n, with `extra` options; status must be 0.
 ProcResult greedy(const std::string& prompt, int n, std::vector<std::string> extra = {},

@@ -45,6 +45,19 @@ const json kDry = {{"dry_multiplier", 1.5}, {"dry_base", 1.75}, {"dry_allowed_le
 const std::vector<std::string> kDryFlags = {"--dry-multiplier",     "1.5", "--dry-base", "1.75",
                                             "--dry-allowed-length", "2"};
 
+// Each request (extra fields over complete()'s) is a 400 naming `param`.
+struct Bad {
+    json fields;
+    const char* param;
+};
+void expect_refused(const ServerProcess& s, const std::vector<Bad>& bad) {
+    for (const Bad& b : bad) {
+        const JsonReply r = complete(s, b.fields);
+        EXPECT_EQ(r.status, 400) << b.fields.dump() << ": " << r.text;
+        EXPECT_EQ(r.body["error"]["param"], b.param) << b.fields.dump() << ": " << r.text;
+    }
+}
+
 }  // namespace
 
 TEST(ServerDry, RequestsMatchTheCliAlsoWithADraftModel) {
@@ -71,26 +84,19 @@ TEST(ServerDry, RequestsMatchTheCliAlsoWithADraftModel) {
     JsonReply ok = complete(s, {{"dry_multiplier", 1.5}, {"samplers", "dkypmt"}});
     EXPECT_EQ(ok.status, 200) << ok.text;
     EXPECT_EQ(ok.body["content"], cli_text(server_draft_path(), {"--dry-multiplier", "1.5"}));
-    struct Bad {
-        json fields;
-        const char* param;
-    };
-    for (const Bad& b : std::vector<Bad>{
-             {{{"dry_multiplier", 1.5}, {"samplers", "kypmt"}}, "samplers"},
-             {{{"dry_multiplier", 1.5}, {"samplers", "kdypmt"}}, "samplers"},
-             {{{"dry_multiplier", 1.5}, {"dry_base", 0.5}}, "dry_base"},
-             {{{"dry_multiplier", -1}}, "dry_multiplier"},
-             {{{"dry_multiplier", "1"}}, "dry_multiplier"},
-             {{{"dry_allowed_length", -1}}, "dry_allowed_length"},
-             {{{"dry_penalty_last_n", -2}}, "dry_penalty_last_n"},
-             {{{"dry_sequence_breakers", json::array()}}, "dry_sequence_breakers"},
-             {{{"dry_sequence_breakers", "\n"}}, "dry_sequence_breakers"},
-             {{{"dry_sequence_breakers", json::array({"a", ""})}}, "dry_sequence_breakers"},
-         }) {
-        const JsonReply r = complete(s, b.fields);
-        EXPECT_EQ(r.status, 400) << b.fields.dump() << ": " << r.text;
-        EXPECT_EQ(r.body["error"]["param"], b.param) << b.fields.dump() << ": " << r.text;
-    }
+    expect_refused(
+        s, {
+               {{{"dry_multiplier", 1.5}, {"samplers", "kypmt"}}, "samplers"},
+               {{{"dry_multiplier", 1.5}, {"samplers", "kdypmt"}}, "samplers"},
+               {{{"dry_multiplier", 1.5}, {"dry_base", 0.5}}, "dry_base"},
+               {{{"dry_multiplier", -1}}, "dry_multiplier"},
+               {{{"dry_multiplier", "1"}}, "dry_multiplier"},
+               {{{"dry_allowed_length", -1}}, "dry_allowed_length"},
+               {{{"dry_penalty_last_n", -2}}, "dry_penalty_last_n"},
+               {{{"dry_sequence_breakers", json::array()}}, "dry_sequence_breakers"},
+               {{{"dry_sequence_breakers", "\n"}}, "dry_sequence_breakers"},
+               {{{"dry_sequence_breakers", json::array({"a", ""})}}, "dry_sequence_breakers"},
+           });
     // DRY off at a base llama.cpp would take as off: accepted, the plain text.
     const JsonReply off = complete(s, {{"dry_base", 0.5}});
     ASSERT_EQ(off.status, 200) << off.text;
@@ -133,21 +139,13 @@ TEST(ServerXtc, FieldsSampleAndAreChecked) {
     EXPECT_EQ(xtc.body["generation_settings"]["xtc_threshold"].get<double>(), double(0.05f));
     with["samplers"] = "edkypmxt";
     EXPECT_EQ(complete(s, with).body["content"], xtc.body["content"]);
-    struct Bad {
-        json fields;
-        const char* param;
-    };
-    for (const Bad& b : std::vector<Bad>{
-             {{{"xtc_probability", 0.5}, {"samplers", "kypmt"}}, "samplers"},
-             {{{"xtc_probability", 0.5}, {"samplers", "xkypmt"}}, "samplers"},
-             {{{"xtc_probability", 1.5}}, "xtc_probability"},
-             {{{"xtc_threshold", -1}}, "xtc_threshold"},
-             {{{"xtc_probability", "0.5"}}, "xtc_probability"},
-         }) {
-        const JsonReply r = complete(s, b.fields);
-        EXPECT_EQ(r.status, 400) << b.fields.dump() << ": " << r.text;
-        EXPECT_EQ(r.body["error"]["param"], b.param) << b.fields.dump() << ": " << r.text;
-    }
+    expect_refused(s, {
+                          {{{"xtc_probability", 0.5}, {"samplers", "kypmt"}}, "samplers"},
+                          {{{"xtc_probability", 0.5}, {"samplers", "xkypmt"}}, "samplers"},
+                          {{{"xtc_probability", 1.5}}, "xtc_probability"},
+                          {{{"xtc_threshold", -1}}, "xtc_threshold"},
+                          {{{"xtc_probability", "0.5"}}, "xtc_probability"},
+                      });
     auto props = s.client().Get("/props");
     ASSERT_TRUE(props);
     const json g = json::parse(props->body)["default_generation_settings"]["params"];

@@ -9,10 +9,19 @@
 #include <string>
 
 #include "cli_process.h"
+#include "test_util.h"
 
 namespace specula::test {
 
 inline const std::string kStoriesRel = "models/tinystories/stories260K.gguf";
+
+// The tiny pair the CLI tests run: stories260K and llama2xs (one vocabulary).
+inline std::string stories() {
+    return shared_path(kStoriesRel);
+}
+inline std::string llama2xs() {
+    return shared_path("models/tinystories/llama2xs.gguf");
+}
 
 inline std::string describe(const ProcResult& r) {
     return "status " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out +
